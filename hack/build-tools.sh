@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Builds the dev cluster's tools from Go modules, since no prebuilt Kubernetes binary can be
+# downloaded here: kube-apiserver, kube-scheduler, kube-controller-manager (k8s.io/kubernetes),
+# etcd (go.etcd.io/etcd/server/v3) and helm (helm.sh/helm/v3). Each tool gets its own Go module
+# so their dependency versions never mix. Binaries are cached outside the repo and a tool that
+# is already built is skipped, so only the first run on a machine is slow (20-40 minutes).
+#
+# usage: hack/build-tools.sh [kubernetes|etcd|helm]...   (no argument: all of them)
+#        hack/build-tools.sh --print-bin-dir               (where the binaries live)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=hack/tool-versions.env
+source "$here/tool-versions.env"
+
+cache=${MEMBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/membench}
+bin_dir="$cache/bin"
+src_dir="$cache/src"
+
+if [[ "${1:-}" == "--print-bin-dir" ]]; then
+  echo "$bin_dir"
+  exit 0
+fi
+
+export GOFLAGS=-mod=mod
+export CGO_ENABLED=0
+
+log() { printf '[build-tools] %s\n' "$*" >&2; }
+
+# go_tools_module DIR MODULE VERSION PACKAGE...: writes a module in DIR that requires MODULE and
+# blank-imports each PACKAGE behind the `tools` build tag, so `go mod tidy` records them.
+go_tools_module() {
+  local dir=$1 module=$2 version=$3
+  shift 3
+  mkdir -p "$dir"
+  {
+    echo "module membench.io/tools/$(basename "$dir")"
+    echo
+    echo "go 1.26.0"
+    echo
+    echo "require $module $version"
+  } >"$dir/go.mod"
+  {
+    echo "//go:build tools"
+    echo
+    echo "package tools"
+    echo
+    echo "import ("
+    local pkg
+    for pkg in "$@"; do echo "	_ \"$pkg\""; done
+    echo ")"
+  } >"$dir/tools.go"
+}
+
+build_kubernetes() {
+  local v=$KUBERNETES_VERSION out="$bin_dir/kubernetes-$KUBERNETES_VERSION"
+  local cmds=(kube-apiserver kube-scheduler kube-controller-manager)
+  if [[ -x "$out/kube-apiserver" && -x "$out/kube-scheduler" && -x "$out/kube-controller-manager" ]]; then
+    log "kubernetes $v already built in $out"
+    return
+  fi
+  local dir="$src_dir/kubernetes-$v"
+  local pkgs=()
+  local c
+  for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+  go_tools_module "$dir" k8s.io/kubernetes "$v" "${pkgs[@]}"
+  # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with local
+  # directories; we replace each with its published release instead. The list comes from the
+  # release's own go.mod, so modules added in a release (k8s.io/streaming in 1.36) are never missed.
+  local mod_file
+  mod_file=$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  local staging_version="v0.${v#v1.}"
+  {
+    echo
+    echo "replace ("
+    sed -n 's#^\s*\(k8s\.io/[a-z0-9-]*\) => \./staging/.*#\1#p' "$mod_file" | sort -u | while read -r m; do
+      echo "	$m => $m $staging_version"
+    done
+    echo ")"
+  } >>"$dir/go.mod"
+  log "resolving k8s.io/kubernetes $v (staging modules at $staging_version)"
+  (cd "$dir" && go mod tidy)
+  mkdir -p "$out"
+  local major=${v#v}; major=${major%%.*}
+  local minor=${v#v*.}; minor=${minor%%.*}
+  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+  for c in "${cmds[@]}"; do
+    log "building $c $v (slow the first time)"
+    (cd "$dir" && go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$ldflags" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c")
+    mv "$out/$c.tmp" "$out/$c"
+  done
+}
+
+build_etcd() {
+  local v=$ETCD_VERSION out="$bin_dir/etcd-$ETCD_VERSION"
+  if [[ -x "$out/etcd" ]]; then
+    log "etcd $v already built in $out"
+    return
+  fi
+  local dir="$src_dir/etcd-$v"
+  go_tools_module "$dir" go.etcd.io/etcd/server/v3 "$v" go.etcd.io/etcd/server/v3
+  log "building etcd $v"
+  (cd "$dir" && go mod tidy && mkdir -p "$out" && go build -trimpath -ldflags "-s -w" -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3)
+  mv "$out/etcd.tmp" "$out/etcd"
+}
+
+build_helm() {
+  local v=$HELM_VERSION out="$bin_dir/helm-$HELM_VERSION"
+  if [[ -x "$out/helm" ]]; then
+    log "helm $v already built in $out"
+    return
+  fi
+  local dir="$src_dir/helm-$v"
+  go_tools_module "$dir" helm.sh/helm/v3 "$v" helm.sh/helm/v3/cmd/helm
+  log "building helm $v"
+  (cd "$dir" && go mod tidy && mkdir -p "$out" && go build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$v" -o "$out/helm.tmp" helm.sh/helm/v3/cmd/helm)
+  mv "$out/helm.tmp" "$out/helm"
+}
+
+tools=("$@")
+[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kubernetes helm)
+for t in "${tools[@]}"; do
+  case "$t" in
+    kubernetes) build_kubernetes ;;
+    etcd) build_etcd ;;
+    helm) build_helm ;;
+    *) echo "build-tools.sh: unknown tool '$t' (expected kubernetes, etcd or helm)" >&2; exit 2 ;;
+  esac
+done
+log "done: binaries in $bin_dir"

@@ -1,0 +1,594 @@
+//! The `MemoryBenchmark` custom resource (group `membench.io`, version `v1alpha1`).
+//!
+//! The same spec drives both `membench run SPEC.yaml` (engines as local processes) and the
+//! operator (engines as pods pinned to a node of the requested instance type). The doc comments
+//! below become the schema descriptions that `kubectl explain memorybenchmark.spec` prints, so
+//! they are written for users.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Affinity, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::{CustomResource, KubeSchema};
+use serde::{Deserialize, Serialize};
+
+/// A comparison of how much memory in-memory engines need for the same data.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "membench.io",
+    version = "v1alpha1",
+    kind = "MemoryBenchmark",
+    namespaced,
+    shortname = "mb",
+    category = "membench",
+    status = "MemoryBenchmarkStatus",
+    derive = "PartialEq",
+    doc = "MemoryBenchmark loads the same workload into one or more in-memory engines (Redis, Valkey, Dragonfly), one at a time on a node of the requested instance type, and reports the memory each engine used per item.",
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Instance type", type_ = "string", json_path = ".spec.instanceType"),
+    printcolumn(name = "Workload", type_ = "string", json_path = ".status.workload"),
+    printcolumn(name = "Progress", type_ = "string", json_path = ".status.progress.summary"),
+    printcolumn(
+        name = "Best bytes/item",
+        type_ = "number",
+        json_path = ".status.bestBytesPerItem",
+        description = "the lowest median bytes per item among the engines measured so far"
+    ),
+    printcolumn(name = "Best engine", type_ = "string", json_path = ".status.bestEngine"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.engines.all(a, self.engines.exists_one(b, (has(a.name) ? a.name : a.engine + '-' + a.version) == (has(b.name) ? b.name : b.engine + '-' + b.version)))").message("each engine needs a distinct name: give two entries with the same engine and version a different engines[].name"))]
+pub struct MemoryBenchmarkSpec {
+    /// The node instance type to run the engines on, as in the node label
+    /// `node.kubernetes.io/instance-type` (for example `r8g.4xlarge` for AWS Graviton4 or
+    /// `r7i.4xlarge` for x86). Local runs (`membench run`) record it but run on this machine.
+    #[schemars(length(min = 1, max = 63))]
+    pub instance_type: String,
+
+    /// The CPU architecture of the node (`amd64` or `arm64`), matched against the node label
+    /// `kubernetes.io/arch`. Leave it out to accept whatever the instance type is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<Arch>,
+
+    /// The engines to compare, measured one after another with a fresh server each. The first
+    /// engine is the baseline that the others' change is computed against.
+    #[schemars(length(min = 1, max = 32))]
+    pub engines: Vec<EngineSpec>,
+
+    /// What to load into each engine. Set exactly one workload.
+    pub workload: WorkloadSpec,
+
+    /// How many times to load the workload into each engine, flushing in between.
+    #[serde(default = "default_repetitions")]
+    #[schemars(range(min = 1, max = 100))]
+    pub repetitions: u32,
+
+    /// How many commands the client sends before it reads their replies, on its single
+    /// connection.
+    #[serde(default = "default_pipeline")]
+    #[schemars(range(min = 1, max = 100000))]
+    pub pipeline: u32,
+
+    /// Seconds to wait after each load before reading memory a second time. Engines grow hash
+    /// tables incrementally, so a figure read right after a load can include a half-finished
+    /// resize. The published benchmarks read right after the load; 0 (the default) does the
+    /// same and skips the second reading.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 3600))]
+    pub settle_seconds: u32,
+
+    /// Where the benchmark pods may run besides the instance type: extra node labels,
+    /// tolerations for tainted benchmark node pools, and node affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementSpec>,
+
+    /// Give up after this many seconds in total; what was measured until then is kept.
+    #[serde(default = "default_timeout_seconds")]
+    #[schemars(range(min = 60, max = 604800))]
+    pub timeout_seconds: u32,
+
+    /// What to do with the benchmark's pods once an engine is done: `Delete` them (the
+    /// default) or `KeepFailed` to keep the pods of an engine that failed, for debugging.
+    #[serde(default)]
+    pub cleanup_policy: CleanupPolicy,
+}
+
+fn default_repetitions() -> u32 {
+    10
+}
+
+fn default_pipeline() -> u32 {
+    100
+}
+
+fn default_timeout_seconds() -> u32 {
+    6 * 3600
+}
+
+/// CPU architecture of a node, as in the label `kubernetes.io/arch`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Arch {
+    Amd64,
+    Arm64,
+}
+
+impl Arch {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arch::Amd64 => "amd64",
+            Arch::Arm64 => "arm64",
+        }
+    }
+}
+
+/// The in-memory engines membench knows how to start and measure.
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    Redis,
+    Valkey,
+    Dragonfly,
+}
+
+impl EngineKind {
+    pub const ALL: [EngineKind; 3] = [EngineKind::Redis, EngineKind::Valkey, EngineKind::Dragonfly];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Redis => "redis",
+            EngineKind::Valkey => "valkey",
+            EngineKind::Dragonfly => "dragonfly",
+        }
+    }
+
+    /// The name of the server program, as found on PATH for local runs.
+    pub fn server_binary(self) -> &'static str {
+        match self {
+            EngineKind::Redis => "redis-server",
+            EngineKind::Valkey => "valkey-server",
+            EngineKind::Dragonfly => "dragonfly",
+        }
+    }
+
+    /// The official container image of a version of this engine.
+    pub fn default_image(self, version: &str) -> String {
+        match self {
+            EngineKind::Redis => format!("redis:{version}"),
+            EngineKind::Valkey => format!("valkey/valkey:{version}"),
+            EngineKind::Dragonfly => format!("docker.dragonflydb.io/dragonflydb/dragonfly:v{version}"),
+        }
+    }
+}
+
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for EngineKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "redis" => Ok(EngineKind::Redis),
+            "valkey" => Ok(EngineKind::Valkey),
+            "dragonfly" => Ok(EngineKind::Dragonfly),
+            other => Err(format!("unknown engine '{other}': expected one of redis, valkey, dragonfly")),
+        }
+    }
+}
+
+/// One engine of the comparison.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EngineSpec {
+    /// The engine: `redis`, `valkey` or `dragonfly`.
+    pub engine: EngineKind,
+
+    /// The engine version, for example `7.0.15`, `8.6.7` or `9.1.2`. It picks the official image
+    /// (`redis:<version>`, `valkey/valkey:<version>`,
+    /// `docker.dragonflydb.io/dragonflydb/dragonfly:v<version>`), and a local run checks that the
+    /// local server program reports this version (`9.1` accepts any 9.1.x).
+    #[schemars(regex(pattern = r"^[0-9]+(\.[0-9]+){0,2}$"))]
+    pub version: String,
+
+    /// A name for this entry in the results; defaults to `<engine>-<version>`. Needed when the
+    /// same engine and version appear twice, for example with different server arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"), length(max = 40))]
+    pub name: Option<String>,
+
+    /// A container image to use instead of the official one (a mirror, or a custom build).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+
+    /// Extra server arguments, appended after membench's own (which turn persistence off and
+    /// set the port), for example `["--maxmemory", "8gb"]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+
+    /// Memory for the engine pod (request and limit, for Guaranteed QoS), as a Kubernetes
+    /// quantity such as `16Gi`. Defaults to an estimate from the workload's size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+
+    /// Local runs only: the server program to start, as a path or a name on PATH. Defaults to
+    /// `redis-server`, `valkey-server` or `dragonfly`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<String>,
+
+    /// Local runs only: a shared library to preload into the server (`LD_PRELOAD`), for
+    /// example Debian's `libjemalloc.so.2` to give a libc-malloc build the allocator that
+    /// official images use. Recorded with the results, since the engine's own INFO still names
+    /// the allocator it was built with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ld_preload: Option<String>,
+}
+
+impl EngineSpec {
+    /// The name this engine carries in results: `name`, or `<engine>-<version>`.
+    pub fn display_name(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("{}-{}", self.engine, self.version))
+    }
+
+    /// The container image to run: the override, or the engine's official image.
+    pub fn image(&self) -> String {
+        self.image
+            .clone()
+            .unwrap_or_else(|| self.engine.default_image(&self.version))
+    }
+}
+
+/// The data to load. Exactly one of the workloads must be set.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("[has(self.sortedSet), has(self.randomStrings), has(self.strings), has(self.records)].filter(x, x).size() == 1").message("set exactly one of workload.sortedSet, workload.randomStrings, workload.strings, workload.records"))]
+pub struct WorkloadSpec {
+    /// N members `m:{i}` with integer scores `i` added to ONE sorted set by pipelined
+    /// `ZADD key NX score member` (the published 50-million-member sorted-set benchmark).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sorted_set: Option<SortedSetWorkload>,
+
+    /// `valkey-benchmark -t set -n <requests> -r <keyspace> -d <valueSize>`: SETs of keys drawn
+    /// uniformly at random from a key space, so some keys repeat (1,000,000 requests over a
+    /// 1,000,000-key space store about 632,000 keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_strings: Option<RandomStringsWorkload>,
+
+    /// Exactly N distinct string keys with values of a fixed size, verified with `DBSIZE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strings: Option<StringsWorkload>,
+
+    /// N user records of a few fields, stored as one hash per record or as one string key per
+    /// field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<RecordsWorkload>,
+}
+
+/// Members into one sorted set.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SortedSetWorkload {
+    /// How many members to add (the published benchmark used 50,000,000).
+    #[schemars(range(min = 1, max = 2_000_000_000u64))]
+    pub members: u64,
+
+    /// The key of the sorted set.
+    #[serde(default = "default_sorted_set_key")]
+    #[schemars(length(min = 1, max = 512))]
+    pub key: String,
+
+    /// Read used_memory every this many members, for a growth curve (the published tool read
+    /// it every million). 0 turns the curve off.
+    #[serde(default = "default_sample_every")]
+    pub sample_every: u64,
+}
+
+pub fn default_sorted_set_key() -> String {
+    "membench:zset".to_string()
+}
+
+pub fn default_sample_every() -> u64 {
+    1_000_000
+}
+
+/// SETs of random keys, as `valkey-benchmark -t set -r` sends them.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RandomStringsWorkload {
+    /// How many SET commands to send (`-n`).
+    #[schemars(range(min = 1, max = 2_000_000_000u64))]
+    pub requests: u64,
+
+    /// How many distinct keys the random keys are drawn from (`-r`); keys are named
+    /// `key:` followed by a 12-digit zero-padded number, as valkey-benchmark names them.
+    #[schemars(range(min = 1, max = 999_999_999_999u64))]
+    pub keyspace: u64,
+
+    /// Value size in bytes (`-d`).
+    #[serde(default = "default_random_value_size")]
+    #[schemars(range(min = 1, max = 536_870_912))]
+    pub value_size: u32,
+
+    /// Seed of the key generator, so a run can be repeated key for key.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+fn default_random_value_size() -> u32 {
+    16
+}
+
+pub fn default_seed() -> u64 {
+    0x6d65_6d62_656e_6368
+}
+
+/// Exactly N distinct keys.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StringsWorkload {
+    /// How many distinct keys to store (`key:` and a 12-digit zero-padded number, 0 to N-1).
+    #[schemars(range(min = 1, max = 2_000_000_000u64))]
+    pub keys: u64,
+
+    /// Value size in bytes.
+    #[serde(default = "default_strings_value_size")]
+    #[schemars(range(min = 1, max = 536_870_912))]
+    pub value_size: u32,
+}
+
+fn default_strings_value_size() -> u32 {
+    100
+}
+
+/// User records of a few fields.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordsWorkload {
+    /// How many records to store.
+    #[schemars(range(min = 1, max = 2_000_000_000u64))]
+    pub records: u64,
+
+    /// `hash`: one hash per record (`HSET user:{i} name … age …`); `strings`: one string key
+    /// per field (`SET user:{i}:name …`).
+    #[serde(default)]
+    pub layout: RecordLayout,
+
+    /// The field names of a record, filled with realistic values (names, ages, cities and
+    /// scores cycle through fixed lists; any other field gets a short text).
+    #[serde(default = "default_record_fields")]
+    #[schemars(length(min = 1, max = 64))]
+    #[x_kube(validation = Rule::new("self.all(f, self.exists_one(g, g == f))").message("record field names must be distinct"))]
+    pub fields: Vec<String>,
+}
+
+pub fn default_record_fields() -> Vec<String> {
+    ["name", "age", "city", "score"].map(String::from).to_vec()
+}
+
+/// How a record is stored.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordLayout {
+    #[default]
+    Hash,
+    Strings,
+}
+
+impl RecordLayout {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordLayout::Hash => "hash",
+            RecordLayout::Strings => "strings",
+        }
+    }
+}
+
+/// Where benchmark pods may run, besides the instance type.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementSpec {
+    /// Extra node labels the node must carry (added to the instance type and arch).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+
+    /// Tolerations, for benchmark node pools that are tainted so nothing else lands there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+
+    /// Node affinity and pod affinity added to the engine pod (membench adds its own
+    /// anti-affinity so two benchmarks never share a node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+}
+
+/// What happens to an engine's pods once it is done.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, schemars::JsonSchema)]
+pub enum CleanupPolicy {
+    /// Delete the engine and client pods after each engine.
+    #[default]
+    Delete,
+    /// Keep the pods of an engine that failed, for `kubectl logs` and `describe`.
+    KeepFailed,
+}
+
+/// The state of a benchmark as a whole.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
+pub enum Phase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+/// What the operator has measured so far.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryBenchmarkStatus {
+    /// The `metadata.generation` of the spec this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+
+    /// `Pending`, `Running`, `Succeeded` or `Failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+
+    /// A short name of the workload, for example `sorted-set 50000000 members`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+
+    /// Standard conditions: `Ready` (results complete), `Progressing`, `Failed`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+
+    /// Where the benchmark stands while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Progress>,
+
+    /// The results of each engine, in the order of `spec.engines`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<EngineStatus>,
+
+    /// The lowest median bytes per item among the engines measured so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_bytes_per_item: Option<f64>,
+
+    /// The engine with the lowest median bytes per item.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_engine: Option<String>,
+
+    /// When the first engine started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+
+    /// When the last engine finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Time>,
+}
+
+/// Progress of a running benchmark.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    /// Engine i of n, counted from 1.
+    pub engine: u32,
+    /// How many engines the benchmark compares.
+    pub engines: u32,
+    /// The repetition under way, counted from 1 (0 before the first starts).
+    pub repetition: u32,
+    /// How many repetitions each engine gets.
+    pub repetitions: u32,
+    /// For example `engine 1/2 (redis-7.0.15), repetition 3/10`.
+    pub summary: String,
+}
+
+/// The results of one engine.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EngineStatus {
+    /// The entry's name (`spec.engines[].name`, or `<engine>-<version>`).
+    pub name: String,
+    /// `redis`, `valkey` or `dragonfly`.
+    pub engine: String,
+    /// The version asked for in the spec.
+    pub requested_version: String,
+    /// `Pending`, `Running`, `Succeeded` or `Failed`.
+    pub state: String,
+    /// Why the engine failed or waits, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The version the engine itself reported in `INFO server`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The allocator the engine reported (`mem_allocator`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<String>,
+    /// The CPU architecture the engine reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// The node the engine ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+    /// That node's `node.kubernetes.io/instance-type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_type: Option<String>,
+    /// The image the engine pod ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// The image ID the node reported (the digest actually run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_id: Option<String>,
+    /// When this engine's pod was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+    /// When this engine's results were complete or it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Time>,
+    /// Each repetition's figures, in order (at most `spec.repetitions`, itself at most 100).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<RepetitionStatus>,
+    /// Median, min and max over the repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<SummaryStatus>,
+    /// Median bytes per item relative to the first engine, in percent (negative: smaller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_vs_first_percent: Option<f64>,
+}
+
+/// One repetition's figures.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RepetitionStatus {
+    /// used_memory of the empty server before the load, in bytes.
+    pub baseline_used_memory: u64,
+    /// used_memory right after the load, in bytes.
+    pub used_memory: u64,
+    /// used_memory_rss right after the load, in bytes.
+    pub used_memory_rss: u64,
+    /// Items verified in the engine after the load.
+    pub items: u64,
+    /// (used_memory - baseline_used_memory) / items.
+    pub bytes_per_item: f64,
+    /// Items loaded per second.
+    pub ops_per_sec: f64,
+    /// How long the load took, in seconds.
+    pub seconds: f64,
+    /// Bytes per item read again after `spec.settleSeconds`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_bytes_per_item: Option<f64>,
+}
+
+/// Summary over an engine's repetitions.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryStatus {
+    /// Items per repetition.
+    pub items: u64,
+    /// Median used_memory after the load, in bytes.
+    pub used_memory: u64,
+    /// Bytes per item: median, min, max and coefficient of variation.
+    pub bytes_per_item: SpreadStatus,
+    /// Items per second: median, min, max and coefficient of variation.
+    pub ops_per_sec: SpreadStatus,
+    /// True when the repetitions disagree more than the threshold allows.
+    pub unstable: bool,
+}
+
+/// Median, min, max and coefficient of variation of a figure.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpreadStatus {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Standard deviation divided by the mean.
+    pub cv: f64,
+}

@@ -1,0 +1,16 @@
+//! membench: measures how much memory Redis, Valkey and Dragonfly need for the same data.
+//!
+//! The library holds everything that can be tested without a cluster: the `MemoryBenchmark`
+//! types, the workloads and the pipelined client that loads them, the measurement protocol,
+//! statistics, reports and the local runner. `main.rs` is a thin command line over it.
+#![forbid(unsafe_code)]
+
+pub mod crd;
+
+use kube::CustomResourceExt;
+
+/// The CRD of `MemoryBenchmark` as YAML, exactly as committed in `crds/memorybenchmark.yaml`.
+pub fn crd_yaml() -> String {
+    let crd = crd::MemoryBenchmark::crd();
+    serde_saphyr::to_string(&crd).expect("the CRD always serializes")
+}

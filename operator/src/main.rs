@@ -1,0 +1,3 @@
+fn main() {
+    print!("{}", membench::crd_yaml());
+}
