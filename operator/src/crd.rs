@@ -25,17 +25,33 @@ use serde::{Deserialize, Serialize};
     derive = "PartialEq",
     doc = "MemoryBenchmark loads the same workload into one or more in-memory engines (Redis, Valkey, Dragonfly), one at a time on a node of the requested instance type, and reports the memory each engine used per item.",
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
-    printcolumn(name = "Instance type", type_ = "string", json_path = ".spec.instanceType"),
+    printcolumn(
+        name = "Instance type",
+        type_ = "string",
+        json_path = ".spec.instanceType"
+    ),
     printcolumn(name = "Workload", type_ = "string", json_path = ".status.workload"),
-    printcolumn(name = "Progress", type_ = "string", json_path = ".status.progress.summary"),
+    printcolumn(
+        name = "Progress",
+        type_ = "string",
+        json_path = ".status.progress.summary"
+    ),
     printcolumn(
         name = "Best bytes/item",
         type_ = "number",
         json_path = ".status.bestBytesPerItem",
         description = "the lowest median bytes per item among the engines measured so far"
     ),
-    printcolumn(name = "Best engine", type_ = "string", json_path = ".status.bestEngine"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Best engine",
+        type_ = "string",
+        json_path = ".status.bestEngine"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self.engines.all(a, self.engines.exists_one(b, (has(a.name) ? a.name : a.engine + '-' + a.version) == (has(b.name) ? b.name : b.engine + '-' + b.version)))").message("each engine needs a distinct name: give two entries with the same engine and version a different engines[].name"))]
@@ -125,7 +141,17 @@ impl Arch {
 
 /// The in-memory engines membench knows how to start and measure.
 #[derive(
-    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, schemars::JsonSchema,
+    Serialize,
+    Deserialize,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum EngineKind {
@@ -159,7 +185,9 @@ impl EngineKind {
         match self {
             EngineKind::Redis => format!("redis:{version}"),
             EngineKind::Valkey => format!("valkey/valkey:{version}"),
-            EngineKind::Dragonfly => format!("docker.dragonflydb.io/dragonflydb/dragonfly:v{version}"),
+            EngineKind::Dragonfly => {
+                format!("docker.dragonflydb.io/dragonflydb/dragonfly:v{version}")
+            }
         }
     }
 }
@@ -178,7 +206,9 @@ impl std::str::FromStr for EngineKind {
             "redis" => Ok(EngineKind::Redis),
             "valkey" => Ok(EngineKind::Valkey),
             "dragonfly" => Ok(EngineKind::Dragonfly),
-            other => Err(format!("unknown engine '{other}': expected one of redis, valkey, dragonfly")),
+            other => Err(format!(
+                "unknown engine '{other}': expected one of redis, valkey, dragonfly"
+            )),
         }
     }
 }
@@ -374,7 +404,9 @@ pub fn default_record_fields() -> Vec<String> {
 }
 
 /// How a record is stored.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, schemars::JsonSchema)]
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum RecordLayout {
     #[default]
@@ -410,7 +442,9 @@ pub struct PlacementSpec {
 }
 
 /// What happens to an engine's pods once it is done.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, schemars::JsonSchema)]
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
 pub enum CleanupPolicy {
     /// Delete the engine and client pods after each engine.
     #[default]

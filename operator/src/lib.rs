@@ -6,6 +6,15 @@
 #![forbid(unsafe_code)]
 
 pub mod crd;
+pub mod engine;
+pub mod error;
+pub mod local;
+pub mod measure;
+pub mod progress;
+pub mod report;
+pub mod resp;
+pub mod stats;
+pub mod workload;
 
 use kube::CustomResourceExt;
 

@@ -1,3 +1,380 @@
-fn main() {
-    print!("{}", membench::crd_yaml());
+//! The `membench` command line: a thin layer over the library.
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use membench::crd::RecordLayout;
+use membench::engine::EngineAddress;
+use membench::measure::{LoadOptions, measure};
+use membench::progress::ProgressReporter;
+use membench::report::{ComparisonRow, OutputFormat, comparison_table, repetitions_table};
+use membench::stats::StabilityThresholds;
+use membench::workload::Workload;
+
+#[derive(Parser)]
+#[command(
+    name = "membench",
+    version,
+    about = "Measures how much memory Redis, Valkey and Dragonfly need for the same data"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the MemoryBenchmark CustomResourceDefinition as YAML.
+    Crd,
+    /// Load a workload into a running engine and measure its memory.
+    Load(LoadArgs),
+    /// Run a MemoryBenchmark spec locally: start each engine as a local process, one at a
+    /// time, measure it, stop it, and compare.
+    Run(RunArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum WorkloadKind {
+    SortedSet,
+    RandomStrings,
+    Strings,
+    Records,
+}
+
+#[derive(Args)]
+struct LoadArgs {
+    /// The engine's address, HOST:PORT.
+    #[arg(long)]
+    addr: String,
+    /// The engine's password, if it requires one.
+    #[arg(long, env = "MEMBENCH_PASSWORD", hide_env_values = true)]
+    password: Option<String>,
+    /// Which published workload to load.
+    #[arg(long, value_enum)]
+    workload: WorkloadKind,
+    /// sorted-set: how many members to add to the one sorted set.
+    #[arg(long)]
+    members: Option<u64>,
+    /// sorted-set: the key of the sorted set.
+    #[arg(long, default_value = "membench:zset")]
+    key: String,
+    /// sorted-set: read used_memory every this many members (0: no growth curve).
+    #[arg(long, default_value_t = 1_000_000)]
+    sample_every: u64,
+    /// random-strings: how many SETs to send (valkey-benchmark -n).
+    #[arg(long)]
+    requests: Option<u64>,
+    /// random-strings: the key space the keys are drawn from (valkey-benchmark -r).
+    #[arg(long)]
+    keyspace: Option<u64>,
+    /// random-strings: seed of the key generator.
+    #[arg(long, default_value_t = membench::crd::default_seed())]
+    seed: u64,
+    /// strings: how many distinct keys to store.
+    #[arg(long)]
+    keys: Option<u64>,
+    /// random-strings and strings: value size in bytes (default 16 for random-strings, 100 for
+    /// strings, as published).
+    #[arg(long)]
+    value_size: Option<u32>,
+    /// records: how many records to store.
+    #[arg(long)]
+    records: Option<u64>,
+    /// records: one hash per record, or one string key per field.
+    #[arg(long, value_enum, default_value = "hash")]
+    layout: LayoutArg,
+    /// records: the field names of a record, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "name,age,city,score")]
+    fields: Vec<String>,
+    #[command(flatten)]
+    measurement: MeasurementArgs,
+    /// How to print the results.
+    #[arg(long, value_enum, default_value = "table")]
+    output: OutputFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LayoutArg {
+    Hash,
+    Strings,
+}
+
+/// Flags shared by the commands that measure.
+#[derive(Args, Clone, Debug)]
+pub struct MeasurementArgs {
+    /// Commands sent before their replies are read, on the one connection.
+    #[arg(long, default_value_t = 100)]
+    pipeline: u32,
+    /// How many times to load the workload, flushing in between.
+    #[arg(long, default_value_t = 10)]
+    repetitions: u32,
+    /// Seconds to wait after each load before a second memory reading (0: none).
+    #[arg(long, default_value_t = 0)]
+    settle_seconds: u32,
+    /// Flag results as unstable when bytes per item vary more than this (coefficient of
+    /// variation).
+    #[arg(long, default_value_t = StabilityThresholds::default().bytes_per_item_cv)]
+    max_memory_cv: f64,
+    /// Flag results as unstable when items/s vary more than this (coefficient of variation).
+    #[arg(long, default_value_t = StabilityThresholds::default().ops_per_sec_cv)]
+    max_rate_cv: f64,
+}
+
+impl MeasurementArgs {
+    fn options(&self) -> LoadOptions {
+        LoadOptions {
+            pipeline: self.pipeline,
+            repetitions: self.repetitions,
+            settle_seconds: self.settle_seconds,
+            thresholds: StabilityThresholds {
+                bytes_per_item_cv: self.max_memory_cv,
+                ops_per_sec_cv: self.max_rate_cv,
+            },
+            ..LoadOptions::default()
+        }
+    }
+}
+
+/// Says which flag a workload needs when it is missing.
+fn required(value: Option<u64>, flag: &str, workload: &str) -> Result<u64, String> {
+    value.ok_or_else(|| format!("--workload {workload} needs {flag} N"))
+}
+
+impl LoadArgs {
+    fn workload(&self) -> Result<Workload, String> {
+        let stray = |flags: &[(&str, bool)]| -> Result<(), String> {
+            match flags.iter().find(|(_, set)| *set) {
+                Some((flag, _)) => Err(format!(
+                    "{flag} does not apply to --workload {}",
+                    self.workload.to_possible_value().unwrap().get_name()
+                )),
+                None => Ok(()),
+            }
+        };
+        let workload = match self.workload {
+            WorkloadKind::SortedSet => {
+                stray(&[
+                    ("--requests", self.requests.is_some()),
+                    ("--keys", self.keys.is_some()),
+                    ("--records", self.records.is_some()),
+                    ("--value-size", self.value_size.is_some()),
+                ])?;
+                Workload::SortedSet {
+                    members: required(self.members, "--members", "sorted-set")?,
+                    key: self.key.clone(),
+                    sample_every: self.sample_every,
+                }
+            }
+            WorkloadKind::RandomStrings => {
+                stray(&[
+                    ("--members", self.members.is_some()),
+                    ("--keys", self.keys.is_some()),
+                    ("--records", self.records.is_some()),
+                ])?;
+                Workload::RandomStrings {
+                    requests: required(self.requests, "--requests", "random-strings")?,
+                    keyspace: required(self.keyspace, "--keyspace", "random-strings")?,
+                    value_size: self.value_size.unwrap_or(16),
+                    seed: self.seed,
+                }
+            }
+            WorkloadKind::Strings => {
+                stray(&[
+                    ("--members", self.members.is_some()),
+                    ("--requests", self.requests.is_some()),
+                    ("--records", self.records.is_some()),
+                ])?;
+                Workload::Strings {
+                    keys: required(self.keys, "--keys", "strings")?,
+                    value_size: self.value_size.unwrap_or(100),
+                }
+            }
+            WorkloadKind::Records => {
+                stray(&[
+                    ("--members", self.members.is_some()),
+                    ("--requests", self.requests.is_some()),
+                    ("--keys", self.keys.is_some()),
+                ])?;
+                Workload::Records {
+                    records: required(self.records, "--records", "records")?,
+                    layout: match self.layout {
+                        LayoutArg::Hash => RecordLayout::Hash,
+                        LayoutArg::Strings => RecordLayout::Strings,
+                    },
+                    fields: self.fields.clone(),
+                }
+            }
+        };
+        workload.validate().map_err(|e| e.to_string())?;
+        Ok(workload)
+    }
+}
+
+fn run_load(args: LoadArgs) -> ExitCode {
+    let workload = match args.workload() {
+        Ok(w) => w,
+        Err(message) => return usage_error(&message),
+    };
+    let options = args.measurement.options();
+    if let Err(e) = options.validate() {
+        return usage_error(&e.to_string().replacen("invalid ", "invalid --", 1));
+    }
+    let address = match EngineAddress::parse(&args.addr, args.password.clone()) {
+        Ok(a) => a,
+        Err(e) => return usage_error(&e.to_string()),
+    };
+    let mut progress = ProgressReporter::new(&format!("{} at {address}", workload.kind()));
+    let report = measure(&address, &workload, &options, &mut |p| progress.update(p));
+    progress.finish();
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+    match args.output {
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("reports serialize")
+        ),
+        format => {
+            if !report.repetitions.is_empty() {
+                println!(
+                    "{} on {} {} ({}, {}), pipeline {}\n",
+                    report.workload.description,
+                    report.engine.name,
+                    report.engine.version,
+                    report.engine.allocator_label(),
+                    report.engine.arch,
+                    report.pipeline
+                );
+                if format == OutputFormat::Table {
+                    println!("{}", repetitions_table(&report).render(format));
+                }
+            }
+            let rows = vec![ComparisonRow::from_report(&report, None)];
+            print!("{}", comparison_table(&rows).render(format));
+        }
+    }
+    match &report.error {
+        Some(e) => {
+            eprintln!("error: {}", e.message);
+            ExitCode::FAILURE
+        }
+        None => ExitCode::SUCCESS,
+    }
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// A YAML file with one or more MemoryBenchmarks (separated by `---`).
+    spec: std::path::PathBuf,
+    /// How to print the comparison.
+    #[arg(long, value_enum, default_value = "table")]
+    output: OutputFormat,
+    /// Flag results as unstable when bytes per item vary more than this (coefficient of
+    /// variation).
+    #[arg(long, default_value_t = StabilityThresholds::default().bytes_per_item_cv)]
+    max_memory_cv: f64,
+    /// Flag results as unstable when items/s vary more than this (coefficient of variation).
+    #[arg(long, default_value_t = StabilityThresholds::default().ops_per_sec_cv)]
+    max_rate_cv: f64,
+}
+
+fn run_local(args: RunArgs) -> ExitCode {
+    let benchmarks = match membench::local::read_specs(&args.spec) {
+        Ok(b) => b,
+        Err(message) => return usage_error(&message),
+    };
+    let thresholds = StabilityThresholds {
+        bytes_per_item_cv: args.max_memory_cv,
+        ops_per_sec_cv: args.max_rate_cv,
+    };
+    let mut failed = false;
+    let mut comparisons = Vec::new();
+    for benchmark in &benchmarks {
+        let name = benchmark.metadata.name.clone().unwrap_or_default();
+        // Both callbacks draw on the same bar.
+        let progress = std::cell::RefCell::new(ProgressReporter::new(&name));
+        let result = membench::local::run_benchmark(
+            benchmark,
+            thresholds,
+            &mut |engine| progress.borrow_mut().relabel(&format!("{name}: {engine}")),
+            &mut |p| progress.borrow_mut().update(p),
+        );
+        progress.borrow().finish();
+        let comparison = match result {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {name}: {e}");
+                failed = true;
+                continue;
+            }
+        };
+        for report in &comparison.engines {
+            for warning in &report.warnings {
+                eprintln!("warning: {}: {warning}", report.name);
+            }
+            if let Some(e) = &report.error {
+                eprintln!("error: {}: {}", report.name, e.message);
+                failed = true;
+            }
+        }
+        if args.output != OutputFormat::Json {
+            let mut rows: Vec<ComparisonRow> = comparison
+                .engines
+                .iter()
+                .map(|r| ComparisonRow::from_report(r, None))
+                .collect();
+            membench::report::compute_changes(&mut rows);
+            if args.output == OutputFormat::Table {
+                let workload = comparison
+                    .engines
+                    .first()
+                    .map(|r| r.workload.description.clone())
+                    .unwrap_or_default();
+                println!(
+                    "{name}: {workload}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs; the spec's instanceType {} is not applied locally)\n",
+                    benchmark.spec.repetitions,
+                    benchmark.spec.pipeline,
+                    comparison.host.hostname,
+                    comparison.host.arch,
+                    comparison.host.cpus,
+                    comparison.instance_type
+                );
+            }
+            println!("{}", comparison_table(&rows).render(args.output));
+        }
+        comparisons.push(comparison);
+    }
+    if args.output == OutputFormat::Json {
+        let value = if comparisons.len() == 1 {
+            serde_json::to_value(&comparisons[0])
+        } else {
+            serde_json::to_value(&comparisons)
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value.expect("comparisons serialize")).expect("json")
+        );
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Crd => {
+            print!("{}", membench::crd_yaml());
+            ExitCode::SUCCESS
+        }
+        Command::Load(args) => run_load(args),
+        Command::Run(args) => run_local(args),
+    }
 }

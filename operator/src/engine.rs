@@ -1,0 +1,373 @@
+//! Talking to an engine outside the load path: who it is (`INFO server`), what memory it
+//! accounts (`INFO memory`), flushing, counting, and how it was configured.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
+use serde::{Deserialize, Serialize};
+
+use crate::error::BenchError;
+
+/// Where an engine listens and how to authenticate.
+#[derive(Clone, Debug)]
+pub struct EngineAddress {
+    pub host: String,
+    pub port: u16,
+    pub password: Option<String>,
+}
+
+impl EngineAddress {
+    /// Parses `HOST:PORT` (IPv6 as `[::1]:6379`).
+    pub fn parse(addr: &str, password: Option<String>) -> Result<Self, BenchError> {
+        let bad = || BenchError::InvalidArgument {
+            field: "--addr".into(),
+            message: format!("'{addr}' is not HOST:PORT (for example 127.0.0.1:6379)"),
+        };
+        let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() || port == 0 {
+            return Err(bad());
+        }
+        Ok(Self {
+            host: host.to_string(),
+            port,
+            password,
+        })
+    }
+
+    /// `host:port`, with brackets around an IPv6 host.
+    pub fn socket_addr(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl std::fmt::Display for EngineAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.socket_addr())
+    }
+}
+
+/// Who the engine says it is, and how it was started.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct EngineInfo {
+    /// `redis`, `valkey` or `dragonfly`, from the engine's own version field.
+    pub name: String,
+    /// The engine's own version (`valkey_version` for Valkey, which also reports a
+    /// compatibility `redis_version`).
+    pub version: String,
+    /// `mem_allocator` from `INFO memory`.
+    pub allocator: String,
+    /// A library preloaded into the server by the local runner (`LD_PRELOAD`). INFO still names
+    /// the allocator the server was built with, so this is the only record of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ld_preload: Option<String>,
+    /// CPU architecture, from the last word of `os` in `INFO server` (`x86_64`, `aarch64`).
+    pub arch: String,
+    /// `os` from `INFO server`.
+    pub os: String,
+    /// The RDB save schedule (`CONFIG GET save`); empty means snapshots are off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save: Option<String>,
+    /// Whether the append-only file is on (`CONFIG GET appendonly`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appendonly: Option<bool>,
+    /// `maxmemory` in bytes; 0 means no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maxmemory: Option<u64>,
+}
+
+impl EngineInfo {
+    /// The allocator as a reader should see it: what INFO says, plus a preloaded one.
+    pub fn allocator_label(&self) -> String {
+        match &self.ld_preload {
+            Some(lib) if lib.contains("jemalloc") => {
+                format!("jemalloc (preloaded; INFO: {})", self.allocator)
+            }
+            Some(lib) => format!("{} (preloaded {lib})", self.allocator),
+            None => self.allocator.clone(),
+        }
+    }
+
+    /// Warnings about a configuration that differs from the published method.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.save.as_deref().is_some_and(|s| !s.trim().is_empty()) {
+            warnings.push(format!(
+                "RDB snapshots are on (save '{}'): a snapshot forks the server mid-load and skews memory; the published runs used --save ''",
+                self.save.as_deref().unwrap_or_default()
+            ));
+        }
+        if self.appendonly == Some(true) {
+            warnings.push(
+                "the append-only file is on: the published runs used --appendonly no".to_string(),
+            );
+        }
+        warnings
+    }
+}
+
+/// The memory accounting of `INFO memory`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct MemoryInfo {
+    pub used_memory: u64,
+    pub used_memory_rss: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_memory_dataset: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_fragmentation_ratio: Option<f64>,
+    pub mem_allocator: String,
+}
+
+/// Splits INFO output into its `field:value` pairs.
+pub fn parse_info(text: &str) -> HashMap<String, String> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+impl MemoryInfo {
+    pub fn from_info(fields: &HashMap<String, String>) -> Result<Self, BenchError> {
+        let number = |name: &str| -> Result<u64, BenchError> {
+            fields
+                .get(name)
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or_else(|| BenchError::Protocol(format!("INFO memory has no numeric '{name}'")))
+        };
+        Ok(Self {
+            used_memory: number("used_memory")?,
+            used_memory_rss: number("used_memory_rss")?,
+            used_memory_dataset: fields
+                .get("used_memory_dataset")
+                .and_then(|v| v.parse().ok()),
+            mem_fragmentation_ratio: fields
+                .get("mem_fragmentation_ratio")
+                .and_then(|v| v.parse().ok()),
+            mem_allocator: fields.get("mem_allocator").cloned().unwrap_or_default(),
+        })
+    }
+}
+
+/// Names the engine from `INFO server`: its own version field first, since Valkey also
+/// reports `redis_version:7.2.4` for compatibility.
+pub fn identify(server: &HashMap<String, String>) -> (String, String) {
+    if let Some(v) = server.get("dragonfly_version") {
+        let v = v.trim_start_matches("df-").trim_start_matches('v');
+        return ("dragonfly".into(), v.to_string());
+    }
+    if let Some(v) = server.get("valkey_version") {
+        return ("valkey".into(), v.clone());
+    }
+    if server.get("server_name").is_some_and(|n| n == "valkey") {
+        let v = server.get("redis_version").cloned().unwrap_or_default();
+        return ("valkey".into(), v);
+    }
+    let v = server.get("redis_version").cloned().unwrap_or_default();
+    ("redis".into(), v)
+}
+
+/// The control connection: everything but the load itself.
+pub struct ControlConnection {
+    connection: redis::Connection,
+    address: EngineAddress,
+}
+
+impl ControlConnection {
+    pub fn open(address: &EngineAddress, timeout: Duration) -> Result<Self, BenchError> {
+        let mut redis_settings = RedisConnectionInfo::default().set_skip_set_lib_name();
+        if let Some(password) = &address.password {
+            redis_settings = redis_settings.set_password(password);
+        }
+        let info: ConnectionInfo = ConnectionAddr::Tcp(address.host.clone(), address.port)
+            .into_connection_info()
+            .map_err(|e| BenchError::from_redis(address, e))?
+            .set_redis_settings(redis_settings);
+        let client = redis::Client::open(info).map_err(|e| BenchError::from_redis(address, e))?;
+        let connection = client
+            .get_connection_with_timeout(timeout)
+            .map_err(|e| BenchError::from_redis(address, e))?;
+        connection
+            .set_read_timeout(Some(Duration::from_secs(300)))
+            .map_err(|e| BenchError::from_redis(address, e))?;
+        let mut control = Self {
+            connection,
+            address: address.clone(),
+        };
+        // PING first: an engine that wants a password answers NOAUTH here, not on connect.
+        control.query::<String>(&mut redis::cmd("PING"))?;
+        Ok(control)
+    }
+
+    fn query<T: redis::FromRedisValue>(&mut self, cmd: &mut redis::Cmd) -> Result<T, BenchError> {
+        cmd.query(&mut self.connection)
+            .map_err(|e| BenchError::from_redis(&self.address, e))
+    }
+
+    pub fn info(&mut self, section: &str) -> Result<HashMap<String, String>, BenchError> {
+        let text: String = self.query(redis::cmd("INFO").arg(section))?;
+        Ok(parse_info(&text))
+    }
+
+    pub fn memory(&mut self) -> Result<MemoryInfo, BenchError> {
+        MemoryInfo::from_info(&self.info("memory")?)
+    }
+
+    pub fn dbsize(&mut self) -> Result<u64, BenchError> {
+        self.query(&mut redis::cmd("DBSIZE"))
+    }
+
+    pub fn zcard(&mut self, key: &str) -> Result<u64, BenchError> {
+        self.query(redis::cmd("ZCARD").arg(key))
+    }
+
+    pub fn object_encoding(&mut self, key: &str) -> Result<Option<String>, BenchError> {
+        self.query(redis::cmd("OBJECT").arg("ENCODING").arg(key))
+    }
+
+    pub fn connected_clients(&mut self) -> Result<u64, BenchError> {
+        let clients = self.info("clients")?;
+        Ok(clients
+            .get("connected_clients")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// Empties the server synchronously, so freed memory is back before the baseline is read.
+    /// Engines that do not know `FLUSHALL SYNC` get a plain `FLUSHALL`, which is synchronous
+    /// unless lazy freeing is configured.
+    pub fn flush_all(&mut self) -> Result<(), BenchError> {
+        match self.query::<String>(redis::cmd("FLUSHALL").arg("SYNC")) {
+            Ok(_) => Ok(()),
+            Err(BenchError::EngineRejected { .. }) => self
+                .query::<String>(&mut redis::cmd("FLUSHALL"))
+                .map(|_| ()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn config_get(&mut self, name: &str) -> Option<String> {
+        let pairs: Vec<String> = self.query(redis::cmd("CONFIG").arg("GET").arg(name)).ok()?;
+        pairs.get(1).cloned()
+    }
+
+    /// Who the engine is and how it is configured.
+    pub fn identify(&mut self) -> Result<EngineInfo, BenchError> {
+        let server = self.info("server")?;
+        let memory = self.info("memory")?;
+        let (name, version) = identify(&server);
+        let os = server.get("os").cloned().unwrap_or_default();
+        let arch = os
+            .split_whitespace()
+            .last()
+            .map(str::to_string)
+            .or_else(|| server.get("arch_bits").map(|b| format!("{b}-bit")))
+            .unwrap_or_default();
+        Ok(EngineInfo {
+            name,
+            version,
+            allocator: memory.get("mem_allocator").cloned().unwrap_or_default(),
+            ld_preload: None,
+            arch,
+            os,
+            save: self.config_get("save"),
+            appendonly: self.config_get("appendonly").map(|v| v == "yes"),
+            maxmemory: self.config_get("maxmemory").and_then(|v| v.parse().ok()),
+        })
+    }
+
+    /// Waits until no more than `clients` connections are open, so that a load connection
+    /// that was just closed no longer holds buffers when memory is read.
+    pub fn wait_for_clients_at_most(
+        &mut self,
+        clients: u64,
+        timeout: Duration,
+    ) -> Result<(), BenchError> {
+        let deadline = Instant::now() + timeout;
+        while self.connected_clients()? > clients && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(())
+    }
+
+    /// Asks the server to exit without saving.
+    pub fn shutdown(mut self) {
+        // The server closes the connection instead of answering, so an error is expected.
+        let _ = redis::cmd("SHUTDOWN")
+            .arg("NOSAVE")
+            .query::<()>(&mut self.connection);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn valkey_is_named_by_its_own_version_not_the_compatibility_one() {
+        let server = parse_info(
+            "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n",
+        );
+        assert_eq!(
+            identify(&server),
+            ("valkey".to_string(), "9.1.2".to_string())
+        );
+    }
+
+    #[test]
+    fn redis_and_dragonfly_are_told_apart() {
+        let redis = parse_info("redis_version:7.0.15\r\nos:Linux 6.1.0 x86_64\r\n");
+        assert_eq!(
+            identify(&redis),
+            ("redis".to_string(), "7.0.15".to_string())
+        );
+        let dragonfly = parse_info("redis_version:7.4.0\r\ndragonfly_version:df-v1.34.1\r\n");
+        assert_eq!(
+            identify(&dragonfly),
+            ("dragonfly".to_string(), "1.34.1".to_string())
+        );
+    }
+
+    #[test]
+    fn parses_addresses_including_ipv6() {
+        let a = EngineAddress::parse("[::1]:6380", None).unwrap();
+        assert_eq!((a.host.as_str(), a.port), ("::1", 6380));
+        assert_eq!(a.socket_addr(), "[::1]:6380");
+        assert!(EngineAddress::parse("localhost", None).is_err());
+        assert!(EngineAddress::parse("localhost:0", None).is_err());
+    }
+
+    #[test]
+    fn memory_info_requires_the_used_memory_fields() {
+        let fields = parse_info(
+            "used_memory:1000\r\nused_memory_rss:4096\r\nmem_allocator:libc\r\nmem_fragmentation_ratio:4.10\r\n",
+        );
+        let memory = MemoryInfo::from_info(&fields).unwrap();
+        assert_eq!(memory.used_memory, 1000);
+        assert_eq!(memory.mem_fragmentation_ratio, Some(4.1));
+        assert_eq!(memory.used_memory_dataset, None);
+        assert!(MemoryInfo::from_info(&parse_info("used_memory_rss:1\r\n")).is_err());
+    }
+
+    #[test]
+    fn persistence_on_is_warned_about() {
+        let info = EngineInfo {
+            save: Some("3600 1 300 100".into()),
+            appendonly: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(info.warnings().len(), 2);
+        let off = EngineInfo {
+            save: Some(String::new()),
+            appendonly: Some(false),
+            ..Default::default()
+        };
+        assert!(off.warnings().is_empty());
+    }
+}

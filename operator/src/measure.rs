@@ -1,0 +1,539 @@
+//! The measurement protocol, per engine and per repetition: `FLUSHALL SYNC`, confirm the
+//! server is empty, read `INFO memory` as the baseline, load over one pipelined connection,
+//! time it, verify the count in the engine, read `INFO memory` again. Bytes per item is
+//! (used_memory after - baseline) / verified count; nothing is computed from an unverified
+//! count.
+//!
+//! A failure stops the run but never loses what was measured: the report keeps every finished
+//! repetition, what is known of the one that failed, and the error.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
+use crate::error::BenchError;
+use crate::resp::{CommandBuffer, PipelinedConnection};
+use crate::stats::{Spread, StabilityThresholds};
+use crate::workload::Workload;
+
+/// How to run the load.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Commands sent before their replies are read.
+    pub pipeline: u32,
+    pub repetitions: u32,
+    /// Seconds to wait after a load before a second memory reading (0: no second reading).
+    pub settle_seconds: u32,
+    pub thresholds: StabilityThresholds,
+    pub connect_timeout: Duration,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            pipeline: 100,
+            repetitions: 10,
+            settle_seconds: 0,
+            thresholds: StabilityThresholds::default(),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl LoadOptions {
+    pub fn validate(&self) -> Result<(), BenchError> {
+        let invalid = |field: &str, message: &str| {
+            Err(BenchError::InvalidArgument {
+                field: field.into(),
+                message: message.into(),
+            })
+        };
+        if self.pipeline == 0 || self.pipeline > 100_000 {
+            return invalid("pipeline", "must be between 1 and 100000");
+        }
+        if self.repetitions == 0 || self.repetitions > 100 {
+            return invalid("repetitions", "must be between 1 and 100");
+        }
+        Ok(())
+    }
+}
+
+/// Where a load stands, for progress bars and status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadProgress {
+    /// Counted from 1.
+    pub repetition: u32,
+    pub repetitions: u32,
+    pub commands_done: u64,
+    pub commands_total: u64,
+}
+
+/// The workload as reported: its parameters, a description and what one item is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadReport {
+    #[serde(flatten)]
+    pub workload: Workload,
+    pub description: String,
+    /// What one item is: `member`, `key` or `record`.
+    pub item: String,
+}
+
+impl From<&Workload> for WorkloadReport {
+    fn from(workload: &Workload) -> Self {
+        Self {
+            workload: workload.clone(),
+            description: workload.describe(),
+            item: workload.item_noun().to_string(),
+        }
+    }
+}
+
+/// used_memory read during a load, for a growth curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemorySample {
+    pub items: u64,
+    pub used_memory: u64,
+}
+
+/// A second memory reading after `settle_seconds`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SettledMemory {
+    pub after_seconds: u32,
+    pub used_memory: u64,
+    pub used_memory_rss: u64,
+    pub bytes_per_item: f64,
+}
+
+/// One verified repetition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RepetitionResult {
+    /// Counted from 1.
+    pub repetition: u32,
+    pub baseline_used_memory: u64,
+    pub baseline_used_memory_rss: u64,
+    pub used_memory: u64,
+    pub used_memory_rss: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_memory_dataset: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_fragmentation_ratio: Option<f64>,
+    /// Items verified in the engine (ZCARD, DBSIZE).
+    pub items: u64,
+    pub bytes_per_item: f64,
+    /// Commands per second during the load (inserts/s for the sorted set, SETs/s for strings).
+    pub ops_per_sec: f64,
+    /// Items per second (differs from ops_per_sec only for records stored as strings, where a
+    /// record takes one SET per field, and for random keys, where SETs repeat keys).
+    pub items_per_sec: f64,
+    pub commands: u64,
+    pub seconds: f64,
+    /// `OBJECT ENCODING` of the sorted set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
+    /// For random keys: the expected number of distinct keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_unique_items: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<SettledMemory>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<MemorySample>,
+}
+
+/// What is known of a repetition that did not finish. No bytes per item: the count is not
+/// verified.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailedRepetition {
+    pub repetition: u32,
+    /// Commands sent before the load stopped.
+    pub commands_sent: u64,
+    pub baseline_used_memory: Option<u64>,
+    /// used_memory when the load stopped, if the engine still answered.
+    pub used_memory: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<MemorySample>,
+}
+
+/// Median, min and max over the verified repetitions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Items per repetition (the median, should repetitions differ).
+    pub items: u64,
+    pub repetitions: u32,
+    pub used_memory: Spread,
+    pub bytes_per_item: Spread,
+    pub ops_per_sec: Spread,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_bytes_per_item: Option<Spread>,
+    /// True when the repetitions disagree more than the thresholds allow.
+    pub unstable: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unstable_reason: Option<String>,
+}
+
+impl Summary {
+    pub fn of(repetitions: &[RepetitionResult], thresholds: &StabilityThresholds) -> Option<Self> {
+        let figure = |f: fn(&RepetitionResult) -> f64| {
+            Spread::of(&repetitions.iter().map(f).collect::<Vec<_>>())
+        };
+        let bytes_per_item = figure(|r| r.bytes_per_item)?;
+        let ops_per_sec = figure(|r| r.ops_per_sec)?;
+        let used_memory = figure(|r| r.used_memory as f64)?;
+        let items = figure(|r| r.items as f64)?.median.round() as u64;
+        let settled: Vec<f64> = repetitions
+            .iter()
+            .filter_map(|r| r.settled.as_ref().map(|s| s.bytes_per_item))
+            .collect();
+        let mut reasons = Vec::new();
+        if bytes_per_item.cv > thresholds.bytes_per_item_cv {
+            reasons.push(format!(
+                "bytes per item vary by {:.1}% (CV), more than {:.1}%",
+                bytes_per_item.cv * 100.0,
+                thresholds.bytes_per_item_cv * 100.0
+            ));
+        }
+        if ops_per_sec.cv > thresholds.ops_per_sec_cv {
+            reasons.push(format!(
+                "items/s vary by {:.1}% (CV), more than {:.1}%",
+                ops_per_sec.cv * 100.0,
+                thresholds.ops_per_sec_cv * 100.0
+            ));
+        }
+        Some(Self {
+            items,
+            repetitions: repetitions.len() as u32,
+            used_memory,
+            bytes_per_item,
+            ops_per_sec,
+            settled_bytes_per_item: Spread::of(&settled),
+            unstable: !reasons.is_empty(),
+            unstable_reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
+        })
+    }
+}
+
+/// An error in a report: a bounded category and the message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorReport {
+    pub category: String,
+    pub message: String,
+}
+
+impl From<&BenchError> for ErrorReport {
+    fn from(e: &BenchError) -> Self {
+        Self {
+            category: e.category().to_string(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Everything measured of one engine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkReport {
+    /// The entry's name in a comparison (`<engine>-<version>` unless the spec names it).
+    pub name: String,
+    pub engine: EngineInfo,
+    pub workload: WorkloadReport,
+    pub pipeline: u32,
+    pub repetitions_requested: u32,
+    pub repetitions: Vec<RepetitionResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_repetition: Option<FailedRepetition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorReport>,
+}
+
+impl BenchmarkReport {
+    pub fn succeeded(&self) -> bool {
+        self.error.is_none()
+    }
+}
+
+/// A repetition that failed: the error and what is known of it.
+struct RepetitionFailure {
+    error: BenchError,
+    partial: Option<FailedRepetition>,
+}
+
+impl From<BenchError> for RepetitionFailure {
+    fn from(error: BenchError) -> Self {
+        Self {
+            error,
+            partial: None,
+        }
+    }
+}
+
+/// Measures one engine: every repetition of the workload, then the summary. Always returns a
+/// report; on failure it holds what was measured before, and `error`.
+pub fn measure(
+    address: &EngineAddress,
+    workload: &Workload,
+    options: &LoadOptions,
+    progress: &mut dyn FnMut(LoadProgress),
+) -> BenchmarkReport {
+    let mut report = BenchmarkReport {
+        name: String::new(),
+        engine: EngineInfo::default(),
+        workload: workload.into(),
+        pipeline: options.pipeline,
+        repetitions_requested: options.repetitions,
+        repetitions: Vec::new(),
+        failed_repetition: None,
+        summary: None,
+        warnings: Vec::new(),
+        error: None,
+    };
+    if let Err(e) = options.validate().and_then(|_| workload.validate()) {
+        report.error = Some((&e).into());
+        return report;
+    }
+    let mut control = match ControlConnection::open(address, options.connect_timeout) {
+        Ok(control) => control,
+        Err(e) => {
+            report.error = Some((&e).into());
+            return report;
+        }
+    };
+    match control.identify() {
+        Ok(info) => {
+            report.warnings = info.warnings();
+            report.name = format!("{}-{}", info.name, info.version);
+            report.engine = info;
+        }
+        Err(e) => {
+            report.error = Some((&e).into());
+            return report;
+        }
+    }
+    for repetition in 1..=options.repetitions {
+        match run_repetition(
+            &mut control,
+            address,
+            workload,
+            options,
+            repetition,
+            progress,
+        ) {
+            Ok(result) => report.repetitions.push(result),
+            Err(failure) => {
+                report.failed_repetition = failure.partial;
+                report.error = Some((&failure.error).into());
+                break;
+            }
+        }
+    }
+    report.summary = Summary::of(&report.repetitions, &options.thresholds);
+    report
+}
+
+/// The result of the load itself, before verification.
+struct LoadOutcome {
+    seconds: f64,
+    integer_replies: u64,
+    distinct_sent: Option<u64>,
+    samples: Vec<MemorySample>,
+}
+
+fn run_repetition(
+    control: &mut ControlConnection,
+    address: &EngineAddress,
+    workload: &Workload,
+    options: &LoadOptions,
+    repetition: u32,
+    progress: &mut dyn FnMut(LoadProgress),
+) -> Result<RepetitionResult, RepetitionFailure> {
+    control.flush_all()?;
+    let leftover = control.dbsize()?;
+    if leftover != 0 {
+        return Err(BenchError::CountMismatch {
+            message: format!("the server still holds {leftover} keys after FLUSHALL; is another client writing to it?"),
+        }
+        .into());
+    }
+    let clients_before = control.connected_clients()?;
+    let baseline = control.memory()?;
+
+    let mut sent = 0u64;
+    let mut samples = Vec::new();
+    let loaded = load(
+        control,
+        address,
+        workload,
+        options,
+        repetition,
+        progress,
+        &mut sent,
+        &mut samples,
+    );
+    // The load connection is closed by now; wait until the server has let go of it, so its
+    // buffers are not counted as data.
+    control.wait_for_clients_at_most(clients_before, Duration::from_secs(2))?;
+
+    let partial = |control: &mut ControlConnection, samples: Vec<MemorySample>| FailedRepetition {
+        repetition,
+        commands_sent: sent,
+        baseline_used_memory: Some(baseline.used_memory),
+        used_memory: control.memory().ok().map(|m| m.used_memory),
+        samples,
+    };
+    let outcome = match loaded {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            return Err(RepetitionFailure {
+                partial: Some(partial(control, samples)),
+                error,
+            });
+        }
+    };
+    let verified = match workload.verify(control, outcome.integer_replies, outcome.distinct_sent) {
+        Ok(v) => v,
+        Err(error) => {
+            return Err(RepetitionFailure {
+                partial: Some(partial(control, outcome.samples)),
+                error,
+            });
+        }
+    };
+    let after = control.memory()?;
+    let bytes_per_item = |m: &MemoryInfo| {
+        (m.used_memory as f64 - baseline.used_memory as f64) / verified.items as f64
+    };
+    let settled = if options.settle_seconds > 0 {
+        std::thread::sleep(Duration::from_secs(u64::from(options.settle_seconds)));
+        let m = control.memory()?;
+        Some(SettledMemory {
+            after_seconds: options.settle_seconds,
+            used_memory: m.used_memory,
+            used_memory_rss: m.used_memory_rss,
+            bytes_per_item: bytes_per_item(&m),
+        })
+    } else {
+        None
+    };
+    let commands = workload.commands();
+    Ok(RepetitionResult {
+        repetition,
+        baseline_used_memory: baseline.used_memory,
+        baseline_used_memory_rss: baseline.used_memory_rss,
+        used_memory: after.used_memory,
+        used_memory_rss: after.used_memory_rss,
+        used_memory_dataset: after.used_memory_dataset,
+        mem_fragmentation_ratio: after.mem_fragmentation_ratio,
+        items: verified.items,
+        bytes_per_item: bytes_per_item(&after),
+        ops_per_sec: commands as f64 / outcome.seconds,
+        items_per_sec: (commands / workload.commands_per_item()) as f64 / outcome.seconds,
+        commands,
+        seconds: outcome.seconds,
+        encoding: verified.encoding,
+        expected_unique_items: verified.expected_unique,
+        settled,
+        samples: outcome.samples,
+    })
+}
+
+/// Sends the workload over a fresh connection in batches of `pipeline` commands. Memory
+/// samples are read on the control connection between batches, and their time is not counted
+/// as load time.
+#[allow(clippy::too_many_arguments)]
+fn load(
+    control: &mut ControlConnection,
+    address: &EngineAddress,
+    workload: &Workload,
+    options: &LoadOptions,
+    repetition: u32,
+    progress: &mut dyn FnMut(LoadProgress),
+    sent: &mut u64,
+    samples: &mut Vec<MemorySample>,
+) -> Result<LoadOutcome, BenchError> {
+    let lost = |sent: u64, e: std::io::Error| BenchError::ConnectionLost {
+        items_sent: sent,
+        detail: e.to_string(),
+    };
+    let mut connection =
+        PipelinedConnection::connect(&address.socket_addr(), options.connect_timeout).map_err(
+            |e| BenchError::EngineUnreachable {
+                address: address.to_string(),
+                detail: e.to_string(),
+            },
+        )?;
+    let mut buffer = CommandBuffer::with_capacity(64 * 1024);
+    if let Some(password) = &address.password {
+        buffer.array(2).bulk(b"AUTH").bulk(password.as_bytes());
+        connection.send(&buffer).map_err(|e| lost(0, e))?;
+        if connection
+            .read_replies(1)
+            .map_err(|e| lost(0, e))?
+            .first_error
+            .is_some()
+        {
+            return Err(BenchError::AuthRequired {
+                address: address.to_string(),
+            });
+        }
+    }
+
+    let total = workload.commands();
+    let per_item = workload.commands_per_item();
+    let sample_every = workload.sample_every().saturating_mul(per_item);
+    let mut next_sample = if sample_every > 0 {
+        sample_every
+    } else {
+        u64::MAX
+    };
+    let mut encoder = workload.encoder();
+    let mut integer_replies = 0u64;
+    let mut paused = Duration::ZERO;
+    let started = Instant::now();
+    while *sent < total {
+        let batch = u64::from(options.pipeline)
+            .min(total - *sent)
+            .min(next_sample - *sent);
+        buffer.clear();
+        for index in *sent..*sent + batch {
+            encoder.encode(index, &mut buffer);
+        }
+        connection.send(&buffer).map_err(|e| lost(*sent, e))?;
+        let tally = connection
+            .read_replies(batch as usize)
+            .map_err(|e| lost(*sent, e))?;
+        *sent += batch;
+        if let Some(reply) = tally.first_error {
+            return Err(BenchError::from_load_reply(
+                workload.command_name(),
+                reply,
+                *sent,
+                address,
+            ));
+        }
+        integer_replies += tally.integer_sum;
+        if *sent == next_sample {
+            let pause = Instant::now();
+            samples.push(MemorySample {
+                items: *sent / per_item,
+                used_memory: control.memory()?.used_memory,
+            });
+            next_sample = next_sample.saturating_add(sample_every);
+            paused += pause.elapsed();
+        }
+        progress(LoadProgress {
+            repetition,
+            repetitions: options.repetitions,
+            commands_done: *sent,
+            commands_total: total,
+        });
+    }
+    let seconds = (started.elapsed() - paused).as_secs_f64().max(1e-9);
+    Ok(LoadOutcome {
+        seconds,
+        integer_replies,
+        distinct_sent: encoder.distinct_sent(),
+        samples: std::mem::take(samples),
+    })
+}

@@ -1,0 +1,392 @@
+//! Result tables in the style of the published ones ("4.83 GB", "~97", "539k/s"), as plain
+//! text, Markdown or CSV, for one engine's repetitions and for a comparison of engines.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::measure::BenchmarkReport;
+
+/// Output formats of the commands that print results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// An aligned table for a terminal.
+    Table,
+    Json,
+    Markdown,
+    Csv,
+}
+
+/// Rows and columns, rendered in any of the text formats.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Table {
+    pub headers: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(headers: &[&str]) -> Self {
+        Self {
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, row: Vec<String>) {
+        self.rows.push(row);
+    }
+
+    /// Columns padded to their widest cell; numbers (cells starting with a digit, `~`, `+` or
+    /// `-`) aligned right.
+    pub fn to_text(&self) -> String {
+        let widths: Vec<usize> = (0..self.headers.len())
+            .map(|c| {
+                std::iter::once(&self.headers[c])
+                    .chain(self.rows.iter().map(|r| &r[c]))
+                    .map(|s| s.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        let line = |cells: &[String], out: &mut String| {
+            let mut text = String::new();
+            for (c, cell) in cells.iter().enumerate() {
+                let numeric =
+                    cell.starts_with(|ch: char| ch.is_ascii_digit() || "~+-".contains(ch));
+                let pad = widths[c] - cell.chars().count();
+                if c > 0 {
+                    text.push_str("  ");
+                }
+                if numeric {
+                    text.push_str(&" ".repeat(pad));
+                    text.push_str(cell);
+                } else {
+                    text.push_str(cell);
+                    text.push_str(&" ".repeat(pad));
+                }
+            }
+            out.push_str(text.trim_end());
+            out.push('\n');
+        };
+        line(&self.headers, &mut out);
+        let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
+        out.push_str(&rule.join("  "));
+        out.push('\n');
+        for row in &self.rows {
+            line(row, &mut out);
+        }
+        out
+    }
+
+    pub fn to_markdown(&self) -> String {
+        let escape = |s: &String| s.replace('|', "\\|");
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "| {} |",
+            self.headers
+                .iter()
+                .map(escape)
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        let _ = writeln!(out, "|{}", "---|".repeat(self.headers.len()));
+        for row in &self.rows {
+            let _ = writeln!(
+                out,
+                "| {} |",
+                row.iter().map(escape).collect::<Vec<_>>().join(" | ")
+            );
+        }
+        out
+    }
+
+    pub fn to_csv(&self) -> String {
+        let field = |s: &String| {
+            if s.contains([',', '"', '\n']) {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            } else {
+                s.clone()
+            }
+        };
+        let mut out = String::new();
+        for row in std::iter::once(&self.headers).chain(self.rows.iter()) {
+            let _ = writeln!(
+                out,
+                "{}",
+                row.iter().map(field).collect::<Vec<_>>().join(",")
+            );
+        }
+        out
+    }
+
+    pub fn render(&self, format: OutputFormat) -> String {
+        match format {
+            OutputFormat::Markdown => self.to_markdown(),
+            OutputFormat::Csv => self.to_csv(),
+            OutputFormat::Table | OutputFormat::Json => self.to_text(),
+        }
+    }
+}
+
+/// Bytes in decimal units, as the published tables give used_memory ("4.83 GB").
+pub fn format_bytes(bytes: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut value = bytes;
+    let mut unit = 0;
+    while value.abs() >= 1000.0 && unit < UNITS.len() - 1 {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{value:.0} B")
+    } else {
+        format!("{value:.2} {}", UNITS[unit])
+    }
+}
+
+/// Operations per second, as "539k/s" or "1.20M/s".
+pub fn format_rate(per_sec: f64) -> String {
+    if per_sec >= 1e6 {
+        format!("{:.2}M/s", per_sec / 1e6)
+    } else if per_sec >= 1e3 {
+        format!("{:.0}k/s", per_sec / 1e3)
+    } else {
+        format!("{per_sec:.0}/s")
+    }
+}
+
+/// A change in percent with its sign ("-31.0%").
+pub fn format_change(percent: f64) -> String {
+    format!("{percent:+.1}%")
+}
+
+/// What the rate column is called for a workload kind.
+pub fn rate_label(kind: &str) -> &'static str {
+    match kind {
+        "sorted-set" => "inserts/s",
+        "records" => "commands/s",
+        _ => "SETs/s",
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// One engine's line in a comparison, wherever its results came from (a local run or a
+/// MemoryBenchmark's status).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ComparisonRow {
+    pub name: String,
+    pub engine: String,
+    pub version: String,
+    pub allocator: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance_type: Option<String>,
+    pub workload: String,
+    pub item: String,
+    pub used_memory: Option<f64>,
+    pub bytes_per_item: Option<f64>,
+    pub ops_per_sec_median: Option<f64>,
+    pub ops_per_sec_min: Option<f64>,
+    pub ops_per_sec_max: Option<f64>,
+    pub repetitions: u32,
+    pub unstable: bool,
+    pub change_vs_first_percent: Option<f64>,
+    /// Why there are no figures, or what to keep in mind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl ComparisonRow {
+    pub fn from_report(report: &BenchmarkReport, instance_type: Option<String>) -> Self {
+        let summary = report.summary.as_ref();
+        let note = match (&report.error, summary) {
+            (Some(e), Some(s)) => Some(format!(
+                "stopped after {} of {} repetitions: {}",
+                s.repetitions, report.repetitions_requested, e.message
+            )),
+            (Some(e), None) => Some(e.message.clone()),
+            (None, Some(s)) if s.unstable => s.unstable_reason.clone(),
+            _ => None,
+        };
+        Self {
+            name: report.name.clone(),
+            engine: report.engine.name.clone(),
+            version: report.engine.version.clone(),
+            allocator: report.engine.allocator_label(),
+            instance_type,
+            workload: report.workload.workload.kind().to_string(),
+            item: report.workload.item.clone(),
+            used_memory: summary.map(|s| s.used_memory.median),
+            bytes_per_item: summary.map(|s| s.bytes_per_item.median),
+            ops_per_sec_median: summary.map(|s| s.ops_per_sec.median),
+            ops_per_sec_min: summary.map(|s| s.ops_per_sec.min),
+            ops_per_sec_max: summary.map(|s| s.ops_per_sec.max),
+            repetitions: summary.map_or(0, |s| s.repetitions),
+            unstable: summary.is_some_and(|s| s.unstable),
+            change_vs_first_percent: None,
+            note,
+        }
+    }
+}
+
+/// Fills in each row's change of bytes per item against the first row.
+pub fn compute_changes(rows: &mut [ComparisonRow]) {
+    let Some(first) = rows.first().and_then(|r| r.bytes_per_item) else {
+        return;
+    };
+    for row in rows.iter_mut() {
+        row.change_vs_first_percent = row.bytes_per_item.map(|b| (b / first - 1.0) * 100.0);
+    }
+}
+
+/// The comparison table: engine, version, allocator, used_memory, bytes per item, median
+/// rate with its spread, change against the first engine.
+pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
+    let item = rows.first().map_or("item", |r| r.item.as_str());
+    let kind = rows.first().map_or("", |r| r.workload.as_str());
+    let bytes_header = format!("Bytes per {item}");
+    let rate_header = format!("Median {}", rate_label(kind));
+    let with_instance = rows.iter().any(|r| r.instance_type.is_some());
+    let mut headers = vec!["Engine", "Version", "Allocator"];
+    if with_instance {
+        headers.push("Instance type");
+    }
+    headers.extend([
+        "used_memory",
+        bytes_header.as_str(),
+        rate_header.as_str(),
+        "Spread (min-max)",
+        "vs first",
+        "Note",
+    ]);
+    let mut table = Table::new(&headers);
+    let dash = || "-".to_string();
+    for r in rows {
+        let mut row = vec![
+            capitalize(&r.engine),
+            r.version.clone(),
+            r.allocator.clone(),
+        ];
+        if with_instance {
+            row.push(r.instance_type.clone().unwrap_or_else(dash));
+        }
+        row.push(r.used_memory.map_or_else(dash, format_bytes));
+        row.push(r.bytes_per_item.map_or_else(dash, |b| format!("~{b:.1}")));
+        row.push(r.ops_per_sec_median.map_or_else(dash, format_rate));
+        row.push(match (r.ops_per_sec_min, r.ops_per_sec_max) {
+            (Some(lo), Some(hi)) => format!("{} to {}", format_rate(lo), format_rate(hi)),
+            _ => dash(),
+        });
+        row.push(r.change_vs_first_percent.map_or_else(dash, format_change));
+        let mut note = r.note.clone().unwrap_or_default();
+        if r.unstable && !note.starts_with("unstable") {
+            note = format!("unstable: {note}");
+        }
+        row.push(note);
+        table.push(row);
+    }
+    table
+}
+
+/// One engine's repetitions, one row each.
+pub fn repetitions_table(report: &BenchmarkReport) -> Table {
+    let item = &report.workload.item;
+    let bytes_header = format!("Bytes per {item}");
+    let rate_header = capitalize(rate_label(report.workload.workload.kind()));
+    let settled = report.repetitions.iter().any(|r| r.settled.is_some());
+    let mut headers = vec![
+        "Rep",
+        "Baseline",
+        "used_memory",
+        "used_memory_rss",
+        "Items",
+        bytes_header.as_str(),
+        rate_header.as_str(),
+        "Seconds",
+    ];
+    if settled {
+        headers.push("Settled bytes/item");
+    }
+    let mut table = Table::new(&headers);
+    for r in &report.repetitions {
+        let mut row = vec![
+            r.repetition.to_string(),
+            format_bytes(r.baseline_used_memory as f64),
+            format_bytes(r.used_memory as f64),
+            format_bytes(r.used_memory_rss as f64),
+            r.items.to_string(),
+            format!("{:.2}", r.bytes_per_item),
+            format_rate(r.ops_per_sec),
+            format!("{:.2}", r.seconds),
+        ];
+        if settled {
+            row.push(
+                r.settled
+                    .as_ref()
+                    .map_or_else(String::new, |s| format!("{:.2}", s.bytes_per_item)),
+            );
+        }
+        table.push(row);
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_read_like_the_published_tables() {
+        assert_eq!(format_bytes(4_830_000_000.0), "4.83 GB");
+        assert_eq!(format_bytes(512.0), "512 B");
+        assert_eq!(format_rate(539_400.0), "539k/s");
+        assert_eq!(format_rate(1_200_000.0), "1.20M/s");
+        assert_eq!(format_change(-31.04), "-31.0%");
+    }
+
+    #[test]
+    fn changes_are_relative_to_the_first_row() {
+        let row = |b: Option<f64>| ComparisonRow {
+            name: String::new(),
+            engine: "redis".into(),
+            version: "1".into(),
+            allocator: String::new(),
+            instance_type: None,
+            workload: "sorted-set".into(),
+            item: "member".into(),
+            used_memory: None,
+            bytes_per_item: b,
+            ops_per_sec_median: None,
+            ops_per_sec_min: None,
+            ops_per_sec_max: None,
+            repetitions: 1,
+            unstable: false,
+            change_vs_first_percent: None,
+            note: None,
+        };
+        let mut rows = vec![row(Some(100.0)), row(Some(75.0)), row(None)];
+        compute_changes(&mut rows);
+        assert_eq!(rows[0].change_vs_first_percent, Some(0.0));
+        assert_eq!(rows[1].change_vs_first_percent, Some(-25.0));
+        assert_eq!(rows[2].change_vs_first_percent, None);
+        let table = comparison_table(&rows);
+        assert_eq!(table.headers[4], "Bytes per member");
+        assert_eq!(table.rows[1][7], "-25.0%");
+    }
+
+    #[test]
+    fn csv_and_markdown_escape_their_separators() {
+        let mut t = Table::new(&["a", "b"]);
+        t.push(vec!["x,y".into(), "p|q".into()]);
+        assert_eq!(t.to_csv(), "a,b\n\"x,y\",p|q\n");
+        assert!(t.to_markdown().contains("p\\|q"));
+    }
+}
