@@ -598,6 +598,14 @@ pub struct RepetitionStatus {
     /// Bytes per item read again after `spec.settleSeconds`, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_bytes_per_item: Option<f64>,
+    /// used_memory_dataset right after the load, in bytes (the engine's own estimate of the
+    /// memory holding data, without its overhead), when the engine reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_memory_dataset: Option<u64>,
+    /// mem_fragmentation_ratio right after the load (used_memory_rss / used_memory), when the
+    /// engine reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_fragmentation_ratio: Option<f64>,
 }
 
 /// Summary over an engine's repetitions.
