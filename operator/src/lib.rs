@@ -10,6 +10,7 @@ pub mod engine;
 pub mod error;
 pub mod local;
 pub mod measure;
+pub mod metrics;
 pub mod progress;
 pub mod report;
 pub mod resp;
