@@ -1008,6 +1008,44 @@ mod tests {
         }
     }
 
+    async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        let status = response.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (status, response)
+    }
+
+    #[tokio::test]
+    async fn the_server_answers_health_always_readiness_once_ready_and_metrics_as_text() {
+        let metrics = Metrics::new();
+        drop(metrics.reconcile_started());
+        let ready = Arc::new(AtomicBool::new(false));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve_on(listener, metrics, ready.clone()));
+
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        assert_eq!(get(addr, "/readyz").await.0, 503);
+        ready.store(true, Ordering::Relaxed);
+        assert_eq!(get(addr, "/readyz").await.0, 200);
+        let (status, response) = get(addr, "/metrics").await;
+        assert_eq!(status, 200);
+        assert!(
+            response.contains("content-type: text/plain; version=0.0.4"),
+            "{response}"
+        );
+        assert!(
+            response.contains("membench_reconciliations_total 1"),
+            "{response}"
+        );
+        assert_eq!(get(addr, "/elsewhere").await.0, 404);
+        server.abort();
+    }
+
     #[test]
     fn median_of_an_even_count_is_the_mean_of_the_middle_two() {
         assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));

@@ -1,0 +1,81 @@
+{{/* The chart name, overridable. */}}
+{{- define "membench.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The prefix of every resource name. */}}
+{{- define "membench.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Labels every resource carries. */}}
+{{- define "membench.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "membench.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: membench
+{{- end }}
+
+{{/* Labels that select the operator pod. */}}
+{{- define "membench.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "membench.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end }}
+
+{{/* The operator's ServiceAccount. */}}
+{{- define "membench.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "membench.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The membench image: repository with the digest, or the tag (default: appVersion). */}}
+{{- define "membench.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* Rules on namespaced resources, shared by the ClusterRole and the Role. */}}
+{{- define "membench.namespacedRules" -}}
+- apiGroups: ["membench.io"]
+  resources: ["memorybenchmarks"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["membench.io"]
+  resources: ["memorybenchmarks/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- with .Values.rbac.extraRules }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Read access to nodes, always cluster-wide: the operator checks instance types exist. */}}
+{{- define "membench.nodeRules" -}}
+- apiGroups: [""]
+  resources: ["nodes"]
+  verbs: ["get", "list", "watch"]
+{{- end }}

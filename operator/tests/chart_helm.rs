@@ -1,0 +1,392 @@
+//! The Helm chart in `charts/membench/`, checked by the real `helm` (built from the Go module
+//! `helm.sh/helm/v3` by `hack/build-tools.sh helm`): lint, render, and the generated copies
+//! (CRD, dashboards, `manifests/install.yaml`) against their sources.
+//!
+//! `MEMBENCH_HELM` points at another helm binary. Without any helm the helm tests say so and
+//! skip; the copy checks that need no helm always run.
+
+mod observability;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+use observability::repo_root;
+
+fn helm() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("MEMBENCH_HELM") {
+        return Some(PathBuf::from(path));
+    }
+    let root = repo_root();
+    let versions = std::fs::read_to_string(root.join("hack/tool-versions.env")).unwrap();
+    let version = versions
+        .lines()
+        .find_map(|line| line.strip_prefix("HELM_VERSION="))
+        .expect("HELM_VERSION in hack/tool-versions.env");
+    let bin_dir = Command::new(root.join("hack/build-tools.sh"))
+        .arg("--print-bin-dir")
+        .output()
+        .expect("hack/build-tools.sh runs");
+    let bin_dir = String::from_utf8(bin_dir.stdout).unwrap();
+    let built = PathBuf::from(bin_dir.trim()).join(format!("helm-{version}/helm"));
+    if built.is_file() {
+        return Some(built);
+    }
+    observability::find_binary("MEMBENCH_HELM", "helm", &[])
+}
+
+macro_rules! helm_or_skip {
+    () => {
+        match helm() {
+            Some(helm) => helm,
+            None => {
+                println!("SKIPPED: no helm (run hack/build-tools.sh helm, or set MEMBENCH_HELM)");
+                return;
+            }
+        }
+    };
+}
+
+fn run(command: &mut Command) -> String {
+    let output = command.output().expect("command starts");
+    assert!(
+        output.status.success(),
+        "{command:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// `helm template` of the chart with some `--set`s, as parsed documents.
+fn render(helm: &PathBuf, sets: &[&str]) -> Vec<Value> {
+    let mut command = Command::new(helm);
+    command
+        .args(["template", "membench"])
+        .arg(repo_root().join("charts/membench"))
+        .args(["--namespace", "membench-system"]);
+    for set in sets {
+        command.args(["--set", set]);
+    }
+    let text = run(&mut command);
+    let documents: Vec<Value> = serde_saphyr::from_str_multiple(&text).expect("helm renders YAML");
+    documents.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+fn find<'a>(documents: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    documents.iter().filter(|d| d["kind"] == kind).collect()
+}
+
+fn one<'a>(documents: &'a [Value], kind: &str) -> &'a Value {
+    let found = find(documents, kind);
+    assert_eq!(found.len(), 1, "expected one {kind}, found {}", found.len());
+    found[0]
+}
+
+/// `(apiGroup, resource) -> verbs` of a role's rules.
+fn rules(role: &Value) -> Vec<(String, String, Vec<String>)> {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut all = Vec::new();
+    for rule in role["rules"].as_array().unwrap() {
+        for group in strings(&rule["apiGroups"]) {
+            for resource in strings(&rule["resources"]) {
+                all.push((group.clone(), resource, strings(&rule["verbs"])));
+            }
+        }
+    }
+    all.sort();
+    all
+}
+
+fn verbs(list: &[&str]) -> Vec<String> {
+    list.iter().map(|v| v.to_string()).collect()
+}
+
+#[test]
+fn helm_lint_passes_with_defaults_and_with_every_option_on() {
+    let helm = helm_or_skip!();
+    let chart = repo_root().join("charts/membench");
+    run(Command::new(&helm).arg("lint").arg("--strict").arg(&chart));
+    run(Command::new(&helm)
+        .arg("lint")
+        .arg("--strict")
+        .arg(&chart)
+        .args([
+            "--set",
+            "rbac.scope=namespace",
+            "--set",
+            "serviceMonitor.enabled=true",
+            "--set",
+            "networkPolicy.enabled=true",
+            "--set",
+            "createNamespace=true",
+        ]));
+}
+
+#[test]
+fn the_chart_copies_of_the_crd_and_dashboards_equal_their_sources() {
+    let root = repo_root();
+    assert_eq!(
+        std::fs::read_to_string(root.join("charts/membench/crds/memorybenchmark.yaml")).unwrap(),
+        membench::crd_yaml(),
+        "charts/membench/crds is stale: run hack/render-manifests.sh"
+    );
+    let names = |dir: &str| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".json"))
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names("dashboards"), names("charts/membench/dashboards"));
+    for name in names("dashboards") {
+        assert_eq!(
+            std::fs::read(root.join("dashboards").join(&name)).unwrap(),
+            std::fs::read(root.join("charts/membench/dashboards").join(&name)).unwrap(),
+            "charts/membench/dashboards/{name} is stale: run hack/render-manifests.sh"
+        );
+    }
+}
+
+#[test]
+fn install_yaml_is_what_the_chart_renders_today() {
+    let helm = helm_or_skip!();
+    let output = Command::new(repo_root().join("hack/render-manifests.sh"))
+        .arg("--check")
+        .env("HELM", &helm)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn the_operator_runs_restricted_with_probes_and_knows_its_own_image() {
+    let helm = helm_or_skip!();
+    let documents = render(&helm, &[]);
+    let deployment = one(&documents, "Deployment");
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault"
+    );
+    let container = &pod["containers"][0];
+    assert_eq!(container["args"], serde_json::json!(["operator"]));
+    let security = &container["securityContext"];
+    assert_eq!(security["allowPrivilegeEscalation"], false);
+    assert_eq!(security["readOnlyRootFilesystem"], true);
+    assert_eq!(security["runAsNonRoot"], true);
+    assert_eq!(security["capabilities"]["drop"], serde_json::json!(["ALL"]));
+    assert!(container["resources"]["requests"]["memory"].is_string());
+    assert!(container["resources"]["limits"]["memory"].is_string());
+
+    let chart: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(repo_root().join("charts/membench/Chart.yaml")).unwrap(),
+    )
+    .unwrap();
+    let image = format!(
+        "ghcr.io/membench/membench:{}",
+        chart["appVersion"].as_str().unwrap()
+    );
+    assert_eq!(
+        container["image"],
+        image.as_str(),
+        "the tag defaults to appVersion"
+    );
+    let env = |name: &str| {
+        container["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("no env {name}"))["value"]
+            .clone()
+    };
+    assert_eq!(env("MEMBENCH_CLIENT_IMAGE"), image.as_str());
+    assert_eq!(env("MEMBENCH_METRICS_ADDR"), "0.0.0.0:8080");
+
+    let port = &container["ports"][0];
+    assert_eq!(
+        (port["name"].as_str(), port["containerPort"].as_u64()),
+        (Some("metrics"), Some(8080))
+    );
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(container["readinessProbe"]["httpGet"]["port"], "metrics");
+
+    let service = one(&documents, "Service");
+    assert_eq!(service["spec"]["ports"][0]["name"], "metrics");
+    assert_eq!(
+        service["spec"]["selector"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    let account = one(&documents, "ServiceAccount");
+    assert_eq!(pod["serviceAccountName"], account["metadata"]["name"]);
+    assert!(find(&documents, "ServiceMonitor").is_empty());
+    assert!(find(&documents, "NetworkPolicy").is_empty());
+    assert!(find(&documents, "Namespace").is_empty());
+
+    let pinned = render(
+        &helm,
+        &[
+            "image.digest=sha256:abc",
+            "clientImage=mirror.example/membench:1",
+        ],
+    );
+    let container = &one(&pinned, "Deployment")["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "ghcr.io/membench/membench@sha256:abc");
+    assert!(
+        container["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "MEMBENCH_CLIENT_IMAGE"
+                && e["value"] == "mirror.example/membench:1")
+    );
+}
+
+#[test]
+fn cluster_scope_grants_exactly_what_the_operator_needs() {
+    let helm = helm_or_skip!();
+    let documents = render(&helm, &[]);
+    let role = one(&documents, "ClusterRole");
+    let binding = one(&documents, "ClusterRoleBinding");
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(binding["subjects"][0]["namespace"], "membench-system");
+    let mut expected = vec![
+        ("".into(), "events".into(), verbs(&["create", "patch"])),
+        ("".into(), "nodes".into(), verbs(&["get", "list", "watch"])),
+        (
+            "".into(),
+            "pods".into(),
+            verbs(&["get", "list", "watch", "create", "delete"]),
+        ),
+        (
+            "events.k8s.io".into(),
+            "events".into(),
+            verbs(&["create", "patch"]),
+        ),
+        (
+            "membench.io".into(),
+            "memorybenchmarks".into(),
+            verbs(&["get", "list", "watch", "patch"]),
+        ),
+        (
+            "membench.io".into(),
+            "memorybenchmarks/status".into(),
+            verbs(&["get", "patch", "update"]),
+        ),
+    ];
+    expected.sort();
+    assert_eq!(rules(role), expected);
+    assert!(find(&documents, "Role").is_empty());
+}
+
+#[test]
+fn namespace_scope_uses_a_role_and_reads_nodes_only() {
+    let helm = helm_or_skip!();
+    let documents = render(
+        &helm,
+        &[
+            "rbac.scope=namespace",
+            "rbac.extraRules[0].apiGroups[0]=coordination.k8s.io",
+            "rbac.extraRules[0].resources[0]=leases",
+            "rbac.extraRules[0].verbs[0]=get",
+        ],
+    );
+    let role = one(&documents, "Role");
+    assert_eq!(role["metadata"]["namespace"], "membench-system");
+    let role_rules = rules(role);
+    assert!(
+        role_rules
+            .iter()
+            .all(|(_, resource, _)| resource != "nodes")
+    );
+    assert!(role_rules.contains(&(
+        "coordination.k8s.io".into(),
+        "leases".into(),
+        verbs(&["get"])
+    )));
+    let nodes = one(&documents, "ClusterRole");
+    assert_eq!(
+        rules(nodes),
+        vec![("".into(), "nodes".into(), verbs(&["get", "list", "watch"]))]
+    );
+    let container = &one(&documents, "Deployment")["spec"]["template"]["spec"]["containers"][0];
+    assert!(
+        container["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "MEMBENCH_WATCH_NAMESPACE" && e["value"] == "membench-system")
+    );
+}
+
+#[test]
+fn service_monitor_and_network_policy_appear_only_when_enabled() {
+    let helm = helm_or_skip!();
+    let documents = render(
+        &helm,
+        &[
+            "serviceMonitor.enabled=true",
+            "serviceMonitor.labels.release=kube-prometheus-stack",
+            "networkPolicy.enabled=true",
+        ],
+    );
+    let monitor = one(&documents, "ServiceMonitor");
+    assert_eq!(
+        monitor["metadata"]["labels"]["release"],
+        "kube-prometheus-stack"
+    );
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    assert_eq!(endpoint["port"], "metrics");
+    assert_eq!(
+        endpoint["honorLabels"], true,
+        "results keep their own namespace label"
+    );
+    let policy = one(&documents, "NetworkPolicy");
+    assert_eq!(policy["spec"]["ingress"][0]["ports"][0]["port"], "metrics");
+}
+
+#[test]
+fn dashboards_ship_as_configmaps_for_the_grafana_sidecar() {
+    let helm = helm_or_skip!();
+    let documents = render(&helm, &[]);
+    let configmaps = find(&documents, "ConfigMap");
+    let dashboards_dir = repo_root().join("dashboards");
+    let mut sources: Vec<_> = std::fs::read_dir(&dashboards_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    sources.sort();
+    assert_eq!(configmaps.len(), sources.len());
+    for source in sources {
+        let stem = source.file_stem().unwrap().to_string_lossy().into_owned();
+        let key = format!("membench-{stem}.json");
+        let configmap = configmaps
+            .iter()
+            .find(|c| c["data"].get(&key).is_some())
+            .unwrap_or_else(|| panic!("no ConfigMap holds {key}"));
+        assert_eq!(configmap["metadata"]["labels"]["grafana_dashboard"], "1");
+        let shipped: Value =
+            serde_json::from_str(configmap["data"][&key].as_str().unwrap()).unwrap();
+        let original: Value =
+            serde_json::from_str(&std::fs::read_to_string(&source).unwrap()).unwrap();
+        assert_eq!(shipped, original, "{key} differs from {}", source.display());
+    }
+    assert!(find(&render(&helm, &["dashboards.enabled=false"]), "ConfigMap").is_empty());
+}

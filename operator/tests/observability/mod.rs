@@ -1,0 +1,198 @@
+//! Shared by the metrics, dashboard and chart tests: finding real tools, a minimal HTTP GET,
+//! and MemoryBenchmarks whose statuses have the shape the operator writes.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use membench::crd::MemoryBenchmark;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The workload label of the finished sorted-set fixture.
+pub const SORTED_SET_WORKLOAD: &str = "sorted-set 1000 members";
+
+/// A tool from `$env_var`, else from PATH, else from one of `fallbacks`.
+pub fn find_binary(env_var: &str, name: &str, fallbacks: &[&str]) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(env_var) {
+        let path = PathBuf::from(path);
+        assert!(path.is_file(), "{env_var}={} is not a file", path.display());
+        return Some(path);
+    }
+    let on_path = std::env::var_os("PATH")
+        .map(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join(name))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    on_path
+        .into_iter()
+        .chain(fallbacks.iter().map(PathBuf::from))
+        .find(|path| path.is_file())
+}
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+pub fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// `GET path` over HTTP/1.0 (so the body is neither chunked nor kept alive): status and body.
+pub async fn http_get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await?;
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other(format!("not HTTP: {response}")))?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("no status in {head}")))?;
+    Ok((status, body.to_string()))
+}
+
+fn repetition(bytes_per_item: f64, items: u64, ops_per_sec: f64) -> serde_json::Value {
+    let baseline = 900_000u64;
+    let used = baseline + (bytes_per_item * items as f64) as u64;
+    json!({
+        "baselineUsedMemory": baseline,
+        "usedMemory": used,
+        "usedMemoryRss": used * 13 / 10,
+        "usedMemoryDataset": used - baseline / 2,
+        "memFragmentationRatio": 1.3,
+        "items": items,
+        "bytesPerItem": bytes_per_item,
+        "opsPerSec": ops_per_sec,
+        "seconds": items as f64 / ops_per_sec,
+    })
+}
+
+fn engine(
+    name: &str,
+    engine: &str,
+    version: &str,
+    (instance_type, arch): (&str, &str),
+    bytes_per_item: [f64; 3],
+    ops_per_sec: [f64; 3],
+    items: u64,
+) -> serde_json::Value {
+    json!({
+        "name": name,
+        "engine": engine,
+        "requestedVersion": version,
+        "state": "Succeeded",
+        "version": version,
+        "allocator": if engine == "dragonfly" { "mimalloc" } else { "jemalloc-5.3.0" },
+        "arch": arch,
+        "nodeName": format!("{instance_type}-a"),
+        "instanceType": instance_type,
+        "image": format!("{engine}:{version}"),
+        "imageId": format!("docker.io/library/{engine}@sha256:0123"),
+        "repetitions": (0..3).map(|i| repetition(bytes_per_item[i], items, ops_per_sec[i])).collect::<Vec<_>>(),
+        "summary": {
+            "items": items,
+            "usedMemory": 900_000 + (bytes_per_item[0] * items as f64) as u64,
+            "bytesPerItem": {"median": bytes_per_item[0], "min": bytes_per_item[1], "max": bytes_per_item[2], "cv": 0.004},
+            "opsPerSec": {"median": ops_per_sec[0], "min": ops_per_sec[1], "max": ops_per_sec[2], "cv": 0.05},
+            "unstable": false,
+        },
+    })
+}
+
+/// Two benchmarks as the operator leaves them: a finished sorted-set comparison of Redis 7.0
+/// and Valkey 9.1 on Graviton4, and a strings run across three engines on x86 still running.
+pub fn fixture_benchmarks() -> Vec<MemoryBenchmark> {
+    let sorted_set = json!({
+        "apiVersion": "membench.io/v1alpha1",
+        "kind": "MemoryBenchmark",
+        "metadata": {"name": "sorted-set-r8g", "namespace": "membench"},
+        "spec": {
+            "instanceType": "r8g.4xlarge",
+            "arch": "arm64",
+            "engines": [{"engine": "redis", "version": "7.0.15"}, {"engine": "valkey", "version": "9.1.2"}],
+            "workload": {"sortedSet": {"members": 1000}},
+            "repetitions": 3,
+        },
+        "status": {
+            "phase": "Succeeded",
+            "workload": SORTED_SET_WORKLOAD,
+            "engines": [
+                engine("redis-7.0.15", "redis", "7.0.15", ("r8g.4xlarge", "arm64"),
+                       [112.3, 112.1, 112.6], [410_000.0, 395_000.0, 420_000.0], 1000),
+                engine("valkey-9.1.2", "valkey", "9.1.2", ("r8g.4xlarge", "arm64"),
+                       [70.1, 70.0, 70.4], [450_000.0, 440_000.0, 462_000.0], 1000),
+            ],
+        },
+    });
+    let mut running_dragonfly = engine(
+        "dragonfly-1.34.2",
+        "dragonfly",
+        "1.34.2",
+        ("r7i.4xlarge", "amd64"),
+        [0.0; 3],
+        [0.0; 3],
+        1000,
+    );
+    running_dragonfly["state"] = json!("Running");
+    running_dragonfly["repetitions"] = json!([repetition(60.5, 1000, 800_000.0)]);
+    running_dragonfly.as_object_mut().unwrap().remove("summary");
+    let strings = json!({
+        "apiVersion": "membench.io/v1alpha1",
+        "kind": "MemoryBenchmark",
+        "metadata": {"name": "strings-r7i", "namespace": "team-a"},
+        "spec": {
+            "instanceType": "r7i.4xlarge",
+            "engines": [
+                {"engine": "redis", "version": "8.2.1"},
+                {"engine": "valkey", "version": "9.1.2"},
+                {"engine": "dragonfly", "version": "1.34.2"},
+            ],
+            "workload": {"strings": {"keys": 1000, "valueSize": 100}},
+            "repetitions": 3,
+        },
+        "status": {
+            "phase": "Running",
+            "workload": "strings 1000 keys 100 B values",
+            "engines": [
+                engine("redis-8.2.1", "redis", "8.2.1", ("r7i.4xlarge", "amd64"),
+                       [180.2, 180.0, 181.0], [300_000.0, 290_000.0, 310_000.0], 1000),
+                engine("valkey-9.1.2", "valkey", "9.1.2", ("r7i.4xlarge", "amd64"),
+                       [164.0, 163.8, 164.5], [320_000.0, 300_000.0, 330_000.0], 1000),
+                running_dragonfly,
+            ],
+        },
+    });
+    [sorted_set, strings]
+        .into_iter()
+        .map(|value| serde_json::from_value(value).expect("fixtures match the CRD types"))
+        .collect()
+}
