@@ -55,6 +55,7 @@ use serde::{Deserialize, Serialize};
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self.engines.all(a, self.engines.exists_one(b, (has(a.name) ? a.name : a.engine + '-' + a.version) == (has(b.name) ? b.name : b.engine + '-' + b.version)))").message("each engine needs a distinct name: give two entries with the same engine and version a different engines[].name"))]
+#[x_kube(validation = Rule::new("self == oldSelf").message("spec is immutable: results always describe the spec they were measured with; delete the MemoryBenchmark and create it again (or create one under a new name) to measure something else"))]
 pub struct MemoryBenchmarkSpec {
     /// The node instance type to run the engines on, as in the node label
     /// `node.kubernetes.io/instance-type` (for example `r8g.4xlarge` for AWS Graviton4 or
@@ -508,6 +509,10 @@ pub struct MemoryBenchmarkStatus {
     pub finished_at: Option<Time>,
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// Progress of a running benchmark.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -536,9 +541,17 @@ pub struct EngineStatus {
     pub requested_version: String,
     /// `Pending`, `Running`, `Succeeded` or `Failed`.
     pub state: String,
+    /// Why the engine failed or waits, as a CamelCase reason (for example `Unschedulable`,
+    /// `ImagePullFailed`, `EngineOOMKilled`, `ClientFailed`, `Timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// Why the engine failed or waits, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// How many client pods were started for this engine (a failed client is retried a few
+    /// times while the engine stays healthy).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub client_attempts: u32,
     /// The version the engine itself reported in `INFO server`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,

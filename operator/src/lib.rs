@@ -5,6 +5,8 @@
 //! statistics, reports and the local runner. `main.rs` is a thin command line over it.
 #![forbid(unsafe_code)]
 
+pub mod client_result;
+pub mod controller;
 pub mod crd;
 pub mod engine;
 pub mod error;
@@ -15,6 +17,7 @@ pub mod progress;
 pub mod report;
 pub mod resp;
 pub mod stats;
+pub mod status_report;
 pub mod workload;
 
 use kube::CustomResourceExt;

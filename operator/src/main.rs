@@ -31,6 +31,55 @@ enum Command {
     /// Run a MemoryBenchmark spec locally: start each engine as a local process, one at a
     /// time, measure it, stop it, and compare.
     Run(RunArgs),
+    /// Run the Kubernetes operator: measure each MemoryBenchmark in the cluster on a node of
+    /// its instance type, one engine at a time, with the results in its status.
+    Operator(OperatorArgs),
+    /// Print the comparison table of finished MemoryBenchmarks in the cluster.
+    Report(ReportArgs),
+}
+
+#[derive(Args)]
+struct OperatorArgs {
+    /// Watch only this namespace (default: every namespace).
+    #[arg(long, env = "MEMBENCH_WATCH_NAMESPACE")]
+    namespace: Option<String>,
+    /// Where to serve /metrics, /healthz and /readyz.
+    #[arg(long, env = "MEMBENCH_METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    metrics_addr: std::net::SocketAddr,
+    /// The membench image client pods run.
+    #[arg(long, env = "MEMBENCH_CLIENT_IMAGE", default_value_t = membench::controller::pods::default_client_image())]
+    client_image: String,
+    /// Seconds a pod may wait for a node before its benchmark fails as Unschedulable.
+    #[arg(
+        long,
+        env = "MEMBENCH_SCHEDULING_TIMEOUT_SECONDS",
+        default_value_t = 600
+    )]
+    scheduling_timeout_seconds: u64,
+    /// Log format: json (the default in a cluster) or text.
+    #[arg(long, env = "MEMBENCH_LOG_FORMAT", value_enum)]
+    log_format: Option<LogFormat>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    Json,
+    Text,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// The benchmarks to report (default: every finished one in the namespace).
+    names: Vec<String>,
+    /// The namespace (default: the kubeconfig's).
+    #[arg(short = 'n', long)]
+    namespace: Option<String>,
+    /// Every namespace.
+    #[arg(short = 'A', long, conflicts_with = "namespace")]
+    all_namespaces: bool,
+    /// How to print the comparison.
+    #[arg(long, value_enum, default_value = "table")]
+    output: OutputFormat,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -91,6 +140,11 @@ struct LoadArgs {
     /// How to print the results.
     #[arg(long, value_enum, default_value = "table")]
     output: OutputFormat,
+    /// Also write a compact result (under 4 KB, even at 100 repetitions) to this file. Client
+    /// pods pass their container's termination message path, which is how the operator reads
+    /// their results.
+    #[arg(long, value_name = "PATH")]
+    result_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -229,6 +283,13 @@ fn run_load(args: LoadArgs) -> ExitCode {
     for warning in &report.warnings {
         eprintln!("warning: {warning}");
     }
+    if let Some(path) = &args.result_file {
+        let message = membench::client_result::ClientResult::from_report(&report).to_message();
+        if let Err(e) = std::fs::write(path, message) {
+            eprintln!("error: cannot write the result to {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
     match args.output {
         OutputFormat::Json => println!(
             "{}",
@@ -362,6 +423,126 @@ fn run_local(args: RunArgs) -> ExitCode {
     }
 }
 
+fn run_operator(args: OperatorArgs) -> ExitCode {
+    let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube=warn"));
+    let json = args
+        .log_format
+        .map_or(in_cluster, |format| format == LogFormat::Json);
+    if json {
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init();
+    } else {
+        tracing_subscriber::fmt().with_env_filter(filter).init();
+    }
+    let settings = membench::controller::Settings {
+        pods: membench::controller::pods::PodSettings {
+            client_image: args.client_image,
+            ..Default::default()
+        },
+        scheduling_timeout: std::time::Duration::from_secs(args.scheduling_timeout_seconds),
+        ..Default::default()
+    };
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let result = runtime.block_on(async move {
+        let client = kube::Client::try_default().await?;
+        let metrics = membench::metrics::Metrics::new();
+        let ready = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let server = tokio::spawn(membench::metrics::serve(
+            args.metrics_addr,
+            metrics.clone(),
+            ready.clone(),
+        ));
+        let scope = membench::controller::Scope {
+            namespace: args.namespace,
+        };
+        let result =
+            membench::controller::run(client, scope, settings, metrics, ready, shutdown_signal())
+                .await;
+        server.abort();
+        result
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Resolves on SIGTERM (a pod being stopped) or Ctrl-C.
+async fn shutdown_signal() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+}
+
+fn run_report(args: ReportArgs) -> ExitCode {
+    use kube::ResourceExt;
+    use membench::crd::MemoryBenchmark;
+    use membench::status_report::{comparison, finished, render};
+
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let result: anyhow::Result<Vec<MemoryBenchmark>> = runtime.block_on(async {
+        let client = kube::Client::try_default().await?;
+        let api: kube::Api<MemoryBenchmark> = if args.all_namespaces {
+            kube::Api::all(client)
+        } else {
+            let namespace = args
+                .namespace
+                .clone()
+                .unwrap_or_else(|| client.default_namespace().to_string());
+            kube::Api::namespaced(client, &namespace)
+        };
+        if args.names.is_empty() {
+            let mut all = api.list(&Default::default()).await?.items;
+            all.retain(|b| {
+                let done = finished(b);
+                if !done {
+                    eprintln!(
+                        "note: {} has not finished yet; name it to see its partial results",
+                        b.name_any()
+                    );
+                }
+                done
+            });
+            Ok(all)
+        } else {
+            let mut found = Vec::new();
+            for name in &args.names {
+                found.push(
+                    api.get(name)
+                        .await
+                        .map_err(|e| anyhow::anyhow!("{name}: {e}"))?,
+                );
+            }
+            Ok(found)
+        }
+    });
+    match result {
+        Ok(benchmarks) => {
+            let comparisons: Vec<_> = benchmarks.iter().map(comparison).collect();
+            if comparisons.is_empty() && args.output != OutputFormat::Json {
+                eprintln!("no finished MemoryBenchmarks found");
+            } else {
+                print!("{}", render(&comparisons, args.output));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn usage_error(message: &str) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(2)
@@ -376,5 +557,7 @@ fn main() -> ExitCode {
         }
         Command::Load(args) => run_load(args),
         Command::Run(args) => run_local(args),
+        Command::Operator(args) => run_operator(args),
+        Command::Report(args) => run_report(args),
     }
 }

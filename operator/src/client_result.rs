@@ -1,0 +1,459 @@
+//! The client's result as it travels from a client pod to the operator: the container's
+//! termination message, which Kubernetes caps at 4096 bytes. No API access is needed for it,
+//! so the client pod runs without a service account token.
+//!
+//! The message is JSON holding the engine's identity, the summary over every repetition, and
+//! the repetitions themselves as columns of integers, each column either one value (when every
+//! repetition agrees, as verified counts do) or the first value followed by each repetition's
+//! difference from it (used_memory barely moves between repetitions, so the differences are
+//! short). 100 repetitions of a 50-million-member load fit. When a message would still exceed
+//! the budget, optional columns go first, then the last repetitions; the summary always covers
+//! every repetition, and `omitted` says how many were left out of the list.
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::{BenchmarkReport, ErrorReport, RepetitionResult, Summary};
+
+/// Kubernetes truncates termination messages longer than this.
+pub const TERMINATION_MESSAGE_LIMIT: usize = 4096;
+
+/// What a result may take, leaving some room below the limit.
+const BUDGET: usize = 4000;
+
+/// The longest error or warning text carried.
+const MAX_TEXT: usize = 400;
+
+/// The compact result a client pod leaves in its termination message.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientResult {
+    /// Who the engine said it was.
+    pub engine: EngineIdentity,
+    /// Commands sent per repetition.
+    pub commands: u64,
+    /// `OBJECT ENCODING` of the sorted set (of the last repetition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
+    /// The verified repetitions, as columns.
+    #[serde(default, skip_serializing_if = "RepetitionColumns::is_empty")]
+    pub repetitions: RepetitionColumns,
+    /// Verified repetitions left out of `repetitions` to fit the message (the last ones).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: u32,
+    /// Median, min and max over every verified repetition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Summary>,
+    /// How far the repetition that failed got.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<FailedProgress>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorReport>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The engine's own account of itself.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineIdentity {
+    pub name: String,
+    pub version: String,
+    pub allocator: String,
+    pub arch: String,
+}
+
+/// How far a failed repetition got before it stopped.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailedProgress {
+    pub repetition: u32,
+    pub commands_sent: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_memory: Option<u64>,
+}
+
+/// Each repetition's figures, one column per figure (see [`encode_column`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RepetitionColumns {
+    /// How many repetitions the columns hold.
+    pub n: u32,
+    pub baseline: Vec<i64>,
+    pub used: Vec<i64>,
+    pub rss: Vec<i64>,
+    pub items: Vec<i64>,
+    /// Load time in microseconds.
+    pub micros: Vec<i64>,
+    /// used_memory after `settleSeconds`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dataset: Vec<i64>,
+    /// mem_fragmentation_ratio in hundredths.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frag: Vec<i64>,
+}
+
+impl RepetitionColumns {
+    fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    fn of(repetitions: &[RepetitionResult]) -> Self {
+        let column = |f: &dyn Fn(&RepetitionResult) -> i64| {
+            encode_column(&repetitions.iter().map(f).collect::<Vec<_>>())
+        };
+        let optional = |f: &dyn Fn(&RepetitionResult) -> Option<i64>| {
+            let values: Option<Vec<i64>> = repetitions.iter().map(f).collect();
+            values.map(|v| encode_column(&v)).unwrap_or_default()
+        };
+        Self {
+            n: repetitions.len() as u32,
+            baseline: column(&|r| r.baseline_used_memory as i64),
+            used: column(&|r| r.used_memory as i64),
+            rss: column(&|r| r.used_memory_rss as i64),
+            items: column(&|r| r.items as i64),
+            micros: column(&|r| (r.seconds * 1e6).round() as i64),
+            settled: optional(&|r| r.settled.as_ref().map(|s| s.used_memory as i64)),
+            dataset: optional(&|r| r.used_memory_dataset.map(|d| d as i64)),
+            frag: optional(&|r| {
+                r.mem_fragmentation_ratio
+                    .map(|f| (f * 100.0).round() as i64)
+            }),
+        }
+    }
+}
+
+/// A column: `[v]` when every value is `v`, otherwise the first value followed by each
+/// value's difference from it (the first difference, always 0, included so that the
+/// column's length is the number of repetitions).
+pub fn encode_column(values: &[i64]) -> Vec<i64> {
+    match values.first() {
+        None => Vec::new(),
+        Some(&first) if values.iter().all(|v| *v == first) => vec![first],
+        Some(&first) => std::iter::once(first)
+            .chain(values[1..].iter().map(|v| v - first))
+            .collect(),
+    }
+}
+
+/// The values of a column of `n` repetitions; `None` when it does not hold `n`.
+pub fn decode_column(column: &[i64], n: usize) -> Option<Vec<i64>> {
+    match column {
+        [] => None,
+        [only] => Some(vec![*only; n]),
+        [first, differences @ ..] if column.len() == n => Some(
+            std::iter::once(*first)
+                .chain(differences.iter().map(|d| first + d))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// One repetition, read back from the columns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecodedRepetition {
+    pub baseline_used_memory: u64,
+    pub used_memory: u64,
+    pub used_memory_rss: u64,
+    pub items: u64,
+    pub seconds: f64,
+    pub settled_used_memory: Option<u64>,
+    pub used_memory_dataset: Option<u64>,
+    pub mem_fragmentation_ratio: Option<f64>,
+}
+
+impl DecodedRepetition {
+    /// (used_memory - baseline) / items, as the client computed it.
+    pub fn bytes_per_item(&self) -> f64 {
+        (self.used_memory as f64 - self.baseline_used_memory as f64) / self.items as f64
+    }
+}
+
+fn shorten(text: &str) -> String {
+    if text.len() <= MAX_TEXT {
+        return text.to_string();
+    }
+    let mut end = MAX_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+impl ClientResult {
+    /// The compact form of a report, fitted to the termination message budget.
+    pub fn from_report(report: &BenchmarkReport) -> Self {
+        let mut result = Self {
+            engine: EngineIdentity {
+                name: report.engine.name.clone(),
+                version: report.engine.version.clone(),
+                allocator: report.engine.allocator.clone(),
+                arch: report.engine.arch.clone(),
+            },
+            commands: report.repetitions.first().map_or(0, |r| r.commands),
+            encoding: report.repetitions.last().and_then(|r| r.encoding.clone()),
+            repetitions: RepetitionColumns::of(&report.repetitions),
+            omitted: 0,
+            summary: report.summary.clone(),
+            failed: report.failed_repetition.as_ref().map(|f| FailedProgress {
+                repetition: f.repetition,
+                commands_sent: f.commands_sent,
+                used_memory: f.used_memory,
+            }),
+            error: report.error.as_ref().map(|e| ErrorReport {
+                category: e.category.clone(),
+                message: shorten(&e.message),
+            }),
+            warnings: report.warnings.iter().take(3).map(|w| shorten(w)).collect(),
+        };
+        if let Some(summary) = &mut result.summary
+            && let Some(reason) = &summary.unstable_reason
+        {
+            summary.unstable_reason = Some(shorten(reason));
+        }
+        result.fit(&report.repetitions);
+        result
+    }
+
+    fn size(&self) -> usize {
+        self.to_message().len()
+    }
+
+    /// Drops what matters least until the message fits: the optional columns, the warnings,
+    /// then repetitions from the end.
+    fn fit(&mut self, repetitions: &[RepetitionResult]) {
+        if self.size() <= BUDGET {
+            return;
+        }
+        self.repetitions.frag.clear();
+        self.repetitions.dataset.clear();
+        if self.size() <= BUDGET {
+            return;
+        }
+        self.warnings.clear();
+        let mut kept = repetitions.len();
+        while self.size() > BUDGET && kept > 0 {
+            kept -= 1;
+            self.repetitions = RepetitionColumns::of(&repetitions[..kept]);
+            self.repetitions.frag.clear();
+            self.repetitions.dataset.clear();
+            self.omitted = (repetitions.len() - kept) as u32;
+        }
+    }
+
+    /// The JSON written to the termination message file.
+    pub fn to_message(&self) -> String {
+        serde_json::to_string(self).expect("client results serialize")
+    }
+
+    /// Reads a termination message.
+    pub fn parse(message: &str) -> Result<Self, String> {
+        let message = message.trim();
+        if message.is_empty() {
+            return Err("the client left no result (empty termination message)".into());
+        }
+        serde_json::from_str(message).map_err(|e| {
+            format!(
+                "the client's termination message is not a membench result ({e}): {}",
+                shorten(message)
+            )
+        })
+    }
+
+    /// The listed repetitions, in order; empty when the columns disagree in length.
+    pub fn decoded_repetitions(&self) -> Vec<DecodedRepetition> {
+        let columns = &self.repetitions;
+        let n = columns.n as usize;
+        if n == 0 {
+            return Vec::new();
+        }
+        let required = |c: &[i64]| decode_column(c, n);
+        let (Some(baseline), Some(used), Some(rss), Some(items), Some(micros)) = (
+            required(&columns.baseline),
+            required(&columns.used),
+            required(&columns.rss),
+            required(&columns.items),
+            required(&columns.micros),
+        ) else {
+            return Vec::new();
+        };
+        let optional = |c: &[i64]| decode_column(c, n);
+        let settled = optional(&columns.settled);
+        let dataset = optional(&columns.dataset);
+        let frag = optional(&columns.frag);
+        (0..n)
+            .map(|i| DecodedRepetition {
+                baseline_used_memory: baseline[i].max(0) as u64,
+                used_memory: used[i].max(0) as u64,
+                used_memory_rss: rss[i].max(0) as u64,
+                items: items[i].max(0) as u64,
+                seconds: micros[i] as f64 / 1e6,
+                settled_used_memory: settled.as_ref().map(|s| s[i].max(0) as u64),
+                used_memory_dataset: dataset.as_ref().map(|d| d[i].max(0) as u64),
+                mem_fragmentation_ratio: frag.as_ref().map(|f| f[i] as f64 / 100.0),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineInfo;
+    use crate::measure::{SettledMemory, WorkloadReport};
+    use crate::stats::{Spread, StabilityThresholds};
+    use crate::workload::Workload;
+
+    fn repetition(i: u32, settled: bool) -> RepetitionResult {
+        // Figures of the size a 50-million-member sorted set gives, varying between repetitions.
+        let baseline = 912_344 + u64::from(i % 3) * 16;
+        let used = 4_830_512_384 + u64::from(i) * 40_961;
+        RepetitionResult {
+            repetition: i,
+            baseline_used_memory: baseline,
+            baseline_used_memory_rss: 9_000_000,
+            used_memory: used,
+            used_memory_rss: 5_100_000_000 + u64::from(i) * 1_234_567,
+            used_memory_dataset: Some(4_700_000_000 + u64::from(i) * 77_777),
+            mem_fragmentation_ratio: Some(1.05 + f64::from(i) / 1000.0),
+            items: 50_000_000,
+            bytes_per_item: (used - baseline) as f64 / 50_000_000.0,
+            ops_per_sec: 540_000.0,
+            items_per_sec: 540_000.0,
+            commands: 50_000_000,
+            seconds: 92.5 + f64::from(i) * 0.137,
+            encoding: Some("skiplist".into()),
+            expected_unique_items: None,
+            settled: settled.then(|| SettledMemory {
+                after_seconds: 5,
+                used_memory: used - 1_000_000,
+                used_memory_rss: 0,
+                bytes_per_item: 0.0,
+            }),
+            samples: vec![],
+        }
+    }
+
+    fn report(n: u32, settled: bool) -> BenchmarkReport {
+        let repetitions: Vec<RepetitionResult> = (1..=n).map(|i| repetition(i, settled)).collect();
+        BenchmarkReport {
+            name: "redis-7.0.15".into(),
+            engine: EngineInfo {
+                name: "redis".into(),
+                version: "7.0.15".into(),
+                allocator: "jemalloc-5.3.0".into(),
+                arch: "aarch64".into(),
+                ..Default::default()
+            },
+            workload: WorkloadReport::from(&Workload::SortedSet {
+                members: 50_000_000,
+                key: "k".into(),
+                sample_every: 1_000_000,
+            }),
+            pipeline: 100,
+            repetitions_requested: n,
+            summary: Summary::of(&repetitions, &StabilityThresholds::default()),
+            repetitions,
+            failed_repetition: None,
+            warnings: vec!["RDB snapshots are on".into()],
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_hundred_repetitions_of_a_large_load_fit_with_every_repetition_listed() {
+        let report = report(100, false);
+        let result = ClientResult::from_report(&report);
+        let message = result.to_message();
+        assert!(message.len() <= BUDGET, "{} bytes", message.len());
+        assert_eq!(result.omitted, 0);
+        let decoded = ClientResult::parse(&message).unwrap().decoded_repetitions();
+        assert_eq!(decoded.len(), 100);
+        for (d, r) in decoded.iter().zip(&report.repetitions) {
+            assert_eq!(d.used_memory, r.used_memory);
+            assert_eq!(d.baseline_used_memory, r.baseline_used_memory);
+            assert_eq!(d.used_memory_rss, r.used_memory_rss);
+            assert_eq!(d.items, r.items);
+            assert_eq!(d.bytes_per_item(), r.bytes_per_item);
+            assert!((d.seconds - r.seconds).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn small_results_keep_every_optional_column() {
+        let result = ClientResult::from_report(&report(10, true));
+        let decoded = result.decoded_repetitions();
+        assert_eq!(decoded.len(), 10);
+        assert_eq!(decoded[0].used_memory_dataset, Some(4_700_077_777));
+        assert_eq!(decoded[0].mem_fragmentation_ratio, Some(1.05));
+        assert_eq!(
+            decoded[0].settled_used_memory,
+            Some(4_830_512_384 + 40_961 - 1_000_000)
+        );
+        assert_eq!(result.warnings.len(), 1);
+        assert_eq!(result.encoding.as_deref(), Some("skiplist"));
+    }
+
+    #[test]
+    fn when_even_the_columns_do_not_fit_the_last_repetitions_are_left_out_and_counted() {
+        let mut report = report(100, true);
+        // Wildly varying figures defeat the difference encoding.
+        for (i, r) in report.repetitions.iter_mut().enumerate() {
+            r.used_memory_rss = 1_000_000_000_000 + (i as u64) * 999_999_937_777;
+            r.used_memory += (i as u64) * 987_654_321_123;
+            r.seconds = 1000.0 + i as f64 * 37.123457;
+        }
+        let result = ClientResult::from_report(&report);
+        let message = result.to_message();
+        assert!(message.len() <= BUDGET, "{} bytes", message.len());
+        assert!(result.omitted > 0);
+        let listed = result.decoded_repetitions().len();
+        assert_eq!(listed + result.omitted as usize, 100);
+        // The summary still covers all of them.
+        assert_eq!(result.summary.as_ref().unwrap().repetitions, 100);
+    }
+
+    #[test]
+    fn a_failed_run_keeps_its_finished_repetitions_and_the_error() {
+        let mut report = report(3, false);
+        report.error = Some(ErrorReport {
+            category: "ConnectionLost".into(),
+            message: "x".repeat(5000),
+        });
+        report.failed_repetition = Some(crate::measure::FailedRepetition {
+            repetition: 4,
+            commands_sent: 1234,
+            baseline_used_memory: Some(1),
+            used_memory: None,
+            samples: vec![],
+        });
+        let result = ClientResult::parse(&ClientResult::from_report(&report).to_message()).unwrap();
+        assert_eq!(result.decoded_repetitions().len(), 3);
+        assert_eq!(result.error.as_ref().unwrap().category, "ConnectionLost");
+        assert!(result.error.as_ref().unwrap().message.len() < 500);
+        assert_eq!(result.failed.as_ref().unwrap().commands_sent, 1234);
+    }
+
+    #[test]
+    fn columns_are_one_value_when_constant_and_differences_otherwise() {
+        assert_eq!(encode_column(&[5, 5, 5]), vec![5]);
+        assert_eq!(encode_column(&[100, 103, 98]), vec![100, 3, -2]);
+        assert_eq!(decode_column(&[100, 3, -2], 3), Some(vec![100, 103, 98]));
+        assert_eq!(decode_column(&[7], 2), Some(vec![7, 7]));
+        assert_eq!(decode_column(&[1, 2], 3), None);
+        assert!(encode_column(&[]).is_empty());
+    }
+
+    #[test]
+    fn an_empty_or_foreign_message_is_an_error_that_says_so() {
+        assert!(ClientResult::parse("").unwrap_err().contains("no result"));
+        assert!(
+            ClientResult::parse("panicked at main.rs")
+                .unwrap_err()
+                .contains("not a membench result")
+        );
+        let _ = Spread::default();
+    }
+}

@@ -1,0 +1,284 @@
+//! The operator: a kube-rs controller that turns each `MemoryBenchmark` into measurements on
+//! the requested hardware, one engine at a time, with the results in the status.
+//!
+//! Each reconciliation lists the benchmark's pods, reads the progress of the engine under
+//! load, and hands both to the pure [`status::plan`], which decides the new status and which
+//! pods to create and delete. This module only carries that decision out: pods are created
+//! first, then the status is written (server-side apply, only when it changed), then events are
+//! published and finished pods deleted. `pods` builds the pods, `validate` checks the spec.
+
+pub mod pods;
+pub mod progress;
+pub mod status;
+pub mod validate;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
+use tracing::{info, instrument, warn};
+
+use crate::crd::MemoryBenchmark;
+use crate::metrics::Metrics;
+
+use self::progress::ProgressReadings;
+pub use self::status::Settings;
+use self::status::{Observation, probe_target, transitions};
+
+/// The field manager of everything the operator writes.
+pub const FIELD_MANAGER: &str = "membench-operator";
+
+/// What every reconciliation shares.
+pub struct Context {
+    pub client: Client,
+    pub recorder: Recorder,
+    pub settings: Settings,
+    /// Reconciliations, errors and results (`/metrics`).
+    pub metrics: Metrics,
+    readings: ProgressReadings,
+}
+
+impl Context {
+    pub fn new(client: Client, settings: Settings, metrics: Metrics) -> Self {
+        let reporter = Reporter {
+            controller: FIELD_MANAGER.into(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            settings,
+            metrics,
+            readings: ProgressReadings::default(),
+        }
+    }
+}
+
+/// What can go wrong in a reconciliation: only API calls (the decision itself cannot fail).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot list the benchmark's pods: {0}")]
+    ListPods(#[source] kube::Error),
+    #[error("cannot create pod {name}: {source}")]
+    CreatePod {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot delete pod {name}: {source}")]
+    DeletePod {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot write the status: {0}")]
+    WriteStatus(#[source] kube::Error),
+}
+
+impl Error {
+    /// A short, bounded category for metric labels.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Error::ListPods(_) => "ListPods",
+            Error::CreatePod { .. } => "CreatePod",
+            Error::DeletePod { .. } => "DeletePod",
+            Error::WriteStatus(_) => "WriteStatus",
+        }
+    }
+}
+
+fn is_status(e: &kube::Error, check: fn(&kube::core::Status) -> bool) -> bool {
+    matches!(e, kube::Error::Api(status) if check(status))
+}
+
+/// One reconciliation of one benchmark.
+#[instrument(skip_all, fields(benchmark = %benchmark.name_any(), namespace = %benchmark.namespace().unwrap_or_default()))]
+pub async fn reconcile(
+    benchmark: Arc<MemoryBenchmark>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let _timer = ctx.metrics.reconcile_started();
+    if benchmark.metadata.deletion_timestamp.is_some() {
+        // Its pods go with it (owner references and the garbage collector).
+        return Ok(Action::await_change());
+    }
+    let namespace = benchmark.namespace().unwrap_or_default();
+    let name = benchmark.name_any();
+    let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let pods = pods_api
+        .list(&ListParams::default().labels(&pods::benchmark_pods_selector(&name)))
+        .await
+        .map_err(Error::ListPods)?
+        .items;
+    let load = match probe_target(&benchmark, &pods) {
+        Some(target) => ctx.readings.read(&namespace, &name, target).await,
+        None => None,
+    };
+    let observation = Observation {
+        benchmark: &benchmark,
+        pods: &pods,
+        now: Timestamp::now(),
+        load,
+    };
+    let plan = status::plan(&observation, &ctx.settings);
+
+    for pod in &plan.create {
+        let pod_name = pod.name_any();
+        match pods_api.create(&PostParams::default(), pod).await {
+            Ok(_) => info!(pod = %pod_name, "created pod"),
+            // Created by a reconciliation whose status write did not land; it is ours.
+            Err(e) if is_status(&e, kube::core::Status::is_already_exists) => {}
+            Err(source) => {
+                return Err(Error::CreatePod {
+                    name: pod_name,
+                    source,
+                });
+            }
+        }
+    }
+
+    let old = benchmark.status.clone().unwrap_or_default();
+    if plan.status != old {
+        let api: Api<MemoryBenchmark> = Api::namespaced(ctx.client.clone(), &namespace);
+        let patch = serde_json::json!({
+            "apiVersion": MemoryBenchmark::api_version(&()),
+            "kind": MemoryBenchmark::kind(&()),
+            "status": plan.status,
+        });
+        api.patch_status(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .map_err(Error::WriteStatus)?;
+        let reference = benchmark.object_ref(&());
+        for transition in transitions(&old, &plan.status) {
+            info!(reason = %transition.reason, "{}", transition.note);
+            let event = Event {
+                type_: if transition.warning {
+                    EventType::Warning
+                } else {
+                    EventType::Normal
+                },
+                reason: transition.reason,
+                note: Some(shorten(&transition.note, 1000)),
+                action: "Benchmark".into(),
+                secondary: None,
+            };
+            if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+                warn!(error = %e, "cannot publish an event");
+            }
+        }
+    }
+
+    for pod_name in &plan.delete {
+        match pods_api.delete(pod_name, &DeleteParams::background()).await {
+            Ok(_) => info!(pod = %pod_name, "deleting pod"),
+            Err(e) if is_status(&e, kube::core::Status::is_not_found) => {}
+            Err(source) => {
+                return Err(Error::DeletePod {
+                    name: pod_name.clone(),
+                    source,
+                });
+            }
+        }
+    }
+
+    let mut observed = (*benchmark).clone();
+    observed.status = Some(plan.status);
+    ctx.metrics.observe_benchmark(&observed);
+    Ok(plan
+        .requeue
+        .map_or_else(Action::await_change, Action::requeue))
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// After a failed reconciliation: count it and try again shortly (API errors are transient;
+/// an invalid spec is not an error but a Failed status that waits for a change).
+pub fn error_policy(benchmark: Arc<MemoryBenchmark>, error: &Error, ctx: Arc<Context>) -> Action {
+    warn!(benchmark = %benchmark.name_any(), category = error.category(), "reconciliation failed: {error}");
+    ctx.metrics.reconcile_failed(error.category());
+    Action::requeue(Duration::from_secs(5))
+}
+
+/// Where the operator watches.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    /// One namespace, or every namespace when `None`.
+    pub namespace: Option<String>,
+}
+
+/// Runs the controller until the process is asked to stop (SIGTERM, Ctrl-C) or `shutdown`
+/// resolves. `ready` turns true once the MemoryBenchmark API answers.
+pub async fn run(
+    client: Client,
+    scope: Scope,
+    settings: Settings,
+    metrics: Metrics,
+    ready: Arc<AtomicBool>,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) -> anyhow::Result<()> {
+    let (benchmarks, pods): (Api<MemoryBenchmark>, Api<Pod>) = match &scope.namespace {
+        Some(ns) => (
+            Api::namespaced(client.clone(), ns),
+            Api::namespaced(client.clone(), ns),
+        ),
+        None => (Api::all(client.clone()), Api::all(client.clone())),
+    };
+    benchmarks
+        .list(&ListParams::default().limit(1))
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "the MemoryBenchmark API does not answer ({e}); is the CRD installed (kubectl apply -f crds/)?"
+            )
+        })?;
+    ready.store(true, Ordering::SeqCst);
+    let ctx = Arc::new(Context::new(client, settings, metrics.clone()));
+    info!(
+        namespace = scope.namespace.as_deref().unwrap_or("(all)"),
+        "operator started"
+    );
+    Controller::new(benchmarks, watcher::Config::default().any_semantic())
+        .owns(
+            pods,
+            watcher::Config::default().labels(&pods::managed_pods_selector()),
+        )
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, ctx.clone())
+        .for_each(|result| {
+            match result {
+                Ok((object, _)) => tracing::debug!(benchmark = %object.name, "reconciled"),
+                Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
+                    // Deleted: its series and readings go with it.
+                    let namespace = object.namespace.clone().unwrap_or_default();
+                    metrics.forget_benchmark(&namespace, &object.name);
+                    ctx.readings.forget(&namespace, &object.name);
+                }
+                Err(e) => tracing::debug!(error = %e, "controller"),
+            }
+            std::future::ready(())
+        })
+        .await;
+    ready.store(false, Ordering::SeqCst);
+    Ok(())
+}

@@ -1,0 +1,905 @@
+//! The benchmark's pods, built and read without any I/O: the engine pod pinned to a node of the
+//! requested instance type, the client pod next to it, their names and labels, and what a pod's
+//! status says about it (waiting for a node, pulling, ready, terminated).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Affinity, Capabilities, Container, ContainerPort, Pod, PodAffinity, PodAffinityTerm,
+    PodSecurityContext, PodSpec, Probe, ResourceRequirements, SeccompProfile, SecurityContext,
+    TCPSocketAction,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::jiff::Timestamp;
+use kube::{Resource, ResourceExt};
+
+use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark, RecordLayout};
+use crate::workload::Workload;
+
+use super::validate::mebibytes;
+
+pub const LABEL_NAME: &str = "app.kubernetes.io/name";
+pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
+pub const LABEL_COMPONENT: &str = "app.kubernetes.io/component";
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub const LABEL_BENCHMARK: &str = "membench.io/benchmark";
+pub const LABEL_ENGINE_INDEX: &str = "membench.io/engine-index";
+pub const LABEL_CLIENT_ATTEMPT: &str = "membench.io/client-attempt";
+
+pub const APP_NAME: &str = "membench";
+pub const MANAGER: &str = "membench-operator";
+pub const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
+pub const ARCH_LABEL: &str = "kubernetes.io/arch";
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+
+/// The port every engine listens on inside its pod.
+pub const ENGINE_PORT: i32 = 6379;
+/// Where the client leaves its result (the container's terminationMessagePath).
+pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
+
+/// The label selector of every pod the operator manages, for its watch: the reflector never
+/// caches the cluster's other pods.
+pub fn managed_pods_selector() -> String {
+    format!("{LABEL_NAME}={APP_NAME},{LABEL_BENCHMARK}")
+}
+
+/// The label selector of one benchmark's pods.
+pub fn benchmark_pods_selector(benchmark: &str) -> String {
+    format!("{LABEL_NAME}={APP_NAME},{LABEL_BENCHMARK}={benchmark}")
+}
+
+/// The role of a pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Component {
+    Engine,
+    Client,
+}
+
+impl Component {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Component::Engine => "engine",
+            Component::Client => "client",
+        }
+    }
+}
+
+/// Settings of the pods that do not come from the spec.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodSettings {
+    /// The membench image the client pods run (`membench load`).
+    pub client_image: String,
+    /// CPU of an engine pod (request = limit).
+    pub engine_cpu: String,
+    /// CPU and memory of a client pod (request = limit; the client's memory does not grow with
+    /// the workload).
+    pub client_cpu: String,
+    pub client_memory: String,
+}
+
+impl Default for PodSettings {
+    fn default() -> Self {
+        Self {
+            client_image: default_client_image(),
+            engine_cpu: "2".into(),
+            client_cpu: "1".into(),
+            client_memory: "256Mi".into(),
+        }
+    }
+}
+
+/// The membench image of this build's version.
+pub fn default_client_image() -> String {
+    format!("ghcr.io/membench/membench:{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// `<benchmark>-<i>-engine`.
+pub fn engine_pod_name(benchmark: &str, index: usize) -> String {
+    format!("{benchmark}-{index}-engine")
+}
+
+/// `<benchmark>-<i>-client` for the first attempt, `<benchmark>-<i>-client-<n>` for retries.
+pub fn client_pod_name(benchmark: &str, index: usize, attempt: u32) -> String {
+    if attempt <= 1 {
+        format!("{benchmark}-{index}-client")
+    } else {
+        format!("{benchmark}-{index}-client-{attempt}")
+    }
+}
+
+fn labels(benchmark: &str, index: usize, component: Component) -> BTreeMap<String, String> {
+    [
+        (LABEL_NAME, APP_NAME.to_string()),
+        (LABEL_INSTANCE, benchmark.to_string()),
+        (LABEL_COMPONENT, component.as_str().to_string()),
+        (LABEL_MANAGED_BY, MANAGER.to_string()),
+        (LABEL_BENCHMARK, benchmark.to_string()),
+        (LABEL_ENGINE_INDEX, index.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// The node labels both pods require: the instance type, the arch when given, and the spec's
+/// extra node selector.
+fn node_selector(benchmark: &MemoryBenchmark) -> BTreeMap<String, String> {
+    let spec = &benchmark.spec;
+    let mut selector = BTreeMap::new();
+    if let Some(placement) = &spec.placement {
+        selector.extend(placement.node_selector.clone());
+    }
+    selector.insert(INSTANCE_TYPE_LABEL.to_string(), spec.instance_type.clone());
+    if let Some(arch) = spec.arch {
+        selector.insert(ARCH_LABEL.to_string(), arch.as_str().to_string());
+    }
+    selector
+}
+
+/// The arguments an engine starts with: port 6379, persistence off, reachable over the pod
+/// network, then the spec's own (which can override any of these).
+pub fn engine_args(engine: &EngineSpec) -> Vec<String> {
+    let mut args: Vec<String> = match engine.engine {
+        EngineKind::Redis | EngineKind::Valkey => [
+            "--port",
+            "6379",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "no",
+        ]
+        .map(String::from)
+        .to_vec(),
+        // Dragonfly starts one thread per core it sees unless told; its pod has two CPUs.
+        EngineKind::Dragonfly => [
+            "--port=6379",
+            "--dbfilename=",
+            "--proactor_threads=2",
+            "--logtostderr",
+        ]
+        .map(String::from)
+        .to_vec(),
+    };
+    args.extend(engine.args.iter().cloned());
+    args
+}
+
+fn guaranteed(cpu: &str, memory: &str) -> ResourceRequirements {
+    let amounts: BTreeMap<String, Quantity> = [
+        ("cpu".to_string(), Quantity(cpu.to_string())),
+        ("memory".to_string(), Quantity(memory.to_string())),
+    ]
+    .into();
+    ResourceRequirements {
+        requests: Some(amounts.clone()),
+        limits: Some(amounts),
+        ..Default::default()
+    }
+}
+
+fn metadata(
+    benchmark: &MemoryBenchmark,
+    name: String,
+    labels: BTreeMap<String, String>,
+) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name),
+        namespace: benchmark.namespace(),
+        labels: Some(labels),
+        owner_references: benchmark.controller_owner_ref(&()).map(|r| vec![r]),
+        ..Default::default()
+    }
+}
+
+/// The engine pod of engine `index`: on a node of the instance type (plus the spec's
+/// placement), never on a node where another membench engine runs (any namespace), with
+/// Guaranteed QoS and a TCP readiness probe.
+pub fn engine_pod(
+    benchmark: &MemoryBenchmark,
+    index: usize,
+    memory_bytes: u64,
+    settings: &PodSettings,
+) -> Pod {
+    let name = benchmark.name_any();
+    let engine = &benchmark.spec.engines[index];
+    let placement = benchmark.spec.placement.clone().unwrap_or_default();
+    let user_affinity = placement.affinity.clone().unwrap_or_default();
+
+    // One benchmark engine per node, across namespaces: two benchmarks on one node would
+    // skew each other's memory and throughput.
+    let one_engine_per_node = PodAffinityTerm {
+        label_selector: Some(LabelSelector {
+            match_labels: Some(
+                [
+                    (LABEL_NAME.to_string(), APP_NAME.to_string()),
+                    (
+                        LABEL_COMPONENT.to_string(),
+                        Component::Engine.as_str().to_string(),
+                    ),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        }),
+        namespace_selector: Some(LabelSelector::default()),
+        topology_key: HOSTNAME_LABEL.to_string(),
+        ..Default::default()
+    };
+    let mut anti_affinity = user_affinity.pod_anti_affinity.clone().unwrap_or_default();
+    anti_affinity
+        .required_during_scheduling_ignored_during_execution
+        .get_or_insert_with(Vec::new)
+        .push(one_engine_per_node);
+
+    let memory = mebibytes(memory_bytes);
+    Pod {
+        metadata: metadata(
+            benchmark,
+            engine_pod_name(&name, index),
+            labels(&name, index, Component::Engine),
+        ),
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            termination_grace_period_seconds: Some(10),
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            node_selector: Some(node_selector(benchmark)),
+            tolerations: (!placement.tolerations.is_empty()).then(|| placement.tolerations.clone()),
+            affinity: Some(Affinity {
+                node_affinity: user_affinity.node_affinity.clone(),
+                pod_affinity: user_affinity.pod_affinity.clone(),
+                pod_anti_affinity: Some(anti_affinity),
+            }),
+            containers: vec![Container {
+                name: "engine".into(),
+                image: Some(engine.image()),
+                args: Some(engine_args(engine)),
+                ports: Some(vec![ContainerPort {
+                    name: Some("resp".into()),
+                    container_port: ENGINE_PORT,
+                    protocol: Some("TCP".into()),
+                    ..Default::default()
+                }]),
+                readiness_probe: Some(Probe {
+                    tcp_socket: Some(TCPSocketAction {
+                        port: IntOrString::Int(ENGINE_PORT),
+                        ..Default::default()
+                    }),
+                    period_seconds: Some(2),
+                    failure_threshold: Some(3),
+                    ..Default::default()
+                }),
+                resources: Some(guaranteed(&settings.engine_cpu, &memory)),
+                termination_message_policy: Some("FallbackToLogsOnError".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// The `membench load` arguments that load the spec's workload into the engine at `address`
+/// and leave the result in the termination message.
+pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &str) -> Vec<String> {
+    let spec = &benchmark.spec;
+    let mut args: Vec<String> = vec![
+        "load".into(),
+        "--addr".into(),
+        address.into(),
+        "--workload".into(),
+        workload.kind().into(),
+    ];
+    let mut flag = |name: &str, value: String| {
+        args.push(format!("--{name}"));
+        args.push(value);
+    };
+    match workload {
+        Workload::SortedSet {
+            members,
+            key,
+            sample_every,
+        } => {
+            flag("members", members.to_string());
+            flag("key", key.clone());
+            flag("sample-every", sample_every.to_string());
+        }
+        Workload::RandomStrings {
+            requests,
+            keyspace,
+            value_size,
+            seed,
+        } => {
+            flag("requests", requests.to_string());
+            flag("keyspace", keyspace.to_string());
+            flag("value-size", value_size.to_string());
+            flag("seed", seed.to_string());
+        }
+        Workload::Strings { keys, value_size } => {
+            flag("keys", keys.to_string());
+            flag("value-size", value_size.to_string());
+        }
+        Workload::Records {
+            records,
+            layout,
+            fields,
+        } => {
+            flag("records", records.to_string());
+            flag(
+                "layout",
+                match layout {
+                    RecordLayout::Hash => "hash",
+                    RecordLayout::Strings => "strings",
+                }
+                .into(),
+            );
+            flag("fields", fields.join(","));
+        }
+    }
+    flag("pipeline", spec.pipeline.to_string());
+    flag("repetitions", spec.repetitions.to_string());
+    flag("settle-seconds", spec.settle_seconds.to_string());
+    flag("output", "json".into());
+    flag("result-file", TERMINATION_MESSAGE_PATH.into());
+    args
+}
+
+/// `ip:6379`, with brackets around an IPv6 address.
+pub fn engine_address(pod_ip: &str) -> String {
+    if pod_ip.contains(':') {
+        format!("[{pod_ip}]:{ENGINE_PORT}")
+    } else {
+        format!("{pod_ip}:{ENGINE_PORT}")
+    }
+}
+
+/// The client pod of engine `index`: on the engine pod's node (required pod affinity on
+/// `kubernetes.io/hostname`), loading it at `engine_ip`. It needs no API access and runs
+/// unprivileged with a read-only root filesystem; its result leaves through the termination
+/// message.
+pub fn client_pod(
+    benchmark: &MemoryBenchmark,
+    index: usize,
+    attempt: u32,
+    workload: &Workload,
+    engine_ip: &str,
+    settings: &PodSettings,
+) -> Pod {
+    let name = benchmark.name_any();
+    let placement = benchmark.spec.placement.clone().unwrap_or_default();
+    let mut labels = labels(&name, index, Component::Client);
+    labels.insert(LABEL_CLIENT_ATTEMPT.into(), attempt.to_string());
+    let next_to_engine = PodAffinityTerm {
+        label_selector: Some(LabelSelector {
+            match_labels: Some(
+                [
+                    (LABEL_BENCHMARK.to_string(), name.clone()),
+                    (LABEL_ENGINE_INDEX.to_string(), index.to_string()),
+                    (
+                        LABEL_COMPONENT.to_string(),
+                        Component::Engine.as_str().to_string(),
+                    ),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        }),
+        topology_key: HOSTNAME_LABEL.to_string(),
+        ..Default::default()
+    };
+    Pod {
+        metadata: metadata(benchmark, client_pod_name(&name, index, attempt), labels),
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            termination_grace_period_seconds: Some(5),
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            node_selector: Some(node_selector(benchmark)),
+            tolerations: (!placement.tolerations.is_empty()).then(|| placement.tolerations.clone()),
+            affinity: Some(Affinity {
+                pod_affinity: Some(PodAffinity {
+                    required_during_scheduling_ignored_during_execution: Some(vec![next_to_engine]),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            security_context: Some(PodSecurityContext {
+                run_as_non_root: Some(true),
+                run_as_user: Some(65532),
+                run_as_group: Some(65532),
+                seccomp_profile: Some(SeccompProfile {
+                    type_: "RuntimeDefault".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            containers: vec![Container {
+                name: "client".into(),
+                image: Some(settings.client_image.clone()),
+                args: Some(client_args(benchmark, workload, &engine_address(engine_ip))),
+                resources: Some(guaranteed(&settings.client_cpu, &settings.client_memory)),
+                termination_message_path: Some(TERMINATION_MESSAGE_PATH.into()),
+                // A client that dies before writing its result still leaves its last log lines.
+                termination_message_policy: Some("FallbackToLogsOnError".into()),
+                security_context: Some(SecurityContext {
+                    allow_privilege_escalation: Some(false),
+                    read_only_root_filesystem: Some(true),
+                    capabilities: Some(Capabilities {
+                        drop: Some(vec!["ALL".into()]),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// What a pod's status says, as far as the operator cares.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PodState {
+    /// Being deleted.
+    Deleting,
+    /// Not on a node yet; the scheduler's message when it found none.
+    Unscheduled { message: Option<String> },
+    /// Its image cannot be had.
+    ImagePullFailed { reason: String, message: String },
+    /// On a node, the container not started or not ready yet.
+    Starting { since: Option<Timestamp> },
+    /// Running and ready.
+    Ready,
+    /// The container exited.
+    Terminated {
+        exit_code: i32,
+        reason: Option<String>,
+        message: Option<String>,
+        finished_at: Option<Timestamp>,
+    },
+}
+
+const IMAGE_PULL_FAILURES: [&str; 5] = [
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "RegistryUnavailable",
+];
+
+/// Reads a pod's status.
+pub fn pod_state(pod: &Pod) -> PodState {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return PodState::Deleting;
+    }
+    let status = pod.status.clone().unwrap_or_default();
+    let container = status
+        .container_statuses
+        .as_ref()
+        .and_then(|c| c.first().cloned());
+    if let Some(terminated) = container
+        .as_ref()
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.terminated.clone())
+    {
+        return PodState::Terminated {
+            exit_code: terminated.exit_code,
+            reason: terminated.reason,
+            message: terminated.message,
+            finished_at: terminated.finished_at.map(|t| t.0),
+        };
+    }
+    if matches!(status.phase.as_deref(), Some("Failed") | Some("Succeeded")) {
+        // Terminal without a container status (evicted, or the node rejected the pod).
+        return PodState::Terminated {
+            exit_code: if status.phase.as_deref() == Some("Succeeded") {
+                0
+            } else {
+                1
+            },
+            reason: status.reason.clone(),
+            message: status.message.clone(),
+            finished_at: None,
+        };
+    }
+    if let Some(waiting) = container
+        .as_ref()
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.waiting.clone())
+        && let Some(reason) = waiting.reason.as_deref()
+        && IMAGE_PULL_FAILURES.contains(&reason)
+    {
+        return PodState::ImagePullFailed {
+            reason: reason.to_string(),
+            message: waiting.message.unwrap_or_default(),
+        };
+    }
+    let scheduled = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_ref())
+        .is_some();
+    if !scheduled {
+        let message = status
+            .conditions
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+            .and_then(|c| c.message);
+        return PodState::Unscheduled { message };
+    }
+    let ready = container.as_ref().is_some_and(|c| c.ready);
+    if ready {
+        return PodState::Ready;
+    }
+    let since = container
+        .as_ref()
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.running.as_ref())
+        .and_then(|r| r.started_at.as_ref())
+        .map(|t| t.0);
+    PodState::Starting { since }
+}
+
+/// The node a pod runs on.
+pub fn node_name(pod: &Pod) -> Option<String> {
+    pod.spec.as_ref().and_then(|s| s.node_name.clone())
+}
+
+/// The pod's IP address.
+pub fn pod_ip(pod: &Pod) -> Option<String> {
+    pod.status.as_ref().and_then(|s| s.pod_ip.clone())
+}
+
+/// The image ID its (first) container runs.
+pub fn image_id(pod: &Pod) -> Option<String> {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.first())
+        .map(|c| c.image_id.clone())
+        .filter(|id| !id.is_empty())
+}
+
+/// Which engine a pod belongs to, from its label.
+pub fn engine_index(pod: &Pod) -> Option<usize> {
+    pod.labels().get(LABEL_ENGINE_INDEX)?.parse().ok()
+}
+
+/// Whether a pod is an engine or a client.
+pub fn component(pod: &Pod) -> Option<Component> {
+    match pod.labels().get(LABEL_COMPONENT)?.as_str() {
+        "engine" => Some(Component::Engine),
+        "client" => Some(Component::Client),
+        _ => None,
+    }
+}
+
+/// A client pod's attempt number.
+pub fn client_attempt(pod: &Pod) -> Option<u32> {
+    pod.labels().get(LABEL_CLIENT_ATTEMPT)?.parse().ok()
+}
+
+/// Whether `pod` is controlled by `benchmark` (same UID): a benchmark deleted and created
+/// again under the same name must not adopt its predecessor's terminating pods.
+pub fn owned_by(pod: &Pod, benchmark: &MemoryBenchmark) -> bool {
+    let Some(uid) = benchmark.uid() else {
+        return false;
+    };
+    pod.owner_references()
+        .iter()
+        .any(|r| r.controller == Some(true) && r.uid == uid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::local::parse_specs;
+    use k8s_openapi::api::core::v1::{
+        ContainerState, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
+        PodCondition, PodStatus, Toleration,
+    };
+
+    pub(crate) fn benchmark(extra: &str) -> MemoryBenchmark {
+        let mut b = parse_specs(&format!(
+            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: zset, namespace: bench}}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{{engine: redis, version: \"7.0.15\"}}, {{engine: valkey, version: \"9.1.2\", args: [--maxmemory, 1gb]}}]\n  workload: {{sortedSet: {{members: 20000}}}}\n  repetitions: 3\n{extra}"
+        ))
+        .unwrap()
+        .remove(0);
+        b.metadata.uid = Some("uid-1".into());
+        b
+    }
+
+    fn workload(b: &MemoryBenchmark) -> Workload {
+        Workload::from_spec(&b.spec.workload).unwrap()
+    }
+
+    #[test]
+    fn the_engine_pod_is_pinned_to_the_instance_type_and_arch_with_guaranteed_qos() {
+        let b = benchmark(
+            "  arch: arm64\n  placement:\n    nodeSelector: {pool: bench}\n    tolerations: [{key: dedicated, operator: Equal, value: bench, effect: NoSchedule}]\n",
+        );
+        let pod = engine_pod(&b, 0, 512 << 20, &PodSettings::default());
+        let spec = pod.spec.unwrap();
+        let selector = spec.node_selector.unwrap();
+        assert_eq!(selector[INSTANCE_TYPE_LABEL], "r8g.4xlarge");
+        assert_eq!(selector[ARCH_LABEL], "arm64");
+        assert_eq!(selector["pool"], "bench");
+        assert_eq!(
+            spec.tolerations.unwrap(),
+            vec![Toleration {
+                key: Some("dedicated".into()),
+                operator: Some("Equal".into()),
+                value: Some("bench".into()),
+                effect: Some("NoSchedule".into()),
+                ..Default::default()
+            }]
+        );
+        let resources = spec.containers[0].resources.clone().unwrap();
+        assert_eq!(resources.requests, resources.limits);
+        assert_eq!(
+            resources.limits.unwrap()["memory"],
+            Quantity("512Mi".into())
+        );
+        assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+        assert_eq!(pod.metadata.name.as_deref(), Some("zset-0-engine"));
+        assert_eq!(pod.metadata.namespace.as_deref(), Some("bench"));
+        let owner = &pod.metadata.owner_references.unwrap()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.controller),
+            ("MemoryBenchmark", Some(true))
+        );
+    }
+
+    #[test]
+    fn engines_keep_a_node_to_themselves_across_namespaces() {
+        let pod = engine_pod(&benchmark(""), 1, 512 << 20, &PodSettings::default());
+        let anti = pod
+            .spec
+            .unwrap()
+            .affinity
+            .unwrap()
+            .pod_anti_affinity
+            .unwrap();
+        let term = &anti
+            .required_during_scheduling_ignored_during_execution
+            .unwrap()[0];
+        assert_eq!(term.topology_key, HOSTNAME_LABEL);
+        assert_eq!(term.namespace_selector, Some(LabelSelector::default()));
+        let labels = term.label_selector.clone().unwrap().match_labels.unwrap();
+        assert_eq!(labels[LABEL_COMPONENT], "engine");
+        assert_eq!(labels[LABEL_NAME], "membench");
+        // The engine pod itself carries the labels the term selects.
+        let own = pod.metadata.labels.unwrap();
+        assert_eq!(own[LABEL_COMPONENT], "engine");
+        assert_eq!(own[LABEL_ENGINE_INDEX], "1");
+        assert_eq!(own[LABEL_BENCHMARK], "zset");
+        assert_eq!(own[LABEL_INSTANCE], "zset");
+    }
+
+    #[test]
+    fn user_affinity_is_kept_next_to_membench_anti_affinity() {
+        let b = benchmark(
+            "  placement:\n    affinity:\n      nodeAffinity:\n        requiredDuringSchedulingIgnoredDuringExecution:\n          nodeSelectorTerms: [{matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [eu-west-1a]}]}]\n",
+        );
+        let affinity = engine_pod(&b, 0, 1 << 30, &PodSettings::default())
+            .spec
+            .unwrap()
+            .affinity
+            .unwrap();
+        assert!(affinity.node_affinity.is_some());
+        assert!(affinity.pod_anti_affinity.is_some());
+    }
+
+    #[test]
+    fn engines_run_without_persistence_on_port_6379_with_user_args_last() {
+        let b = benchmark("");
+        let args = engine_args(&b.spec.engines[1]);
+        assert_eq!(
+            args,
+            [
+                "--port",
+                "6379",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "no",
+                "--maxmemory",
+                "1gb"
+            ]
+        );
+        let pod = engine_pod(&b, 1, 1 << 30, &PodSettings::default());
+        assert_eq!(
+            pod.spec.unwrap().containers[0].image.as_deref(),
+            Some("valkey/valkey:9.1.2")
+        );
+        let dragonfly = EngineSpec {
+            engine: EngineKind::Dragonfly,
+            ..b.spec.engines[0].clone()
+        };
+        assert!(engine_args(&dragonfly).contains(&"--dbfilename=".to_string()));
+    }
+
+    #[test]
+    fn the_client_runs_next_to_its_engine_and_writes_its_result_to_the_termination_message() {
+        let b = benchmark("");
+        let pod = client_pod(
+            &b,
+            1,
+            2,
+            &workload(&b),
+            "127.1.0.5",
+            &PodSettings::default(),
+        );
+        assert_eq!(pod.metadata.name.as_deref(), Some("zset-1-client-2"));
+        let spec = pod.spec.unwrap();
+        let affinity = spec.affinity.unwrap().pod_affinity.unwrap();
+        let term = &affinity
+            .required_during_scheduling_ignored_during_execution
+            .unwrap()[0];
+        assert_eq!(term.topology_key, HOSTNAME_LABEL);
+        let selected = term.label_selector.clone().unwrap().match_labels.unwrap();
+        assert_eq!(selected[LABEL_ENGINE_INDEX], "1");
+        assert_eq!(selected[LABEL_COMPONENT], "engine");
+        assert_eq!(selected[LABEL_BENCHMARK], "zset");
+        let container = &spec.containers[0];
+        let args = container.args.clone().unwrap().join(" ");
+        assert_eq!(
+            args,
+            "load --addr 127.1.0.5:6379 --workload sorted-set --members 20000 --key membench:zset --sample-every 1000000 --pipeline 100 --repetitions 3 --settle-seconds 0 --output json --result-file /dev/termination-log"
+        );
+        assert_eq!(
+            container.termination_message_path.as_deref(),
+            Some(TERMINATION_MESSAGE_PATH)
+        );
+        assert_eq!(spec.automount_service_account_token, Some(false));
+        assert_eq!(
+            container
+                .security_context
+                .clone()
+                .unwrap()
+                .read_only_root_filesystem,
+            Some(true)
+        );
+        assert_eq!(client_pod_name("zset", 0, 1), "zset-0-client");
+        assert_eq!(engine_address("fd00::5"), "[fd00::5]:6379");
+    }
+
+    #[test]
+    fn each_workload_becomes_the_matching_load_flags() {
+        let b = benchmark("");
+        let records = Workload::Records {
+            records: 10,
+            layout: RecordLayout::Strings,
+            fields: vec!["name".into(), "age".into()],
+        };
+        let args = client_args(&b, &records, "h:1").join(" ");
+        assert!(
+            args.contains("--workload records --records 10 --layout strings --fields name,age"),
+            "{args}"
+        );
+        let random = Workload::RandomStrings {
+            requests: 100,
+            keyspace: 50,
+            value_size: 16,
+            seed: 7,
+        };
+        let args = client_args(&b, &random, "h:1").join(" ");
+        assert!(
+            args.contains("--requests 100 --keyspace 50 --value-size 16 --seed 7"),
+            "{args}"
+        );
+    }
+
+    fn with_status(status: PodStatus, node: Option<&str>) -> Pod {
+        let mut pod = engine_pod(&benchmark(""), 0, 1 << 30, &PodSettings::default());
+        pod.spec.as_mut().unwrap().node_name = node.map(String::from);
+        pod.status = Some(status);
+        pod
+    }
+
+    fn container(state: ContainerState, ready: bool) -> Option<Vec<ContainerStatus>> {
+        Some(vec![ContainerStatus {
+            name: "engine".into(),
+            ready,
+            state: Some(state),
+            ..Default::default()
+        }])
+    }
+
+    #[test]
+    fn pod_states_are_read_the_way_kubelet_reports_them() {
+        let unscheduled = with_status(
+            PodStatus {
+                conditions: Some(vec![PodCondition {
+                    type_: "PodScheduled".into(),
+                    status: "False".into(),
+                    reason: Some("Unschedulable".into()),
+                    message: Some("0/4 nodes are available".into()),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            },
+            None,
+        );
+        assert_eq!(
+            pod_state(&unscheduled),
+            PodState::Unscheduled {
+                message: Some("0/4 nodes are available".into())
+            }
+        );
+        let pulling = with_status(
+            PodStatus {
+                container_statuses: container(
+                    ContainerState {
+                        waiting: Some(ContainerStateWaiting {
+                            reason: Some("ImagePullBackOff".into()),
+                            message: Some("no such image".into()),
+                        }),
+                        ..Default::default()
+                    },
+                    false,
+                ),
+                ..Default::default()
+            },
+            Some("n1"),
+        );
+        assert!(matches!(
+            pod_state(&pulling),
+            PodState::ImagePullFailed { .. }
+        ));
+        let oom = with_status(
+            PodStatus {
+                phase: Some("Failed".into()),
+                container_statuses: container(
+                    ContainerState {
+                        terminated: Some(ContainerStateTerminated {
+                            exit_code: 137,
+                            reason: Some("OOMKilled".into()),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                    false,
+                ),
+                ..Default::default()
+            },
+            Some("n1"),
+        );
+        assert!(matches!(
+            pod_state(&oom),
+            PodState::Terminated { exit_code: 137, reason: Some(ref r), .. } if r == "OOMKilled"
+        ));
+        let ready = with_status(
+            PodStatus {
+                container_statuses: container(
+                    ContainerState {
+                        running: Some(Default::default()),
+                        ..Default::default()
+                    },
+                    true,
+                ),
+                ..Default::default()
+            },
+            Some("n1"),
+        );
+        assert_eq!(pod_state(&ready), PodState::Ready);
+    }
+
+    #[test]
+    fn only_pods_controlled_by_this_very_benchmark_are_its_own() {
+        let b = benchmark("");
+        let pod = engine_pod(&b, 0, 1 << 30, &PodSettings::default());
+        assert!(owned_by(&pod, &b));
+        let mut recreated = b.clone();
+        recreated.metadata.uid = Some("uid-2".into());
+        assert!(!owned_by(&pod, &recreated));
+    }
+}

@@ -1,0 +1,827 @@
+//! The operator's decisions, one behaviour each, without a cluster: pods as the API server
+//! would list them, and the plan the operator makes of them.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+    ContainerStatus, Pod, PodCondition, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::ResourceExt;
+
+use super::*;
+use crate::client_result::ClientResult;
+use crate::crd::{MemoryBenchmark, Phase};
+use crate::engine::EngineInfo;
+use crate::local::parse_specs;
+use crate::measure::{BenchmarkReport, ErrorReport, RepetitionResult, Summary, WorkloadReport};
+use crate::stats::StabilityThresholds;
+
+const T0: i64 = 1_800_000_000;
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_second(T0 + seconds).unwrap()
+}
+
+fn benchmark(extra: &str) -> MemoryBenchmark {
+    let mut b = parse_specs(&format!(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: zset, namespace: bench}}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{{engine: redis, version: \"7.0.15\"}}, {{engine: valkey, version: \"9.1.2\"}}]\n  workload: {{sortedSet: {{members: 20000}}}}\n  repetitions: 3\n  timeoutSeconds: 3600\n{extra}"
+    ))
+    .unwrap()
+    .remove(0);
+    b.metadata.uid = Some("uid-1".into());
+    b.metadata.generation = Some(1);
+    b
+}
+
+fn settings() -> Settings {
+    Settings {
+        scheduling_timeout: Duration::from_secs(60),
+        ..Settings::default()
+    }
+}
+
+/// Runs one reconciliation at `now` and applies its status, as the API server would.
+fn reconcile(b: &mut MemoryBenchmark, pods: &[Pod], now: i64, load: Option<LoadProbe>) -> Plan {
+    let plan = plan(
+        &Observation {
+            benchmark: b,
+            pods,
+            now: at(now),
+            load,
+        },
+        &settings(),
+    );
+    b.status = Some(plan.status.clone());
+    plan
+}
+
+fn created(mut pod: Pod, now: i64) -> Pod {
+    pod.metadata.creation_timestamp = Some(Time(at(now)));
+    pod.metadata.uid = Some(format!("pod-{}", pod.name_any()));
+    pod
+}
+
+fn container_status(state: ContainerState, ready: bool) -> Option<Vec<ContainerStatus>> {
+    Some(vec![ContainerStatus {
+        name: "c".into(),
+        ready,
+        image_id: "docker.io/library/redis@sha256:abc".into(),
+        state: Some(state),
+        ..Default::default()
+    }])
+}
+
+fn unscheduled(mut pod: Pod, message: &str) -> Pod {
+    pod.status = Some(PodStatus {
+        phase: Some("Pending".into()),
+        conditions: Some(vec![PodCondition {
+            type_: "PodScheduled".into(),
+            status: "False".into(),
+            reason: Some("Unschedulable".into()),
+            message: Some(message.into()),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+    pod
+}
+
+fn ready(mut pod: Pod, node: &str, ip: &str) -> Pod {
+    pod.spec.as_mut().unwrap().node_name = Some(node.into());
+    pod.status = Some(PodStatus {
+        phase: Some("Running".into()),
+        pod_ip: Some(ip.into()),
+        container_statuses: container_status(
+            ContainerState {
+                running: Some(ContainerStateRunning {
+                    started_at: Some(Time(at(0))),
+                }),
+                ..Default::default()
+            },
+            true,
+        ),
+        ..Default::default()
+    });
+    pod
+}
+
+fn waiting(mut pod: Pod, node: &str, reason: &str) -> Pod {
+    pod.spec.as_mut().unwrap().node_name = Some(node.into());
+    pod.status = Some(PodStatus {
+        phase: Some("Pending".into()),
+        container_statuses: container_status(
+            ContainerState {
+                waiting: Some(ContainerStateWaiting {
+                    reason: Some(reason.into()),
+                    message: Some("no local program for image".into()),
+                }),
+                ..Default::default()
+            },
+            false,
+        ),
+        ..Default::default()
+    });
+    pod
+}
+
+fn terminated(
+    mut pod: Pod,
+    node: &str,
+    exit_code: i32,
+    reason: &str,
+    message: &str,
+    finished: i64,
+) -> Pod {
+    pod.spec.as_mut().unwrap().node_name = Some(node.into());
+    pod.status = Some(PodStatus {
+        phase: Some(
+            if exit_code == 0 {
+                "Succeeded"
+            } else {
+                "Failed"
+            }
+            .into(),
+        ),
+        container_statuses: container_status(
+            ContainerState {
+                terminated: Some(ContainerStateTerminated {
+                    exit_code,
+                    reason: Some(reason.into()),
+                    message: Some(message.into()),
+                    finished_at: Some(Time(at(finished))),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            false,
+        ),
+        ..Default::default()
+    });
+    pod
+}
+
+fn deleting(mut pod: Pod) -> Pod {
+    pod.metadata.deletion_timestamp = Some(Time(at(0)));
+    pod
+}
+
+fn repetition(i: u32, bytes_per_item: f64) -> RepetitionResult {
+    let baseline = 900_000;
+    let used = baseline + (bytes_per_item * 20_000.0) as u64;
+    RepetitionResult {
+        repetition: i,
+        baseline_used_memory: baseline,
+        baseline_used_memory_rss: 5_000_000,
+        used_memory: used,
+        used_memory_rss: 9_000_000,
+        used_memory_dataset: None,
+        mem_fragmentation_ratio: None,
+        items: 20_000,
+        bytes_per_item: (used - baseline) as f64 / 20_000.0,
+        ops_per_sec: 400_000.0,
+        items_per_sec: 400_000.0,
+        commands: 20_000,
+        seconds: 0.05,
+        encoding: Some("skiplist".into()),
+        expected_unique_items: None,
+        settled: None,
+        samples: vec![],
+    }
+}
+
+fn result_message(
+    engine: &str,
+    version: &str,
+    bytes: f64,
+    done: u32,
+    error: Option<&str>,
+) -> String {
+    let repetitions: Vec<RepetitionResult> = (1..=done).map(|i| repetition(i, bytes)).collect();
+    let report = BenchmarkReport {
+        name: format!("{engine}-{version}"),
+        engine: EngineInfo {
+            name: engine.into(),
+            version: version.into(),
+            allocator: "jemalloc-5.3.0".into(),
+            arch: "aarch64".into(),
+            ..Default::default()
+        },
+        workload: WorkloadReport::from(&crate::workload::Workload::SortedSet {
+            members: 20_000,
+            key: "membench:zset".into(),
+            sample_every: 0,
+        }),
+        pipeline: 100,
+        repetitions_requested: 3,
+        summary: Summary::of(&repetitions, &StabilityThresholds::default()),
+        repetitions,
+        failed_repetition: None,
+        warnings: vec![],
+        error: error.map(|category| ErrorReport {
+            category: category.into(),
+            message: format!("{category} during the load"),
+        }),
+    };
+    ClientResult::from_report(&report).to_message()
+}
+
+fn engine_pod_of(plan: &Plan, index: usize) -> Pod {
+    plan.create
+        .iter()
+        .find(|p| p.name_any() == format!("zset-{index}-engine"))
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "no engine pod {index} created: {:?}",
+                plan.create.iter().map(|p| p.name_any()).collect::<Vec<_>>()
+            )
+        })
+}
+
+fn condition<'a>(
+    b: &'a MemoryBenchmark,
+    type_: &str,
+) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    b.status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .unwrap()
+}
+
+/// Drives engine 0 to success: returns the benchmark after the client's result is in.
+fn first_engine_measured(b: &mut MemoryBenchmark) -> Vec<Pod> {
+    let plan = reconcile(b, &[], 0, None);
+    let engine = created(engine_pod_of(&plan, 0), 0);
+    let engine = ready(engine, "r8g-1", "127.1.0.2");
+    let plan = reconcile(b, &[engine.clone()], 5, None);
+    let client = created(plan.create[0].clone(), 5);
+    let client = terminated(
+        client,
+        "r8g-1",
+        0,
+        "Completed",
+        &result_message("redis", "7.0.15", 96.0, 3, None),
+        20,
+    );
+    let plan = reconcile(b, &[engine.clone(), client.clone()], 21, None);
+    assert_eq!(
+        plan.delete,
+        vec!["zset-0-client".to_string(), "zset-0-engine".to_string()]
+    );
+    vec![deleting(engine), deleting(client)]
+}
+
+#[test]
+fn the_first_reconciliation_creates_only_the_first_engine_pod() {
+    let mut b = benchmark("");
+    let plan = reconcile(&mut b, &[], 0, None);
+    assert_eq!(plan.create.len(), 1);
+    assert_eq!(plan.create[0].name_any(), "zset-0-engine");
+    let status = b.status.as_ref().unwrap();
+    assert_eq!(status.phase, Some(Phase::Pending));
+    assert_eq!(status.engines.len(), 2);
+    assert_eq!(status.engines[0].started_at, Some(Time(at(0))));
+    assert_eq!(status.engines[1].state, state::PENDING);
+    assert_eq!(status.observed_generation, Some(1));
+    assert_eq!(status.workload.as_deref(), Some("sorted-set 20000 members"));
+    assert_eq!(condition(&b, PROGRESSING).status, "True");
+    assert_eq!(condition(&b, READY).status, "False");
+    assert!(plan.requeue.is_some());
+}
+
+#[test]
+fn an_engine_pod_created_before_an_operator_restart_is_adopted_not_duplicated() {
+    // The pod exists, but the status write after creating it never landed.
+    let mut b = benchmark("");
+    let pods = [created(
+        engine_pod_of(&reconcile(&mut benchmark(""), &[], 0, None), 0),
+        0,
+    )];
+    let plan = reconcile(&mut b, &pods, 3, None);
+    assert!(plan.create.is_empty(), "{:?}", plan.create);
+    assert_eq!(
+        b.status.as_ref().unwrap().engines[0].started_at,
+        Some(Time(at(0)))
+    );
+}
+
+#[test]
+fn pods_of_another_benchmark_with_the_same_name_are_ignored() {
+    let mut b = benchmark("");
+    let mut old = created(
+        engine_pod_of(&reconcile(&mut benchmark(""), &[], 0, None), 0),
+        0,
+    );
+    old.metadata.owner_references.as_mut().unwrap()[0].uid = "uid-of-a-deleted-one".into();
+    let plan = reconcile(&mut b, &[old], 3, None);
+    assert_eq!(plan.create.len(), 1);
+}
+
+#[test]
+fn an_unschedulable_engine_waits_with_the_schedulers_message_then_fails_the_benchmark() {
+    let mut b = benchmark("");
+    let pod = created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0);
+    let pod = unscheduled(
+        pod,
+        "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.",
+    );
+    reconcile(&mut b, std::slice::from_ref(&pod), 10, None);
+    let status = b.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Pending));
+    assert_eq!(
+        status.engines[0].reason.as_deref(),
+        Some(reason::WAITING_FOR_NODE)
+    );
+    let progressing = condition(&b, PROGRESSING);
+    assert_eq!(progressing.reason, reason::WAITING_FOR_NODE);
+    assert!(
+        progressing
+            .message
+            .contains("didn't match Pod's node affinity"),
+        "{}",
+        progressing.message
+    );
+
+    let plan = reconcile(&mut b, std::slice::from_ref(&pod), 61, None);
+    let status = b.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Failed));
+    assert_eq!(
+        status.engines[0].reason.as_deref(),
+        Some(reason::UNSCHEDULABLE)
+    );
+    assert!(
+        status.engines[0]
+            .message
+            .as_ref()
+            .unwrap()
+            .contains("r8g.4xlarge")
+    );
+    assert_eq!(status.engines[1].reason.as_deref(), Some(reason::NOT_RUN));
+    let failed = condition(&b, FAILED);
+    assert_eq!(
+        (failed.status.as_str(), failed.reason.as_str()),
+        ("True", reason::UNSCHEDULABLE)
+    );
+    assert!(
+        failed.message.contains("didn't match"),
+        "{}",
+        failed.message
+    );
+    assert_eq!(plan.delete, vec!["zset-0-engine".to_string()]);
+    assert!(plan.create.is_empty());
+    assert_eq!(plan.requeue, None);
+}
+
+#[test]
+fn a_ready_engine_gets_its_client_pointed_at_its_pod_ip() {
+    let mut b = benchmark("");
+    let pod = created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0);
+    let pod = ready(pod, "r8g-1", "127.1.0.2");
+    let plan = reconcile(&mut b, &[pod], 5, None);
+    assert_eq!(plan.create.len(), 1);
+    let client = &plan.create[0];
+    assert_eq!(client.name_any(), "zset-0-client");
+    let args = client.spec.as_ref().unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert_eq!(
+        args[1..3],
+        ["--addr".to_string(), "127.1.0.2:6379".to_string()]
+    );
+    let status = b.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Running));
+    assert_eq!(status.engines[0].state, state::RUNNING);
+    assert_eq!(status.engines[0].node_name.as_deref(), Some("r8g-1"));
+    assert_eq!(status.engines[0].client_attempts, 1);
+    assert!(
+        status.engines[0]
+            .image_id
+            .as_ref()
+            .unwrap()
+            .contains("sha256")
+    );
+}
+
+#[test]
+fn progress_shows_the_repetition_and_how_much_is_loaded() {
+    let mut b = benchmark("");
+    let engine = ready(
+        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
+        "r8g-1",
+        "127.1.0.2",
+    );
+    let plan = reconcile(&mut b, std::slice::from_ref(&engine), 5, None);
+    let client = ready(created(plan.create[0].clone(), 5), "r8g-1", "127.1.0.3");
+    let pods = [engine, client];
+    let probe = LoadProbe {
+        repetitions_begun: Some(2),
+        items: Some(5_000),
+    };
+    let plan = reconcile(&mut b, &pods, 10, Some(probe));
+    let progress = b.status.as_ref().unwrap().progress.clone().unwrap();
+    assert_eq!(
+        (
+            progress.engine,
+            progress.engines,
+            progress.repetition,
+            progress.repetitions
+        ),
+        (1, 2, 2, 3)
+    );
+    assert_eq!(progress.summary, "1/2 redis-7.0.15: rep 2/3, 25% loaded");
+    assert!(plan.requeue.unwrap() <= Duration::from_secs(10));
+    // Without a fresh reading the last one stays, rather than flapping.
+    reconcile(&mut b, &pods, 15, None);
+    assert_eq!(
+        b.status
+            .as_ref()
+            .unwrap()
+            .progress
+            .as_ref()
+            .unwrap()
+            .summary,
+        progress.summary
+    );
+}
+
+#[test]
+fn the_next_engine_starts_only_once_the_previous_engines_pods_are_gone() {
+    let mut b = benchmark("");
+    let leftovers = first_engine_measured(&mut b);
+    let status = b.status.clone().unwrap();
+    assert_eq!(status.engines[0].state, state::SUCCEEDED);
+    assert_eq!(status.engines[0].version.as_deref(), Some("7.0.15"));
+    assert_eq!(
+        status.engines[0].allocator.as_deref(),
+        Some("jemalloc-5.3.0")
+    );
+    assert_eq!(status.engines[0].repetitions.len(), 3);
+    assert!(
+        (status.engines[0]
+            .summary
+            .as_ref()
+            .unwrap()
+            .bytes_per_item
+            .median
+            - 96.0)
+            .abs()
+            < 1e-9
+    );
+    assert_eq!(status.phase, Some(Phase::Running));
+
+    // Still terminating: wait.
+    let plan = reconcile(&mut b, &leftovers, 22, None);
+    assert!(plan.create.is_empty());
+    // Gone: engine 1 starts.
+    let plan = reconcile(&mut b, &[], 23, None);
+    assert_eq!(engine_pod_of(&plan, 1).name_any(), "zset-1-engine");
+}
+
+#[test]
+fn a_finished_comparison_is_ready_with_changes_against_the_first_engine() {
+    let mut b = benchmark("");
+    first_engine_measured(&mut b);
+    let engine = ready(
+        created(engine_pod_of(&reconcile(&mut b, &[], 30, None), 1), 30),
+        "r8g-2",
+        "127.1.0.4",
+    );
+    let plan = reconcile(&mut b, std::slice::from_ref(&engine), 35, None);
+    let client = terminated(
+        created(plan.create[0].clone(), 35),
+        "r8g-2",
+        0,
+        "Completed",
+        &result_message("valkey", "9.1.2", 72.0, 3, None),
+        50,
+    );
+    let plan = reconcile(&mut b, &[engine, client], 51, None);
+    assert_eq!(plan.delete.len(), 2);
+    let status = b.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded));
+    assert_eq!(status.best_engine.as_deref(), Some("valkey-9.1.2"));
+    assert_eq!(status.best_bytes_per_item, Some(72.0));
+    assert_eq!(status.engines[0].change_vs_first_percent, Some(0.0));
+    assert!((status.engines[1].change_vs_first_percent.unwrap() + 25.0).abs() < 1e-9);
+    assert_eq!(status.finished_at, Some(Time(at(51))));
+    assert_eq!(
+        status.progress.as_ref().unwrap().summary,
+        "done: 2/2 engines"
+    );
+    assert_eq!(condition(&b, READY).status, "True");
+    assert_eq!(condition(&b, READY).reason, reason::COMPLETED);
+    assert_eq!(condition(&b, FAILED).status, "False");
+    assert_eq!(plan.requeue, None);
+    // Nothing changes on a later look.
+    let before = b.status.clone();
+    let plan = reconcile(&mut b, &[], 500, None);
+    assert_eq!(b.status, before);
+    assert!(plan.create.is_empty() && plan.delete.is_empty());
+}
+
+#[test]
+fn an_oom_killed_engine_keeps_its_partial_results_and_the_next_engine_still_runs() {
+    let mut b = benchmark("");
+    let engine = ready(
+        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
+        "r8g-1",
+        "127.1.0.2",
+    );
+    let plan = reconcile(&mut b, std::slice::from_ref(&engine), 5, None);
+    let client = created(plan.create[0].clone(), 5);
+    let dead = terminated(engine.clone(), "r8g-1", 137, "OOMKilled", "", 30);
+    // The client has not noticed yet: wait for its partial result.
+    let still_running = ready(client.clone(), "r8g-1", "127.1.0.3");
+    let plan = reconcile(&mut b, &[dead.clone(), still_running], 31, None);
+    assert!(plan.delete.is_empty());
+    assert_eq!(b.status.as_ref().unwrap().engines[0].state, state::RUNNING);
+
+    let partial = terminated(
+        client,
+        "r8g-1",
+        1,
+        "Error",
+        &result_message("redis", "7.0.15", 96.0, 2, Some("ConnectionLost")),
+        31,
+    );
+    let plan = reconcile(&mut b, &[dead, partial], 32, None);
+    let engine = &b.status.as_ref().unwrap().engines[0];
+    assert_eq!(engine.state, state::FAILED);
+    assert_eq!(engine.reason.as_deref(), Some(reason::ENGINE_OOM_KILLED));
+    assert!(
+        engine
+            .message
+            .as_ref()
+            .unwrap()
+            .contains("after 2 of 3 repetitions"),
+        "{:?}",
+        engine.message
+    );
+    assert_eq!(engine.repetitions.len(), 2);
+    assert!(engine.summary.is_some());
+    assert_eq!(plan.delete.len(), 2);
+    // The benchmark goes on with the next engine.
+    let plan = reconcile(&mut b, &[], 33, None);
+    assert_eq!(engine_pod_of(&plan, 1).name_any(), "zset-1-engine");
+}
+
+#[test]
+fn keep_failed_leaves_a_failed_engines_pods_in_place_for_debugging() {
+    let mut b = benchmark("  cleanupPolicy: KeepFailed\n");
+    let engine = created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0);
+    let pulling = waiting(engine, "r8g-1", "ErrImagePull");
+    let plan = reconcile(&mut b, std::slice::from_ref(&pulling), 5, None);
+    let status = b.status.clone().unwrap();
+    assert_eq!(
+        status.engines[0].reason.as_deref(),
+        Some(reason::IMAGE_PULL_FAILED)
+    );
+    assert!(
+        status.engines[0]
+            .message
+            .as_ref()
+            .unwrap()
+            .contains("redis:7.0.15")
+    );
+    assert!(plan.delete.is_empty());
+    // The kept pod does not hold up the next engine.
+    let plan = reconcile(&mut b, &[pulling], 6, None);
+    assert_eq!(engine_pod_of(&plan, 1).name_any(), "zset-1-engine");
+}
+
+#[test]
+fn a_failed_client_is_retried_a_bounded_number_of_times() {
+    let mut b = benchmark("");
+    let engine = ready(
+        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
+        "r8g-1",
+        "127.1.0.2",
+    );
+    let mut client = created(
+        reconcile(&mut b, std::slice::from_ref(&engine), 5, None).create[0].clone(),
+        5,
+    );
+    for attempt in 1..=3u32 {
+        let crashed = terminated(
+            client.clone(),
+            "r8g-1",
+            101,
+            "Error",
+            "thread 'main' panicked",
+            10 * attempt as i64,
+        );
+        let plan = reconcile(
+            &mut b,
+            &[engine.clone(), crashed],
+            10 * attempt as i64 + 1,
+            None,
+        );
+        let status = b.status.clone().unwrap();
+        if attempt < 3 {
+            assert_eq!(plan.create.len(), 1, "attempt {attempt}");
+            assert_eq!(
+                plan.create[0].name_any(),
+                format!("zset-0-client-{}", attempt + 1)
+            );
+            assert_eq!(plan.delete, vec![client.name_any()]);
+            assert_eq!(status.engines[0].client_attempts, attempt + 1);
+            assert!(
+                transitions(
+                    &MemoryBenchmarkStatus {
+                        engines: vec![
+                            EngineStatus {
+                                client_attempts: attempt,
+                                ..status.engines[0].clone()
+                            },
+                            status.engines[1].clone()
+                        ],
+                        ..status.clone()
+                    },
+                    &status
+                )
+                .iter()
+                .any(|t| t.reason == reason::CLIENT_RETRY)
+            );
+            client = created(plan.create[0].clone(), 10 * attempt as i64 + 1);
+        } else {
+            assert!(plan.create.is_empty());
+            assert_eq!(
+                status.engines[0].reason.as_deref(),
+                Some(reason::CLIENT_FAILED)
+            );
+            assert!(
+                status.engines[0]
+                    .message
+                    .as_ref()
+                    .unwrap()
+                    .contains("panicked")
+            );
+        }
+    }
+}
+
+#[test]
+fn a_measurement_error_from_the_engine_is_not_retried() {
+    let mut b = benchmark("");
+    let engine = ready(
+        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
+        "r8g-1",
+        "127.1.0.2",
+    );
+    let client = created(
+        reconcile(&mut b, std::slice::from_ref(&engine), 5, None).create[0].clone(),
+        5,
+    );
+    let refused = terminated(
+        client,
+        "r8g-1",
+        1,
+        "Error",
+        &result_message("redis", "7.0.15", 96.0, 1, Some("OutOfMemory")),
+        9,
+    );
+    let plan = reconcile(&mut b, &[engine, refused], 10, None);
+    assert!(plan.create.is_empty());
+    let engine = &b.status.as_ref().unwrap().engines[0];
+    assert_eq!(engine.reason.as_deref(), Some(reason::ENGINE_OUT_OF_MEMORY));
+    assert_eq!(engine.repetitions.len(), 1);
+}
+
+#[test]
+fn the_overall_deadline_fails_what_runs_and_skips_the_rest() {
+    let mut b = benchmark("");
+    let engine = ready(
+        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
+        "r8g-1",
+        "127.1.0.2",
+    );
+    let client = ready(
+        created(
+            reconcile(&mut b, std::slice::from_ref(&engine), 5, None).create[0].clone(),
+            5,
+        ),
+        "r8g-1",
+        "127.1.0.3",
+    );
+    let plan = reconcile(&mut b, &[engine, client], 3600, None);
+    let status = b.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Failed));
+    assert_eq!(status.engines[0].reason.as_deref(), Some(reason::TIMEOUT));
+    assert_eq!(status.engines[1].reason.as_deref(), Some(reason::NOT_RUN));
+    assert_eq!(condition(&b, FAILED).reason, reason::TIMEOUT);
+    assert_eq!(plan.delete.len(), 2);
+}
+
+#[test]
+fn an_invalid_spec_fails_without_creating_anything_and_waits_for_a_change() {
+    let mut b = benchmark("");
+    b.spec.engines[0].memory = Some("lots".into());
+    let plan = reconcile(&mut b, &[], 0, None);
+    assert!(plan.create.is_empty());
+    assert_eq!(plan.requeue, None);
+    assert_eq!(b.status.as_ref().unwrap().phase, Some(Phase::Failed));
+    let failed = condition(&b, FAILED);
+    assert_eq!(failed.reason, reason::INVALID_SPEC);
+    assert!(failed.message.contains("spec.engines[0].memory"));
+}
+
+#[test]
+fn conditions_keep_their_transition_time_until_their_status_flips() {
+    let mut b = benchmark("");
+    let pod = unscheduled(
+        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
+        "no nodes",
+    );
+    let first = condition(&b, PROGRESSING).last_transition_time.clone();
+    reconcile(&mut b, std::slice::from_ref(&pod), 20, None);
+    // Reason and message changed, status did not.
+    assert_eq!(condition(&b, PROGRESSING).reason, reason::WAITING_FOR_NODE);
+    assert_eq!(condition(&b, PROGRESSING).last_transition_time, first);
+    reconcile(&mut b, &[pod], 61, None);
+    assert_eq!(condition(&b, PROGRESSING).status, "False");
+    assert_eq!(
+        condition(&b, PROGRESSING).last_transition_time,
+        Time(at(61))
+    );
+}
+
+#[test]
+fn a_reconciliation_that_learns_nothing_new_changes_nothing() {
+    let mut b = benchmark("");
+    let pod = unscheduled(
+        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
+        "no nodes",
+    );
+    reconcile(&mut b, std::slice::from_ref(&pod), 10, None);
+    let before = b.status.clone();
+    reconcile(&mut b, std::slice::from_ref(&pod), 15, None);
+    assert_eq!(b.status, before, "only time passed");
+}
+
+#[test]
+fn events_follow_each_engines_transitions() {
+    let mut b = benchmark("");
+    let old = b.status.clone().unwrap_or_default();
+    reconcile(&mut b, &[], 0, None);
+    let events = transitions(&old, b.status.as_ref().unwrap());
+    assert_eq!(
+        events.iter().map(|e| e.reason.as_str()).collect::<Vec<_>>(),
+        ["EngineCreated"]
+    );
+
+    let mut b = benchmark("");
+    let before_failure = {
+        let pod = created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0);
+        reconcile(&mut b, &[unscheduled(pod.clone(), "no nodes")], 10, None);
+        let old = b.status.clone().unwrap();
+        reconcile(&mut b, &[unscheduled(pod, "no nodes")], 61, None);
+        old
+    };
+    let events = transitions(&before_failure, b.status.as_ref().unwrap());
+    let reasons: Vec<(&str, bool)> = events
+        .iter()
+        .map(|e| (e.reason.as_str(), e.warning))
+        .collect();
+    assert_eq!(
+        reasons,
+        [(reason::UNSCHEDULABLE, true), ("BenchmarkFailed", true)]
+    );
+    let _ = SignedDuration::ZERO;
+}
+
+#[test]
+fn the_engine_under_load_is_where_progress_is_read() {
+    let mut b = benchmark("");
+    let engine = ready(
+        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
+        "r8g-1",
+        "127.1.0.2",
+    );
+    assert_eq!(
+        probe_target(&b, std::slice::from_ref(&engine)),
+        None,
+        "no client yet"
+    );
+    let client = ready(
+        created(
+            reconcile(&mut b, std::slice::from_ref(&engine), 5, None).create[0].clone(),
+            5,
+        ),
+        "r8g-1",
+        "127.1.0.3",
+    );
+    assert_eq!(
+        probe_target(&b, &[engine, client]),
+        Some(ProbeTarget {
+            address: "127.1.0.2:6379".into(),
+            sorted_set_key: Some("membench:zset".into()),
+        })
+    );
+}

@@ -1,0 +1,265 @@
+//! `membench report`: the comparison table of finished MemoryBenchmarks, read from their status
+//! in the cluster, in the same published style as a local run (`report.rs` renders it).
+
+use serde::Serialize;
+
+use crate::crd::{EngineStatus, MemoryBenchmark, Phase};
+use crate::report::{ComparisonRow, OutputFormat, Table, comparison_table};
+use crate::workload::Workload;
+
+/// One benchmark's comparison.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BenchmarkComparison {
+    pub namespace: String,
+    pub benchmark: String,
+    pub phase: String,
+    pub instance_type: String,
+    pub workload: String,
+    pub repetitions: u32,
+    pub rows: Vec<ComparisonRow>,
+}
+
+fn phase_name(phase: Option<Phase>) -> &'static str {
+    match phase {
+        Some(Phase::Pending) | None => "Pending",
+        Some(Phase::Running) => "Running",
+        Some(Phase::Succeeded) => "Succeeded",
+        Some(Phase::Failed) => "Failed",
+    }
+}
+
+/// Whether a benchmark has finished (its table will not change any more).
+pub fn finished(benchmark: &MemoryBenchmark) -> bool {
+    matches!(
+        benchmark.status.as_ref().and_then(|s| s.phase),
+        Some(Phase::Succeeded | Phase::Failed)
+    )
+}
+
+/// The comparison of one benchmark, from its status.
+pub fn comparison(benchmark: &MemoryBenchmark) -> BenchmarkComparison {
+    let status = benchmark.status.clone().unwrap_or_default();
+    let workload = Workload::from_spec(&benchmark.spec.workload).ok();
+    let kind = workload.as_ref().map_or("", |w| w.kind()).to_string();
+    let item = workload
+        .as_ref()
+        .map_or("item", |w| w.item_noun())
+        .to_string();
+    let rows = status
+        .engines
+        .iter()
+        .map(|e| row(e, &kind, &item, benchmark.spec.repetitions))
+        .collect();
+    BenchmarkComparison {
+        namespace: benchmark.metadata.namespace.clone().unwrap_or_default(),
+        benchmark: benchmark.metadata.name.clone().unwrap_or_default(),
+        phase: phase_name(status.phase).to_string(),
+        instance_type: benchmark.spec.instance_type.clone(),
+        workload: status
+            .workload
+            .clone()
+            .or_else(|| workload.as_ref().map(|w| w.describe()))
+            .unwrap_or_default(),
+        repetitions: benchmark.spec.repetitions,
+        rows,
+    }
+}
+
+fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> ComparisonRow {
+    let summary = engine.summary.as_ref();
+    let measured = engine.repetitions.len() as u32;
+    let note = match (engine.state.as_str(), summary) {
+        ("Succeeded", Some(s)) if s.unstable => Some("repetitions disagree".to_string()),
+        ("Succeeded", _) => None,
+        ("Failed", Some(_)) => Some(format!(
+            "{} after {measured} of {requested} repetitions: {}",
+            engine.reason.as_deref().unwrap_or("Failed"),
+            engine.message.clone().unwrap_or_default()
+        )),
+        (state, _) => Some(format!(
+            "{}: {}",
+            engine.reason.as_deref().unwrap_or(state),
+            engine.message.clone().unwrap_or_default()
+        )),
+    };
+    ComparisonRow {
+        name: engine.name.clone(),
+        engine: engine.engine.clone(),
+        version: engine
+            .version
+            .clone()
+            .unwrap_or_else(|| engine.requested_version.clone()),
+        allocator: engine.allocator.clone().unwrap_or_default(),
+        instance_type: engine.instance_type.clone(),
+        workload: kind.to_string(),
+        item: item.to_string(),
+        used_memory: summary.map(|s| s.used_memory as f64),
+        bytes_per_item: summary.map(|s| s.bytes_per_item.median),
+        ops_per_sec_median: summary.map(|s| s.ops_per_sec.median),
+        ops_per_sec_min: summary.map(|s| s.ops_per_sec.min),
+        ops_per_sec_max: summary.map(|s| s.ops_per_sec.max),
+        repetitions: measured,
+        unstable: summary.is_some_and(|s| s.unstable),
+        change_vs_first_percent: engine.change_vs_first_percent,
+        note,
+    }
+}
+
+/// Renders comparisons: a titled table per benchmark (text, Markdown), one CSV with a
+/// benchmark column, or JSON.
+pub fn render(comparisons: &[BenchmarkComparison], format: OutputFormat) -> String {
+    match format {
+        OutputFormat::Json => {
+            serde_json::to_string_pretty(comparisons).expect("comparisons serialize") + "\n"
+        }
+        OutputFormat::Csv => {
+            let mut combined: Option<Table> = None;
+            for c in comparisons {
+                let table = comparison_table(&c.rows);
+                let all = combined.get_or_insert_with(|| {
+                    let mut headers = vec!["Benchmark", "Namespace", "Workload"];
+                    headers.extend(table.headers.iter().map(String::as_str));
+                    Table::new(&headers)
+                });
+                for row in table.rows {
+                    let mut line =
+                        vec![c.benchmark.clone(), c.namespace.clone(), c.workload.clone()];
+                    line.extend(row);
+                    // Tables of other workloads have the same columns (only the bytes header
+                    // names the item), so rows line up.
+                    line.resize(all.headers.len(), String::new());
+                    all.push(line);
+                }
+            }
+            combined.map_or_else(String::new, |t| t.to_csv())
+        }
+        OutputFormat::Table | OutputFormat::Markdown => {
+            let mut out = String::new();
+            for (i, c) in comparisons.iter().enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                let title = format!(
+                    "{}/{} ({}): {} on {}, {} repetitions",
+                    c.namespace, c.benchmark, c.phase, c.workload, c.instance_type, c.repetitions
+                );
+                if format == OutputFormat::Markdown {
+                    out.push_str(&format!("### {title}\n\n"));
+                } else {
+                    out.push_str(&format!("{title}\n\n"));
+                }
+                out.push_str(&comparison_table(&c.rows).render(format));
+            }
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::{MemoryBenchmarkStatus, SpreadStatus, SummaryStatus};
+    use crate::local::parse_specs;
+
+    fn engine(name: &str, engine: &str, version: &str, median: f64) -> EngineStatus {
+        EngineStatus {
+            name: name.into(),
+            engine: engine.into(),
+            requested_version: version.into(),
+            state: "Succeeded".into(),
+            version: Some(version.into()),
+            allocator: Some("jemalloc-5.3.0".into()),
+            instance_type: Some("r8g.4xlarge".into()),
+            summary: Some(SummaryStatus {
+                items: 50_000_000,
+                used_memory: (median * 50_000_000.0) as u64,
+                bytes_per_item: SpreadStatus {
+                    median,
+                    min: median,
+                    max: median,
+                    cv: 0.0,
+                },
+                ops_per_sec: SpreadStatus {
+                    median: 540_000.0,
+                    min: 500_000.0,
+                    max: 560_000.0,
+                    cv: 0.02,
+                },
+                unstable: false,
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn benchmark() -> MemoryBenchmark {
+        let mut b = parse_specs("apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: zset-50m, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: redis, version: \"7.0.15\"}, {engine: valkey, version: \"9.1.2\"}]\n  workload: {sortedSet: {members: 50000000}}\n").unwrap().remove(0);
+        let mut valkey = engine("valkey-9.1.2", "valkey", "9.1.2", 66.6);
+        valkey.change_vs_first_percent = Some(-31.0);
+        b.status = Some(MemoryBenchmarkStatus {
+            phase: Some(Phase::Succeeded),
+            workload: Some("sorted-set 50000000 members".into()),
+            engines: vec![engine("redis-7.0.15", "redis", "7.0.15", 96.6), valkey],
+            ..Default::default()
+        });
+        b
+    }
+
+    #[test]
+    fn the_table_reads_like_the_published_ones() {
+        let text = render(&[comparison(&benchmark())], OutputFormat::Table);
+        assert!(text.starts_with("bench/zset-50m (Succeeded): sorted-set 50000000 members on r8g.4xlarge, 10 repetitions"), "{text}");
+        assert!(text.contains("Bytes per member"), "{text}");
+        assert!(
+            text.contains("Valkey") && text.contains("~66.6") && text.contains("-31.0%"),
+            "{text}"
+        );
+        assert!(
+            text.contains("r8g.4xlarge") && text.contains("540k/s"),
+            "{text}"
+        );
+        assert!(text.contains("4.83 GB"), "{text}");
+    }
+
+    #[test]
+    fn markdown_csv_and_json_carry_the_same_rows() {
+        let comparisons = [comparison(&benchmark())];
+        let markdown = render(&comparisons, OutputFormat::Markdown);
+        assert!(
+            markdown.contains("### bench/zset-50m") && markdown.contains("| Valkey | 9.1.2 |"),
+            "{markdown}"
+        );
+        let csv = render(&comparisons, OutputFormat::Csv);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(
+            lines[0].starts_with("Benchmark,Namespace,Workload,Engine,Version"),
+            "{csv}"
+        );
+        assert!(
+            lines[2].starts_with("zset-50m,bench,sorted-set 50000000 members,Valkey,9.1.2"),
+            "{csv}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&render(&comparisons, OutputFormat::Json)).unwrap();
+        assert_eq!(json[0]["rows"][1]["bytes_per_item"], 66.6);
+    }
+
+    #[test]
+    fn a_failed_engine_says_why_and_how_far_it_got() {
+        let mut b = benchmark();
+        let status = b.status.as_mut().unwrap();
+        status.phase = Some(Phase::Failed);
+        let valkey = &mut status.engines[1];
+        valkey.state = "Failed".into();
+        valkey.reason = Some("EngineOOMKilled".into());
+        valkey.message = Some("the engine was OOMKilled".into());
+        let c = comparison(&b);
+        assert!(
+            c.rows[1]
+                .note
+                .as_deref()
+                .unwrap()
+                .starts_with("EngineOOMKilled after 0 of 10")
+        );
+        assert!(finished(&b));
+    }
+}
