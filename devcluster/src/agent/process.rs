@@ -1,0 +1,352 @@
+//! Running one container as a local process: starting it with its own process group, log file
+//! and termination-message file, signalling it, measuring its memory, and reading what it left.
+//!
+//! A container writes its termination message to `terminationMessagePath` (by default
+//! `/dev/termination-log`). Here each process gets a private mount namespace (`unshare
+//! --mount`) in which a per-container file is bind-mounted over that path, so the program
+//! writes where Kubernetes says and only its own file changes. A bind mount needs an existing
+//! mount point: when the path is missing the agent creates it as an empty file (for the default
+//! path that is on /dev's devtmpfs, which is gone after a reboot). When mount namespaces are
+//! unavailable, or the path's directory does not exist, the process instead gets
+//! `MEMBENCH_TERMINATION_MESSAGE_PATH` naming its file.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// Kubernetes caps a container's termination message at 4096 bytes.
+pub const MAX_TERMINATION_MESSAGE_BYTES: usize = 4096;
+/// With `FallbackToLogsOnError`, the kubelet uses at most the last 80 lines / 2048 bytes of logs.
+const MAX_FALLBACK_LOG_LINES: usize = 80;
+const MAX_FALLBACK_LOG_BYTES: usize = 2048;
+
+/// The environment variable naming the termination-message file when it cannot be mounted.
+pub const TERMINATION_MESSAGE_ENV: &str = "MEMBENCH_TERMINATION_MESSAGE_PATH";
+
+/// Binds a per-container file over the termination-message path inside a private mount
+/// namespace, then execs the program (same PID throughout: unshare and sh both exec).
+const MOUNT_SHIM: &str = r#"mount --bind "$1" "$2" || exit 128; shift 2; exec "$@""#;
+
+/// Whether per-process mount namespaces with bind mounts work here (root, util-linux unshare).
+pub fn mount_namespaces_work(scratch: &Path) -> bool {
+    let src = scratch.join("mount-probe-src");
+    let dst = scratch.join("mount-probe-dst");
+    let ok = (|| -> std::io::Result<bool> {
+        std::fs::create_dir_all(scratch)?;
+        File::create(&src)?;
+        File::create(&dst)?;
+        let status = std::process::Command::new("unshare")
+            .args([
+                "--mount",
+                "--propagation",
+                "private",
+                "--",
+                "/bin/sh",
+                "-c",
+                MOUNT_SHIM,
+                "membench-shim",
+            ])
+            .arg(&src)
+            .arg(&dst)
+            .args(["/bin/sh", "-c", "echo probe > \"$0\""])
+            .arg(&dst)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()?;
+        let written = std::fs::read_to_string(&src)?;
+        let host_untouched = std::fs::read_to_string(&dst)?.is_empty();
+        Ok(status.success() && written == "probe\n" && host_untouched)
+    })()
+    .unwrap_or(false);
+    let _ = std::fs::remove_file(&src);
+    let _ = std::fs::remove_file(&dst);
+    ok
+}
+
+/// Everything needed to start one container's process.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub working_dir: PathBuf,
+    /// Where stdout and stderr go (appended, so restarts keep earlier output).
+    pub log_path: PathBuf,
+    /// The per-container file behind the termination-message path.
+    pub termination_file: PathBuf,
+    /// The container's `terminationMessagePath`.
+    pub termination_path: String,
+    /// Whether to use the mount-namespace shim (else the environment variable).
+    pub use_mount_namespace: bool,
+    /// Where the PID is recorded, so `hack/dev-cluster.sh down` can stop the process even if
+    /// the agent is gone.
+    pub pid_file: PathBuf,
+}
+
+/// A started container process, leader of its own process group.
+pub struct ContainerProcess {
+    child: tokio::process::Child,
+    pid: i32,
+    pid_file: PathBuf,
+}
+
+impl ContainerProcess {
+    /// Starts the process. Errors are the kubelet's `StartError`s (program missing, ...).
+    pub fn spawn(spec: &LaunchSpec) -> std::io::Result<ContainerProcess> {
+        std::fs::create_dir_all(&spec.working_dir)?;
+        // An empty file each start, so a message from an earlier run is never reported again.
+        File::create(&spec.termination_file)?;
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&spec.log_path)?;
+        let mut env = spec.env.clone();
+        let mount =
+            spec.use_mount_namespace && ensure_mount_point(Path::new(&spec.termination_path));
+        if !mount {
+            env.insert(
+                TERMINATION_MESSAGE_ENV.to_string(),
+                spec.termination_file.display().to_string(),
+            );
+        }
+        let mut command = if mount {
+            let mut c = tokio::process::Command::new("unshare");
+            c.args([
+                "--mount",
+                "--propagation",
+                "private",
+                "--",
+                "/bin/sh",
+                "-c",
+                MOUNT_SHIM,
+                "membench-shim",
+            ])
+            .arg(&spec.termination_file)
+            .arg(&spec.termination_path)
+            .arg(&spec.program);
+            c
+        } else {
+            tokio::process::Command::new(&spec.program)
+        };
+        command
+            .args(&spec.args)
+            // A container sees only its own environment, never the agent's (KUBECONFIG, ...).
+            .env_clear()
+            .envs(base_env())
+            .envs(&env)
+            .current_dir(&spec.working_dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            // Its own process group: signals and memory accounting cover the forks it makes.
+            .process_group(0)
+            .kill_on_drop(false);
+        let child = command.spawn()?;
+        let pid = child.id().expect("a just-spawned child has a pid") as i32;
+        let start = process_start_time(pid).unwrap_or_default();
+        std::fs::write(&spec.pid_file, format!("{pid} {start}\n"))?;
+        Ok(ContainerProcess {
+            child,
+            pid,
+            pid_file: spec.pid_file.clone(),
+        })
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Waits for the process to exit; then kills what is left of its group (forked children).
+    pub async fn wait(mut self) -> std::io::Result<ExitStatus> {
+        let status = self.child.wait().await?;
+        signal_group(self.pid, Signal::SIGKILL);
+        let _ = std::fs::remove_file(&self.pid_file);
+        Ok(status)
+    }
+}
+
+/// Signals a whole process group (ignoring a group that is already gone).
+pub fn signal_group(pgid: i32, signal: Signal) {
+    let _ = killpg(Pid::from_raw(pgid), signal);
+}
+
+/// The environment every container starts from (an image would set these).
+fn base_env() -> Vec<(String, String)> {
+    let path = std::env::var("PATH")
+        .unwrap_or_else(|_| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
+    vec![("PATH".into(), path), ("HOME".into(), "/root".into())]
+}
+
+/// Creates a missing mount point for the termination-message file (an empty file) if its
+/// directory exists; false when there is nowhere to mount.
+fn ensure_mount_point(path: &Path) -> bool {
+    if path.is_file() {
+        return true;
+    }
+    if path.exists() || !path.is_absolute() || !path.parent().is_some_and(Path::is_dir) {
+        return false;
+    }
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .is_ok()
+}
+
+/// Exit code as Kubernetes reports it: the code, or 128 + the signal that killed the process.
+pub fn exit_code(status: &ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(-1)
+}
+
+/// The termination message the container wrote, capped like the kubelet's.
+pub fn read_termination_message(file: &Path) -> String {
+    let mut buf = Vec::new();
+    if let Ok(f) = File::open(file) {
+        let _ = f
+            .take(MAX_TERMINATION_MESSAGE_BYTES as u64)
+            .read_to_end(&mut buf);
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// The end of a container's log, for `FallbackToLogsOnError`.
+pub fn tail_of_log(log: &Path) -> String {
+    let Ok(mut f) = File::open(log) else {
+        return String::new();
+    };
+    // Read a generous tail, then keep the last lines within the byte cap.
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)));
+    let mut buf = Vec::new();
+    let _ = f.read_to_end(&mut buf);
+    tail_lines(
+        &String::from_utf8_lossy(&buf),
+        MAX_FALLBACK_LOG_LINES,
+        MAX_FALLBACK_LOG_BYTES,
+    )
+}
+
+/// The last `max_lines` lines of `text`, then at most its last `max_bytes` bytes.
+pub fn tail_lines(text: &str, max_lines: usize, max_bytes: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(max_lines);
+    let mut tail = lines[start..].join("\n");
+    if text.ends_with('\n') && !tail.is_empty() {
+        tail.push('\n');
+    }
+    if tail.len() > max_bytes {
+        let mut cut = tail.len() - max_bytes;
+        while !tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        tail = tail[cut..].to_string();
+    }
+    tail
+}
+
+/// The start time of a process in clock ticks since boot (field 22 of /proc/PID/stat); with the
+/// PID it identifies the process even after the PID is reused.
+pub fn process_start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat_fields(&stat)?.get(19)?.parse().ok()
+}
+
+/// The fields of /proc/PID/stat after the command name (which may contain spaces): index 0 is
+/// the state, 2 the process group, 19 the start time.
+fn stat_fields(stat: &str) -> Option<Vec<&str>> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    Some(after.split_whitespace().collect())
+}
+
+/// VmRSS from /proc/PID/status, in bytes.
+fn parse_vm_rss_bytes(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Sum of VmRSS over every process in a process group.
+pub fn process_group_rss_bytes(pgid: i32) -> u64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut total = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let in_group = stat_fields(&stat)
+            .and_then(|f| f.get(2).and_then(|g| g.parse::<i32>().ok()))
+            == Some(pgid);
+        if in_group && let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            total += parse_vm_rss_bytes(&status).unwrap_or(0);
+        }
+    }
+    total
+}
+
+/// Kills a process recorded in a PID file by an earlier agent, if it is still that process.
+pub fn kill_recorded_process(pid_file: &Path) {
+    if let Ok(text) = std::fs::read_to_string(pid_file) {
+        let mut words = text.split_whitespace();
+        if let (Some(Ok(pid)), Some(Ok(start))) = (
+            words.next().map(str::parse::<i32>),
+            words.next().map(str::parse::<u64>),
+        ) && process_start_time(pid) == Some(start)
+        {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+    let _ = std::fs::remove_file(pid_file);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_survive_spaces_in_the_command_name() {
+        let stat =
+            "1234 (redis server) S 1 1234 1234 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 4 0 98765 0 0";
+        let fields = stat_fields(stat).unwrap();
+        assert_eq!(fields[0], "S");
+        assert_eq!(fields[2], "1234");
+        assert_eq!(fields[19], "98765");
+    }
+
+    #[test]
+    fn vm_rss_is_read_in_bytes() {
+        let status = "Name:\tredis-server\nVmPeak:\t  100 kB\nVmRSS:\t    2048 kB\n";
+        assert_eq!(parse_vm_rss_bytes(status), Some(2048 * 1024));
+    }
+
+    #[test]
+    fn log_tail_keeps_last_lines_within_the_byte_cap() {
+        let text: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let tail = tail_lines(&text, 80, 2048);
+        assert!(tail.starts_with("line 20\n"));
+        assert!(tail.ends_with("line 99\n"));
+        let capped = tail_lines(&text, 80, 16);
+        assert_eq!(capped, "line 98\nline 99\n");
+    }
+
+    #[test]
+    fn exit_codes_of_signals_are_128_plus_the_signal() {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(exit_code(&ExitStatus::from_raw(9)), 137);
+        assert_eq!(exit_code(&ExitStatus::from_raw(3 << 8)), 3);
+    }
+}

@@ -1,0 +1,19 @@
+//! membench's dev cluster: a real Kubernetes control plane on this machine, and the node agent
+//! that runs its fake nodes' pods as local processes.
+//!
+//! - [`cluster`]: a client for the test cluster ([`DevCluster::ensure`]): the dev cluster,
+//!   started through `hack/dev-cluster.sh up`, or the cluster named by
+//!   `MEMBENCH_TEST_KUBECONFIG`.
+//! - [`wait`]: test helpers (a namespace per test, waiting for pod conditions).
+//! - [`agent`]: the node agent (the `membench-node-agent` binary), which stands in for kubelet
+//!   and a container runtime. Test infrastructure, never deployed to users.
+//!
+//! This is its own crate, apart from `operator/`, because it is the test harness: the
+//! operator's code must not depend on it, and its tests may.
+#![forbid(unsafe_code)]
+
+pub mod agent;
+pub mod cluster;
+pub mod wait;
+
+pub use cluster::{DevCluster, EnsureOptions, TEST_KUBECONFIG_ENV};

@@ -1,0 +1,475 @@
+#!/usr/bin/env bash
+# The dev cluster: a real Kubernetes control plane (etcd, kube-apiserver, kube-scheduler,
+# kube-controller-manager, built by hack/build-tools.sh) on loopback, plus fake nodes whose pods
+# the membench node agent runs as local processes (it stands in for kubelet and a container
+# runtime; it is test infrastructure, not something users deploy). See docs/dev-cluster.md.
+#
+# usage: hack/dev-cluster.sh up       start it (a quick no-op when already up); prints
+#                                     `export KUBECONFIG=<path>` on stdout, progress on stderr
+#        hack/dev-cluster.sh down     stop every process it started and remove its state
+#        hack/dev-cluster.sh status   say what runs
+#
+# environment:
+#   MEMBENCH_DEV_CLUSTER_DIR    state directory (default ~/.cache/membench/dev-cluster)
+#   MEMBENCH_DEV_CLUSTER_NODES  fake node pools (default r8g.4xlarge=2,r7i.4xlarge=2)
+#   MEMBENCH_NODE_AGENT_BIN     node agent binary to run (default: built here with cargo)
+#   MEMBENCH_BIN                membench binary the agent runs for the membench image
+#                               (default: the newest of target/{release,debug}/membench)
+#   MEMBENCH_DEV_CLUSTER_OPERATOR=1  also start the operator (see start_operator below)
+#
+# Everything binds to loopback only, runs detached from the calling shell (setsid, so it
+# survives that shell exiting) and needs no systemd; `down` stops processes by recorded PID.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+state=${MEMBENCH_DEV_CLUSTER_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/membench/dev-cluster}
+nodes=${MEMBENCH_DEV_CLUSTER_NODES:-r8g.4xlarge=2,r7i.4xlarge=2}
+kubeconfig="$state/kubeconfig"
+# Stop order: the reverse of start order, so pods stop before the agent and the API server
+# outlives its clients.
+components=(operator node-agent kube-controller-manager kube-scheduler kube-apiserver etcd)
+
+log() { printf '[dev-cluster] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# --- processes ------------------------------------------------------------------------------
+
+# The kernel's start time of a process (field 22 of /proc/PID/stat), recorded next to its PID
+# so that `down` never signals an unrelated process that reused the PID.
+proc_start_time() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  # shellcheck disable=SC2086
+  set -- $stat
+  echo "${20}"
+}
+
+# pid_alive PIDFILE: true when the process recorded in PIDFILE still runs.
+pid_alive() {
+  local pid start
+  [[ -f "$1" ]] || return 1
+  read -r pid start <"$1" || return 1
+  [[ -n "$pid" && "$(proc_start_time "$pid" 2>/dev/null)" == "$start" ]]
+}
+
+# start_process NAME COMMAND...: runs COMMAND detached (own session, stdin from /dev/null,
+# output to logs/NAME.log) and records its PID. The subshell execs setsid, which (not being a
+# process group leader) execs COMMAND in place, so $! is COMMAND's own PID. fd 9 holds our
+# lock and must not leak into a long-lived child, or the next `up` would wait forever.
+start_process() {
+  local name=$1
+  shift
+  (exec setsid "$@" </dev/null >>"$state/logs/$name.log" 2>&1 9>&-) &
+  local pid=$!
+  local start=""
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    start=$(proc_start_time "$pid" 2>/dev/null) && break
+    sleep 0.05
+  done
+  [[ -n "$start" ]] || die "$name exited at once; see $state/logs/$name.log"
+  echo "$pid $start" >"$state/pids/$name.pid"
+}
+
+# stop_pidfile PIDFILE: SIGTERM, then SIGKILL after 10 seconds.
+stop_pidfile() {
+  local file=$1 pid start
+  pid_alive "$file" || { rm -f "$file"; return 0; }
+  read -r pid start <"$file"
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do
+    pid_alive "$file" || { rm -f "$file"; return 0; }
+    sleep 0.1
+  done
+  log "$(basename "$file" .pid) (pid $pid) ignored SIGTERM for 10s; killing it"
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$file"
+}
+
+# free_ports N: N distinct TCP ports nobody listens on, from a range above the usual ephemeral
+# start so that short-lived client connections rarely take one before its server binds it.
+free_ports() {
+  local want=$1 found=() listening p
+  listening=$(ss -Htln | awk '{print $4}' | sed 's/.*://' | sort -u)
+  while ((${#found[@]} < want)); do
+    p=$((20000 + RANDOM % 12000))
+    grep -qx "$p" <<<"$listening" && continue
+    [[ " ${found[*]} " == *" $p "* ]] && continue
+    found+=("$p")
+  done
+  echo "${found[@]}"
+}
+
+# wait_until SECONDS DESCRIPTION COMMAND...: retries COMMAND every half second.
+wait_until() {
+  local timeout=$1 what=$2
+  shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || die "timed out after ${timeout}s waiting for $what (logs: $state/logs)"
+    sleep 0.5
+  done
+}
+
+# --- certificates ---------------------------------------------------------------------------
+
+# sign_cert NAME SUBJECT EXTENSIONS: a P-256 key and a certificate for it signed by our CA.
+sign_cert() {
+  local name=$1 subject=$2 ext=$3 pki="$state/pki"
+  openssl ecparam -name prime256v1 -genkey -noout -out "$pki/$name.key" 2>/dev/null
+  openssl req -new -key "$pki/$name.key" -subj "$subject" -out "$pki/$name.csr"
+  printf '%s\n' "$ext" >"$pki/$name.ext"
+  openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+    -days 3650 -sha256 -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null
+  rm -f "$pki/$name.csr" "$pki/$name.ext"
+}
+
+make_pki() {
+  local pki="$state/pki"
+  mkdir -p "$pki"
+  openssl ecparam -name prime256v1 -genkey -noout -out "$pki/ca.key" 2>/dev/null
+  openssl req -x509 -new -key "$pki/ca.key" -subj "/CN=membench-dev-cluster-ca" -days 3650 -sha256 \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -out "$pki/ca.crt"
+  local client="basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+  # The API server's serving certificate also names the in-cluster service (first address of
+  # the service range) so in-cluster clients that verify it can.
+  sign_cert apiserver "/CN=kube-apiserver" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  # system:masters bypasses RBAC; the scheduler and controller manager get the user names the
+  # API server's bootstrap RBAC policy grants their permissions to.
+  sign_cert admin "/O=system:masters/CN=membench-admin" "$client"
+  sign_cert kube-scheduler "/CN=system:kube-scheduler" "$client"
+  sign_cert kube-controller-manager "/CN=system:kube-controller-manager" "$client"
+  # Service-account token signing keys.
+  openssl ecparam -name prime256v1 -genkey -noout -out "$pki/sa.key" 2>/dev/null
+  openssl ec -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+}
+
+# write_kubeconfig FILE USER: a kubeconfig with the CA and the user's certificate embedded, so it
+# stays valid if copied elsewhere on this machine.
+write_kubeconfig() {
+  local file=$1 user=$2 pki="$state/pki"
+  cat >"$file" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: membench-dev
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority-data: $(base64 -w0 "$pki/ca.crt")
+users:
+- name: $user
+  user:
+    client-certificate-data: $(base64 -w0 "$pki/$user.crt")
+    client-key-data: $(base64 -w0 "$pki/$user.key")
+contexts:
+- name: membench-dev
+  context:
+    cluster: membench-dev
+    user: $user
+current-context: membench-dev
+EOF
+  chmod 600 "$file"
+}
+
+# --- components -----------------------------------------------------------------------------
+
+tool_bin_dir() {
+  local bin_dir
+  bin_dir=$("$root/hack/build-tools.sh" --print-bin-dir)
+  # shellcheck source=hack/tool-versions.env
+  source "$root/hack/tool-versions.env"
+  KUBE_BIN="$bin_dir/kubernetes-$KUBERNETES_VERSION"
+  ETCD_BIN="$bin_dir/etcd-$ETCD_VERSION"
+}
+
+build_tools_if_needed() {
+  tool_bin_dir
+  if [[ -x "$KUBE_BIN/kube-apiserver" && -x "$KUBE_BIN/kube-scheduler" &&
+    -x "$KUBE_BIN/kube-controller-manager" && -x "$ETCD_BIN/etcd" ]]; then
+    return
+  fi
+  log "building the control plane (the first time takes about 10 minutes on 2 cores)"
+  "$root/hack/build-tools.sh" etcd kubernetes >&2
+}
+
+# The node agent binary: MEMBENCH_NODE_AGENT_BIN, or built now (quick when up to date).
+node_agent_bin() {
+  if [[ -n "${MEMBENCH_NODE_AGENT_BIN:-}" ]]; then
+    [[ -x "$MEMBENCH_NODE_AGENT_BIN" ]] || die "MEMBENCH_NODE_AGENT_BIN=$MEMBENCH_NODE_AGENT_BIN is not executable"
+    echo "$MEMBENCH_NODE_AGENT_BIN"
+    return
+  fi
+  log "building membench-node-agent"
+  (cd "$root" && cargo build --quiet -p membench-devcluster --bin membench-node-agent) >&2
+  echo "${CARGO_TARGET_DIR:-$root/target}/debug/membench-node-agent"
+}
+
+# What identifies the agent build that runs, so `up` can restart the agent after a rebuild.
+binary_identity() { stat -c '%n %s %Y' "$(readlink -f "$1")"; }
+
+start_etcd() {
+  log "starting etcd on 127.0.0.1:$ETCD_PORT"
+  # --unsafe-no-fsync: the data is thrown away on `down`, and fsync dominates etcd's latency.
+  start_process etcd "$ETCD_BIN/etcd" \
+    --name=membench-dev \
+    --data-dir="$state/etcd" \
+    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster="membench-dev=http://127.0.0.1:$ETCD_PEER_PORT" \
+    --unsafe-no-fsync \
+    --log-level=warn
+  wait_until 30 "etcd /health" curl -fsS "http://127.0.0.1:$ETCD_PORT/health"
+}
+
+start_apiserver() {
+  local pki="$state/pki"
+  log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
+  # --endpoint-reconciler-type=none: there is one API server on loopback and no in-cluster
+  # client that could use the `kubernetes` service's endpoints anyway.
+  # --kubelet-preferred-address-types=InternalIP: fake nodes have no resolvable host name.
+  start_process kube-apiserver "$KUBE_BIN/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 \
+    --advertise-address=127.0.0.1 \
+    --secure-port="$APISERVER_PORT" \
+    --tls-cert-file="$pki/apiserver.crt" \
+    --tls-private-key-file="$pki/apiserver.key" \
+    --client-ca-file="$pki/ca.crt" \
+    --authorization-mode=RBAC \
+    --service-cluster-ip-range=10.96.0.0/16 \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$pki/sa.pub" \
+    --service-account-signing-key-file="$pki/sa.key" \
+    --endpoint-reconciler-type=none \
+    --allow-privileged=true \
+    --kubelet-preferred-address-types=InternalIP \
+    --cert-dir="$state/apiserver-certs"
+  wait_until 90 "kube-apiserver /readyz" kubectl --kubeconfig="$kubeconfig" get --raw /readyz
+}
+
+start_scheduler() {
+  log "starting kube-scheduler (healthz on https://127.0.0.1:$SCHEDULER_PORT)"
+  start_process kube-scheduler "$KUBE_BIN/kube-scheduler" \
+    --kubeconfig="$state/kube-scheduler.kubeconfig" \
+    --leader-elect=false \
+    --bind-address=127.0.0.1 \
+    --secure-port="$SCHEDULER_PORT" \
+    --cert-dir="$state/scheduler-certs"
+}
+
+start_controller_manager() {
+  local pki="$state/pki"
+  log "starting kube-controller-manager (healthz on https://127.0.0.1:$CONTROLLER_MANAGER_PORT)"
+  # The garbage collector (owner references) and the node lifecycle controller (which evicts
+  # pods from nodes whose heartbeats stop) are the controllers the tests rely on.
+  start_process kube-controller-manager "$KUBE_BIN/kube-controller-manager" \
+    --kubeconfig="$state/kube-controller-manager.kubeconfig" \
+    --leader-elect=false \
+    --bind-address=127.0.0.1 \
+    --secure-port="$CONTROLLER_MANAGER_PORT" \
+    --cert-dir="$state/controller-manager-certs" \
+    --use-service-account-credentials=true \
+    --service-account-private-key-file="$pki/sa.key" \
+    --root-ca-file="$pki/ca.crt" \
+    --cluster-signing-cert-file="$pki/ca.crt" \
+    --cluster-signing-key-file="$pki/ca.key"
+}
+
+wait_healthz() {
+  local name=$1 port=$2
+  wait_until 60 "$name /healthz" curl -fsSk "https://127.0.0.1:$port/healthz"
+}
+
+start_node_agent() {
+  local bin=$1
+  log "starting membench-node-agent (fake nodes: $nodes)"
+  # The agent registers the fake nodes, keeps them Ready with heartbeats and runs their pods.
+  start_process node-agent env KUBECONFIG="$kubeconfig" RUST_LOG="${RUST_LOG:-info}" \
+    "$bin" --node-pools="$nodes" --state-dir="$state/node-agent" --repo-root="$root"
+  binary_identity "$bin" >"$state/node-agent.binary"
+}
+
+count_ready_fake_nodes() {
+  kubectl --kubeconfig="$kubeconfig" get nodes -l membench.io/fake-node=true \
+    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null |
+    grep -c '^True$' || true
+}
+
+wanted_node_count() {
+  local total=0 pool
+  IFS=, read -ra pools <<<"$nodes"
+  for pool in "${pools[@]}"; do total=$((total + ${pool#*=})); done
+  echo "$total"
+}
+
+fake_nodes_ready() { [[ "$(count_ready_fake_nodes)" -ge "$(wanted_node_count)" ]]; }
+
+install_crds() {
+  compgen -G "$root/crds/*.yaml" >/dev/null || return 0
+  log "installing crds/"
+  # A CRD the API server rejects (schema, CEL cost) is the operator's bug, not the cluster's:
+  # say so loudly, but leave the cluster up so that it can be fixed and applied again.
+  if ! kubectl --kubeconfig="$kubeconfig" apply --server-side --force-conflicts -f "$root/crds/" >&2; then
+    log "WARNING: the API server rejected crds/ (see above); the cluster is up without them"
+    return 0
+  fi
+  kubectl --kubeconfig="$kubeconfig" wait --for=condition=Established crd --all --timeout=60s >/dev/null
+}
+
+# --- operator hook (issue: starting the operator is a later issue) ---------------------------
+# When MEMBENCH_DEV_CLUSTER_OPERATOR=1 and a built membench binary has an `operator` subcommand,
+# run it against the dev cluster like any other component. Nothing else here depends on it.
+start_operator() {
+  [[ "${MEMBENCH_DEV_CLUSTER_OPERATOR:-0}" == 1 ]] || return 0
+  local bin
+  bin=$(ls -t "${CARGO_TARGET_DIR:-$root/target}"/{release,debug}/membench 2>/dev/null | head -1 || true)
+  if [[ -z "$bin" ]] || ! "$bin" operator --help >/dev/null 2>&1; then
+    log "MEMBENCH_DEV_CLUSTER_OPERATOR=1 but no built membench with an 'operator' subcommand; not starting it"
+    return 0
+  fi
+  log "starting the operator ($bin operator)"
+  start_process operator env KUBECONFIG="$kubeconfig" "$bin" operator
+}
+
+# --- commands -------------------------------------------------------------------------------
+
+# True when every component that must run does, and the API server answers.
+cluster_up() {
+  local c
+  for c in etcd kube-apiserver kube-scheduler kube-controller-manager node-agent; do
+    pid_alive "$state/pids/$c.pid" || return 1
+  done
+  kubectl --kubeconfig="$kubeconfig" get --raw /readyz >/dev/null 2>&1
+}
+
+cmd_up() {
+  local agent
+  agent=$(node_agent_bin)
+  if cluster_up; then
+    # Already up: a no-op, except that a rebuilt agent replaces the running one.
+    if [[ "$(binary_identity "$agent")" != "$(cat "$state/node-agent.binary" 2>/dev/null)" ]]; then
+      log "node agent binary changed; restarting the node agent"
+      stop_pidfile "$state/pids/node-agent.pid"
+      start_node_agent "$agent"
+      wait_until 60 "the fake nodes to be Ready" fake_nodes_ready
+    fi
+    echo "export KUBECONFIG=$kubeconfig"
+    return
+  fi
+  if [[ -d "$state" ]]; then
+    log "found a partly running dev cluster in $state; stopping it and starting afresh"
+    stop_all
+  fi
+  build_tools_if_needed
+  local started=$SECONDS
+  mkdir -p "$state/pids" "$state/logs"
+  read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT CONTROLLER_MANAGER_PORT < <(free_ports 5)
+  cat >"$state/ports.env" <<EOF
+ETCD_PORT=$ETCD_PORT
+ETCD_PEER_PORT=$ETCD_PEER_PORT
+APISERVER_PORT=$APISERVER_PORT
+SCHEDULER_PORT=$SCHEDULER_PORT
+CONTROLLER_MANAGER_PORT=$CONTROLLER_MANAGER_PORT
+EOF
+  make_pki
+  write_kubeconfig "$kubeconfig" admin
+  write_kubeconfig "$state/kube-scheduler.kubeconfig" kube-scheduler
+  write_kubeconfig "$state/kube-controller-manager.kubeconfig" kube-controller-manager
+  start_etcd
+  start_apiserver
+  start_scheduler
+  start_controller_manager
+  wait_healthz kube-scheduler "$SCHEDULER_PORT"
+  wait_healthz kube-controller-manager "$CONTROLLER_MANAGER_PORT"
+  start_node_agent "$agent"
+  wait_until 60 "the fake nodes to be Ready" fake_nodes_ready
+  # Pods can only be created once the service account controller made `default`.
+  wait_until 60 "the default service account" kubectl --kubeconfig="$kubeconfig" get serviceaccount default -n default
+  install_crds
+  start_operator
+  log "up in $((SECONDS - started))s; state and logs in $state"
+  echo "export KUBECONFIG=$kubeconfig"
+}
+
+stop_all() {
+  local c
+  for c in "${components[@]}"; do stop_pidfile "$state/pids/$c.pid"; done
+  # Pod processes the agent could not stop (it was killed, or crashed) are recorded by it.
+  local f
+  for f in "$state"/node-agent/pods/*/*.pid; do
+    [[ -e "$f" ]] || continue
+    if pid_alive "$f"; then
+      local pid
+      read -r pid _ <"$f"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+  # Bind mounts live in the pods' private mount namespaces, which end with their processes, so
+  # nothing is left mounted and the state can simply be removed.
+  rm -rf "$state"
+}
+
+cmd_down() {
+  if [[ ! -d "$state" ]]; then
+    log "not running (no $state)"
+    return
+  fi
+  stop_all
+  log "stopped and removed $state"
+}
+
+cmd_status() {
+  if [[ ! -d "$state" ]]; then
+    echo "dev cluster: down (no $state)"
+    return 3
+  fi
+  local c pid any_down=0
+  for c in "${components[@]}"; do
+    if [[ ! -f "$state/pids/$c.pid" ]]; then
+      [[ "$c" == operator ]] && continue
+      printf '%-24s not started\n' "$c"
+      any_down=1
+    elif pid_alive "$state/pids/$c.pid"; then
+      read -r pid _ <"$state/pids/$c.pid"
+      printf '%-24s running (pid %s)\n' "$c" "$pid"
+    else
+      printf '%-24s DEAD (log: %s)\n' "$c" "$state/logs/$c.log"
+      any_down=1
+    fi
+  done
+  if kubectl --kubeconfig="$kubeconfig" get --raw /readyz >/dev/null 2>&1; then
+    # shellcheck disable=SC1091
+    source "$state/ports.env"
+    echo "kube-apiserver ready at https://127.0.0.1:$APISERVER_PORT"
+    kubectl --kubeconfig="$kubeconfig" get nodes -L node.kubernetes.io/instance-type,kubernetes.io/arch,topology.kubernetes.io/zone
+    echo "export KUBECONFIG=$kubeconfig"
+  else
+    echo "kube-apiserver: not answering"
+    any_down=1
+  fi
+  return $any_down
+}
+
+case "${1:-}" in
+  up | down | status) ;;
+  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+esac
+
+# One command at a time per state directory: tests in several processes may all call `up`.
+mkdir -p "$(dirname "$state")"
+exec 9>"$state.lock"
+flock 9
+
+case "$1" in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+esac
