@@ -12,29 +12,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use observability::repo_root;
-
-fn helm() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("MEMBENCH_HELM") {
-        return Some(PathBuf::from(path));
-    }
-    let root = repo_root();
-    let versions = std::fs::read_to_string(root.join("hack/tool-versions.env")).unwrap();
-    let version = versions
-        .lines()
-        .find_map(|line| line.strip_prefix("HELM_VERSION="))
-        .expect("HELM_VERSION in hack/tool-versions.env");
-    let bin_dir = Command::new(root.join("hack/build-tools.sh"))
-        .arg("--print-bin-dir")
-        .output()
-        .expect("hack/build-tools.sh runs");
-    let bin_dir = String::from_utf8(bin_dir.stdout).unwrap();
-    let built = PathBuf::from(bin_dir.trim()).join(format!("helm-{version}/helm"));
-    if built.is_file() {
-        return Some(built);
-    }
-    observability::find_binary("MEMBENCH_HELM", "helm", &[])
-}
+use observability::{helm, repo_root};
 
 macro_rules! helm_or_skip {
     () => {

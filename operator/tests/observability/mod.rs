@@ -31,6 +31,30 @@ pub fn find_binary(env_var: &str, name: &str, fallbacks: &[&str]) -> Option<Path
         .find(|path| path.is_file())
 }
 
+/// The helm that `hack/build-tools.sh helm` builds (`MEMBENCH_HELM` overrides it), else one on
+/// PATH.
+pub fn helm() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("MEMBENCH_HELM") {
+        return Some(PathBuf::from(path));
+    }
+    let root = repo_root();
+    let versions = std::fs::read_to_string(root.join("hack/tool-versions.env")).unwrap();
+    let version = versions
+        .lines()
+        .find_map(|line| line.strip_prefix("HELM_VERSION="))
+        .expect("HELM_VERSION in hack/tool-versions.env");
+    let bin_dir = std::process::Command::new(root.join("hack/build-tools.sh"))
+        .arg("--print-bin-dir")
+        .output()
+        .expect("hack/build-tools.sh runs");
+    let bin_dir = String::from_utf8(bin_dir.stdout).unwrap();
+    let built = PathBuf::from(bin_dir.trim()).join(format!("helm-{version}/helm"));
+    if built.is_file() {
+        return Some(built);
+    }
+    find_binary("MEMBENCH_HELM", "helm", &[])
+}
+
 /// The repository root.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

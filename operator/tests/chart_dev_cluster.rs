@@ -1,0 +1,335 @@
+//! `manifests/install.yaml` (the chart, rendered) against a real API server: accepted by a
+//! server-side dry run, then applied for real; the operator's service account gets exactly the
+//! access it needs and nothing more; the restricted operator pod passes Pod Security admission
+//! and is scheduled.
+//!
+//! The cluster is a private dev cluster (`hack/dev-cluster.sh up` in a scratch state directory,
+//! stopped afterwards), or the cluster `MEMBENCH_TEST_KUBECONFIG` names (kind, EKS), from which
+//! the install is removed afterwards. Needs `kubectl`, and for the dev cluster its binaries
+//! (`hack/build-tools.sh`) and the node agent (`cargo build -p membench-devcluster`).
+
+mod observability;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use observability::{find_binary, repo_root};
+
+const NAMESPACE: &str = "membench-system";
+const SERVICE_ACCOUNT: &str = "system:serviceaccount:membench-system:membench";
+
+/// A cluster for this test, torn down (or cleaned) when dropped.
+struct TestCluster {
+    kubectl: PathBuf,
+    kubeconfig: PathBuf,
+    /// The dev cluster's state directory, when this test started one.
+    dev_cluster_dir: Option<PathBuf>,
+}
+
+impl TestCluster {
+    fn start(kubectl: PathBuf) -> Result<TestCluster, String> {
+        if let Some(kubeconfig) = std::env::var_os("MEMBENCH_TEST_KUBECONFIG") {
+            return Ok(TestCluster {
+                kubectl,
+                kubeconfig: kubeconfig.into(),
+                dev_cluster_dir: None,
+            });
+        }
+        let root = repo_root();
+        let script = root.join("hack/dev-cluster.sh");
+        if !script.is_file() {
+            return Err(format!("{} does not exist", script.display()));
+        }
+        let bin_dir = Path::new(env!("CARGO_BIN_EXE_membench")).parent().unwrap();
+        let agent = bin_dir.join("membench-node-agent");
+        if !agent.is_file() {
+            return Err(format!(
+                "no node agent at {} (cargo build -p membench-devcluster)",
+                agent.display()
+            ));
+        }
+        let dir =
+            std::env::temp_dir().join(format!("membench-chart-cluster-{}", std::process::id()));
+        let output = Command::new(&script)
+            .arg("up")
+            .env("MEMBENCH_DEV_CLUSTER_DIR", &dir)
+            .env("MEMBENCH_NODE_AGENT_BIN", &agent)
+            .env("MEMBENCH_BIN", env!("CARGO_BIN_EXE_membench"))
+            .env_remove("MEMBENCH_DEV_CLUSTER_OPERATOR")
+            .output()
+            .unwrap();
+        let cluster = TestCluster {
+            kubectl,
+            kubeconfig: dir.join("kubeconfig"),
+            dev_cluster_dir: Some(dir),
+        };
+        assert!(
+            output.status.success(),
+            "hack/dev-cluster.sh up failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        Ok(cluster)
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new(&self.kubectl)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Runs kubectl and returns its stdout, failing the test with its stderr when it fails.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.kubectl(args);
+        assert!(
+            output.status.success(),
+            "kubectl {} failed:\n{}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// `kubectl auth can-i` as the operator; `resource` may name a subresource as `pods/exec`.
+    fn can_i(&self, verb: &str, resource: &str) -> bool {
+        let mut args = vec!["auth", "can-i", verb];
+        match resource.split_once('/') {
+            Some((resource, subresource)) => {
+                args.extend([resource, "--subresource", subresource]);
+            }
+            None => args.push(resource),
+        }
+        args.extend(["--as", SERVICE_ACCOUNT, "-A"]);
+        let output = self.kubectl(&args);
+        String::from_utf8_lossy(&output.stdout).trim() == "yes"
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        match &self.dev_cluster_dir {
+            Some(dir) => {
+                let _ = Command::new(repo_root().join("hack/dev-cluster.sh"))
+                    .arg("down")
+                    .env("MEMBENCH_DEV_CLUSTER_DIR", dir)
+                    .output();
+                let _ = std::fs::remove_file(dir.with_extension("lock"));
+            }
+            None => {
+                let install = repo_root().join("manifests/install.yaml");
+                let _ = self.kubectl(&[
+                    "delete",
+                    "--ignore-not-found",
+                    "--wait=false",
+                    "-f",
+                    install.to_str().unwrap(),
+                ]);
+            }
+        }
+    }
+}
+
+#[test]
+fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restricted_pod() {
+    let Some(kubectl) = find_binary("MEMBENCH_KUBECTL", "kubectl", &[]) else {
+        println!("SKIPPED: no kubectl");
+        return;
+    };
+    let cluster = match TestCluster::start(kubectl) {
+        Ok(cluster) => cluster,
+        Err(why) => {
+            println!("SKIPPED: no dev cluster: {why}");
+            return;
+        }
+    };
+    let install = repo_root().join("manifests/install.yaml");
+    let install = install.to_str().unwrap();
+
+    // A server-side dry run cannot create the namespace its namespaced objects go into.
+    if cluster
+        .kubectl(&["get", "namespace", NAMESPACE])
+        .status
+        .success()
+    {
+        panic!(
+            "namespace {NAMESPACE} already exists in the test cluster; remove the old install first"
+        );
+    }
+    cluster.ok(&["create", "namespace", NAMESPACE]);
+    cluster.ok(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "-f",
+        install,
+    ]);
+    cluster.ok(&["apply", "--server-side", "--force-conflicts", "-f", install]);
+    cluster.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/memorybenchmarks.membench.io",
+        "--timeout=60s",
+    ]);
+
+    // Exactly the access the operator needs ...
+    for (verb, resource) in [
+        ("get", "memorybenchmarks.membench.io"),
+        ("list", "memorybenchmarks.membench.io"),
+        ("watch", "memorybenchmarks.membench.io"),
+        ("patch", "memorybenchmarks.membench.io"),
+        ("patch", "memorybenchmarks.membench.io/status"),
+        ("update", "memorybenchmarks.membench.io/status"),
+        ("create", "pods"),
+        ("delete", "pods"),
+        ("watch", "pods"),
+        ("create", "events.events.k8s.io"),
+        ("create", "events"),
+        ("list", "nodes"),
+    ] {
+        assert!(
+            cluster.can_i(verb, resource),
+            "the operator cannot {verb} {resource}"
+        );
+    }
+    // ... and nothing that would let a benchmark operator read or take over the cluster.
+    for (verb, resource) in [
+        ("get", "secrets"),
+        ("create", "pods/exec"),
+        ("create", "deployments.apps"),
+        ("delete", "memorybenchmarks.membench.io"),
+        ("update", "memorybenchmarks.membench.io"),
+        ("patch", "nodes"),
+        ("create", "customresourcedefinitions.apiextensions.k8s.io"),
+    ] {
+        assert!(
+            !cluster.can_i(verb, resource),
+            "the operator may {verb} {resource}"
+        );
+    }
+
+    let dashboards = cluster.ok(&[
+        "get",
+        "configmaps",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "grafana_dashboard=1",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(dashboards.lines().count(), 2, "{dashboards}");
+    let service = cluster.ok(&[
+        "get",
+        "service",
+        "membench-metrics",
+        "-n",
+        NAMESPACE,
+        "-o",
+        "jsonpath={.spec.ports[0].name}",
+    ]);
+    assert_eq!(service, "metrics");
+
+    // The namespace enforces the restricted Pod Security Standard, so the ReplicaSet's pod
+    // exists only if the operator's security context really meets it.
+    let enforce = cluster.ok(&[
+        "get",
+        "namespace",
+        NAMESPACE,
+        "-o",
+        "jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}",
+    ]);
+    assert_eq!(enforce, "restricted");
+    let unrestricted = cluster.kubectl(&[
+        "run",
+        "unrestricted",
+        "-n",
+        NAMESPACE,
+        "--image",
+        "redis:7.0.15",
+        "--dry-run=server",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&unrestricted.stderr).contains("violates PodSecurity"),
+        "Pod Security admission is not enforcing in the test cluster, so this test proves nothing: {unrestricted:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let node = loop {
+        let node = cluster.ok(&[
+            "get",
+            "pods",
+            "-n",
+            NAMESPACE,
+            "-l",
+            "app.kubernetes.io/name=membench",
+            "-o",
+            "jsonpath={.items[*].spec.nodeName}",
+        ]);
+        if !node.trim().is_empty() {
+            break node;
+        }
+        if Instant::now() > deadline {
+            let events = cluster.ok(&["get", "events", "-n", NAMESPACE]);
+            panic!("the operator pod was never created and scheduled:\n{events}");
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    println!("operator pod scheduled on {node}");
+
+    // The chart's other shape (namespace scope, NetworkPolicy) is valid on the server too.
+    let Some(helm) = observability::helm() else {
+        println!("SKIPPED (namespace scope only): no helm");
+        return;
+    };
+    let rendered = Command::new(helm)
+        .args(["template", "membench-ns"])
+        .arg(repo_root().join("charts/membench"))
+        .args([
+            "--namespace",
+            "membench-ns",
+            "--set",
+            "rbac.scope=namespace",
+        ])
+        .args([
+            "--set",
+            "networkPolicy.enabled=true",
+            "--set",
+            "dashboards.enabled=false",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let file = std::env::temp_dir().join(format!("membench-ns-{}.yaml", std::process::id()));
+    std::fs::write(&file, &rendered.stdout).unwrap();
+    cluster.ok(&["create", "namespace", "membench-ns"]);
+    let applied = cluster.ok(&[
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "-f",
+        file.to_str().unwrap(),
+    ]);
+    let _ = std::fs::remove_file(&file);
+    for kind in [
+        "role.rbac",
+        "rolebinding.rbac",
+        "networkpolicy.networking.k8s.io",
+        "deployment.apps",
+    ] {
+        assert!(
+            applied.contains(kind),
+            "{kind} missing from the dry run: {applied}"
+        );
+    }
+    if cluster.dev_cluster_dir.is_none() {
+        cluster.ok(&["delete", "namespace", "membench-ns", "--wait=false"]);
+    }
+}
