@@ -225,7 +225,7 @@ pub struct EngineSpec {
     /// (`redis:<version>`, `valkey/valkey:<version>`,
     /// `docker.dragonflydb.io/dragonflydb/dragonfly:v<version>`), and a local run checks that the
     /// local server program reports this version (`9.1` accepts any 9.1.x).
-    #[schemars(regex(pattern = r"^[0-9]+(\.[0-9]+){0,2}$"))]
+    #[schemars(regex(pattern = r"^[0-9]+(\.[0-9]+){0,2}$"), length(max = 32))]
     pub version: String,
 
     /// A name for this entry in the results; defaults to `<engine>-<version>`. Needed when the
@@ -396,7 +396,7 @@ pub struct RecordsWorkload {
     /// scores cycle through fixed lists; any other field gets a short text).
     #[serde(default = "default_record_fields")]
     #[schemars(length(min = 1, max = 64))]
-    #[x_kube(validation = Rule::new("self.all(f, self.exists_one(g, g == f))").message("record field names must be distinct"))]
+    #[x_kube(merge_strategy = ListMerge::Set)]
     pub fields: Vec<String>,
 }
 
