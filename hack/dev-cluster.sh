@@ -45,12 +45,16 @@ proc_start_time() {
   echo "${20}"
 }
 
-# pid_alive PIDFILE: true when the process recorded in PIDFILE still runs.
+# pid_alive PIDFILE: true when the process recorded in PIDFILE still runs (a zombie that its
+# new parent has not reaped yet counts as dead).
 pid_alive() {
-  local pid start
+  local pid start stat
   [[ -f "$1" ]] || return 1
   read -r pid start <"$1" || return 1
-  [[ -n "$pid" && "$(proc_start_time "$pid" 2>/dev/null)" == "$start" ]]
+  [[ -n "$pid" && "$(proc_start_time "$pid" 2>/dev/null)" == "$start" ]] || return 1
+  stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ "${stat:0:1}" != Z && "${stat:0:1}" != X ]]
 }
 
 # start_process NAME COMMAND...: runs COMMAND detached (own session, stdin from /dev/null,
@@ -145,6 +149,13 @@ subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubern
   sign_cert admin "/O=system:masters/CN=membench-admin" "$client"
   sign_cert kube-scheduler "/CN=system:kube-scheduler" "$client"
   sign_cert kube-controller-manager "/CN=system:kube-controller-manager" "$client"
+  # `kubectl logs`: the API server calls the node agent's kubelet endpoint with this client
+  # certificate and checks the endpoint's serving certificate against our CA.
+  sign_cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
+  sign_cert node-agent "/CN=membench-node-agent" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost"
   # Service-account token signing keys.
   openssl ecparam -name prime256v1 -genkey -noout -out "$pki/sa.key" 2>/dev/null
   openssl ec -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
@@ -251,6 +262,9 @@ start_apiserver() {
     --endpoint-reconciler-type=none \
     --allow-privileged=true \
     --kubelet-preferred-address-types=InternalIP \
+    --kubelet-certificate-authority="$pki/ca.crt" \
+    --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
     --cert-dir="$state/apiserver-certs"
   wait_until 90 "kube-apiserver /readyz" kubectl --kubeconfig="$kubeconfig" get --raw /readyz
 }
@@ -293,7 +307,10 @@ start_node_agent() {
   log "starting membench-node-agent (fake nodes: $nodes)"
   # The agent registers the fake nodes, keeps them Ready with heartbeats and runs their pods.
   start_process node-agent env KUBECONFIG="$kubeconfig" RUST_LOG="${RUST_LOG:-info}" \
-    "$bin" --node-pools="$nodes" --state-dir="$state/node-agent" --repo-root="$root"
+    "$bin" --node-pools="$nodes" --state-dir="$state/node-agent" --repo-root="$root" \
+    --kubelet-address="127.0.0.1:$NODE_AGENT_PORT" \
+    --kubelet-tls-cert="$state/pki/node-agent.crt" --kubelet-tls-key="$state/pki/node-agent.key" \
+    --kubelet-client-ca="$state/pki/ca.crt"
   binary_identity "$bin" >"$state/node-agent.binary"
 }
 
@@ -341,10 +358,10 @@ start_operator() {
 
 # --- commands -------------------------------------------------------------------------------
 
-# True when every component that must run does, and the API server answers.
-cluster_up() {
+# True when the control plane runs and the API server answers.
+control_plane_up() {
   local c
-  for c in etcd kube-apiserver kube-scheduler kube-controller-manager node-agent; do
+  for c in etcd kube-apiserver kube-scheduler kube-controller-manager; do
     pid_alive "$state/pids/$c.pid" || return 1
   done
   kubectl --kubeconfig="$kubeconfig" get --raw /readyz >/dev/null 2>&1
@@ -353,9 +370,21 @@ cluster_up() {
 cmd_up() {
   local agent
   agent=$(node_agent_bin)
-  if cluster_up; then
-    # Already up: a no-op, except that a rebuilt agent replaces the running one.
-    if [[ "$(binary_identity "$agent")" != "$(cat "$state/node-agent.binary" 2>/dev/null)" ]]; then
+  if control_plane_up; then
+    # shellcheck disable=SC1091
+    source "$state/ports.env"
+    if [[ -z "${NODE_AGENT_PORT:-}" ]]; then
+      # A cluster started by an older version of this script.
+      NODE_AGENT_PORT=$(free_ports 1)
+      echo "NODE_AGENT_PORT=$NODE_AGENT_PORT" >>"$state/ports.env"
+    fi
+    # Already up: a no-op, except that a dead or rebuilt node agent is (re)started; its pods'
+    # processes are then reported lost, as a kubelet reports containers it cannot find.
+    if ! pid_alive "$state/pids/node-agent.pid"; then
+      log "the node agent is not running; starting it"
+      start_node_agent "$agent"
+      wait_until 60 "the fake nodes to be Ready" fake_nodes_ready
+    elif [[ "$(binary_identity "$agent")" != "$(cat "$state/node-agent.binary" 2>/dev/null)" ]]; then
       log "node agent binary changed; restarting the node agent"
       stop_pidfile "$state/pids/node-agent.pid"
       start_node_agent "$agent"
@@ -371,13 +400,14 @@ cmd_up() {
   build_tools_if_needed
   local started=$SECONDS
   mkdir -p "$state/pids" "$state/logs"
-  read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT CONTROLLER_MANAGER_PORT < <(free_ports 5)
+  read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT CONTROLLER_MANAGER_PORT NODE_AGENT_PORT < <(free_ports 6)
   cat >"$state/ports.env" <<EOF
 ETCD_PORT=$ETCD_PORT
 ETCD_PEER_PORT=$ETCD_PEER_PORT
 APISERVER_PORT=$APISERVER_PORT
 SCHEDULER_PORT=$SCHEDULER_PORT
 CONTROLLER_MANAGER_PORT=$CONTROLLER_MANAGER_PORT
+NODE_AGENT_PORT=$NODE_AGENT_PORT
 EOF
   make_pki
   write_kubeconfig "$kubeconfig" admin
@@ -463,7 +493,13 @@ case "${1:-}" in
   *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
 esac
 
-# One command at a time per state directory: tests in several processes may all call `up`.
+# `status` only reads, and must answer while an `up` is busy building.
+if [[ "$1" == status ]]; then
+  cmd_status
+  exit
+fi
+
+# One `up` or `down` at a time per state directory: tests in several processes may all call `up`.
 mkdir -p "$(dirname "$state")"
 exec 9>"$state.lock"
 flock 9
@@ -471,5 +507,4 @@ flock 9
 case "$1" in
   up) cmd_up ;;
   down) cmd_down ;;
-  status) cmd_status ;;
 esac

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, LogParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use membench_devcluster::wait::{
     TestNamespace, is_finished, is_running_and_ready, is_scheduled, node_name, wait_for_pod,
@@ -507,5 +507,37 @@ async fn exceeding_the_memory_limit_is_oom_killed() -> anyhow::Result<()> {
     let t = terminated(&killed);
     assert_eq!(t.reason.as_deref(), Some("OOMKilled"));
     assert_eq!(t.exit_code, 137);
+    ns.delete().await
+}
+
+#[tokio::test]
+async fn pod_logs_are_served_through_the_api_server() -> anyhow::Result<()> {
+    if skipped_outside_dev_cluster("logs") {
+        return Ok(());
+    }
+    let client = cluster().await?;
+    let ns = TestNamespace::create(&client, "logs").await?;
+    let pods = ns.pods();
+    pods.create(
+        &PostParams::default(),
+        &shell_pod(
+            "chatty",
+            "echo first; echo second >&2; echo third",
+            json!({}),
+        ),
+    )
+    .await?;
+    wait_for_pod(&pods, "chatty", READY, "finished", is_finished).await?;
+
+    // kubectl logs: API server -> the node's kubelet endpoint -> the node agent.
+    assert_eq!(
+        pods.logs("chatty", &LogParams::default()).await?,
+        "first\nsecond\nthird\n"
+    );
+    let last = LogParams {
+        tail_lines: Some(1),
+        ..Default::default()
+    };
+    assert_eq!(pods.logs("chatty", &last).await?, "third\n");
     ns.delete().await
 }

@@ -8,6 +8,7 @@
 
 pub mod addresses;
 pub mod images;
+pub mod kubelet_server;
 pub mod nodes;
 pub mod pod_worker;
 pub mod podspec;
@@ -44,8 +45,9 @@ pub struct AgentConfig {
     pub membench_bin: Option<PathBuf>,
     /// Directories searched for engine programs before PATH.
     pub engine_dirs: Vec<PathBuf>,
-    /// The port nodes advertise as their kubelet endpoint.
-    pub kubelet_port: i32,
+    /// The kubelet endpoint serving container logs (`kubectl logs`); without it nodes
+    /// advertise port 10250, where nothing answers.
+    pub kubelet_tls: Option<kubelet_server::KubeletTls>,
 }
 
 /// What every pod worker shares.
@@ -106,8 +108,22 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
         .apiserver_version()
         .await
         .context("asking the API server its version")?;
+    let kubelet_port = match &config.kubelet_tls {
+        Some(tls) => {
+            let tls = tls.clone();
+            let state_dir = config.state_dir.clone();
+            let port = tls.address.port();
+            tokio::spawn(async move {
+                if let Err(e) = kubelet_server::serve(tls, state_dir).await {
+                    tracing::error!(error = %format!("{e:#}"), "kubelet endpoint failed; kubectl logs will not work");
+                }
+            });
+            i32::from(port)
+        }
+        None => 10250,
+    };
     let agent = AgentInfo {
-        kubelet_port: config.kubelet_port,
+        kubelet_port,
         kubelet_version: version.git_version.clone(),
     };
     for node in &nodes {

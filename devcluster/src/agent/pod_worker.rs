@@ -540,8 +540,7 @@ impl PodWorker {
                     slot.pulled = Some(pulled.clone());
                     slot.pull_failed_at = None;
                     slot.backoff = INITIAL_BACKOFF;
-                    let note =
-                        format!("Container image {image:?} is the local {}", pulled.image_id);
+                    let note = format!("Container image {image:?} runs as {}", pulled.image_id);
                     self.event(EventType::Normal, "Pulled", "Pull", note).await;
                 }
                 Err(PullError(message)) => {
@@ -607,6 +606,13 @@ impl PodWorker {
                 cmd.args.extend(["--bind".to_string(), pod_ip.clone()]);
             }
             let slot = &self.slots[i];
+            if slot.starts > 0 {
+                // Keep the previous run's output for `kubectl logs --previous`.
+                let _ = std::fs::rename(
+                    slot.file(&self.dir, "log"),
+                    slot.file(&self.dir, "previous.log"),
+                );
+            }
             let launch = LaunchSpec {
                 program: cmd.program,
                 args: cmd.args,

@@ -3,9 +3,11 @@
 //! `hack/dev-cluster.sh up`; test infrastructure, not something users deploy.
 #![forbid(unsafe_code)]
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
+use membench_devcluster::agent::kubelet_server::KubeletTls;
 use membench_devcluster::agent::{AgentConfig, run};
 
 /// Plays the kubelet for the dev cluster's fake nodes (connects through KUBECONFIG).
@@ -41,9 +43,22 @@ struct Args {
     )]
     engine_dirs: Vec<PathBuf>,
 
-    /// The port the fake nodes advertise as their kubelet endpoint.
-    #[arg(long, default_value_t = 10250)]
-    kubelet_port: i32,
+    /// Where to serve container logs for `kubectl logs` (the nodes' kubelet endpoint), e.g.
+    /// 127.0.0.1:10250; needs the three TLS files below.
+    #[arg(long, requires_all = ["kubelet_tls_cert", "kubelet_tls_key", "kubelet_client_ca"])]
+    kubelet_address: Option<SocketAddr>,
+
+    /// Serving certificate of the kubelet endpoint (PEM).
+    #[arg(long)]
+    kubelet_tls_cert: Option<PathBuf>,
+
+    /// Its private key (PEM).
+    #[arg(long)]
+    kubelet_tls_key: Option<PathBuf>,
+
+    /// The CA whose client certificates may read logs (the API server's kubelet client).
+    #[arg(long)]
+    kubelet_client_ca: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -55,13 +70,27 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
     let args = Args::parse();
+    let kubelet_tls = match (
+        args.kubelet_address,
+        args.kubelet_tls_cert,
+        args.kubelet_tls_key,
+        args.kubelet_client_ca,
+    ) {
+        (Some(address), Some(cert), Some(key), Some(client_ca)) => Some(KubeletTls {
+            address,
+            cert,
+            key,
+            client_ca,
+        }),
+        _ => None,
+    };
     run(AgentConfig {
         node_pools: args.node_pools,
         state_dir: args.state_dir,
         repo_root: args.repo_root,
         membench_bin: args.membench_bin,
         engine_dirs: args.engine_dirs,
-        kubelet_port: args.kubelet_port,
+        kubelet_tls,
     })
     .await
 }
