@@ -1,0 +1,569 @@
+//! The operator end to end, on the dev cluster (a real API server, scheduler and garbage
+//! collector; engines run by the node agent as real local Redis 7.0.15 and Valkey 9.1.2
+//! servers, clients as the membench binary built for these tests).
+//!
+//! Each test has a namespace of its own and runs the operator in-process, watching only that
+//! namespace, so the tests run in parallel and each can use its own operator settings.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use membench::controller::{self, Scope, Settings};
+use membench::crd::{MemoryBenchmark, Phase};
+use membench::metrics::Metrics;
+use membench_devcluster::DevCluster;
+use membench_devcluster::wait::TestNamespace;
+use tokio::task::JoinHandle;
+
+/// The image the node agent runs as the freshly built membench binary.
+const CLIENT_IMAGE: &str = "ghcr.io/membench/membench:dev";
+
+/// The CRD from `crds/`, applied once per test process (server-side apply, so a changed CRD
+/// replaces an older one), then waited for until it is served.
+async fn install_crd(client: &Client) -> anyhow::Result<()> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/memorybenchmark.yaml");
+    let crd: CustomResourceDefinition =
+        serde_saphyr::from_str(&std::fs::read_to_string(path)?).context("crds/ parses")?;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.patch(
+        &crd.name_any(),
+        &PatchParams::apply("membench-tests").force(),
+        &Patch::Apply(&crd),
+    )
+    .await?;
+    let established = kube::runtime::wait::conditions::is_crd_established();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        kube::runtime::wait::await_condition(crds, &crd.name_any(), established),
+    )
+    .await??;
+    Ok(())
+}
+
+/// A test's cluster, namespace and in-process operator.
+struct Harness {
+    client: Client,
+    namespace: TestNamespace,
+    operator: JoinHandle<()>,
+}
+
+impl Harness {
+    async fn start(prefix: &str, settings: Settings) -> anyhow::Result<Harness> {
+        let client = DevCluster::ensure().await?;
+        install_crd(&client).await?;
+        let namespace = TestNamespace::create(&client, prefix).await?;
+        let operator = spawn_operator(&client, namespace.name(), settings);
+        Ok(Harness {
+            client,
+            namespace,
+            operator,
+        })
+    }
+
+    fn benchmarks(&self) -> Api<MemoryBenchmark> {
+        self.namespace.api()
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        self.namespace.pods()
+    }
+
+    async fn create(&self, yaml: &str) -> anyhow::Result<MemoryBenchmark> {
+        let benchmark: MemoryBenchmark = serde_saphyr::from_str(yaml)?;
+        Ok(self
+            .benchmarks()
+            .create(&PostParams::default(), &benchmark)
+            .await?)
+    }
+
+    /// Waits until the benchmark's phase is terminal; the error shows its last status.
+    async fn finished(&self, name: &str, timeout: Duration) -> anyhow::Result<MemoryBenchmark> {
+        self.wait_for(name, timeout, "finished", |b| {
+            matches!(
+                b.status.as_ref().and_then(|s| s.phase),
+                Some(Phase::Succeeded | Phase::Failed)
+            )
+        })
+        .await
+    }
+
+    async fn wait_for(
+        &self,
+        name: &str,
+        timeout: Duration,
+        what: &str,
+        done: impl Fn(&MemoryBenchmark) -> bool,
+    ) -> anyhow::Result<MemoryBenchmark> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let benchmark = self.benchmarks().get(name).await?;
+            if done(&benchmark) {
+                return Ok(benchmark);
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!(
+                    "{name} not {what} after {timeout:?}; status: {}",
+                    serde_json::to_string_pretty(&benchmark.status)?
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    async fn event_reasons(&self, name: &str) -> anyhow::Result<Vec<String>> {
+        let events: Api<Event> = self.namespace.api();
+        let mut listed: Vec<Event> = events
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .collect();
+        listed.sort_by_key(|e| e.event_time.clone().map(|t| t.0));
+        Ok(listed.into_iter().filter_map(|e| e.reason).collect())
+    }
+
+    async fn finish(self) {
+        self.operator.abort();
+        let _ = self.namespace.delete().await;
+    }
+}
+
+fn spawn_operator(client: &Client, namespace: &str, settings: Settings) -> JoinHandle<()> {
+    let client = client.clone();
+    let scope = Scope {
+        namespace: Some(namespace.to_string()),
+    };
+    tokio::spawn(async move {
+        let ready = Arc::new(AtomicBool::new(false));
+        let never = std::future::pending::<()>();
+        if let Err(e) = controller::run(client, scope, settings, Metrics::new(), ready, never).await
+        {
+            eprintln!("operator stopped: {e:#}");
+        }
+    })
+}
+
+fn settings() -> Settings {
+    let mut settings = Settings {
+        scheduling_timeout: Duration::from_secs(120),
+        poll_interval: Duration::from_secs(2),
+        ..Settings::default()
+    };
+    settings.pods.client_image = CLIENT_IMAGE.into();
+    settings
+}
+
+/// Every pod the benchmark's namespace held while a task watched it, sampled often: which
+/// pods existed at the same time, and where each ran.
+#[derive(Default, Debug)]
+struct PodHistory {
+    /// Pod name -> node.
+    nodes: BTreeMap<String, String>,
+    /// Pod UIDs seen, per name.
+    uids: BTreeMap<String, BTreeSet<String>>,
+    /// The most engine pods that existed at once.
+    max_engines_at_once: usize,
+}
+
+fn record_pods(pods: Api<Pod>) -> (JoinHandle<()>, Arc<std::sync::Mutex<PodHistory>>) {
+    let history = Arc::new(std::sync::Mutex::new(PodHistory::default()));
+    let shared = history.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            if let Ok(list) = pods.list(&ListParams::default()).await {
+                let mut history = shared.lock().unwrap();
+                let engines = list
+                    .items
+                    .iter()
+                    .filter(|p| {
+                        p.labels()
+                            .get("app.kubernetes.io/component")
+                            .map(String::as_str)
+                            == Some("engine")
+                    })
+                    .count();
+                history.max_engines_at_once = history.max_engines_at_once.max(engines);
+                for pod in &list.items {
+                    if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
+                        history.nodes.insert(pod.name_any(), node);
+                    }
+                    history
+                        .uids
+                        .entry(pod.name_any())
+                        .or_default()
+                        .insert(pod.uid().unwrap_or_default());
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    });
+    (task, history)
+}
+
+async fn instance_type_of(client: &Client, node: &str) -> anyhow::Result<String> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    Ok(nodes
+        .get(node)
+        .await?
+        .labels()
+        .get("node.kubernetes.io/instance-type")
+        .cloned()
+        .unwrap_or_default())
+}
+
+fn spec(name: &str, body: &str) -> String {
+    format!(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: {name}}}\nspec:\n{body}"
+    )
+}
+
+const TWO_ENGINES: &str = "  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 3\n  pipeline: 100\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on_r8g()
+-> anyhow::Result<()> {
+    let harness = Harness::start("op-zset", settings()).await?;
+    let (recorder, history) = record_pods(harness.pods());
+    harness.create(&spec("zset", TWO_ENGINES)).await?;
+    let done = harness.finished("zset", Duration::from_secs(240)).await?;
+    recorder.abort();
+    let status = done.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+
+    // Placement: every engine on an r8g node, each client on its engine's node, never two
+    // engines at once.
+    let history = std::mem::take(&mut *history.lock().unwrap());
+    for i in 0..2 {
+        let engine_node = history
+            .nodes
+            .get(&format!("zset-{i}-engine"))
+            .with_context(|| format!("engine {i} never scheduled: {history:?}"))?;
+        let client_node = history
+            .nodes
+            .get(&format!("zset-{i}-client"))
+            .with_context(|| format!("client {i} never scheduled: {history:?}"))?;
+        assert_eq!(
+            instance_type_of(&harness.client, engine_node).await?,
+            "r8g.4xlarge"
+        );
+        assert_eq!(
+            client_node, engine_node,
+            "client {i} must run on its engine's node"
+        );
+        assert_eq!(
+            status.engines[i].node_name.as_deref(),
+            Some(engine_node.as_str())
+        );
+    }
+    assert_eq!(
+        history.max_engines_at_once, 1,
+        "engines must run one at a time"
+    );
+
+    // Results the engines really produced.
+    let (redis, valkey) = (&status.engines[0], &status.engines[1]);
+    assert_eq!(redis.version.as_deref(), Some("7.0.15"));
+    assert_eq!(valkey.version.as_deref(), Some("9.1.2"));
+    assert_eq!(redis.allocator.as_deref(), Some("jemalloc-5.3.0"));
+    for engine in [redis, valkey] {
+        assert_eq!(engine.state, "Succeeded");
+        assert_eq!(engine.repetitions.len(), 3);
+        assert!(engine.repetitions.iter().all(|r| r.items == 20_000));
+        assert_eq!(engine.instance_type.as_deref(), Some("r8g.4xlarge"));
+        assert_eq!(engine.client_attempts, 1);
+        assert!(engine.started_at.is_some() && engine.finished_at.is_some());
+    }
+    let bytes = |e: &membench::crd::EngineStatus| e.summary.as_ref().unwrap().bytes_per_item.median;
+    assert!(
+        bytes(valkey) < bytes(redis),
+        "Valkey 9.1 should store a sorted-set member in fewer bytes than Redis 7.0: {} vs {}",
+        bytes(valkey),
+        bytes(redis)
+    );
+    assert!(valkey.change_vs_first_percent.unwrap() < 0.0);
+    assert_eq!(status.best_engine.as_deref(), Some("valkey-9.1.2"));
+    assert_eq!(status.observed_generation, done.metadata.generation);
+
+    // Conditions and events.
+    let condition = |t: &str| {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == t)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        (
+            condition("Ready").status.as_str(),
+            condition("Ready").reason.as_str()
+        ),
+        ("True", "Completed")
+    );
+    assert_eq!(condition("Progressing").status, "False");
+    assert_eq!(condition("Failed").status, "False");
+    let reasons = harness.event_reasons("zset").await?;
+    for expected in [
+        "EngineCreated",
+        "EngineReady",
+        "EngineSucceeded",
+        "BenchmarkSucceeded",
+    ] {
+        assert!(
+            reasons.iter().any(|r| r == expected),
+            "no {expected} event in {reasons:?}"
+        );
+    }
+
+    // Pods are cleaned up (cleanupPolicy Delete).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !harness
+        .pods()
+        .list(&ListParams::default())
+        .await?
+        .items
+        .is_empty()
+    {
+        anyhow::ensure!(Instant::now() < deadline, "pods left after the benchmark");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    // membench report reads the same results.
+    let report = membench::status_report::render(
+        &[membench::status_report::comparison(&done)],
+        membench::report::OutputFormat::Csv,
+    );
+    assert!(report.contains("Valkey,9.1.2"), "{report}");
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_node_of_the_instance_type_fails_as_unschedulable_and_the_spec_cannot_be_edited()
+-> anyhow::Result<()> {
+    let mut settings = settings();
+    settings.scheduling_timeout = Duration::from_secs(8);
+    let harness = Harness::start("op-unsched", settings).await?;
+    harness
+        .create(&spec(
+            "nowhere",
+            &TWO_ENGINES.replace("r8g.4xlarge", "x9.nonexistent"),
+        ))
+        .await?;
+
+    // The spec is immutable (CEL transition rule): an edit is rejected by the API server.
+    let edit = serde_json::json!({"spec": {"repetitions": 5}});
+    let err = harness
+        .benchmarks()
+        .patch("nowhere", &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .expect_err("the API server rejects spec edits");
+    assert!(err.to_string().contains("spec is immutable"), "{err}");
+
+    let done = harness.finished("nowhere", Duration::from_secs(90)).await?;
+    let status = done.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Failed));
+    assert_eq!(status.engines[0].reason.as_deref(), Some("Unschedulable"));
+    assert_eq!(status.engines[1].reason.as_deref(), Some("NotRun"));
+    let failed = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Failed")
+        .unwrap();
+    assert_eq!(
+        (failed.status.as_str(), failed.reason.as_str()),
+        ("True", "Unschedulable")
+    );
+    // The scheduler's own words.
+    assert!(
+        failed.message.contains("nodes are available"),
+        "{}",
+        failed.message
+    );
+    let reasons = harness.event_reasons("nowhere").await?;
+    assert!(reasons.iter().any(|r| r == "Unschedulable"), "{reasons:?}");
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_that_cannot_be_pulled_fails_that_engine_and_the_next_one_still_runs()
+-> anyhow::Result<()> {
+    let harness = Harness::start("op-pull", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"6.2.99\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 5000, sampleEvery: 0}}\n  repetitions: 2\n";
+    harness.create(&spec("pull", body)).await?;
+    let done = harness.finished("pull", Duration::from_secs(180)).await?;
+    let status = done.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Failed));
+    assert_eq!(status.engines[0].reason.as_deref(), Some("ImagePullFailed"));
+    assert!(
+        status.engines[0]
+            .message
+            .as_ref()
+            .unwrap()
+            .contains("redis:6.2.99"),
+        "{:?}",
+        status.engines[0].message
+    );
+    assert_eq!(status.engines[1].state, "Succeeded");
+    assert_eq!(status.engines[1].repetitions.len(), 2);
+    let failed = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Failed")
+        .unwrap();
+    assert_eq!(failed.reason, "ImagePullFailed");
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oom_killed_engine_is_reported_as_such_and_kept_with_keep_failed() -> anyhow::Result<()>
+{
+    let harness = Harness::start("op-oom", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\", memory: 32Mi}\n  workload: {sortedSet: {members: 600000, sampleEvery: 0}}\n  repetitions: 2\n  cleanupPolicy: KeepFailed\n";
+    harness.create(&spec("oom", body)).await?;
+    let done = harness.finished("oom", Duration::from_secs(180)).await?;
+    let status = done.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Failed));
+    let engine = &status.engines[0];
+    assert_eq!(
+        engine.reason.as_deref(),
+        Some("EngineOOMKilled"),
+        "{engine:#?}"
+    );
+    assert!(
+        engine.message.as_ref().unwrap().contains("32Mi"),
+        "{:?}",
+        engine.message
+    );
+    // KeepFailed: the engine pod stays for kubectl describe.
+    let engine_pod = harness.pods().get("oom-0-engine").await?;
+    let terminated = engine_pod.status.unwrap().container_statuses.unwrap()[0]
+        .state
+        .clone()
+        .unwrap()
+        .terminated
+        .unwrap();
+    assert_eq!(terminated.reason.as_deref(), Some("OOMKilled"));
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_cannot_measure_fails_its_engine_with_the_clients_reason()
+-> anyhow::Result<()> {
+    let harness = Harness::start("op-auth", settings()).await?;
+    // The engine wants a password the client does not have.
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\", args: [--requirepass, secret]}\n  workload: {sortedSet: {members: 1000, sampleEvery: 0}}\n  repetitions: 1\n";
+    harness.create(&spec("auth", body)).await?;
+    let done = harness.finished("auth", Duration::from_secs(120)).await?;
+    let engine = &done.status.unwrap().engines[0];
+    assert_eq!(
+        engine.reason.as_deref(),
+        Some("AuthRequired"),
+        "{engine:#?}"
+    );
+    assert_eq!(engine.client_attempts, 1, "a refusal is not retried");
+    assert!(engine.message.as_ref().unwrap().contains("password"));
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_restarted_mid_run_resumes_without_duplicate_pods() -> anyhow::Result<()> {
+    let mut harness = Harness::start("op-restart", settings()).await?;
+    let (recorder, history) = record_pods(harness.pods());
+    let body = "  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 200000, sampleEvery: 0}}\n  repetitions: 3\n";
+    harness.create(&spec("restart", body)).await?;
+    harness
+        .wait_for(
+            "restart",
+            Duration::from_secs(120),
+            "measuring its first engine",
+            |b| {
+                b.status.as_ref().is_some_and(|s| {
+                    s.engines
+                        .first()
+                        .is_some_and(|e| e.reason.as_deref() == Some("Measuring"))
+                })
+            },
+        )
+        .await?;
+    harness.operator.abort();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    harness.operator = spawn_operator(&harness.client, harness.namespace.name(), settings());
+    let done = harness
+        .finished("restart", Duration::from_secs(300))
+        .await?;
+    recorder.abort();
+    let status = done.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+    assert!(
+        status
+            .engines
+            .iter()
+            .all(|e| e.client_attempts == 1 && e.repetitions.len() == 3)
+    );
+    let history = history.lock().unwrap();
+    let names: BTreeSet<&String> = history.uids.keys().collect();
+    let expected = [
+        "restart-0-client",
+        "restart-0-engine",
+        "restart-1-client",
+        "restart-1-engine",
+    ];
+    assert_eq!(names.into_iter().cloned().collect::<Vec<_>>(), expected);
+    assert!(
+        history.uids.values().all(|uids| uids.len() == 1),
+        "a pod was created twice: {:?}",
+        history.uids
+    );
+    drop(history);
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_benchmark_mid_run_takes_its_pods_with_it() -> anyhow::Result<()> {
+    let harness = Harness::start("op-delete", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n  workload: {sortedSet: {members: 2000000, sampleEvery: 0}}\n  repetitions: 5\n";
+    harness.create(&spec("gone", body)).await?;
+    harness
+        .wait_for("gone", Duration::from_secs(120), "measuring", |b| {
+            b.status.as_ref().is_some_and(|s| {
+                s.engines
+                    .first()
+                    .is_some_and(|e| e.reason.as_deref() == Some("Measuring"))
+            })
+        })
+        .await?;
+    harness
+        .benchmarks()
+        .delete("gone", &DeleteParams::default())
+        .await?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = harness.pods().list(&ListParams::default()).await?.items;
+        if left.is_empty() {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "pods outlived their benchmark: {:?}",
+            left.iter().map(|p| p.name_any()).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    harness.finish().await;
+    Ok(())
+}
