@@ -346,6 +346,7 @@ install_crds() {
 # run it against the dev cluster like any other component. Nothing else here depends on it.
 start_operator() {
   [[ "${MEMBENCH_DEV_CLUSTER_OPERATOR:-0}" == 1 ]] || return 0
+  pid_alive "$state/pids/operator.pid" && return 0
   local bin
   bin=$(ls -t "${CARGO_TARGET_DIR:-$root/target}"/{release,debug}/membench 2>/dev/null | head -1 || true)
   if [[ -z "$bin" ]] || ! "$bin" operator --help >/dev/null 2>&1; then
@@ -390,6 +391,7 @@ cmd_up() {
       start_node_agent "$agent"
       wait_until 60 "the fake nodes to be Ready" fake_nodes_ready
     fi
+    start_operator
     echo "export KUBECONFIG=$kubeconfig"
     return
   fi

@@ -541,3 +541,54 @@ async fn pod_logs_are_served_through_the_api_server() -> anyhow::Result<()> {
     assert_eq!(pods.logs("chatty", &last).await?, "third\n");
     ns.delete().await
 }
+
+#[tokio::test]
+async fn init_containers_run_first_and_each_container_reports_its_own_end() -> anyhow::Result<()> {
+    if skipped_outside_dev_cluster("init containers") {
+        return Ok(());
+    }
+    let client = cluster().await?;
+    let ns = TestNamespace::create(&client, "multi").await?;
+    let pods = ns.pods();
+    // The containers of a pod share its working directory (the agent mounts no volumes).
+    let sh = |name: &str, script: &str| json!({"name": name, "image": "redis:7.0.15", "command": ["sh", "-c", script]});
+    let p = pod(json!({
+        "metadata": {"name": "multi"},
+        "spec": {
+            "restartPolicy": "Never",
+            "initContainers": [sh("prepare", "echo prepared > marker")],
+            "containers": [
+                sh("reads", "cat marker > /dev/termination-log"),
+                sh("fails", "printf second > /dev/termination-log; exit 2"),
+            ],
+        },
+    }));
+    pods.create(&PostParams::default(), &p).await?;
+    let done = wait_for_pod(&pods, "multi", READY, "finished", is_finished).await?;
+    let status = done.status.unwrap();
+    assert_eq!(status.phase.as_deref(), Some("Failed"));
+    let init = status.init_container_statuses.unwrap()[0]
+        .state
+        .clone()
+        .unwrap()
+        .terminated
+        .unwrap();
+    assert_eq!(init.reason.as_deref(), Some("Completed"));
+    let ended: Vec<(String, i32, Option<String>)> = status
+        .container_statuses
+        .unwrap()
+        .into_iter()
+        .map(|c| {
+            let t = c.state.unwrap().terminated.unwrap();
+            (c.name, t.exit_code, t.message)
+        })
+        .collect();
+    assert_eq!(
+        ended,
+        [
+            ("reads".to_string(), 0, Some("prepared\n".to_string())),
+            ("fails".to_string(), 2, Some("second".to_string())),
+        ]
+    );
+    ns.delete().await
+}
