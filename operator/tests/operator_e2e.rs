@@ -567,3 +567,32 @@ async fn deleting_a_benchmark_mid_run_takes_its_pods_with_it() -> anyhow::Result
     harness.finish().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overall_deadline_fails_the_benchmark_as_timeout() -> anyhow::Result<()> {
+    // Waiting for a node that never comes, with a scheduling timeout longer than the
+    // benchmark's own deadline (timeoutSeconds is at least 60).
+    let mut settings = settings();
+    settings.scheduling_timeout = Duration::from_secs(600);
+    let harness = Harness::start("op-timeout", settings).await?;
+    let body = TWO_ENGINES.replace("r8g.4xlarge", "x9.nonexistent") + "  timeoutSeconds: 60\n";
+    harness.create(&spec("late", &body)).await?;
+    let done = harness.finished("late", Duration::from_secs(120)).await?;
+    let status = done.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Failed));
+    assert_eq!(status.engines[0].reason.as_deref(), Some("Timeout"));
+    assert_eq!(status.engines[1].reason.as_deref(), Some("NotRun"));
+    let failed = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Failed")
+        .unwrap();
+    assert_eq!(failed.reason, "Timeout");
+    assert!(
+        failed.message.contains("timeoutSeconds (60 s)"),
+        "{}",
+        failed.message
+    );
+    harness.finish().await;
+    Ok(())
+}
