@@ -386,6 +386,25 @@ impl Metrics {
         self.count_phases(&published);
     }
 
+    /// Removes the series of every benchmark not in `existing` (`(namespace, name)` pairs), for
+    /// a caller that holds the full list, such as a reflector's store after a relist: a
+    /// benchmark deleted while no reconcile ran for it loses its series here.
+    pub fn retain_benchmarks<'a>(&self, existing: impl IntoIterator<Item = (&'a str, &'a str)>) {
+        let keep: BTreeSet<(&str, &str)> = existing.into_iter().collect();
+        let mut published = self.published.lock().expect("metrics lock");
+        let gone: Vec<BenchmarkKey> = published
+            .keys()
+            .filter(|(namespace, name)| !keep.contains(&(namespace.as_str(), name.as_str())))
+            .cloned()
+            .collect();
+        for key in gone {
+            if let Some(before) = published.remove(&key) {
+                self.remove_stale(&before, &Published::default());
+            }
+        }
+        self.count_phases(&published);
+    }
+
     /// The metrics in the Prometheus text exposition format.
     pub fn encode(&self) -> String {
         let mut text = String::new();
@@ -918,6 +937,22 @@ mod tests {
         assert_eq!(
             sample(&text, "membench_benchmarks", &[("phase", "Failed")]),
             Some(1.0)
+        );
+    }
+
+    #[test]
+    fn retaining_the_listed_benchmarks_drops_the_series_of_the_others() {
+        let metrics = Metrics::new();
+        let engines = || vec![engine_status("redis-7.0.15", "redis", "7.0.15", [112.0; 3])];
+        metrics.observe_benchmark(&benchmark("a", "kept", Phase::Succeeded, engines()));
+        metrics.observe_benchmark(&benchmark("b", "kept", Phase::Running, engines()));
+        metrics.retain_benchmarks([("a", "kept")]);
+        let text = metrics.encode();
+        assert!(!text.contains("namespace=\"b\""), "{text}");
+        assert!(text.contains("namespace=\"a\""), "{text}");
+        assert_eq!(
+            sample(&text, "membench_benchmarks", &[("phase", "Running")]),
+            Some(0.0)
         );
     }
 

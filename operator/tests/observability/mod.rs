@@ -2,6 +2,8 @@
 //! and MemoryBenchmarks whose statuses have the shape the operator writes.
 #![allow(dead_code)]
 
+pub mod prometheus;
+
 use std::path::{Path, PathBuf};
 
 use membench::crd::MemoryBenchmark;
