@@ -90,8 +90,8 @@ stop_pidfile() {
   rm -f "$file"
 }
 
-# free_ports N: N distinct TCP ports nobody listens on, from a range above the usual ephemeral
-# start so that short-lived client connections rarely take one before its server binds it.
+# free_ports N: N distinct TCP ports nobody listens on, from 20000-31999: below Linux's ephemeral
+# range (32768 and up), so an outgoing connection never takes one before its server binds it.
 free_ports() {
   local want=$1 found=() listening p
   listening=$(ss -Htln | awk '{print $4}' | sed 's/.*://' | sort -u)

@@ -206,7 +206,18 @@ impl PodWorker {
             .flatten()
             .map(|c| Slot::new(c, true))
             .collect();
-        slots.extend(spec.containers.iter().map(|c| Slot::new(c, false)));
+        let has_init = !slots.is_empty();
+        slots.extend(spec.containers.iter().map(|c| {
+            let mut slot = Slot::new(c, false);
+            if has_init {
+                // What the kubelet reports for containers waiting on init containers.
+                slot.record.lifecycle = Lifecycle::Waiting {
+                    reason: "PodInitializing".into(),
+                    message: None,
+                };
+            }
+            slot
+        }));
         let (exits_tx, exits_rx) = mpsc::unbounded_channel();
         let (probes_tx, probes_rx) = mpsc::unbounded_channel();
         let recorder = Recorder::new(
