@@ -244,13 +244,12 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
     let binding = one(&documents, "ClusterRoleBinding");
     assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
     assert_eq!(binding["subjects"][0]["namespace"], "membench-system");
+    // What docs/operator.md says the operator calls, and nothing else.
     let mut expected = vec![
-        ("".into(), "events".into(), verbs(&["create", "patch"])),
-        ("".into(), "nodes".into(), verbs(&["get", "list", "watch"])),
         (
             "".into(),
             "pods".into(),
-            verbs(&["get", "list", "watch", "create", "delete"]),
+            verbs(&["list", "watch", "create", "delete"]),
         ),
         (
             "events.k8s.io".into(),
@@ -260,12 +259,12 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
         (
             "membench.io".into(),
             "memorybenchmarks".into(),
-            verbs(&["get", "list", "watch", "patch"]),
+            verbs(&["list", "watch"]),
         ),
         (
             "membench.io".into(),
             "memorybenchmarks/status".into(),
-            verbs(&["get", "patch", "update"]),
+            verbs(&["patch"]),
         ),
     ];
     expected.sort();
@@ -274,7 +273,7 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
 }
 
 #[test]
-fn namespace_scope_uses_a_role_and_reads_nodes_only() {
+fn namespace_scope_uses_a_role_and_nothing_cluster_wide() {
     let helm = helm_or_skip!();
     let documents = render(
         &helm,
@@ -287,22 +286,23 @@ fn namespace_scope_uses_a_role_and_reads_nodes_only() {
     );
     let role = one(&documents, "Role");
     assert_eq!(role["metadata"]["namespace"], "membench-system");
-    let role_rules = rules(role);
-    assert!(
-        role_rules
-            .iter()
-            .all(|(_, resource, _)| resource != "nodes")
+    assert_eq!(
+        one(&documents, "RoleBinding")["roleRef"]["name"],
+        role["metadata"]["name"]
     );
+    let role_rules = rules(role);
     assert!(role_rules.contains(&(
         "coordination.k8s.io".into(),
         "leases".into(),
         verbs(&["get"])
     )));
-    let nodes = one(&documents, "ClusterRole");
-    assert_eq!(
-        rules(nodes),
-        vec![("".into(), "nodes".into(), verbs(&["get", "list", "watch"]))]
-    );
+    assert!(role_rules.contains(&(
+        "".into(),
+        "pods".into(),
+        verbs(&["list", "watch", "create", "delete"])
+    )));
+    assert!(find(&documents, "ClusterRole").is_empty());
+    assert!(find(&documents, "ClusterRoleBinding").is_empty());
     let container = &one(&documents, "Deployment")["spec"]["template"]["spec"]["containers"][0];
     assert!(
         container["env"]

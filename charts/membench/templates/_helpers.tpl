@@ -51,31 +51,21 @@ app.kubernetes.io/component: operator
 {{- end }}
 {{- end }}
 
-{{/* Rules on namespaced resources, shared by the ClusterRole and the Role. */}}
-{{- define "membench.namespacedRules" -}}
+{{/* The operator's rules: exactly the calls it makes (docs/operator.md, "RBAC"). */}}
+{{- define "membench.rules" -}}
 - apiGroups: ["membench.io"]
   resources: ["memorybenchmarks"]
-  verbs: ["get", "list", "watch", "patch"]
+  verbs: ["list", "watch"]
 - apiGroups: ["membench.io"]
   resources: ["memorybenchmarks/status"]
-  verbs: ["get", "patch", "update"]
+  verbs: ["patch"]
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "watch", "create", "delete"]
+  verbs: ["list", "watch", "create", "delete"]
 - apiGroups: ["events.k8s.io"]
-  resources: ["events"]
-  verbs: ["create", "patch"]
-- apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- with .Values.rbac.extraRules }}
 {{ toYaml . }}
 {{- end }}
-{{- end }}
-
-{{/* Read access to nodes, always cluster-wide: the operator checks instance types exist. */}}
-{{- define "membench.nodeRules" -}}
-- apiGroups: [""]
-  resources: ["nodes"]
-  verbs: ["get", "list", "watch"]
 {{- end }}
