@@ -381,8 +381,10 @@ impl LocalEngine {
                     tail.join("\n")
                 )));
             }
-            if ControlConnection::open(&self.address, Duration::from_millis(500)).is_ok() {
-                return Ok(());
+            match ControlConnection::open(&self.address, Duration::from_millis(500)) {
+                // A server that asks for a password is up; the load will authenticate.
+                Ok(_) | Err(BenchError::AuthRequired { .. }) => return Ok(()),
+                Err(_) => {}
             }
             if Instant::now() > deadline {
                 return Err(BenchError::EngineStart(format!(

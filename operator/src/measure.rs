@@ -490,20 +490,42 @@ fn load(
     let mut encoder = workload.encoder();
     let mut integer_replies = 0u64;
     let mut paused = Duration::ZERO;
+    // Two buffers: the next batch is encoded while the engine works on the one just sent, so
+    // the client's own work overlaps the engine's instead of adding to it. At most `pipeline`
+    // commands are ever unanswered, as with redis-benchmark -P.
+    let mut next = CommandBuffer::with_capacity(64 * 1024);
+    let batch_after = |done: u64, next_sample: u64| {
+        u64::from(options.pipeline)
+            .min(total - done)
+            .min(next_sample - done)
+    };
+    let mut batch = batch_after(0, next_sample);
+    buffer.clear();
+    for index in 0..batch {
+        encoder.encode(index, &mut buffer);
+    }
     let started = Instant::now();
-    while *sent < total {
-        let batch = u64::from(options.pipeline)
-            .min(total - *sent)
-            .min(next_sample - *sent);
-        buffer.clear();
-        for index in *sent..*sent + batch {
-            encoder.encode(index, &mut buffer);
-        }
+    while batch > 0 {
         connection.send(&buffer).map_err(|e| lost(*sent, e))?;
+        let after = *sent + batch;
+        let upcoming = if after < total {
+            let boundary = if after == next_sample {
+                next_sample.saturating_add(sample_every)
+            } else {
+                next_sample
+            };
+            batch_after(after, boundary)
+        } else {
+            0
+        };
+        next.clear();
+        for index in after..after + upcoming {
+            encoder.encode(index, &mut next);
+        }
         let tally = connection
             .read_replies(batch as usize)
             .map_err(|e| lost(*sent, e))?;
-        *sent += batch;
+        *sent = after;
         if let Some(reply) = tally.first_error {
             return Err(BenchError::from_load_reply(
                 workload.command_name(),
@@ -528,6 +550,8 @@ fn load(
             commands_done: *sent,
             commands_total: total,
         });
+        std::mem::swap(&mut buffer, &mut next);
+        batch = upcoming;
     }
     let seconds = (started.elapsed() - paused).as_secs_f64().max(1e-9);
     Ok(LoadOutcome {

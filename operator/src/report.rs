@@ -255,7 +255,12 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let bytes_header = format!("Bytes per {item}");
     let rate_header = format!("Median {}", rate_label(kind));
     let with_instance = rows.iter().any(|r| r.instance_type.is_some());
-    let mut headers = vec!["Engine", "Version", "Allocator"];
+    // Entries named in the spec (the same engine twice, say) need their names to be told apart.
+    let with_name = rows
+        .iter()
+        .any(|r| r.name != format!("{}-{}", r.engine, r.version));
+    let mut headers = if with_name { vec!["Name"] } else { Vec::new() };
+    headers.extend(["Engine", "Version", "Allocator"]);
     if with_instance {
         headers.push("Instance type");
     }
@@ -270,11 +275,16 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let mut table = Table::new(&headers);
     let dash = || "-".to_string();
     for r in rows {
-        let mut row = vec![
+        let mut row = if with_name {
+            vec![r.name.clone()]
+        } else {
+            Vec::new()
+        };
+        row.extend([
             capitalize(&r.engine),
             r.version.clone(),
             r.allocator.clone(),
-        ];
+        ]);
         if with_instance {
             row.push(r.instance_type.clone().unwrap_or_else(dash));
         }
@@ -355,7 +365,7 @@ mod tests {
     #[test]
     fn changes_are_relative_to_the_first_row() {
         let row = |b: Option<f64>| ComparisonRow {
-            name: String::new(),
+            name: "redis-1".into(),
             engine: "redis".into(),
             version: "1".into(),
             allocator: String::new(),

@@ -591,7 +591,7 @@ mod tests {
         encoder.encode(5, &mut out);
         assert_eq!(
             out.as_bytes(),
-            b"*3\r\n$3\r\nSET\r\n$11\r\nuser:1:age\r\n$2\r\n19\r\n"
+            b"*3\r\n$3\r\nSET\r\n$10\r\nuser:1:age\r\n$2\r\n19\r\n"
         );
     }
 

@@ -1,0 +1,374 @@
+//! The `membench` command line as a user runs it: exact flags, JSON fields, exit codes and
+//! error messages, against real engines.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use membench::crd::EngineKind;
+use serde_json::Value;
+
+fn membench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(args)
+        .output()
+        .expect("membench runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn crd_prints_exactly_the_committed_crd() {
+    let output = membench(&["crd"]);
+    assert!(output.status.success());
+    let committed = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../crds/memorybenchmark.yaml"
+    ))
+    .unwrap();
+    assert!(
+        String::from_utf8_lossy(&output.stdout) == committed,
+        "crds/memorybenchmark.yaml is stale: run `membench crd > crds/memorybenchmark.yaml`"
+    );
+}
+
+#[test]
+fn load_json_carries_the_fields_the_issue_names() {
+    let redis = common::start(EngineKind::Redis, &[]);
+    let addr = redis.address.socket_addr();
+    let output = membench(&[
+        "load",
+        "--addr",
+        &addr,
+        "--workload",
+        "sorted-set",
+        "--members",
+        "5000",
+        "--pipeline",
+        "64",
+        "--repetitions",
+        "3",
+        "--output",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
+    assert_eq!(json["engine"]["name"], "redis");
+    assert!(
+        json["engine"]["version"]
+            .as_str()
+            .unwrap()
+            .starts_with("7.0")
+    );
+    assert!(
+        json["engine"]["allocator"]
+            .as_str()
+            .unwrap()
+            .starts_with("jemalloc")
+    );
+    assert_eq!(json["workload"]["kind"], "sorted-set");
+    let reps = json["repetitions"].as_array().unwrap();
+    assert_eq!(reps.len(), 3);
+    for rep in reps {
+        for field in [
+            "baseline_used_memory",
+            "used_memory",
+            "used_memory_rss",
+            "items",
+            "bytes_per_item",
+            "ops_per_sec",
+            "seconds",
+        ] {
+            assert!(
+                rep[field].is_number(),
+                "repetitions[].{field} missing in {rep}"
+            );
+        }
+        assert_eq!(rep["items"], 5000);
+    }
+    assert_eq!(json["summary"]["items"], 5000);
+    for figure in ["bytes_per_item", "ops_per_sec"] {
+        for stat in ["median", "min", "max"] {
+            assert!(
+                json["summary"][figure][stat].is_number(),
+                "summary.{figure}.{stat} missing"
+            );
+        }
+    }
+    let min = json["summary"]["bytes_per_item"]["min"].as_f64().unwrap();
+    let max = json["summary"]["bytes_per_item"]["max"].as_f64().unwrap();
+    let median = json["summary"]["bytes_per_item"]["median"]
+        .as_f64()
+        .unwrap();
+    assert!(min <= median && median <= max);
+}
+
+#[test]
+fn each_workload_runs_from_its_documented_command() {
+    let valkey = common::start(EngineKind::Valkey, &[]);
+    let addr = valkey.address.socket_addr();
+    let cases: [&[&str]; 3] = [
+        &[
+            "--workload",
+            "random-strings",
+            "--requests",
+            "20000",
+            "--keyspace",
+            "20000",
+            "--value-size",
+            "16",
+        ],
+        &[
+            "--workload",
+            "strings",
+            "--keys",
+            "5000",
+            "--value-size",
+            "100",
+        ],
+        &[
+            "--workload",
+            "records",
+            "--records",
+            "3000",
+            "--layout",
+            "strings",
+        ],
+    ];
+    for case in cases {
+        let mut args = vec![
+            "load",
+            "--addr",
+            &addr,
+            "--repetitions",
+            "1",
+            "--output",
+            "json",
+        ];
+        args.extend_from_slice(case);
+        let output = membench(&args);
+        assert!(output.status.success(), "{case:?}: {}", stderr(&output));
+        let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(json["workload"]["kind"], case[1]);
+        assert_eq!(json["engine"]["name"], "valkey");
+        assert!(
+            json["summary"]["bytes_per_item"]["median"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
+    }
+}
+
+#[test]
+fn the_table_reads_like_the_published_ones() {
+    let redis = common::start(EngineKind::Redis, &[]);
+    let output = membench(&[
+        "load",
+        "--addr",
+        &redis.address.socket_addr(),
+        "--workload",
+        "strings",
+        "--keys",
+        "2000",
+        "--repetitions",
+        "2",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    for header in [
+        "Engine",
+        "Version",
+        "Allocator",
+        "used_memory",
+        "Bytes per key",
+        "Median SETs/s",
+    ] {
+        assert!(text.contains(header), "missing {header} in\n{text}");
+    }
+    assert!(text.contains("Redis") && text.contains(" MB"), "{text}");
+}
+
+#[test]
+fn a_missing_workload_size_names_the_flag_and_exits_2() {
+    let output = membench(&["load", "--addr", "127.0.0.1:1", "--workload", "sorted-set"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--members"), "{}", stderr(&output));
+    let output = membench(&[
+        "load",
+        "--addr",
+        "127.0.0.1:1",
+        "--workload",
+        "strings",
+        "--keys",
+        "5",
+        "--members",
+        "3",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("--members does not apply"),
+        "{}",
+        stderr(&output)
+    );
+    let output = membench(&[
+        "load",
+        "--addr",
+        "nowhere",
+        "--workload",
+        "strings",
+        "--keys",
+        "5",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("HOST:PORT"), "{}", stderr(&output));
+    let output = membench(&[
+        "load",
+        "--addr",
+        "127.0.0.1:1",
+        "--workload",
+        "zset",
+        "--members",
+        "5",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("sorted-set"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn out_of_memory_exits_non_zero_and_prints_no_unverified_figure() {
+    let redis = common::start(EngineKind::Redis, &["--maxmemory", "2mb"]);
+    let output = membench(&[
+        "load",
+        "--addr",
+        &redis.address.socket_addr(),
+        "--workload",
+        "sorted-set",
+        "--members",
+        "100000",
+        "--repetitions",
+        "2",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("ran out of memory"),
+        "{}",
+        stderr(&output)
+    );
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["error"]["category"], "OutOfMemory");
+    assert!(json["failed_repetition"]["commands_sent"].as_u64().unwrap() > 0);
+    assert!(json["failed_repetition"].get("bytes_per_item").is_none());
+    assert!(json.get("summary").is_none());
+}
+
+fn write_spec(name: &str, body: &str) -> std::path::PathBuf {
+    let path =
+        std::env::temp_dir().join(format!("membench-cli-{}-{name}.yaml", std::process::id()));
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+#[test]
+fn run_compares_engines_started_locally_one_at_a_time() {
+    let spec = write_spec(
+        "compare",
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: compare}\nspec:\n  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0\"}\n    - {engine: valkey, version: \"9.1\"}\n  workload: {sortedSet: {members: 100000, sampleEvery: 0}}\n  repetitions: 2\n",
+    );
+    let output = membench(&["run", spec.to_str().unwrap(), "--output", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let engines = json["engines"].as_array().unwrap();
+    assert_eq!(engines.len(), 2);
+    assert_eq!(engines[0]["engine"]["name"], "redis");
+    assert_eq!(engines[1]["engine"]["name"], "valkey");
+    assert_eq!(engines[1]["repetitions"].as_array().unwrap().len(), 2);
+    let change = json["change_vs_first_percent"][1].as_f64().unwrap();
+    assert!(
+        change < 0.0,
+        "valkey 9.1 should need fewer bytes per member than redis 7.0: {change}"
+    );
+
+    let output = membench(&["run", spec.to_str().unwrap(), "--output", "markdown"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("| Engine | Version | Allocator | used_memory | Bytes per member |"),
+        "{text}"
+    );
+    assert!(text.contains("| Valkey | 9.1"), "{text}");
+}
+
+#[test]
+fn run_names_a_missing_engine_program_and_how_to_install_it() {
+    let spec = write_spec(
+        "dragonfly",
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: df}\nspec:\n  instanceType: x\n  engines:\n    - {engine: redis, version: \"7.0\"}\n    - {engine: dragonfly, version: \"1.34.1\", binary: /nonexistent/dragonfly}\n  workload: {strings: {keys: 10}}\n",
+    );
+    let output = membench(&["run", spec.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(
+        err.contains("/nonexistent/dragonfly")
+            && err.contains("engines[1]")
+            && err.contains("Dragonfly"),
+        "{err}"
+    );
+    // Nothing was started: a missing program is found before the first engine runs.
+    assert!(String::from_utf8_lossy(&output.stdout).trim().is_empty());
+}
+
+#[test]
+fn run_refuses_a_version_the_local_program_is_not() {
+    let spec = write_spec(
+        "version",
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: v}\nspec:\n  instanceType: x\n  engines:\n    - {engine: redis, version: \"8.6.7\"}\n  workload: {strings: {keys: 10}}\n",
+    );
+    let output = membench(&["run", spec.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(
+        err.contains("asks for redis 8.6.7") && err.contains("7.0.15"),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_rejects_an_invalid_spec_naming_the_field() {
+    let spec = write_spec(
+        "invalid",
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: bad}\nspec:\n  instanceType: x\n  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {sortedSet: {members: 10}, strings: {keys: 10}}\n",
+    );
+    let output = membench(&["run", spec.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("exactly one"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn the_example_specs_are_valid() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests/examples");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            membench::local::read_specs(&path).unwrap_or_else(|e| panic!("{e}"));
+            seen += 1;
+        }
+    }
+    assert!(
+        seen >= 5,
+        "expected quick.yaml and one spec per published benchmark, found {seen}"
+    );
+}

