@@ -23,4 +23,4 @@ cleanup() {
 trap cleanup EXIT
 
 cargo build --workspace --bins
-cargo test --workspace "$@"
+cargo test --workspace --no-fail-fast "$@"

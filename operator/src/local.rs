@@ -533,22 +533,12 @@ fn failed_start_report(
     options: &LoadOptions,
     e: &BenchError,
 ) -> BenchmarkReport {
-    BenchmarkReport {
-        name: engine.display_name(),
-        engine: crate::engine::EngineInfo {
-            name: engine.engine.to_string(),
-            version: engine.version.clone(),
-            ..Default::default()
-        },
-        workload: workload.into(),
-        pipeline: options.pipeline,
-        repetitions_requested: options.repetitions,
-        repetitions: Vec::new(),
-        failed_repetition: None,
-        summary: None,
-        warnings: Vec::new(),
-        error: Some(e.into()),
-    }
+    let mut report = BenchmarkReport::nothing_measured(workload, options);
+    report.name = engine.display_name();
+    report.engine.name = engine.engine.to_string();
+    report.engine.version = engine.version.clone();
+    report.error = Some(e.into());
+    report
 }
 
 #[cfg(test)]

@@ -249,6 +249,22 @@ pub struct BenchmarkReport {
 }
 
 impl BenchmarkReport {
+    /// A report of a run that has measured nothing yet.
+    pub fn nothing_measured(workload: &Workload, options: &LoadOptions) -> Self {
+        Self {
+            name: String::new(),
+            engine: EngineInfo::default(),
+            workload: workload.into(),
+            pipeline: options.pipeline,
+            repetitions_requested: options.repetitions,
+            repetitions: Vec::new(),
+            failed_repetition: None,
+            summary: None,
+            warnings: Vec::new(),
+            error: None,
+        }
+    }
+
     pub fn succeeded(&self) -> bool {
         self.error.is_none()
     }
@@ -277,18 +293,7 @@ pub fn measure(
     options: &LoadOptions,
     progress: &mut dyn FnMut(LoadProgress),
 ) -> BenchmarkReport {
-    let mut report = BenchmarkReport {
-        name: String::new(),
-        engine: EngineInfo::default(),
-        workload: workload.into(),
-        pipeline: options.pipeline,
-        repetitions_requested: options.repetitions,
-        repetitions: Vec::new(),
-        failed_repetition: None,
-        summary: None,
-        warnings: Vec::new(),
-        error: None,
-    };
+    let mut report = BenchmarkReport::nothing_measured(workload, options);
     if let Err(e) = options.validate().and_then(|_| workload.validate()) {
         report.error = Some((&e).into());
         return report;

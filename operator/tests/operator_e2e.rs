@@ -162,8 +162,9 @@ fn settings() -> Settings {
     settings
 }
 
-/// Every pod the benchmark's namespace held while a task watched it, sampled often: which
-/// pods existed at the same time, and where each ran.
+/// Every pod the benchmark's namespace held while a task watched it: which pods existed at the
+/// same time, and where each ran. A watch sees every change, so even a client pod that lives
+/// for a fraction of a second is recorded.
 #[derive(Default, Debug)]
 struct PodHistory {
     /// Pod name -> node.
@@ -172,38 +173,52 @@ struct PodHistory {
     uids: BTreeMap<String, BTreeSet<String>>,
     /// The most engine pods that existed at once.
     max_engines_at_once: usize,
+    /// Engine pods that exist now, by UID.
+    engines_now: BTreeSet<String>,
+}
+
+impl PodHistory {
+    fn saw(&mut self, pod: &Pod) {
+        let uid = pod.uid().unwrap_or_default();
+        if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
+            self.nodes.insert(pod.name_any(), node);
+        }
+        self.uids
+            .entry(pod.name_any())
+            .or_default()
+            .insert(uid.clone());
+        if is_engine(pod) {
+            self.engines_now.insert(uid);
+            self.max_engines_at_once = self.max_engines_at_once.max(self.engines_now.len());
+        }
+    }
+}
+
+fn is_engine(pod: &Pod) -> bool {
+    pod.labels()
+        .get("app.kubernetes.io/component")
+        .map(String::as_str)
+        == Some("engine")
 }
 
 fn record_pods(pods: Api<Pod>) -> (JoinHandle<()>, Arc<std::sync::Mutex<PodHistory>>) {
+    use futures::StreamExt;
+    use kube::runtime::watcher::{self, Event};
     let history = Arc::new(std::sync::Mutex::new(PodHistory::default()));
     let shared = history.clone();
     let task = tokio::spawn(async move {
-        loop {
-            if let Ok(list) = pods.list(&ListParams::default()).await {
-                let mut history = shared.lock().unwrap();
-                let engines = list
-                    .items
-                    .iter()
-                    .filter(|p| {
-                        p.labels()
-                            .get("app.kubernetes.io/component")
-                            .map(String::as_str)
-                            == Some("engine")
-                    })
-                    .count();
-                history.max_engines_at_once = history.max_engines_at_once.max(engines);
-                for pod in &list.items {
-                    if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
-                        history.nodes.insert(pod.name_any(), node);
-                    }
-                    history
-                        .uids
-                        .entry(pod.name_any())
-                        .or_default()
-                        .insert(pod.uid().unwrap_or_default());
+        let mut events = std::pin::pin!(watcher::watcher(pods, watcher::Config::default()));
+        while let Some(event) = events.next().await {
+            let mut history = shared.lock().unwrap();
+            match event {
+                Ok(Event::Apply(pod) | Event::InitApply(pod)) => history.saw(&pod),
+                Ok(Event::Delete(pod)) => {
+                    history.saw(&pod);
+                    history.engines_now.remove(&pod.uid().unwrap_or_default());
                 }
+                Ok(Event::Init) => history.engines_now.clear(),
+                Ok(Event::InitDone) | Err(_) => {}
             }
-            tokio::time::sleep(Duration::from_millis(250)).await;
         }
     });
     (task, history)

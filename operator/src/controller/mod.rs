@@ -258,7 +258,14 @@ pub async fn run(
         namespace = scope.namespace.as_deref().unwrap_or("(all)"),
         "operator started"
     );
-    Controller::new(benchmarks, watcher::Config::default().any_semantic())
+    // A deleted benchmark whose pods are already gone triggers no reconcile, so its series
+    // are dropped by comparing the published ones with the listed benchmarks now and then.
+    let pruning = tokio::spawn(prune_deleted_benchmarks(
+        benchmarks.clone(),
+        metrics.clone(),
+    ));
+    let controller = Controller::new(benchmarks, watcher::Config::default().any_semantic());
+    controller
         .owns(
             pods,
             watcher::Config::default().labels(&pods::managed_pods_selector()),
@@ -279,6 +286,30 @@ pub async fn run(
             std::future::ready(())
         })
         .await;
+    pruning.abort();
     ready.store(false, Ordering::SeqCst);
     Ok(())
+}
+
+/// How often series of deleted benchmarks are looked for.
+const PRUNE_INTERVAL: Duration = Duration::from_secs(15);
+
+/// Forgets the series of benchmarks that no longer exist. A list every few seconds is cheap
+/// and needs nothing from the controller's cache, so it works however the benchmark went away.
+async fn prune_deleted_benchmarks(benchmarks: Api<MemoryBenchmark>, metrics: Metrics) {
+    let mut ticks = tokio::time::interval(PRUNE_INTERVAL);
+    loop {
+        ticks.tick().await;
+        match benchmarks.list_metadata(&ListParams::default()).await {
+            Ok(list) => metrics.retain_benchmarks(list.items.iter().map(|b| {
+                (
+                    b.metadata.namespace.as_deref().unwrap_or_default(),
+                    b.metadata.name.as_deref().unwrap_or_default(),
+                )
+            })),
+            Err(e) => {
+                warn!(error = %e, "cannot list benchmarks to drop the series of deleted ones")
+            }
+        }
+    }
 }
