@@ -15,6 +15,7 @@ pub mod podspec;
 pub mod probes;
 pub mod process;
 pub mod status;
+pub mod volumes;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -57,6 +58,8 @@ pub struct AgentContext {
     pub state_dir: PathBuf,
     pub use_mount_namespace: bool,
     pub addresses: Mutex<PodAddresses>,
+    /// The API server's host and port, for containers with service-account credentials.
+    pub api_server: Option<(String, u16)>,
 }
 
 struct WorkerHandle {
@@ -84,9 +87,17 @@ fn kill_leftover_processes(state_dir: &std::path::Path) {
 
 /// Runs the agent until SIGTERM or Ctrl-C, then stops every pod process.
 pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
-    let client = Client::try_default()
+    let kube_config = kube::Config::infer()
         .await
-        .context("connecting to the API server (KUBECONFIG)")?;
+        .context("reading the API server's address and credentials (KUBECONFIG)")?;
+    // What containers get as KUBERNETES_SERVICE_HOST/PORT: the API server's own address, since
+    // nothing routes the `kubernetes` Service's ClusterIP here.
+    let api_server = kube_config
+        .cluster_url
+        .host()
+        .zip(kube_config.cluster_url.port_u16())
+        .map(|(host, port)| (host.trim_matches(['[', ']']).to_string(), port));
+    let client = Client::try_from(kube_config).context("connecting to the API server")?;
     let nodes = nodes::parse_node_pools(&config.node_pools)?;
     std::fs::create_dir_all(config.state_dir.join("pods"))
         .with_context(|| format!("creating {}", config.state_dir.display()))?;
@@ -95,11 +106,11 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
     let use_mount_namespace = process::mount_namespaces_work(&config.state_dir.join("scratch"));
     if use_mount_namespace {
         tracing::info!(
-            "termination messages: per-container bind mounts in private mount namespaces"
+            "termination messages and service-account credentials: bind mounts in private mount namespaces"
         );
     } else {
         tracing::warn!(
-            "mount namespaces unavailable: containers get {} instead of their terminationMessagePath",
+            "mount namespaces unavailable: containers get {} instead of their terminationMessagePath, and no service-account credentials",
             process::TERMINATION_MESSAGE_ENV
         );
     }
@@ -141,6 +152,7 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
         state_dir: config.state_dir.clone(),
         use_mount_namespace,
         addresses: Mutex::new(PodAddresses::default()),
+        api_server,
     });
 
     // One watch per node, narrowed by spec.nodeName like the kubelet's.

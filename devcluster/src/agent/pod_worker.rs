@@ -31,6 +31,7 @@ use super::process::{
     signal_group, tail_of_log,
 };
 use super::status::{ContainerRecord, Lifecycle, PodRecord, Termination, pod_status, status_patch};
+use super::volumes::{mounts_service_account, prepare_projected_volumes};
 
 /// What the dispatcher tells a worker.
 #[derive(Debug)]
@@ -535,6 +536,24 @@ impl PodWorker {
         self.start(i).await;
     }
 
+    /// The container's configuration cannot be built yet (a missing ConfigMap, a token the
+    /// API server refused): wait and retry, as the kubelet does.
+    async fn config_error(&mut self, i: usize, message: String) {
+        let slot = &mut self.slots[i];
+        slot.record.lifecycle = Lifecycle::Waiting {
+            reason: "CreateContainerConfigError".into(),
+            message: Some(message.clone()),
+        };
+        slot.retry_at = Some(Instant::now() + INITIAL_BACKOFF);
+        self.event(
+            EventType::Warning,
+            "Failed",
+            "Create",
+            format!("Error: {message}"),
+        )
+        .await;
+    }
+
     /// "Pulls" the image, builds the environment and command, and starts the process.
     async fn start(&mut self, i: usize) {
         let pod_ip = self
@@ -571,26 +590,32 @@ impl PodWorker {
         }
 
         let container = self.slots[i].spec.clone();
-        let env =
+        let mut env =
             match container_env(&self.ctx.client, &self.pod, &container, &pod_ip, NODE_IP).await {
                 Ok(env) => env,
-                Err(e) => {
-                    let slot = &mut self.slots[i];
-                    slot.record.lifecycle = Lifecycle::Waiting {
-                        reason: "CreateContainerConfigError".into(),
-                        message: Some(e.to_string()),
-                    };
-                    slot.retry_at = Some(Instant::now() + INITIAL_BACKOFF);
-                    self.event(
-                        EventType::Warning,
-                        "Failed",
-                        "Create",
-                        format!("Error: {e}"),
-                    )
-                    .await;
-                    return;
-                }
+                Err(e) => return self.config_error(i, e.to_string()).await,
             };
+        if mounts_service_account(&container)
+            && let Some((host, port)) = &self.ctx.api_server
+        {
+            env.entry("KUBERNETES_SERVICE_HOST".into())
+                .or_insert_with(|| host.clone());
+            env.entry("KUBERNETES_SERVICE_PORT".into())
+                .or_insert_with(|| port.to_string());
+        }
+        let volume_mounts = match prepare_projected_volumes(
+            &self.ctx.client,
+            &self.pod,
+            &container,
+            &self.dir,
+            &pod_ip,
+            NODE_IP,
+        )
+        .await
+        {
+            Ok(mounts) => mounts,
+            Err(e) => return self.config_error(i, e.to_string()).await,
+        };
         let command: Vec<String> = container
             .command
             .iter()
@@ -641,6 +666,7 @@ impl PodWorker {
                     .clone()
                     .unwrap_or_else(|| "/dev/termination-log".into()),
                 use_mount_namespace: self.ctx.use_mount_namespace,
+                volume_mounts: volume_mounts.clone(),
                 pid_file: slot.file(&self.dir, "pid"),
             };
             ContainerProcess::spawn(&launch)

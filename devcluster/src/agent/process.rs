@@ -19,6 +19,8 @@ use std::process::{ExitStatus, Stdio};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use super::volumes::VolumeMount;
+
 /// Kubernetes caps a container's termination message at 4096 bytes.
 pub const MAX_TERMINATION_MESSAGE_BYTES: usize = 4096;
 /// With `FallbackToLogsOnError`, the kubelet uses at most the last 80 lines / 2048 bytes of logs.
@@ -28,9 +30,10 @@ const MAX_FALLBACK_LOG_BYTES: usize = 2048;
 /// The environment variable naming the termination-message file when it cannot be mounted.
 pub const TERMINATION_MESSAGE_ENV: &str = "MEMBENCH_TERMINATION_MESSAGE_PATH";
 
-/// Binds a per-container file over the termination-message path inside a private mount
-/// namespace, then execs the program (same PID throughout: unshare and sh both exec).
-const MOUNT_SHIM: &str = r#"mount --bind "$1" "$2" || exit 128; shift 2; exec "$@""#;
+/// Inside a private mount namespace, binds each (source, target) pair before `--` (the
+/// termination-message file, projected volume directories), then execs the program after it
+/// (same PID throughout: unshare and sh both exec).
+const MOUNT_SHIM: &str = r#"while [ "$1" != "--" ]; do mount --bind "$1" "$2" || exit 128; shift 2; done; shift; exec "$@""#;
 
 /// Whether per-process mount namespaces with bind mounts work here (root, util-linux unshare).
 pub fn mount_namespaces_work(scratch: &Path) -> bool {
@@ -53,6 +56,7 @@ pub fn mount_namespaces_work(scratch: &Path) -> bool {
             ])
             .arg(&src)
             .arg(&dst)
+            .arg("--")
             .args(["/bin/sh", "-c", "echo probe > \"$0\""])
             .arg(&dst)
             .stdout(Stdio::null())
@@ -83,6 +87,9 @@ pub struct LaunchSpec {
     pub termination_path: String,
     /// Whether to use the mount-namespace shim (else the environment variable).
     pub use_mount_namespace: bool,
+    /// Directories bind-mounted into the private mount namespace (projected volumes); without
+    /// mount namespaces they are not mounted.
+    pub volume_mounts: Vec<VolumeMount>,
     /// Where the PID is recorded, so `hack/dev-cluster.sh down` can stop the process even if
     /// the agent is gone.
     pub pid_file: PathBuf,
@@ -114,7 +121,15 @@ impl ContainerProcess {
                 spec.termination_file.display().to_string(),
             );
         }
-        let mut command = if mount {
+        let volumes: Vec<&VolumeMount> = if spec.use_mount_namespace {
+            spec.volume_mounts
+                .iter()
+                .filter(|m| ensure_mount_directory(Path::new(&m.target)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut command = if mount || !volumes.is_empty() {
             let mut c = tokio::process::Command::new("unshare");
             c.args([
                 "--mount",
@@ -125,10 +140,14 @@ impl ContainerProcess {
                 "-c",
                 MOUNT_SHIM,
                 "membench-shim",
-            ])
-            .arg(&spec.termination_file)
-            .arg(&spec.termination_path)
-            .arg(&spec.program);
+            ]);
+            for volume in volumes {
+                c.arg(&volume.source).arg(&volume.target);
+            }
+            if mount {
+                c.arg(&spec.termination_file).arg(&spec.termination_path);
+            }
+            c.arg("--").arg(&spec.program);
             c
         } else {
             tokio::process::Command::new(&spec.program)
@@ -196,6 +215,12 @@ fn ensure_mount_point(path: &Path) -> bool {
         .append(true)
         .open(path)
         .is_ok()
+}
+
+/// Creates a missing mount point for a volume (an empty directory on the host, as a container
+/// runtime creates it in the container's root filesystem); false when it cannot.
+fn ensure_mount_directory(path: &Path) -> bool {
+    path.is_absolute() && (path.is_dir() || std::fs::create_dir_all(path).is_ok())
 }
 
 /// Exit code as Kubernetes reports it: the code, or 128 + the signal that killed the process.
