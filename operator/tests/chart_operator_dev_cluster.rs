@@ -1,0 +1,264 @@
+//! The operator as the chart deploys it, for real, on the dev cluster: `helm template` output
+//! applied with kubectl, the Deployment's pod (run by the node agent as the freshly built
+//! membench binary, with the in-cluster service-account credentials the kubelet would give it)
+//! becomes ready, runs a two-engine benchmark to Succeeded, and a real Prometheus scraping the
+//! pod's metrics port sees the results.
+//!
+//! The chart is rendered with `rbac.scope=namespace` into a test namespace of its own, so this
+//! operator acts only there, beside whatever other operators run on the shared dev cluster. Its
+//! metrics listen on the pod's own address (`--metrics-addr=$(POD_IP):8080`) rather than the
+//! chart's `0.0.0.0`, which on the node agent's shared network would take port 8080 for every
+//! pod on the machine.
+//!
+//! Needs the dev cluster (the node agent, `redis-server` 7.0.15, `valkey-server` 9.1.2), the
+//! dev cluster's helm (`hack/build-tools.sh helm`), `kubectl` and `prometheus`.
+
+mod observability;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{ListParams, LogParams, PostParams};
+use kube::{Api, ResourceExt};
+use membench::crd::{MemoryBenchmark, Phase};
+use membench_devcluster::wait::{TestNamespace, is_running_and_ready};
+use membench_devcluster::{DevCluster, EnsureOptions};
+
+use observability::prometheus::{Prometheus, series_with_data};
+use observability::{find_binary, helm, repo_root};
+
+const RELEASE: &str = "membench";
+
+/// Values for the dev cluster: an image the node agent maps to the built membench binary, a
+/// namespaced operator, and metrics on the pod address.
+const VALUES: &str = r#"
+image:
+  repository: ghcr.io/membench/membench
+  tag: dev
+rbac:
+  scope: namespace
+logFormat: text
+extraEnv:
+  - name: POD_IP
+    valueFrom:
+      fieldRef:
+        fieldPath: status.podIP
+extraArgs:
+  - --metrics-addr=$(POD_IP):8080
+"#;
+
+const BENCHMARK: &str = "
+apiVersion: membench.io/v1alpha1
+kind: MemoryBenchmark
+metadata:
+  name: two-engines
+spec:
+  instanceType: r8g.4xlarge
+  engines:
+    - engine: redis
+      version: 7.0.15
+    - engine: valkey
+      version: 9.1.2
+  workload:
+    sortedSet:
+      members: 50000
+      sampleEvery: 0
+  repetitions: 2
+  timeoutSeconds: 600
+";
+
+fn run(command: &mut Command) -> String {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{command:?} failed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The operator's pod, once it is Running and ready (its `/readyz` probe passes).
+async fn ready_operator_pod(pods: &Api<Pod>, timeout: Duration) -> anyhow::Result<Pod> {
+    let selector = format!(
+        "app.kubernetes.io/name=membench,app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator"
+    );
+    let deadline = Instant::now() + timeout;
+    loop {
+        let listed = pods.list(&ListParams::default().labels(&selector)).await?;
+        if let Some(pod) = listed.items.iter().find(|p| is_running_and_ready(p)) {
+            return Ok(pod.clone());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the operator pod was not ready within {timeout:?}: {:#?}",
+            listed.items.iter().map(|p| &p.status).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The end of the operator container's log (`kubectl logs`, served by the node agent).
+async fn operator_log(pods: &Api<Pod>, pod: &Pod) -> String {
+    let params = LogParams {
+        tail_lines: Some(40),
+        ..LogParams::default()
+    };
+    pods.logs(&pod.name_any(), &params)
+        .await
+        .unwrap_or_else(|e| format!("(no log: {e})"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_charts_operator_runs_a_benchmark_on_the_dev_cluster_and_prometheus_scrapes_it()
+-> anyhow::Result<()> {
+    if !DevCluster::is_dev_cluster() {
+        println!("SKIPPED: the chart's image runs only on the dev cluster's node agent");
+        return Ok(());
+    }
+    let Some(kubectl) = find_binary("MEMBENCH_KUBECTL", "kubectl", &[]) else {
+        println!("SKIPPED: no kubectl");
+        return Ok(());
+    };
+    let Some(helm) = helm() else {
+        println!("SKIPPED: no helm (hack/build-tools.sh helm)");
+        return Ok(());
+    };
+    let Some(prometheus_bin) = find_binary(
+        "MEMBENCH_PROMETHEUS",
+        "prometheus",
+        &["/usr/bin/prometheus"],
+    ) else {
+        println!("SKIPPED: no prometheus binary (Debian package `prometheus`)");
+        return Ok(());
+    };
+    let started = Instant::now();
+    let client = DevCluster::ensure().await?;
+    let kubeconfig = DevCluster::kubeconfig_with(&EnsureOptions::default()).await?;
+    let namespace = TestNamespace::create(&client, "chart-operator").await?;
+    let ns = namespace.name().to_string();
+
+    // The chart, rendered and applied for real (the CRD is already installed on the dev cluster;
+    // `helm template` leaves the chart's crds/ out).
+    let scratch = std::env::temp_dir().join(format!("membench-chart-operator-{ns}"));
+    std::fs::create_dir_all(&scratch)?;
+    let values = scratch.join("values.yaml");
+    std::fs::write(&values, VALUES)?;
+    let rendered = run(Command::new(&helm)
+        .args(["template", RELEASE])
+        .arg(repo_root().join("charts/membench"))
+        .args(["--namespace", &ns, "--values"])
+        .arg(&values));
+    let manifest = scratch.join("rendered.yaml");
+    std::fs::write(&manifest, &rendered)?;
+    run(Command::new(&kubectl)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["apply", "--server-side", "-f"])
+        .arg(&manifest));
+    let _ = std::fs::remove_dir_all(&scratch);
+
+    let pods = namespace.pods();
+    let operator = ready_operator_pod(&pods, Duration::from_secs(90)).await?;
+    let pod_ip = operator
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .expect("a ready pod has an address");
+    println!(
+        "operator pod {} ready at {pod_ip} after {:?}",
+        operator.name_any(),
+        started.elapsed()
+    );
+
+    let prometheus = Prometheus::start(&prometheus_bin, &format!("{pod_ip}:8080"));
+    prometheus.wait_ready().await;
+
+    let benchmarks: Api<MemoryBenchmark> = namespace.api();
+    let benchmark: MemoryBenchmark = serde_saphyr::from_str(BENCHMARK)?;
+    benchmarks
+        .create(&PostParams::default(), &benchmark)
+        .await?;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let done = loop {
+        let benchmark = benchmarks.get("two-engines").await?;
+        let phase = benchmark.status.as_ref().and_then(|s| s.phase);
+        if matches!(phase, Some(Phase::Succeeded | Phase::Failed)) {
+            break benchmark;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the benchmark did not finish in 300 s: {:#?}\noperator log:\n{}",
+            benchmark.status,
+            operator_log(&pods, &operator).await
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    let status = done.status.clone().unwrap();
+    assert_eq!(
+        status.phase,
+        Some(Phase::Succeeded),
+        "{status:#?}\noperator log:\n{}",
+        operator_log(&pods, &operator).await
+    );
+    let engines: Vec<&str> = status.engines.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(engines.len(), 2, "{status:#?}");
+    for engine in &status.engines {
+        let summary = engine
+            .summary
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: no summary in {status:#?}", engine.name));
+        assert!(
+            summary.bytes_per_item.median > 0.0,
+            "{}: {summary:?}",
+            engine.name
+        );
+    }
+    // This operator, and no other one on the shared cluster, ran it.
+    let log = pods
+        .logs(&operator.name_any(), &LogParams::default())
+        .await?;
+    assert!(
+        log.contains("two-engines"),
+        "the chart's operator never mentions the benchmark:\n{log}"
+    );
+    println!(
+        "benchmark Succeeded after {:?}: {engines:?}",
+        started.elapsed()
+    );
+
+    // Prometheus, scraping the pod, has both engines' results.
+    let expr = "membench_memory_per_item_median_bytes{benchmark=\"two-engines\"}";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let series = series_with_data(&prometheus.query(expr).await);
+        if series.len() == 2 {
+            for (labels, values) in &series {
+                assert_eq!(labels.get("namespace"), Some(&ns), "{labels:?}");
+                let engine = &status.engines.iter().find(|e| {
+                    labels.get("entry") == Some(&e.name)
+                        || labels.get("engine").is_some_and(|n| e.name.starts_with(n))
+                });
+                assert!(engine.is_some(), "{labels:?} is no engine of {engines:?}");
+                assert!(values[0] > 0.0, "{labels:?}: {values:?}");
+            }
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{expr}: {} series after 60 s ({series:?})\nPrometheus log:\n{}",
+            series.len(),
+            prometheus.log()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    println!(
+        "Prometheus scraped {pod_ip}:8080: both engines' results after {:?}",
+        started.elapsed()
+    );
+
+    drop(prometheus);
+    namespace.delete().await?;
+    Ok(())
+}
