@@ -69,7 +69,11 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
     let summary = engine.summary.as_ref();
     let measured = engine.repetitions.len() as u32;
     let note = match (engine.state.as_str(), summary) {
-        ("Succeeded", Some(s)) if s.unstable => Some("repetitions disagree".to_string()),
+        ("Succeeded", Some(s)) if s.unstable => Some(format!(
+            "repetitions disagree: bytes/item CV {:.1}%, items/s CV {:.1}%",
+            s.bytes_per_item.cv * 100.0,
+            s.ops_per_sec.cv * 100.0
+        )),
         ("Succeeded", _) => None,
         ("Failed", Some(_)) => Some(format!(
             "{} after {measured} of {requested} repetitions: {}",
