@@ -308,6 +308,12 @@ fn run_load(args: LoadArgs) -> ExitCode {
                 );
                 if format == OutputFormat::Table {
                     println!("{}", repetitions_table(&report).render(format));
+                    if let Some(growth) = membench::report::growth_table(&report) {
+                        println!(
+                            "used_memory during the load (repetition 1):\n{}",
+                            growth.to_text()
+                        );
+                    }
                 }
             }
             let rows = vec![ComparisonRow::from_report(&report, None)];

@@ -349,6 +349,28 @@ pub fn repetitions_table(report: &BenchmarkReport) -> Table {
     table
 }
 
+/// The growth curve of the first repetition: used_memory read during the load (the sorted
+/// set samples it every `sampleEvery` members). `None` when nothing was sampled.
+pub fn growth_table(report: &BenchmarkReport) -> Option<Table> {
+    let first = report.repetitions.first()?;
+    if first.samples.is_empty() {
+        return None;
+    }
+    let item = &report.workload.item;
+    let items_header = format!("{}s", capitalize(item));
+    let bytes_header = format!("Bytes per {item}");
+    let mut table = Table::new(&[items_header.as_str(), "used_memory", bytes_header.as_str()]);
+    for sample in &first.samples {
+        let added = sample.used_memory as f64 - first.baseline_used_memory as f64;
+        table.push(vec![
+            sample.items.to_string(),
+            format_bytes(sample.used_memory as f64),
+            format!("{:.2}", added / sample.items.max(1) as f64),
+        ]);
+    }
+    Some(table)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -372,3 +372,29 @@ fn the_example_specs_are_valid() {
         "expected quick.yaml and one spec per published benchmark, found {seen}"
     );
 }
+
+#[test]
+fn the_sorted_set_table_shows_the_growth_curve() {
+    let redis = common::start(EngineKind::Redis, &[]);
+    let output = membench(&[
+        "load",
+        "--addr",
+        &redis.address.socket_addr(),
+        "--workload",
+        "sorted-set",
+        "--members",
+        "30000",
+        "--sample-every",
+        "10000",
+        "--repetitions",
+        "1",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("used_memory during the load"), "{text}");
+    let curve: Vec<&str> = ["10000", "20000", "30000"]
+        .into_iter()
+        .filter(|n| text.lines().any(|l| l.trim_start().starts_with(n)))
+        .collect();
+    assert_eq!(curve.len(), 3, "{text}");
+}
