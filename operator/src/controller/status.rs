@@ -227,16 +227,17 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         Err(message) => {
             status.phase = Some(Phase::Failed);
             status.progress = None;
-            let generation = benchmark.metadata.generation;
+            let stamp = ConditionStamp {
+                generation: benchmark.metadata.generation,
+                now,
+            };
             for (type_, value) in [(READY, "False"), (PROGRESSING, "False"), (FAILED, "True")] {
-                set_condition(
+                stamp.set(
                     &mut status.conditions,
                     type_,
                     value,
                     reason::INVALID_SPEC,
                     &message,
-                    generation,
-                    now,
                 );
             }
             plan.status = status;
@@ -903,6 +904,34 @@ pub fn set_condition(
     }
 }
 
+/// What every condition written in one reconcile shares: the generation it describes and
+/// the time of a transition.
+struct ConditionStamp {
+    generation: Option<i64>,
+    now: Timestamp,
+}
+
+impl ConditionStamp {
+    fn set(
+        &self,
+        conditions: &mut Vec<Condition>,
+        type_: &str,
+        value: &str,
+        why: &str,
+        message: &str,
+    ) {
+        set_condition(
+            conditions,
+            type_,
+            value,
+            why,
+            message,
+            self.generation,
+            self.now,
+        );
+    }
+}
+
 /// Phase, progress, the best engine, changes against the first engine, and conditions, all
 /// derived from the engines' states.
 fn summarize(
@@ -942,7 +971,10 @@ fn summarize(
         .iter()
         .filter(|e| e.state == state::SUCCEEDED)
         .count() as u32;
-    let generation = benchmark.metadata.generation;
+    let stamp = ConditionStamp {
+        generation: benchmark.metadata.generation,
+        now,
+    };
     match current_engine(status) {
         None => {
             let all_succeeded = succeeded == n;
@@ -965,32 +997,26 @@ fn summarize(
             });
             if all_succeeded {
                 let message = format!("{n} of {n} engines measured");
-                set_condition(
+                stamp.set(
                     &mut status.conditions,
                     READY,
                     "True",
                     reason::COMPLETED,
                     &message,
-                    generation,
-                    now,
                 );
-                set_condition(
+                stamp.set(
                     &mut status.conditions,
                     PROGRESSING,
                     "False",
                     reason::COMPLETED,
                     &message,
-                    generation,
-                    now,
                 );
-                set_condition(
+                stamp.set(
                     &mut status.conditions,
                     FAILED,
                     "False",
                     reason::NO_FAILURE,
                     "",
-                    generation,
-                    now,
                 );
             } else {
                 let failures: Vec<&EngineStatus> = status
@@ -1018,33 +1044,9 @@ fn summarize(
                         .collect::<Vec<_>>()
                         .join("; ")
                 );
-                set_condition(
-                    &mut status.conditions,
-                    READY,
-                    "False",
-                    &why,
-                    &message,
-                    generation,
-                    now,
-                );
-                set_condition(
-                    &mut status.conditions,
-                    PROGRESSING,
-                    "False",
-                    &why,
-                    &message,
-                    generation,
-                    now,
-                );
-                set_condition(
-                    &mut status.conditions,
-                    FAILED,
-                    "True",
-                    &why,
-                    &message,
-                    generation,
-                    now,
-                );
+                stamp.set(&mut status.conditions, READY, "False", &why, &message);
+                stamp.set(&mut status.conditions, PROGRESSING, "False", &why, &message);
+                stamp.set(&mut status.conditions, FAILED, "True", &why, &message);
             }
         }
         Some(index) => {
@@ -1072,32 +1074,20 @@ fn summarize(
                 None => format!("engine {}/{n} ({}){node}", index + 1, engine.name),
             };
             status.progress = Some(progress);
-            set_condition(
+            stamp.set(
                 &mut status.conditions,
                 READY,
                 "False",
                 reason::IN_PROGRESS,
                 &format!("{succeeded} of {n} engines measured"),
-                generation,
-                now,
             );
-            set_condition(
-                &mut status.conditions,
-                PROGRESSING,
-                "True",
-                &why,
-                &message,
-                generation,
-                now,
-            );
-            set_condition(
+            stamp.set(&mut status.conditions, PROGRESSING, "True", &why, &message);
+            stamp.set(
                 &mut status.conditions,
                 FAILED,
                 "False",
                 reason::NO_FAILURE,
                 "",
-                generation,
-                now,
             );
         }
     }
