@@ -192,53 +192,30 @@ fn the_table_reads_like_the_published_ones() {
 }
 
 #[test]
-fn a_missing_workload_size_names_the_flag_and_exits_2() {
-    let output = membench(&["load", "--addr", "127.0.0.1:1", "--workload", "sorted-set"]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("--members"), "{}", stderr(&output));
-    let output = membench(&[
-        "load",
-        "--addr",
-        "127.0.0.1:1",
-        "--workload",
-        "strings",
-        "--keys",
-        "5",
-        "--members",
-        "3",
-    ]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("--members does not apply"),
-        "{}",
-        stderr(&output)
-    );
-    let output = membench(&[
-        "load",
-        "--addr",
-        "nowhere",
-        "--workload",
-        "strings",
-        "--keys",
-        "5",
-    ]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("HOST:PORT"), "{}", stderr(&output));
-    let output = membench(&[
-        "load",
-        "--addr",
-        "127.0.0.1:1",
-        "--workload",
-        "zset",
-        "--members",
-        "5",
-    ]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("sorted-set"),
-        "{}",
-        stderr(&output)
-    );
+fn bad_flags_are_named_and_exit_2() {
+    let cases: [(&str, &str); 4] = [
+        ("--addr 127.0.0.1:1 --workload sorted-set", "--members"),
+        (
+            "--addr 127.0.0.1:1 --workload strings --keys 5 --members 3",
+            "--members does not apply",
+        ),
+        ("--addr nowhere --workload strings --keys 5", "HOST:PORT"),
+        (
+            "--addr 127.0.0.1:1 --workload zset --members 5",
+            "sorted-set",
+        ),
+    ];
+    for (flags, expected) in cases {
+        let mut args = vec!["load"];
+        args.extend(flags.split(' '));
+        let output = membench(&args);
+        assert_eq!(output.status.code(), Some(2), "{flags}");
+        assert!(
+            stderr(&output).contains(expected),
+            "{flags}: {}",
+            stderr(&output)
+        );
+    }
 }
 
 #[test]
