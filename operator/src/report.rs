@@ -237,6 +237,16 @@ impl ComparisonRow {
     }
 }
 
+impl ComparisonRow {
+    /// Whether the entry carries the name a spec gives by default, `<engine>-<version>`, where
+    /// the spec's version may be a prefix of the reported one (`redis-7.0` for 7.0.15).
+    pub fn has_default_name(&self) -> bool {
+        self.name
+            .strip_prefix(&format!("{}-", self.engine))
+            .is_some_and(|v| self.version == v || self.version.starts_with(&format!("{v}.")))
+    }
+}
+
 /// Fills in each row's change of bytes per item against the first row.
 pub fn compute_changes(rows: &mut [ComparisonRow]) {
     let Some(first) = rows.first().and_then(|r| r.bytes_per_item) else {
@@ -256,9 +266,7 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let rate_header = format!("Median {}", rate_label(kind));
     let with_instance = rows.iter().any(|r| r.instance_type.is_some());
     // Entries named in the spec (the same engine twice, say) need their names to be told apart.
-    let with_name = rows
-        .iter()
-        .any(|r| r.name != format!("{}-{}", r.engine, r.version));
+    let with_name = rows.iter().any(|r| !r.has_default_name());
     let mut headers = if with_name { vec!["Name"] } else { Vec::new() };
     headers.extend(["Engine", "Version", "Allocator"]);
     if with_instance {
@@ -407,6 +415,12 @@ mod tests {
         let mut rows = vec![row(Some(100.0)), row(Some(75.0)), row(None)];
         compute_changes(&mut rows);
         assert_eq!(rows[0].change_vs_first_percent, Some(0.0));
+        assert!(rows[0].has_default_name());
+        let mut short = rows[0].clone();
+        (short.name, short.version) = ("redis-7.0".into(), "7.0.15".into());
+        assert!(short.has_default_name());
+        short.name = "redis-custom".into();
+        assert!(!short.has_default_name());
         assert_eq!(rows[1].change_vs_first_percent, Some(-25.0));
         assert_eq!(rows[2].change_vs_first_percent, None);
         let table = comparison_table(&rows);
