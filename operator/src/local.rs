@@ -510,12 +510,10 @@ pub fn run_benchmark(
         .iter()
         .map(|r| r.summary.as_ref().map(|s| s.bytes_per_item.median))
         .collect();
+    let first = medians.first().copied().flatten();
     let change_vs_first_percent = medians
         .iter()
-        .map(|m| match (medians.first().copied().flatten(), m) {
-            (Some(first), Some(m)) => Some((m / first - 1.0) * 100.0),
-            _ => None,
-        })
+        .map(|m| crate::report::change_percent(*m, first))
         .collect();
     Ok(LocalComparison {
         benchmark: benchmark.metadata.name.clone().unwrap_or_default(),

@@ -247,13 +247,20 @@ impl ComparisonRow {
     }
 }
 
+/// `value` relative to `first`, in percent (negative: smaller). `None` when either is missing
+/// or `first` is not positive, where a ratio means nothing.
+pub fn change_percent(value: Option<f64>, first: Option<f64>) -> Option<f64> {
+    match (value, first) {
+        (Some(value), Some(first)) if first > 0.0 => Some((value / first - 1.0) * 100.0),
+        _ => None,
+    }
+}
+
 /// Fills in each row's change of bytes per item against the first row.
 pub fn compute_changes(rows: &mut [ComparisonRow]) {
-    let Some(first) = rows.first().and_then(|r| r.bytes_per_item) else {
-        return;
-    };
+    let first = rows.first().and_then(|r| r.bytes_per_item);
     for row in rows.iter_mut() {
-        row.change_vs_first_percent = row.bytes_per_item.map(|b| (b / first - 1.0) * 100.0);
+        row.change_vs_first_percent = change_percent(row.bytes_per_item, first);
     }
 }
 

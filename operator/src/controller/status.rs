@@ -949,10 +949,8 @@ fn summarize(
         .and_then(|e| e.summary.as_ref())
         .map(|s| s.bytes_per_item.median);
     for engine in &mut status.engines {
-        engine.change_vs_first_percent = match (first, engine.summary.as_ref()) {
-            (Some(f), Some(s)) if f > 0.0 => Some((s.bytes_per_item.median / f - 1.0) * 100.0),
-            _ => None,
-        };
+        let median = engine.summary.as_ref().map(|s| s.bytes_per_item.median);
+        engine.change_vs_first_percent = crate::report::change_percent(median, first);
     }
     let best = status
         .engines
