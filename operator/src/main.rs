@@ -165,6 +165,13 @@ pub struct MeasurementArgs {
     /// Seconds to wait after each load before a second memory reading (0: none).
     #[arg(long, default_value_t = 0)]
     settle_seconds: u32,
+    #[command(flatten)]
+    stability: StabilityArgs,
+}
+
+/// When repetitions count as disagreeing, for the commands that summarize them.
+#[derive(Args, Clone, Debug)]
+struct StabilityArgs {
     /// Flag results as unstable when bytes per item vary more than this (coefficient of
     /// variation).
     #[arg(long, default_value_t = StabilityThresholds::default().bytes_per_item_cv)]
@@ -174,16 +181,22 @@ pub struct MeasurementArgs {
     max_rate_cv: f64,
 }
 
+impl StabilityArgs {
+    fn thresholds(&self) -> StabilityThresholds {
+        StabilityThresholds {
+            bytes_per_item_cv: self.max_memory_cv,
+            ops_per_sec_cv: self.max_rate_cv,
+        }
+    }
+}
+
 impl MeasurementArgs {
     fn options(&self) -> LoadOptions {
         LoadOptions {
             pipeline: self.pipeline,
             repetitions: self.repetitions,
             settle_seconds: self.settle_seconds,
-            thresholds: StabilityThresholds {
-                bytes_per_item_cv: self.max_memory_cv,
-                ops_per_sec_cv: self.max_rate_cv,
-            },
+            thresholds: self.stability.thresholds(),
             ..LoadOptions::default()
         }
     }
@@ -336,13 +349,8 @@ struct RunArgs {
     /// How to print the comparison.
     #[arg(long, value_enum, default_value = "table")]
     output: OutputFormat,
-    /// Flag results as unstable when bytes per item vary more than this (coefficient of
-    /// variation).
-    #[arg(long, default_value_t = StabilityThresholds::default().bytes_per_item_cv)]
-    max_memory_cv: f64,
-    /// Flag results as unstable when items/s vary more than this (coefficient of variation).
-    #[arg(long, default_value_t = StabilityThresholds::default().ops_per_sec_cv)]
-    max_rate_cv: f64,
+    #[command(flatten)]
+    stability: StabilityArgs,
 }
 
 fn run_local(args: RunArgs) -> ExitCode {
@@ -350,10 +358,7 @@ fn run_local(args: RunArgs) -> ExitCode {
         Ok(b) => b,
         Err(message) => return usage_error(&message),
     };
-    let thresholds = StabilityThresholds {
-        bytes_per_item_cv: args.max_memory_cv,
-        ops_per_sec_cv: args.max_rate_cv,
-    };
+    let thresholds = args.stability.thresholds();
     let mut failed = false;
     let mut comparisons = Vec::new();
     for benchmark in &benchmarks {

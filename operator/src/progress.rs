@@ -10,7 +10,6 @@ const UPDATE_EVERY: u64 = 1 << 16;
 
 pub struct ProgressReporter {
     bar: ProgressBar,
-    label: String,
     repetition: u32,
     last_drawn: u64,
 }
@@ -28,7 +27,6 @@ impl ProgressReporter {
         bar.set_prefix(label.to_string());
         Self {
             bar,
-            label: label.to_string(),
             repetition: 0,
             last_drawn: 0,
         }
@@ -52,8 +50,7 @@ impl ProgressReporter {
 
     /// Starts over for the next engine.
     pub fn relabel(&mut self, label: &str) {
-        self.label = label.to_string();
-        self.bar.set_prefix(self.label.clone());
+        self.bar.set_prefix(label.to_string());
         self.repetition = 0;
     }
 

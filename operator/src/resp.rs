@@ -99,7 +99,8 @@ fn format_decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     &buf[at..]
 }
 
-fn push_decimal(out: &mut Vec<u8>, n: u64) {
+/// Appends `n` in decimal, without formatting machinery (it runs once per command).
+pub(crate) fn push_decimal(out: &mut Vec<u8>, n: u64) {
     let mut digits = [0u8; 20];
     out.extend_from_slice(format_decimal(n, &mut digits));
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::crd::{RecordLayout, WorkloadSpec, default_seed};
 use crate::engine::ControlConnection;
 use crate::error::BenchError;
-use crate::resp::CommandBuffer;
+use crate::resp::{CommandBuffer, push_decimal};
 
 /// Key names of the string workloads: `key:` and a 12-digit zero-padded number, as
 /// redis-benchmark and valkey-benchmark name `key:__rand_int__`.
@@ -519,11 +519,6 @@ impl CommandEncoder {
             },
         }
     }
-}
-
-fn push_decimal(out: &mut Vec<u8>, n: u64) {
-    use std::io::Write;
-    let _ = write!(out, "{n}");
 }
 
 /// The value of a record's field: the published example's kinds of values (a name, an age, a
