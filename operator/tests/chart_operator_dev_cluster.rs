@@ -19,14 +19,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{ListParams, LogParams, PostParams};
+use kube::api::{ListParams, LogParams};
 use kube::{Api, ResourceExt};
 use membench::crd::{MemoryBenchmark, Phase};
 use membench_devcluster::wait::{TestNamespace, is_running_and_ready};
 use membench_devcluster::{DevCluster, EnsureOptions};
 
 use observability::prometheus::{Prometheus, series_with_data};
-use observability::{find_binary, helm, repo_root};
+use observability::{find_binary, helm, repo_root, run_until_finished};
 
 const RELEASE: &str = "membench";
 
@@ -176,24 +176,12 @@ async fn the_charts_operator_runs_a_benchmark_on_the_dev_cluster_and_prometheus_
     prometheus.wait_ready().await;
 
     let benchmarks: Api<MemoryBenchmark> = namespace.api();
-    let benchmark: MemoryBenchmark = serde_saphyr::from_str(BENCHMARK)?;
-    benchmarks
-        .create(&PostParams::default(), &benchmark)
-        .await?;
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let done = loop {
-        let benchmark = benchmarks.get("two-engines").await?;
-        let phase = benchmark.status.as_ref().and_then(|s| s.phase);
-        if matches!(phase, Some(Phase::Succeeded | Phase::Failed)) {
-            break benchmark;
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the benchmark did not finish in 300 s: {:#?}\noperator log:\n{}",
-            benchmark.status,
+    let done = match run_until_finished(&benchmarks, BENCHMARK, Duration::from_secs(300)).await {
+        Ok(done) => done,
+        Err(e) => anyhow::bail!(
+            "{e:#}\noperator log:\n{}",
             operator_log(&pods, &operator).await
-        );
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        ),
     };
     let status = done.status.clone().unwrap();
     assert_eq!(

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use membench::controller::{self, Scope, Settings};
 use membench::crd::{MemoryBenchmark, Phase};
@@ -22,8 +22,8 @@ use membench::metrics::{self, Metrics};
 use membench_devcluster::DevCluster;
 use membench_devcluster::wait::TestNamespace;
 
-use observability::find_binary;
 use observability::prometheus::{Prometheus, check_every_dashboard_query, series_with_data};
+use observability::{find_binary, run_until_finished};
 
 /// The image the node agent runs as the freshly built membench binary.
 const CLIENT_IMAGE: &str = "ghcr.io/membench/membench:dev";
@@ -135,24 +135,7 @@ async fn every_dashboard_panel_shows_a_benchmark_the_operator_ran() -> anyhow::R
     let started = Instant::now();
 
     let benchmarks: Api<MemoryBenchmark> = namespace.api();
-    let benchmark: MemoryBenchmark = serde_saphyr::from_str(BENCHMARK)?;
-    benchmarks
-        .create(&PostParams::default(), &benchmark)
-        .await?;
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let done = loop {
-        let benchmark = benchmarks.get("dashboards").await?;
-        let phase = benchmark.status.as_ref().and_then(|s| s.phase);
-        if matches!(phase, Some(Phase::Succeeded | Phase::Failed)) {
-            break benchmark;
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the benchmark did not finish in 300 s: {:#?}",
-            benchmark.status
-        );
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    };
+    let done = run_until_finished(&benchmarks, BENCHMARK, Duration::from_secs(300)).await?;
     let status = done.status.clone().unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
 

@@ -10,6 +10,35 @@ use membench::crd::MemoryBenchmark;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// Creates the MemoryBenchmark `yaml` describes and waits until it has finished (Succeeded or
+/// Failed), returning it; an error with its status when `timeout` passes first.
+pub async fn run_until_finished(
+    benchmarks: &kube::Api<MemoryBenchmark>,
+    yaml: &str,
+    timeout: std::time::Duration,
+) -> anyhow::Result<MemoryBenchmark> {
+    use membench::crd::Phase;
+    let benchmark: MemoryBenchmark = serde_saphyr::from_str(yaml)?;
+    let name = benchmark.metadata.name.clone().unwrap_or_default();
+    benchmarks
+        .create(&kube::api::PostParams::default(), &benchmark)
+        .await?;
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let benchmark = benchmarks.get(&name).await?;
+        let phase = benchmark.status.as_ref().and_then(|s| s.phase);
+        if matches!(phase, Some(Phase::Succeeded | Phase::Failed)) {
+            return Ok(benchmark);
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "{name} did not finish in {timeout:?}: {:#?}",
+            benchmark.status
+        );
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}
+
 /// The workload label of the finished sorted-set fixture.
 pub const SORTED_SET_WORKLOAD: &str = "sorted-set 1000 members";
 
