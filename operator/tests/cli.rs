@@ -247,10 +247,15 @@ fn out_of_memory_exits_non_zero_and_prints_no_unverified_figure() {
     assert!(json.get("summary").is_none());
 }
 
-fn write_spec(name: &str, body: &str) -> std::path::PathBuf {
+/// Writes a MemoryBenchmark named `name` whose spec is `spec` (YAML lines indented by two) to a
+/// temporary file.
+fn write_spec(name: &str, spec: &str) -> std::path::PathBuf {
     let path =
         std::env::temp_dir().join(format!("membench-cli-{}-{name}.yaml", std::process::id()));
-    std::fs::write(&path, body).unwrap();
+    let yaml = format!(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: {name}}}\nspec:\n{spec}"
+    );
+    std::fs::write(&path, yaml).unwrap();
     path
 }
 
@@ -258,7 +263,7 @@ fn write_spec(name: &str, body: &str) -> std::path::PathBuf {
 fn run_compares_engines_started_locally_one_at_a_time() {
     let spec = write_spec(
         "compare",
-        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: compare}\nspec:\n  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0\"}\n    - {engine: valkey, version: \"9.1\"}\n  workload: {sortedSet: {members: 100000, sampleEvery: 0}}\n  repetitions: 2\n",
+        "  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0\"}\n    - {engine: valkey, version: \"9.1\"}\n  workload: {sortedSet: {members: 100000, sampleEvery: 0}}\n  repetitions: 2\n",
     );
     let output = membench(&["run", spec.to_str().unwrap(), "--output", "json"]);
     assert!(output.status.success(), "{}", stderr(&output));
@@ -288,7 +293,7 @@ fn run_compares_engines_started_locally_one_at_a_time() {
 fn run_names_a_missing_engine_program_and_how_to_install_it() {
     let spec = write_spec(
         "dragonfly",
-        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: df}\nspec:\n  instanceType: x\n  engines:\n    - {engine: redis, version: \"7.0\"}\n    - {engine: dragonfly, version: \"1.34.1\", binary: /nonexistent/dragonfly}\n  workload: {strings: {keys: 10}}\n",
+        "  instanceType: x\n  engines:\n    - {engine: redis, version: \"7.0\"}\n    - {engine: dragonfly, version: \"1.34.1\", binary: /nonexistent/dragonfly}\n  workload: {strings: {keys: 10}}\n",
     );
     let output = membench(&["run", spec.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1));
@@ -307,7 +312,7 @@ fn run_names_a_missing_engine_program_and_how_to_install_it() {
 fn run_refuses_a_version_the_local_program_is_not() {
     let spec = write_spec(
         "version",
-        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: v}\nspec:\n  instanceType: x\n  engines:\n    - {engine: redis, version: \"8.6.7\"}\n  workload: {strings: {keys: 10}}\n",
+        "  instanceType: x\n  engines:\n    - {engine: redis, version: \"8.6.7\"}\n  workload: {strings: {keys: 10}}\n",
     );
     let output = membench(&["run", spec.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1));
@@ -322,7 +327,7 @@ fn run_refuses_a_version_the_local_program_is_not() {
 fn run_rejects_an_invalid_spec_naming_the_field() {
     let spec = write_spec(
         "invalid",
-        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: bad}\nspec:\n  instanceType: x\n  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {sortedSet: {members: 10}, strings: {keys: 10}}\n",
+        "  instanceType: x\n  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {sortedSet: {members: 10}, strings: {keys: 10}}\n",
     );
     let output = membench(&["run", spec.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
