@@ -136,13 +136,13 @@ impl Drop for TestCluster {
 #[test]
 fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restricted_pod() {
     let Some(kubectl) = find_binary("MEMBENCH_KUBECTL", "kubectl", &[]) else {
-        println!("SKIPPED: no kubectl");
+        observability::skip("no kubectl");
         return;
     };
     let cluster = match TestCluster::start(kubectl) {
         Ok(cluster) => cluster,
         Err(why) => {
-            println!("SKIPPED: no dev cluster: {why}");
+            observability::skip(&format!("no dev cluster: {why}"));
             return;
         }
     };
@@ -283,7 +283,7 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
 
     // The chart's other shape (namespace scope, NetworkPolicy) is valid on the server too.
     let Some(helm) = observability::helm() else {
-        println!("SKIPPED (namespace scope only): no helm");
+        observability::skip("no helm (namespace scope only)");
         return;
     };
     let rendered = Command::new(helm)

@@ -19,7 +19,7 @@ macro_rules! helm_or_skip {
         match helm() {
             Some(helm) => helm,
             None => {
-                println!("SKIPPED: no helm (run hack/build-tools.sh helm, or set MEMBENCH_HELM)");
+                observability::skip("no helm (run hack/build-tools.sh helm, or set MEMBENCH_HELM)");
                 return;
             }
         }

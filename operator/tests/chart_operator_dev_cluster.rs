@@ -118,11 +118,11 @@ async fn the_charts_operator_runs_a_benchmark_on_the_dev_cluster_and_prometheus_
         return Ok(());
     }
     let Some(kubectl) = find_binary("MEMBENCH_KUBECTL", "kubectl", &[]) else {
-        println!("SKIPPED: no kubectl");
+        observability::skip("no kubectl");
         return Ok(());
     };
     let Some(helm) = helm() else {
-        println!("SKIPPED: no helm (hack/build-tools.sh helm)");
+        observability::skip("no helm (hack/build-tools.sh helm)");
         return Ok(());
     };
     let Some(prometheus_bin) = find_binary(
@@ -130,7 +130,7 @@ async fn the_charts_operator_runs_a_benchmark_on_the_dev_cluster_and_prometheus_
         "prometheus",
         &["/usr/bin/prometheus"],
     ) else {
-        println!("SKIPPED: no prometheus binary (Debian package `prometheus`)");
+        observability::skip("no prometheus binary (Debian package `prometheus`)");
         return Ok(());
     };
     let started = Instant::now();

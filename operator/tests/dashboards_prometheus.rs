@@ -3,7 +3,7 @@
 //! real Prometheus that scrapes a real membench metrics endpoint.
 //!
 //! The Prometheus test needs the `prometheus` binary (Debian package `prometheus`); set
-//! `MEMBENCH_PROMETHEUS` to use another one. Without it the test says so and skips.
+//! `MEMBENCH_PROMETHEUS` to use another one. Without it the test says so and skips (and fails under CI, which installs it).
 
 mod observability;
 
@@ -191,8 +191,8 @@ async fn every_dashboard_query_returns_data_from_a_real_prometheus_scraping_memb
         "prometheus",
         &["/usr/bin/prometheus"],
     ) else {
-        println!(
-            "SKIPPED: no prometheus binary (install the Debian package `prometheus` or set MEMBENCH_PROMETHEUS)"
+        observability::skip(
+            "no prometheus binary (install the Debian package `prometheus` or set MEMBENCH_PROMETHEUS)",
         );
         return;
     };

@@ -10,6 +10,17 @@ use membench::crd::MemoryBenchmark;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// Says why a test does not run here and lets it return. Under CI (`CI` set), where
+/// `.ci/run` installs every tool these tests need, a skip is a failure instead: a test that
+/// silently checks nothing must not pass there.
+pub fn skip(why: &str) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must run this test, but: {why}"
+    );
+    println!("SKIPPED: {why}");
+}
+
 /// Creates the MemoryBenchmark `yaml` describes and waits until it has finished (Succeeded or
 /// Failed), returning it; an error with its status when `timeout` passes first.
 pub async fn run_until_finished(
