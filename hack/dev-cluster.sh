@@ -217,7 +217,9 @@ node_agent_bin() {
     return
   fi
   log "building membench-node-agent"
-  (cd "$root" && cargo build --quiet -p membench-devcluster --bin membench-node-agent) >&2
+  # The whole workspace, as hack/test.sh and the README build it: building one package alone
+  # resolves other crate features and recompiles kube and its dependencies a second time.
+  (cd "$root" && cargo build --quiet --workspace --bins) >&2
   echo "${CARGO_TARGET_DIR:-$root/target}/debug/membench-node-agent"
 }
 
