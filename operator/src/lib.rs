@@ -18,6 +18,7 @@ pub mod report;
 pub mod resp;
 pub mod stats;
 pub mod status_report;
+pub mod validation;
 pub mod workload;
 
 use kube::CustomResourceExt;

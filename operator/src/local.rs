@@ -61,7 +61,7 @@ pub fn parse_specs(text: &str) -> Result<Vec<MemoryBenchmark>, String> {
                     "unknown field {unknown}: check its spelling (`kubectl explain memorybenchmark.spec` lists the fields)"
                 ));
             }
-            validate_spec(&benchmark)?;
+            crate::validation::validate_spec(&benchmark)?;
             Ok(benchmark)
         };
         specs.push(check().map_err(|e| format!("{which}{e}"))?);
@@ -123,51 +123,6 @@ fn is_empty(v: &Value) -> bool {
         Value::Object(o) => o.is_empty(),
         _ => false,
     }
-}
-
-/// The schema's limits and CEL rules, checked locally with the same wording.
-pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
-    let spec = &benchmark.spec;
-    let limit = |field: &str, value: u64, min: u64, max: u64| {
-        if value < min || value > max {
-            Err(format!(
-                "spec.{field} is {value}: it must be between {min} and {max}"
-            ))
-        } else {
-            Ok(())
-        }
-    };
-    if spec.engines.is_empty() {
-        return Err(
-            "spec.engines is empty: name at least one engine (redis, valkey or dragonfly)".into(),
-        );
-    }
-    limit("repetitions", spec.repetitions.into(), 1, 100)?;
-    limit("pipeline", spec.pipeline.into(), 1, 100_000)?;
-    limit("settleSeconds", spec.settle_seconds.into(), 0, 3600)?;
-    let mut names = std::collections::BTreeSet::new();
-    for (i, engine) in spec.engines.iter().enumerate() {
-        let valid_version = !engine.version.is_empty()
-            && engine.version.split('.').count() <= 3
-            && engine
-                .version
-                .split('.')
-                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-        if !valid_version {
-            return Err(format!(
-                "spec.engines[{i}].version '{}' is not a version like 7.0.15 or 9.1",
-                engine.version
-            ));
-        }
-        if !names.insert(engine.display_name()) {
-            return Err(format!(
-                "spec.engines[{i}] is a second '{}': give entries with the same engine and version a different engines[].name",
-                engine.display_name()
-            ));
-        }
-    }
-    Workload::from_spec(&spec.workload).map_err(|e| e.to_string())?;
-    Ok(())
 }
 
 /// How to install each engine, for the error when its program is missing.

@@ -2,15 +2,19 @@
 //! the requested hardware, one engine at a time, with the results in the status.
 //!
 //! Each reconciliation lists the benchmark's pods, reads the progress of the engine under
-//! load, and hands both to the pure [`status::plan`], which decides the new status and which
+//! load, and hands both to the pure [`plan::plan`], which decides the new status and which
 //! pods to create and delete. This module only carries that decision out: pods are created
 //! first, then the status is written (server-side apply, only when it changed), then events are
-//! published and finished pods deleted. `pods` builds the pods, `validate` checks the spec.
+//! published and finished pods deleted. `pods` builds the pods; `crate::validation` checks the spec.
 
+pub mod conditions;
+pub mod events;
+mod lifecycle;
+pub mod plan;
 pub mod pods;
 pub mod progress;
-pub mod status;
-pub mod validate;
+pub mod results;
+pub mod summary;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,9 +33,10 @@ use tracing::{info, instrument, warn};
 use crate::crd::MemoryBenchmark;
 use crate::metrics::Metrics;
 
+use self::events::transitions;
+pub use self::plan::Settings;
+use self::plan::{Observation, probe_target};
 use self::progress::ProgressReadings;
-pub use self::status::Settings;
-use self::status::{Observation, probe_target, transitions};
 
 /// The field manager of everything the operator writes.
 pub const FIELD_MANAGER: &str = "membench-operator";
@@ -128,7 +133,7 @@ pub async fn reconcile(
         now: Timestamp::now(),
         load,
     };
-    let plan = status::plan(&observation, &ctx.settings);
+    let plan = plan::plan(&observation, &ctx.settings);
 
     for pod in &plan.create {
         let pod_name = pod.name_any();

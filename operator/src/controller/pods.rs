@@ -18,7 +18,7 @@ use kube::{Resource, ResourceExt};
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark, RecordLayout};
 use crate::workload::Workload;
 
-use super::validate::mebibytes;
+use crate::validation::mebibytes;
 
 pub const LABEL_NAME: &str = "app.kubernetes.io/name";
 pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use redis::IntoConnectionInfo;
 
-use super::status::{LoadProbe, ProbeTarget};
+use super::plan::{LoadProbe, ProbeTarget};
 
 /// Readings are reused for this long, so watch events in between do not hit the engine (and a
 /// status written with a new reading does not trigger a new reading).

@@ -1,6 +1,7 @@
-//! What the operator checks in a spec before it creates anything, beyond what the CRD schema
-//! and its CEL rules already enforce: the same checks as the local runner, plus the limits that
-//! only matter in a cluster (label-sized names, memory quantities). Pure and I/O-free.
+//! Spec validation, shared by the local runner and the operator. [`validate_spec`] checks the
+//! schema's limits and CEL rules with the same wording (a local run has no API server to do
+//! it); [`validate`] adds what only matters in a cluster (label-sized names, memory quantities)
+//! and works out each engine's pod memory. Pure and I/O-free.
 
 use crate::crd::{EngineKind, MemoryBenchmark, RecordLayout};
 use crate::workload::Workload;
@@ -25,7 +26,7 @@ pub fn validate(benchmark: &MemoryBenchmark) -> Result<ValidSpec, String> {
             name.len()
         ));
     }
-    crate::local::validate_spec(benchmark)?;
+    validate_spec(benchmark)?;
     let workload = Workload::from_spec(&benchmark.spec.workload).map_err(|e| e.to_string())?;
     let engine_memory = benchmark
         .spec
@@ -53,6 +54,51 @@ pub fn validate(benchmark: &MemoryBenchmark) -> Result<ValidSpec, String> {
         workload,
         engine_memory,
     })
+}
+
+/// The schema's limits and CEL rules, checked locally with the same wording.
+pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
+    let spec = &benchmark.spec;
+    let limit = |field: &str, value: u64, min: u64, max: u64| {
+        if value < min || value > max {
+            Err(format!(
+                "spec.{field} is {value}: it must be between {min} and {max}"
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    if spec.engines.is_empty() {
+        return Err(
+            "spec.engines is empty: name at least one engine (redis, valkey or dragonfly)".into(),
+        );
+    }
+    limit("repetitions", spec.repetitions.into(), 1, 100)?;
+    limit("pipeline", spec.pipeline.into(), 1, 100_000)?;
+    limit("settleSeconds", spec.settle_seconds.into(), 0, 3600)?;
+    let mut names = std::collections::BTreeSet::new();
+    for (i, engine) in spec.engines.iter().enumerate() {
+        let valid_version = !engine.version.is_empty()
+            && engine.version.split('.').count() <= 3
+            && engine
+                .version
+                .split('.')
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        if !valid_version {
+            return Err(format!(
+                "spec.engines[{i}].version '{}' is not a version like 7.0.15 or 9.1",
+                engine.version
+            ));
+        }
+        if !names.insert(engine.display_name()) {
+            return Err(format!(
+                "spec.engines[{i}] is a second '{}': give entries with the same engine and version a different engines[].name",
+                engine.display_name()
+            ));
+        }
+    }
+    Workload::from_spec(&spec.workload).map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 /// Bytes of a Kubernetes memory quantity (`512Mi`, `16Gi`, `2G`, `1e9`, `1000000`).

@@ -13,6 +13,8 @@ use kube::ResourceExt;
 
 use super::*;
 use crate::client_result::ClientResult;
+use crate::controller::conditions::{FAILED, PROGRESSING, READY, reason, state};
+use crate::controller::events::transitions;
 use crate::crd::{MemoryBenchmark, Phase};
 use crate::engine::EngineInfo;
 use crate::local::parse_specs;

@@ -1,0 +1,97 @@
+//! Engine states, the CamelCase reasons of conditions, engine states and events, and how a
+//! condition is set (its lastTransitionTime changes only when its status flips).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+
+pub mod state {
+    pub const PENDING: &str = "Pending";
+    pub const RUNNING: &str = "Running";
+    pub const SUCCEEDED: &str = "Succeeded";
+    pub const FAILED: &str = "Failed";
+}
+
+/// CamelCase reasons of conditions, engine states and events.
+pub mod reason {
+    pub const WAITING_FOR_NODE: &str = "WaitingForNode";
+    pub const ENGINE_STARTING: &str = "EngineStarting";
+    pub const CLIENT_STARTING: &str = "ClientStarting";
+    pub const MEASURING: &str = "Measuring";
+    pub const COMPLETED: &str = "Completed";
+    pub const IN_PROGRESS: &str = "InProgress";
+    pub const NO_FAILURE: &str = "NoFailure";
+    pub const INVALID_SPEC: &str = "InvalidSpec";
+    pub const UNSCHEDULABLE: &str = "Unschedulable";
+    pub const IMAGE_PULL_FAILED: &str = "ImagePullFailed";
+    pub const CLIENT_IMAGE_PULL_FAILED: &str = "ClientImagePullFailed";
+    pub const ENGINE_OOM_KILLED: &str = "EngineOOMKilled";
+    pub const ENGINE_CRASHED: &str = "EngineCrashed";
+    pub const ENGINE_NOT_READY: &str = "EngineNotReady";
+    pub const ENGINE_POD_LOST: &str = "EnginePodLost";
+    pub const ENGINE_OUT_OF_MEMORY: &str = "EngineOutOfMemory";
+    pub const CLIENT_FAILED: &str = "ClientFailed";
+    pub const CLIENT_RETRY: &str = "ClientRetry";
+    pub const TIMEOUT: &str = "Timeout";
+    pub const NOT_RUN: &str = "NotRun";
+}
+
+/// Condition types.
+pub const READY: &str = "Ready";
+pub const PROGRESSING: &str = "Progressing";
+pub const FAILED: &str = "Failed";
+
+/// Sets a condition; its lastTransitionTime changes only when its status flips.
+pub fn set_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    value: &str,
+    why: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: Timestamp,
+) {
+    let transition = conditions
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == value)
+        .map_or(Time(now), |c| c.last_transition_time.clone());
+    let condition = Condition {
+        type_: type_.into(),
+        status: value.into(),
+        reason: why.into(),
+        message: message.into(),
+        observed_generation: generation,
+        last_transition_time: transition,
+    };
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
+        Some(existing) => *existing = condition,
+        None => conditions.push(condition),
+    }
+}
+
+/// What every condition written in one reconcile shares: the generation it describes and
+/// the time of a transition.
+pub(super) struct ConditionStamp {
+    pub(super) generation: Option<i64>,
+    pub(super) now: Timestamp,
+}
+
+impl ConditionStamp {
+    pub(super) fn set(
+        &self,
+        conditions: &mut Vec<Condition>,
+        type_: &str,
+        value: &str,
+        why: &str,
+        message: &str,
+    ) {
+        set_condition(
+            conditions,
+            type_,
+            value,
+            why,
+            message,
+            self.generation,
+            self.now,
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! The events of a status change: what changed between the status read and the status
+//! written, in order.
+
+use crate::crd::{EngineStatus, MemoryBenchmarkStatus, Phase};
+
+use super::conditions::{FAILED, reason, state};
+
+/// An event to publish: what changed between the status read and the status written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transition {
+    pub warning: bool,
+    pub reason: String,
+    pub note: String,
+}
+
+/// The events of a status change, in order.
+pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> Vec<Transition> {
+    let mut events = Vec::new();
+    let normal = |reason: &str, note: String| Transition {
+        warning: false,
+        reason: reason.into(),
+        note,
+    };
+    let warning = |reason: &str, note: String| Transition {
+        warning: true,
+        reason: reason.into(),
+        note,
+    };
+    let invalid = |s: &MemoryBenchmarkStatus| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == FAILED && c.reason == reason::INVALID_SPEC)
+    };
+    if invalid(new) {
+        if !invalid(old) {
+            let message = new
+                .conditions
+                .iter()
+                .find(|c| c.type_ == FAILED)
+                .map(|c| c.message.clone())
+                .unwrap_or_default();
+            events.push(warning(reason::INVALID_SPEC, message));
+        }
+        return events;
+    }
+    for (i, engine) in new.engines.iter().enumerate() {
+        let before = old.engines.get(i).filter(|b| b.name == engine.name);
+        let was = |f: &dyn Fn(&EngineStatus) -> bool| before.is_some_and(f);
+        let n = new.engines.len();
+        let who = format!("engine {}/{n} {}", i + 1, engine.name);
+        if engine.started_at.is_some() && !was(&|b| b.started_at.is_some()) {
+            events.push(normal(
+                "EngineCreated",
+                format!(
+                    "{who}: created pod for {}",
+                    engine.image.clone().unwrap_or_default()
+                ),
+            ));
+        }
+        if engine.reason.as_deref() == Some(reason::WAITING_FOR_NODE)
+            && !was(&|b| b.reason.as_deref() == Some(reason::WAITING_FOR_NODE))
+            && engine
+                .message
+                .as_deref()
+                .is_some_and(|m| m != "the engine pod was created")
+        {
+            events.push(normal(
+                reason::WAITING_FOR_NODE,
+                format!("{who}: {}", engine.message.clone().unwrap_or_default()),
+            ));
+        }
+        if engine.state == state::RUNNING && !was(&|b| b.state == state::RUNNING) {
+            events.push(normal(
+                "EngineReady",
+                format!(
+                    "{who} is ready on node {}",
+                    engine.node_name.clone().unwrap_or_default()
+                ),
+            ));
+        }
+        if engine.client_attempts > 1 && !was(&|b| b.client_attempts >= engine.client_attempts) {
+            events.push(warning(
+                reason::CLIENT_RETRY,
+                format!("{who}: {}", engine.message.clone().unwrap_or_default()),
+            ));
+        }
+        if engine.state == state::SUCCEEDED && !was(&|b| b.state == state::SUCCEEDED) {
+            let figures = engine.summary.as_ref().map_or_else(String::new, |s| {
+                format!(
+                    ": median {:.1} bytes per item over {} repetitions",
+                    s.bytes_per_item.median,
+                    engine.repetitions.len()
+                )
+            });
+            events.push(normal("EngineSucceeded", format!("{who}{figures}")));
+        }
+        if engine.state == state::FAILED
+            && engine.reason.as_deref() != Some(reason::NOT_RUN)
+            && !was(&|b| b.state == state::FAILED)
+        {
+            events.push(warning(
+                engine.reason.as_deref().unwrap_or("EngineFailed"),
+                format!("{who}: {}", engine.message.clone().unwrap_or_default()),
+            ));
+        }
+    }
+    if new.phase != old.phase {
+        match new.phase {
+            Some(Phase::Succeeded) => events.push(normal(
+                "BenchmarkSucceeded",
+                new.progress
+                    .as_ref()
+                    .map(|p| p.summary.clone())
+                    .unwrap_or_default(),
+            )),
+            Some(Phase::Failed) => events.push(warning(
+                "BenchmarkFailed",
+                new.conditions
+                    .iter()
+                    .find(|c| c.type_ == FAILED)
+                    .map(|c| c.message.clone())
+                    .unwrap_or_default(),
+            )),
+            _ => {}
+        }
+    }
+    events
+}

@@ -1,0 +1,297 @@
+//! The decision of one reconciliation, as a pure function of what the operator observed: the
+//! benchmark (spec and the status it wrote before), the benchmark's pods as the API server
+//! lists them, the time, and a progress reading of the engine under load. It returns the new
+//! status, the pods to create (before the status is written) and to delete (after it is
+//! written, so a result is never lost with its pod), and when to look again.
+//!
+//! Everything the operator knows lives in the status and the pods, never in memory, so an
+//! operator that restarts mid-run picks up where the last one stopped: a pod it created is
+//! found by its deterministic name, a result already recorded is not measured again.
+//!
+//! The decision is split by what each part answers: this module walks the engines in order,
+//! [`super::lifecycle`] decides what an engine's pods need next, [`super::results`] takes a
+//! client's result into the status, [`super::summary`] derives phase, progress and conditions,
+//! and [`super::events`] turns a status change into events.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase};
+use crate::workload::Workload;
+
+use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
+use super::lifecycle::Step;
+use super::pods::{
+    self, Component, PodSettings, PodState, component, engine_index, owned_by, pod_state,
+};
+use super::summary::summarize;
+use crate::validation::validate;
+
+/// Operator settings the decision depends on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    pub pods: PodSettings,
+    /// How long a pod may wait for a node before the benchmark fails as Unschedulable.
+    pub scheduling_timeout: Duration,
+    /// How long a started engine may take to become ready.
+    pub startup_timeout: Duration,
+    /// Client pods started per engine at most (the first and its retries).
+    pub client_attempts: u32,
+    /// How long to wait for the client's partial result after its engine died.
+    pub crash_grace: Duration,
+    /// How long after a client lost its engine to wait for the engine pod's status to show
+    /// whether the engine died (a crash is not a client failure to retry).
+    pub connection_lost_grace: Duration,
+    /// How often to look at a benchmark while it runs (progress is refreshed this often).
+    pub poll_interval: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            pods: PodSettings::default(),
+            scheduling_timeout: Duration::from_secs(600),
+            startup_timeout: Duration::from_secs(300),
+            client_attempts: 3,
+            crash_grace: Duration::from_secs(30),
+            connection_lost_grace: Duration::from_secs(5),
+            poll_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What the operator read from the engine under load for progress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadProbe {
+    /// `FLUSHALL` calls so far: the client flushes once at the start of each repetition.
+    pub repetitions_begun: Option<u32>,
+    /// Items in the engine now (ZCARD of the sorted set, or DBSIZE).
+    pub items: Option<u64>,
+}
+
+/// What one reconciliation saw.
+pub struct Observation<'a> {
+    pub benchmark: &'a MemoryBenchmark,
+    /// Pods carrying the benchmark's label; those it does not control are ignored.
+    pub pods: &'a [Pod],
+    pub now: Timestamp,
+    pub load: Option<LoadProbe>,
+}
+
+/// What to do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub status: MemoryBenchmarkStatus,
+    /// Pods to create, before the status is written.
+    pub create: Vec<Pod>,
+    /// Pods to delete (by name), once the status is written.
+    pub delete: Vec<String>,
+    /// When to reconcile again without a watch event; `None` once the benchmark is finished.
+    pub requeue: Option<Duration>,
+}
+
+/// Where to read progress from: the engine under load, when its client runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProbeTarget {
+    pub address: String,
+    /// The sorted set's key (ZCARD), or `None` to count keys (DBSIZE).
+    pub sorted_set_key: Option<String>,
+}
+
+pub(super) fn is_terminal(engine: &EngineStatus) -> bool {
+    engine.state == state::SUCCEEDED || engine.state == state::FAILED
+}
+
+pub(super) fn seconds(d: Duration) -> SignedDuration {
+    SignedDuration::from_secs(d.as_secs() as i64)
+}
+
+pub(super) fn elapsed_since(now: Timestamp, then: Timestamp) -> Duration {
+    now.duration_since(then).unsigned_abs()
+}
+
+/// A timestamp to the second, as the API stores it, so that what is written reads back equal.
+pub fn to_the_second(t: Timestamp) -> Timestamp {
+    Timestamp::from_second(t.as_second()).unwrap_or(t)
+}
+
+pub(super) fn owned<'a>(observation: &Observation<'a>) -> Vec<&'a Pod> {
+    observation
+        .pods
+        .iter()
+        .filter(|p| owned_by(p, observation.benchmark))
+        .collect()
+}
+
+pub(super) fn pods_of(pods: &[&Pod], index: usize, which: Component) -> Vec<Pod> {
+    pods.iter()
+        .filter(|p| engine_index(p) == Some(index) && component(p) == Some(which))
+        .map(|p| (*p).clone())
+        .collect()
+}
+
+/// The engine currently being measured (the first not finished), if any.
+pub(super) fn current_engine(status: &MemoryBenchmarkStatus) -> Option<usize> {
+    status.engines.iter().position(|e| !is_terminal(e))
+}
+
+/// Where to read progress from, if an engine is under load right now.
+pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTarget> {
+    let status = benchmark.status.clone().unwrap_or_default();
+    let index = current_engine(&status)?;
+    let observation = Observation {
+        benchmark,
+        pods,
+        now: Timestamp::UNIX_EPOCH,
+        load: None,
+    };
+    let owned = owned(&observation);
+    let engine = pods_of(&owned, index, Component::Engine)
+        .into_iter()
+        .next()?;
+    if pod_state(&engine) != PodState::Ready {
+        return None;
+    }
+    let client_running = pods_of(&owned, index, Component::Client)
+        .iter()
+        .any(|c| matches!(pod_state(c), PodState::Ready | PodState::Starting { .. }));
+    if !client_running {
+        return None;
+    }
+    let sorted_set_key = match Workload::from_spec(&benchmark.spec.workload).ok()? {
+        Workload::SortedSet { key, .. } => Some(key),
+        _ => None,
+    };
+    Some(ProbeTarget {
+        address: pods::engine_address(&pods::pod_ip(&engine)?),
+        sorted_set_key,
+    })
+}
+
+/// Decides what to do; see the module documentation.
+pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
+    let benchmark = observation.benchmark;
+    let spec = &benchmark.spec;
+    let now = to_the_second(observation.now);
+    let old = benchmark.status.clone().unwrap_or_default();
+    let mut status = old.clone();
+    status.observed_generation = benchmark.metadata.generation;
+    let mut plan = Plan {
+        status: MemoryBenchmarkStatus::default(),
+        create: Vec::new(),
+        delete: Vec::new(),
+        requeue: None,
+    };
+
+    let valid = match validate(benchmark) {
+        Ok(valid) => valid,
+        Err(message) => {
+            status.phase = Some(Phase::Failed);
+            status.progress = None;
+            let stamp = ConditionStamp {
+                generation: benchmark.metadata.generation,
+                now,
+            };
+            for (type_, value) in [(READY, "False"), (PROGRESSING, "False"), (FAILED, "True")] {
+                stamp.set(
+                    &mut status.conditions,
+                    type_,
+                    value,
+                    reason::INVALID_SPEC,
+                    &message,
+                );
+            }
+            plan.status = status;
+            return plan;
+        }
+    };
+    status.workload = Some(valid.workload.describe());
+    let fresh = initial_engines(benchmark);
+    let same_entries = status.engines.len() == fresh.len()
+        && status
+            .engines
+            .iter()
+            .zip(&fresh)
+            .all(|(a, b)| a.name == b.name);
+    if !same_entries {
+        status.engines = fresh;
+    }
+
+    let pods = owned(observation);
+    let mut step = Step {
+        benchmark,
+        settings,
+        now,
+        pods: &pods,
+        plan: &mut plan,
+        workload: &valid.workload,
+    };
+
+    let finished = matches!(status.phase, Some(Phase::Succeeded | Phase::Failed))
+        && status.engines.iter().all(is_terminal);
+    if !finished {
+        let started_at = status.started_at.get_or_insert_with(|| Time(now)).0;
+        let deadline = started_at + seconds(Duration::from_secs(spec.timeout_seconds.into()));
+        if now >= deadline
+            && let Some(index) = current_engine(&status)
+        {
+            let message = format!(
+                "the benchmark did not finish within timeoutSeconds ({} s)",
+                spec.timeout_seconds
+            );
+            step.fail(&mut status, index, reason::TIMEOUT, message, true);
+        }
+        if let Some(index) = current_engine(&status) {
+            // One engine at a time: the pods of the engines before must be gone (unless kept
+            // for debugging) before the next engine starts.
+            let (to_delete, waiting) = step.leftovers(&status, index);
+            if waiting {
+                step.plan.delete.extend(to_delete);
+                step.requeue(Duration::from_secs(1));
+            } else {
+                let memory = valid.engine_memory[index];
+                step.engine(&mut status, index, memory, observation.load);
+            }
+        }
+    }
+    // Finished benchmarks keep no pods but the kept ones (also after an operator restart).
+    if current_engine(&status).is_none() {
+        let (to_delete, _) = step.leftovers(&status, status.engines.len());
+        step.plan.delete.extend(to_delete);
+    }
+    plan.delete.sort();
+    plan.delete.dedup();
+
+    summarize(&mut status, benchmark, now, observation.load, &old);
+    if matches!(status.phase, Some(Phase::Succeeded | Phase::Failed)) {
+        plan.requeue = None;
+    } else if plan.requeue.is_none() {
+        plan.requeue = Some(settings.poll_interval);
+    }
+    plan.status = status;
+    plan
+}
+
+fn initial_engines(benchmark: &MemoryBenchmark) -> Vec<EngineStatus> {
+    benchmark
+        .spec
+        .engines
+        .iter()
+        .map(|e| EngineStatus {
+            name: e.display_name(),
+            engine: e.engine.to_string(),
+            requested_version: e.version.clone(),
+            state: state::PENDING.into(),
+            image: Some(e.image()),
+            instance_type: Some(benchmark.spec.instance_type.clone()),
+            ..Default::default()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

@@ -1,0 +1,93 @@
+//! A client's result taken into the engine's status: identity, repetitions and summary, and
+//! which client errors are worth another client.
+
+use crate::client_result::ClientResult;
+use crate::crd::{EngineStatus, RepetitionStatus, SpreadStatus, SummaryStatus};
+use crate::stats::Spread;
+
+/// Client errors worth another client: the engine could not be reached or the connection
+/// broke while the engine stayed up. An engine that refuses data (maxmemory, a failed count
+/// check) would refuse it again.
+pub(super) fn retryable(category: &str) -> bool {
+    matches!(
+        category,
+        "EngineUnreachable" | "ConnectionLost" | "ProtocolError"
+    )
+}
+
+pub(super) fn tail(text: &str, max: usize) -> String {
+    let text = text.trim();
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &text[start..])
+}
+
+pub(super) fn result_note(result: &ClientResult) -> Option<String> {
+    let mut notes = Vec::new();
+    if result.omitted > 0 {
+        notes.push(format!(
+            "{} repetitions not listed (the client's result must fit 4 KB); the summary covers all",
+            result.omitted
+        ));
+    }
+    notes.extend(result.warnings.iter().cloned());
+    (!notes.is_empty()).then(|| notes.join("; "))
+}
+
+/// Takes a client's result into the engine's status: identity, repetitions and summary. A
+/// partial result never replaces a fuller one already recorded.
+pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requested: u32) {
+    let listed = result.decoded_repetitions();
+    if !result.engine.version.is_empty() {
+        engine.version = Some(result.engine.version.clone());
+        engine.allocator = Some(result.engine.allocator.clone()).filter(|a| !a.is_empty());
+        engine.arch = Some(result.engine.arch.clone()).filter(|a| !a.is_empty());
+    }
+    if listed.is_empty() || listed.len() < engine.repetitions.len() {
+        return;
+    }
+    let commands = result.commands as f64;
+    engine.repetitions = listed
+        .iter()
+        .take(repetitions_requested as usize)
+        .map(|r| RepetitionStatus {
+            baseline_used_memory: r.baseline_used_memory,
+            used_memory: r.used_memory,
+            used_memory_rss: r.used_memory_rss,
+            items: r.items,
+            bytes_per_item: r.bytes_per_item(),
+            ops_per_sec: if r.seconds > 0.0 {
+                commands / r.seconds
+            } else {
+                0.0
+            },
+            seconds: r.seconds,
+            settled_bytes_per_item: r
+                .settled_used_memory
+                .map(|s| (s as f64 - r.baseline_used_memory as f64) / r.items as f64),
+            used_memory_dataset: r.used_memory_dataset,
+            mem_fragmentation_ratio: r.mem_fragmentation_ratio,
+        })
+        .collect();
+    engine.summary = result.summary.as_ref().map(|s| SummaryStatus {
+        items: s.items,
+        used_memory: s.used_memory.median.round() as u64,
+        bytes_per_item: spread(&s.bytes_per_item),
+        ops_per_sec: spread(&s.ops_per_sec),
+        unstable: s.unstable,
+    });
+}
+
+fn spread(s: &Spread) -> SpreadStatus {
+    SpreadStatus {
+        median: s.median,
+        min: s.min,
+        max: s.max,
+        cv: s.cv,
+    }
+}

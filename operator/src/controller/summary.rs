@@ -1,0 +1,232 @@
+//! What the status says about the whole benchmark, derived from the engines' states: phase,
+//! progress, the best engine, each engine's change against the first, and the conditions.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+
+use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase, Progress};
+use crate::workload::Workload;
+
+use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
+use super::plan::{LoadProbe, current_engine};
+
+/// Phase, progress, the best engine, changes against the first engine, and conditions, all
+/// derived from the engines' states.
+pub(super) fn summarize(
+    status: &mut MemoryBenchmarkStatus,
+    benchmark: &MemoryBenchmark,
+    now: Timestamp,
+    load: Option<LoadProbe>,
+    old: &MemoryBenchmarkStatus,
+) {
+    let spec = &benchmark.spec;
+    let n = status.engines.len() as u32;
+    let first = status
+        .engines
+        .first()
+        .and_then(|e| e.summary.as_ref())
+        .map(|s| s.bytes_per_item.median);
+    for engine in &mut status.engines {
+        let median = engine.summary.as_ref().map(|s| s.bytes_per_item.median);
+        engine.change_vs_first_percent = crate::report::change_percent(median, first);
+    }
+    let best = status
+        .engines
+        .iter()
+        .filter_map(|e| {
+            e.summary
+                .as_ref()
+                .map(|s| (s.bytes_per_item.median, e.name.clone()))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    status.best_bytes_per_item = best.as_ref().map(|b| (b.0 * 10.0).round() / 10.0);
+    status.best_engine = best.map(|b| b.1);
+
+    let succeeded = status
+        .engines
+        .iter()
+        .filter(|e| e.state == state::SUCCEEDED)
+        .count() as u32;
+    let stamp = ConditionStamp {
+        generation: benchmark.metadata.generation,
+        now,
+    };
+    match current_engine(status) {
+        None => {
+            let all_succeeded = succeeded == n;
+            status.phase = Some(if all_succeeded {
+                Phase::Succeeded
+            } else {
+                Phase::Failed
+            });
+            status.finished_at.get_or_insert(Time(now));
+            status.progress = Some(Progress {
+                engine: n,
+                engines: n,
+                repetition: spec.repetitions,
+                repetitions: spec.repetitions,
+                summary: if all_succeeded {
+                    format!("done: {n}/{n} engines")
+                } else {
+                    format!("failed: {succeeded}/{n} engines measured")
+                },
+            });
+            if all_succeeded {
+                let message = format!("{n} of {n} engines measured");
+                stamp.set(
+                    &mut status.conditions,
+                    READY,
+                    "True",
+                    reason::COMPLETED,
+                    &message,
+                );
+                stamp.set(
+                    &mut status.conditions,
+                    PROGRESSING,
+                    "False",
+                    reason::COMPLETED,
+                    &message,
+                );
+                stamp.set(
+                    &mut status.conditions,
+                    FAILED,
+                    "False",
+                    reason::NO_FAILURE,
+                    "",
+                );
+            } else {
+                let failures: Vec<&EngineStatus> = status
+                    .engines
+                    .iter()
+                    .filter(|e| {
+                        e.state == state::FAILED && e.reason.as_deref() != Some(reason::NOT_RUN)
+                    })
+                    .collect();
+                let why = failures
+                    .first()
+                    .and_then(|e| e.reason.clone())
+                    .unwrap_or_else(|| reason::NOT_RUN.into());
+                let message = format!(
+                    "{succeeded} of {n} engines measured; {}",
+                    failures
+                        .iter()
+                        .map(|e| format!(
+                            "{}: {}",
+                            e.name,
+                            e.message
+                                .clone()
+                                .unwrap_or_else(|| e.reason.clone().unwrap_or_default())
+                        ))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                );
+                stamp.set(&mut status.conditions, READY, "False", &why, &message);
+                stamp.set(&mut status.conditions, PROGRESSING, "False", &why, &message);
+                stamp.set(&mut status.conditions, FAILED, "True", &why, &message);
+            }
+        }
+        Some(index) => {
+            let engine = &status.engines[index];
+            let started = engine.state == state::RUNNING || index > 0;
+            status.phase = Some(if started {
+                Phase::Running
+            } else {
+                Phase::Pending
+            });
+            status.finished_at = None;
+            let progress = running_progress(status, index, spec, load, old);
+            let engine = &status.engines[index];
+            let why = engine
+                .reason
+                .clone()
+                .unwrap_or_else(|| reason::IN_PROGRESS.into());
+            let node = engine
+                .node_name
+                .as_ref()
+                .map(|n| format!(" on node {n}"))
+                .unwrap_or_default();
+            let message = match &engine.message {
+                Some(m) => format!("engine {}/{n} ({}){node}: {m}", index + 1, engine.name),
+                None => format!("engine {}/{n} ({}){node}", index + 1, engine.name),
+            };
+            status.progress = Some(progress);
+            stamp.set(
+                &mut status.conditions,
+                READY,
+                "False",
+                reason::IN_PROGRESS,
+                &format!("{succeeded} of {n} engines measured"),
+            );
+            stamp.set(&mut status.conditions, PROGRESSING, "True", &why, &message);
+            stamp.set(
+                &mut status.conditions,
+                FAILED,
+                "False",
+                reason::NO_FAILURE,
+                "",
+            );
+        }
+    }
+}
+
+fn running_progress(
+    status: &MemoryBenchmarkStatus,
+    index: usize,
+    spec: &crate::crd::MemoryBenchmarkSpec,
+    load: Option<LoadProbe>,
+    old: &MemoryBenchmarkStatus,
+) -> Progress {
+    let n = status.engines.len() as u32;
+    let engine = &status.engines[index];
+    let k = spec.repetitions;
+    let head = format!("{}/{n} {}", index + 1, engine.name);
+    let measuring = engine.reason.as_deref() == Some(reason::MEASURING);
+    match (measuring, load) {
+        (true, Some(probe)) => {
+            let repetition = probe.repetitions_begun.unwrap_or(0).min(k);
+            let intended = Workload::from_spec(&spec.workload)
+                .ok()
+                .and_then(|w| w.intended_items());
+            let loaded = match (probe.items, intended) {
+                (Some(items), Some(total)) if total > 0 => {
+                    format!(", {}% loaded", (items.min(total) * 100) / total)
+                }
+                (Some(items), None) => format!(", {items} keys"),
+                _ => String::new(),
+            };
+            Progress {
+                engine: index as u32 + 1,
+                engines: n,
+                repetition,
+                repetitions: k,
+                summary: format!("{head}: rep {repetition}/{k}{loaded}"),
+            }
+        }
+        (true, None) => match &old.progress {
+            // No fresh reading: keep the last one rather than flap.
+            Some(p) if p.engine == index as u32 + 1 => p.clone(),
+            _ => Progress {
+                engine: index as u32 + 1,
+                engines: n,
+                repetition: 0,
+                repetitions: k,
+                summary: format!("{head}: measuring"),
+            },
+        },
+        (false, _) => {
+            let what = match engine.reason.as_deref() {
+                Some(reason::WAITING_FOR_NODE) => "waiting for a node",
+                Some(reason::ENGINE_STARTING) => "engine starting",
+                Some(reason::CLIENT_STARTING) => "client starting",
+                _ => "starting",
+            };
+            Progress {
+                engine: index as u32 + 1,
+                engines: n,
+                repetition: 0,
+                repetitions: k,
+                summary: format!("{head}: {what}"),
+            }
+        }
+    }
+}
