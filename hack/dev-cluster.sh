@@ -25,6 +25,18 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 state=${MEMBENCH_DEV_CLUSTER_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/membench/dev-cluster}
 nodes=${MEMBENCH_DEV_CLUSTER_NODES:-r8g.4xlarge=2,r7i.4xlarge=2}
 kubeconfig="$state/kubeconfig"
+default_state=${XDG_CACHE_HOME:-$HOME/.cache}/membench/dev-cluster
+# Pod addresses are 127.<octet+i>.y.z for fake node i. The shared cluster starts at 100; a
+# private one (another state directory) gets a block of 8 octets picked from its path, so two
+# clusters on one machine never hand out the same pod address. MEMBENCH_POD_ADDRESS_OCTET
+# overrides it.
+if [[ -n "${MEMBENCH_POD_ADDRESS_OCTET:-}" ]]; then
+  pod_octet=$MEMBENCH_POD_ADDRESS_OCTET
+elif [[ "$(realpath -m "$state")" == "$(realpath -m "$default_state")" ]]; then
+  pod_octet=100
+else
+  pod_octet=$((108 + 8 * ($(printf '%s' "$(realpath -m "$state")" | cksum | cut -d' ' -f1) % 18)))
+fi
 # Stop order: the reverse of start order, so pods stop before the agent and the API server
 # outlives its clients.
 components=(operator node-agent kube-controller-manager kube-scheduler kube-apiserver etcd)
@@ -312,7 +324,7 @@ start_node_agent() {
     "$bin" --node-pools="$nodes" --state-dir="$state/node-agent" --repo-root="$root" \
     --kubelet-address="127.0.0.1:$NODE_AGENT_PORT" \
     --kubelet-tls-cert="$state/pki/node-agent.crt" --kubelet-tls-key="$state/pki/node-agent.key" \
-    --kubelet-client-ca="$state/pki/ca.crt"
+    --kubelet-client-ca="$state/pki/ca.crt" --pod-address-octet="$pod_octet"
   binary_identity "$bin" >"$state/node-agent.binary"
 }
 

@@ -49,6 +49,8 @@ pub struct AgentConfig {
     /// The kubelet endpoint serving container logs (`kubectl logs`); without it nodes
     /// advertise port 10250, where nothing answers.
     pub kubelet_tls: Option<kubelet_server::KubeletTls>,
+    /// The second octet of node 0's pod addresses (see [`addresses`]).
+    pub pod_address_octet: u8,
 }
 
 /// What every pod worker shares.
@@ -151,7 +153,7 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
         ),
         state_dir: config.state_dir.clone(),
         use_mount_namespace,
-        addresses: Mutex::new(PodAddresses::default()),
+        addresses: Mutex::new(PodAddresses::new(config.pod_address_octet)),
         api_server,
     });
 

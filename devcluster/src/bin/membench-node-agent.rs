@@ -59,6 +59,11 @@ struct Args {
     /// The CA whose client certificates may read logs (the API server's kubelet client).
     #[arg(long)]
     kubelet_client_ca: Option<PathBuf>,
+
+    /// The second octet of the first node's pod addresses (127.<octet>.y.z; node i uses
+    /// octet + i). A private dev cluster gets its own, so two clusters never share addresses.
+    #[arg(long, env = "MEMBENCH_POD_ADDRESS_OCTET", default_value_t = membench_devcluster::agent::addresses::DEFAULT_FIRST_OCTET, value_parser = clap::value_parser!(u8).range(1..))]
+    pod_address_octet: u8,
 }
 
 #[tokio::main]
@@ -91,6 +96,7 @@ async fn main() -> anyhow::Result<()> {
         membench_bin: args.membench_bin,
         engine_dirs: args.engine_dirs,
         kubelet_tls,
+        pod_address_octet: args.pod_address_octet,
     })
     .await
 }
