@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the dev cluster's tools from Go modules, since no prebuilt Kubernetes binary can be
-# downloaded here: kube-apiserver, kube-scheduler, kube-controller-manager (k8s.io/kubernetes),
+# downloaded here: kube-apiserver, kube-scheduler, kube-controller-manager and kubectl
+# (k8s.io/kubernetes, so kubectl is exactly the control plane's version),
 # etcd (go.etcd.io/etcd/server/v3) and helm (helm.sh/helm/v3). Each tool gets its own Go module
 # so their dependency versions never mix. Binaries are cached outside the repo and a tool that
 # is already built is skipped, so only the first run on a machine is slow (20-40 minutes).
@@ -54,14 +55,15 @@ go_tools_module() {
 
 build_kubernetes() {
   local v=$KUBERNETES_VERSION out="$bin_dir/kubernetes-$KUBERNETES_VERSION"
-  local cmds=(kube-apiserver kube-scheduler kube-controller-manager)
-  if [[ -x "$out/kube-apiserver" && -x "$out/kube-scheduler" && -x "$out/kube-controller-manager" ]]; then
+  local cmds=(kube-apiserver kube-scheduler kube-controller-manager kubectl)
+  local missing=() c
+  for c in "${cmds[@]}"; do [[ -x "$out/$c" ]] || missing+=("$c"); done
+  if [[ ${#missing[@]} -eq 0 ]]; then
     log "kubernetes $v already built in $out"
     return
   fi
   local dir="$src_dir/kubernetes-$v"
   local pkgs=()
-  local c
   for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
   go_tools_module "$dir" k8s.io/kubernetes "$v" "${pkgs[@]}"
   # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with local
@@ -84,7 +86,7 @@ build_kubernetes() {
   local major=${v#v}; major=${major%%.*}
   local minor=${v#v*.}; minor=${minor%%.*}
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-  for c in "${cmds[@]}"; do
+  for c in "${missing[@]}"; do
     log "building $c $v (slow the first time)"
     (cd "$dir" && go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$ldflags" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c")
     mv "$out/$c.tmp" "$out/$c"
