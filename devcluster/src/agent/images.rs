@@ -76,11 +76,12 @@ impl ImageRef {
 }
 
 /// The images the node agent knows how to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ImageKind {
     Redis,
     Valkey,
     Dragonfly,
+    #[default]
     Membench,
 }
 
@@ -185,12 +186,6 @@ pub struct PulledImage {
     /// What `status.containerStatuses[].imageID` reports:
     /// `local://<path>@<version>[?build=<name>[&ld_preload=<library>]]`.
     pub image_id: String,
-}
-
-impl Default for ImageKind {
-    fn default() -> Self {
-        ImageKind::Membench
-    }
 }
 
 /// What to execute for a container: the program, its arguments, the environment the image
