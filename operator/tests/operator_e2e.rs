@@ -320,6 +320,15 @@ async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on
         assert!(engine.started_at.is_some() && engine.finished_at.is_some());
     }
     let bytes = |e: &membench::crd::EngineStatus| e.summary.as_ref().unwrap().bytes_per_item.median;
+    eprintln!(
+        "redis {:?} ({}): {:.2} B/member; valkey {:?} ({}): {:.2} B/member",
+        redis.allocator,
+        image_id(redis),
+        bytes(redis),
+        valkey.allocator,
+        image_id(valkey),
+        bytes(valkey)
+    );
     // Published 3.34 against 4.83 GB (0.69); about 0.68 here at 20,000 members. The margin is
     // wider than anything between jemalloc builds on this workload (0.1%).
     assert!(
@@ -428,6 +437,16 @@ async fn dragonfly_is_measured_on_the_cluster_with_what_it_cannot_report_left_ab
         engine.image_id
     );
     assert_eq!(engine.repetitions.len(), 2);
+    eprintln!(
+        "dragonfly {:?} ({:?}): {:?} B/member",
+        engine.version,
+        engine.image_id,
+        engine
+            .repetitions
+            .iter()
+            .map(|r| r.bytes_per_item)
+            .collect::<Vec<_>>()
+    );
     for repetition in &engine.repetitions {
         assert_eq!(repetition.items, 20_000);
         assert!(repetition.bytes_per_item > 10.0, "{repetition:?}");
