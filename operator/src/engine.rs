@@ -61,12 +61,20 @@ pub struct EngineInfo {
     /// The engine's own version (`valkey_version` for Valkey, which also reports a
     /// compatibility `redis_version`).
     pub version: String,
-    /// `mem_allocator` from `INFO memory`.
+    /// `mem_allocator` from `INFO memory`; empty, and left out of JSON, when INFO has none
+    /// (Dragonfly, which uses its own mimalloc).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub allocator: String,
     /// A library preloaded into the server by the local runner (`LD_PRELOAD`). INFO still names
     /// the allocator the server was built with, so this is the only record of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ld_preload: Option<String>,
+    /// The server program the local runner started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<String>,
+    /// The engine store build the local runner started (`membench engines` lists them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
     /// CPU architecture, from the last word of `os` in `INFO server` (`x86_64`, `aarch64`).
     pub arch: String,
     /// `os` from `INFO server`.
@@ -85,6 +93,9 @@ pub struct EngineInfo {
 impl EngineInfo {
     /// The allocator as a reader should see it: what INFO says, plus a preloaded one.
     pub fn allocator_label(&self) -> String {
+        if self.allocator.is_empty() && self.ld_preload.is_none() {
+            return "(not reported)".to_string();
+        }
         match &self.ld_preload {
             Some(lib) if lib.contains("jemalloc") => {
                 format!("jemalloc (preloaded; INFO: {})", self.allocator)
@@ -173,6 +184,12 @@ pub fn identify(server: &HashMap<String, String>) -> (String, String) {
     ("redis".into(), v)
 }
 
+/// Whether an error reply says the engine does not know the command (`ERR unknown command`),
+/// as opposed to refusing it for another reason.
+fn is_unknown_command(message: &str) -> bool {
+    message.to_ascii_lowercase().contains("unknown command")
+}
+
 /// The control connection: everything but the load itself.
 pub struct ControlConnection {
     connection: redis::Connection,
@@ -227,8 +244,14 @@ impl ControlConnection {
         self.query(redis::cmd("ZCARD").arg(key))
     }
 
+    /// `OBJECT ENCODING` of a key; None when the engine has no such command (Dragonfly).
     pub fn object_encoding(&mut self, key: &str) -> Result<Option<String>, BenchError> {
-        self.query(redis::cmd("OBJECT").arg("ENCODING").arg(key))
+        match self.query(redis::cmd("OBJECT").arg("ENCODING").arg(key)) {
+            Err(BenchError::EngineRejected { message, .. }) if is_unknown_command(&message) => {
+                Ok(None)
+            }
+            other => other,
+        }
     }
 
     pub fn connected_clients(&mut self) -> Result<u64, BenchError> {
@@ -273,12 +296,12 @@ impl ControlConnection {
             name,
             version,
             allocator: memory.get("mem_allocator").cloned().unwrap_or_default(),
-            ld_preload: None,
             arch,
             os,
             save: self.config_get("save"),
             appendonly: self.config_get("appendonly").map(|v| v == "yes"),
             maxmemory: self.config_get("maxmemory").and_then(|v| v.parse().ok()),
+            ..EngineInfo::default()
         })
     }
 
@@ -332,6 +355,27 @@ mod tests {
             identify(&dragonfly),
             ("dragonfly".to_string(), "1.34.1".to_string())
         );
+    }
+
+    #[test]
+    fn only_an_unknown_command_reply_counts_as_a_missing_command() {
+        assert!(is_unknown_command(
+            "An error was signalled by the server - ResponseError: unknown command `OBJECT`"
+        ));
+        assert!(is_unknown_command("ERR unknown command 'OBJECT'"));
+        assert!(!is_unknown_command("WRONGTYPE Operation against a key"));
+    }
+
+    #[test]
+    fn an_allocator_info_does_not_report_is_left_out_not_empty() {
+        let dragonfly = EngineInfo {
+            name: "dragonfly".into(),
+            version: "1.40.0".into(),
+            ..Default::default()
+        };
+        let json = serde_json::to_value(&dragonfly).unwrap();
+        assert!(json.get("allocator").is_none(), "{json}");
+        assert_eq!(dragonfly.allocator_label(), "(not reported)");
     }
 
     #[test]

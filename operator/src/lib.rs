@@ -9,6 +9,7 @@ pub mod client_result;
 pub mod controller;
 pub mod crd;
 pub mod engine;
+pub mod engine_store;
 pub mod error;
 pub mod local;
 pub mod measure;

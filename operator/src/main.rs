@@ -36,6 +36,16 @@ enum Command {
     Operator(OperatorArgs),
     /// Print the comparison table of finished MemoryBenchmarks in the cluster.
     Report(ReportArgs),
+    /// List the engine store: every build `membench run` can start (hack/install-engines.sh
+    /// installs them).
+    Engines(EnginesArgs),
+}
+
+#[derive(Args)]
+struct EnginesArgs {
+    /// How to print the list (table, json, markdown or csv).
+    #[arg(long, value_enum, default_value = "table")]
+    output: OutputFormat,
 }
 
 #[derive(Args)]
@@ -554,6 +564,49 @@ fn run_report(args: ReportArgs) -> ExitCode {
     }
 }
 
+fn run_engines(args: EnginesArgs) -> ExitCode {
+    use membench_enginestore::EngineStore;
+    let store = match EngineStore::open_default() {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if store.builds().is_empty() {
+        eprintln!(
+            "error: the engine store at {} holds no builds: run hack/install-engines.sh (or set {} to where the store is)",
+            store.root().display(),
+            membench_enginestore::ROOT_ENV
+        );
+        return ExitCode::FAILURE;
+    }
+    if args.output == OutputFormat::Json {
+        let listing = membench::engine_store::StoreListing {
+            store: store.root(),
+            builds: store.builds(),
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&listing).expect("builds serialize")
+        );
+        return ExitCode::SUCCESS;
+    }
+    let (table, notes) = membench::engine_store::engines_table(&store);
+    print!("{}", table.render(args.output));
+    if args.output == OutputFormat::Table {
+        println!(
+            "\n{} builds in {}. A spec picks one by engine and version (`9.1` is any 9.1.x), preferring the official image's allocator, or by `build: <name>`; `allocator: jemalloc` preloads jemalloc into a libc build.",
+            store.builds().len(),
+            store.root().display()
+        );
+        for note in notes {
+            println!("- {note}");
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 fn usage_error(message: &str) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(2)
@@ -570,5 +623,6 @@ fn main() -> ExitCode {
         Command::Run(args) => run_local(args),
         Command::Operator(args) => run_operator(args),
         Command::Report(args) => run_report(args),
+        Command::Engines(args) => run_engines(args),
     }
 }

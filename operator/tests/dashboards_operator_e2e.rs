@@ -3,8 +3,8 @@
 //! that the node agent runs, serves its metrics, a real Prometheus scrapes them, and every query
 //! of every dashboard must return data. Deleting the benchmark removes its series.
 //!
-//! Needs the dev cluster (or `MEMBENCH_TEST_KUBECONFIG`), `redis-server` 7.0.15 and
-//! `valkey-server` 9.1.2 for the node agent, and `prometheus`.
+//! Needs the dev cluster (or `MEMBENCH_TEST_KUBECONFIG`), the engine store's Redis 7.0.15 and
+//! Valkey 9.1.2 for the node agent (hack/install-engines.sh), and `prometheus`.
 
 mod observability;
 

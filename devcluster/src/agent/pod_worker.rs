@@ -641,6 +641,8 @@ impl PodWorker {
                 // would in their own network namespace.
                 cmd.args.extend(["--bind".to_string(), pod_ip.clone()]);
             }
+            // What the image itself sets (LD_PRELOAD of jemalloc for a libc engine build).
+            env.extend(cmd.env.iter().cloned());
             let slot = &self.slots[i];
             if slot.starts > 0 {
                 // Keep the previous run's output for `kubectl logs --previous`.

