@@ -327,6 +327,13 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
     let file = std::env::temp_dir().join(format!("membench-ns-{}.yaml", std::process::id()));
     std::fs::write(&file, &rendered.stdout).unwrap();
     cluster.ok(&["create", "namespace", "membench-ns"]);
+    // As every namespace of the tests, it enforces Pod Security restricted.
+    cluster.ok(&[
+        "label",
+        "namespace",
+        "membench-ns",
+        "pod-security.kubernetes.io/enforce=restricted",
+    ]);
     let applied = cluster.ok(&[
         "apply",
         "--server-side",
