@@ -439,7 +439,7 @@ cmd_up() {
       wait_until 60 "the fake nodes to be Ready" fake_nodes_ready
     fi
     start_operator
-    echo "export KUBECONFIG=$kubeconfig"
+    announce
     return
   fi
   if [[ -d "$state" ]]; then
@@ -474,6 +474,12 @@ EOF
   install_crds
   start_operator
   log "up in $((SECONDS - started))s; state and logs in $state"
+  announce
+}
+
+# announce: the export line on stdout (for eval), and on stderr which kubectl goes with it.
+announce() {
+  log "kubectl $KUBERNETES_VERSION for this cluster: $KUBECTL (export PATH=\"$KUBE_BIN:\$PATH\")"
   echo "export KUBECONFIG=$kubeconfig"
 }
 

@@ -486,41 +486,72 @@ async fn service_account_token(
     Ok(issued.status.and_then(|s| s.token).unwrap_or_default())
 }
 
-/// Replaces the files of a secret-like volume: the directory itself stays (another container
-/// of the pod may have it mounted), its content is written afresh.
+/// Brings the files of a secret-like volume up to date in place: each file is replaced
+/// atomically (written beside it, then renamed over it) and files no longer wanted are removed
+/// afterwards, so another container of the pod that has the directory mounted never finds a
+/// file it keeps missing or half written.
 fn write_files(dir: &Path, files: &[VolumeFile], fs_group: Option<u32>) -> Result<(), VolumeError> {
     let write = |path: &Path| {
         let path = path.to_path_buf();
         move |e| VolumeError::Write(path, e)
     };
     std::fs::create_dir_all(dir).map_err(write(dir))?;
-    for entry in std::fs::read_dir(dir).map_err(write(dir))?.flatten() {
-        let path = entry.path();
-        let removed = if path.is_dir() {
-            std::fs::remove_dir_all(&path)
-        } else {
-            std::fs::remove_file(&path)
-        };
-        removed.map_err(write(&path))?;
-    }
+    let mut wanted = Vec::new();
     for file in files {
         let relative = checked_sub_path(&file.path)?;
-        let path = dir.join(relative);
+        let path = dir.join(&relative);
+        // A key's path may have been a directory before, or a directory a file.
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).map_err(write(&path))?;
+        }
+        for ancestor in relative.ancestors().skip(1).map(|a| dir.join(a)) {
+            if ancestor.is_file() {
+                std::fs::remove_file(&ancestor).map_err(write(&ancestor))?;
+            }
+        }
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(write(parent))?;
         }
-        std::fs::write(&path, &file.content).map_err(write(&path))?;
+        let name = relative.file_name().unwrap_or_default().to_string_lossy();
+        let staged = path.with_file_name(format!("..{name}.membench-tmp"));
+        std::fs::write(&staged, &file.content).map_err(write(&staged))?;
         // Group read access for the fsGroup, as the kubelet's ownership management gives it.
         let mode = if fs_group.is_some() {
             file.mode | 0o440
         } else {
             file.mode
         };
-        set_mode(&path, mode).map_err(write(&path))?;
+        set_mode(&staged, mode).map_err(write(&staged))?;
+        std::fs::rename(&staged, &path).map_err(write(&path))?;
+        wanted.push(relative);
     }
+    remove_unwanted(dir, Path::new(""), &wanted).map_err(write(dir))?;
     set_mode(dir, 0o755).map_err(write(dir))?;
     if let Some(group) = fs_group {
         chown_group_recursively(dir, group).map_err(write(dir))?;
+    }
+    Ok(())
+}
+
+/// Removes what lies under `root/relative` that is neither a wanted file nor a directory on the
+/// way to one.
+fn remove_unwanted(root: &Path, relative: &Path, wanted: &[PathBuf]) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(root.join(relative))?.flatten() {
+        let inside = relative.join(entry.file_name());
+        let is_dir = entry.file_type()?.is_dir();
+        if is_dir
+            && wanted
+                .iter()
+                .any(|w| w.starts_with(&inside) && *w != inside)
+        {
+            remove_unwanted(root, &inside, wanted)?;
+        } else if !wanted.contains(&inside) {
+            if is_dir {
+                std::fs::remove_dir_all(entry.path())?;
+            } else {
+                std::fs::remove_file(entry.path())?;
+            }
+        }
     }
     Ok(())
 }
@@ -641,11 +672,22 @@ mod tests {
             content: content.as_bytes().to_vec(),
             mode: 0o600,
         };
-        write_files(&dir, &[file("a", "1"), file("sub/b", "2")], None).unwrap();
+        write_files(
+            &dir,
+            &[file("a", "1"), file("sub/b", "2"), file("keep/c", "4")],
+            None,
+        )
+        .unwrap();
         let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&dir).unwrap());
-        write_files(&dir, &[file("a", "3")], None).unwrap();
+        write_files(&dir, &[file("a", "3"), file("keep/c", "5")], None).unwrap();
         assert_eq!(std::fs::read_to_string(dir.join("a")).unwrap(), "3");
+        assert_eq!(std::fs::read_to_string(dir.join("keep/c")).unwrap(), "5");
         assert!(!dir.join("sub").exists());
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names.len(), 2, "no staged file is left: {names:?}");
         let meta = std::fs::metadata(&dir).unwrap();
         assert_eq!(std::os::unix::fs::MetadataExt::ino(&meta), inode);
         let mode = std::fs::metadata(dir.join("a"))
@@ -653,6 +695,10 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+        // A path that was a directory becomes a file, and the other way round.
+        write_files(&dir, &[file("keep", "6"), file("a/d", "7")], None).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.join("keep")).unwrap(), "6");
+        assert_eq!(std::fs::read_to_string(dir.join("a/d")).unwrap(), "7");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
