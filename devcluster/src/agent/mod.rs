@@ -113,9 +113,7 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
 
     let use_mount_namespace = process::mount_namespaces_work(&config.state_dir.join("scratch"));
     if use_mount_namespace {
-        tracing::info!(
-            "termination messages and service-account credentials: bind mounts in private mount namespaces"
-        );
+        tracing::info!("termination messages and volumes: bind mounts in private mount namespaces");
     } else {
         tracing::warn!(
             "mount namespaces unavailable: containers get {} instead of their terminationMessagePath, and no volumes",
