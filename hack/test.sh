@@ -31,7 +31,24 @@ phase() {
   fi
   echo "hack/test.sh: phase '$name' (at most ${limit}s)" >&2
   local started=$SECONDS rc=0
-  timeout --kill-after=30 "$limit" "$@" || rc=$?
+  # timeout runs in a process group of its own (so that it can kill everything the phase
+  # started), out of reach of the terminal's Ctrl-C: run it in the background and pass an
+  # interrupt on to that whole group.
+  timeout --kill-after=30 "$limit" "$@" &
+  local pid=$!
+  interrupted=false
+  trap 'interrupted=true; kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null' INT TERM
+  # A trapped signal ends `wait` early: wait again until the phase has really ended.
+  while true; do
+    rc=0
+    wait "$pid" || rc=$?
+    kill -0 "$pid" 2>/dev/null || break
+  done
+  trap - INT TERM
+  if $interrupted; then
+    echo "hack/test.sh: interrupted during phase '$name'" >&2
+    exit 130
+  fi
   if ((rc == 124 || rc == 137)); then
     echo "hack/test.sh: phase '$name' TIMED OUT after ${limit}s ($bound): $*" >&2
     exit 124
