@@ -16,6 +16,11 @@
 #   MEMBENCH_BIN                membench binary the agent runs for the membench image
 #                               (default: the newest of target/{release,debug}/membench)
 #   MEMBENCH_DEV_CLUSTER_OPERATOR=1  also start the operator (see start_operator below)
+#   MEMBENCH_DEV_CLUSTER_LOCK_TIMEOUT  seconds to wait for another `up`/`down` of the same state
+#                               directory (default 1800: a first `up` builds the tools)
+#
+# kubectl is the one hack/build-tools.sh builds from the control plane's own release (a kubectl
+# found on PATH may be several minor versions older, outside the supported version skew).
 #
 # Everything binds to loopback only, runs detached from the calling shell (setsid, so it
 # survives that shell exiting) and needs no systemd; `down` stops processes by recorded PID.
@@ -116,7 +121,8 @@ free_ports() {
   echo "${found[@]}"
 }
 
-# wait_until SECONDS DESCRIPTION COMMAND...: retries COMMAND every half second.
+# wait_until SECONDS DESCRIPTION COMMAND...: retries COMMAND every half second. COMMAND itself
+# must be bounded (curl --max-time, kubectl --request-timeout), so the deadline holds.
 wait_until() {
   local timeout=$1 what=$2
   shift 2
@@ -209,16 +215,24 @@ tool_bin_dir() {
   source "$root/hack/tool-versions.env"
   KUBE_BIN="$bin_dir/kubernetes-$KUBERNETES_VERSION"
   ETCD_BIN="$bin_dir/etcd-$ETCD_VERSION"
+  KUBECTL="$KUBE_BIN/kubectl"
 }
 
 build_tools_if_needed() {
-  tool_bin_dir
   if [[ -x "$KUBE_BIN/kube-apiserver" && -x "$KUBE_BIN/kube-scheduler" &&
-    -x "$KUBE_BIN/kube-controller-manager" && -x "$ETCD_BIN/etcd" ]]; then
+    -x "$KUBE_BIN/kube-controller-manager" && -x "$KUBECTL" && -x "$ETCD_BIN/etcd" ]]; then
     return
   fi
-  log "building the control plane (the first time takes about 10 minutes on 2 cores)"
+  log "building the control plane and kubectl (the first time takes about 10 minutes on 2 cores)"
   "$root/hack/build-tools.sh" etcd kubernetes >&2
+  [[ -x "$KUBECTL" ]] || die "hack/build-tools.sh built no kubectl at $KUBECTL"
+}
+
+# kc ARGS...: the control plane's own kubectl against this cluster. Every request is bounded,
+# so no wait below can hang on an API server that accepts connections and never answers.
+kc() {
+  [[ -x "$KUBECTL" ]] || die "no kubectl $KUBERNETES_VERSION at $KUBECTL; run hack/build-tools.sh kubernetes"
+  "$KUBECTL" --kubeconfig="$kubeconfig" --request-timeout=20s "$@"
 }
 
 # The node agent binary: MEMBENCH_NODE_AGENT_BIN, or built now (quick when up to date).
@@ -251,7 +265,7 @@ start_etcd() {
     --initial-cluster="membench-dev=http://127.0.0.1:$ETCD_PEER_PORT" \
     --unsafe-no-fsync \
     --log-level=warn
-  wait_until 30 "etcd /health" curl -fsS "http://127.0.0.1:$ETCD_PORT/health"
+  wait_until 30 "etcd /health" curl -fsS --max-time 5 "http://127.0.0.1:$ETCD_PORT/health"
 }
 
 start_apiserver() {
@@ -260,6 +274,9 @@ start_apiserver() {
   # --endpoint-reconciler-type=none: there is one API server on loopback and no in-cluster
   # client that could use the `kubernetes` service's endpoints anyway.
   # --kubelet-preferred-address-types=InternalIP: fake nodes have no resolvable host name.
+  # --enable-admission-plugins=PodSecurity: on by default since 1.25; named so that a release
+  # without it fails here instead of silently admitting pods a `restricted` namespace refuses
+  # (the tests' namespaces all enforce `restricted`, as a platform team's cluster would).
   start_process kube-apiserver "$KUBE_BIN/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
     --bind-address=127.0.0.1 \
@@ -269,6 +286,7 @@ start_apiserver() {
     --tls-private-key-file="$pki/apiserver.key" \
     --client-ca-file="$pki/ca.crt" \
     --authorization-mode=RBAC \
+    --enable-admission-plugins=PodSecurity \
     --service-cluster-ip-range=10.96.0.0/16 \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$pki/sa.pub" \
@@ -280,7 +298,7 @@ start_apiserver() {
     --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" \
     --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
     --cert-dir="$state/apiserver-certs"
-  wait_until 90 "kube-apiserver /readyz" kubectl --kubeconfig="$kubeconfig" get --raw /readyz
+  wait_until 90 "kube-apiserver /readyz" kc get --raw /readyz
 }
 
 start_scheduler() {
@@ -313,7 +331,7 @@ start_controller_manager() {
 
 wait_healthz() {
   local name=$1 port=$2
-  wait_until 60 "$name /healthz" curl -fsSk "https://127.0.0.1:$port/healthz"
+  wait_until 60 "$name /healthz" curl -fsSk --max-time 5 "https://127.0.0.1:$port/healthz"
 }
 
 start_node_agent() {
@@ -329,7 +347,7 @@ start_node_agent() {
 }
 
 count_ready_fake_nodes() {
-  kubectl --kubeconfig="$kubeconfig" get nodes -l membench.io/fake-node=true \
+  kc get nodes -l membench.io/fake-node=true \
     -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null |
     grep -c '^True$' || true
 }
@@ -343,16 +361,30 @@ wanted_node_count() {
 
 fake_nodes_ready() { [[ "$(count_ready_fake_nodes)" -ge "$(wanted_node_count)" ]]; }
 
+# crds_established NAME...: every named CRD has condition Established=True. A CRD the API server
+# has only just stored has no status at all, which reads as "not yet" (unlike `kubectl wait
+# --for=condition`, which some kubectl versions fail on when .status.conditions is missing).
+crds_established() {
+  local name status
+  for name in "$@"; do
+    status=$(kc get "$name" -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}') || return 1
+    [[ "$status" == True ]] || return 1
+  done
+}
+
 install_crds() {
   compgen -G "$root/crds/*.yaml" >/dev/null || return 0
   log "installing crds/"
   # A CRD the API server rejects (schema, CEL cost) is the operator's bug, not the cluster's:
   # say so loudly, but leave the cluster up so that it can be fixed and applied again.
-  if ! kubectl --kubeconfig="$kubeconfig" apply --server-side --force-conflicts -f "$root/crds/" >&2; then
+  local applied
+  if ! applied=$(kc apply --server-side --force-conflicts -f "$root/crds/" -o name); then
     log "WARNING: the API server rejected crds/ (see above); the cluster is up without them"
     return 0
   fi
-  kubectl --kubeconfig="$kubeconfig" wait --for=condition=Established crd --all --timeout=60s >/dev/null
+  # Only the CRDs applied here: another CRD of the cluster is none of our business.
+  # shellcheck disable=SC2086
+  wait_until 60 "crds/ to be Established ($(echo $applied))" crds_established $applied
 }
 
 # --- operator hook (issue: starting the operator is a later issue) ---------------------------
@@ -379,11 +411,12 @@ control_plane_up() {
   for c in etcd kube-apiserver kube-scheduler kube-controller-manager; do
     pid_alive "$state/pids/$c.pid" || return 1
   done
-  kubectl --kubeconfig="$kubeconfig" get --raw /readyz >/dev/null 2>&1
+  kc get --raw /readyz >/dev/null 2>&1
 }
 
 cmd_up() {
   local agent
+  build_tools_if_needed
   agent=$(node_agent_bin)
   if control_plane_up; then
     # shellcheck disable=SC1091
@@ -406,14 +439,13 @@ cmd_up() {
       wait_until 60 "the fake nodes to be Ready" fake_nodes_ready
     fi
     start_operator
-    echo "export KUBECONFIG=$kubeconfig"
+    announce
     return
   fi
   if [[ -d "$state" ]]; then
     log "found a partly running dev cluster in $state; stopping it and starting afresh"
     stop_all
   fi
-  build_tools_if_needed
   local started=$SECONDS
   mkdir -p "$state/pids" "$state/logs"
   read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT CONTROLLER_MANAGER_PORT NODE_AGENT_PORT < <(free_ports 6)
@@ -438,10 +470,16 @@ EOF
   start_node_agent "$agent"
   wait_until 60 "the fake nodes to be Ready" fake_nodes_ready
   # Pods can only be created once the service account controller made `default`.
-  wait_until 60 "the default service account" kubectl --kubeconfig="$kubeconfig" get serviceaccount default -n default
+  wait_until 60 "the default service account" kc get serviceaccount default -n default
   install_crds
   start_operator
   log "up in $((SECONDS - started))s; state and logs in $state"
+  announce
+}
+
+# announce: the export line on stdout (for eval), and on stderr which kubectl goes with it.
+announce() {
+  log "kubectl $KUBERNETES_VERSION for this cluster: $KUBECTL (export PATH=\"$KUBE_BIN:\$PATH\")"
   echo "export KUBECONFIG=$kubeconfig"
 }
 
@@ -491,11 +529,14 @@ cmd_status() {
       any_down=1
     fi
   done
-  if kubectl --kubeconfig="$kubeconfig" get --raw /readyz >/dev/null 2>&1; then
+  if [[ ! -x "$KUBECTL" ]]; then
+    echo "kubectl $KUBERNETES_VERSION: not built ($KUBECTL); run hack/build-tools.sh kubernetes"
+    any_down=1
+  elif kc get --raw /readyz >/dev/null 2>&1; then
     # shellcheck disable=SC1091
     source "$state/ports.env"
     echo "kube-apiserver ready at https://127.0.0.1:$APISERVER_PORT"
-    kubectl --kubeconfig="$kubeconfig" get nodes -L node.kubernetes.io/instance-type,kubernetes.io/arch,topology.kubernetes.io/zone
+    kc get nodes -L node.kubernetes.io/instance-type,kubernetes.io/arch,topology.kubernetes.io/zone
     echo "export KUBECONFIG=$kubeconfig"
   else
     echo "kube-apiserver: not answering"
@@ -509,6 +550,8 @@ case "${1:-}" in
   *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
 esac
 
+tool_bin_dir
+
 # `status` only reads, and must answer while an `up` is busy building.
 if [[ "$1" == status ]]; then
   cmd_status
@@ -518,7 +561,9 @@ fi
 # One `up` or `down` at a time per state directory: tests in several processes may all call `up`.
 mkdir -p "$(dirname "$state")"
 exec 9>"$state.lock"
-flock 9
+lock_timeout=${MEMBENCH_DEV_CLUSTER_LOCK_TIMEOUT:-1800}
+flock -w "$lock_timeout" 9 ||
+  die "another 'hack/dev-cluster.sh up/down' has held $state.lock for ${lock_timeout}s; is it stuck? (MEMBENCH_DEV_CLUSTER_LOCK_TIMEOUT)"
 
 case "$1" in
   up) cmd_up ;;

@@ -1,26 +1,93 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: installs the engines and tools it needs
-# (Redis and Valkey, Prometheus, and the dev cluster's Kubernetes binaries and helm built from
-# Go modules, cached in ~/.cache/membench), then every test of the workspace. The first run on
-# a machine builds the control plane (about 15-30 minutes); later runs reuse it.
+# (Redis and Valkey, Prometheus, and the dev cluster's Kubernetes binaries, kubectl and helm
+# built from Go modules, cached in ~/.cache/membench), then every test of the workspace. The
+# first run on a machine builds the control plane (about 10 minutes on 2 cores); later runs
+# reuse it.
+#
+# Every phase runs under a time limit, so CI cannot hang: when one passes, the phase is killed
+# (with everything it started) and this script says which phase it was. The whole run is bounded
+# by MEMBENCH_TEST_TIMEOUT seconds (default 5400, CI's 90 minutes); a phase never gets more than
+# what is left of it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-hack/install-engines.sh
-hack/build-tools.sh
+total_limit=${MEMBENCH_TEST_TIMEOUT:-5400}
+deadline=$((SECONDS + total_limit))
+
+# phase NAME SECONDS COMMAND...: runs COMMAND with at most SECONDS (or what is left of the whole
+# run), SIGTERM then SIGKILL 30 seconds later to its whole process group.
+phase() {
+  local name=$1 limit=$2
+  shift 2
+  local left=$((deadline - SECONDS)) bound="phase limit"
+  if ((left < limit)); then
+    limit=$left
+    bound="what was left of the run's ${total_limit}s (MEMBENCH_TEST_TIMEOUT)"
+  fi
+  if ((limit <= 0)); then
+    echo "hack/test.sh: no time left for phase '$name' (MEMBENCH_TEST_TIMEOUT=${total_limit}s)" >&2
+    exit 124
+  fi
+  echo "hack/test.sh: phase '$name' (at most ${limit}s)" >&2
+  local started=$SECONDS rc=0
+  # timeout runs in a process group of its own (so that it can kill everything the phase
+  # started), out of reach of the terminal's Ctrl-C: run it in the background and pass an
+  # interrupt on to that whole group.
+  timeout --kill-after=30 "$limit" "$@" &
+  local pid=$!
+  interrupted=false
+  trap 'interrupted=true; kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null' INT TERM
+  # A trapped signal ends `wait` early: wait again until the phase has really ended.
+  while true; do
+    rc=0
+    wait "$pid" || rc=$?
+    kill -0 "$pid" 2>/dev/null || break
+  done
+  trap - INT TERM
+  if $interrupted; then
+    echo "hack/test.sh: interrupted during phase '$name'" >&2
+    exit 130
+  fi
+  if ((rc == 124 || rc == 137)); then
+    echo "hack/test.sh: phase '$name' TIMED OUT after ${limit}s ($bound): $*" >&2
+    exit 124
+  fi
+  if ((rc != 0)); then
+    echo "hack/test.sh: phase '$name' failed (exit $rc) after $((SECONDS - started))s" >&2
+    exit "$rc"
+  fi
+  echo "hack/test.sh: phase '$name' done in $((SECONDS - started))s" >&2
+}
+
+phase install-engines 900 hack/install-engines.sh
+# A cold build of the control plane, kubectl, etcd and helm takes about 10 minutes on 2 cores.
+phase build-tools 2400 hack/build-tools.sh
+
+# The tests run the kubectl built above (the control plane's own version), never one that
+# happens to be on PATH.
+bin_dir=$(hack/build-tools.sh --print-bin-dir)
+# shellcheck source=hack/tool-versions.env
+source hack/tool-versions.env
+export MEMBENCH_KUBECTL="$bin_dir/kubernetes-$KUBERNETES_VERSION/kubectl"
+[[ -x "$MEMBENCH_KUBECTL" ]] || {
+  echo "hack/test.sh: hack/build-tools.sh left no kubectl at $MEMBENCH_KUBECTL" >&2
+  exit 1
+}
 
 # Tests that need the dev cluster start it through hack/dev-cluster.sh; stop it afterwards
 # unless it was already up before the tests.
 cluster_was_up=false
-if [ -x hack/dev-cluster.sh ] && hack/dev-cluster.sh status >/dev/null 2>&1; then
+if timeout 60 hack/dev-cluster.sh status >/dev/null 2>&1; then
   cluster_was_up=true
 fi
 cleanup() {
-  if [ "$cluster_was_up" = false ] && [ -x hack/dev-cluster.sh ]; then
-    hack/dev-cluster.sh down >/dev/null 2>&1 || true
+  if [[ "$cluster_was_up" == false ]]; then
+    timeout --kill-after=10 120 hack/dev-cluster.sh down >/dev/null 2>&1 ||
+      echo "hack/test.sh: 'hack/dev-cluster.sh down' failed or timed out" >&2
   fi
 }
 trap cleanup EXIT
 
-cargo build --workspace --bins
-cargo test --workspace --no-fail-fast "$@"
+phase cargo-build 1800 cargo build --workspace --bins
+phase cargo-test 3600 cargo test --workspace --no-fail-fast "$@"

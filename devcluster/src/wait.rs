@@ -11,6 +11,8 @@ use kube::api::{DeleteParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client, ResourceExt};
 
+use crate::pod_security;
+
 /// A short random-enough suffix for names (time, process and a counter).
 pub fn unique_suffix() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -42,15 +44,26 @@ pub struct TestNamespace {
 }
 
 impl TestNamespace {
-    /// Creates `<prefix>-<suffix>` labelled `membench.io/test=true`, and waits for its `default`
-    /// service account (pods cannot be created before the controller manager made it).
+    /// Creates `<prefix>-<suffix>` labelled `membench.io/test=true` and enforcing the Pod
+    /// Security Standard `restricted` (so the API server refuses a pod a platform team's
+    /// cluster would refuse), and waits for its `default` service account (pods cannot be
+    /// created before the controller manager made it).
     pub async fn create(client: &Client, prefix: &str) -> anyhow::Result<TestNamespace> {
         let name = format!("{prefix}-{}", unique_suffix());
         let namespaces: Api<Namespace> = Api::all(client.clone());
+        let labels = [
+            ("membench.io/test", "true"),
+            (pod_security::ENFORCE_LABEL, pod_security::RESTRICTED),
+        ];
         let ns = Namespace {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
-                labels: Some([("membench.io/test".to_string(), "true".to_string())].into()),
+                labels: Some(
+                    labels
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
                 ..Default::default()
             },
             ..Default::default()

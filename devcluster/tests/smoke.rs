@@ -1,114 +1,31 @@
 //! Smoke tests of the dev cluster itself, against the real control plane started through
 //! `hack/dev-cluster.sh up` (the first run on a machine builds it: ~10 minutes). Each test has
-//! its own namespace, so they run in parallel.
+//! its own namespace (enforcing Pod Security `restricted`), so they run in parallel. What the
+//! node agent applies from a pod's security context and volumes is tested in
+//! `security_context.rs` and `volumes.rs`.
 //!
 //! With `MEMBENCH_TEST_KUBECONFIG` set they run against that cluster instead; the tests that
 //! rely on the node agent running pods on this machine are then skipped.
 
+mod common;
+
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{DeleteParams, LogParams, PostParams};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, ResourceExt};
 use membench_devcluster::wait::{
     TestNamespace, is_finished, is_running_and_ready, is_scheduled, node_name, wait_for_pod,
     wait_for_pod_deleted, waiting_reason,
 };
-use membench_devcluster::{DevCluster, EnsureOptions};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const SCHEDULED: Duration = Duration::from_secs(30);
-const READY: Duration = Duration::from_secs(60);
-
-async fn cluster() -> anyhow::Result<Client> {
-    DevCluster::ensure_with(&EnsureOptions {
-        node_agent_bin: Some(env!("CARGO_BIN_EXE_membench-node-agent").into()),
-    })
-    .await
-}
-
-/// True (and says so) when the test needs this machine's node agent but runs elsewhere.
-fn skipped_outside_dev_cluster(test: &str) -> bool {
-    let skip = !DevCluster::is_dev_cluster();
-    if skip {
-        eprintln!(
-            "{test}: skipped, needs the dev cluster's node agent (MEMBENCH_TEST_KUBECONFIG is set)"
-        );
-    }
-    skip
-}
-
-fn pod(value: serde_json::Value) -> Pod {
-    serde_json::from_value(value).expect("a valid pod")
-}
-
-/// A Redis pod that stays up: persistence off, readiness by `redis-cli ping`.
-fn redis_pod(name: &str, extra_spec: serde_json::Value) -> Pod {
-    let mut spec = json!({
-        "restartPolicy": "Never",
-        "terminationGracePeriodSeconds": 5,
-        "containers": [{
-            "name": "redis",
-            "image": "redis:7.0.15",
-            "args": ["--port", "6379", "--save", "", "--appendonly", "no"],
-            "readinessProbe": {"exec": {"command": ["redis-cli", "ping"]}, "periodSeconds": 1},
-        }],
-    });
-    for (k, v) in extra_spec.as_object().into_iter().flatten() {
-        spec[k] = v.clone();
-    }
-    pod(json!({"metadata": {"name": name, "labels": {"app": name}}, "spec": spec}))
-}
-
-/// A pod running a shell command on this machine (through the redis image, whose `command`
-/// replaces the entrypoint).
-fn shell_pod(name: &str, script: &str, container_extra: serde_json::Value) -> Pod {
-    let mut container = json!({
-        "name": "main",
-        "image": "redis:7.0.15",
-        "command": ["sh", "-c", script],
-    });
-    for (k, v) in container_extra.as_object().into_iter().flatten() {
-        container[k] = v.clone();
-    }
-    pod(json!({
-        "metadata": {"name": name},
-        "spec": {"restartPolicy": "Never", "containers": [container]},
-    }))
-}
-
-/// Sends PING in the Redis protocol and returns the reply line.
-async fn redis_ping(address: &str, port: u16) -> anyhow::Result<String> {
-    let mut stream = TcpStream::connect((address, port)).await?;
-    stream.write_all(b"*1\r\n$4\r\nPING\r\n").await?;
-    let mut reply = [0u8; 64];
-    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut reply)).await??;
-    Ok(String::from_utf8_lossy(&reply[..n]).trim_end().to_string())
-}
-
-fn pod_ip(pod: &Pod) -> String {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.pod_ip.clone())
-        .expect("a running pod has an IP")
-}
-
-fn terminated(pod: &Pod) -> k8s_openapi::api::core::v1::ContainerStateTerminated {
-    pod.status
-        .as_ref()
-        .unwrap()
-        .container_statuses
-        .as_ref()
-        .unwrap()[0]
-        .state
-        .as_ref()
-        .unwrap()
-        .terminated
-        .clone()
-        .expect("the container terminated")
-}
+use common::{
+    READY, SCHEDULED, cluster, pod, pod_ip, redis_ping, redis_pod, shell_container, shell_pod,
+    skipped_outside_dev_cluster, terminated,
+};
 
 #[tokio::test]
 async fn pod_selecting_r8g_instance_type_is_scheduled_on_an_r8g_node() -> anyhow::Result<()> {
@@ -550,15 +467,16 @@ async fn init_containers_run_first_and_each_container_reports_its_own_end() -> a
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "multi").await?;
     let pods = ns.pods();
-    // The containers of a pod share its working directory (the agent mounts no volumes).
-    let sh = |name: &str, script: &str| json!({"name": name, "image": "redis:7.0.15", "command": ["sh", "-c", script]});
+    let shared = json!({"volumeMounts": [{"name": "shared", "mountPath": "/shared"}]});
+    let sh = |name: &str, script: &str| shell_container(name, script, shared.clone());
     let p = pod(json!({
         "metadata": {"name": "multi"},
         "spec": {
             "restartPolicy": "Never",
-            "initContainers": [sh("prepare", "echo prepared > marker")],
+            "volumes": [{"name": "shared", "emptyDir": {}}],
+            "initContainers": [sh("prepare", "echo prepared > /shared/marker")],
             "containers": [
-                sh("reads", "cat marker > /dev/termination-log"),
+                sh("reads", "cat /shared/marker > /dev/termination-log"),
                 sh("fails", "printf second > /dev/termination-log; exit 2"),
             ],
         },

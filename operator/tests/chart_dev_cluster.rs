@@ -5,8 +5,8 @@
 //!
 //! The cluster is a private dev cluster (`hack/dev-cluster.sh up` in a scratch state directory,
 //! stopped afterwards), or the cluster `MEMBENCH_TEST_KUBECONFIG` names (kind, EKS), from which
-//! the install is removed afterwards. Needs `kubectl`, and for the dev cluster its binaries
-//! (`hack/build-tools.sh`) and the node agent (`cargo build -p membench-devcluster`).
+//! the install is removed afterwards. Needs the kubectl `hack/build-tools.sh` builds, and for the
+//! dev cluster its binaries and the node agent (`cargo build -p membench-devcluster`).
 
 mod observability;
 
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use observability::{find_binary, repo_root};
+use observability::repo_root;
 
 const NAMESPACE: &str = "membench-system";
 const SERVICE_ACCOUNT: &str = "system:serviceaccount:membench-system:membench";
@@ -94,6 +94,30 @@ impl TestCluster {
         String::from_utf8(output.stdout).unwrap()
     }
 
+    /// Polls until the CRD's Established condition is True. A CRD just stored has no status
+    /// yet, which counts as "not yet", never as an error.
+    fn wait_established(&self, crd: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let output = self.kubectl(&[
+                "get",
+                crd,
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Established\")].status}",
+            ]);
+            if output.status.success() && String::from_utf8_lossy(&output.stdout).trim() == "True" {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{crd} not Established after {timeout:?}: {}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
     /// `kubectl auth can-i` as the operator; `resource` may name a subresource as `pods/exec`.
     fn can_i(&self, verb: &str, resource: &str) -> bool {
         let mut args = vec!["auth", "can-i", verb];
@@ -135,10 +159,7 @@ impl Drop for TestCluster {
 
 #[test]
 fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restricted_pod() {
-    let Some(kubectl) = find_binary("MEMBENCH_KUBECTL", "kubectl", &[]) else {
-        observability::skip("no kubectl");
-        return;
-    };
+    let kubectl = membench_devcluster::tools::kubectl().expect("the control plane's kubectl");
     let cluster = match TestCluster::start(kubectl) {
         Ok(cluster) => cluster,
         Err(why) => {
@@ -169,12 +190,7 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
         install,
     ]);
     cluster.ok(&["apply", "--server-side", "--force-conflicts", "-f", install]);
-    cluster.ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/memorybenchmarks.membench.io",
-        "--timeout=60s",
-    ]);
+    cluster.wait_established("crd/memorybenchmarks.membench.io", Duration::from_secs(60));
 
     // Exactly the access the operator needs (docs/operator.md, "RBAC") ...
     for (verb, resource) in [
@@ -311,6 +327,13 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
     let file = std::env::temp_dir().join(format!("membench-ns-{}.yaml", std::process::id()));
     std::fs::write(&file, &rendered.stdout).unwrap();
     cluster.ok(&["create", "namespace", "membench-ns"]);
+    // As every namespace of the tests, it enforces Pod Security restricted.
+    cluster.ok(&[
+        "label",
+        "namespace",
+        "membench-ns",
+        "pod-security.kubernetes.io/enforce=restricted",
+    ]);
     let applied = cluster.ok(&[
         "apply",
         "--server-side",

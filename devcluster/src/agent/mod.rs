@@ -9,11 +9,13 @@
 pub mod addresses;
 pub mod images;
 pub mod kubelet_server;
+pub mod mount_namespace;
 pub mod nodes;
 pub mod pod_worker;
 pub mod podspec;
 pub mod probes;
 pub mod process;
+pub mod security;
 pub mod status;
 pub mod volumes;
 
@@ -51,6 +53,9 @@ pub struct AgentConfig {
     pub kubelet_tls: Option<kubelet_server::KubeletTls>,
     /// The second octet of node 0's pod addresses (see [`addresses`]).
     pub pod_address_octet: u8,
+    /// Where each container's mount namespace mounts a private tmpfs for the program and
+    /// working directory its user cannot reach otherwise (see [`mount_namespace`]).
+    pub runtime_dir: PathBuf,
 }
 
 /// What every pod worker shares.
@@ -59,6 +64,7 @@ pub struct AgentContext {
     pub resolver: ImageResolver,
     pub state_dir: PathBuf,
     pub use_mount_namespace: bool,
+    pub runtime_dir: PathBuf,
     pub addresses: Mutex<PodAddresses>,
     /// The API server's host and port, for containers with service-account credentials.
     pub api_server: Option<(String, u16)>,
@@ -107,13 +113,18 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
 
     let use_mount_namespace = process::mount_namespaces_work(&config.state_dir.join("scratch"));
     if use_mount_namespace {
-        tracing::info!(
-            "termination messages and service-account credentials: bind mounts in private mount namespaces"
-        );
+        tracing::info!("termination messages and volumes: bind mounts in private mount namespaces");
     } else {
         tracing::warn!(
-            "mount namespaces unavailable: containers get {} instead of their terminationMessagePath, and no service-account credentials",
+            "mount namespaces unavailable: containers get {} instead of their terminationMessagePath, and no volumes",
             process::TERMINATION_MESSAGE_ENV
+        );
+    }
+    if process::user_switching_works() {
+        tracing::info!("containers run as their securityContext's user and groups (setpriv)");
+    } else {
+        tracing::warn!(
+            "cannot start processes as other users (not root, or no setpriv): a container with a runAsUser other than the agent's fails to start"
         );
     }
 
@@ -153,6 +164,7 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
         ),
         state_dir: config.state_dir.clone(),
         use_mount_namespace,
+        runtime_dir: config.runtime_dir.clone(),
         addresses: Mutex::new(PodAddresses::new(config.pod_address_octet)),
         api_server,
     });

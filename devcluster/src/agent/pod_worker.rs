@@ -23,6 +23,7 @@ use tokio::time::Instant;
 
 use super::AgentContext;
 use super::images::{PullError, PulledImage};
+use super::mount_namespace::WorkingDir;
 use super::nodes::{FIELD_MANAGER, NODE_IP};
 use super::podspec::{container_env, expand, memory_limit_bytes};
 use super::probes::{ExecContext, ProbeResult, ProbeTiming, run_probe};
@@ -30,8 +31,9 @@ use super::process::{
     ContainerProcess, LaunchSpec, exit_code, process_group_rss_bytes, read_termination_message,
     signal_group, tail_of_log,
 };
+use super::security::process_identity;
 use super::status::{ContainerRecord, Lifecycle, PodRecord, Termination, pod_status, status_patch};
-use super::volumes::{mounts_service_account, prepare_projected_volumes};
+use super::volumes::{VolumeSources, mounts_service_account, prepare_volumes};
 
 /// What the dispatcher tells a worker.
 #[derive(Debug)]
@@ -284,7 +286,7 @@ impl PodWorker {
                     Some(PodEvent::Deleted) => self.deleted(),
                     Some(PodEvent::Shutdown) | None => self.begin_shutdown(),
                 },
-                Some(exit) = self.exits_rx.recv() => self.exited(exit),
+                Some(exit) = self.exits_rx.recv() => self.exited(exit).await,
                 Some(outcome) = self.probes_rx.recv() => self.probed(outcome).await,
                 _ = tokio::time::sleep(TICK) => {}
             }
@@ -554,6 +556,19 @@ impl PodWorker {
         .await;
     }
 
+    /// A volume cannot be set up yet (a missing Secret or ConfigMap): the container stays
+    /// `ContainerCreating` and it is retried, with a `FailedMount` event as the kubelet records.
+    async fn mount_error(&mut self, i: usize, message: String) {
+        let slot = &mut self.slots[i];
+        slot.record.lifecycle = Lifecycle::Waiting {
+            reason: "ContainerCreating".into(),
+            message: None,
+        };
+        slot.retry_at = Some(Instant::now() + INITIAL_BACKOFF);
+        self.event(EventType::Warning, "FailedMount", "Mount", message)
+            .await;
+    }
+
     /// "Pulls" the image, builds the environment and command, and starts the process.
     async fn start(&mut self, i: usize) {
         let pod_ip = self
@@ -603,18 +618,20 @@ impl PodWorker {
             env.entry("KUBERNETES_SERVICE_PORT".into())
                 .or_insert_with(|| port.to_string());
         }
-        let volume_mounts = match prepare_projected_volumes(
-            &self.ctx.client,
-            &self.pod,
-            &container,
-            &self.dir,
-            &pod_ip,
-            NODE_IP,
-        )
-        .await
-        {
+        let pulled = self.slots[i].pulled.clone().expect("pulled above");
+        let identity = match process_identity(&self.pod, &container, pulled.kind) {
+            Ok(identity) => identity,
+            Err(e) => return self.config_error(i, e.0).await,
+        };
+        let sources = VolumeSources {
+            client: &self.ctx.client,
+            pod: &self.pod,
+            pod_ip: &pod_ip,
+            host_ip: NODE_IP,
+        };
+        let volume_mounts = match prepare_volumes(&sources, &container, &self.dir).await {
             Ok(mounts) => mounts,
-            Err(e) => return self.config_error(i, e.to_string()).await,
+            Err(e) => return self.mount_error(i, e.to_string()).await,
         };
         let command: Vec<String> = container
             .command
@@ -628,7 +645,6 @@ impl PodWorker {
             .flatten()
             .map(|s| expand(s, &env))
             .collect();
-        let pulled = self.slots[i].pulled.clone().expect("pulled above");
         let started_at = Timestamp::now();
         let resolved = self
             .ctx
@@ -657,18 +673,21 @@ impl PodWorker {
                 env: env.clone(),
                 working_dir: container
                     .working_dir
-                    .as_ref()
-                    .map(PathBuf::from)
-                    .filter(|d| d.is_dir())
-                    .unwrap_or_else(|| self.dir.join("work")),
+                    .as_deref()
+                    .filter(|d| !d.is_empty())
+                    .map(|d| WorkingDir::Container(PathBuf::from(d)))
+                    .unwrap_or_else(|| WorkingDir::Pod(self.dir.join("work"))),
                 log_path: slot.file(&self.dir, "log"),
                 termination_file: slot.file(&self.dir, "termination-log"),
                 termination_path: container
                     .termination_message_path
                     .clone()
                     .unwrap_or_else(|| "/dev/termination-log".into()),
+                start_error_file: slot.file(&self.dir, "start-error"),
                 use_mount_namespace: self.ctx.use_mount_namespace,
                 volume_mounts: volume_mounts.clone(),
+                identity: identity.clone(),
+                runtime_dir: self.ctx.runtime_dir.clone(),
                 pid_file: slot.file(&self.dir, "pid"),
             };
             ContainerProcess::spawn(&launch)
@@ -770,7 +789,7 @@ impl PodWorker {
         }
     }
 
-    fn exited(&mut self, exit: Exit) {
+    async fn exited(&mut self, exit: Exit) {
         let pod_label = self.pod_label();
         let slot = &mut self.slots[exit.slot];
         let Some(run) = slot.run.take_if(|r| r.id == exit.run_id) else {
@@ -785,14 +804,23 @@ impl PodWorker {
             .as_ref()
             .ok()
             .and_then(std::os::unix::process::ExitStatusExt::signal);
-        let (exit_code, reason) = if run.oom_killed {
+        // What the mount shim left when it could not set the container up (its program never
+        // ran): the runtime's StartError.
+        let start_error = read_termination_message(&slot.file(&self.dir, "start-error"));
+        let (exit_code, reason) = if !start_error.is_empty() {
+            (128, "StartError")
+        } else if run.oom_killed {
             (137, "OOMKilled")
         } else if code == 0 {
             (0, "Completed")
         } else {
             (code, "Error")
         };
-        let mut message = read_termination_message(&slot.file(&self.dir, "termination-log"));
+        let mut message = if start_error.is_empty() {
+            read_termination_message(&slot.file(&self.dir, "termination-log"))
+        } else {
+            start_error.clone()
+        };
         let fallback =
             slot.spec.termination_message_policy.as_deref() == Some("FallbackToLogsOnError");
         if message.is_empty() && fallback && exit_code != 0 {
@@ -814,6 +842,11 @@ impl PodWorker {
             container_id: slot.record.container_id.clone(),
         };
         self.finish_run(exit.slot, t);
+        if !start_error.is_empty() {
+            let note = format!("Error: failed to start the container: {start_error}");
+            self.event(EventType::Warning, "Failed", "Start", note)
+                .await;
+        }
     }
 
     /// Records a container's end, and restarts it later if the restart policy says so.

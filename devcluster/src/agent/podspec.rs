@@ -101,7 +101,7 @@ pub fn field_ref_value(pod: &Pod, path: &str, pod_ip: &str, host_ip: &str) -> Op
 
 /// The value of a `resourceFieldRef` (`limits.memory`, `requests.cpu`, ...), in the units the
 /// divisor names (default 1; CPU rounds up to whole cores as Kubernetes does).
-fn resource_field_value(
+pub fn resource_field_value(
     container: &Container,
     resource: &str,
     divisor: Option<&Quantity>,

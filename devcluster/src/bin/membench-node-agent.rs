@@ -60,6 +60,11 @@ struct Args {
     /// octet + i). A private dev cluster gets its own, so two clusters never share addresses.
     #[arg(long, env = "MEMBENCH_POD_ADDRESS_OCTET", default_value_t = membench_devcluster::agent::addresses::DEFAULT_FIRST_OCTET, value_parser = clap::value_parser!(u8).range(1..))]
     pod_address_octet: u8,
+
+    /// Where each container's private mount namespace mounts a tmpfs holding what its user
+    /// cannot reach by name on this machine (a program or the pod's directory under /root).
+    #[arg(long, default_value = membench_devcluster::agent::mount_namespace::DEFAULT_RUNTIME_DIR)]
+    runtime_dir: PathBuf,
 }
 
 #[tokio::main]
@@ -93,6 +98,7 @@ async fn main() -> anyhow::Result<()> {
         engine_store: args.engine_store,
         kubelet_tls,
         pod_address_octet: args.pod_address_octet,
+        runtime_dir: args.runtime_dir,
     })
     .await
 }

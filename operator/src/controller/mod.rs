@@ -5,12 +5,14 @@
 //! load, and hands both to the pure [`plan::plan`], which decides the new status and which
 //! pods to create and delete. This module only carries that decision out: pods are created
 //! first, then the status is written (server-side apply, only when it changed), then events are
-//! published and finished pods deleted. `pods` builds the pods; `crate::validation` checks the spec.
+//! published and finished pods deleted. `pods` builds the pods (their Pod Security settings in
+//! `pod_security`); `crate::validation` checks the spec.
 
 pub mod conditions;
 pub mod events;
 mod lifecycle;
 pub mod plan;
+pub mod pod_security;
 pub mod pods;
 pub mod progress;
 pub mod results;

@@ -5,9 +5,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, Capabilities, Container, ContainerPort, Pod, PodAffinity, PodAffinityTerm,
-    PodSecurityContext, PodSpec, Probe, ResourceRequirements, SeccompProfile, SecurityContext,
-    TCPSocketAction,
+    Affinity, Container, ContainerPort, Pod, PodAffinity, PodAffinityTerm, PodSpec, Probe,
+    ResourceRequirements, TCPSocketAction,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -19,6 +18,11 @@ use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark, RecordLayout};
 use crate::workload::Workload;
 
 use crate::validation::mebibytes;
+
+use super::pod_security::{
+    ENGINE_DATA_DIR, client_pod_security_context, engine_data_mount, engine_data_volume,
+    engine_pod_security_context, restricted_container,
+};
 
 pub const LABEL_NAME: &str = "app.kubernetes.io/name";
 pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
@@ -197,7 +201,8 @@ fn metadata(
 
 /// The engine pod of engine `index`: on a node of the instance type (plus the spec's
 /// placement), never on a node where another membench engine runs (any namespace), with
-/// Guaranteed QoS and a TCP readiness probe.
+/// Guaranteed QoS and a TCP readiness probe, admitted under Pod Security `restricted` (the
+/// image's non-root user, its data directory an emptyDir).
 pub fn engine_pod(
     benchmark: &MemoryBenchmark,
     index: usize,
@@ -254,10 +259,15 @@ pub fn engine_pod(
                 pod_affinity: user_affinity.pod_affinity.clone(),
                 pod_anti_affinity: Some(anti_affinity),
             }),
+            security_context: Some(engine_pod_security_context(engine)),
+            volumes: Some(vec![engine_data_volume()]),
             containers: vec![Container {
                 name: "engine".into(),
                 image: Some(engine.image()),
                 args: Some(engine_args(engine)),
+                working_dir: Some(ENGINE_DATA_DIR.into()),
+                volume_mounts: Some(vec![engine_data_mount()]),
+                security_context: Some(restricted_container()),
                 ports: Some(vec![ContainerPort {
                     name: Some("resp".into()),
                     container_port: ENGINE_PORT,
@@ -407,16 +417,7 @@ pub fn client_pod(
                 }),
                 ..Default::default()
             }),
-            security_context: Some(PodSecurityContext {
-                run_as_non_root: Some(true),
-                run_as_user: Some(65532),
-                run_as_group: Some(65532),
-                seccomp_profile: Some(SeccompProfile {
-                    type_: "RuntimeDefault".into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
+            security_context: Some(client_pod_security_context()),
             containers: vec![Container {
                 name: "client".into(),
                 image: Some(settings.client_image.clone()),
@@ -425,15 +426,7 @@ pub fn client_pod(
                 termination_message_path: Some(TERMINATION_MESSAGE_PATH.into()),
                 // A client that dies before writing its result still leaves its last log lines.
                 termination_message_policy: Some("FallbackToLogsOnError".into()),
-                security_context: Some(SecurityContext {
-                    allow_privilege_escalation: Some(false),
-                    read_only_root_filesystem: Some(true),
-                    capabilities: Some(Capabilities {
-                        drop: Some(vec!["ALL".into()]),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }),
+                security_context: Some(restricted_container()),
                 ..Default::default()
             }],
             ..Default::default()

@@ -127,7 +127,22 @@ pub fn percent_encode(text: &str) -> String {
 }
 
 /// `GET path` over HTTP/1.0 (so the body is neither chunked nor kept alive): status and body.
+/// Bounded by [`HTTP_TIMEOUT`]: a server that accepts and never answers is an error, not a hang.
 pub async fn http_get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
+    tokio::time::timeout(HTTP_TIMEOUT, http_get_unbounded(addr, path))
+        .await
+        .unwrap_or_else(|_| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("GET http://{addr}{path}: no complete answer in {HTTP_TIMEOUT:?}"),
+            ))
+        })
+}
+
+/// How long one HTTP request of the tests may take.
+pub const HTTP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+async fn http_get_unbounded(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
     let mut stream = tokio::net::TcpStream::connect(addr).await?;
     stream
         .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())

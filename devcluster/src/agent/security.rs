@@ -1,0 +1,335 @@
+//! Who a container's process runs as, from the pod's and the container's `securityContext` the
+//! way the kubelet and a container runtime decide it: the user and group (the container's
+//! setting over the pod's, else the image's own `USER`), the supplementary groups (`fsGroup`,
+//! `supplementalGroups`), `runAsNonRoot` checked before the start, `allowPrivilegeEscalation:
+//! false` as the no-new-privileges flag, and dropped capabilities. Pure, so the rules are unit
+//! tested without a cluster; [`super::process`] applies the result with `setpriv`.
+//!
+//! The images' users are those of the official images: `redis` and `valkey` start as root (their
+//! entrypoint steps down to uid 999 itself, which is not reproduced here), Dragonfly's image
+//! runs as its user `dfly` (999:999), the membench image (distroless `nonroot`) as 65532:65532.
+
+use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext, SecurityContext};
+
+use super::images::ImageKind;
+
+/// The user and groups a process runs as, and the privileges it gives up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessIdentity {
+    pub uid: u32,
+    pub gid: u32,
+    /// `fsGroup` then `supplementalGroups`, without duplicates.
+    pub supplementary_groups: Vec<u32>,
+    /// `allowPrivilegeEscalation: false`: the kernel's no_new_privs flag, so no setuid binary
+    /// or file capability can raise the process's privileges.
+    pub no_new_privileges: bool,
+    /// Capabilities removed from the bounding set (lower case without `CAP_`, as `setpriv`
+    /// names them); `all` for `drop: [ALL]`.
+    pub dropped_capabilities: Vec<String>,
+}
+
+impl ProcessIdentity {
+    /// The identity of a process started by root with nothing changed.
+    pub fn root() -> ProcessIdentity {
+        ProcessIdentity {
+            uid: 0,
+            gid: 0,
+            supplementary_groups: Vec::new(),
+            no_new_privileges: false,
+            dropped_capabilities: Vec::new(),
+        }
+    }
+
+    /// Whether starting the process needs more than running it as root as it is.
+    pub fn changes_anything(&self) -> bool {
+        *self != ProcessIdentity::root()
+    }
+
+    /// `setpriv` options that make the process this identity (empty when nothing changes).
+    pub fn setpriv_args(&self) -> Vec<String> {
+        if !self.changes_anything() {
+            return Vec::new();
+        }
+        let mut args = vec![
+            format!("--reuid={}", self.uid),
+            format!("--regid={}", self.gid),
+        ];
+        if self.supplementary_groups.is_empty() {
+            args.push("--clear-groups".into());
+        } else {
+            let groups: Vec<String> = self
+                .supplementary_groups
+                .iter()
+                .map(u32::to_string)
+                .collect();
+            args.push(format!("--groups={}", groups.join(",")));
+        }
+        if self.no_new_privileges {
+            args.push("--no-new-privs".into());
+        }
+        if !self.dropped_capabilities.is_empty() {
+            let dropped: Vec<String> = self
+                .dropped_capabilities
+                .iter()
+                .map(|c| format!("-{c}"))
+                .collect();
+            // Out of the bounding set, no exec can give it back; out of the inheritable set,
+            // no exec of a root process keeps it.
+            args.push(format!("--bounding-set={}", dropped.join(",")));
+            args.push(format!("--inh-caps={}", dropped.join(",")));
+        }
+        args
+    }
+}
+
+/// The user an image's configuration names (`USER` in its Dockerfile).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ImageUser {
+    Numeric(u32),
+    /// A user name: the runtime resolves it in the image's /etc/passwd, but the kubelet cannot
+    /// check it against `runAsNonRoot`.
+    Named(&'static str),
+}
+
+/// The `USER` of the official image, and its /etc/passwd entries (uid, primary gid) that a
+/// runtime consults for a `runAsUser` without `runAsGroup`.
+fn image_users(kind: ImageKind) -> (ImageUser, &'static [(u32, u32)]) {
+    match kind {
+        // `useradd -r -g redis -u 999 redis` (Debian-based tags; `-alpine` has gid 1000).
+        ImageKind::Redis | ImageKind::Valkey => (ImageUser::Numeric(0), &[(0, 0), (999, 999)]),
+        // tools/packaging/Dockerfile.ubuntu-prod: `useradd -r -g dfly -u 999 dfly`, `USER dfly`.
+        ImageKind::Dragonfly => (ImageUser::Named("dfly"), &[(0, 0), (999, 999)]),
+        // gcr.io/distroless/cc-debian12:nonroot with `USER 65532:65532`.
+        ImageKind::Membench => (ImageUser::Numeric(65532), &[(0, 0), (65532, 65532)]),
+    }
+}
+
+/// Why a container may not start as it is configured: the kubelet's
+/// `CreateContainerConfigError` messages.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct IdentityError(pub String);
+
+/// The identity of `container`'s process in `pod`, run from an image of `kind`.
+pub fn process_identity(
+    pod: &Pod,
+    container: &Container,
+    kind: ImageKind,
+) -> Result<ProcessIdentity, IdentityError> {
+    let pod_context = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.security_context.clone())
+        .unwrap_or_default();
+    let context = container.security_context.clone().unwrap_or_default();
+    let (image_user, passwd) = image_users(kind);
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    let where_ = format!("pod: {pod_name:?}, container: {}", container.name);
+
+    let run_as_user = context.run_as_user.or(pod_context.run_as_user);
+    let run_as_non_root = context
+        .run_as_non_root
+        .or(pod_context.run_as_non_root)
+        .unwrap_or(false);
+    if run_as_non_root {
+        match (run_as_user, image_user) {
+            (Some(0), _) => {
+                return Err(IdentityError(format!(
+                    "container's runAsUser breaks non-root policy ({where_})"
+                )));
+            }
+            (Some(_), _) => {}
+            (None, ImageUser::Numeric(0)) => {
+                return Err(IdentityError(format!(
+                    "container has runAsNonRoot and image will run as root ({where_})"
+                )));
+            }
+            (None, ImageUser::Named(name)) => {
+                return Err(IdentityError(format!(
+                    "container has runAsNonRoot and image has non-numeric user ({name}), cannot \
+                     verify user is non-root ({where_})"
+                )));
+            }
+            (None, ImageUser::Numeric(_)) => {}
+        }
+    }
+
+    let image_uid = match image_user {
+        ImageUser::Numeric(uid) => uid,
+        // The only named user of these images has its entry in the table.
+        ImageUser::Named(_) => passwd.last().map(|(uid, _)| *uid).unwrap_or(0),
+    };
+    let uid = match run_as_user {
+        Some(uid) => id_value(uid, "runAsUser")?,
+        None => image_uid,
+    };
+    let gid = match context.run_as_group.or(pod_context.run_as_group) {
+        Some(gid) => id_value(gid, "runAsGroup")?,
+        // A runtime takes the primary group from the image's /etc/passwd, else root's group.
+        None => passwd
+            .iter()
+            .find(|(u, _)| *u == uid)
+            .map(|(_, g)| *g)
+            .unwrap_or(0),
+    };
+    Ok(ProcessIdentity {
+        uid,
+        gid,
+        supplementary_groups: supplementary_groups(&pod_context)?,
+        no_new_privileges: context.allow_privilege_escalation == Some(false),
+        dropped_capabilities: dropped_capabilities(&context),
+    })
+}
+
+fn id_value(id: i64, field: &str) -> Result<u32, IdentityError> {
+    u32::try_from(id).map_err(|_| IdentityError(format!("{field} {id} is not a valid id")))
+}
+
+fn supplementary_groups(context: &PodSecurityContext) -> Result<Vec<u32>, IdentityError> {
+    let mut groups = Vec::new();
+    let listed = context.fs_group.iter().map(|g| (*g, "fsGroup")).chain(
+        context
+            .supplemental_groups
+            .iter()
+            .flatten()
+            .map(|g| (*g, "supplementalGroups")),
+    );
+    for (group, field) in listed {
+        let group = id_value(group, field)?;
+        if !groups.contains(&group) {
+            groups.push(group);
+        }
+    }
+    Ok(groups)
+}
+
+fn dropped_capabilities(context: &SecurityContext) -> Vec<String> {
+    let dropped: Vec<String> = context
+        .capabilities
+        .as_ref()
+        .and_then(|c| c.drop.clone())
+        .unwrap_or_default()
+        .iter()
+        .map(|c| {
+            let name = c.trim().to_ascii_lowercase();
+            name.strip_prefix("cap_").unwrap_or(&name).to_string()
+        })
+        .collect();
+    if dropped.iter().any(|c| c == "all") {
+        vec!["all".into()]
+    } else {
+        dropped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(spec_context: serde_json::Value, container_context: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "p"},
+            "spec": {
+                "securityContext": spec_context,
+                "containers": [{"name": "c", "image": "redis:7.0.15", "securityContext": container_context}],
+            },
+        }))
+        .unwrap()
+    }
+
+    fn identity(p: &Pod, kind: ImageKind) -> Result<ProcessIdentity, IdentityError> {
+        process_identity(p, &p.spec.as_ref().unwrap().containers[0], kind)
+    }
+
+    #[test]
+    fn the_containers_user_overrides_the_pods() {
+        let p = pod(
+            json!({"runAsUser": 1000, "runAsGroup": 2000}),
+            json!({"runAsUser": 999}),
+        );
+        let id = identity(&p, ImageKind::Redis).unwrap();
+        assert_eq!((id.uid, id.gid), (999, 2000));
+    }
+
+    #[test]
+    fn without_a_group_the_images_passwd_entry_gives_it() {
+        let p = pod(json!({}), json!({"runAsUser": 999}));
+        assert_eq!(identity(&p, ImageKind::Redis).unwrap().gid, 999);
+        // A user the image does not know gets root's group, as a runtime gives it.
+        let p = pod(json!({}), json!({"runAsUser": 4242}));
+        assert_eq!(identity(&p, ImageKind::Redis).unwrap().gid, 0);
+    }
+
+    #[test]
+    fn without_a_user_the_images_own_user_runs() {
+        let p = pod(json!({}), json!({}));
+        assert_eq!(
+            identity(&p, ImageKind::Redis).unwrap(),
+            ProcessIdentity::root()
+        );
+        let membench = identity(&p, ImageKind::Membench).unwrap();
+        assert_eq!((membench.uid, membench.gid), (65532, 65532));
+        let dragonfly = identity(&p, ImageKind::Dragonfly).unwrap();
+        assert_eq!((dragonfly.uid, dragonfly.gid), (999, 999));
+    }
+
+    #[test]
+    fn run_as_non_root_refuses_what_would_run_as_root_or_cannot_be_checked() {
+        let root_image = pod(json!({"runAsNonRoot": true}), json!({}));
+        let err = identity(&root_image, ImageKind::Redis).unwrap_err();
+        assert!(err.0.contains("image will run as root"), "{err}");
+        let root_user = pod(json!({"runAsNonRoot": true}), json!({"runAsUser": 0}));
+        let err = identity(&root_user, ImageKind::Membench).unwrap_err();
+        assert!(err.0.contains("runAsUser breaks non-root policy"), "{err}");
+        let named = identity(&root_image, ImageKind::Dragonfly).unwrap_err();
+        assert!(named.0.contains("non-numeric user (dfly)"), "{named}");
+        // A numeric non-root image user, or an explicit one, passes.
+        assert!(identity(&root_image, ImageKind::Membench).is_ok());
+        let explicit = pod(json!({"runAsNonRoot": true, "runAsUser": 999}), json!({}));
+        assert!(identity(&explicit, ImageKind::Dragonfly).is_ok());
+    }
+
+    #[test]
+    fn fs_group_and_supplemental_groups_become_supplementary_groups() {
+        let p = pod(
+            json!({"runAsUser": 999, "fsGroup": 2000, "supplementalGroups": [3000, 2000]}),
+            json!({}),
+        );
+        assert_eq!(
+            identity(&p, ImageKind::Redis).unwrap().supplementary_groups,
+            [2000, 3000]
+        );
+    }
+
+    #[test]
+    fn the_restricted_settings_become_setpriv_options() {
+        let p = pod(
+            json!({"runAsNonRoot": true, "runAsUser": 999, "runAsGroup": 999, "seccompProfile": {"type": "RuntimeDefault"}}),
+            json!({"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}),
+        );
+        let id = identity(&p, ImageKind::Valkey).unwrap();
+        assert_eq!(
+            id.setpriv_args(),
+            [
+                "--reuid=999",
+                "--regid=999",
+                "--clear-groups",
+                "--no-new-privs",
+                "--bounding-set=-all",
+                "--inh-caps=-all"
+            ]
+        );
+        let some = pod(
+            json!({}),
+            json!({"capabilities": {"drop": ["NET_RAW", "CAP_SYS_ADMIN"]}}),
+        );
+        assert_eq!(
+            identity(&some, ImageKind::Redis)
+                .unwrap()
+                .dropped_capabilities,
+            ["net_raw", "sys_admin"]
+        );
+        assert!(ProcessIdentity::root().setpriv_args().is_empty());
+    }
+}

@@ -1,0 +1,123 @@
+//! Shared by the dev cluster's own tests: the cluster (started through `hack/dev-cluster.sh up`
+//! with the node agent built for these tests), pods that meet the Pod Security Standard
+//! `restricted` every test namespace enforces, and reading what a pod left.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod};
+use kube::Client;
+use membench_devcluster::pod_security::make_restricted;
+use membench_devcluster::{DevCluster, EnsureOptions};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub const SCHEDULED: Duration = Duration::from_secs(30);
+pub const READY: Duration = Duration::from_secs(60);
+
+/// The uid and gid of the official redis and valkey images' user.
+pub const ENGINE_USER: i64 = 999;
+
+pub async fn cluster() -> anyhow::Result<Client> {
+    DevCluster::ensure_with(&EnsureOptions {
+        node_agent_bin: Some(env!("CARGO_BIN_EXE_membench-node-agent").into()),
+    })
+    .await
+}
+
+/// True (and says so) when the test needs this machine's node agent but runs elsewhere.
+pub fn skipped_outside_dev_cluster(test: &str) -> bool {
+    let skip = !DevCluster::is_dev_cluster();
+    if skip {
+        eprintln!(
+            "{test}: skipped, needs the dev cluster's node agent (MEMBENCH_TEST_KUBECONFIG is set)"
+        );
+    }
+    skip
+}
+
+/// A pod from JSON, given the restricted security contexts (running as the engine images'
+/// user) wherever it sets none of its own.
+pub fn pod(value: serde_json::Value) -> Pod {
+    let mut pod: Pod = serde_json::from_value(value).expect("a valid pod");
+    make_restricted(&mut pod, ENGINE_USER);
+    pod
+}
+
+/// A Redis pod that stays up: persistence off, readiness by `redis-cli ping`.
+pub fn redis_pod(name: &str, extra_spec: serde_json::Value) -> Pod {
+    let mut spec = json!({
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 5,
+        "containers": [{
+            "name": "redis",
+            "image": "redis:7.0.15",
+            "args": ["--port", "6379", "--save", "", "--appendonly", "no"],
+            "readinessProbe": {"exec": {"command": ["redis-cli", "ping"]}, "periodSeconds": 1},
+        }],
+    });
+    for (k, v) in extra_spec.as_object().into_iter().flatten() {
+        spec[k] = v.clone();
+    }
+    pod(json!({"metadata": {"name": name, "labels": {"app": name}}, "spec": spec}))
+}
+
+/// A shell container running `script` (through the redis image, whose `command` replaces the
+/// entrypoint), with `extra` merged into it.
+pub fn shell_container(name: &str, script: &str, extra: serde_json::Value) -> serde_json::Value {
+    let mut container = json!({
+        "name": name,
+        "image": "redis:7.0.15",
+        "command": ["sh", "-c", script],
+    });
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        container[k] = v.clone();
+    }
+    container
+}
+
+/// A pod running a shell command on this machine.
+pub fn shell_pod(name: &str, script: &str, container_extra: serde_json::Value) -> Pod {
+    pod(json!({
+        "metadata": {"name": name},
+        "spec": {"restartPolicy": "Never", "containers": [shell_container("main", script, container_extra)]},
+    }))
+}
+
+/// Sends PING in the Redis protocol and returns the reply line.
+pub async fn redis_ping(address: &str, port: u16) -> anyhow::Result<String> {
+    let mut stream = TcpStream::connect((address, port)).await?;
+    stream.write_all(b"*1\r\n$4\r\nPING\r\n").await?;
+    let mut reply = [0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut reply)).await??;
+    Ok(String::from_utf8_lossy(&reply[..n]).trim_end().to_string())
+}
+
+pub fn pod_ip(pod: &Pod) -> String {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .expect("a running pod has an IP")
+}
+
+/// How the pod's first container ended.
+pub fn terminated(pod: &Pod) -> ContainerStateTerminated {
+    terminated_container(pod, 0)
+}
+
+/// How the pod's `index`th container ended.
+pub fn terminated_container(pod: &Pod, index: usize) -> ContainerStateTerminated {
+    pod.status
+        .as_ref()
+        .unwrap()
+        .container_statuses
+        .as_ref()
+        .unwrap()[index]
+        .state
+        .as_ref()
+        .unwrap()
+        .terminated
+        .clone()
+        .unwrap_or_else(|| panic!("container {index} terminated: {:#?}", pod.status))
+}
