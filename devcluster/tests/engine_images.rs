@@ -4,35 +4,18 @@
 //!
 //! Needs the dev cluster's node agent (skipped, saying so, with `MEMBENCH_TEST_KUBECONFIG`).
 
+mod common;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
+use common::{READY, cluster, pod, skipped_outside_dev_cluster};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use kube::api::PostParams;
 use membench_devcluster::wait::{TestNamespace, is_running_and_ready, wait_for_pod};
-use membench_devcluster::{DevCluster, EnsureOptions};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-const READY: Duration = Duration::from_secs(60);
-
-async fn cluster() -> anyhow::Result<kube::Client> {
-    DevCluster::ensure_with(&EnsureOptions {
-        node_agent_bin: Some(env!("CARGO_BIN_EXE_membench-node-agent").into()),
-    })
-    .await
-}
-
-fn skipped_outside_dev_cluster(test: &str) -> bool {
-    let skip = !DevCluster::is_dev_cluster();
-    if skip {
-        eprintln!(
-            "{test}: skipped, needs the dev cluster's node agent (MEMBENCH_TEST_KUBECONFIG is set)"
-        );
-    }
-    skip
-}
 
 /// Starts a one-container engine pod and waits until it is ready; returns the pod.
 async fn ready_engine_pod(
@@ -41,7 +24,8 @@ async fn ready_engine_pod(
     image: &str,
     args: &[&str],
 ) -> anyhow::Result<Pod> {
-    let pod: Pod = serde_json::from_value(json!({
+    // Restricted, as the images' user: every test namespace enforces it.
+    let pod = pod(json!({
         "metadata": {"name": name},
         "spec": {
             "restartPolicy": "Never",
@@ -53,7 +37,7 @@ async fn ready_engine_pod(
                 "readinessProbe": {"tcpSocket": {"port": 6379}, "periodSeconds": 1},
             }],
         },
-    }))?;
+    }));
     let pods = ns.pods();
     pods.create(&PostParams::default(), &pod).await?;
     wait_for_pod(
