@@ -112,7 +112,8 @@ owning_package() {
   die "no Debian package owns $1"
 }
 for library in "${!copied[@]}"; do
-  packages[$(owning_package "${copied[$library]}")]=1
+  owner=$(owning_package "${copied[$library]}")
+  packages[$owner]=1
 done
 for package in "${!packages[@]}"; do
   install -D -m 0644 "/usr/share/doc/$package/copyright" "$rootfs/usr/share/doc/$package/copyright"
