@@ -7,7 +7,12 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 hack/install-engines.sh
+hack/install-cross.sh
 hack/build-tools.sh
+
+# membench for arm64 and the two-architecture image (release builds for x86_64 and aarch64, a few
+# minutes each); arm64_client.rs and image.rs test what this writes.
+timeout 40m hack/build-image.sh
 
 # Tests that need the dev cluster start it through hack/dev-cluster.sh; stop it afterwards
 # unless it was already up before the tests.
