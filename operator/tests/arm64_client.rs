@@ -6,7 +6,9 @@
 //! The client's architecture must not change a figure: the engine stores what it is sent, so the
 //! arm64 build and the x86 build loading the same workload into the same server must verify the
 //! same count and measure the same bytes per item (within the engine's own repetition noise,
-//! which is the same for either client).
+//! which is the same for either client). The arm64 build's TLS (ring) is checked against the test
+//! cluster's API server (the dev cluster, started through `hack/dev-cluster.sh up`, or
+//! `MEMBENCH_TEST_KUBECONFIG`'s).
 
 mod common;
 
@@ -14,6 +16,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use membench::crd::EngineKind;
+use membench_devcluster::{DevCluster, EnsureOptions};
 use serde_json::Value;
 
 const BUILD_ARM64: &str = "hack/install-cross.sh && cargo build --release --target aarch64-unknown-linux-gnu -p membench --bin membench";
@@ -198,4 +201,37 @@ fn arm64_and_x86_clients_measure_the_same_bytes_per_member_for_a_sorted_set() {
     ]);
     // A skiplist node plus a dict entry per member: well above 50 bytes in any encoding.
     assert_same_figures(&x86, &arm64, 50.0);
+}
+
+/// The arm64 build's TLS, through the ring crypto provider whose C and armv8 assembly were
+/// cross-compiled: `membench report` reaches the test cluster's API server over HTTPS,
+/// verifying its certificate, and reads the same (empty) list of benchmarks as the x86 build.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arm64_build_reaches_the_api_server_over_tls_under_qemu() {
+    let kubeconfig = DevCluster::kubeconfig_with(&EnsureOptions::default())
+        .await
+        .expect("the test cluster is up");
+    // A namespace nobody creates: the list is empty on any cluster, and the same for both.
+    let args = [
+        "report",
+        "--namespace",
+        "membench-arm64-tls-check",
+        "--output",
+        "json",
+    ];
+    let x86 = Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(args)
+        .env("KUBECONFIG", &kubeconfig)
+        .output()
+        .unwrap();
+    let arm64 = Command::new(qemu_aarch64())
+        .arg(arm64_membench())
+        .args(args)
+        .env("KUBECONFIG", &kubeconfig)
+        .output()
+        .unwrap();
+    let x86_list: Value = serde_json::from_str(&succeeded(&x86, "x86")).unwrap();
+    let arm64_list: Value = serde_json::from_str(&succeeded(&arm64, "arm64")).unwrap();
+    assert_eq!(x86_list, serde_json::json!([]));
+    assert_eq!(arm64_list, x86_list);
 }
