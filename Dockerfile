@@ -6,8 +6,11 @@
 #   docker buildx build --platform linux/amd64,linux/arm64 \
 #     -t ghcr.io/membench/membench:0.1.0 --push .
 # Each platform compiles natively (under QEMU when the builder's architecture differs, which is
-# slow; a native arm64 builder node is much faster). Not built in membench's own CI, which has no
-# container runtime: see docs/install.md.
+# slow; a native arm64 builder node is much faster).
+#
+# hack/build-image.sh builds the same image without a container runtime (membench's CI does, into
+# target/image/membench-oci.tar). Both lay the file system out with hack/image-rootfs.sh, so
+# both images have the same paths, user and entrypoint: see docs/install.md.
 
 ARG RUST_VERSION=1.95
 
@@ -17,10 +20,11 @@ COPY . .
 # The registry cache is architecture-independent, so platforms may share it (one at a time).
 RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
     cargo build --release --locked -p membench --bin membench \
- && install -D -m 0755 target/release/membench /out/membench
+ && hack/image-rootfs.sh target/release/membench /rootfs
 
-# glibc and libgcc only (the build stage is Debian 12 too), no shell, non-root by default.
-FROM gcr.io/distroless/cc-debian12:nonroot
-COPY --from=build /out/membench /usr/local/bin/membench
+# Only what image-rootfs.sh laid out: membench, the Debian 12 glibc and libgcc it links (from the
+# build stage), user 65532, no shell.
+FROM scratch
+COPY --from=build /rootfs/ /
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/membench"]

@@ -61,6 +61,8 @@ phase() {
 }
 
 phase install-engines 900 hack/install-engines.sh
+# The arm64 cross toolchain, qemu-user and skopeo (for the arm64 build and the image tests).
+phase install-cross 900 hack/install-cross.sh
 # A cold build of the control plane, kubectl, etcd and helm takes about 10 minutes on 2 cores.
 phase build-tools 2400 hack/build-tools.sh
 
@@ -74,6 +76,10 @@ export MEMBENCH_KUBECTL="$bin_dir/kubernetes-$KUBERNETES_VERSION/kubectl"
   echo "hack/test.sh: hack/build-tools.sh left no kubectl at $MEMBENCH_KUBECTL" >&2
   exit 1
 }
+
+# membench for arm64 and the two-architecture image (release builds for x86_64 and aarch64, a few
+# minutes each); arm64_client.rs and image.rs test what this writes.
+phase build-image 2400 hack/build-image.sh
 
 # Tests that need the dev cluster start it through hack/dev-cluster.sh; stop it afterwards
 # unless it was already up before the tests.
