@@ -245,7 +245,16 @@ node_agent_bin() {
   log "building membench-node-agent"
   # The whole workspace, as hack/test.sh and the README build it: building one package alone
   # resolves other crate features and recompiles kube and its dependencies a second time.
-  (cd "$root" && cargo build --quiet --workspace --bins) >&2
+  # Run from a test, this shell inherits the test's CARGO_* variables (CARGO_MANIFEST_DIR among
+  # them), which ring's build script tracks: cargo would rebuild ring, rustls and kube in
+  # every test run. Build with the environment of a plain shell instead.
+  (
+    cd "$root"
+    for var in $(compgen -e | grep '^CARGO_' | grep -vx -e CARGO_HOME -e CARGO_TARGET_DIR); do
+      unset "$var"
+    done
+    cargo build --quiet --workspace --bins
+  ) >&2
   echo "${CARGO_TARGET_DIR:-$root/target}/debug/membench-node-agent"
 }
 
