@@ -10,6 +10,7 @@ pub mod controller;
 pub mod crd;
 pub mod engine;
 pub mod error;
+pub mod formats;
 pub mod local;
 pub mod measure;
 pub mod metrics;

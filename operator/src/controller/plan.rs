@@ -13,6 +13,7 @@
 //! client's result into the status, [`super::summary`] derives phase, progress and conditions,
 //! and [`super::events`] turns a status change into events.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -27,6 +28,7 @@ use super::lifecycle::Step;
 use super::pods::{
     self, Component, PodSettings, PodState, component, engine_index, owned_by, pod_state,
 };
+use super::queue::benchmarks_ahead;
 use super::summary::summarize;
 use crate::validation::validate;
 
@@ -36,8 +38,12 @@ pub struct Settings {
     pub pods: PodSettings,
     /// How long a pod may wait for a node before the benchmark fails as Unschedulable.
     pub scheduling_timeout: Duration,
-    /// How long a started engine may take to become ready.
+    /// How long a started engine may take to become ready (and how long an engine that was
+    /// ready may stay unready while no client runs against it).
     pub startup_timeout: Duration,
+    /// How long a node may keep failing to pull an image (the kubelet retries with back-off)
+    /// before the engine fails.
+    pub image_pull_timeout: Duration,
     /// Client pods started per engine at most (the first and its retries).
     pub client_attempts: u32,
     /// How long to wait for the client's partial result after its engine died.
@@ -55,6 +61,7 @@ impl Default for Settings {
             pods: PodSettings::default(),
             scheduling_timeout: Duration::from_secs(600),
             startup_timeout: Duration::from_secs(300),
+            image_pull_timeout: Duration::from_secs(300),
             client_attempts: 3,
             crash_grace: Duration::from_secs(30),
             connection_lost_grace: Duration::from_secs(5),
@@ -79,6 +86,20 @@ pub struct Observation<'a> {
     pub pods: &'a [Pod],
     pub now: Timestamp,
     pub load: Option<LoadProbe>,
+    /// Pods of this plan that the API server refused to create, in this reconciliation.
+    pub rejected: &'a [PodRejection],
+    /// The other benchmarks the operator watches, for the queue on a node pool.
+    pub others: &'a [Arc<MemoryBenchmark>],
+}
+
+/// A pod the API server refused to create: admission (Pod Security, a ResourceQuota, a
+/// LimitRange, a webhook or policy) or the pod API's own validation. Creating it again would
+/// be refused again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodRejection {
+    pub pod: String,
+    /// The API server's message.
+    pub message: String,
 }
 
 /// What to do.
@@ -147,12 +168,17 @@ pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTa
         pods,
         now: Timestamp::UNIX_EPOCH,
         load: None,
+        rejected: &[],
+        others: &[],
     };
     let owned = owned(&observation);
     let engine = pods_of(&owned, index, Component::Engine)
         .into_iter()
         .next()?;
-    if pod_state(&engine) != PodState::Ready {
+    if !matches!(
+        pod_state(&engine),
+        PodState::Ready | PodState::Unready { .. }
+    ) {
         return None;
     }
     let client_running = pods_of(&owned, index, Component::Client)
@@ -228,11 +254,19 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         pods: &pods,
         plan: &mut plan,
         workload: &valid.workload,
+        rejected: observation.rejected,
+        benchmarks_ahead: benchmarks_ahead(benchmark, observation.others),
     };
 
     let finished = matches!(status.phase, Some(Phase::Succeeded | Phase::Failed))
         && status.engines.iter().all(is_terminal);
-    if !finished {
+    // The status (with startedAt) is written before the first pod is created: whatever happens
+    // to the pods, timeoutSeconds counts from a time the API server holds.
+    let first_write = old.started_at.is_none();
+    if first_write && !finished {
+        status.started_at = Some(Time(now));
+        step.requeue(Duration::from_secs(1));
+    } else if !finished {
         let started_at = status.started_at.get_or_insert_with(|| Time(now)).0;
         let deadline = started_at + seconds(Duration::from_secs(spec.timeout_seconds.into()));
         if now >= deadline
