@@ -1,6 +1,9 @@
-//! Real engines for the client tests: each test starts its own server on a free loopback port
-//! through the same code the local runner uses, and the server stops when the test ends.
+//! What the tests share. Real engines for the client tests: each test starts its own server on a
+//! free loopback port through the same code the local runner uses, and the server stops when
+//! the test ends. [`operator`]: the operator's harness on the dev cluster.
 #![allow(dead_code)]
+
+pub mod operator;
 
 use membench::crd::{EngineKind, EngineSpec};
 use membench::engine::EngineAddress;
