@@ -267,7 +267,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         status.started_at = Some(Time(now));
         step.requeue(Duration::from_secs(1));
     } else if !finished {
-        let started_at = status.started_at.get_or_insert_with(|| Time(now)).0;
+        let started_at = status.started_at.get_or_insert(Time(now)).0;
         let deadline = started_at + seconds(Duration::from_secs(spec.timeout_seconds.into()));
         if now >= deadline
             && let Some(index) = current_engine(&status)

@@ -294,7 +294,7 @@ pub(super) fn first_engine_measured(b: &mut MemoryBenchmark) -> Vec<Pod> {
     let plan = reconcile(b, &[], 0, None);
     let engine = created(engine_pod_of(&plan, 0), 0);
     let engine = ready(engine, "r8g-1", "127.1.0.2");
-    let plan = reconcile(b, &[engine.clone()], 5, None);
+    let plan = reconcile(b, std::slice::from_ref(&engine), 5, None);
     let client = created(plan.create[0].clone(), 5);
     let client = terminated(
         client,
