@@ -256,9 +256,8 @@ async fn a_spec_value_the_pod_api_refuses_fails_the_engine_as_pod_rejected_at_on
     Ok(())
 }
 
-/// A cluster-scoped object a test creates: removed at the end, and (best effort, if the test
-/// fails first) when dropped. Each one selects only its test's namespace, so one left behind
-/// selects nothing once the namespace is gone.
+/// A cluster-scoped object a test creates, deleted when dropped (also when the test fails
+/// half-way). Each one selects only its test's namespace.
 struct ClusterScoped<K>
 where
     K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
@@ -293,13 +292,6 @@ where
             name: kube::ResourceExt::name_any(&created),
         })
     }
-
-    async fn remove(self) -> anyhow::Result<()> {
-        self.api
-            .delete(&self.name, &DeleteParams::default())
-            .await?;
-        Ok(())
-    }
 }
 
 impl<K> Drop for ClusterScoped<K>
@@ -313,9 +305,8 @@ where
     K::DynamicType: Default,
 {
     fn drop(&mut self) {
-        let api = self.api.clone();
-        let name = self.name.clone();
-        tokio::spawn(async move {
+        let (api, name) = (self.api.clone(), self.name.clone());
+        finish_in_drop(async move {
             let _ = api.delete(&name, &DeleteParams::default()).await;
         });
     }
@@ -385,8 +376,7 @@ async fn a_namespace_enforcing_pod_security_restricted_refuses_a_violating_engin
             .items
             .is_empty()
     );
-    binding.remove().await?;
-    policy_object.remove().await?;
+    drop((binding, policy_object));
     harness.finish().await;
     Ok(())
 }
@@ -437,7 +427,7 @@ async fn timeout_seconds_fires_even_when_no_pod_can_ever_be_created() -> anyhow:
             .items
             .is_empty()
     );
-    webhook.remove().await?;
+    drop(webhook);
     harness.finish().await;
     Ok(())
 }

@@ -53,7 +53,8 @@ async fn a_readiness_blip_after_the_engine_ran_for_a_while_is_not_a_startup_time
     let harness = Harness::start("ns-blip", settings).await?;
     // One long repetition: the client keeps its connection through the blip (a new repetition
     // would open a new one).
-    let body = "  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n  workload: {sortedSet: {members: 3000000, sampleEvery: 0}}\n  repetitions: 1\n  pipeline: 10\n";
+    // (On r8g-4xlarge-1: the queue test below holds r8g-4xlarge-0.)
+    let body = "  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n  workload: {sortedSet: {members: 3000000, sampleEvery: 0}}\n  repetitions: 1\n  pipeline: 10\n  placement:\n    nodeSelector: {kubernetes.io/hostname: r8g-4xlarge-1}\n";
     harness.create(&spec("blip", body)).await?;
     let measuring = harness
         .wait_for("blip", Duration::from_secs(120), "measuring", |b| {

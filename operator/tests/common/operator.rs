@@ -143,9 +143,32 @@ impl Harness {
         Ok(())
     }
 
+    /// Stops the operator and deletes the namespace (and so everything in it).
     pub async fn finish(self) {
+        drop(self);
+    }
+}
+
+/// A test that fails half-way still stops its operator and deletes its namespace, so that what
+/// it created (pods that hold nodes, above all) cannot get in the way of the tests after it.
+impl Drop for Harness {
+    fn drop(&mut self) {
         self.operator.abort();
-        let _ = self.namespace.delete().await;
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
+        let name = self.namespace.name().to_string();
+        finish_in_drop(async move {
+            let _ = namespaces
+                .delete(&name, &kube::api::DeleteParams::default())
+                .await;
+        });
+    }
+}
+
+/// Runs cleanup from a `Drop` to completion: a task spawned there would die with the test's
+/// runtime. Needs the multi-threaded runtime every operator test uses.
+pub fn finish_in_drop(cleanup: impl std::future::Future<Output = ()>) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        tokio::task::block_in_place(|| runtime.block_on(cleanup));
     }
 }
 
