@@ -2,7 +2,11 @@
 //! benchmark (spec and the status it wrote before), the benchmark's pods as the API server
 //! lists them, the time, and a progress reading of the engine under load. It returns the new
 //! status, the pods to create (before the status is written) and to delete (after it is
-//! written, so a result is never lost with its pod), and when to look again.
+//! written, so a result is never lost with its pod), and when to look again. The very first
+//! reconciliation creates nothing: it writes the status with `startedAt`, so `timeoutSeconds`
+//! holds even when no pod can ever be created. Pods the API server refused come back in the
+//! observation ([`PodRejection`]) and fail their engine; the other benchmarks the operator
+//! watches decide the benchmark's place in its node pool's queue ([`super::queue`]).
 //!
 //! Everything the operator knows lives in the status and the pods, never in memory, so an
 //! operator that restarts mid-run picks up where the last one stopped: a pod it created is
