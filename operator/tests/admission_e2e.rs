@@ -167,11 +167,20 @@ async fn the_crd_rejects_each_value_the_pod_api_would_refuse_naming_the_field() 
 }
 
 /// Waits until a dry-run pod create in the namespace fails with `words`: admission plugins and
-/// policies take effect a moment after they are created.
+/// policies take effect a moment after they are created. The probe pod meets Pod Security
+/// `restricted`, so that only what the test set up can refuse it.
 async fn until_pods_are_refused(pods: &Api<Pod>, words: &str) -> anyhow::Result<()> {
     let probe: Pod = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "admission-probe", "labels": {"app.kubernetes.io/name": "membench", "app.kubernetes.io/component": "engine"}},
-        "spec": {"containers": [{"name": "c", "image": "redis:7.0.15", "resources": {"limits": {"cpu": "1", "memory": "2Gi"}}}]}
+        "spec": {
+            "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                "name": "c",
+                "image": "redis:7.0.15",
+                "resources": {"limits": {"cpu": "1", "memory": "2Gi"}},
+                "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}
+            }]
+        }
     }))?;
     let dry_run = PostParams {
         dry_run: true,
