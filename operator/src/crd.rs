@@ -12,6 +12,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
+use crate::formats::{
+    IMAGE_REFERENCE, LABEL_KEY, LABEL_KEY_MAX, LABEL_VALUE, LABEL_VALUE_MAX, MAX_BENCHMARK_NAME,
+    MAX_SAMPLES, MEMORY_QUANTITY, MIN_ENGINE_MEMORY, MIN_SAMPLE_EVERY,
+};
+use crate::validation::message;
+
 /// A comparison of how much memory in-memory engines need for the same data.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
@@ -51,7 +57,8 @@ use serde::{Deserialize, Serialize};
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
-    )
+    ),
+    validation = Rule::new(format!("size(self.metadata.name) <= {MAX_BENCHMARK_NAME}")).message(message::NAME_LENGTH)
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self.engines.all(a, self.engines.exists_one(b, (has(a.name) ? a.name : a.engine + '-' + a.version) == (has(b.name) ? b.name : b.engine + '-' + b.version)))").message("each engine needs a distinct name: give two entries with the same engine and version a different engines[].name"))]
@@ -61,6 +68,7 @@ pub struct MemoryBenchmarkSpec {
     /// `node.kubernetes.io/instance-type` (for example `r8g.4xlarge` for AWS Graviton4 or
     /// `r7i.4xlarge` for x86). Local runs (`membench run`) record it but run on this machine.
     #[schemars(length(min = 1, max = 63))]
+    #[x_kube(validation = Rule::new(format!("self.matches('{LABEL_VALUE}')")).message(message::INSTANCE_TYPE))]
     pub instance_type: String,
 
     /// The CPU architecture of the node (`amd64` or `arm64`), matched against the node label
@@ -235,8 +243,11 @@ pub struct EngineSpec {
     #[schemars(regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"), length(max = 40))]
     pub name: Option<String>,
 
-    /// A container image to use instead of the official one (a mirror, or a custom build).
+    /// A container image to use instead of the official one (a mirror, or a custom build), as
+    /// an image reference such as `registry.example.com/mirror/valkey:9.1.2`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512))]
+    #[x_kube(validation = Rule::new(format!("self.matches('{IMAGE_REFERENCE}')")).message(message::IMAGE))]
     pub image: Option<String>,
 
     /// Extra server arguments, appended after membench's own (which turn persistence off and
@@ -245,8 +256,12 @@ pub struct EngineSpec {
     pub args: Vec<String>,
 
     /// Memory for the engine pod (request and limit, for Guaranteed QoS), as a Kubernetes
-    /// quantity such as `16Gi`. Defaults to an estimate from the workload's size.
+    /// quantity such as `16Gi`, at least `16Mi`. Defaults to an estimate from the workload's
+    /// size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 32))]
+    #[x_kube(validation = Rule::new(format!("self.matches('{MEMORY_QUANTITY}')")).message(message::MEMORY_QUANTITY))]
+    #[x_kube(validation = Rule::new(format!("!self.matches('{MEMORY_QUANTITY}') || quantity(self).compareTo(quantity('{MIN_ENGINE_MEMORY}')) >= 0")).message(message::MEMORY_MINIMUM))]
     pub memory: Option<String>,
 
     /// Local runs only: the server program to start, as a path or a name on PATH, instead of a
@@ -343,8 +358,9 @@ pub struct WorkloadSpec {
 }
 
 /// Members into one sorted set.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(format!("!has(self.sampleEvery) || self.sampleEvery == 0 || self.members / self.sampleEvery <= {MAX_SAMPLES}")).message(message::SAMPLES_PER_REPETITION))]
 pub struct SortedSetWorkload {
     /// How many members to add (the published benchmark used 50,000,000).
     #[schemars(range(min = 1, max = 2_000_000_000u64))]
@@ -356,8 +372,11 @@ pub struct SortedSetWorkload {
     pub key: String,
 
     /// Read used_memory every this many members, for a growth curve (the published tool read
-    /// it every million). 0 turns the curve off.
+    /// it every million). 0 turns the curve off; otherwise at least 1000, and at most 100,000
+    /// readings per repetition.
     #[serde(default = "default_sample_every")]
+    #[schemars(range(max = 2_000_000_000u64))]
+    #[x_kube(validation = Rule::new(format!("self == 0 || self >= {MIN_SAMPLE_EVERY}")).message(message::SAMPLE_EVERY))]
     pub sample_every: u64,
 }
 
@@ -464,21 +483,74 @@ impl RecordLayout {
 }
 
 /// Where benchmark pods may run, besides the instance type.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlacementSpec {
-    /// Extra node labels the node must carry (added to the instance type and arch).
+    /// Extra node labels the node must carry (added to the instance type and arch), at most 16.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    // Bounded keys, values and size keep the CEL cost estimate of the rules below in budget.
+    #[schemars(extend("maxProperties" = 16, "additionalProperties" = {"type": "string", "maxLength": 63}))]
+    #[x_kube(validation = Rule::new(format!("self.all(k, size(k) <= {LABEL_KEY_MAX} && k.matches('{LABEL_KEY}'))")).message(message::NODE_SELECTOR_KEY))]
+    #[x_kube(validation = Rule::new(format!("self.all(k, size(self[k]) <= {LABEL_VALUE_MAX} && self[k].matches('{LABEL_VALUE}'))")).message(message::NODE_SELECTOR_VALUE))]
     pub node_selector: BTreeMap<String, String>,
 
-    /// Tolerations, for benchmark node pools that are tainted so nothing else lands there.
+    /// Tolerations, for benchmark node pools that are tainted so nothing else lands there
+    /// (at most 16).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tolerations: Vec<Toleration>,
+    #[schemars(length(max = 16))]
+    pub tolerations: Vec<TolerationSpec>,
 
     /// Node affinity and pod affinity added to the engine pod (membench adds its own
     /// anti-affinity so two benchmarks never share a node).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Affinity>,
+}
+
+/// A toleration of the benchmark pods, checked at admission the way the pod API checks it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("(has(self.key) && self.key != '') || (has(self.operator) && self.operator == 'Exists')").message(message::TOLERATION_EMPTY_KEY).field_path(".operator"))]
+#[x_kube(validation = Rule::new("!(has(self.operator) && self.operator == 'Exists') || !has(self.value) || self.value == ''").message(message::TOLERATION_EXISTS_VALUE).field_path(".value"))]
+#[x_kube(validation = Rule::new("!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')").message(message::TOLERATION_SECONDS).field_path(".effect"))]
+pub struct TolerationSpec {
+    /// The taint key to tolerate; empty (with operator `Exists`) tolerates every taint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 317))]
+    #[x_kube(validation = Rule::new(format!("self == '' || self.matches('{LABEL_KEY}')")).message(message::TOLERATION_KEY))]
+    pub key: Option<String>,
+
+    /// `Equal` (the default: the taint's value must equal `value`) or `Exists` (any value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["Equal", "Exists"]))]
+    pub operator: Option<String>,
+
+    /// The taint value to tolerate, with operator `Equal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63))]
+    #[x_kube(validation = Rule::new(format!("self.matches('{LABEL_VALUE}')")).message(message::TOLERATION_VALUE))]
+    pub value: Option<String>,
+
+    /// The taint effect to tolerate: `NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty
+    /// tolerates every effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["", "NoSchedule", "PreferNoSchedule", "NoExecute"]))]
+    pub effect: Option<String>,
+
+    /// With effect `NoExecute`: how long the pod stays on a node once the taint appears.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toleration_seconds: Option<i64>,
+}
+
+impl From<&TolerationSpec> for Toleration {
+    fn from(t: &TolerationSpec) -> Self {
+        Toleration {
+            key: t.key.clone(),
+            operator: t.operator.clone(),
+            value: t.value.clone(),
+            effect: t.effect.clone(),
+            toleration_seconds: t.toleration_seconds,
+        }
+    }
 }
 
 /// What happens to an engine's pods once it is done.

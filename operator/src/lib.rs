@@ -11,6 +11,7 @@ pub mod crd;
 pub mod engine;
 pub mod engine_store;
 pub mod error;
+pub mod formats;
 pub mod local;
 pub mod measure;
 pub mod metrics;

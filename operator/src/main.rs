@@ -59,13 +59,21 @@ struct OperatorArgs {
     /// The membench image client pods run.
     #[arg(long, env = "MEMBENCH_CLIENT_IMAGE", default_value_t = membench::controller::pods::default_client_image())]
     client_image: String,
-    /// Seconds a pod may wait for a node before its benchmark fails as Unschedulable.
+    /// Seconds a pod may wait for a node before its benchmark fails as Unschedulable (nodes
+    /// that exist but run other benchmarks' engines are waited for without this deadline).
     #[arg(
         long,
         env = "MEMBENCH_SCHEDULING_TIMEOUT_SECONDS",
         default_value_t = 600
     )]
     scheduling_timeout_seconds: u64,
+    /// Seconds a node may keep retrying an image pull before the engine fails as ImagePullFailed.
+    #[arg(
+        long,
+        env = "MEMBENCH_IMAGE_PULL_TIMEOUT_SECONDS",
+        default_value_t = 300
+    )]
+    image_pull_timeout_seconds: u64,
     /// Log format: json (the default in a cluster) or text.
     #[arg(long, env = "MEMBENCH_LOG_FORMAT", value_enum)]
     log_format: Option<LogFormat>,
@@ -465,6 +473,7 @@ fn run_operator(args: OperatorArgs) -> ExitCode {
             ..Default::default()
         },
         scheduling_timeout: std::time::Duration::from_secs(args.scheduling_timeout_seconds),
+        image_pull_timeout: std::time::Duration::from_secs(args.image_pull_timeout_seconds),
         ..Default::default()
     };
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");

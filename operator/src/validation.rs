@@ -1,12 +1,39 @@
 //! Spec validation, shared by the local runner and the operator. [`validate_spec`] checks the
-//! schema's limits and CEL rules with the same wording (a local run has no API server to do
-//! it); [`validate`] adds what only matters in a cluster (label-sized names, memory quantities)
-//! and works out each engine's pod memory. Pure and I/O-free.
+//! schema's limits and CEL rules with the same wording and the same regular expressions
+//! ([`crate::formats`]): a local run has no API server to do it, and the operator meets specs
+//! created before the CRD carried a rule. [`validate`] also works out each engine's pod memory.
+//! Pure and I/O-free.
 
-use crate::crd::{EngineKind, MemoryBenchmark, RecordLayout};
+use crate::crd::{EngineKind, MemoryBenchmark, PlacementSpec, RecordLayout};
+use crate::formats::{
+    MAX_BENCHMARK_NAME, MAX_NODE_SELECTOR, MAX_SAMPLES, MAX_TOLERATIONS, MIN_SAMPLE_EVERY,
+    is_image_reference, is_label_key, is_label_value, is_memory_quantity,
+};
 use crate::workload::Workload;
 
 const MIB: u64 = 1 << 20;
+
+/// The words of the CRD's CEL rules, shared with [`validate_spec`] so that a local run says
+/// what the API server would.
+pub mod message {
+    pub const NAME_LENGTH: &str = "metadata.name may have at most 48 characters: the operator names the benchmark's pods after it (adding up to 15 characters, such as -12-client-3) and labels them with it; choose a shorter name";
+    pub const INSTANCE_TYPE: &str = "instanceType must be a node label value, such as r8g.4xlarge: letters, digits, '-', '_' and '.', starting and ending with a letter or digit";
+    pub const IMAGE: &str = "image must be an image reference such as valkey/valkey:9.1.2 or registry.example.com/team/redis:7.4@sha256:<digest>: an optional registry host, a lowercase repository path, then an optional :tag and @digest, without spaces or a scheme";
+    pub const MEMORY_QUANTITY: &str = "memory must be a memory quantity such as 512Mi, 16Gi, 2G or 1.5Gi (bytes, k, M, G, T, Ki, Mi, Gi or Ti)";
+    pub const MEMORY_MINIMUM: &str = "memory must be at least 16Mi: no engine starts with less";
+    pub const SAMPLES_PER_REPETITION: &str = "sampleEvery is too small for members: a growth curve gets at most 100000 readings per repetition; raise sampleEvery to at least members / 100000, or set it to 0 for no curve";
+    pub const SAMPLE_EVERY: &str = "sampleEvery must be 0 (no growth curve) or at least 1000: a reading every few members would slow down the load it measures";
+    pub const NODE_SELECTOR_KEY: &str = "nodeSelector keys must be label keys such as pool or karpenter.sh/nodepool: an optional lowercase DNS prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+    pub const NODE_SELECTOR_VALUE: &str = "nodeSelector values must be label values: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit (or empty)";
+    pub const TOLERATION_EMPTY_KEY: &str =
+        "a toleration without a key must have operator Exists (it then tolerates every taint)";
+    pub const TOLERATION_EXISTS_VALUE: &str =
+        "a toleration with operator Exists must not have a value";
+    pub const TOLERATION_SECONDS: &str = "tolerationSeconds needs effect NoExecute (it is how long a pod stays on a node after a NoExecute taint appears)";
+    pub const TOLERATION_KEY: &str =
+        "a toleration key must be a label key such as dedicated or example.com/benchmarks";
+    pub const TOLERATION_VALUE: &str = "a toleration value must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+}
 
 /// A spec the operator can run: its workload and each engine's pod memory, in bytes.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,39 +44,18 @@ pub struct ValidSpec {
 
 /// Checks a benchmark; the error names the field and says what to change.
 pub fn validate(benchmark: &MemoryBenchmark) -> Result<ValidSpec, String> {
-    let name = benchmark.metadata.name.as_deref().unwrap_or_default();
-    // The name is a label value on every pod (`membench.io/benchmark`), and pod names add a
-    // suffix such as `-12-client-3`.
-    if name.len() > 48 {
-        return Err(format!(
-            "metadata.name '{name}' is {} characters: the operator needs at most 48, since it labels and names the benchmark's pods after it",
-            name.len()
-        ));
-    }
     validate_spec(benchmark)?;
     let workload = Workload::from_spec(&benchmark.spec.workload).map_err(|e| e.to_string())?;
+    // validate_spec checked every given quantity.
     let engine_memory = benchmark
         .spec
         .engines
         .iter()
-        .enumerate()
-        .map(|(i, engine)| match &engine.memory {
-            Some(quantity) => {
-                let bytes = parse_memory_quantity(quantity).ok_or_else(|| {
-                    format!(
-                        "spec.engines[{i}].memory '{quantity}' is not a memory quantity such as 512Mi, 16Gi or 2G"
-                    )
-                })?;
-                if bytes < 16 * MIB {
-                    return Err(format!(
-                        "spec.engines[{i}].memory '{quantity}' is below 16Mi, too little for any engine to start"
-                    ));
-                }
-                Ok(bytes)
-            }
-            None => Ok(estimated_engine_memory(&workload, engine.engine)),
+        .map(|engine| match &engine.memory {
+            Some(quantity) => parse_memory_quantity(quantity).unwrap_or(u64::MAX),
+            None => estimated_engine_memory(&workload, engine.engine),
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect();
     Ok(ValidSpec {
         workload,
         engine_memory,
@@ -76,8 +82,47 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
     limit("repetitions", spec.repetitions.into(), 1, 100)?;
     limit("pipeline", spec.pipeline.into(), 1, 100_000)?;
     limit("settleSeconds", spec.settle_seconds.into(), 0, 3600)?;
+    let name = benchmark.metadata.name.as_deref().unwrap_or_default();
+    if name.len() > MAX_BENCHMARK_NAME {
+        return Err(format!(
+            "metadata.name '{name}' has {} characters: {}",
+            name.len(),
+            message::NAME_LENGTH
+        ));
+    }
+    let invalid = |field: String, value: &str, why: &str| {
+        Err(format!("spec.{field}: invalid value '{value}': {why}"))
+    };
+    if spec.instance_type.is_empty() || !is_label_value(&spec.instance_type) {
+        return invalid(
+            "instanceType".into(),
+            &spec.instance_type,
+            message::INSTANCE_TYPE,
+        );
+    }
     let mut names = std::collections::BTreeSet::new();
     for (i, engine) in spec.engines.iter().enumerate() {
+        if let Some(image) = &engine.image
+            && !is_image_reference(image)
+        {
+            return invalid(format!("engines[{i}].image"), image, message::IMAGE);
+        }
+        if let Some(memory) = &engine.memory {
+            if !is_memory_quantity(memory) {
+                return invalid(
+                    format!("engines[{i}].memory"),
+                    memory,
+                    message::MEMORY_QUANTITY,
+                );
+            }
+            if parse_memory_quantity(memory).is_none_or(|bytes| bytes < 16 * MIB) {
+                return invalid(
+                    format!("engines[{i}].memory"),
+                    memory,
+                    message::MEMORY_MINIMUM,
+                );
+            }
+        }
         let valid_version = !engine.version.is_empty()
             && engine.version.split('.').count() <= 3
             && engine
@@ -97,7 +142,116 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
             ));
         }
     }
+    if let Some(placement) = &spec.placement {
+        validate_placement(placement)?;
+    }
+    if let Some(sorted_set) = &spec.workload.sorted_set {
+        let every = sorted_set.sample_every;
+        if every != 0 && every < MIN_SAMPLE_EVERY {
+            return invalid(
+                "workload.sortedSet.sampleEvery".into(),
+                &every.to_string(),
+                message::SAMPLE_EVERY,
+            );
+        }
+        if every != 0 && sorted_set.members / every > MAX_SAMPLES {
+            return invalid(
+                "workload.sortedSet.sampleEvery".into(),
+                &every.to_string(),
+                message::SAMPLES_PER_REPETITION,
+            );
+        }
+    }
     Workload::from_spec(&spec.workload).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The placement rules of the CRD: label keys and values, tolerations the pod API accepts.
+fn validate_placement(placement: &PlacementSpec) -> Result<(), String> {
+    let invalid = |field: String, value: &str, why: &str| {
+        Err(format!(
+            "spec.placement.{field}: invalid value '{value}': {why}"
+        ))
+    };
+    if placement.node_selector.len() > MAX_NODE_SELECTOR {
+        return Err(format!(
+            "spec.placement.nodeSelector has {} labels: at most {MAX_NODE_SELECTOR}",
+            placement.node_selector.len()
+        ));
+    }
+    for (key, value) in &placement.node_selector {
+        if !is_label_key(key) {
+            return invalid("nodeSelector".into(), key, message::NODE_SELECTOR_KEY);
+        }
+        if !is_label_value(value) {
+            return invalid(
+                format!("nodeSelector.{key}"),
+                value,
+                message::NODE_SELECTOR_VALUE,
+            );
+        }
+    }
+    if placement.tolerations.len() > MAX_TOLERATIONS {
+        return Err(format!(
+            "spec.placement.tolerations has {} entries: at most {MAX_TOLERATIONS}",
+            placement.tolerations.len()
+        ));
+    }
+    for (i, toleration) in placement.tolerations.iter().enumerate() {
+        let key = toleration.key.as_deref().unwrap_or_default();
+        let value = toleration.value.as_deref().unwrap_or_default();
+        let operator = toleration.operator.as_deref().unwrap_or("Equal");
+        let effect = toleration.effect.as_deref().unwrap_or_default();
+        if !key.is_empty() && !is_label_key(key) {
+            return invalid(
+                format!("tolerations[{i}].key"),
+                key,
+                message::TOLERATION_KEY,
+            );
+        }
+        if !is_label_value(value) {
+            return invalid(
+                format!("tolerations[{i}].value"),
+                value,
+                message::TOLERATION_VALUE,
+            );
+        }
+        if !["Equal", "Exists"].contains(&operator) {
+            return invalid(
+                format!("tolerations[{i}].operator"),
+                operator,
+                "supported values: Equal, Exists",
+            );
+        }
+        if !["", "NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect) {
+            return invalid(
+                format!("tolerations[{i}].effect"),
+                effect,
+                "supported values: NoSchedule, PreferNoSchedule, NoExecute (or empty for all)",
+            );
+        }
+        if key.is_empty() && operator != "Exists" {
+            return invalid(
+                format!("tolerations[{i}].operator"),
+                operator,
+                message::TOLERATION_EMPTY_KEY,
+            );
+        }
+        if operator == "Exists" && !value.is_empty() {
+            return invalid(
+                format!("tolerations[{i}].value"),
+                value,
+                message::TOLERATION_EXISTS_VALUE,
+            );
+        }
+        if toleration.toleration_seconds.is_some() && effect != "NoExecute" {
+            return invalid(
+                format!("tolerations[{i}].effect"),
+                effect,
+                message::TOLERATION_SECONDS,
+            );
+        }
+    }
     Ok(())
 }
 
@@ -169,14 +323,16 @@ pub fn estimated_engine_memory(workload: &Workload, engine: EngineKind) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::local::parse_specs;
+
+    /// A spec as the API server would hand it over: parsed, not yet validated.
+    fn unchecked(yaml: &str) -> MemoryBenchmark {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
 
     fn benchmark(name: &str, engines: &str) -> MemoryBenchmark {
-        parse_specs(&format!(
+        unchecked(&format!(
             "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: {name}}}\nspec:\n  instanceType: r8g.4xlarge\n  engines: {engines}\n  workload: {{sortedSet: {{members: 1000000}}}}\n"
         ))
-        .unwrap()
-        .remove(0)
     }
 
     #[test]
@@ -227,19 +383,144 @@ mod tests {
         ))
         .unwrap_err();
         assert!(err.contains("spec.engines[1].memory"), "{err}");
+        assert!(err.contains(message::MEMORY_QUANTITY), "{err}");
         let err = validate(&benchmark(
             "zset",
             "[{engine: redis, version: \"7.0.15\", memory: 1Mi}]",
         ))
         .unwrap_err();
-        assert!(err.contains("16Mi"), "{err}");
+        assert!(err.contains(message::MEMORY_MINIMUM), "{err}");
     }
 
     #[test]
     fn a_name_too_long_for_pod_labels_is_rejected() {
-        let long = "a".repeat(60);
+        let long = "a".repeat(49);
         let err =
             validate(&benchmark(&long, "[{engine: redis, version: \"7.0.15\"}]")).unwrap_err();
         assert!(err.contains("metadata.name") && err.contains("48"), "{err}");
+        let longest = "a".repeat(48);
+        assert!(
+            validate(&benchmark(
+                &longest,
+                "[{engine: redis, version: \"7.0.15\"}]"
+            ))
+            .is_ok()
+        );
+    }
+
+    /// The error for a valid spec with `replace` changed to `with`.
+    fn rejected(replace: &str, with: &str) -> String {
+        let valid = "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: zset}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: redis, version: \"7.0.15\", image: \"redis:7.0.15\", memory: 1Gi}]\n  workload: {sortedSet: {members: 1000000, sampleEvery: 100000}}\n  placement:\n    nodeSelector: {pool: bench}\n    tolerations: [{key: dedicated, operator: Equal, value: bench, effect: NoSchedule}]\n";
+        assert!(valid.contains(replace), "{replace}");
+        validate(&unchecked(valid)).expect("the unchanged spec is valid");
+        let changed = unchecked(&valid.replace(replace, with));
+        validate(&changed).expect_err(with)
+    }
+
+    #[test]
+    fn every_crd_rule_is_checked_locally_with_the_same_words() {
+        let cases = [
+            (
+                "instanceType: r8g.4xlarge",
+                "instanceType: r8g 4xlarge",
+                "spec.instanceType",
+                message::INSTANCE_TYPE,
+            ),
+            (
+                "image: \"redis:7.0.15\"",
+                "image: \"Redis:7 x\"",
+                "spec.engines[0].image",
+                message::IMAGE,
+            ),
+            (
+                "memory: 1Gi",
+                "memory: plenty",
+                "spec.engines[0].memory",
+                message::MEMORY_QUANTITY,
+            ),
+            (
+                "memory: 1Gi",
+                "memory: 8Mi",
+                "spec.engines[0].memory",
+                message::MEMORY_MINIMUM,
+            ),
+            (
+                "{pool: bench}",
+                "{\"bad key\": bench}",
+                "spec.placement.nodeSelector",
+                message::NODE_SELECTOR_KEY,
+            ),
+            (
+                "{pool: bench}",
+                "{pool: \"bad value\"}",
+                "spec.placement.nodeSelector.pool",
+                message::NODE_SELECTOR_VALUE,
+            ),
+            (
+                "key: dedicated, operator: Equal",
+                "key: dedicated, operator: Lt",
+                "spec.placement.tolerations[0].operator",
+                "Equal, Exists",
+            ),
+            (
+                "effect: NoSchedule",
+                "effect: NoSchedul",
+                "spec.placement.tolerations[0].effect",
+                "NoSchedule",
+            ),
+            (
+                "key: dedicated, operator: Equal",
+                "operator: Equal",
+                "spec.placement.tolerations[0].operator",
+                message::TOLERATION_EMPTY_KEY,
+            ),
+            (
+                "operator: Equal, value: bench",
+                "operator: Exists, value: bench",
+                "spec.placement.tolerations[0].value",
+                message::TOLERATION_EXISTS_VALUE,
+            ),
+            (
+                "effect: NoSchedule",
+                "effect: NoSchedule, tolerationSeconds: 5",
+                "spec.placement.tolerations[0].effect",
+                message::TOLERATION_SECONDS,
+            ),
+            (
+                "key: dedicated,",
+                "key: \"bad key\",",
+                "spec.placement.tolerations[0].key",
+                message::TOLERATION_KEY,
+            ),
+            (
+                "value: bench,",
+                "value: \"bad value\",",
+                "spec.placement.tolerations[0].value",
+                message::TOLERATION_VALUE,
+            ),
+            (
+                "sampleEvery: 100000",
+                "sampleEvery: 10",
+                "spec.workload.sortedSet.sampleEvery",
+                message::SAMPLE_EVERY,
+            ),
+            (
+                "members: 1000000, sampleEvery: 100000",
+                "members: 200000000, sampleEvery: 1000",
+                "spec.workload.sortedSet.sampleEvery",
+                message::SAMPLES_PER_REPETITION,
+            ),
+            (
+                "name: zset",
+                &format!("name: {}", "z".repeat(49)),
+                "metadata.name",
+                message::NAME_LENGTH,
+            ),
+        ];
+        for (replace, with, field, words) in cases {
+            let err = rejected(replace, with);
+            assert!(err.contains(field), "{with}: {err}");
+            assert!(err.contains(words), "{with}: {err}");
+        }
     }
 }

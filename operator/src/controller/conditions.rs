@@ -14,6 +14,10 @@ pub mod state {
 /// CamelCase reasons of conditions, engine states and events.
 pub mod reason {
     pub const WAITING_FOR_NODE: &str = "WaitingForNode";
+    /// Nodes of the pool exist, but each runs another benchmark's engine: wait in the queue.
+    pub const WAITING_FOR_FREE_NODE: &str = "WaitingForFreeNode";
+    /// The node cannot pull the image yet; the kubelet retries with back-off.
+    pub const WAITING_FOR_IMAGE: &str = "WaitingForImage";
     pub const ENGINE_STARTING: &str = "EngineStarting";
     pub const CLIENT_STARTING: &str = "ClientStarting";
     pub const MEASURING: &str = "Measuring";
@@ -23,6 +27,13 @@ pub mod reason {
     pub const INVALID_SPEC: &str = "InvalidSpec";
     pub const UNSCHEDULABLE: &str = "Unschedulable";
     pub const IMAGE_PULL_FAILED: &str = "ImagePullFailed";
+    /// The API server refused to create a pod (Pod Security, a quota, a LimitRange, a webhook,
+    /// or the pod API's own validation).
+    pub const POD_REJECTED: &str = "PodRejected";
+    /// The container could not be created or started (the kubelet's waiting reasons, and the
+    /// runtime's `StartError`, which ends as `RunContainerError`).
+    pub const CREATE_CONTAINER_ERROR: &str = "CreateContainerError";
+    pub const RUN_CONTAINER_ERROR: &str = "RunContainerError";
     pub const CLIENT_IMAGE_PULL_FAILED: &str = "ClientImagePullFailed";
     pub const ENGINE_OOM_KILLED: &str = "EngineOOMKilled";
     pub const ENGINE_CRASHED: &str = "EngineCrashed";

@@ -69,6 +69,18 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
                 format!("{who}: {}", engine.message.clone().unwrap_or_default()),
             ));
         }
+        // Waiting in the node pool's queue, or for the node to pull the image: once, when it
+        // begins (the count of benchmarks ahead changes, the reason does not).
+        for waiting in [reason::WAITING_FOR_FREE_NODE, reason::WAITING_FOR_IMAGE] {
+            if engine.reason.as_deref() == Some(waiting)
+                && !was(&|b| b.reason.as_deref() == Some(waiting))
+            {
+                events.push(normal(
+                    waiting,
+                    format!("{who}: {}", engine.message.clone().unwrap_or_default()),
+                ));
+            }
+        }
         if engine.state == state::RUNNING && !was(&|b| b.state == state::RUNNING) {
             events.push(normal(
                 "EngineReady",

@@ -15,9 +15,16 @@ use crate::crd::{CleanupPolicy, MemoryBenchmark, MemoryBenchmarkStatus};
 use crate::workload::Workload;
 
 use super::conditions::{reason, state};
-use super::plan::{LoadProbe, Plan, Settings, elapsed_since, is_terminal, pods_of};
+use super::plan::{
+    LoadProbe, Plan, PodRejection, Settings, elapsed_since, is_terminal, pods_of, to_the_second,
+};
 use super::pods::{self, Component, PodState, client_attempt, engine_index, pod_state};
+use super::queue::{nodes_busy, waiting_message};
 use super::results::{absorb, result_note, retryable, tail};
+
+/// Terminated reasons of a container that never ran: the runtime could not start its program
+/// (containerd's `StartError`, Docker's `ContainerCannotRun`).
+const NEVER_STARTED: [&str; 2] = ["StartError", "ContainerCannotRun"];
 
 /// The state one reconciliation works on.
 pub(super) struct Step<'a, 'p> {
@@ -27,11 +34,35 @@ pub(super) struct Step<'a, 'p> {
     pub(super) pods: &'a [&'p Pod],
     pub(super) plan: &'a mut Plan,
     pub(super) workload: &'a Workload,
+    /// Pods the API server refused to create in this reconciliation.
+    pub(super) rejected: &'a [PodRejection],
+    /// Benchmarks of the same node pool that wait for a free node and came first.
+    pub(super) benchmarks_ahead: usize,
 }
 
 impl Step<'_, '_> {
     pub(super) fn requeue(&mut self, after: Duration) {
         self.plan.requeue = Some(self.plan.requeue.map_or(after, |r| r.min(after)));
+    }
+
+    /// What the API server said when it refused to create the pod `name`, if it did.
+    fn rejection(&self, name: &str) -> Option<String> {
+        self.rejected
+            .iter()
+            .find(|r| r.pod == name)
+            .map(|r| r.message.clone())
+    }
+
+    /// Waits in the node pool's queue: nodes exist but run other engines. No deadline but the
+    /// benchmark's own timeoutSeconds.
+    fn wait_for_free_node(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) {
+        let engine = &mut status.engines[index];
+        engine.reason = Some(reason::WAITING_FOR_FREE_NODE.into());
+        engine.message = Some(waiting_message(
+            &self.benchmark.spec.instance_type,
+            self.benchmarks_ahead,
+        ));
+        self.requeue(self.settings.poll_interval);
     }
 
     fn keeps_pods_of(&self, status: &MemoryBenchmarkStatus, index: usize) -> bool {
@@ -126,15 +157,7 @@ impl Step<'_, '_> {
             .into_iter()
             .next();
         let Some(pod) = engine_pod else {
-            if status.engines[index].started_at.is_none() {
-                let pod = pods::engine_pod(self.benchmark, index, memory, &self.settings.pods);
-                self.plan.create.push(pod);
-                let engine = &mut status.engines[index];
-                engine.started_at = Some(Time(self.now));
-                engine.reason = Some(reason::WAITING_FOR_NODE.into());
-                engine.message = Some("the engine pod was created".into());
-                self.requeue(Duration::from_secs(2));
-            } else {
+            if status.engines[index].started_at.is_some() {
                 self.fail(
                     status,
                     index,
@@ -142,7 +165,36 @@ impl Step<'_, '_> {
                     "the engine pod disappeared before the engine finished (deleted by someone else, or evicted)".into(),
                     false,
                 );
+                return;
             }
+            let name = pods::engine_pod_name(&self.benchmark.name_any(), index);
+            if let Some(refusal) = self.rejection(&name) {
+                let message = format!("the API server rejected the engine pod {name}: {refusal}");
+                self.fail(status, index, reason::POD_REJECTED, message, false);
+                return;
+            }
+            if self.benchmarks_ahead > 0 {
+                self.wait_for_free_node(status, index);
+                return;
+            }
+            // Later engines prefer the node the first one ran on, so their figures (items/s
+            // above all) compare like with like.
+            let first_node = status.engines[..index]
+                .iter()
+                .find_map(|e| e.node_name.clone());
+            let pod = pods::engine_pod(
+                self.benchmark,
+                index,
+                memory,
+                first_node.as_deref(),
+                &self.settings.pods,
+            );
+            self.plan.create.push(pod);
+            let engine = &mut status.engines[index];
+            engine.started_at = Some(Time(self.now));
+            engine.reason = Some(reason::WAITING_FOR_NODE.into());
+            engine.message = Some("the engine pod was created".into());
+            self.requeue(Duration::from_secs(2));
             return;
         };
         let created = pod
@@ -166,7 +218,9 @@ impl Step<'_, '_> {
             ),
             PodState::Unscheduled { message } => {
                 let message = message.unwrap_or_else(|| "waiting for the scheduler".into());
-                if elapsed_since(self.now, created) >= self.settings.scheduling_timeout {
+                if nodes_busy(&message) {
+                    self.wait_for_free_node(status, index);
+                } else if elapsed_since(self.now, created) >= self.settings.scheduling_timeout {
                     let message = format!(
                         "no node of instance type {} took the engine pod within {} s: {message}",
                         self.benchmark.spec.instance_type,
@@ -183,17 +237,35 @@ impl Step<'_, '_> {
             PodState::ImagePullFailed {
                 reason: why,
                 message,
+                permanent,
             } => {
                 let image = status.engines[index].image.clone().unwrap_or_default();
-                self.fail(
-                    status,
-                    index,
-                    reason::IMAGE_PULL_FAILED,
-                    format!("cannot pull the engine image {image}: {why}: {message}"),
-                    false,
-                );
+                let since = pods::scheduled_at(&pod).unwrap_or(created);
+                match self.pull_verdict(since, permanent) {
+                    Some(retried) => self.fail(
+                        status,
+                        index,
+                        reason::IMAGE_PULL_FAILED,
+                        format!("cannot pull the engine image {image}: {why}: {message}{retried}"),
+                        false,
+                    ),
+                    None => {
+                        let engine = &mut status.engines[index];
+                        engine.reason = Some(reason::WAITING_FOR_IMAGE.into());
+                        engine.message = Some(self.pull_wait_note(&image, &why, &message, since));
+                        self.requeue(Duration::from_secs(5));
+                    }
+                }
             }
-            PodState::Starting { since } => {
+            PodState::ContainerError {
+                reason: why,
+                message,
+            } => {
+                let why = container_error_reason(&why);
+                let message = format!("the engine container could not be started: {message}");
+                self.fail(status, index, why, message, false);
+            }
+            PodState::Starting { since } if status.engines[index].state != state::RUNNING => {
                 let engine = &mut status.engines[index];
                 engine.reason = Some(reason::ENGINE_STARTING.into());
                 engine.message = Some("the engine is starting".into());
@@ -209,6 +281,13 @@ impl Step<'_, '_> {
                     self.requeue(Duration::from_secs(2));
                 }
             }
+            // It was ready before (the status says so even when the pod's timestamps cannot):
+            // a readiness blip, never a startup timeout.
+            PodState::Starting { .. } => {
+                let since = pods::condition_since(&pod, "Ready", "False");
+                self.engine_unready(status, index, &pod, since, load);
+            }
+            PodState::Unready { since } => self.engine_unready(status, index, &pod, since, load),
             PodState::Ready => {
                 let engine = &mut status.engines[index];
                 engine.state = state::RUNNING.into();
@@ -219,12 +298,89 @@ impl Step<'_, '_> {
                 }
             }
             PodState::Terminated {
+                reason: Some(why),
+                message,
+                ..
+            } if NEVER_STARTED.contains(&why.as_str()) => {
+                let message = format!(
+                    "the engine container could not be started ({why}): {}",
+                    tail(message.as_deref().unwrap_or_default(), 600)
+                );
+                self.fail(status, index, reason::RUN_CONTAINER_ERROR, message, false);
+            }
+            PodState::Terminated {
                 exit_code,
                 reason: why,
                 message,
                 finished_at,
             } => self.engine_exited(status, index, exit_code, why, message, finished_at),
         }
+    }
+
+    /// An engine that was ready and no longer passes its readiness probe (busy, or a network
+    /// blip). A client that runs against it decides what happened; without one, the engine
+    /// gets the startup timeout again, counted from the moment it turned unready.
+    fn engine_unready(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        pod: &Pod,
+        since: Option<Timestamp>,
+        load: Option<LoadProbe>,
+    ) {
+        let since_note = since
+            .map(|t| format!(" since {}", to_the_second(t)))
+            .unwrap_or_default();
+        let has_client = !pods_of(self.pods, index, Component::Client).is_empty()
+            || status.engines[index].client_attempts > 0;
+        match pods::pod_ip(pod) {
+            Some(ip) if has_client => {
+                self.client(status, index, &ip, load);
+                let engine = &mut status.engines[index];
+                if engine.reason.as_deref() == Some(reason::MEASURING) {
+                    engine.message = Some(format!(
+                        "the engine fails its readiness probe{since_note}; its client carries on"
+                    ));
+                }
+            }
+            _ => {
+                let unready_for = since.map(|s| elapsed_since(self.now, s));
+                if unready_for.is_some_and(|d| d >= self.settings.startup_timeout) {
+                    let message = format!(
+                        "the engine was ready, then stopped accepting connections on port 6379 for {} s",
+                        self.settings.startup_timeout.as_secs()
+                    );
+                    self.fail(status, index, reason::ENGINE_NOT_READY, message, false);
+                } else {
+                    let engine = &mut status.engines[index];
+                    engine.reason = Some(reason::ENGINE_STARTING.into());
+                    engine.message = Some(format!(
+                        "the engine fails its readiness probe{since_note}; waiting for it to recover"
+                    ));
+                    self.requeue(Duration::from_secs(2));
+                }
+            }
+        }
+    }
+
+    /// Whether an image that cannot be pulled fails its engine now: `Some` (with a note on how
+    /// long the kubelet retried) when the failure is permanent or the retries took too long.
+    fn pull_verdict(&self, since: Timestamp, permanent: bool) -> Option<String> {
+        if permanent {
+            return Some(String::new());
+        }
+        let waited = elapsed_since(self.now, since);
+        (waited >= self.settings.image_pull_timeout)
+            .then(|| format!(" (the node retried for {} s)", waited.as_secs()))
+    }
+
+    fn pull_wait_note(&self, image: &str, why: &str, message: &str, since: Timestamp) -> String {
+        format!(
+            "the node cannot pull {image} yet ({why}: {}); it retries with back-off until {} s after the pod was scheduled ({})",
+            tail(message, 300),
+            self.settings.image_pull_timeout.as_secs(),
+            to_the_second(since)
+        )
     }
 
     /// The engine exited before its results were complete: keep what its client measured.
@@ -312,6 +468,12 @@ impl Step<'_, '_> {
 
     fn start_client(&mut self, status: &mut MemoryBenchmarkStatus, index: usize, engine_ip: &str) {
         let attempt = status.engines[index].client_attempts + 1;
+        let name = pods::client_pod_name(&self.benchmark.name_any(), index, attempt);
+        if let Some(refusal) = self.rejection(&name) {
+            let message = format!("the API server rejected the client pod {name}: {refusal}");
+            self.fail(status, index, reason::POD_REJECTED, message, false);
+            return;
+        }
         self.plan.create.push(pods::client_pod(
             self.benchmark,
             index,
@@ -369,20 +531,52 @@ impl Step<'_, '_> {
             PodState::ImagePullFailed {
                 reason: why,
                 message,
+                permanent,
             } => {
-                let message = format!(
-                    "cannot pull the client image {}: {why}: {message}",
-                    self.settings.pods.client_image
-                );
-                self.fail(
-                    status,
-                    index,
-                    reason::CLIENT_IMAGE_PULL_FAILED,
-                    message,
-                    true,
-                );
+                let image = self.settings.pods.client_image.clone();
+                let since = pods::scheduled_at(&client).unwrap_or(created);
+                match self.pull_verdict(since, permanent) {
+                    Some(retried) => {
+                        let message = format!(
+                            "cannot pull the client image {image}: {why}: {message}{retried}"
+                        );
+                        self.fail(
+                            status,
+                            index,
+                            reason::CLIENT_IMAGE_PULL_FAILED,
+                            message,
+                            true,
+                        );
+                    }
+                    None => {
+                        let note = self.pull_wait_note(&image, &why, &message, since);
+                        let engine = &mut status.engines[index];
+                        engine.reason = Some(reason::WAITING_FOR_IMAGE.into());
+                        engine.message = Some(format!("client: {note}"));
+                        self.requeue(Duration::from_secs(5));
+                    }
+                }
             }
-            PodState::Starting { .. } | PodState::Ready => {
+            // Every client pod runs the same image and command: the next would fail alike.
+            PodState::ContainerError {
+                reason: why,
+                message,
+            } => {
+                let message = format!("the client container could not be started: {message}");
+                self.fail(status, index, container_error_reason(&why), message, true);
+            }
+            PodState::Terminated {
+                reason: Some(why),
+                message,
+                ..
+            } if NEVER_STARTED.contains(&why.as_str()) => {
+                let message = format!(
+                    "the client container could not be started ({why}): {}",
+                    tail(message.as_deref().unwrap_or_default(), 600)
+                );
+                self.fail(status, index, reason::RUN_CONTAINER_ERROR, message, true);
+            }
+            PodState::Starting { .. } | PodState::Unready { .. } | PodState::Ready => {
                 let engine = &mut status.engines[index];
                 engine.reason = Some(reason::MEASURING.into());
                 engine.message = None;
@@ -481,5 +675,14 @@ impl Step<'_, '_> {
             );
             self.fail(status, index, reason::CLIENT_FAILED, message, false);
         }
+    }
+}
+
+/// The engine reason of a container that could not be created or started: the kubelet's own.
+fn container_error_reason(waiting_reason: &str) -> &'static str {
+    if waiting_reason == reason::CREATE_CONTAINER_ERROR {
+        reason::CREATE_CONTAINER_ERROR
+    } else {
+        reason::RUN_CONTAINER_ERROR
     }
 }

@@ -2,21 +2,30 @@
 //! the requested hardware, one engine at a time, with the results in the status.
 //!
 //! Each reconciliation lists the benchmark's pods, reads the progress of the engine under
-//! load, and hands both to the pure [`plan::plan`], which decides the new status and which
-//! pods to create and delete. This module only carries that decision out: pods are created
-//! first, then the status is written (server-side apply, only when it changed), then events are
-//! published and finished pods deleted. `pods` builds the pods (their Pod Security settings in
+//! load, and hands both (with the other benchmarks in the controller's cache, for the queue on
+//! a node pool) to the pure [`plan::plan`], which decides the new status and which pods to
+//! create and delete. This module only carries that decision out: pods are created first, then
+//! the status is written (server-side apply, only when it changed), then events are published
+//! and finished pods deleted. A pod the API server refuses (admission or validation) goes back
+//! into the plan as a [`plan::PodRejection`], which fails its engine at once; only transient
+//! API errors are retried. `pods` builds the pods (their Pod Security settings in
 //! `pod_security`); `crate::validation` checks the spec.
 
 pub mod conditions;
 pub mod events;
 mod lifecycle;
+#[cfg(test)]
+mod never_stuck_tests;
 pub mod plan;
 pub mod pod_security;
+pub mod pod_state;
 pub mod pods;
 pub mod progress;
+pub mod queue;
 pub mod results;
 pub mod summary;
+#[cfg(test)]
+mod test_fixtures;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +37,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use tracing::{info, instrument, warn};
@@ -37,7 +47,7 @@ use crate::metrics::Metrics;
 
 use self::events::transitions;
 pub use self::plan::Settings;
-use self::plan::{Observation, probe_target};
+use self::plan::{Observation, PodRejection, probe_target};
 use self::progress::ProgressReadings;
 
 /// The field manager of everything the operator writes.
@@ -51,10 +61,17 @@ pub struct Context {
     /// Reconciliations, errors and results (`/metrics`).
     pub metrics: Metrics,
     readings: ProgressReadings,
+    /// The benchmarks the controller watches (its cache), for the queue on a node pool.
+    benchmarks: Store<MemoryBenchmark>,
 }
 
 impl Context {
-    pub fn new(client: Client, settings: Settings, metrics: Metrics) -> Self {
+    pub fn new(
+        client: Client,
+        settings: Settings,
+        metrics: Metrics,
+        benchmarks: Store<MemoryBenchmark>,
+    ) -> Self {
         let reporter = Reporter {
             controller: FIELD_MANAGER.into(),
             instance: std::env::var("POD_NAME").ok(),
@@ -65,6 +82,7 @@ impl Context {
             settings,
             metrics,
             readings: ProgressReadings::default(),
+            benchmarks,
         }
     }
 }
@@ -106,6 +124,21 @@ fn is_status(e: &kube::Error, check: fn(&kube::core::Status) -> bool) -> bool {
     matches!(e, kube::Error::Api(status) if check(status))
 }
 
+/// The API server's message when it refused a pod for good: admission (Pod Security, a
+/// ResourceQuota, a LimitRange, a webhook or policy that denied it) or the pod API's own
+/// validation. `None` for what may pass on a retry: server errors and timeouts (a webhook that
+/// cannot be reached), conflicts, throttling, the operator's own missing permissions (fixed by
+/// whoever installed it), and a namespace being deleted (the benchmark goes with it).
+pub fn rejection_message(e: &kube::Error) -> Option<String> {
+    let kube::Error::Api(status) = e else {
+        return None;
+    };
+    let refused = matches!(status.code, 400 | 403 | 422);
+    let operator_not_allowed = status.message.contains(" cannot create resource ");
+    let namespace_going = status.message.contains("because it is being terminated");
+    (refused && !operator_not_allowed && !namespace_going).then(|| status.message.clone())
+}
+
 /// One reconciliation of one benchmark.
 #[instrument(skip_all, fields(benchmark = %benchmark.name_any(), namespace = %benchmark.namespace().unwrap_or_default()))]
 pub async fn reconcile(
@@ -129,28 +162,26 @@ pub async fn reconcile(
         Some(target) => ctx.readings.read(&namespace, &name, target).await,
         None => None,
     };
-    let observation = Observation {
-        benchmark: &benchmark,
-        pods: &pods,
-        now: Timestamp::now(),
-        load,
-    };
-    let plan = plan::plan(&observation, &ctx.settings);
-
-    for pod in &plan.create {
-        let pod_name = pod.name_any();
-        match pods_api.create(&PostParams::default(), pod).await {
-            Ok(_) => info!(pod = %pod_name, "created pod"),
-            // Created by a reconciliation whose status write did not land; it is ours.
-            Err(e) if is_status(&e, kube::core::Status::is_already_exists) => {}
-            Err(source) => {
-                return Err(Error::CreatePod {
-                    name: pod_name,
-                    source,
-                });
-            }
+    let others = ctx.benchmarks.state();
+    let now = Timestamp::now();
+    let mut rejected: Vec<PodRejection> = Vec::new();
+    // Each refusal fails an engine, so the plan settles within one pass per engine.
+    let plan = loop {
+        let observation = Observation {
+            benchmark: &benchmark,
+            pods: &pods,
+            now,
+            load,
+            rejected: &rejected,
+            others: &others,
+        };
+        let plan = plan::plan(&observation, &ctx.settings);
+        let refused = create_pods(&pods_api, &plan.create).await?;
+        if refused.is_empty() || rejected.len() > benchmark.spec.engines.len() {
+            break plan;
         }
-    }
+        rejected.extend(refused);
+    };
 
     let old = benchmark.status.clone().unwrap_or_default();
     if plan.status != old {
@@ -208,6 +239,35 @@ pub async fn reconcile(
         .map_or_else(Action::await_change, Action::requeue))
 }
 
+/// Creates the plan's pods; returns those the API server refused for good.
+async fn create_pods(pods_api: &Api<Pod>, pods: &[Pod]) -> Result<Vec<PodRejection>, Error> {
+    let mut refused = Vec::new();
+    for pod in pods {
+        let pod_name = pod.name_any();
+        match pods_api.create(&PostParams::default(), pod).await {
+            Ok(_) => info!(pod = %pod_name, "created pod"),
+            // Created by a reconciliation whose status write did not land; it is ours.
+            Err(e) if is_status(&e, kube::core::Status::is_already_exists) => {}
+            Err(e) => match rejection_message(&e) {
+                Some(message) => {
+                    warn!(pod = %pod_name, "the API server rejected the pod: {message}");
+                    refused.push(PodRejection {
+                        pod: pod_name,
+                        message,
+                    });
+                }
+                None => {
+                    return Err(Error::CreatePod {
+                        name: pod_name,
+                        source: e,
+                    });
+                }
+            },
+        }
+    }
+    Ok(refused)
+}
+
 fn shorten(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
@@ -260,7 +320,16 @@ pub async fn run(
             )
         })?;
     ready.store(true, Ordering::SeqCst);
-    let ctx = Arc::new(Context::new(client, settings, metrics.clone()));
+    let controller = Controller::new(
+        benchmarks.clone(),
+        watcher::Config::default().any_semantic(),
+    );
+    let ctx = Arc::new(Context::new(
+        client,
+        settings,
+        metrics.clone(),
+        controller.store(),
+    ));
     info!(
         namespace = scope.namespace.as_deref().unwrap_or("(all)"),
         "operator started"
@@ -271,7 +340,6 @@ pub async fn run(
         benchmarks.clone(),
         metrics.clone(),
     ));
-    let controller = Controller::new(benchmarks, watcher::Config::default().any_semantic());
     controller
         .owns(
             pods,

@@ -2,7 +2,11 @@
 //! benchmark (spec and the status it wrote before), the benchmark's pods as the API server
 //! lists them, the time, and a progress reading of the engine under load. It returns the new
 //! status, the pods to create (before the status is written) and to delete (after it is
-//! written, so a result is never lost with its pod), and when to look again.
+//! written, so a result is never lost with its pod), and when to look again. The very first
+//! reconciliation creates nothing: it writes the status with `startedAt`, so `timeoutSeconds`
+//! holds even when no pod can ever be created. Pods the API server refused come back in the
+//! observation ([`PodRejection`]) and fail their engine; the other benchmarks the operator
+//! watches decide the benchmark's place in its node pool's queue ([`super::queue`]).
 //!
 //! Everything the operator knows lives in the status and the pods, never in memory, so an
 //! operator that restarts mid-run picks up where the last one stopped: a pod it created is
@@ -13,6 +17,7 @@
 //! client's result into the status, [`super::summary`] derives phase, progress and conditions,
 //! and [`super::events`] turns a status change into events.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -27,6 +32,7 @@ use super::lifecycle::Step;
 use super::pods::{
     self, Component, PodSettings, PodState, component, engine_index, owned_by, pod_state,
 };
+use super::queue::benchmarks_ahead;
 use super::summary::summarize;
 use crate::validation::validate;
 
@@ -36,8 +42,12 @@ pub struct Settings {
     pub pods: PodSettings,
     /// How long a pod may wait for a node before the benchmark fails as Unschedulable.
     pub scheduling_timeout: Duration,
-    /// How long a started engine may take to become ready.
+    /// How long a started engine may take to become ready (and how long an engine that was
+    /// ready may stay unready while no client runs against it).
     pub startup_timeout: Duration,
+    /// How long a node may keep failing to pull an image (the kubelet retries with back-off)
+    /// before the engine fails.
+    pub image_pull_timeout: Duration,
     /// Client pods started per engine at most (the first and its retries).
     pub client_attempts: u32,
     /// How long to wait for the client's partial result after its engine died.
@@ -55,6 +65,7 @@ impl Default for Settings {
             pods: PodSettings::default(),
             scheduling_timeout: Duration::from_secs(600),
             startup_timeout: Duration::from_secs(300),
+            image_pull_timeout: Duration::from_secs(300),
             client_attempts: 3,
             crash_grace: Duration::from_secs(30),
             connection_lost_grace: Duration::from_secs(5),
@@ -79,6 +90,20 @@ pub struct Observation<'a> {
     pub pods: &'a [Pod],
     pub now: Timestamp,
     pub load: Option<LoadProbe>,
+    /// Pods of this plan that the API server refused to create, in this reconciliation.
+    pub rejected: &'a [PodRejection],
+    /// The other benchmarks the operator watches, for the queue on a node pool.
+    pub others: &'a [Arc<MemoryBenchmark>],
+}
+
+/// A pod the API server refused to create: admission (Pod Security, a ResourceQuota, a
+/// LimitRange, a webhook or policy) or the pod API's own validation. Creating it again would
+/// be refused again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodRejection {
+    pub pod: String,
+    /// The API server's message.
+    pub message: String,
 }
 
 /// What to do.
@@ -147,12 +172,17 @@ pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTa
         pods,
         now: Timestamp::UNIX_EPOCH,
         load: None,
+        rejected: &[],
+        others: &[],
     };
     let owned = owned(&observation);
     let engine = pods_of(&owned, index, Component::Engine)
         .into_iter()
         .next()?;
-    if pod_state(&engine) != PodState::Ready {
+    if !matches!(
+        pod_state(&engine),
+        PodState::Ready | PodState::Unready { .. }
+    ) {
         return None;
     }
     let client_running = pods_of(&owned, index, Component::Client)
@@ -228,12 +258,20 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         pods: &pods,
         plan: &mut plan,
         workload: &valid.workload,
+        rejected: observation.rejected,
+        benchmarks_ahead: benchmarks_ahead(benchmark, observation.others),
     };
 
     let finished = matches!(status.phase, Some(Phase::Succeeded | Phase::Failed))
         && status.engines.iter().all(is_terminal);
-    if !finished {
-        let started_at = status.started_at.get_or_insert_with(|| Time(now)).0;
+    // The status (with startedAt) is written before the first pod is created: whatever happens
+    // to the pods, timeoutSeconds counts from a time the API server holds.
+    let first_write = old.started_at.is_none();
+    if first_write && !finished {
+        status.started_at = Some(Time(now));
+        step.requeue(Duration::from_secs(1));
+    } else if !finished {
+        let started_at = status.started_at.get_or_insert(Time(now)).0;
         let deadline = started_at + seconds(Duration::from_secs(spec.timeout_seconds.into()));
         if now >= deadline
             && let Some(index) = current_engine(&status)

@@ -3,284 +3,17 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
-    ContainerStatus, Pod, PodCondition, PodStatus,
-};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 
 use super::*;
-use crate::client_result::ClientResult;
 use crate::controller::conditions::{FAILED, PROGRESSING, READY, reason, state};
 use crate::controller::events::transitions;
-use crate::crd::{MemoryBenchmark, Phase};
-use crate::engine::EngineInfo;
-use crate::local::parse_specs;
-use crate::measure::{BenchmarkReport, ErrorReport, RepetitionResult, Summary, WorkloadReport};
-use crate::stats::StabilityThresholds;
-
-const T0: i64 = 1_800_000_000;
-
-fn at(seconds: i64) -> Timestamp {
-    Timestamp::from_second(T0 + seconds).unwrap()
-}
-
-fn benchmark(extra: &str) -> MemoryBenchmark {
-    let mut b = parse_specs(&format!(
-        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: zset, namespace: bench}}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{{engine: redis, version: \"7.0.15\"}}, {{engine: valkey, version: \"9.1.2\"}}]\n  workload: {{sortedSet: {{members: 20000}}}}\n  repetitions: 3\n  timeoutSeconds: 3600\n{extra}"
-    ))
-    .unwrap()
-    .remove(0);
-    b.metadata.uid = Some("uid-1".into());
-    b.metadata.generation = Some(1);
-    b
-}
-
-fn settings() -> Settings {
-    Settings {
-        scheduling_timeout: Duration::from_secs(60),
-        ..Settings::default()
-    }
-}
-
-/// Runs one reconciliation at `now` and applies its status, as the API server would.
-fn reconcile(b: &mut MemoryBenchmark, pods: &[Pod], now: i64, load: Option<LoadProbe>) -> Plan {
-    let plan = plan(
-        &Observation {
-            benchmark: b,
-            pods,
-            now: at(now),
-            load,
-        },
-        &settings(),
-    );
-    b.status = Some(plan.status.clone());
-    plan
-}
-
-fn created(mut pod: Pod, now: i64) -> Pod {
-    pod.metadata.creation_timestamp = Some(Time(at(now)));
-    pod.metadata.uid = Some(format!("pod-{}", pod.name_any()));
-    pod
-}
-
-fn container_status(state: ContainerState, ready: bool) -> Option<Vec<ContainerStatus>> {
-    Some(vec![ContainerStatus {
-        name: "c".into(),
-        ready,
-        image_id: "docker.io/library/redis@sha256:abc".into(),
-        state: Some(state),
-        ..Default::default()
-    }])
-}
-
-fn unscheduled(mut pod: Pod, message: &str) -> Pod {
-    pod.status = Some(PodStatus {
-        phase: Some("Pending".into()),
-        conditions: Some(vec![PodCondition {
-            type_: "PodScheduled".into(),
-            status: "False".into(),
-            reason: Some("Unschedulable".into()),
-            message: Some(message.into()),
-            ..Default::default()
-        }]),
-        ..Default::default()
-    });
-    pod
-}
-
-fn ready(mut pod: Pod, node: &str, ip: &str) -> Pod {
-    pod.spec.as_mut().unwrap().node_name = Some(node.into());
-    pod.status = Some(PodStatus {
-        phase: Some("Running".into()),
-        pod_ip: Some(ip.into()),
-        container_statuses: container_status(
-            ContainerState {
-                running: Some(ContainerStateRunning {
-                    started_at: Some(Time(at(0))),
-                }),
-                ..Default::default()
-            },
-            true,
-        ),
-        ..Default::default()
-    });
-    pod
-}
-
-fn waiting(mut pod: Pod, node: &str, reason: &str) -> Pod {
-    pod.spec.as_mut().unwrap().node_name = Some(node.into());
-    pod.status = Some(PodStatus {
-        phase: Some("Pending".into()),
-        container_statuses: container_status(
-            ContainerState {
-                waiting: Some(ContainerStateWaiting {
-                    reason: Some(reason.into()),
-                    message: Some("no local program for image".into()),
-                }),
-                ..Default::default()
-            },
-            false,
-        ),
-        ..Default::default()
-    });
-    pod
-}
-
-fn terminated(
-    mut pod: Pod,
-    node: &str,
-    exit_code: i32,
-    reason: &str,
-    message: &str,
-    finished: i64,
-) -> Pod {
-    pod.spec.as_mut().unwrap().node_name = Some(node.into());
-    pod.status = Some(PodStatus {
-        phase: Some(
-            if exit_code == 0 {
-                "Succeeded"
-            } else {
-                "Failed"
-            }
-            .into(),
-        ),
-        container_statuses: container_status(
-            ContainerState {
-                terminated: Some(ContainerStateTerminated {
-                    exit_code,
-                    reason: Some(reason.into()),
-                    message: Some(message.into()),
-                    finished_at: Some(Time(at(finished))),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-            false,
-        ),
-        ..Default::default()
-    });
-    pod
-}
-
-fn deleting(mut pod: Pod) -> Pod {
-    pod.metadata.deletion_timestamp = Some(Time(at(0)));
-    pod
-}
-
-fn repetition(i: u32, bytes_per_item: f64) -> RepetitionResult {
-    let baseline = 900_000;
-    let used = baseline + (bytes_per_item * 20_000.0) as u64;
-    RepetitionResult {
-        repetition: i,
-        baseline_used_memory: baseline,
-        baseline_used_memory_rss: 5_000_000,
-        used_memory: used,
-        used_memory_rss: 9_000_000,
-        used_memory_dataset: None,
-        mem_fragmentation_ratio: None,
-        items: 20_000,
-        bytes_per_item: (used - baseline) as f64 / 20_000.0,
-        ops_per_sec: 400_000.0,
-        items_per_sec: 400_000.0,
-        commands: 20_000,
-        seconds: 0.05,
-        encoding: Some("skiplist".into()),
-        expected_unique_items: None,
-        settled: None,
-        samples: vec![],
-    }
-}
-
-fn result_message(
-    engine: &str,
-    version: &str,
-    bytes: f64,
-    done: u32,
-    error: Option<&str>,
-) -> String {
-    let repetitions: Vec<RepetitionResult> = (1..=done).map(|i| repetition(i, bytes)).collect();
-    let report = BenchmarkReport {
-        name: format!("{engine}-{version}"),
-        engine: EngineInfo {
-            name: engine.into(),
-            version: version.into(),
-            allocator: "jemalloc-5.3.0".into(),
-            arch: "aarch64".into(),
-            ..Default::default()
-        },
-        workload: WorkloadReport::from(&crate::workload::Workload::SortedSet {
-            members: 20_000,
-            key: "membench:zset".into(),
-            sample_every: 0,
-        }),
-        pipeline: 100,
-        repetitions_requested: 3,
-        summary: Summary::of(&repetitions, &StabilityThresholds::default()),
-        repetitions,
-        failed_repetition: None,
-        warnings: vec![],
-        error: error.map(|category| ErrorReport {
-            category: category.into(),
-            message: format!("{category} during the load"),
-        }),
-    };
-    ClientResult::from_report(&report).to_message()
-}
-
-fn engine_pod_of(plan: &Plan, index: usize) -> Pod {
-    plan.create
-        .iter()
-        .find(|p| p.name_any() == format!("zset-{index}-engine"))
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "no engine pod {index} created: {:?}",
-                plan.create.iter().map(|p| p.name_any()).collect::<Vec<_>>()
-            )
-        })
-}
-
-fn condition<'a>(
-    b: &'a MemoryBenchmark,
-    type_: &str,
-) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
-    b.status
-        .as_ref()
-        .unwrap()
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .unwrap()
-}
-
-/// Drives engine 0 to success: returns the benchmark after the client's result is in.
-fn first_engine_measured(b: &mut MemoryBenchmark) -> Vec<Pod> {
-    let plan = reconcile(b, &[], 0, None);
-    let engine = created(engine_pod_of(&plan, 0), 0);
-    let engine = ready(engine, "r8g-1", "127.1.0.2");
-    let plan = reconcile(b, &[engine.clone()], 5, None);
-    let client = created(plan.create[0].clone(), 5);
-    let client = terminated(
-        client,
-        "r8g-1",
-        0,
-        "Completed",
-        &result_message("redis", "7.0.15", 96.0, 3, None),
-        20,
-    );
-    let plan = reconcile(b, &[engine.clone(), client.clone()], 21, None);
-    assert_eq!(
-        plan.delete,
-        vec!["zset-0-client".to_string(), "zset-0-engine".to_string()]
-    );
-    vec![deleting(engine), deleting(client)]
-}
+use crate::controller::test_fixtures::*;
+use crate::crd::Phase;
 
 #[test]
-fn the_first_reconciliation_creates_only_the_first_engine_pod() {
+fn once_the_status_is_written_only_the_first_engine_pod_is_created() {
     let mut b = benchmark("");
     let plan = reconcile(&mut b, &[], 0, None);
     assert_eq!(plan.create.len(), 1);
@@ -578,7 +311,7 @@ fn an_oom_killed_engine_keeps_its_partial_results_and_the_next_engine_still_runs
 fn keep_failed_leaves_a_failed_engines_pods_in_place_for_debugging() {
     let mut b = benchmark("  cleanupPolicy: KeepFailed\n");
     let engine = created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0);
-    let pulling = waiting(engine, "r8g-1", "ErrImagePull");
+    let pulling = waiting(engine, "r8g-1", "InvalidImageName");
     let plan = reconcile(&mut b, std::slice::from_ref(&pulling), 5, None);
     let status = b.status.clone().unwrap();
     assert_eq!(
@@ -795,7 +528,6 @@ fn events_follow_each_engines_transitions() {
         reasons,
         [(reason::UNSCHEDULABLE, true), ("BenchmarkFailed", true)]
     );
-    let _ = SignedDuration::ZERO;
 }
 
 #[test]

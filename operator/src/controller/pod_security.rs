@@ -207,7 +207,7 @@ mod tests {
     fn every_engine_pod_meets_pod_security_restricted() {
         let b = benchmark(THREE_ENGINES);
         for index in 0..3 {
-            let pod = engine_pod(&b, index, 1 << 30, &PodSettings::default());
+            let pod = engine_pod(&b, index, 1 << 30, None, &PodSettings::default());
             assert_eq!(restricted_violations(&pod), Vec::<String>::new(), "{index}");
         }
     }
@@ -229,7 +229,7 @@ mod tests {
     fn the_restricted_check_refuses_a_pod_without_security_contexts() {
         // The check above is not vacuous: a bare pod fails it on every count.
         let b = benchmark(THREE_ENGINES);
-        let mut pod = engine_pod(&b, 0, 1 << 30, &PodSettings::default());
+        let mut pod = engine_pod(&b, 0, 1 << 30, None, &PodSettings::default());
         let spec = pod.spec.as_mut().unwrap();
         spec.security_context = None;
         spec.containers[0].security_context = None;
@@ -244,7 +244,7 @@ mod tests {
         );
         let ids: Vec<(Option<i64>, Option<i64>)> = (0..3)
             .map(|index| {
-                let pod = engine_pod(&b, index, 1 << 30, &PodSettings::default());
+                let pod = engine_pod(&b, index, 1 << 30, None, &PodSettings::default());
                 let context = pod.spec.unwrap().security_context.unwrap();
                 (context.run_as_user, context.run_as_group)
             })
@@ -262,7 +262,7 @@ mod tests {
     #[test]
     fn the_engine_writes_only_to_an_empty_dir_at_its_data_directory() {
         let b = benchmark(THREE_ENGINES);
-        let spec = engine_pod(&b, 0, 1 << 30, &PodSettings::default())
+        let spec = engine_pod(&b, 0, 1 << 30, None, &PodSettings::default())
             .spec
             .unwrap();
         let container = &spec.containers[0];

@@ -1,20 +1,21 @@
-//! The benchmark's pods, built and read without any I/O: the engine pod pinned to a node of the
-//! requested instance type, the client pod next to it, their names and labels, and what a pod's
-//! status says about it (waiting for a node, pulling, ready, terminated).
+//! The benchmark's pods, built without any I/O: the engine pod pinned to a node of the
+//! requested instance type, the client pod next to it, their names and labels, and which
+//! benchmark and engine a pod belongs to. What a pod's status says about it is
+//! [`super::pod_state`]'s, re-exported here.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, Pod, PodAffinity, PodAffinityTerm, PodSpec, Probe,
-    ResourceRequirements, TCPSocketAction,
+    Affinity, Container, ContainerPort, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    PodAffinity, PodAffinityTerm, PodSpec, PreferredSchedulingTerm, Probe, ResourceRequirements,
+    TCPSocketAction, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
 
-use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark, RecordLayout};
+use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark, PlacementSpec, RecordLayout};
 use crate::workload::Workload;
 
 use crate::validation::mebibytes;
@@ -22,6 +23,9 @@ use crate::validation::mebibytes;
 use super::pod_security::{
     ENGINE_DATA_DIR, client_pod_security_context, engine_data_mount, engine_data_volume,
     engine_pod_security_context, restricted_container,
+};
+pub use super::pod_state::{
+    PodState, condition_since, image_id, node_name, pod_ip, pod_state, scheduled_at,
 };
 
 pub const LABEL_NAME: &str = "app.kubernetes.io/name";
@@ -142,6 +146,12 @@ fn node_selector(benchmark: &MemoryBenchmark) -> BTreeMap<String, String> {
     selector
 }
 
+/// The spec's tolerations, as the pod API takes them.
+fn tolerations(placement: &PlacementSpec) -> Option<Vec<Toleration>> {
+    (!placement.tolerations.is_empty())
+        .then(|| placement.tolerations.iter().map(Toleration::from).collect())
+}
+
 /// The arguments an engine starts with: port 6379, persistence off, reachable over the pod
 /// network, then the spec's own (which can override any of these).
 pub fn engine_args(engine: &EngineSpec) -> Vec<String> {
@@ -202,11 +212,14 @@ fn metadata(
 /// The engine pod of engine `index`: on a node of the instance type (plus the spec's
 /// placement), never on a node where another membench engine runs (any namespace), with
 /// Guaranteed QoS and a TCP readiness probe, admitted under Pod Security `restricted` (the
-/// image's non-root user, its data directory an emptyDir).
+/// image's non-root user, its data directory an emptyDir). `preferred_node` is the node the
+/// benchmark's first engine ran on: the later engines prefer it, so their items/s compare like
+/// with like.
 pub fn engine_pod(
     benchmark: &MemoryBenchmark,
     index: usize,
     memory_bytes: u64,
+    preferred_node: Option<&str>,
     settings: &PodSettings,
 ) -> Pod {
     let name = benchmark.name_any();
@@ -240,6 +253,27 @@ pub fn engine_pod(
         .get_or_insert_with(Vec::new)
         .push(one_engine_per_node);
 
+    let mut node_affinity = user_affinity.node_affinity.clone();
+    if let Some(node) = preferred_node {
+        // matchFields on metadata.name: a node's name, unlike its hostname label, is unique.
+        let same_node = PreferredSchedulingTerm {
+            weight: 100,
+            preference: NodeSelectorTerm {
+                match_fields: Some(vec![NodeSelectorRequirement {
+                    key: "metadata.name".into(),
+                    operator: "In".into(),
+                    values: Some(vec![node.to_string()]),
+                }]),
+                ..Default::default()
+            },
+        };
+        node_affinity
+            .get_or_insert_with(Default::default)
+            .preferred_during_scheduling_ignored_during_execution
+            .get_or_insert_with(Vec::new)
+            .push(same_node);
+    }
+
     let memory = mebibytes(memory_bytes);
     Pod {
         metadata: metadata(
@@ -253,9 +287,9 @@ pub fn engine_pod(
             automount_service_account_token: Some(false),
             enable_service_links: Some(false),
             node_selector: Some(node_selector(benchmark)),
-            tolerations: (!placement.tolerations.is_empty()).then(|| placement.tolerations.clone()),
+            tolerations: tolerations(&placement),
             affinity: Some(Affinity {
-                node_affinity: user_affinity.node_affinity.clone(),
+                node_affinity,
                 pod_affinity: user_affinity.pod_affinity.clone(),
                 pod_anti_affinity: Some(anti_affinity),
             }),
@@ -409,7 +443,7 @@ pub fn client_pod(
             automount_service_account_token: Some(false),
             enable_service_links: Some(false),
             node_selector: Some(node_selector(benchmark)),
-            tolerations: (!placement.tolerations.is_empty()).then(|| placement.tolerations.clone()),
+            tolerations: tolerations(&placement),
             affinity: Some(Affinity {
                 pod_affinity: Some(PodAffinity {
                     required_during_scheduling_ignored_during_execution: Some(vec![next_to_engine]),
@@ -433,130 +467,6 @@ pub fn client_pod(
         }),
         status: None,
     }
-}
-
-/// What a pod's status says, as far as the operator cares.
-#[derive(Clone, Debug, PartialEq)]
-pub enum PodState {
-    /// Being deleted.
-    Deleting,
-    /// Not on a node yet; the scheduler's message when it found none.
-    Unscheduled { message: Option<String> },
-    /// Its image cannot be had.
-    ImagePullFailed { reason: String, message: String },
-    /// On a node, the container not started or not ready yet.
-    Starting { since: Option<Timestamp> },
-    /// Running and ready.
-    Ready,
-    /// The container exited.
-    Terminated {
-        exit_code: i32,
-        reason: Option<String>,
-        message: Option<String>,
-        finished_at: Option<Timestamp>,
-    },
-}
-
-const IMAGE_PULL_FAILURES: [&str; 5] = [
-    "ErrImagePull",
-    "ImagePullBackOff",
-    "InvalidImageName",
-    "ErrImageNeverPull",
-    "RegistryUnavailable",
-];
-
-/// Reads a pod's status.
-pub fn pod_state(pod: &Pod) -> PodState {
-    if pod.metadata.deletion_timestamp.is_some() {
-        return PodState::Deleting;
-    }
-    let status = pod.status.clone().unwrap_or_default();
-    let container = status
-        .container_statuses
-        .as_ref()
-        .and_then(|c| c.first().cloned());
-    if let Some(terminated) = container
-        .as_ref()
-        .and_then(|c| c.state.as_ref())
-        .and_then(|s| s.terminated.clone())
-    {
-        return PodState::Terminated {
-            exit_code: terminated.exit_code,
-            reason: terminated.reason,
-            message: terminated.message,
-            finished_at: terminated.finished_at.map(|t| t.0),
-        };
-    }
-    if matches!(status.phase.as_deref(), Some("Failed") | Some("Succeeded")) {
-        // Terminal without a container status (evicted, or the node rejected the pod).
-        return PodState::Terminated {
-            exit_code: if status.phase.as_deref() == Some("Succeeded") {
-                0
-            } else {
-                1
-            },
-            reason: status.reason.clone(),
-            message: status.message.clone(),
-            finished_at: None,
-        };
-    }
-    if let Some(waiting) = container
-        .as_ref()
-        .and_then(|c| c.state.as_ref())
-        .and_then(|s| s.waiting.clone())
-        && let Some(reason) = waiting.reason.as_deref()
-        && IMAGE_PULL_FAILURES.contains(&reason)
-    {
-        return PodState::ImagePullFailed {
-            reason: reason.to_string(),
-            message: waiting.message.unwrap_or_default(),
-        };
-    }
-    let scheduled = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_ref())
-        .is_some();
-    if !scheduled {
-        let message = status
-            .conditions
-            .unwrap_or_default()
-            .into_iter()
-            .find(|c| c.type_ == "PodScheduled" && c.status == "False")
-            .and_then(|c| c.message);
-        return PodState::Unscheduled { message };
-    }
-    let ready = container.as_ref().is_some_and(|c| c.ready);
-    if ready {
-        return PodState::Ready;
-    }
-    let since = container
-        .as_ref()
-        .and_then(|c| c.state.as_ref())
-        .and_then(|s| s.running.as_ref())
-        .and_then(|r| r.started_at.as_ref())
-        .map(|t| t.0);
-    PodState::Starting { since }
-}
-
-/// The node a pod runs on.
-pub fn node_name(pod: &Pod) -> Option<String> {
-    pod.spec.as_ref().and_then(|s| s.node_name.clone())
-}
-
-/// The pod's IP address.
-pub fn pod_ip(pod: &Pod) -> Option<String> {
-    pod.status.as_ref().and_then(|s| s.pod_ip.clone())
-}
-
-/// The image ID its (first) container runs.
-pub fn image_id(pod: &Pod) -> Option<String> {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|c| c.first())
-        .map(|c| c.image_id.clone())
-        .filter(|id| !id.is_empty())
 }
 
 /// Which engine a pod belongs to, from its label.
@@ -593,10 +503,6 @@ pub fn owned_by(pod: &Pod, benchmark: &MemoryBenchmark) -> bool {
 mod tests {
     use super::*;
     use crate::local::parse_specs;
-    use k8s_openapi::api::core::v1::{
-        ContainerState, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
-        PodCondition, PodStatus, Toleration,
-    };
 
     pub(crate) fn benchmark(extra: &str) -> MemoryBenchmark {
         let mut b = parse_specs(&format!(
@@ -617,7 +523,7 @@ mod tests {
         let b = benchmark(
             "  arch: arm64\n  placement:\n    nodeSelector: {pool: bench}\n    tolerations: [{key: dedicated, operator: Equal, value: bench, effect: NoSchedule}]\n",
         );
-        let pod = engine_pod(&b, 0, 512 << 20, &PodSettings::default());
+        let pod = engine_pod(&b, 0, 512 << 20, None, &PodSettings::default());
         let spec = pod.spec.unwrap();
         let selector = spec.node_selector.unwrap();
         assert_eq!(selector[INSTANCE_TYPE_LABEL], "r8g.4xlarge");
@@ -651,7 +557,7 @@ mod tests {
 
     #[test]
     fn engines_keep_a_node_to_themselves_across_namespaces() {
-        let pod = engine_pod(&benchmark(""), 1, 512 << 20, &PodSettings::default());
+        let pod = engine_pod(&benchmark(""), 1, 512 << 20, None, &PodSettings::default());
         let anti = pod
             .spec
             .unwrap()
@@ -680,7 +586,7 @@ mod tests {
         let b = benchmark(
             "  placement:\n    affinity:\n      nodeAffinity:\n        requiredDuringSchedulingIgnoredDuringExecution:\n          nodeSelectorTerms: [{matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [eu-west-1a]}]}]\n",
         );
-        let affinity = engine_pod(&b, 0, 1 << 30, &PodSettings::default())
+        let affinity = engine_pod(&b, 0, 1 << 30, None, &PodSettings::default())
             .spec
             .unwrap()
             .affinity
@@ -708,7 +614,7 @@ mod tests {
                 "1gb"
             ]
         );
-        let pod = engine_pod(&b, 1, 1 << 30, &PodSettings::default());
+        let pod = engine_pod(&b, 1, 1 << 30, None, &PodSettings::default());
         assert_eq!(
             pod.spec.unwrap().containers[0].image.as_deref(),
             Some("valkey/valkey:9.1.2")
@@ -791,105 +697,10 @@ mod tests {
         );
     }
 
-    fn with_status(status: PodStatus, node: Option<&str>) -> Pod {
-        let mut pod = engine_pod(&benchmark(""), 0, 1 << 30, &PodSettings::default());
-        pod.spec.as_mut().unwrap().node_name = node.map(String::from);
-        pod.status = Some(status);
-        pod
-    }
-
-    fn container(state: ContainerState, ready: bool) -> Option<Vec<ContainerStatus>> {
-        Some(vec![ContainerStatus {
-            name: "engine".into(),
-            ready,
-            state: Some(state),
-            ..Default::default()
-        }])
-    }
-
-    #[test]
-    fn pod_states_are_read_the_way_kubelet_reports_them() {
-        let unscheduled = with_status(
-            PodStatus {
-                conditions: Some(vec![PodCondition {
-                    type_: "PodScheduled".into(),
-                    status: "False".into(),
-                    reason: Some("Unschedulable".into()),
-                    message: Some("0/4 nodes are available".into()),
-                    ..Default::default()
-                }]),
-                ..Default::default()
-            },
-            None,
-        );
-        assert_eq!(
-            pod_state(&unscheduled),
-            PodState::Unscheduled {
-                message: Some("0/4 nodes are available".into())
-            }
-        );
-        let pulling = with_status(
-            PodStatus {
-                container_statuses: container(
-                    ContainerState {
-                        waiting: Some(ContainerStateWaiting {
-                            reason: Some("ImagePullBackOff".into()),
-                            message: Some("no such image".into()),
-                        }),
-                        ..Default::default()
-                    },
-                    false,
-                ),
-                ..Default::default()
-            },
-            Some("n1"),
-        );
-        assert!(matches!(
-            pod_state(&pulling),
-            PodState::ImagePullFailed { .. }
-        ));
-        let oom = with_status(
-            PodStatus {
-                phase: Some("Failed".into()),
-                container_statuses: container(
-                    ContainerState {
-                        terminated: Some(ContainerStateTerminated {
-                            exit_code: 137,
-                            reason: Some("OOMKilled".into()),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    },
-                    false,
-                ),
-                ..Default::default()
-            },
-            Some("n1"),
-        );
-        assert!(matches!(
-            pod_state(&oom),
-            PodState::Terminated { exit_code: 137, reason: Some(ref r), .. } if r == "OOMKilled"
-        ));
-        let ready = with_status(
-            PodStatus {
-                container_statuses: container(
-                    ContainerState {
-                        running: Some(Default::default()),
-                        ..Default::default()
-                    },
-                    true,
-                ),
-                ..Default::default()
-            },
-            Some("n1"),
-        );
-        assert_eq!(pod_state(&ready), PodState::Ready);
-    }
-
     #[test]
     fn only_pods_controlled_by_this_very_benchmark_are_its_own() {
         let b = benchmark("");
-        let pod = engine_pod(&b, 0, 1 << 30, &PodSettings::default());
+        let pod = engine_pod(&b, 0, 1 << 30, None, &PodSettings::default());
         assert!(owned_by(&pod, &b));
         let mut recreated = b.clone();
         recreated.metadata.uid = Some("uid-2".into());

@@ -216,6 +216,12 @@ fn running_progress(
         (false, _) => {
             let what = match engine.reason.as_deref() {
                 Some(reason::WAITING_FOR_NODE) => "waiting for a node",
+                // "waiting for a free r8g.4xlarge node, 1 benchmark ahead"
+                Some(reason::WAITING_FOR_FREE_NODE) => engine
+                    .message
+                    .as_deref()
+                    .unwrap_or("waiting for a free node"),
+                Some(reason::WAITING_FOR_IMAGE) => "waiting for the image",
                 Some(reason::ENGINE_STARTING) => "engine starting",
                 Some(reason::CLIENT_STARTING) => "client starting",
                 _ => "starting",

@@ -1,7 +1,10 @@
-//! Real engines for the client tests: each test starts its own server from the engine store
-//! (hack/install-engines.sh) on a free loopback port, through the same code the local runner
-//! uses, and the server stops when the test ends.
+//! What the tests share. Real engines for the client tests: each test starts its own server from
+//! the engine store (hack/install-engines.sh) on a free loopback port, through the same code the
+//! local runner uses, and the server stops when the test ends. [`operator`]: the operator's
+//! harness on the dev cluster.
 #![allow(dead_code)]
+
+pub mod operator;
 
 use std::path::PathBuf;
 

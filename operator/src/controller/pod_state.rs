@@ -1,0 +1,279 @@
+//! What a pod's status says, as far as the operator cares: waiting for a node, an image that
+//! cannot be pulled (for now or for good), a container that cannot start, starting, ready, a
+//! readiness blip, terminated. Read the way the kubelet reports it; pure.
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+
+/// What a pod's status says, as far as the operator cares.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PodState {
+    /// Being deleted.
+    Deleting,
+    /// Not on a node yet; the scheduler's message when it found none.
+    Unscheduled { message: Option<String> },
+    /// Its image cannot be had (yet): the kubelet retries with back-off unless `permanent`.
+    ImagePullFailed {
+        reason: String,
+        message: String,
+        permanent: bool,
+    },
+    /// The container cannot be created or started (`CreateContainerError`,
+    /// `RunContainerError`): the same pod would fail the same way again.
+    ContainerError { reason: String, message: String },
+    /// On a node, the container not started or not ready yet.
+    Starting { since: Option<Timestamp> },
+    /// Was ready, and its readiness probe fails now (since the pod's Ready condition flipped).
+    Unready { since: Option<Timestamp> },
+    /// Running and ready.
+    Ready,
+    /// The container exited.
+    Terminated {
+        exit_code: i32,
+        reason: Option<String>,
+        message: Option<String>,
+        finished_at: Option<Timestamp>,
+    },
+}
+
+/// Waiting reasons of a container whose image cannot be pulled. The kubelet retries these with
+/// back-off (a registry may be down, or the image may be pushed in a moment).
+const IMAGE_PULL_RETRIED: [&str; 3] = ["ErrImagePull", "ImagePullBackOff", "RegistryUnavailable"];
+/// ... and these never succeed for this pod: the name is malformed, or pulls are forbidden.
+const IMAGE_PULL_PERMANENT: [&str; 2] = ["InvalidImageName", "ErrImageNeverPull"];
+/// Waiting reasons of a container that cannot be created or started.
+const CONTAINER_ERRORS: [&str; 2] = ["CreateContainerError", "RunContainerError"];
+
+/// Reads a pod's status.
+pub fn pod_state(pod: &Pod) -> PodState {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return PodState::Deleting;
+    }
+    let status = pod.status.clone().unwrap_or_default();
+    let container = status
+        .container_statuses
+        .as_ref()
+        .and_then(|c| c.first().cloned());
+    if let Some(terminated) = container
+        .as_ref()
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.terminated.clone())
+    {
+        return PodState::Terminated {
+            exit_code: terminated.exit_code,
+            reason: terminated.reason,
+            message: terminated.message,
+            finished_at: terminated.finished_at.map(|t| t.0),
+        };
+    }
+    if matches!(status.phase.as_deref(), Some("Failed") | Some("Succeeded")) {
+        // Terminal without a container status (evicted, or the node rejected the pod).
+        return PodState::Terminated {
+            exit_code: if status.phase.as_deref() == Some("Succeeded") {
+                0
+            } else {
+                1
+            },
+            reason: status.reason.clone(),
+            message: status.message.clone(),
+            finished_at: None,
+        };
+    }
+    if let Some(waiting) = container
+        .as_ref()
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.waiting.clone())
+        && let Some(reason) = waiting.reason.as_deref()
+    {
+        let message = waiting.message.clone().unwrap_or_default();
+        if IMAGE_PULL_RETRIED.contains(&reason) || IMAGE_PULL_PERMANENT.contains(&reason) {
+            return PodState::ImagePullFailed {
+                reason: reason.to_string(),
+                message,
+                permanent: IMAGE_PULL_PERMANENT.contains(&reason),
+            };
+        }
+        if CONTAINER_ERRORS.contains(&reason) {
+            return PodState::ContainerError {
+                reason: reason.to_string(),
+                message,
+            };
+        }
+    }
+    let scheduled = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_ref())
+        .is_some();
+    if !scheduled {
+        let message = status
+            .conditions
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+            .and_then(|c| c.message);
+        return PodState::Unscheduled { message };
+    }
+    let ready = container.as_ref().is_some_and(|c| c.ready);
+    if ready {
+        return PodState::Ready;
+    }
+    let started_at = container
+        .as_ref()
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.running.as_ref())
+        .and_then(|r| r.started_at.as_ref())
+        .map(|t| t.0);
+    // A Ready condition that turned False after the container started means it was ready in
+    // between: a readiness blip, not a slow start.
+    let unready_since = condition_since(pod, "Ready", "False");
+    match (started_at, unready_since) {
+        (Some(started), Some(since)) if since > started => PodState::Unready { since: Some(since) },
+        _ => PodState::Starting { since: started_at },
+    }
+}
+
+/// When the pod's condition `type_` last turned to `value`, if it has that value now.
+pub fn condition_since(pod: &Pod, type_: &str, value: &str) -> Option<Timestamp> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == value)?
+        .last_transition_time
+        .as_ref()
+        .map(|t| t.0)
+}
+
+/// When the scheduler bound the pod to a node (the creation time when the pod does not say).
+pub fn scheduled_at(pod: &Pod) -> Option<Timestamp> {
+    condition_since(pod, "PodScheduled", "True")
+        .or_else(|| pod.metadata.creation_timestamp.as_ref().map(|t| t.0))
+}
+
+/// The node a pod runs on.
+pub fn node_name(pod: &Pod) -> Option<String> {
+    pod.spec.as_ref().and_then(|s| s.node_name.clone())
+}
+
+/// The pod's IP address.
+pub fn pod_ip(pod: &Pod) -> Option<String> {
+    pod.status.as_ref().and_then(|s| s.pod_ip.clone())
+}
+
+/// The image ID its (first) container runs.
+pub fn image_id(pod: &Pod) -> Option<String> {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.first())
+        .map(|c| c.image_id.clone())
+        .filter(|id| !id.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::pods::{PodSettings, engine_pod};
+    use crate::controller::test_fixtures::benchmark;
+    use k8s_openapi::api::core::v1::{
+        ContainerState, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
+        PodCondition, PodStatus,
+    };
+
+    fn with_status(status: PodStatus, node: Option<&str>) -> Pod {
+        let mut pod = engine_pod(&benchmark(""), 0, 1 << 30, None, &PodSettings::default());
+        pod.spec.as_mut().unwrap().node_name = node.map(String::from);
+        pod.status = Some(status);
+        pod
+    }
+
+    fn container(state: ContainerState, ready: bool) -> Option<Vec<ContainerStatus>> {
+        Some(vec![ContainerStatus {
+            name: "engine".into(),
+            ready,
+            state: Some(state),
+            ..Default::default()
+        }])
+    }
+
+    #[test]
+    fn pod_states_are_read_the_way_kubelet_reports_them() {
+        let unscheduled = with_status(
+            PodStatus {
+                conditions: Some(vec![PodCondition {
+                    type_: "PodScheduled".into(),
+                    status: "False".into(),
+                    reason: Some("Unschedulable".into()),
+                    message: Some("0/4 nodes are available".into()),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            },
+            None,
+        );
+        assert_eq!(
+            pod_state(&unscheduled),
+            PodState::Unscheduled {
+                message: Some("0/4 nodes are available".into())
+            }
+        );
+        let pulling = with_status(
+            PodStatus {
+                container_statuses: container(
+                    ContainerState {
+                        waiting: Some(ContainerStateWaiting {
+                            reason: Some("ImagePullBackOff".into()),
+                            message: Some("no such image".into()),
+                        }),
+                        ..Default::default()
+                    },
+                    false,
+                ),
+                ..Default::default()
+            },
+            Some("n1"),
+        );
+        assert!(matches!(
+            pod_state(&pulling),
+            PodState::ImagePullFailed { .. }
+        ));
+        let oom = with_status(
+            PodStatus {
+                phase: Some("Failed".into()),
+                container_statuses: container(
+                    ContainerState {
+                        terminated: Some(ContainerStateTerminated {
+                            exit_code: 137,
+                            reason: Some("OOMKilled".into()),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                    false,
+                ),
+                ..Default::default()
+            },
+            Some("n1"),
+        );
+        assert!(matches!(
+            pod_state(&oom),
+            PodState::Terminated { exit_code: 137, reason: Some(ref r), .. } if r == "OOMKilled"
+        ));
+        let ready = with_status(
+            PodStatus {
+                container_statuses: container(
+                    ContainerState {
+                        running: Some(Default::default()),
+                        ..Default::default()
+                    },
+                    true,
+                ),
+                ..Default::default()
+            },
+            Some("n1"),
+        );
+        assert_eq!(pod_state(&ready), PodState::Ready);
+    }
+}

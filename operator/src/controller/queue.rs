@@ -1,0 +1,197 @@
+//! Benchmarks that want the same node pool take turns instead of failing each other.
+//!
+//! Every engine pod keeps a node to itself (a required pod anti-affinity against every membench
+//! engine), so when each node of a pool runs an engine, the next benchmark's engine pod cannot
+//! be placed. The scheduler says why: its message counts nodes that "didn't match pod
+//! anti-affinity rules". That benchmark waits for a free node, with no deadline but its own
+//! `timeoutSeconds`. Only a pod that fits no node for other reasons (no node of the type, taints,
+//! too little memory) runs into the scheduling deadline.
+//!
+//! The queue is first come, first served by creation time among the benchmarks the operator
+//! sees: a benchmark creates its next engine pod only when no benchmark of the same pool that
+//! was created before it waits for a free node, so a later benchmark cannot overtake an earlier
+//! one, however often nodes change hands. The scheduler still decides which node; the queue only
+//! decides whose pod exists. Pure: reads the benchmarks as the controller's cache holds them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kube::ResourceExt;
+
+use crate::crd::{Arch, MemoryBenchmark};
+
+use super::conditions::{reason, state};
+use super::plan::{current_engine, is_terminal};
+
+/// The nodes a benchmark can use: its instance type, arch and extra node labels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodePool {
+    pub instance_type: String,
+    pub arch: Option<Arch>,
+    pub node_selector: BTreeMap<String, String>,
+}
+
+impl NodePool {
+    pub fn of(benchmark: &MemoryBenchmark) -> NodePool {
+        let spec = &benchmark.spec;
+        NodePool {
+            instance_type: spec.instance_type.clone(),
+            arch: spec.arch,
+            node_selector: spec
+                .placement
+                .as_ref()
+                .map(|p| p.node_selector.clone())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// The scheduler's words for a node that another engine keeps to itself: the new pod's own
+/// anti-affinity, or the running engine's.
+const BUSY_NODE_REASONS: [&str; 2] = [
+    "didn't match pod anti-affinity rules",
+    "didn't satisfy existing pods anti-affinity rules",
+];
+
+/// Whether the scheduler's message says that nodes of the pool exist but are taken by other
+/// engines (as opposed to no node of the type at all, or none with room).
+pub fn nodes_busy(scheduler_message: &str) -> bool {
+    BUSY_NODE_REASONS
+        .iter()
+        .any(|r| scheduler_message.contains(r))
+}
+
+/// Whether a benchmark's status says it waits for a free node.
+pub fn waits_for_free_node(benchmark: &MemoryBenchmark) -> bool {
+    let Some(status) = &benchmark.status else {
+        return false;
+    };
+    benchmark.metadata.deletion_timestamp.is_none()
+        && current_engine(status).is_some_and(|i| {
+            let engine = &status.engines[i];
+            !is_terminal(engine)
+                && engine.state == state::PENDING
+                && engine.reason.as_deref() == Some(reason::WAITING_FOR_FREE_NODE)
+        })
+}
+
+/// First come, first served: creation time, then namespace and name to break ties.
+fn queue_order(b: &MemoryBenchmark) -> (Option<k8s_openapi::jiff::Timestamp>, String, String) {
+    (
+        b.metadata.creation_timestamp.as_ref().map(|t| t.0),
+        b.namespace().unwrap_or_default(),
+        b.name_any(),
+    )
+}
+
+/// How many benchmarks wait for a free node of `benchmark`'s pool and came before it.
+pub fn benchmarks_ahead(benchmark: &MemoryBenchmark, others: &[Arc<MemoryBenchmark>]) -> usize {
+    let pool = NodePool::of(benchmark);
+    let mine = queue_order(benchmark);
+    others
+        .iter()
+        .filter(|other| other.uid() != benchmark.uid())
+        .filter(|other| waits_for_free_node(other))
+        .filter(|other| NodePool::of(other) == pool)
+        .filter(|other| queue_order(other) < mine)
+        .count()
+}
+
+/// "waiting for a free r8g.4xlarge node, 2 benchmarks ahead".
+pub fn waiting_message(instance_type: &str, ahead: usize) -> String {
+    let benchmarks = if ahead == 1 {
+        "benchmark"
+    } else {
+        "benchmarks"
+    };
+    format!("waiting for a free {instance_type} node, {ahead} {benchmarks} ahead")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::{EngineStatus, MemoryBenchmarkStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn benchmark(name: &str, created: i64, instance_type: &str, waiting: bool) -> MemoryBenchmark {
+        let mut b: MemoryBenchmark = serde_saphyr::from_str(&format!(
+            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: {name}, namespace: bench}}\nspec:\n  instanceType: {instance_type}\n  engines: [{{engine: redis, version: \"7.0.15\"}}]\n  workload: {{sortedSet: {{members: 1000}}}}\n"
+        ))
+        .unwrap();
+        b.metadata.uid = Some(format!("uid-{name}"));
+        b.metadata.creation_timestamp = Some(Time(
+            Timestamp::from_second(1_800_000_000 + created).unwrap(),
+        ));
+        b.status = Some(MemoryBenchmarkStatus {
+            engines: vec![EngineStatus {
+                state: state::PENDING.into(),
+                reason: Some(
+                    if waiting {
+                        reason::WAITING_FOR_FREE_NODE
+                    } else {
+                        reason::WAITING_FOR_NODE
+                    }
+                    .into(),
+                ),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        b
+    }
+
+    #[test]
+    fn only_earlier_benchmarks_waiting_for_the_same_pool_are_ahead() {
+        let me = benchmark("me", 10, "r8g.4xlarge", false);
+        let others: Vec<Arc<MemoryBenchmark>> = [
+            benchmark("earlier", 1, "r8g.4xlarge", true),
+            benchmark("earlier-too", 5, "r8g.4xlarge", true),
+            benchmark("later", 20, "r8g.4xlarge", true),
+            benchmark("other-pool", 1, "r7i.4xlarge", true),
+            benchmark("not-waiting", 1, "r8g.4xlarge", false),
+            me.clone(),
+        ]
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+        assert_eq!(benchmarks_ahead(&me, &others), 2);
+    }
+
+    #[test]
+    fn the_same_creation_second_is_ordered_by_name() {
+        let a = benchmark("a", 1, "r8g.4xlarge", true);
+        let b = benchmark("b", 1, "r8g.4xlarge", true);
+        let both = [Arc::new(a.clone()), Arc::new(b.clone())];
+        assert_eq!(benchmarks_ahead(&a, &both), 0);
+        assert_eq!(benchmarks_ahead(&b, &both), 1);
+    }
+
+    #[test]
+    fn a_node_taken_by_another_engine_is_busy_but_a_missing_node_is_not() {
+        assert!(nodes_busy(
+            "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 2 node(s) didn't match pod anti-affinity rules. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+        ));
+        assert!(nodes_busy(
+            "0/4 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules, 3 node(s) didn't match Pod's node affinity/selector."
+        ));
+        assert!(!nodes_busy(
+            "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector."
+        ));
+        assert!(!nodes_busy(
+            "0/4 nodes are available: 2 Insufficient memory, 2 node(s) didn't match Pod's node affinity/selector."
+        ));
+    }
+
+    #[test]
+    fn the_waiting_message_counts_the_benchmarks_ahead() {
+        assert_eq!(
+            waiting_message("r8g.4xlarge", 1),
+            "waiting for a free r8g.4xlarge node, 1 benchmark ahead"
+        );
+        assert_eq!(
+            waiting_message("r8g.4xlarge", 0),
+            "waiting for a free r8g.4xlarge node, 0 benchmarks ahead"
+        );
+    }
+}

@@ -1,0 +1,442 @@
+//! Admission on the dev cluster's real API server: what the CRD rejects before a benchmark
+//! exists, and what becomes of a benchmark whose pods the API server refuses (Pod Security, a
+//! ResourceQuota, the pod API's own validation) or cannot admit at all (a webhook that cannot be
+//! reached). The operator runs in-process, one per test, each watching its own namespace.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::operator::*;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
+use kube::api::{DeleteParams, PostParams};
+use kube::{Api, Client};
+use membench::crd::{MemoryBenchmark, Phase};
+
+/// A spec with a field changed from a valid one, the field the API server must name, and words
+/// of the rule's message.
+struct BadSpec {
+    replace: &'static str,
+    with: &'static str,
+    field: &'static str,
+    words: &'static str,
+}
+
+const VALID: &str = "  instanceType: r8g.4xlarge\n  engines: [{engine: redis, version: \"7.0.15\", image: \"redis:7.0.15\", memory: 1Gi}]\n  workload: {sortedSet: {members: 1000000, sampleEvery: 100000}}\n  placement:\n    nodeSelector: {pool: bench}\n    tolerations: [{key: dedicated, operator: Equal, value: bench, effect: NoSchedule}]\n";
+
+const BAD_SPECS: &[BadSpec] = &[
+    BadSpec {
+        replace: "instanceType: r8g.4xlarge",
+        with: "instanceType: \"r8g 4xlarge\"",
+        field: "spec.instanceType",
+        words: "must be a node label value",
+    },
+    BadSpec {
+        replace: "image: \"redis:7.0.15\"",
+        with: "image: \"Redis:7.0 latest\"",
+        field: "spec.engines[0].image",
+        words: "must be an image reference",
+    },
+    BadSpec {
+        replace: "memory: 1Gi",
+        with: "memory: plenty",
+        field: "spec.engines[0].memory",
+        words: "must be a memory quantity",
+    },
+    BadSpec {
+        replace: "memory: 1Gi",
+        with: "memory: 8Mi",
+        field: "spec.engines[0].memory",
+        words: "at least 16Mi",
+    },
+    BadSpec {
+        replace: "nodeSelector: {pool: bench}",
+        with: "nodeSelector: {\"pool name\": bench}",
+        field: "spec.placement.nodeSelector",
+        words: "keys must be label keys",
+    },
+    BadSpec {
+        replace: "nodeSelector: {pool: bench}",
+        with: "nodeSelector: {pool: \"bench pool\"}",
+        field: "spec.placement.nodeSelector",
+        words: "values must be label values",
+    },
+    BadSpec {
+        replace: "operator: Equal",
+        with: "operator: Lt",
+        field: "spec.placement.tolerations[0].operator",
+        words: "supported values: \"Equal\", \"Exists\"",
+    },
+    BadSpec {
+        replace: "effect: NoSchedule",
+        with: "effect: NoSchedul",
+        field: "spec.placement.tolerations[0].effect",
+        words: "supported values",
+    },
+    BadSpec {
+        replace: "key: dedicated, operator: Equal",
+        with: "operator: Equal",
+        field: "spec.placement.tolerations[0].operator",
+        words: "without a key must have operator Exists",
+    },
+    BadSpec {
+        replace: "operator: Equal, value: bench",
+        with: "operator: Exists, value: bench",
+        field: "spec.placement.tolerations[0].value",
+        words: "operator Exists must not have a value",
+    },
+    BadSpec {
+        replace: "effect: NoSchedule",
+        with: "effect: NoSchedule, tolerationSeconds: 30",
+        field: "spec.placement.tolerations[0].effect",
+        words: "tolerationSeconds needs effect NoExecute",
+    },
+    BadSpec {
+        replace: "key: dedicated,",
+        with: "key: \"dedicated pool\",",
+        field: "spec.placement.tolerations[0].key",
+        words: "must be a label key",
+    },
+    BadSpec {
+        replace: "value: bench,",
+        with: "value: \"bench pool\",",
+        field: "spec.placement.tolerations[0].value",
+        words: "must be a label value",
+    },
+    BadSpec {
+        replace: "sampleEvery: 100000",
+        with: "sampleEvery: 10",
+        field: "spec.workload.sortedSet.sampleEvery",
+        words: "0 (no growth curve) or at least 1000",
+    },
+    BadSpec {
+        replace: "members: 1000000, sampleEvery: 100000",
+        with: "members: 2000000000, sampleEvery: 1000",
+        field: "spec.workload.sortedSet",
+        words: "at most 100000 readings per repetition",
+    },
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crd_rejects_each_value_the_pod_api_would_refuse_naming_the_field() -> anyhow::Result<()>
+{
+    let harness = Harness::start("adm-crd", settings()).await?;
+    let api = harness.benchmarks();
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let valid: MemoryBenchmark = serde_saphyr::from_str(&spec("valid", VALID))?;
+    api.create(&dry_run, &valid)
+        .await
+        .map_err(|e| anyhow::anyhow!("the valid spec is refused: {e}"))?;
+    let mut failures = Vec::new();
+    for bad in BAD_SPECS {
+        anyhow::ensure!(VALID.contains(bad.replace), "{}", bad.replace);
+        let yaml = spec("bad", &VALID.replace(bad.replace, bad.with));
+        let benchmark: MemoryBenchmark = serde_saphyr::from_str(&yaml)?;
+        match api.create(&dry_run, &benchmark).await {
+            Ok(_) => failures.push(format!("{}: admitted", bad.with)),
+            Err(e) => {
+                let text = e.to_string();
+                if !(text.contains(bad.field) && text.contains(bad.words)) {
+                    failures.push(format!(
+                        "{}: expected {} and {:?} in: {text}",
+                        bad.with, bad.field, bad.words
+                    ));
+                }
+            }
+        }
+    }
+    // The name: pods are named after it and labelled with it.
+    let long = "n".repeat(49);
+    let benchmark: MemoryBenchmark = serde_saphyr::from_str(&spec(&long, VALID))?;
+    match api.create(&dry_run, &benchmark).await {
+        Ok(_) => failures.push("a 49-character name: admitted".into()),
+        Err(e)
+            if e.to_string()
+                .contains("metadata.name may have at most 48 characters") => {}
+        Err(e) => failures.push(format!("a 49-character name: {e}")),
+    }
+    harness.finish().await;
+    anyhow::ensure!(failures.is_empty(), "{}", failures.join("\n"));
+    Ok(())
+}
+
+/// Waits until a dry-run pod create in the namespace fails with `words`: admission plugins and
+/// policies take effect a moment after they are created. The probe pod meets Pod Security
+/// `restricted`, so that only what the test set up can refuse it.
+async fn until_pods_are_refused(pods: &Api<Pod>, words: &str) -> anyhow::Result<()> {
+    let probe: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "admission-probe", "labels": {"app.kubernetes.io/name": "membench", "app.kubernetes.io/component": "engine"}},
+        "spec": {
+            "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                "name": "c",
+                "image": "redis:7.0.15",
+                "resources": {"limits": {"cpu": "1", "memory": "2Gi"}},
+                "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}
+            }]
+        }
+    }))?;
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let outcome = pods.create(&dry_run, &probe).await;
+        match &outcome {
+            Err(e) if e.to_string().contains(words) => return Ok(()),
+            _ if Instant::now() > deadline => {
+                anyhow::bail!("pod creation is still not refused with {words:?}: {outcome:?}")
+            }
+            _ => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_quota_too_small_for_an_engine_fails_it_as_pod_rejected_and_the_next_runs()
+-> anyhow::Result<()> {
+    let harness = Harness::start("adm-quota", settings()).await?;
+    let quota: ResourceQuota = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "small"},
+        "spec": {"hard": {"limits.memory": "1Gi", "requests.memory": "1Gi"}}
+    }))?;
+    harness
+        .namespace
+        .api::<ResourceQuota>()
+        .create(&PostParams::default(), &quota)
+        .await?;
+    until_pods_are_refused(&harness.pods(), "exceeded quota").await?;
+    // The first engine asks for 2Gi; the second (256Mi) and its client (256Mi) fit in 1Gi.
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\", memory: 2Gi}\n    - {engine: valkey, version: \"9.1.2\", memory: 256Mi}\n  workload: {sortedSet: {members: 5000, sampleEvery: 0}}\n  repetitions: 1\n";
+    harness.create(&spec("quota", body)).await?;
+    let done = harness.finished("quota", Duration::from_secs(120)).await?;
+    let (first, second) = (engine(&done, 0), engine(&done, 1));
+    assert_eq!(first.reason.as_deref(), Some("PodRejected"), "{first:#?}");
+    let message = first.message.unwrap_or_default();
+    assert!(
+        message.contains("exceeded quota: small") && message.contains("quota-0-engine"),
+        "the API server's own message: {message}"
+    );
+    assert_eq!(second.state, "Succeeded", "{second:#?}");
+    assert_eq!(second.repetitions.len(), 1);
+    assert_eq!(done.status.unwrap().phase, Some(Phase::Failed));
+    let reasons = harness.event_reasons("quota").await?;
+    assert!(reasons.iter().any(|r| r == "PodRejected"), "{reasons:?}");
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_value_the_pod_api_refuses_fails_the_engine_as_pod_rejected_at_once()
+-> anyhow::Result<()> {
+    // The CRD takes placement.affinity as the pod API's own type and does not repeat its
+    // validation: an `In` expression without values gets through to the pod API.
+    let harness = Harness::start("adm-invalid", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n  workload: {sortedSet: {members: 5000, sampleEvery: 0}}\n  placement:\n    affinity:\n      nodeAffinity:\n        requiredDuringSchedulingIgnoredDuringExecution:\n          nodeSelectorTerms: [{matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: []}]}]\n";
+    let started = Instant::now();
+    harness.create(&spec("invalid", body)).await?;
+    let done = harness.finished("invalid", Duration::from_secs(60)).await?;
+    let first = engine(&done, 0);
+    assert_eq!(first.reason.as_deref(), Some("PodRejected"), "{first:#?}");
+    let message = first.message.unwrap_or_default();
+    assert!(
+        message.contains("must be specified when `operator` is 'In' or 'NotIn'"),
+        "{message}"
+    );
+    let failed = condition(&done, "Failed").unwrap();
+    assert_eq!(
+        (failed.status.as_str(), failed.reason.as_str()),
+        ("True", "PodRejected")
+    );
+    // At once: not after a retry loop.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    harness.finish().await;
+    Ok(())
+}
+
+/// A cluster-scoped object a test creates, deleted when dropped (also when the test fails
+/// half-way). Each one selects only its test's namespace.
+struct ClusterScoped<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+    K::DynamicType: Default,
+{
+    api: Api<K>,
+    name: String,
+}
+
+impl<K> ClusterScoped<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug
+        + Send
+        + 'static,
+    K::DynamicType: Default,
+{
+    async fn create(client: &Client, object: serde_json::Value) -> anyhow::Result<Self> {
+        let object: K = serde_json::from_value(object)?;
+        let api: Api<K> = Api::all(client.clone());
+        let created = api.create(&PostParams::default(), &object).await?;
+        Ok(ClusterScoped {
+            api,
+            name: kube::ResourceExt::name_any(&created),
+        })
+    }
+}
+
+impl<K> Drop for ClusterScoped<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+    K::DynamicType: Default,
+{
+    fn drop(&mut self) {
+        let (api, name) = (self.api.clone(), self.name.clone());
+        finish_in_drop(async move {
+            let _ = api.delete(&name, &DeleteParams::default()).await;
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_enforcing_pod_security_restricted_refuses_a_violating_engine_as_pod_rejected()
+-> anyhow::Result<()> {
+    let harness = Harness::start("adm-psa", settings()).await?;
+    let ns = harness.namespace.name().to_string();
+    harness
+        .label_namespace(&[("pod-security.kubernetes.io/enforce", "restricted")])
+        .await?;
+    // Whatever securityContext the operator gives its engine pods, a mutating policy in this
+    // namespace puts them on the host network, which no Pod Security level allows: the API
+    // server's PodSecurity admission refuses them, as it would any pod that breaks the rules.
+    let policy = format!("{ns}-host-network");
+    let policy_object = ClusterScoped::<MutatingAdmissionPolicy>::create(
+        &harness.client,
+        serde_json::json!({
+            "metadata": {"name": policy},
+            "spec": {
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
+                "matchConditions": [{"name": "engines-only", "expression": "has(object.metadata.labels) && 'app.kubernetes.io/component' in object.metadata.labels && object.metadata.labels['app.kubernetes.io/component'] == 'engine'"}],
+                "reinvocationPolicy": "Never",
+                "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "Object{spec: Object.spec{hostNetwork: true}}"}}]
+            }
+        }),
+    )
+    .await?;
+    let binding = ClusterScoped::<MutatingAdmissionPolicyBinding>::create(
+        &harness.client,
+        serde_json::json!({
+            "metadata": {"name": policy},
+            "spec": {
+                "policyName": policy,
+                "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}
+            }
+        }),
+    )
+    .await?;
+    until_pods_are_refused(&harness.pods(), "hostNetwork=true").await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 5000, sampleEvery: 0}}\n";
+    harness.create(&spec("restricted", body)).await?;
+    let done = harness
+        .finished("restricted", Duration::from_secs(60))
+        .await?;
+    for i in 0..2 {
+        let refused = engine(&done, i);
+        assert_eq!(
+            refused.reason.as_deref(),
+            Some("PodRejected"),
+            "{refused:#?}"
+        );
+        let message = refused.message.unwrap_or_default();
+        assert!(
+            message.contains("violates PodSecurity \"restricted:latest\"")
+                && message.contains("hostNetwork=true"),
+            "{message}"
+        );
+    }
+    assert!(
+        harness
+            .pods()
+            .list(&Default::default())
+            .await?
+            .items
+            .is_empty()
+    );
+    drop((binding, policy_object));
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeout_seconds_fires_even_when_no_pod_can_ever_be_created() -> anyhow::Result<()> {
+    let harness = Harness::start("adm-webhook", settings()).await?;
+    let ns = harness.namespace.name().to_string();
+    // A webhook that cannot be reached fails every pod create with a server error, which is
+    // worth retrying: the operator retries, and only the benchmark's own deadline ends it.
+    let webhook = ClusterScoped::<ValidatingWebhookConfiguration>::create(
+        &harness.client,
+        serde_json::json!({
+            "metadata": {"name": format!("{ns}-unreachable")},
+            "webhooks": [{
+                "name": "unreachable.membench.io",
+                "clientConfig": {"url": "https://127.0.0.1:1/validate"},
+                "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                "failurePolicy": "Fail",
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "timeoutSeconds": 2
+            }]
+        }),
+    )
+    .await?;
+    until_pods_are_refused(&harness.pods(), "failed calling webhook").await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 5000, sampleEvery: 0}}\n  timeoutSeconds: 60\n";
+    harness.create(&spec("unadmitted", body)).await?;
+    // startedAt is in the status before any pod could be created.
+    let pending = harness
+        .wait_for("unadmitted", Duration::from_secs(20), "started", |b| {
+            b.status.as_ref().is_some_and(|s| s.started_at.is_some())
+        })
+        .await?;
+    assert_eq!(pending.status.unwrap().phase, Some(Phase::Pending));
+    let done = harness
+        .finished("unadmitted", Duration::from_secs(120))
+        .await?;
+    assert_eq!(engine(&done, 0).reason.as_deref(), Some("Timeout"));
+    assert_eq!(engine(&done, 1).reason.as_deref(), Some("NotRun"));
+    assert!(
+        harness
+            .pods()
+            .list(&Default::default())
+            .await?
+            .items
+            .is_empty()
+    );
+    drop(webhook);
+    harness.finish().await;
+    Ok(())
+}

