@@ -23,4 +23,5 @@ cleanup() {
 trap cleanup EXIT
 
 cargo build --workspace --bins
+cargo build --workspace --benches # the performance harness: built here so it cannot rot, never run
 cargo test --workspace --no-fail-fast "$@"
