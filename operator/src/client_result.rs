@@ -449,6 +449,24 @@ mod tests {
     }
 
     #[test]
+    fn the_message_carries_commands_per_second_and_items_per_second_is_derived() {
+        let mut report = report(3, false);
+        // Records stored as strings: four SETs per record.
+        for r in &mut report.repetitions {
+            r.commands = 4 * r.items;
+        }
+        report.summary = Summary::of(&report.repetitions, &StabilityThresholds::default());
+        let result = ClientResult::from_report(&report);
+        let message = result.to_message();
+        assert!(message.contains("commands_per_sec") && !message.contains("items_per_sec"));
+        let parsed = ClientResult::parse(&message).unwrap();
+        assert_eq!(parsed.items_per_command(), Some(0.25));
+        // A client from before the rename sent the same figure as ops_per_sec.
+        let before = ClientResult::parse(&message.replace("commands_per_sec", "ops_per_sec"));
+        assert_eq!(before.unwrap().summary, parsed.summary);
+    }
+
+    #[test]
     fn columns_are_one_value_when_constant_and_differences_otherwise() {
         assert_eq!(encode_column(&[5, 5, 5]), vec![5]);
         assert_eq!(encode_column(&[100, 103, 98]), vec![100, 3, -2]);

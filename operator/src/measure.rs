@@ -221,6 +221,9 @@ pub struct Summary {
     pub repetitions: u32,
     pub used_memory: Spread,
     pub bytes_per_item: Spread,
+    /// Read under its former name too, so that an operator reads the result of a client from
+    /// before the rename.
+    #[serde(alias = "ops_per_sec")]
     pub commands_per_sec: Spread,
     /// Always present in reports. Left out of a client's termination message (`None`), where
     /// the reader derives it from `commands_per_sec`: every repetition stores the same items
