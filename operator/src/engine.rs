@@ -286,12 +286,18 @@ impl ControlConnection {
     /// idle time, last command), for an error that names them. Empty when the engine does not
     /// answer `CLIENT LIST`.
     pub fn other_clients(&mut self) -> Vec<String> {
+        let own_id = self
+            .query::<u64>(redis::cmd("CLIENT").arg("ID"))
+            .map(|id| format!("id={id}"));
         let Ok(list) = self.query::<String>(redis::cmd("CLIENT").arg("LIST")) else {
             return Vec::new();
         };
         list.lines()
-            // This connection is the one running CLIENT LIST.
-            .filter(|line| !line.contains("cmd=client|list") && !line.contains("cmd=client "))
+            .filter(|line| match &own_id {
+                Ok(own) => !line.split_whitespace().any(|field| field == own),
+                // Without CLIENT ID, this connection is the one running CLIENT LIST.
+                Err(_) => !line.contains("cmd=client|list") && !line.contains("cmd=client "),
+            })
             .filter(|line| !line.trim().is_empty())
             .map(|line| {
                 line.split_whitespace()
