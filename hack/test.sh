@@ -96,4 +96,6 @@ cleanup() {
 trap cleanup EXIT
 
 phase cargo-build 1800 cargo build --workspace --bins
+# The performance harness: built here so it cannot rot, never run.
+phase cargo-build-benches 1800 cargo build --workspace --benches
 phase cargo-test 3600 cargo test --workspace --no-fail-fast "$@"

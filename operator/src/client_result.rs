@@ -208,10 +208,13 @@ impl ClientResult {
             }),
             warnings: report.warnings.iter().take(3).map(|w| shorten(w)).collect(),
         };
-        if let Some(summary) = &mut result.summary
-            && let Some(reason) = &summary.unstable_reason
-        {
-            summary.unstable_reason = Some(shorten(reason));
+        if let Some(summary) = &mut result.summary {
+            if let Some(reason) = &summary.unstable_reason {
+                summary.unstable_reason = Some(shorten(reason));
+            }
+            // The reader derives items/s from commands/s and the counts (see
+            // `ClientResult::items_per_command`); sending both would spend the budget twice.
+            summary.items_per_sec = None;
         }
         result.fit(&report.repetitions);
         result
@@ -260,6 +263,15 @@ impl ClientResult {
                 shorten(message)
             )
         })
+    }
+
+    /// Items stored per command sent: 1 for most workloads, 1/fields for records stored as
+    /// strings, below 1 for random keys (repeated keys store nothing new). Every repetition
+    /// loads the same items with the same commands, so this turns any commands/s figure of
+    /// the result into items/s. `None` before a repetition has been verified.
+    pub fn items_per_command(&self) -> Option<f64> {
+        let items = self.summary.as_ref()?.items;
+        (self.commands > 0).then(|| items as f64 / self.commands as f64)
     }
 
     /// The listed repetitions, in order; empty when the columns disagree in length.
@@ -320,7 +332,7 @@ mod tests {
             mem_fragmentation_ratio: Some(1.05 + f64::from(i) / 1000.0),
             items: 50_000_000,
             bytes_per_item: (used - baseline) as f64 / 50_000_000.0,
-            ops_per_sec: 540_000.0,
+            commands_per_sec: 540_000.0,
             items_per_sec: 540_000.0,
             commands: 50_000_000,
             seconds: 92.5 + f64::from(i) * 0.137,
@@ -434,6 +446,24 @@ mod tests {
         assert_eq!(result.error.as_ref().unwrap().category, "ConnectionLost");
         assert!(result.error.as_ref().unwrap().message.len() < 500);
         assert_eq!(result.failed.as_ref().unwrap().commands_sent, 1234);
+    }
+
+    #[test]
+    fn the_message_carries_commands_per_second_and_items_per_second_is_derived() {
+        let mut report = report(3, false);
+        // Records stored as strings: four SETs per record.
+        for r in &mut report.repetitions {
+            r.commands = 4 * r.items;
+        }
+        report.summary = Summary::of(&report.repetitions, &StabilityThresholds::default());
+        let result = ClientResult::from_report(&report);
+        let message = result.to_message();
+        assert!(message.contains("commands_per_sec") && !message.contains("items_per_sec"));
+        let parsed = ClientResult::parse(&message).unwrap();
+        assert_eq!(parsed.items_per_command(), Some(0.25));
+        // A client from before the rename sent the same figure as ops_per_sec.
+        let before = ClientResult::parse(&message.replace("commands_per_sec", "ops_per_sec"));
+        assert_eq!(before.unwrap().summary, parsed.summary);
     }
 
     #[test]

@@ -715,8 +715,14 @@ pub struct RepetitionStatus {
     pub items: u64,
     /// (used_memory - baseline_used_memory) / items.
     pub bytes_per_item: f64,
-    /// Items loaded per second.
-    pub ops_per_sec: f64,
+    /// Commands sent per second during the load (ZADDs, SETs or HSETs).
+    #[serde(default)]
+    pub commands_per_sec: f64,
+    /// Items stored per second: items / seconds. Below commandsPerSec for records stored as
+    /// strings (commandsPerSec / fields) and for random keys (SETs that repeat a key store
+    /// nothing new).
+    #[serde(default)]
+    pub items_per_sec: f64,
     /// How long the load took, in seconds.
     pub seconds: f64,
     /// Bytes per item read again after `spec.settleSeconds`, when set.
@@ -742,8 +748,12 @@ pub struct SummaryStatus {
     pub used_memory: u64,
     /// Bytes per item: median, min, max and coefficient of variation.
     pub bytes_per_item: SpreadStatus,
-    /// Items per second: median, min, max and coefficient of variation.
-    pub ops_per_sec: SpreadStatus,
+    /// Commands sent per second: median, min, max and coefficient of variation.
+    #[serde(default)]
+    pub commands_per_sec: SpreadStatus,
+    /// Items stored per second: median, min, max and coefficient of variation.
+    #[serde(default)]
+    pub items_per_sec: SpreadStatus,
     /// True when the repetitions disagree more than the threshold allows.
     pub unstable: bool,
 }

@@ -2,7 +2,7 @@
 //! accounts (`INFO memory`), flushing, counting, and how it was configured.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 use serde::{Deserialize, Serialize};
@@ -305,18 +305,34 @@ impl ControlConnection {
         })
     }
 
-    /// Waits until no more than `clients` connections are open, so that a load connection
-    /// that was just closed no longer holds buffers when memory is read.
-    pub fn wait_for_clients_at_most(
-        &mut self,
-        clients: u64,
-        timeout: Duration,
-    ) -> Result<(), BenchError> {
-        let deadline = Instant::now() + timeout;
-        while self.connected_clients()? > clients && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Ok(())
+    /// The other clients connected to the engine, one short line each (address, name, age,
+    /// idle time, last command), for an error that names them. Empty when the engine does not
+    /// answer `CLIENT LIST`.
+    pub fn other_clients(&mut self) -> Vec<String> {
+        let own_id = self
+            .query::<u64>(redis::cmd("CLIENT").arg("ID"))
+            .map(|id| format!("id={id}"));
+        let Ok(list) = self.query::<String>(redis::cmd("CLIENT").arg("LIST")) else {
+            return Vec::new();
+        };
+        list.lines()
+            .filter(|line| match &own_id {
+                Ok(own) => !line.split_whitespace().any(|field| field == own),
+                // Without CLIENT ID, this connection is the one running CLIENT LIST.
+                Err(_) => !line.contains("cmd=client|list") && !line.contains("cmd=client "),
+            })
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| {
+                line.split_whitespace()
+                    .filter(|field| {
+                        ["addr=", "name=", "age=", "idle=", "cmd="]
+                            .iter()
+                            .any(|key| field.starts_with(key))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
     }
 
     /// Asks the server to exit without saving.

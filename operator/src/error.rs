@@ -34,6 +34,18 @@ pub enum BenchError {
     #[error("count check failed: {message}")]
     CountMismatch { message: String },
 
+    #[error(
+        "{count} other client(s) stayed connected to the engine at {address} for {waited_seconds:.1} s before the {reading} memory reading, and their buffers would count as data: {clients}. Stop them (a monitoring agent, another benchmark), or wait longer with --other-clients-timeout"
+    )]
+    OtherClientsConnected {
+        address: String,
+        count: u64,
+        waited_seconds: f64,
+        /// `baseline` or `final`.
+        reading: &'static str,
+        clients: String,
+    },
+
     #[error("unexpected reply from the engine: {0}")]
     Protocol(String),
 
@@ -52,6 +64,7 @@ impl BenchError {
             BenchError::EngineRejected { .. } => "EngineRejected",
             BenchError::ConnectionLost { .. } => "ConnectionLost",
             BenchError::CountMismatch { .. } => "CountMismatch",
+            BenchError::OtherClientsConnected { .. } => "OtherClientsConnected",
             BenchError::Protocol(_) => "ProtocolError",
             BenchError::EngineStart(_) => "EngineStartFailed",
         }

@@ -183,6 +183,11 @@ pub struct MeasurementArgs {
     /// Seconds to wait after each load before a second memory reading (0: none).
     #[arg(long, default_value_t = 0)]
     settle_seconds: u32,
+    /// Seconds to wait for the engine's other clients to disconnect before each baseline and
+    /// final memory reading (their buffers would count as data); a client still connected
+    /// then fails the repetition, naming it.
+    #[arg(long, value_name = "SECONDS", default_value_t = membench::measure::DEFAULT_OTHER_CLIENTS_TIMEOUT.as_secs())]
+    other_clients_timeout: u64,
     #[command(flatten)]
     stability: StabilityArgs,
 }
@@ -195,7 +200,7 @@ struct StabilityArgs {
     #[arg(long, default_value_t = StabilityThresholds::default().bytes_per_item_cv)]
     max_memory_cv: f64,
     /// Flag results as unstable when items/s vary more than this (coefficient of variation).
-    #[arg(long, default_value_t = StabilityThresholds::default().ops_per_sec_cv)]
+    #[arg(long, default_value_t = StabilityThresholds::default().rate_cv)]
     max_rate_cv: f64,
 }
 
@@ -203,7 +208,7 @@ impl StabilityArgs {
     fn thresholds(&self) -> StabilityThresholds {
         StabilityThresholds {
             bytes_per_item_cv: self.max_memory_cv,
-            ops_per_sec_cv: self.max_rate_cv,
+            rate_cv: self.max_rate_cv,
         }
     }
 }
@@ -215,6 +220,7 @@ impl MeasurementArgs {
             repetitions: self.repetitions,
             settle_seconds: self.settle_seconds,
             thresholds: self.stability.thresholds(),
+            other_clients_timeout: std::time::Duration::from_secs(self.other_clients_timeout),
             ..LoadOptions::default()
         }
     }

@@ -1,8 +1,10 @@
 //! The measurement protocol, per engine and per repetition: `FLUSHALL SYNC`, confirm the
-//! server is empty, read `INFO memory` as the baseline, load over one pipelined connection,
-//! time it, verify the count in the engine, read `INFO memory` again. Bytes per item is
-//! (used_memory after - baseline) / verified count; nothing is computed from an unverified
-//! count.
+//! server is empty, wait until the control connection is the engine's only client, read
+//! `INFO memory` as the baseline, load over one pipelined connection, time it, verify the
+//! count in the engine, wait again until the control connection is the only client, read
+//! `INFO memory` again. Bytes per item is (used_memory after - baseline) / verified count;
+//! nothing is computed from an unverified count. Both readings count the control
+//! connection and nothing else, so what separates them is the data.
 //!
 //! A failure stops the run but never loses what was measured: the report keeps every finished
 //! repetition, what is known of the one that failed, and the error.
@@ -17,6 +19,58 @@ use crate::resp::{CommandBuffer, PipelinedConnection};
 use crate::stats::{Spread, StabilityThresholds};
 use crate::workload::Workload;
 
+/// Long enough for the connections that come and go around a benchmark (a TCP readiness
+/// probe, the operator's progress reading, which gives up after 3 s, the load connection
+/// the server has yet to close), short enough that a client that stays is reported quickly.
+pub const DEFAULT_OTHER_CLIENTS_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Progress is reported after the first batch to reach every this many commands, and at the
+/// end: often enough for a bar, rare enough to cost nothing per batch at pipeline 1.
+const PROGRESS_EVERY: u64 = 1 << 14;
+
+/// How often the client count is read while waiting for other clients to leave.
+const CLIENT_POLL_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Waits until the control connection is the engine's only client, so that no other
+/// connection's buffers (a readiness probe, the operator's progress reading, the load
+/// connection the server has not closed yet, a stray client) land in a memory reading. Fails
+/// with `OtherClientsConnected`, naming the others, when that does not happen within
+/// `timeout`. `reading` says which reading it guards (`baseline` or `final`).
+pub fn wait_until_sole_client(
+    control: &mut ControlConnection,
+    address: &EngineAddress,
+    timeout: Duration,
+    reading: &'static str,
+) -> Result<(), BenchError> {
+    let started = Instant::now();
+    loop {
+        let clients = control.connected_clients()?;
+        if clients <= 1 {
+            return Ok(());
+        }
+        if started.elapsed() >= timeout {
+            let mut others = control.other_clients();
+            let listed = others.len();
+            others.truncate(3);
+            let mut clients_text = others.join("; ");
+            if listed > others.len() {
+                clients_text.push_str(&format!("; and {} more", listed - others.len()));
+            }
+            if clients_text.is_empty() {
+                clients_text = "CLIENT LIST did not name them".into();
+            }
+            return Err(BenchError::OtherClientsConnected {
+                address: address.to_string(),
+                count: clients - 1,
+                waited_seconds: started.elapsed().as_secs_f64(),
+                reading,
+                clients: clients_text,
+            });
+        }
+        std::thread::sleep(CLIENT_POLL_INTERVAL);
+    }
+}
+
 /// How to run the load.
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
@@ -27,6 +81,9 @@ pub struct LoadOptions {
     pub settle_seconds: u32,
     pub thresholds: StabilityThresholds,
     pub connect_timeout: Duration,
+    /// How long to wait for every other client of the engine to disconnect before each
+    /// baseline and final memory reading (see [`wait_until_sole_client`]).
+    pub other_clients_timeout: Duration,
 }
 
 impl Default for LoadOptions {
@@ -37,6 +94,7 @@ impl Default for LoadOptions {
             settle_seconds: 0,
             thresholds: StabilityThresholds::default(),
             connect_timeout: Duration::from_secs(5),
+            other_clients_timeout: DEFAULT_OTHER_CLIENTS_TIMEOUT,
         }
     }
 }
@@ -121,10 +179,11 @@ pub struct RepetitionResult {
     /// Items verified in the engine (ZCARD, DBSIZE).
     pub items: u64,
     pub bytes_per_item: f64,
-    /// Commands per second during the load (inserts/s for the sorted set, SETs/s for strings).
-    pub ops_per_sec: f64,
-    /// Items per second (differs from ops_per_sec only for records stored as strings, where a
-    /// record takes one SET per field, and for random keys, where SETs repeat keys).
+    /// Commands sent per second during the load (ZADDs, SETs or HSETs).
+    pub commands_per_sec: f64,
+    /// Verified items per second: `items` / `seconds`. Below `commands_per_sec` for records
+    /// stored as strings (one SET per field) and for random keys (SETs that repeat a key store
+    /// nothing new).
     pub items_per_sec: f64,
     pub commands: u64,
     pub seconds: f64,
@@ -162,7 +221,15 @@ pub struct Summary {
     pub repetitions: u32,
     pub used_memory: Spread,
     pub bytes_per_item: Spread,
-    pub ops_per_sec: Spread,
+    /// Read under its former name too, so that an operator reads the result of a client from
+    /// before the rename.
+    #[serde(alias = "ops_per_sec")]
+    pub commands_per_sec: Spread,
+    /// Always present in reports. Left out of a client's termination message (`None`), where
+    /// the reader derives it from `commands_per_sec`: every repetition stores the same items
+    /// with the same commands, so the two differ by a constant factor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items_per_sec: Option<Spread>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_bytes_per_item: Option<Spread>,
     /// True when the repetitions disagree more than the thresholds allow.
@@ -177,7 +244,8 @@ impl Summary {
             Spread::of(&repetitions.iter().map(f).collect::<Vec<_>>())
         };
         let bytes_per_item = figure(|r| r.bytes_per_item)?;
-        let ops_per_sec = figure(|r| r.ops_per_sec)?;
+        let commands_per_sec = figure(|r| r.commands_per_sec)?;
+        let items_per_sec = figure(|r| r.items_per_sec);
         let used_memory = figure(|r| r.used_memory as f64)?;
         let items = figure(|r| r.items as f64)?.median.round() as u64;
         let settled: Vec<f64> = repetitions
@@ -192,11 +260,13 @@ impl Summary {
                 thresholds.bytes_per_item_cv * 100.0
             ));
         }
-        if ops_per_sec.cv > thresholds.ops_per_sec_cv {
+        // The load rate's variation: items/s and commands/s vary alike (one is a constant
+        // multiple of the other).
+        if commands_per_sec.cv > thresholds.rate_cv {
             reasons.push(format!(
-                "items/s vary by {:.1}% (CV), more than {:.1}%",
-                ops_per_sec.cv * 100.0,
-                thresholds.ops_per_sec_cv * 100.0
+                "load rates vary by {:.1}% (CV), more than {:.1}%",
+                commands_per_sec.cv * 100.0,
+                thresholds.rate_cv * 100.0
             ));
         }
         Some(Self {
@@ -204,7 +274,8 @@ impl Summary {
             repetitions: repetitions.len() as u32,
             used_memory,
             bytes_per_item,
-            ops_per_sec,
+            commands_per_sec,
+            items_per_sec,
             settled_bytes_per_item: Spread::of(&settled),
             unstable: !reasons.is_empty(),
             unstable_reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
@@ -361,7 +432,10 @@ fn run_repetition(
         }
         .into());
     }
-    let clients_before = control.connected_clients()?;
+    let sole_client = |control: &mut ControlConnection, reading| {
+        wait_until_sole_client(control, address, options.other_clients_timeout, reading)
+    };
+    sole_client(control, "baseline")?;
     let baseline = control.memory()?;
 
     let mut sent = 0u64;
@@ -376,9 +450,6 @@ fn run_repetition(
         &mut sent,
         &mut samples,
     );
-    // The load connection is closed by now; wait until the server has let go of it, so its
-    // buffers are not counted as data.
-    control.wait_for_clients_at_most(clients_before, Duration::from_secs(2))?;
 
     let partial = |control: &mut ControlConnection, samples: Vec<MemorySample>| FailedRepetition {
         repetition,
@@ -405,12 +476,20 @@ fn run_repetition(
             });
         }
     };
+    // The load connection is closed by now, but the server may not have let go of it yet.
+    if let Err(error) = sole_client(control, "final") {
+        return Err(RepetitionFailure {
+            partial: Some(partial(control, outcome.samples)),
+            error,
+        });
+    }
     let after = control.memory()?;
     let bytes_per_item = |m: &MemoryInfo| {
         (m.used_memory as f64 - baseline.used_memory as f64) / verified.items as f64
     };
     let settled = if options.settle_seconds > 0 {
         std::thread::sleep(Duration::from_secs(u64::from(options.settle_seconds)));
+        sole_client(control, "settled")?;
         let m = control.memory()?;
         Some(SettledMemory {
             after_seconds: options.settle_seconds,
@@ -432,8 +511,8 @@ fn run_repetition(
         mem_fragmentation_ratio: after.mem_fragmentation_ratio,
         items: verified.items,
         bytes_per_item: bytes_per_item(&after),
-        ops_per_sec: commands as f64 / outcome.seconds,
-        items_per_sec: (commands / workload.commands_per_item()) as f64 / outcome.seconds,
+        commands_per_sec: commands as f64 / outcome.seconds,
+        items_per_sec: verified.items as f64 / outcome.seconds,
         commands,
         seconds: outcome.seconds,
         encoding: verified.encoding,
@@ -495,6 +574,7 @@ fn load(
     let mut encoder = workload.encoder();
     let mut integer_replies = 0u64;
     let mut paused = Duration::ZERO;
+    let mut next_progress = PROGRESS_EVERY;
     // Two buffers: the next batch is encoded while the engine works on the one just sent, so
     // the client's own work overlaps the engine's instead of adding to it. At most `pipeline`
     // commands are ever unanswered, as with redis-benchmark -P.
@@ -549,12 +629,15 @@ fn load(
             next_sample = next_sample.saturating_add(sample_every);
             paused += pause.elapsed();
         }
-        progress(LoadProgress {
-            repetition,
-            repetitions: options.repetitions,
-            commands_done: *sent,
-            commands_total: total,
-        });
+        if *sent >= next_progress || *sent == total {
+            progress(LoadProgress {
+                repetition,
+                repetitions: options.repetitions,
+                commands_done: *sent,
+                commands_total: total,
+            });
+            next_progress = *sent + PROGRESS_EVERY;
+        }
         std::mem::swap(&mut buffer, &mut next);
         batch = upcoming;
     }

@@ -109,16 +109,19 @@ struct ResultGauges {
     used_memory_dataset: GaugeVec,
     baseline_used_memory: GaugeVec,
     items: GaugeVec,
-    load_median: GaugeVec,
-    load_min: GaugeVec,
-    load_max: GaugeVec,
+    items_per_second_median: GaugeVec,
+    items_per_second_min: GaugeVec,
+    items_per_second_max: GaugeVec,
+    commands_per_second_median: GaugeVec,
+    commands_per_second_min: GaugeVec,
+    commands_per_second_max: GaugeVec,
     fragmentation: GaugeVec,
     repetitions_completed: GaugeVec,
     unstable: GaugeVec,
 }
 
 impl ResultGauges {
-    fn all(&self) -> [&GaugeVec; 14] {
+    fn all(&self) -> [&GaugeVec; 17] {
         [
             &self.memory_per_item_median,
             &self.memory_per_item_min,
@@ -128,9 +131,12 @@ impl ResultGauges {
             &self.used_memory_dataset,
             &self.baseline_used_memory,
             &self.items,
-            &self.load_median,
-            &self.load_min,
-            &self.load_max,
+            &self.items_per_second_median,
+            &self.items_per_second_min,
+            &self.items_per_second_max,
+            &self.commands_per_second_median,
+            &self.commands_per_second_min,
+            &self.commands_per_second_max,
             &self.fragmentation,
             &self.repetitions_completed,
             &self.unstable,
@@ -225,17 +231,29 @@ impl Metrics {
                 "membench_items",
                 "Items verified in the engine after each load.",
             ),
-            load_median: result(
+            items_per_second_median: result(
                 "membench_load_median_items_per_second",
-                "Median items loaded per second over the repetitions.",
+                "Median over the repetitions of items stored per second (items / load seconds).",
             ),
-            load_min: result(
+            items_per_second_min: result(
                 "membench_load_min_items_per_second",
-                "Lowest items loaded per second over the repetitions.",
+                "Lowest items stored per second over the repetitions.",
             ),
-            load_max: result(
+            items_per_second_max: result(
                 "membench_load_max_items_per_second",
-                "Highest items loaded per second over the repetitions.",
+                "Highest items stored per second over the repetitions.",
+            ),
+            commands_per_second_median: result(
+                "membench_load_median_commands_per_second",
+                "Median over the repetitions of commands sent per second during the load (ZADD, SET or HSET).",
+            ),
+            commands_per_second_min: result(
+                "membench_load_min_commands_per_second",
+                "Lowest commands sent per second over the repetitions.",
+            ),
+            commands_per_second_max: result(
+                "membench_load_max_commands_per_second",
+                "Highest commands sent per second over the repetitions.",
             ),
             fragmentation: result(
                 "membench_mem_fragmentation_ratio",
@@ -441,9 +459,21 @@ impl Metrics {
         set(&gauges.memory_per_item_median, figures.memory_per_item[0]);
         set(&gauges.memory_per_item_min, figures.memory_per_item[1]);
         set(&gauges.memory_per_item_max, figures.memory_per_item[2]);
-        set(&gauges.load_median, figures.items_per_second[0]);
-        set(&gauges.load_min, figures.items_per_second[1]);
-        set(&gauges.load_max, figures.items_per_second[2]);
+        set(&gauges.items_per_second_median, figures.items_per_second[0]);
+        set(&gauges.items_per_second_min, figures.items_per_second[1]);
+        set(&gauges.items_per_second_max, figures.items_per_second[2]);
+        set(
+            &gauges.commands_per_second_median,
+            figures.commands_per_second[0],
+        );
+        set(
+            &gauges.commands_per_second_min,
+            figures.commands_per_second[1],
+        );
+        set(
+            &gauges.commands_per_second_max,
+            figures.commands_per_second[2],
+        );
         set(&gauges.used_memory, figures.used_memory);
         set(&gauges.used_memory_rss, figures.used_memory_rss);
         set(&gauges.used_memory_dataset, figures.used_memory_dataset);
@@ -481,6 +511,8 @@ struct ResultValues {
     memory_per_item: [Option<f64>; 3],
     /// Median, min, max.
     items_per_second: [Option<f64>; 3],
+    /// Median, min, max.
+    commands_per_second: [Option<f64>; 3],
     used_memory: Option<f64>,
     used_memory_rss: Option<f64>,
     used_memory_dataset: Option<f64>,
@@ -505,12 +537,19 @@ impl ResultValues {
                 ],
                 None => [None; 3],
             },
-            // The status's opsPerSec is items loaded per second (see `RepetitionStatus`).
             items_per_second: match summary {
                 Some(s) => [
-                    Some(s.ops_per_sec.median),
-                    Some(s.ops_per_sec.min),
-                    Some(s.ops_per_sec.max),
+                    Some(s.items_per_sec.median),
+                    Some(s.items_per_sec.min),
+                    Some(s.items_per_sec.max),
+                ],
+                None => [None; 3],
+            },
+            commands_per_second: match summary {
+                Some(s) => [
+                    Some(s.commands_per_sec.median),
+                    Some(s.commands_per_sec.min),
+                    Some(s.commands_per_sec.max),
                 ],
                 None => [None; 3],
             },
@@ -638,8 +677,10 @@ mod tests {
             used_memory_rss: rss,
             items: 1000,
             bytes_per_item,
-            ops_per_sec: 250_000.0,
-            seconds: 0.004,
+            // As for records stored as strings: four SETs per item.
+            commands_per_sec: 250_000.0,
+            items_per_sec: 62_500.0,
+            seconds: 0.016,
             settled_bytes_per_item: None,
             used_memory_dataset: Some(50_000),
             mem_fragmentation_ratio: Some(ratio),
@@ -669,10 +710,16 @@ mod tests {
                     max: bytes[2],
                     cv: 0.01,
                 },
-                ops_per_sec: SpreadStatus {
+                commands_per_sec: SpreadStatus {
                     median: 250_000.0,
                     min: 200_000.0,
                     max: 300_000.0,
+                    cv: 0.1,
+                },
+                items_per_sec: SpreadStatus {
+                    median: 62_500.0,
+                    min: 50_000.0,
+                    max: 75_000.0,
                     cv: 0.1,
                 },
                 unstable: false,
@@ -792,14 +839,26 @@ mod tests {
         assert_eq!(sample(&text, "membench_items", &valkey), Some(1000.0));
         assert_eq!(
             sample(&text, "membench_load_median_items_per_second", &valkey),
-            Some(250_000.0)
+            Some(62_500.0)
         );
         assert_eq!(
             sample(&text, "membench_load_min_items_per_second", &valkey),
-            Some(200_000.0)
+            Some(50_000.0)
         );
         assert_eq!(
             sample(&text, "membench_load_max_items_per_second", &valkey),
+            Some(75_000.0)
+        );
+        assert_eq!(
+            sample(&text, "membench_load_median_commands_per_second", &valkey),
+            Some(250_000.0)
+        );
+        assert_eq!(
+            sample(&text, "membench_load_min_commands_per_second", &valkey),
+            Some(200_000.0)
+        );
+        assert_eq!(
+            sample(&text, "membench_load_max_commands_per_second", &valkey),
             Some(300_000.0)
         );
         assert_eq!(
@@ -1000,7 +1059,7 @@ mod tests {
         drop(metrics.reconcile_started());
         metrics.reconcile_failed("kube");
         let families = metrics.registry().gather();
-        assert_eq!(families.len(), 19);
+        assert_eq!(families.len(), 22);
         // Counts without a unit: items, repetitions, benchmarks, and the 0/1 and info gauges.
         let unitless = [
             "membench_items",

@@ -162,13 +162,19 @@ pub fn format_change(percent: f64) -> String {
     format!("{percent:+.1}%")
 }
 
-/// What the rate column is called for a workload kind.
-pub fn rate_label(kind: &str) -> &'static str {
+/// What the commands-per-second column is called for a workload kind.
+pub fn command_rate_label(kind: &str) -> &'static str {
     match kind {
-        "sorted-set" => "inserts/s",
+        "sorted-set" => "ZADDs/s",
+        // One HSET per record, or one SET per field.
         "records" => "commands/s",
         _ => "SETs/s",
     }
+}
+
+/// What the items-per-second column is called for an item noun ("members/s").
+pub fn item_rate_label(item: &str) -> String {
+    format!("{item}s/s")
 }
 
 fn capitalize(s: &str) -> String {
@@ -193,9 +199,14 @@ pub struct ComparisonRow {
     pub item: String,
     pub used_memory: Option<f64>,
     pub bytes_per_item: Option<f64>,
-    pub ops_per_sec_median: Option<f64>,
-    pub ops_per_sec_min: Option<f64>,
-    pub ops_per_sec_max: Option<f64>,
+    /// Items stored per second (items / load seconds): median, min, max.
+    pub items_per_sec_median: Option<f64>,
+    pub items_per_sec_min: Option<f64>,
+    pub items_per_sec_max: Option<f64>,
+    /// Commands sent per second: median, min, max.
+    pub commands_per_sec_median: Option<f64>,
+    pub commands_per_sec_min: Option<f64>,
+    pub commands_per_sec_max: Option<f64>,
     pub repetitions: u32,
     pub unstable: bool,
     pub change_vs_first_percent: Option<f64>,
@@ -207,6 +218,7 @@ pub struct ComparisonRow {
 impl ComparisonRow {
     pub fn from_report(report: &BenchmarkReport, instance_type: Option<String>) -> Self {
         let summary = report.summary.as_ref();
+        let items_per_sec = summary.and_then(|s| s.items_per_sec.as_ref());
         let note = match (&report.error, summary) {
             (Some(e), Some(s)) => Some(format!(
                 "stopped after {} of {} repetitions: {}",
@@ -226,9 +238,12 @@ impl ComparisonRow {
             item: report.workload.item.clone(),
             used_memory: summary.map(|s| s.used_memory.median),
             bytes_per_item: summary.map(|s| s.bytes_per_item.median),
-            ops_per_sec_median: summary.map(|s| s.ops_per_sec.median),
-            ops_per_sec_min: summary.map(|s| s.ops_per_sec.min),
-            ops_per_sec_max: summary.map(|s| s.ops_per_sec.max),
+            items_per_sec_median: items_per_sec.map(|s| s.median),
+            items_per_sec_min: items_per_sec.map(|s| s.min),
+            items_per_sec_max: items_per_sec.map(|s| s.max),
+            commands_per_sec_median: summary.map(|s| s.commands_per_sec.median),
+            commands_per_sec_min: summary.map(|s| s.commands_per_sec.min),
+            commands_per_sec_max: summary.map(|s| s.commands_per_sec.max),
             repetitions: summary.map_or(0, |s| s.repetitions),
             unstable: summary.is_some_and(|s| s.unstable),
             change_vs_first_percent: None,
@@ -265,12 +280,13 @@ pub fn compute_changes(rows: &mut [ComparisonRow]) {
 }
 
 /// The comparison table: engine, version, allocator, used_memory, bytes per item, median
-/// rate with its spread, change against the first engine.
+/// items/s with its spread, median commands/s, change against the first engine.
 pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let item = rows.first().map_or("item", |r| r.item.as_str());
     let kind = rows.first().map_or("", |r| r.workload.as_str());
     let bytes_header = format!("Bytes per {item}");
-    let rate_header = format!("Median {}", rate_label(kind));
+    let items_rate_header = format!("Median {}", item_rate_label(item));
+    let commands_rate_header = format!("Median {}", command_rate_label(kind));
     let with_instance = rows.iter().any(|r| r.instance_type.is_some());
     // Entries named in the spec (the same engine twice, say) need their names to be told apart.
     let with_name = rows.iter().any(|r| !r.has_default_name());
@@ -282,8 +298,9 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     headers.extend([
         "used_memory",
         bytes_header.as_str(),
-        rate_header.as_str(),
+        items_rate_header.as_str(),
         "Spread (min-max)",
+        commands_rate_header.as_str(),
         "vs first",
         "Note",
     ]);
@@ -305,11 +322,12 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         }
         row.push(r.used_memory.map_or_else(dash, format_bytes));
         row.push(r.bytes_per_item.map_or_else(dash, |b| format!("~{b:.1}")));
-        row.push(r.ops_per_sec_median.map_or_else(dash, format_rate));
-        row.push(match (r.ops_per_sec_min, r.ops_per_sec_max) {
+        row.push(r.items_per_sec_median.map_or_else(dash, format_rate));
+        row.push(match (r.items_per_sec_min, r.items_per_sec_max) {
             (Some(lo), Some(hi)) => format!("{} to {}", format_rate(lo), format_rate(hi)),
             _ => dash(),
         });
+        row.push(r.commands_per_sec_median.map_or_else(dash, format_rate));
         row.push(r.change_vs_first_percent.map_or_else(dash, format_change));
         let mut note = r.note.clone().unwrap_or_default();
         if r.unstable && !note.starts_with("unstable") {
@@ -325,7 +343,8 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
 pub fn repetitions_table(report: &BenchmarkReport) -> Table {
     let item = &report.workload.item;
     let bytes_header = format!("Bytes per {item}");
-    let rate_header = capitalize(rate_label(report.workload.workload.kind()));
+    let items_rate_header = capitalize(&item_rate_label(item));
+    let commands_rate_header = capitalize(command_rate_label(report.workload.workload.kind()));
     let settled = report.repetitions.iter().any(|r| r.settled.is_some());
     let mut headers = vec![
         "Rep",
@@ -334,7 +353,8 @@ pub fn repetitions_table(report: &BenchmarkReport) -> Table {
         "used_memory_rss",
         "Items",
         bytes_header.as_str(),
-        rate_header.as_str(),
+        items_rate_header.as_str(),
+        commands_rate_header.as_str(),
         "Seconds",
     ];
     if settled {
@@ -349,7 +369,8 @@ pub fn repetitions_table(report: &BenchmarkReport) -> Table {
             format_bytes(r.used_memory_rss as f64),
             r.items.to_string(),
             format!("{:.2}", r.bytes_per_item),
-            format_rate(r.ops_per_sec),
+            format_rate(r.items_per_sec),
+            format_rate(r.commands_per_sec),
             format!("{:.2}", r.seconds),
         ];
         if settled {
@@ -411,9 +432,12 @@ mod tests {
             item: "member".into(),
             used_memory: None,
             bytes_per_item: b,
-            ops_per_sec_median: None,
-            ops_per_sec_min: None,
-            ops_per_sec_max: None,
+            items_per_sec_median: None,
+            items_per_sec_min: None,
+            items_per_sec_max: None,
+            commands_per_sec_median: None,
+            commands_per_sec_min: None,
+            commands_per_sec_max: None,
             repetitions: 1,
             unstable: false,
             change_vs_first_percent: None,
@@ -432,7 +456,7 @@ mod tests {
         assert_eq!(rows[2].change_vs_first_percent, None);
         let table = comparison_table(&rows);
         assert_eq!(table.headers[4], "Bytes per member");
-        assert_eq!(table.rows[1][7], "-25.0%");
+        assert_eq!(table.rows[1][8], "-25.0%");
     }
 
     #[test]

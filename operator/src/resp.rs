@@ -30,6 +30,23 @@ impl CommandBuffer {
         &self.bytes
     }
 
+    /// Appends bytes that are already RESP (a part every command of a workload shares).
+    pub fn raw(&mut self, bytes: &[u8]) -> &mut Self {
+        self.bytes.extend_from_slice(bytes);
+        self
+    }
+
+    /// Appends `n` zero-padded to `width` digits, with no framing: the variable part of an
+    /// argument whose framing is in a pre-encoded prefix (`$16\r\nkey:` + 12 digits).
+    pub fn padded_digits(&mut self, n: u64, width: usize) -> &mut Self {
+        // Formatted into zeros, so the padding is already in place: one copy.
+        let mut digits = [b'0'; 20];
+        let formatted = format_decimal(n, &mut digits).len();
+        let start = digits.len() - formatted.max(width.min(digits.len()));
+        self.bytes.extend_from_slice(&digits[start..]);
+        self
+    }
+
     /// Starts a command of `args` arguments (the command name counts as one).
     pub fn array(&mut self, args: usize) -> &mut Self {
         self.bytes.push(b'*');
@@ -59,11 +76,17 @@ impl CommandBuffer {
     pub fn bulk_prefixed_decimal(&mut self, prefix: &[u8], n: u64) -> &mut Self {
         let mut digits = [0u8; 20];
         let text = format_decimal(n, &mut digits);
+        self.bulk_prefixed_digits(prefix, text)
+    }
+
+    /// Appends an argument made of `prefix` followed by `digits` already formatted (such as
+    /// `m:42`, where 42 was formatted once for the score too).
+    pub fn bulk_prefixed_digits(&mut self, prefix: &[u8], digits: &[u8]) -> &mut Self {
         self.bytes.push(b'$');
-        push_decimal(&mut self.bytes, (prefix.len() + text.len()) as u64);
+        push_decimal(&mut self.bytes, (prefix.len() + digits.len()) as u64);
         self.bytes.extend_from_slice(b"\r\n");
         self.bytes.extend_from_slice(prefix);
-        self.bytes.extend_from_slice(text);
+        self.bytes.extend_from_slice(digits);
         self.bytes.extend_from_slice(b"\r\n");
         self
     }
@@ -85,16 +108,30 @@ impl CommandBuffer {
     }
 }
 
+/// "00" to "99", so that numbers are formatted two digits per division.
+const DIGIT_PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
 /// Formats `n` into the end of `buf` and returns the digits.
-fn format_decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn format_decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut at = buf.len();
-    loop {
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        let pair = n as usize * 2;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
         at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        buf[at] = b'0' + n as u8;
     }
     &buf[at..]
 }
@@ -159,56 +196,28 @@ impl PipelinedConnection {
     pub fn read_replies(&mut self, count: usize) -> io::Result<ReplyTally> {
         let mut tally = ReplyTally::default();
         let mut remaining = count;
-        while remaining > 0 {
-            match self.next_line()? {
-                Some(range) => {
-                    let line = &self.input[range];
-                    match line.first() {
-                        Some(b'+') => {}
-                        Some(b':') => tally.integer_sum += parse_integer(&line[1..])?,
-                        Some(b'-') => {
-                            if tally.first_error.is_none() {
-                                tally.first_error =
-                                    Some(String::from_utf8_lossy(&line[1..]).into_owned());
-                            }
-                        }
-                        _ => {
-                            return Err(io::Error::new(
-                                io::ErrorKind::InvalidData,
-                                format!("unexpected reply '{}'", String::from_utf8_lossy(line)),
-                            ));
-                        }
-                    }
-                    remaining -= 1;
-                }
-                None => self.fill()?,
+        loop {
+            let (consumed, replies) = scan_replies(
+                &self.input[self.consumed..self.filled],
+                remaining,
+                &mut tally,
+            )?;
+            self.consumed += consumed;
+            remaining -= replies;
+            if remaining == 0 {
+                return Ok(tally);
             }
-        }
-        Ok(tally)
-    }
-
-    /// The next complete line (without CRLF) in the input buffer, if there is one.
-    fn next_line(&mut self) -> io::Result<Option<std::ops::Range<usize>>> {
-        let window = &self.input[self.consumed..self.filled];
-        match window.iter().position(|&b| b == b'\n') {
-            Some(newline) => {
-                let start = self.consumed;
-                let end = start + newline;
-                self.consumed = end + 1;
-                let end = if end > start && self.input[end - 1] == b'\r' {
-                    end - 1
-                } else {
-                    end
-                };
-                Ok(Some(start..end))
-            }
-            None => Ok(None),
+            self.fill()?;
         }
     }
 
     /// Reads more bytes, first moving any partial line to the front of the buffer.
     fn fill(&mut self) -> io::Result<()> {
-        if self.consumed > 0 {
+        if self.consumed == self.filled {
+            // Everything was read: start over at the front, nothing to move.
+            self.consumed = 0;
+            self.filled = 0;
+        } else if self.consumed > 0 {
             self.input.copy_within(self.consumed..self.filled, 0);
             self.filled -= self.consumed;
             self.consumed = 0;
@@ -227,6 +236,57 @@ impl PipelinedConnection {
         self.filled += read;
         Ok(())
     }
+}
+
+/// Counts up to `wanted` complete replies at the start of `window` into `tally`, and returns
+/// how many bytes and replies that took; a partial reply at the end is left for the next read.
+/// The replies a load expects, `+OK` and `:1`/`:0`, are recognised by their five or four bytes
+/// without searching for the line's end.
+fn scan_replies(
+    window: &[u8],
+    wanted: usize,
+    tally: &mut ReplyTally,
+) -> io::Result<(usize, usize)> {
+    let mut at = 0;
+    let mut replies = 0;
+    while replies < wanted {
+        let rest = &window[at..];
+        if rest.starts_with(b"+OK\r\n") {
+            at += 5;
+        } else if rest.len() >= 4
+            && rest[0] == b':'
+            && rest[2..4] == *b"\r\n"
+            && rest[1].is_ascii_digit()
+        {
+            tally.integer_sum += u64::from(rest[1] - b'0');
+            at += 4;
+        } else {
+            let Some(newline) = rest.iter().position(|&b| b == b'\n') else {
+                break;
+            };
+            let line = rest[..newline]
+                .strip_suffix(b"\r")
+                .unwrap_or(&rest[..newline]);
+            match line.first() {
+                Some(b'+') => {}
+                Some(b':') => tally.integer_sum += parse_integer(&line[1..])?,
+                Some(b'-') => {
+                    if tally.first_error.is_none() {
+                        tally.first_error = Some(String::from_utf8_lossy(&line[1..]).into_owned());
+                    }
+                }
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("unexpected reply '{}'", String::from_utf8_lossy(line)),
+                    ));
+                }
+            }
+            at += newline + 1;
+        }
+        replies += 1;
+    }
+    Ok((at, replies))
 }
 
 fn parse_integer(digits: &[u8]) -> io::Result<u64> {
@@ -270,6 +330,46 @@ mod tests {
             buf.as_bytes(),
             b"*5\r\n$4\r\nZADD\r\n$1\r\nz\r\n$2\r\nNX\r\n$2\r\n42\r\n$4\r\nm:42\r\n"
         );
+    }
+
+    #[test]
+    fn decimals_are_formatted_exactly_at_every_digit_count() {
+        let mut digits = [0u8; 20];
+        let mut n = 0u64;
+        for _ in 0..20 {
+            for probe in [n, n.saturating_sub(1), n + 1, n.saturating_mul(7) / 3] {
+                assert_eq!(
+                    format_decimal(probe, &mut digits),
+                    probe.to_string().as_bytes()
+                );
+            }
+            n = n.saturating_mul(10).max(1);
+        }
+        assert_eq!(
+            format_decimal(u64::MAX, &mut digits),
+            u64::MAX.to_string().as_bytes()
+        );
+    }
+
+    #[test]
+    fn replies_are_tallied_and_a_partial_one_is_left_for_the_next_read() {
+        let mut tally = ReplyTally::default();
+        let window = b"+OK\r\n:1\r\n:0\r\n:12\r\n-OOM command not allowed\r\n+QUEUED\r\n:1\r";
+        let (consumed, replies) = scan_replies(window, 10, &mut tally).unwrap();
+        assert_eq!(replies, 6);
+        assert_eq!(consumed, window.len() - 3, "the unfinished ':1\\r' stays");
+        assert_eq!(tally.integer_sum, 13);
+        assert_eq!(
+            tally.first_error.as_deref(),
+            Some("OOM command not allowed")
+        );
+        let mut tally = ReplyTally::default();
+        assert_eq!(
+            scan_replies(b"+OK\r\n+OK\r\n", 1, &mut tally).unwrap(),
+            (5, 1)
+        );
+        let bulk = scan_replies(b"$3\r\nabc\r\n", 1, &mut tally).unwrap_err();
+        assert_eq!(bulk.kind(), io::ErrorKind::InvalidData);
     }
 
     #[test]

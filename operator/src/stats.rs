@@ -48,16 +48,16 @@ pub struct StabilityThresholds {
     /// Largest coefficient of variation of bytes per item (memory layout is deterministic, so
     /// this is tight).
     pub bytes_per_item_cv: f64,
-    /// Largest coefficient of variation of items per second (throughput on shared cores is
-    /// noisier).
-    pub ops_per_sec_cv: f64,
+    /// Largest coefficient of variation of the load rate, items/s or commands/s alike
+    /// (throughput on shared cores is noisier).
+    pub rate_cv: f64,
 }
 
 impl Default for StabilityThresholds {
     fn default() -> Self {
         Self {
             bytes_per_item_cv: 0.01,
-            ops_per_sec_cv: 0.10,
+            rate_cv: 0.10,
         }
     }
 }

@@ -72,7 +72,7 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         ("Succeeded", Some(s)) if s.unstable => Some(format!(
             "repetitions disagree: bytes/item CV {:.1}%, items/s CV {:.1}%",
             s.bytes_per_item.cv * 100.0,
-            s.ops_per_sec.cv * 100.0
+            s.items_per_sec.cv * 100.0
         )),
         ("Succeeded", _) => None,
         ("Failed", Some(_)) => Some(format!(
@@ -99,9 +99,12 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         item: item.to_string(),
         used_memory: summary.map(|s| s.used_memory as f64),
         bytes_per_item: summary.map(|s| s.bytes_per_item.median),
-        ops_per_sec_median: summary.map(|s| s.ops_per_sec.median),
-        ops_per_sec_min: summary.map(|s| s.ops_per_sec.min),
-        ops_per_sec_max: summary.map(|s| s.ops_per_sec.max),
+        items_per_sec_median: summary.map(|s| s.items_per_sec.median),
+        items_per_sec_min: summary.map(|s| s.items_per_sec.min),
+        items_per_sec_max: summary.map(|s| s.items_per_sec.max),
+        commands_per_sec_median: summary.map(|s| s.commands_per_sec.median),
+        commands_per_sec_min: summary.map(|s| s.commands_per_sec.min),
+        commands_per_sec_max: summary.map(|s| s.commands_per_sec.max),
         repetitions: measured,
         unstable: summary.is_some_and(|s| s.unstable),
         change_vs_first_percent: engine.change_vs_first_percent,
@@ -183,7 +186,13 @@ mod tests {
                     max: median,
                     cv: 0.0,
                 },
-                ops_per_sec: SpreadStatus {
+                commands_per_sec: SpreadStatus {
+                    median: 540_000.0,
+                    min: 500_000.0,
+                    max: 560_000.0,
+                    cv: 0.02,
+                },
+                items_per_sec: SpreadStatus {
                     median: 540_000.0,
                     min: 500_000.0,
                     max: 560_000.0,
@@ -245,6 +254,32 @@ mod tests {
         let json: serde_json::Value =
             serde_json::from_str(&render(&comparisons, OutputFormat::Json)).unwrap();
         assert_eq!(json[0]["rows"][1]["bytes_per_item"], 66.6);
+    }
+
+    #[test]
+    fn records_as_strings_show_records_per_second_beside_commands_per_second() {
+        let mut b = parse_specs("apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: users, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}]\n  workload: {records: {records: 1000000, layout: strings}}\n").unwrap().remove(0);
+        let mut valkey = engine("valkey-9.1.2", "valkey", "9.1.2", 261.7);
+        let summary = valkey.summary.as_mut().unwrap();
+        summary.items_per_sec = SpreadStatus {
+            median: 135_000.0,
+            min: 125_000.0,
+            max: 140_000.0,
+            cv: 0.02,
+        };
+        b.status = Some(MemoryBenchmarkStatus {
+            phase: Some(Phase::Succeeded),
+            engines: vec![valkey],
+            ..Default::default()
+        });
+        let table = comparison_table(&comparison(&b).rows);
+        let column = |header: &str| {
+            let at = table.headers.iter().position(|h| h == header);
+            table.rows[0][at.unwrap_or_else(|| panic!("no {header}: {:?}", table.headers))].clone()
+        };
+        assert_eq!(column("Median records/s"), "135k/s");
+        assert_eq!(column("Spread (min-max)"), "125k/s to 140k/s");
+        assert_eq!(column("Median commands/s"), "540k/s");
     }
 
     #[test]

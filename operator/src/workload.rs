@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::crd::{RecordLayout, WorkloadSpec, default_seed};
 use crate::engine::ControlConnection;
 use crate::error::BenchError;
-use crate::resp::{CommandBuffer, push_decimal};
+use crate::resp::{CommandBuffer, format_decimal, push_decimal};
 
 /// Key names of the string workloads: `key:` and a 12-digit zero-padded number, as
 /// redis-benchmark and valkey-benchmark name `key:__rand_int__`.
@@ -283,9 +283,15 @@ impl Workload {
                         "ZADD NX reported {integer_replies} new members, expected {members} (was the key already there?)"
                     ));
                 }
+                let encoding = match control.object_encoding(key) {
+                    Ok(encoding) => encoding,
+                    // Dragonfly has no OBJECT command; the encoding is then not known.
+                    Err(BenchError::EngineRejected { .. }) => None,
+                    Err(e) => return Err(e),
+                };
                 Ok(Verified {
                     items: zcard,
-                    encoding: control.object_encoding(key)?,
+                    encoding,
                     expected_unique: None,
                 })
             }
@@ -416,7 +422,12 @@ const CITIES: [&str; 8] = [
 /// Encodes the workload's commands in order, one call per command.
 pub struct CommandEncoder {
     workload: Workload,
-    value: Vec<u8>,
+    /// The RESP that every command shares up to its first varying byte, and after its last
+    /// one, encoded once: a SET is then the prefix, 12 digits and the suffix, and a ZADD the
+    /// prefix and its number twice, instead of a dozen length fields formatted per command.
+    /// Empty for records, whose commands share less.
+    prefix: Vec<u8>,
+    suffix: Vec<u8>,
     keys: KeyGenerator,
     /// One bit per key of a random-strings key space, to count exactly how many distinct keys
     /// were sent.
@@ -425,30 +436,68 @@ pub struct CommandEncoder {
     record_key: Vec<u8>,
 }
 
+/// `SET key:<12 digits> <value>` up to the digits, and after them.
+fn set_template(value_size: u32) -> (Vec<u8>, Vec<u8>) {
+    let mut prefix = CommandBuffer::default();
+    prefix
+        .array(3)
+        .bulk(b"SET")
+        .raw(b"$")
+        .raw((KEY_PREFIX.len() + KEY_DIGITS).to_string().as_bytes())
+        .raw(b"\r\n")
+        .raw(KEY_PREFIX);
+    let mut suffix = CommandBuffer::default();
+    suffix.raw(b"\r\n").bulk(&vec![b'x'; value_size as usize]);
+    (prefix.as_bytes().to_vec(), suffix.as_bytes().to_vec())
+}
+
 impl CommandEncoder {
     fn new(workload: Workload) -> Self {
-        let (value, keys, sent_keys) = match &workload {
+        let (prefix, suffix, keys, sent_keys) = match &workload {
+            Workload::SortedSet { key, .. } => {
+                let mut prefix = CommandBuffer::default();
+                prefix
+                    .array(5)
+                    .bulk(b"ZADD")
+                    .bulk(key.as_bytes())
+                    .bulk(b"NX");
+                (
+                    prefix.as_bytes().to_vec(),
+                    Vec::new(),
+                    KeyGenerator::new(default_seed()),
+                    None,
+                )
+            }
             Workload::RandomStrings {
                 value_size,
                 seed,
                 keyspace,
                 ..
-            } => (
-                vec![b'x'; *value_size as usize],
-                KeyGenerator::new(*seed),
-                (*keyspace <= MAX_EXACT_KEYSPACE)
-                    .then(|| vec![0u64; keyspace.div_ceil(64) as usize]),
-            ),
-            Workload::Strings { value_size, .. } => (
-                vec![b'x'; *value_size as usize],
+            } => {
+                let (prefix, suffix) = set_template(*value_size);
+                (
+                    prefix,
+                    suffix,
+                    KeyGenerator::new(*seed),
+                    (*keyspace <= MAX_EXACT_KEYSPACE)
+                        .then(|| vec![0u64; keyspace.div_ceil(64) as usize]),
+                )
+            }
+            Workload::Strings { value_size, .. } => {
+                let (prefix, suffix) = set_template(*value_size);
+                (prefix, suffix, KeyGenerator::new(default_seed()), None)
+            }
+            Workload::Records { .. } => (
+                Vec::new(),
+                Vec::new(),
                 KeyGenerator::new(default_seed()),
                 None,
             ),
-            _ => (Vec::new(), KeyGenerator::new(default_seed()), None),
         };
         Self {
             workload,
-            value,
+            prefix,
+            suffix,
             keys,
             sent_keys,
             distinct_sent: 0,
@@ -464,13 +513,13 @@ impl CommandEncoder {
     /// Appends command number `index` (counted from 0; calls must come in order).
     pub fn encode(&mut self, index: u64, out: &mut CommandBuffer) {
         match &self.workload {
-            Workload::SortedSet { key, .. } => {
-                out.array(5)
-                    .bulk(b"ZADD")
-                    .bulk(key.as_bytes())
-                    .bulk(b"NX")
-                    .bulk_decimal(index)
-                    .bulk_prefixed_decimal(b"m:", index);
+            Workload::SortedSet { .. } => {
+                // `$<n>\r\n<i>\r\n$<n+2>\r\nm:<i>\r\n` after the shared prefix.
+                let mut digits = [0u8; 20];
+                let number = format_decimal(index, &mut digits);
+                out.raw(&self.prefix)
+                    .bulk(number)
+                    .bulk_prefixed_digits(b"m:", number);
             }
             Workload::RandomStrings { keyspace, .. } => {
                 let k = self.keys.below(*keyspace);
@@ -481,16 +530,14 @@ impl CommandEncoder {
                         self.distinct_sent += 1;
                     }
                 }
-                out.array(3)
-                    .bulk(b"SET")
-                    .bulk_padded_decimal(KEY_PREFIX, k, KEY_DIGITS)
-                    .bulk(&self.value);
+                out.raw(&self.prefix)
+                    .padded_digits(k, KEY_DIGITS)
+                    .raw(&self.suffix);
             }
             Workload::Strings { .. } => {
-                out.array(3)
-                    .bulk(b"SET")
-                    .bulk_padded_decimal(KEY_PREFIX, index, KEY_DIGITS)
-                    .bulk(&self.value);
+                out.raw(&self.prefix)
+                    .padded_digits(index, KEY_DIGITS)
+                    .raw(&self.suffix);
             }
             Workload::Records { layout, fields, .. } => match layout {
                 RecordLayout::Hash => {
@@ -571,6 +618,81 @@ mod tests {
         let text = String::from_utf8_lossy(out.as_bytes());
         assert!(text.contains("$16\r\nkey:000000000"));
         assert!(!text.contains("key:000000001000"));
+    }
+
+    /// Command `index` built argument by argument, the plain way, to check the encoder's
+    /// pre-encoded parts against.
+    fn built_argument_by_argument(workload: &Workload, index: u64, key: u64) -> Vec<u8> {
+        let mut out = CommandBuffer::default();
+        match workload {
+            Workload::SortedSet { key, .. } => {
+                out.array(5)
+                    .bulk(b"ZADD")
+                    .bulk(key.as_bytes())
+                    .bulk(b"NX")
+                    .bulk(index.to_string().as_bytes())
+                    .bulk(format!("m:{index}").as_bytes());
+            }
+            Workload::RandomStrings { value_size, .. } | Workload::Strings { value_size, .. } => {
+                out.array(3)
+                    .bulk(b"SET")
+                    .bulk(format!("key:{key:012}").as_bytes())
+                    .bulk(&vec![b'x'; *value_size as usize]);
+            }
+            Workload::Records { .. } => unreachable!("records are built argument by argument"),
+        }
+        out.as_bytes().to_vec()
+    }
+
+    #[test]
+    fn pre_encoded_commands_equal_commands_built_argument_by_argument() {
+        // Every digit count a key can have, on both sides of each change.
+        let mut boundaries: Vec<u64> = (0..12)
+            .flat_map(|digits| {
+                let n = 10u64.pow(digits);
+                [n - 1, n, n + 1]
+            })
+            .collect();
+        boundaries.push(999_999_999_999);
+        let sorted_set = Workload::SortedSet {
+            members: u64::MAX,
+            key: "a key".into(),
+            sample_every: 0,
+        };
+        let strings = Workload::Strings {
+            keys: 999_999_999_999,
+            value_size: 100,
+        };
+        for workload in [&sorted_set, &strings] {
+            let mut encoder = workload.encoder();
+            for &index in &boundaries {
+                let mut out = CommandBuffer::default();
+                encoder.encode(index, &mut out);
+                assert_eq!(
+                    out.as_bytes(),
+                    built_argument_by_argument(workload, index, index),
+                    "{workload:?} {index}"
+                );
+            }
+        }
+        // Random keys: the same draws, encoded both ways.
+        let random = Workload::RandomStrings {
+            requests: 1000,
+            keyspace: 999_999_999_999,
+            value_size: 16,
+            seed: 3,
+        };
+        let mut encoder = random.encoder();
+        let mut draws = KeyGenerator::new(3);
+        for index in 0..1000 {
+            let mut out = CommandBuffer::default();
+            encoder.encode(index, &mut out);
+            let key = draws.below(999_999_999_999);
+            assert_eq!(
+                out.as_bytes(),
+                built_argument_by_argument(&random, index, key)
+            );
+        }
     }
 
     #[test]

@@ -78,7 +78,8 @@ fn load_json_carries_the_fields_the_issue_names() {
             "used_memory_rss",
             "items",
             "bytes_per_item",
-            "ops_per_sec",
+            "commands_per_sec",
+            "items_per_sec",
             "seconds",
         ] {
             assert!(
@@ -89,7 +90,7 @@ fn load_json_carries_the_fields_the_issue_names() {
         assert_eq!(rep["items"], 5000);
     }
     assert_eq!(json["summary"]["items"], 5000);
-    for figure in ["bytes_per_item", "ops_per_sec"] {
+    for figure in ["bytes_per_item", "commands_per_sec", "items_per_sec"] {
         for stat in ["median", "min", "max"] {
             assert!(
                 json["summary"][figure][stat].is_number(),
@@ -162,6 +163,90 @@ fn each_workload_runs_from_its_documented_command() {
     }
 }
 
+/// `a` equals `b` up to floating-point rounding.
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs()
+}
+
+#[test]
+fn records_as_strings_report_items_per_second_as_commands_per_second_over_fields() {
+    let valkey = common::start(EngineKind::Valkey, &[]);
+    let result_file = std::env::temp_dir().join(format!(
+        "membench-cli-{}-records-result.json",
+        std::process::id()
+    ));
+    let output = membench(&[
+        "load",
+        "--addr",
+        &valkey.address.socket_addr(),
+        "--workload",
+        "records",
+        "--records",
+        "20000",
+        "--layout",
+        "strings",
+        "--fields",
+        "name,age,city,score",
+        "--repetitions",
+        "3",
+        "--output",
+        "json",
+        "--result-file",
+        result_file.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let fields = 4.0;
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    for rep in json["repetitions"].as_array().unwrap() {
+        assert_eq!(rep["commands"], 80_000);
+        assert_eq!(rep["items"], 20_000);
+        let (commands, items) = (
+            rep["commands_per_sec"].as_f64().unwrap(),
+            rep["items_per_sec"].as_f64().unwrap(),
+        );
+        assert!(close(items, commands / fields), "{items} vs {commands}");
+    }
+    for stat in ["median", "min", "max"] {
+        let commands = json["summary"]["commands_per_sec"][stat].as_f64().unwrap();
+        let items = json["summary"]["items_per_sec"][stat].as_f64().unwrap();
+        assert!(
+            close(items, commands / fields),
+            "{stat}: {items} vs {commands}"
+        );
+    }
+
+    // The same figures as the operator writes them into status from the client's
+    // termination message, which carries only commands/s.
+    let message = std::fs::read_to_string(&result_file).unwrap();
+    std::fs::remove_file(&result_file).unwrap();
+    assert!(!message.contains("items_per_sec"), "{message}");
+    let result = membench::client_result::ClientResult::parse(&message).unwrap();
+    let mut engine = membench::crd::EngineStatus::default();
+    membench::controller::results::absorb(&mut engine, &result, 3);
+    let status = serde_json::to_value(&engine).unwrap();
+    let repetitions = status["repetitions"].as_array().unwrap();
+    assert_eq!(repetitions.len(), 3);
+    for (rep, measured) in repetitions
+        .iter()
+        .zip(json["repetitions"].as_array().unwrap())
+    {
+        let commands = rep["commandsPerSec"].as_f64().unwrap();
+        let items = rep["itemsPerSec"].as_f64().unwrap();
+        assert!(close(items, commands / fields), "{items} vs {commands}");
+        // The status's figures come from microseconds in the message.
+        let relative = |a: f64, b: f64| (a - b).abs() / b;
+        assert!(relative(items, measured["items_per_sec"].as_f64().unwrap()) < 1e-3);
+    }
+    for stat in ["median", "min", "max"] {
+        let commands = status["summary"]["commandsPerSec"][stat].as_f64().unwrap();
+        let items = status["summary"]["itemsPerSec"][stat].as_f64().unwrap();
+        assert!(
+            close(items, commands / fields),
+            "{stat}: {items} vs {commands}"
+        );
+    }
+}
+
 #[test]
 fn the_table_reads_like_the_published_ones() {
     let redis = common::start(EngineKind::Redis, &[]);
@@ -184,6 +269,7 @@ fn the_table_reads_like_the_published_ones() {
         "Allocator",
         "used_memory",
         "Bytes per key",
+        "Median keys/s",
         "Median SETs/s",
     ] {
         assert!(text.contains(header), "missing {header} in\n{text}");

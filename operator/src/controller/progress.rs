@@ -1,9 +1,8 @@
 //! Progress of the engine under load, read by the operator itself so that the client needs no
 //! API access: `INFO commandstats` counts the client's `FLUSHALL`s (one at the start of each
 //! repetition), and `ZCARD`/`DBSIZE` the items loaded so far. One short connection per reading,
-//! at most one reading per benchmark every few seconds; the client waits for its engine's
-//! connection count to return to its baseline before reading memory, so a reading never lands
-//! in a figure.
+//! at most one reading per benchmark every few seconds; the client waits until it is the
+//! engine's only client before reading memory, so a reading never lands in a figure.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -52,6 +52,9 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
         return;
     }
     let commands = result.commands as f64;
+    let per_second = |count: f64, seconds: f64| {
+        if seconds > 0.0 { count / seconds } else { 0.0 }
+    };
     engine.repetitions = listed
         .iter()
         .take(repetitions_requested as usize)
@@ -61,11 +64,8 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
             used_memory_rss: r.used_memory_rss,
             items: r.items,
             bytes_per_item: r.bytes_per_item(),
-            ops_per_sec: if r.seconds > 0.0 {
-                commands / r.seconds
-            } else {
-                0.0
-            },
+            commands_per_sec: per_second(commands, r.seconds),
+            items_per_sec: per_second(r.items as f64, r.seconds),
             seconds: r.seconds,
             settled_bytes_per_item: r
                 .settled_used_memory
@@ -74,20 +74,28 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
             mem_fragmentation_ratio: r.mem_fragmentation_ratio,
         })
         .collect();
+    let items_per_command = result.items_per_command().unwrap_or(1.0);
     engine.summary = result.summary.as_ref().map(|s| SummaryStatus {
         items: s.items,
         used_memory: s.used_memory.median.round() as u64,
-        bytes_per_item: spread(&s.bytes_per_item),
-        ops_per_sec: spread(&s.ops_per_sec),
+        bytes_per_item: spread(&s.bytes_per_item, 1.0),
+        commands_per_sec: spread(&s.commands_per_sec, 1.0),
+        // Sent as commands/s only (see `ClientResult::from_report`).
+        items_per_sec: match &s.items_per_sec {
+            Some(items) => spread(items, 1.0),
+            None => spread(&s.commands_per_sec, items_per_command),
+        },
         unstable: s.unstable,
     });
 }
 
-fn spread(s: &Spread) -> SpreadStatus {
+/// A spread in status, every figure multiplied by `factor` (the coefficient of variation does
+/// not change with scale).
+fn spread(s: &Spread, factor: f64) -> SpreadStatus {
     SpreadStatus {
-        median: s.median,
-        min: s.min,
-        max: s.max,
+        median: s.median * factor,
+        min: s.min * factor,
+        max: s.max * factor,
         cv: s.cv,
     }
 }

@@ -216,7 +216,7 @@ pub(super) fn repetition(i: u32, bytes_per_item: f64) -> RepetitionResult {
         mem_fragmentation_ratio: None,
         items: 20_000,
         bytes_per_item: (used - baseline) as f64 / 20_000.0,
-        ops_per_sec: 400_000.0,
+        commands_per_sec: 400_000.0,
         items_per_sec: 400_000.0,
         commands: 20_000,
         seconds: 0.05,
