@@ -59,11 +59,25 @@ pub struct PublishedMark {
     pub version: String,
 }
 
-/// One engine's growth curve: used_memory during the first repetition's load.
+/// One engine's growth curve: used_memory during the first repetition's load, starting from
+/// the empty server's (at 0 items) when that is known.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Curve {
     pub engine: String,
     pub points: Vec<MemorySample>,
+}
+
+impl Curve {
+    fn new(engine: &str, baseline: Option<u64>, samples: Vec<MemorySample>) -> Self {
+        let empty = baseline.map(|used_memory| MemorySample {
+            items: 0,
+            used_memory,
+        });
+        Self {
+            engine: engine.to_string(),
+            points: empty.into_iter().chain(samples).collect(),
+        }
+    }
 }
 
 fn published_mark(
@@ -171,13 +185,15 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
         .engines
         .iter()
         .filter_map(|report| {
-            let samples = &report.repetitions.first()?.samples;
-            Some(Curve {
-                engine: report.name.clone(),
-                points: drawn_points(samples),
+            let first = report.repetitions.first()?;
+            (!first.samples.is_empty()).then(|| {
+                Curve::new(
+                    &report.name,
+                    Some(first.baseline_used_memory),
+                    drawn_points(&first.samples),
+                )
             })
         })
-        .filter(|c| !c.points.is_empty())
         .collect();
     let first = comparison.engines.first();
     let subtitle = format!(
@@ -227,16 +243,18 @@ pub fn section_from_status(benchmark: &MemoryBenchmark) -> Section {
         .engines
         .iter()
         .filter(|e| !e.growth.is_empty())
-        .map(|e| Curve {
-            engine: e.name.clone(),
-            points: e
-                .growth
-                .iter()
-                .map(|p| MemorySample {
-                    items: p.items,
-                    used_memory: p.used_memory,
-                })
-                .collect(),
+        .map(|e| {
+            Curve::new(
+                &e.name,
+                e.repetitions.first().map(|r| r.baseline_used_memory),
+                e.growth
+                    .iter()
+                    .map(|p| MemorySample {
+                        items: p.items,
+                        used_memory: p.used_memory,
+                    })
+                    .collect(),
+            )
         })
         .collect();
     Section {
@@ -390,7 +408,7 @@ fn render_bars(page: &mut String, section: &Section) {
     let axis_max = (max / step).ceil().max(1.0) * step;
     let x = |value: f64| LABEL_WIDTH + value / axis_max * CHART_WIDTH;
     let height = TOP + ROW_HEIGHT * section.bars.len() as f64 + 30.0;
-    let width = LABEL_WIDTH + CHART_WIDTH + 110.0;
+    let width = LABEL_WIDTH + CHART_WIDTH + 190.0;
     let _ = write!(
         page,
         "<figure class=\"bytes-per-item\">\n<figcaption>Bytes per {item} (median over the repetitions)</figcaption>\n<svg class=\"bar-chart\" role=\"img\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" data-bars=\"{}\">\n",
@@ -420,10 +438,13 @@ fn render_bars(page: &mut String, section: &Section) {
             LABEL_WIDTH - 8.0,
             escape(&shorten(&bar.detail, 40)),
         );
-        let (bar_width, value_text, class) = match bar.bytes_per_item {
+        let (bar_width, mut value_text, class) = match bar.bytes_per_item {
             Some(b) => (x(b) - LABEL_WIDTH, format!("{b:.2}"), "bar"),
             None => (0.0, "no result".to_string(), "bar bar-missing"),
         };
+        if let Some(mark) = &bar.published {
+            let _ = write!(value_text, " (published {:.2})", mark.bytes_per_item);
+        }
         let _ = write!(
             page,
             "<rect class=\"{class}\" data-engine=\"{}\" data-value=\"{}\" x=\"{LABEL_WIDTH}\" y=\"{:.1}\" width=\"{bar_width:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{}: {}</title></rect>\n<text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
@@ -434,7 +455,13 @@ fn render_bars(page: &mut String, section: &Section) {
             colour(i),
             escape(&bar.engine),
             value_text,
-            LABEL_WIDTH + bar_width + 6.0,
+            LABEL_WIDTH
+                + bar_width.max(
+                    bar.published
+                        .as_ref()
+                        .map_or(0.0, |m| x(m.bytes_per_item) - LABEL_WIDTH)
+                )
+                + 6.0,
             y + 21.0,
             value_text,
         );

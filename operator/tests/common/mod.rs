@@ -3,6 +3,8 @@
 //! uses, and the server stops when the test ends.
 #![allow(dead_code)]
 
+pub mod chromium;
+
 use std::path::PathBuf;
 
 use membench::crd::{Allocator, EngineKind, EngineSpec};
@@ -112,4 +114,13 @@ pub fn connect(address: &EngineAddress) -> redis::Connection {
         .unwrap()
         .get_connection()
         .unwrap()
+}
+
+/// A program on PATH.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    })
 }
