@@ -56,7 +56,8 @@ pub struct PublishedRow {
     /// Bytes per item as published, or, for the sorted set, derived from the published
     /// used_memory (the table gives bytes per member only as `~97`).
     pub bytes_per_item: f64,
-    /// used_memory as published (the sorted-set table), in bytes.
+    /// The memory the table published (the sorted set's used_memory, the records' total), in
+    /// bytes.
     pub used_memory: Option<f64>,
 }
 
@@ -110,14 +111,20 @@ static STRINGS_100B_1M: [PublishedRow; 3] = [
     row(Valkey, "8.1", 168.7),
 ];
 
+/// One MiB in bytes: Percona's "MB" are used_memory_human's MiB (61.78 "MB" over 632,181 keys
+/// is their 102.48 bytes per key only in MiB).
+const MIB: f64 = 1_048_576.0;
+
 static RECORDS_HASH_VS_STRINGS: [PublishedRow; 2] = [
     PublishedRow {
         layout: Some(RecordLayout::Hash),
-        ..row(Valkey, "", 100.0)
+        used_memory: Some(100.0 * MIB),
+        ..row(Valkey, "", 100.0 * MIB / 1_000_000.0)
     },
     PublishedRow {
         layout: Some(RecordLayout::Strings),
-        ..row(Valkey, "", 220.0)
+        used_memory: Some(220.0 * MIB),
+        ..row(Valkey, "", 220.0 * MIB / 1_000_000.0)
     },
 ];
 
@@ -145,7 +152,7 @@ static TABLES: [PublishedTable; 4] = [
     },
     PublishedTable {
         name: "records-hash-vs-strings",
-        source: "Percona (Lucas Yang): 1,000,000 user records of four fields, 220 MB as string keys and 100 MB as hashes (the post names no Valkey version for this comparison)",
+        source: "Percona (Lucas Yang): 1,000,000 user records of four fields, 220 MB as string keys and 100 MB as hashes, read as MiB like the article's other figures (the post names no Valkey version for this comparison)",
         workload_kind: "records",
         items: 1_000_000,
         rows: &RECORDS_HASH_VS_STRINGS,
@@ -331,8 +338,9 @@ mod tests {
                 .row_for(Valkey, "9.1.2", &records(layout))
                 .map(|r| r.bytes_per_item)
         };
-        assert_eq!(figure(RecordLayout::Hash), Some(100.0));
-        assert_eq!(figure(RecordLayout::Strings), Some(220.0));
+        // 100 and 220 "MB" over a million records, in MiB as the article's other figures.
+        assert_eq!(figure(RecordLayout::Hash), Some(104.8576));
+        assert_eq!(figure(RecordLayout::Strings), Some(230.68672));
     }
 
     #[test]
