@@ -542,6 +542,11 @@ mod tests {
         let report = report(100, false);
         let result = ClientResult::from_report(&report);
         let message = result.to_message();
+        println!(
+            "{} bytes, of which the curve takes {}",
+            message.len(),
+            serde_json::to_string(&result.growth).unwrap().len()
+        );
         assert!(message.len() <= BUDGET, "{} bytes", message.len());
         assert_eq!(result.omitted, 0);
         let points = ClientResult::parse(&message)
