@@ -380,12 +380,11 @@ fn tick_step(max: f64, ticks: f64) -> f64 {
     }
     let raw = max / ticks;
     let power = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
+    [1.0, 2.0, 5.0, 10.0]
         .into_iter()
         .map(|m| m * power)
         .find(|s| *s >= raw)
-        .unwrap_or(10.0 * power);
-    step
+        .unwrap_or(10.0 * power)
 }
 
 fn render_bars(page: &mut String, section: &Section) {
@@ -418,9 +417,9 @@ fn render_bars(page: &mut String, section: &Section) {
     let bottom = TOP + ROW_HEIGHT * section.bars.len() as f64;
     let mut tick = 0.0;
     while tick <= axis_max + step / 2.0 {
-        let _ = write!(
+        let _ = writeln!(
             page,
-            "<line class=\"grid\" x1=\"{x:.1}\" y1=\"{TOP}\" x2=\"{x:.1}\" y2=\"{bottom}\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
+            "<line class=\"grid\" x1=\"{x:.1}\" y1=\"{TOP}\" x2=\"{x:.1}\" y2=\"{bottom}\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
             bottom + 16.0,
             format_tick(tick),
             x = x(tick),
@@ -429,9 +428,9 @@ fn render_bars(page: &mut String, section: &Section) {
     }
     for (i, bar) in section.bars.iter().enumerate() {
         let y = TOP + ROW_HEIGHT * i as f64;
-        let _ = write!(
+        let _ = writeln!(
             page,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\"><tspan font-weight=\"bold\">{}</tspan><tspan x=\"{:.1}\" dy=\"13\" fill=\"#555\">{}</tspan></text>\n",
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\"><tspan font-weight=\"bold\">{}</tspan><tspan x=\"{:.1}\" dy=\"13\" fill=\"#555\">{}</tspan></text>",
             LABEL_WIDTH - 8.0,
             y + 13.0,
             escape(&bar.engine),
@@ -472,9 +471,9 @@ fn render_bars(page: &mut String, section: &Section) {
             } else {
                 format!(" ({})", mark.version)
             };
-            let _ = write!(
+            let _ = writeln!(
                 page,
-                "<line class=\"published-mark\" data-engine=\"{}\" data-value=\"{}\" x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\"><title>published{}: {:.2}</title></line>\n",
+                "<line class=\"published-mark\" data-engine=\"{}\" data-value=\"{}\" x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\"><title>published{}: {:.2}</title></line>",
                 escape(&bar.engine),
                 mark.bytes_per_item,
                 y + 1.0,
@@ -548,9 +547,9 @@ fn render_curves(page: &mut String, section: &Section) {
     );
     let mut tick = 0.0;
     while tick <= y_max + y_step / 2.0 {
-        let _ = write!(
+        let _ = writeln!(
             page,
-            "<line class=\"grid\" x1=\"{LEFT}\" y1=\"{at:.1}\" x2=\"{:.1}\" y2=\"{at:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n",
+            "<line class=\"grid\" x1=\"{LEFT}\" y1=\"{at:.1}\" x2=\"{:.1}\" y2=\"{at:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
             LEFT + PLOT_WIDTH,
             LEFT - 6.0,
             y(tick) + 4.0,
@@ -561,9 +560,9 @@ fn render_curves(page: &mut String, section: &Section) {
     }
     let mut tick = 0.0;
     while tick <= x_max + x_step / 2.0 {
-        let _ = write!(
+        let _ = writeln!(
             page,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
             x(tick),
             TOP + PLOT_HEIGHT + 16.0,
             thousands(tick as u64),
@@ -590,9 +589,9 @@ fn render_curves(page: &mut String, section: &Section) {
             .iter()
             .map(|p| format!("{:.1},{:.1}", x(p.items as f64), y(p.used_memory as f64)))
             .collect();
-        let _ = write!(
+        let _ = writeln!(
             page,
-            "<polyline class=\"growth-line\" data-engine=\"{}\" data-points=\"{}\" stroke=\"{}\" points=\"{}\"><title>{}</title></polyline>\n",
+            "<polyline class=\"growth-line\" data-engine=\"{}\" data-points=\"{}\" stroke=\"{}\" points=\"{}\"><title>{}</title></polyline>",
             escape(&curve.engine),
             curve.points.len(),
             colour(index),
