@@ -373,14 +373,15 @@ fn render_section(page: &mut String, section: &Section) {
     page.push_str("</section>\n");
 }
 
-/// A round step for axis ticks: 1, 2 or 5 times a power of ten, giving about `ticks` ticks.
+/// A round step for axis ticks: 1, 2, 2.5 or 5 times a power of ten, giving about `ticks`
+/// ticks.
 fn tick_step(max: f64, ticks: f64) -> f64 {
     if max <= 0.0 {
         return 1.0;
     }
     let raw = max / ticks;
     let power = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
+    [1.0, 2.0, 2.5, 5.0, 10.0]
         .into_iter()
         .map(|m| m * power)
         .find(|s| *s >= raw)
@@ -782,5 +783,7 @@ mod tests {
         assert_eq!(tick_step(96.6, 5.0), 20.0);
         assert_eq!(tick_step(4.83e9, 5.0), 1e9);
         assert_eq!(tick_step(50_000_000.0, 5.0), 1e7);
+        // 102.48 gets an axis to 125, not 150.
+        assert_eq!(tick_step(102.48, 5.0), 25.0);
     }
 }
