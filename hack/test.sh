@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: installs the engines and tools it needs
-# (Redis and Valkey, Prometheus, and the dev cluster's Kubernetes binaries, kubectl and helm
-# built from Go modules, cached in ~/.cache/membench), then every test of the workspace. The
-# first run on a machine builds the control plane (about 10 minutes on 2 cores); later runs
-# reuse it.
+# (the engine store, Prometheus, Chromium for the HTML report's tests, the arm64 cross tools,
+# and the dev cluster's Kubernetes binaries, kubectl and helm built from Go modules, cached in
+# ~/.cache/membench), builds membench for x86_64 and arm64 and its image, then runs every test
+# of the workspace. The first run on a machine builds the control plane (about 10 minutes on 2
+# cores); later runs reuse it.
 #
 # Every phase runs under a time limit, so CI cannot hang: when one passes, the phase is killed
 # (with everything it started) and this script says which phase it was. The whole run is bounded
@@ -61,6 +62,8 @@ phase() {
 }
 
 phase install-engines 900 hack/install-engines.sh
+# Debian's Chromium, for the HTML report's tests.
+phase install-chromium 900 hack/install-chromium.sh
 # The arm64 cross toolchain, qemu-user and skopeo (for the arm64 build and the image tests).
 phase install-cross 900 hack/install-cross.sh
 # A cold build of the control plane, kubectl, etcd and helm takes about 10 minutes on 2 cores.

@@ -6,13 +6,16 @@
 //! the repetitions themselves as columns of integers, each column either one value (when every
 //! repetition agrees, as verified counts do) or the first value followed by each repetition's
 //! difference from it (used_memory barely moves between repetitions, so the differences are
-//! short). 100 repetitions of a 50-million-member load fit. When a message would still exceed
-//! the budget, optional columns go first, then the last repetitions; the summary always covers
-//! every repetition, and `omitted` says how many were left out of the list.
+//! short). 100 repetitions of a 50-million-member load fit. The sorted set's growth curve (the
+//! first repetition's used_memory every `sampleEvery` members) travels as a [`GrowthColumn`]
+//! of at most [`MAX_GROWTH_POINTS`] points. When a message would still exceed the budget,
+//! optional columns go first, then the warnings, then the curve is thinned and then left out,
+//! and last the last repetitions; the summary always covers every repetition, and `omitted`
+//! says how many were left out of the list.
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::{BenchmarkReport, ErrorReport, RepetitionResult, Summary};
+use crate::measure::{BenchmarkReport, ErrorReport, MemorySample, RepetitionResult, Summary};
 
 /// Kubernetes truncates termination messages longer than this.
 pub const TERMINATION_MESSAGE_LIMIT: usize = 4096;
@@ -22,6 +25,13 @@ const BUDGET: usize = 4000;
 
 /// The longest error or warning text carried.
 const MAX_TEXT: usize = 400;
+
+/// The most points of a growth curve carried (and kept in status): enough for a smooth curve,
+/// small enough to leave the repetitions room. 50 million members sampled every million give 50.
+pub const MAX_GROWTH_POINTS: usize = 64;
+
+/// The fewest points a curve is thinned to before it is left out of a message that does not fit.
+const MIN_GROWTH_POINTS: usize = 16;
 
 /// The compact result a client pod leaves in its termination message.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -42,6 +52,9 @@ pub struct ClientResult {
     /// Median, min and max over every verified repetition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<Summary>,
+    /// The first repetition's growth curve (the sorted set's used_memory during the load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth: Option<GrowthColumn>,
     /// How far the repetition that failed got.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<FailedProgress>,
@@ -124,6 +137,122 @@ impl RepetitionColumns {
     }
 }
 
+/// A growth curve: used_memory at `start`, `start + every`, `start + 2 every`, … items. The
+/// samples are read at whole multiples of `sampleEvery`; a curve thinned to fit keeps every
+/// k-th sample counted back from the last, so the end of the load is always its last point.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GrowthColumn {
+    /// Items loaded at the first point.
+    pub start: u64,
+    /// Items between two points.
+    pub every: u64,
+    /// used_memory at the first point, then each point's difference from the point before
+    /// (the curve only climbs by about `every` items' worth, so the differences are short).
+    pub used: Vec<i64>,
+}
+
+impl GrowthColumn {
+    /// The curve of samples taken at `sample_every`, 2 `sample_every`, …, thinned to at most
+    /// `max_points`. `None` when there are no samples or they are not evenly spaced.
+    pub fn of(samples: &[MemorySample], max_points: usize) -> Option<Self> {
+        let first = samples.first()?;
+        let every = first.items;
+        let evenly_spaced = every > 0
+            && samples
+                .iter()
+                .zip(1u64..)
+                .all(|(s, k)| every.checked_mul(k) == Some(s.items));
+        if !evenly_spaced || max_points == 0 {
+            return None;
+        }
+        let stride = samples.len().div_ceil(max_points);
+        // Counted back from the last sample, so the end of the load is kept.
+        let kept: Vec<&MemorySample> = samples
+            .iter()
+            .rev()
+            .step_by(stride)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let used: Vec<i64> = kept
+            .iter()
+            .scan(None::<i64>, |previous, s| {
+                let value = s.used_memory as i64;
+                let encoded = previous.map_or(value, |p| value - p);
+                *previous = Some(value);
+                Some(encoded)
+            })
+            .collect();
+        Some(Self {
+            start: kept[0].items,
+            every: every * stride as u64,
+            used,
+        })
+    }
+
+    /// The points, as (items, used_memory); empty when the column is malformed (too many
+    /// points, no spacing, or figures that overflow).
+    pub fn points(&self) -> Vec<MemorySample> {
+        if self.used.len() > MAX_GROWTH_POINTS || (self.every == 0 && self.used.len() > 1) {
+            return Vec::new();
+        }
+        let mut points = Vec::with_capacity(self.used.len());
+        let mut used: Option<i64> = None;
+        for (k, value) in (0u64..).zip(&self.used) {
+            let next = match used {
+                None => Some(*value),
+                Some(previous) => previous.checked_add(*value),
+            };
+            let items = self
+                .every
+                .checked_mul(k)
+                .and_then(|step| self.start.checked_add(step));
+            match (next, items) {
+                (Some(next), Some(items)) if next >= 0 => {
+                    used = Some(next);
+                    points.push(MemorySample {
+                        items,
+                        used_memory: next as u64,
+                    });
+                }
+                _ => return Vec::new(),
+            }
+        }
+        points
+    }
+
+    /// The same curve with at most `max_points` points, the last one kept.
+    fn thinned(&self, max_points: usize) -> Option<Self> {
+        let points = self.points();
+        if points.len() <= max_points {
+            return Some(self.clone());
+        }
+        let stride = points.len().div_ceil(max_points);
+        let kept: Vec<MemorySample> = points
+            .iter()
+            .rev()
+            .step_by(stride)
+            .cloned()
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let mut used = Vec::with_capacity(kept.len());
+        let mut previous: Option<i64> = None;
+        for point in &kept {
+            let value = point.used_memory as i64;
+            used.push(previous.map_or(value, |p| value - p));
+            previous = Some(value);
+        }
+        Some(Self {
+            start: kept.first()?.items,
+            every: self.every * stride as u64,
+            used,
+        })
+    }
+}
+
 /// A column: `[v]` when every value is `v`, otherwise the first value followed by each
 /// value's difference from it (the first difference, always 0, included so that the
 /// column's length is the number of repetitions).
@@ -197,6 +326,10 @@ impl ClientResult {
             repetitions: RepetitionColumns::of(&report.repetitions),
             omitted: 0,
             summary: report.summary.clone(),
+            growth: report
+                .repetitions
+                .first()
+                .and_then(|r| GrowthColumn::of(&r.samples, MAX_GROWTH_POINTS)),
             failed: report.failed_repetition.as_ref().map(|f| FailedProgress {
                 repetition: f.repetition,
                 commands_sent: f.commands_sent,
@@ -225,7 +358,8 @@ impl ClientResult {
     }
 
     /// Drops what matters least until the message fits: the optional columns, the warnings,
-    /// then repetitions from the end.
+    /// the growth curve's detail and then the curve, then repetitions from the end (the
+    /// summary covers them all, where a curve has no other way to the status).
     fn fit(&mut self, repetitions: &[RepetitionResult]) {
         if self.size() <= BUDGET {
             return;
@@ -236,6 +370,17 @@ impl ClientResult {
             return;
         }
         self.warnings.clear();
+        if self.size() <= BUDGET {
+            return;
+        }
+        self.growth = self
+            .growth
+            .as_ref()
+            .and_then(|g| g.thinned(MIN_GROWTH_POINTS));
+        if self.size() <= BUDGET {
+            return;
+        }
+        self.growth = None;
         let mut kept = repetitions.len();
         while self.size() > BUDGET && kept > 0 {
             kept -= 1;
@@ -344,8 +489,19 @@ mod tests {
                 used_memory_rss: 0,
                 bytes_per_item: 0.0,
             }),
-            samples: vec![],
+            samples: if i == 1 { growth_samples(50) } else { vec![] },
         }
+    }
+
+    /// A curve like a 50-million-member load's, sampled every million members, with the steps
+    /// a growing hash table makes.
+    fn growth_samples(n: u64) -> Vec<MemorySample> {
+        (1..=n)
+            .map(|k| MemorySample {
+                items: k * 1_000_000,
+                used_memory: 912_344 + k * 96_612_345 + (k * k * 7_919) % 33_554_432,
+            })
+            .collect()
     }
 
     fn report(n: u32, settled: bool) -> BenchmarkReport {
@@ -394,6 +550,76 @@ mod tests {
     }
 
     #[test]
+    fn a_hundred_repetitions_of_a_large_load_fit_with_the_whole_growth_curve() {
+        let report = report(100, false);
+        let result = ClientResult::from_report(&report);
+        let message = result.to_message();
+        println!(
+            "{} bytes, of which the curve takes {}",
+            message.len(),
+            serde_json::to_string(&result.growth).unwrap().len()
+        );
+        assert!(message.len() <= BUDGET, "{} bytes", message.len());
+        assert_eq!(result.omitted, 0);
+        let points = ClientResult::parse(&message)
+            .unwrap()
+            .growth
+            .unwrap()
+            .points();
+        assert_eq!(points, report.repetitions[0].samples);
+    }
+
+    #[test]
+    fn a_long_curve_is_thinned_evenly_to_at_most_64_points_keeping_the_end() {
+        let samples = growth_samples(2000);
+        let column = GrowthColumn::of(&samples, MAX_GROWTH_POINTS).unwrap();
+        let points = column.points();
+        assert!(points.len() <= MAX_GROWTH_POINTS, "{}", points.len());
+        assert!(points.len() >= MAX_GROWTH_POINTS / 2, "{}", points.len());
+        assert_eq!(points.last(), samples.last());
+        // Every point is one of the samples, evenly spaced.
+        for pair in points.windows(2) {
+            assert_eq!(pair[1].items - pair[0].items, column.every);
+        }
+        for point in &points {
+            assert!(samples.contains(point), "{point:?}");
+        }
+    }
+
+    #[test]
+    fn a_malformed_growth_column_gives_no_points() {
+        let too_long = GrowthColumn {
+            start: 1,
+            every: 1,
+            used: vec![1; MAX_GROWTH_POINTS + 1],
+        };
+        assert!(too_long.points().is_empty());
+        let overflowing = GrowthColumn {
+            start: u64::MAX,
+            every: u64::MAX,
+            used: vec![1, 1],
+        };
+        assert!(overflowing.points().is_empty());
+        let negative = GrowthColumn {
+            start: 1,
+            every: 1,
+            used: vec![10, -11],
+        };
+        assert!(negative.points().is_empty());
+        let uneven = [
+            MemorySample {
+                items: 10,
+                used_memory: 1,
+            },
+            MemorySample {
+                items: 25,
+                used_memory: 2,
+            },
+        ];
+        assert_eq!(GrowthColumn::of(&uneven, MAX_GROWTH_POINTS), None);
+    }
+
+    #[test]
     fn small_results_keep_every_optional_column() {
         let result = ClientResult::from_report(&report(10, true));
         let decoded = result.decoded_repetitions();
@@ -423,6 +649,8 @@ mod tests {
         assert!(result.omitted > 0);
         let listed = result.decoded_repetitions().len();
         assert_eq!(listed + result.omitted as usize, 100);
+        // The curve went before any repetition did.
+        assert_eq!(result.growth, None);
         // The summary still covers all of them.
         assert_eq!(result.summary.as_ref().unwrap().repetitions, 100);
     }

@@ -16,6 +16,7 @@ use crate::formats::{
     IMAGE_REFERENCE, LABEL_KEY, LABEL_KEY_MAX, LABEL_VALUE, LABEL_VALUE_MAX, MAX_BENCHMARK_NAME,
     MAX_SAMPLES, MEMORY_QUANTITY, MIN_ENGINE_MEMORY, MIN_SAMPLE_EVERY,
 };
+pub use crate::published::PublishedTableName;
 use crate::validation::message;
 
 /// A comparison of how much memory in-memory engines need for the same data.
@@ -117,6 +118,15 @@ pub struct MemoryBenchmarkSpec {
     /// default) or `KeepFailed` to keep the pods of an engine that failed, for debugging.
     #[serde(default)]
     pub cleanup_policy: CleanupPolicy,
+
+    /// The published table this benchmark reproduces, if any: `sorted-set-50m` (50 million
+    /// sorted-set members, Redis 7.4-8.10 and Valkey 7.2-9.1), `valkey-strings-16b` (Percona's
+    /// 16-byte SETs over Valkey releases), `strings-100b-1m` (1 million 100-byte values on
+    /// Dragonfly, Redis 8.2 and Valkey 8.1) or `records-hash-vs-strings` (Percona's user
+    /// records). The workload must be the table's. Each engine's published figure (same engine,
+    /// same release line) is then marked beside its measured one in `--output html`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_table: Option<PublishedTableName>,
 }
 
 fn default_repetitions() -> u32 {
@@ -699,6 +709,23 @@ pub struct EngineStatus {
     /// Median bytes per item relative to the first engine, in percent (negative: smaller).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change_vs_first_percent: Option<f64>,
+    /// The sorted set's growth curve: used_memory read during the first repetition's load,
+    /// every `spec.workload.sortedSet.sampleEvery` members. At most 64 points: a longer curve
+    /// is thinned evenly, counted back from the last point, which is the end of the load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub growth: Vec<GrowthPoint>,
+}
+
+/// One point of a growth curve.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrowthPoint {
+    /// Items loaded so far.
+    pub items: u64,
+    /// used_memory at that point, in bytes (the empty server's is the first repetition's
+    /// `baselineUsedMemory`).
+    pub used_memory: u64,
 }
 
 /// One repetition's figures.

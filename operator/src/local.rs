@@ -72,6 +72,36 @@ pub fn parse_specs(text: &str) -> Result<Vec<MemoryBenchmark>, String> {
     Ok(specs)
 }
 
+/// Keeps only the engine entries named in `names` (`engines[].name`, or `<engine>-<version>`),
+/// and only the benchmarks that keep at least one, so one engine of a long comparison can be
+/// run again on its own. A name no benchmark has is an error listing the names there are.
+pub fn select_engines(
+    benchmarks: &mut Vec<MemoryBenchmark>,
+    names: &[String],
+) -> Result<(), String> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let known: Vec<String> = benchmarks
+        .iter()
+        .flat_map(|b| b.spec.engines.iter().map(EngineSpec::display_name))
+        .collect();
+    if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
+        return Err(format!(
+            "--engine {unknown}: no engine of the spec has that name; its engines are {}",
+            known.join(", ")
+        ));
+    }
+    for benchmark in benchmarks.iter_mut() {
+        benchmark
+            .spec
+            .engines
+            .retain(|e| names.contains(&e.display_name()));
+    }
+    benchmarks.retain(|b| !b.spec.engines.is_empty());
+    Ok(())
+}
+
 /// serde's message plus the field it is about, found by walking the document.
 fn describe_type_error(document: &Value, e: &serde_json::Error) -> String {
     let message = e.to_string();
@@ -439,6 +469,22 @@ mod tests {
         let err =
             parse_specs("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n").unwrap_err();
         assert!(err.contains("MemoryBenchmark"), "{err}");
+    }
+
+    #[test]
+    fn engines_can_be_picked_by_name_across_documents() {
+        let text = "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: a}\nspec:\n  instanceType: x\n  engines: [{engine: redis, version: \"8.2\"}, {engine: valkey, version: \"9.1\", name: v}]\n  workload: {strings: {keys: 10}}\n---\napiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: b}\nspec:\n  instanceType: x\n  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {strings: {keys: 10}}\n";
+        let mut specs = parse_specs(text).unwrap();
+        select_engines(&mut specs, &["v".into()]).unwrap();
+        assert_eq!(specs.len(), 1);
+        assert_eq!(specs[0].spec.engines.len(), 1);
+        assert_eq!(specs[0].spec.engines[0].display_name(), "v");
+        let mut specs = parse_specs(text).unwrap();
+        let err = select_engines(&mut specs, &["valkey-9.1".into()]).unwrap_err();
+        assert!(
+            err.contains("--engine valkey-9.1") && err.contains("redis-8.2, v, redis-7.0"),
+            "{err}"
+        );
     }
 
     #[test]

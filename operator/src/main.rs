@@ -95,9 +95,36 @@ struct ReportArgs {
     /// Every namespace.
     #[arg(short = 'A', long, conflicts_with = "namespace")]
     all_namespaces: bool,
-    /// How to print the comparison.
+    /// How to print the comparison (html: one self-contained page with the charts).
     #[arg(long, value_enum, default_value = "table")]
-    output: OutputFormat,
+    output: ComparisonOutput,
+}
+
+/// How `run` and `report` print their comparison: a text format, or one self-contained HTML
+/// page with the charts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ComparisonOutput {
+    /// An aligned table for a terminal.
+    Table,
+    Json,
+    Markdown,
+    Csv,
+    /// One page (no network needed): bytes per item per engine as a bar chart with the
+    /// published figures marked, the sorted set's growth curve, and the table.
+    Html,
+}
+
+impl ComparisonOutput {
+    /// The text format; `None` for the HTML page.
+    fn text(self) -> Option<OutputFormat> {
+        match self {
+            ComparisonOutput::Table => Some(OutputFormat::Table),
+            ComparisonOutput::Json => Some(OutputFormat::Json),
+            ComparisonOutput::Markdown => Some(OutputFormat::Markdown),
+            ComparisonOutput::Csv => Some(OutputFormat::Csv),
+            ComparisonOutput::Html => None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -370,21 +397,31 @@ fn run_load(args: LoadArgs) -> ExitCode {
 struct RunArgs {
     /// A YAML file with one or more MemoryBenchmarks (separated by `---`).
     spec: std::path::PathBuf,
-    /// How to print the comparison.
+    /// How to print the comparison (html: one self-contained page with the charts).
     #[arg(long, value_enum, default_value = "table")]
-    output: OutputFormat,
+    output: ComparisonOutput,
+    /// Run only this entry of the spec, by its name (`engines[].name`, or
+    /// `<engine>-<version>`); repeat it for several. Reruns one engine of a long comparison.
+    #[arg(long = "engine", value_name = "NAME")]
+    engines: Vec<String>,
     #[command(flatten)]
     stability: StabilityArgs,
 }
 
 fn run_local(args: RunArgs) -> ExitCode {
-    let benchmarks = match membench::local::read_specs(&args.spec) {
+    let mut benchmarks = match membench::local::read_specs(&args.spec) {
         Ok(b) => b,
         Err(message) => return usage_error(&message),
     };
+    if let Err(message) = membench::local::select_engines(&mut benchmarks, &args.engines) {
+        return usage_error(&message);
+    }
     let thresholds = args.stability.thresholds();
     let mut failed = false;
     let mut comparisons = Vec::new();
+    let mut sections = Vec::new();
+    // The text tables are printed as each benchmark finishes; JSON and the page at the end.
+    let text = args.output.text().filter(|f| *f != OutputFormat::Json);
     for benchmark in &benchmarks {
         let name = benchmark.metadata.name.clone().unwrap_or_default();
         // Both callbacks draw on the same bar.
@@ -413,14 +450,20 @@ fn run_local(args: RunArgs) -> ExitCode {
                 failed = true;
             }
         }
-        if args.output != OutputFormat::Json {
+        if args.output == ComparisonOutput::Html {
+            sections.push(membench::html_report::section_from_local(
+                benchmark,
+                &comparison,
+            ));
+        }
+        if let Some(format) = text {
             let mut rows: Vec<ComparisonRow> = comparison
                 .engines
                 .iter()
                 .map(|r| ComparisonRow::from_report(r, None))
                 .collect();
             membench::report::compute_changes(&mut rows);
-            if args.output == OutputFormat::Table {
+            if format == OutputFormat::Table {
                 let workload = comparison
                     .engines
                     .first()
@@ -436,11 +479,20 @@ fn run_local(args: RunArgs) -> ExitCode {
                     comparison.instance_type
                 );
             }
-            println!("{}", comparison_table(&rows).render(args.output));
+            println!("{}", comparison_table(&rows).render(format));
         }
         comparisons.push(comparison);
     }
-    if args.output == OutputFormat::Json {
+    if args.output == ComparisonOutput::Html {
+        print!(
+            "{}",
+            membench::html_report::render_page(
+                &format!("membench run {}", args.spec.display()),
+                &sections
+            )
+        );
+    }
+    if args.output == ComparisonOutput::Json {
         let value = if comparisons.len() == 1 {
             serde_json::to_value(&comparisons[0])
         } else {
@@ -564,11 +616,25 @@ fn run_report(args: ReportArgs) -> ExitCode {
     });
     match result {
         Ok(benchmarks) => {
-            let comparisons: Vec<_> = benchmarks.iter().map(comparison).collect();
-            if comparisons.is_empty() && args.output != OutputFormat::Json {
+            if benchmarks.is_empty() && args.output != ComparisonOutput::Json {
                 eprintln!("no finished MemoryBenchmarks found");
-            } else {
-                print!("{}", render(&comparisons, args.output));
+                return ExitCode::SUCCESS;
+            }
+            match args.output.text() {
+                Some(format) => {
+                    let comparisons: Vec<_> = benchmarks.iter().map(comparison).collect();
+                    print!("{}", render(&comparisons, format));
+                }
+                None => {
+                    let sections: Vec<_> = benchmarks
+                        .iter()
+                        .map(membench::html_report::section_from_status)
+                        .collect();
+                    print!(
+                        "{}",
+                        membench::html_report::render_page("membench report", &sections)
+                    );
+                }
             }
             ExitCode::SUCCESS
         }

@@ -754,6 +754,7 @@ mod tests {
                 placement: None,
                 timeout_seconds: 600,
                 cleanup_policy: Default::default(),
+                published_table: None,
             },
         );
         benchmark.metadata.namespace = Some(namespace.into());

@@ -162,7 +162,10 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
             );
         }
     }
-    Workload::from_spec(&spec.workload).map_err(|e| e.to_string())?;
+    let workload = Workload::from_spec(&spec.workload).map_err(|e| e.to_string())?;
+    if let Some(table) = spec.published_table {
+        table.table().check_workload(&workload)?;
+    }
     Ok(())
 }
 

@@ -1,8 +1,8 @@
 //! A client's result taken into the engine's status: identity, repetitions and summary, and
 //! which client errors are worth another client.
 
-use crate::client_result::ClientResult;
-use crate::crd::{EngineStatus, RepetitionStatus, SpreadStatus, SummaryStatus};
+use crate::client_result::{ClientResult, MAX_GROWTH_POINTS};
+use crate::crd::{EngineStatus, GrowthPoint, RepetitionStatus, SpreadStatus, SummaryStatus};
 use crate::stats::Spread;
 
 /// Client errors worth another client: the engine could not be reached or the connection
@@ -74,6 +74,21 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
             mem_fragmentation_ratio: r.mem_fragmentation_ratio,
         })
         .collect();
+    let growth = result
+        .growth
+        .as_ref()
+        .map(|g| g.points())
+        .unwrap_or_default();
+    if !growth.is_empty() || engine.growth.is_empty() {
+        engine.growth = growth
+            .into_iter()
+            .take(MAX_GROWTH_POINTS)
+            .map(|p| GrowthPoint {
+                items: p.items,
+                used_memory: p.used_memory,
+            })
+            .collect();
+    }
     let items_per_command = result.items_per_command().unwrap_or(1.0);
     engine.summary = result.summary.as_ref().map(|s| SummaryStatus {
         items: s.items,
@@ -97,5 +112,59 @@ fn spread(s: &Spread, factor: f64) -> SpreadStatus {
         min: s.min * factor,
         max: s.max * factor,
         cv: s.cv,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client_result::{GrowthColumn, RepetitionColumns};
+    use crate::measure::MemorySample;
+
+    fn result_with_growth(points: u64) -> ClientResult {
+        let samples: Vec<MemorySample> = (1..=points)
+            .map(|k| MemorySample {
+                items: k * 1000,
+                used_memory: 1_000_000 + k * 75_000,
+            })
+            .collect();
+        ClientResult {
+            commands: points * 1000,
+            repetitions: RepetitionColumns {
+                n: 1,
+                baseline: vec![1_000_000],
+                used: vec![1_000_000 + points as i64 * 75_000],
+                rss: vec![9_000_000],
+                items: vec![(points * 1000) as i64],
+                micros: vec![1_000_000],
+                ..Default::default()
+            },
+            growth: GrowthColumn::of(&samples, MAX_GROWTH_POINTS),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_growth_curve_lands_in_the_status() {
+        let mut engine = EngineStatus::default();
+        absorb(&mut engine, &result_with_growth(5), 1);
+        assert_eq!(engine.growth.len(), 5);
+        assert_eq!(
+            engine.growth[4],
+            GrowthPoint {
+                items: 5000,
+                used_memory: 1_375_000
+            }
+        );
+    }
+
+    #[test]
+    fn a_result_without_a_curve_keeps_the_curve_already_recorded() {
+        let mut engine = EngineStatus::default();
+        absorb(&mut engine, &result_with_growth(5), 1);
+        let mut without = result_with_growth(5);
+        without.growth = None;
+        absorb(&mut engine, &without, 1);
+        assert_eq!(engine.growth.len(), 5);
     }
 }

@@ -4,6 +4,7 @@
 //! harness on the dev cluster.
 #![allow(dead_code)]
 
+pub mod chromium;
 pub mod operator;
 
 use std::path::PathBuf;
@@ -115,4 +116,13 @@ pub fn connect(address: &EngineAddress) -> redis::Connection {
         .unwrap()
         .get_connection()
         .unwrap()
+}
+
+/// A program on PATH.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    })
 }

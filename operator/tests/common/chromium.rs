@@ -1,0 +1,176 @@
+//! Headless Chromium for the tests of `--output html` (hack/install-chromium.sh installs
+//! Debian's `chromium`; hack/test.sh runs it). A test fails when Chromium is missing: a page
+//! nobody rendered proves nothing.
+//!
+//! The page under test has no scripts. To read the layout the browser gave it, a test copy of
+//! the page gets one script appended that measures the charts' elements and writes what it
+//! found into an attribute of `<body>`, which `--dump-dom` then prints.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The most a page may take to render before the test fails.
+const RENDER_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Measures every chart element of the page into `body[data-layout]`.
+const LAYOUT_PROBE: &str = r#"<script>
+(function () {
+  function box(el) {
+    var r = el.getBoundingClientRect();
+    return { engine: el.getAttribute('data-engine'), value: el.getAttribute('data-value'),
+             width: r.width, height: r.height, left: r.left, top: r.top };
+  }
+  function all(selector) { return Array.prototype.map.call(document.querySelectorAll(selector), box); }
+  document.body.setAttribute('data-layout', JSON.stringify({
+    sections: document.querySelectorAll('section.benchmark').length,
+    bars: all('svg.bar-chart rect.bar'),
+    marks: all('svg.bar-chart line.published-mark'),
+    curves: all('svg.growth-chart polyline.growth-line'),
+    charts: all('svg'),
+    tableRows: document.querySelectorAll('table.comparison tbody tr').length
+  }));
+})();
+</script>"#;
+
+/// What the browser made of a page.
+pub struct Rendered {
+    /// The DOM after loading, as `--dump-dom` prints it.
+    pub dom: String,
+    /// The layout the probe measured: `sections`, `bars`, `marks`, `curves`, `charts` (each
+    /// element's `engine`, `value`, `width`, `height`, `left`, `top`) and `tableRows`.
+    pub layout: Value,
+    /// A screenshot of the page, kept under target/ as the test's artefact.
+    pub screenshot: PathBuf,
+}
+
+/// Debian's Chromium, or a failure saying how to install it.
+pub fn chromium() -> PathBuf {
+    super::find_on_path("chromium")
+        .or_else(|| super::find_on_path("chromium-headless-shell"))
+        .unwrap_or_else(|| {
+            panic!("no chromium on PATH: run hack/install-chromium.sh (Debian package `chromium`)")
+        })
+}
+
+/// Where the tests keep their screenshots and pages: target/tmp/html-report/.
+pub fn artefact_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-report");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs headless Chromium on a file with `extra` arguments and returns its stdout.
+fn run(page: &Path, extra: &[String]) -> String {
+    let profile = tempfile_dir("chromium-profile");
+    let mut child = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1100,1600",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chromium starts");
+    // Read stdout on a thread so a large DOM cannot fill the pipe while we wait.
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
+        text
+    });
+    let deadline = Instant::now() + RENDER_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "chromium did not finish rendering {} within {RENDER_TIMEOUT:?}",
+                page.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+    }
+    assert!(status.success(), "chromium failed ({status}): {stderr}");
+    let _ = std::fs::remove_dir_all(&profile);
+    reader.join().unwrap()
+}
+
+/// A fresh directory under the system's temporary directory (a fresh Chromium profile each
+/// run, so nothing from an earlier run changes what it shows).
+fn tempfile_dir(prefix: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let dir =
+        std::env::temp_dir().join(format!("membench-{prefix}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn unescape_attribute(text: &str) -> String {
+    text.replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+/// Renders `html` in headless Chromium: the DOM and layout of a probed copy, and a screenshot
+/// of the page itself kept as `<name>.png` (and the page as `<name>.html`) under target/.
+pub fn render(html: &str, name: &str) -> Rendered {
+    let dir = artefact_dir();
+    let page = dir.join(format!("{name}.html"));
+    std::fs::write(&page, html).unwrap();
+    let probed = dir.join(format!("{name}.probed.html"));
+    let with_probe = match html.rfind("</body>") {
+        Some(at) => format!("{}{LAYOUT_PROBE}{}", &html[..at], &html[at..]),
+        None => panic!("the page has no </body>"),
+    };
+    std::fs::write(&probed, with_probe).unwrap();
+
+    let dom = run(&probed, &["--dump-dom".to_string()]);
+    let attribute = dom
+        .split("data-layout=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("the browser ran no layout probe; DOM:\n{dom}"));
+    let layout: Value = serde_json::from_str(&unescape_attribute(attribute)).unwrap();
+
+    let screenshot = dir.join(format!("{name}.png"));
+    let _ = std::fs::remove_file(&screenshot);
+    run(&page, &[format!("--screenshot={}", screenshot.display())]);
+    let png = std::fs::read(&screenshot)
+        .unwrap_or_else(|e| panic!("no screenshot at {}: {e}", screenshot.display()));
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "{} is not a PNG",
+        screenshot.display()
+    );
+    Rendered {
+        dom,
+        layout,
+        screenshot,
+    }
+}
