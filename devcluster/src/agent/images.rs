@@ -20,7 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use membench_enginestore::{EngineStore, Request};
+use membench_enginestore::{EngineStore, HOST_ARCH, Request};
 
 /// A parsed image reference, normalised as Docker does (`redis:7` is
 /// `docker.io/library/redis:7`).
@@ -309,7 +309,7 @@ impl ImageResolver {
         if reference.digest.is_some() && reference.tag.is_none() {
             return Err(PullError(format!(
                 "image {image:?}: a digest cannot be matched to a local {server}; use a version tag ({})",
-                store.describe_versions(engine)
+                store.describe_versions(engine, HOST_ARCH)
             )));
         }
         let tag = reference.tag.as_deref().unwrap_or("latest");
@@ -317,13 +317,14 @@ impl ImageResolver {
             return Err(PullError(format!(
                 "image {image:?}: tag {tag:?} is not a version, so no engine store build can stand \
                  in for it; pin a version ({})",
-                store.describe_versions(engine)
+                store.describe_versions(engine, HOST_ARCH)
             )));
         };
         let chosen = store
             .select(&Request {
                 engine,
                 version: &wanted,
+                arch: HOST_ARCH,
                 build: None,
                 // The official Redis and Valkey images have jemalloc.
                 jemalloc: true,

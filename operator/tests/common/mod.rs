@@ -78,6 +78,7 @@ pub fn from_shared(engine: EngineKind, version: &str) -> Option<EngineSpec> {
     let request = Request {
         engine: engine.as_str(),
         version,
+        arch: membench_enginestore::HOST_ARCH,
         build: None,
         jemalloc: false,
     };
