@@ -38,6 +38,25 @@ pub fn store_arch(name: &str) -> Option<&'static str> {
     }
 }
 
+/// The architecture an ELF program is built for, from its header's `e_machine`, as the store
+/// names it; None for a file that is not a 64-bit little-endian ELF program (a script, say).
+pub fn elf_arch(path: &Path) -> Option<&'static str> {
+    use std::io::Read;
+    let mut header = [0u8; 20];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .ok()?;
+    // ELF magic, 64-bit class, little-endian data.
+    if header[..4] != *b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return None;
+    }
+    match u16::from_le_bytes([header[18], header[19]]) {
+        62 => Some("x86_64"),
+        183 => Some("aarch64"),
+        _ => None,
+    }
+}
+
 /// The name Kubernetes and OCI images give a store architecture (`amd64`, `arm64`).
 pub fn platform_arch(store_arch: &str) -> &str {
     match store_arch {

@@ -295,3 +295,18 @@ fn records_are_read_from_the_store_directory_and_a_broken_one_is_named() {
     );
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn the_architecture_of_a_program_is_read_from_its_elf_header() {
+    assert_eq!(elf_arch(&std::env::current_exe().unwrap()), Some(HOST_ARCH));
+    let dir = std::env::temp_dir().join(format!("membench-elf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut header = vec![0u8; 64];
+    header[..6].copy_from_slice(b"\x7fELF\x02\x01");
+    header[18..20].copy_from_slice(&183u16.to_le_bytes());
+    std::fs::write(dir.join("arm64"), &header).unwrap();
+    assert_eq!(elf_arch(&dir.join("arm64")), Some("aarch64"));
+    std::fs::write(dir.join("script"), "#!/bin/sh\nexit 0\n").unwrap();
+    assert_eq!(elf_arch(&dir.join("script")), None);
+    std::fs::remove_dir_all(dir).unwrap();
+}

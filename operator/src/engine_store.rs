@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use membench_enginestore::{Build, EngineStore, HOST_ARCH, Request, platform_arch};
+use membench_enginestore::{Build, EngineStore, HOST_ARCH, Request, elf_arch, platform_arch};
 use serde::Serialize;
 
 use crate::crd::{Allocator, Arch, EngineKind, EngineSpec};
@@ -278,25 +278,6 @@ fn program_from_binary(
     })
 }
 
-/// The architecture an ELF program is built for, from its header's `e_machine`, in the store's
-/// names; None for a file that is not a 64-bit little-endian ELF program (a script, say).
-pub fn elf_arch(path: &Path) -> Option<&'static str> {
-    use std::io::Read;
-    let mut header = [0u8; 20];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut header))
-        .ok()?;
-    // ELF magic, 64-bit class, little-endian data.
-    if header[..4] != *b"\x7fELF" || header[4] != 2 || header[5] != 1 {
-        return None;
-    }
-    match u16::from_le_bytes([header[18], header[19]]) {
-        62 => Some("x86_64"),
-        183 => Some("aarch64"),
-        _ => None,
-    }
-}
-
 /// The jemalloc of an architecture that the store preloads into libc builds, or Debian's
 /// (multiarch) where the store names none.
 fn jemalloc_library(store: &EngineStore, arch: &str) -> Option<PathBuf> {
@@ -452,21 +433,6 @@ mod tests {
                 && err.contains("spec.arch asks for arm64"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn the_architecture_of_a_program_is_read_from_its_elf_header() {
-        assert_eq!(elf_arch(&std::env::current_exe().unwrap()), Some(HOST_ARCH));
-        let dir = std::env::temp_dir().join(format!("membench-elf-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut header = vec![0u8; 64];
-        header[..6].copy_from_slice(b"\x7fELF\x02\x01");
-        header[18..20].copy_from_slice(&183u16.to_le_bytes());
-        std::fs::write(dir.join("arm64"), &header).unwrap();
-        assert_eq!(elf_arch(&dir.join("arm64")), Some("aarch64"));
-        std::fs::write(dir.join("script"), "#!/bin/sh\nexit 0\n").unwrap();
-        assert_eq!(elf_arch(&dir.join("script")), None);
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
