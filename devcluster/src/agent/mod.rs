@@ -7,6 +7,7 @@
 //! without containers. It is not something users deploy.
 
 pub mod addresses;
+pub mod image_ref;
 pub mod images;
 pub mod kubelet_server;
 pub mod membench_image;
