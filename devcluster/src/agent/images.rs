@@ -310,25 +310,28 @@ impl ImageResolver {
         };
         let (first, rest) = argv.split_first().expect("argv has a program");
         let base = first.rsplit('/').next().unwrap_or(first);
-        let (program, is_engine_server) = if Some(base) == server_name {
-            (image.entrypoint.clone(), true)
+        // Whether the program is the image's own (its server, membench, or a tool installed
+        // beside the server): built for the node's architecture, it runs through the build's
+        // wrapper when that is not this machine's.
+        let (program, is_engine_server, from_image) = if Some(base) == server_name {
+            (image.entrypoint.clone(), true, true)
         } else if image.kind == ImageKind::Membench
             && (base == "membench" || *first == image.entrypoint.display().to_string())
         {
-            (image.entrypoint.clone(), false)
+            (image.entrypoint.clone(), false, true)
         } else if image.kind.tools().contains(&base) {
             // Tools of the image (redis-cli, ...): the one installed next to its server first.
             let sibling = image.entrypoint.with_file_name(base);
-            let program = if is_executable(&sibling) {
-                sibling
+            if is_executable(&sibling) {
+                (sibling, false, true)
             } else {
-                self.find_program(base).ok_or_else(|| {
+                let program = self.find_program(base).ok_or_else(|| {
                     StartError(format!(
                         "exec: {base:?}: executable file not found on this machine"
                     ))
-                })?
-            };
-            (program, false)
+                })?;
+                (program, false, false)
+            }
         } else {
             // Anything else (sh, sleep, ...) runs from this machine, as the image's own copy
             // would have.
@@ -337,19 +340,16 @@ impl ImageResolver {
                     "exec: {first:?}: executable file not found in $PATH"
                 ))
             })?;
-            (program, false)
+            (program, false, false)
         };
         let mut env = image.env.clone();
         if is_engine_server && let Some(lib) = &image.ld_preload {
             env.push(("LD_PRELOAD".to_string(), lib.display().to_string()));
         }
-        // The image's own program (its server, or membench) is built for the node's
-        // architecture and runs through the build's wrapper when that is not this machine's.
-        let own_program = program == image.entrypoint;
         Ok(ContainerCommand {
             program,
             args: rest.to_vec(),
-            wrapper: if own_program {
+            wrapper: if from_image {
                 image.wrapper.clone()
             } else {
                 Vec::new()
@@ -616,11 +616,36 @@ mod tests {
         assert_eq!(cmd.program, PathBuf::from("/store/arm64/valkey-server"));
         assert_eq!(cmd.args, strings(&["--port", "6379"]));
         assert!(cmd.is_engine_server);
-        // The image's other programs are this machine's: no wrapper.
+        // Programs from this machine run as they are.
         let tool = resolver()
             .container_command(&image, &strings(&["sh", "-c", "true"]), &[])
             .unwrap();
         assert!(tool.wrapper.is_empty());
+    }
+
+    #[test]
+    fn a_tool_installed_beside_an_emulated_server_runs_through_the_same_wrapper() {
+        let dir = std::env::temp_dir().join(format!("membench-tools-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["redis-server", "redis-cli"] {
+            std::fs::write(dir.join(name), "").unwrap();
+            std::fs::set_permissions(
+                dir.join(name),
+                std::os::unix::fs::PermissionsExt::from_mode(0o755),
+            )
+            .unwrap();
+        }
+        let image = PulledImage {
+            wrapper: strings(&["qemu-aarch64-static", "-L", "/root-of-arm64"]),
+            ..pulled(ImageKind::Redis, dir.join("redis-server").to_str().unwrap())
+        };
+        let cli = resolver()
+            .container_command(&image, &strings(&["redis-cli", "ping"]), &[])
+            .unwrap();
+        assert_eq!(cli.program, dir.join("redis-cli"));
+        assert_eq!(cli.wrapper, image.wrapper);
+        assert!(!cli.is_engine_server);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
