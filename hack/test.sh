@@ -80,6 +80,10 @@ export MEMBENCH_KUBECTL="$bin_dir/kubernetes-$KUBERNETES_VERSION/kubectl"
   exit 1
 }
 
+# membench for arm64 and the two-architecture image (release builds for x86_64 and aarch64, a few
+# minutes each); arm64_client.rs and image.rs test what this writes.
+phase build-image 2400 hack/build-image.sh
+
 # Tests that need the dev cluster start it through hack/dev-cluster.sh; stop it afterwards
 # unless it was already up before the tests.
 cluster_was_up=false
@@ -95,9 +99,4 @@ cleanup() {
 trap cleanup EXIT
 
 phase cargo-build 1800 cargo build --workspace --bins
-# membench for arm64 and the two-architecture image (release builds for x86_64 and aarch64, a few
-# minutes each); arm64_client.rs and image.rs test what this writes. After the workspace's own
-# builds: the dev cluster's node agent runs the image for the membench image only while no
-# membench build is newer than it (docs/dev-cluster.md).
-phase build-image 2400 hack/build-image.sh
 phase cargo-test 3600 cargo test --workspace --no-fail-fast "$@"

@@ -96,6 +96,8 @@ pub struct ImageResolver {
     /// The repository's target directory (`CARGO_TARGET_DIR` when set), whose builds stand in
     /// for the membench image where there is no archive.
     pub(super) target_dir: Option<PathBuf>,
+    /// The repository, whose sources tell whether the image archive is older than the code.
+    pub(super) repo_root: Option<PathBuf>,
     /// The membench image's OCI archive (`hack/build-image.sh`).
     pub(super) image_archive: Option<PathBuf>,
     /// Where archives' images are unpacked, one directory per manifest.
@@ -115,7 +117,7 @@ impl ImageResolver {
         let search_dirs = std::env::var_os("PATH")
             .map(|path| std::env::split_paths(&path).collect())
             .unwrap_or_default();
-        let target_dir = repo_root.map(|root| {
+        let target_dir = repo_root.as_ref().map(|root| {
             std::env::var_os("CARGO_TARGET_DIR")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| root.join("target"))
@@ -128,6 +130,7 @@ impl ImageResolver {
                 .as_ref()
                 .map(|t| t.join("image").join("membench-oci.tar")),
             target_dir,
+            repo_root,
             image_cache: std::env::temp_dir().join("membench-node-agent-images"),
             unpack_lock: Mutex::new(()),
         }

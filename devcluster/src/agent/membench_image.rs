@@ -10,9 +10,13 @@
 //!      `target/{release,debug}/membench` for this machine's, `target/<triple>/{release,debug}/
 //!      membench` for the other.
 //!
-//! An archive older than a build for the same architecture was built from older code than the
-//! build: the build runs then, and the `Pulled` event says that the archive was passed over and
-//! why, so a stale image never runs silently. An arm64 node on an x86 machine runs arm64 code
+//! An archive older than membench's sources (a file of `operator/src/`, `enginestore/src/` or
+//! the manifests changed after it was written) holds older code than the checkout: the
+//! newest build for the node's architecture that is newer than the archive runs then, and the
+//! `Pulled` event says that the archive was passed over and why; with no such build the archive
+//! runs, and the event says it is older than the sources. So a stale image never runs silently.
+//! A build that is merely newer than the archive does not make it stale (`cargo test` may relink
+//! `target/debug/membench` with no change to the code): it holds the same code. An arm64 node on an x86 machine runs arm64 code
 //! under qemu-user: the image's own root is qemu's `-L`, so the image's loader and libraries are
 //! the ones used. A node whose architecture has neither an archive platform nor a build fails
 //! the pull saying so, as a real node fails on a single-platform image.
@@ -43,7 +47,53 @@ fn epoch_seconds(time: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// The files membench is built from, relative to the repository: the crates' sources and
+/// manifests (membench depends on the engine store crate) and the workspace's.
+const SOURCE_DIRS: &[&str] = &["operator/src", "enginestore/src"];
+const SOURCE_FILES: &[&str] = &[
+    "Cargo.toml",
+    "Cargo.lock",
+    "operator/Cargo.toml",
+    "enginestore/Cargo.toml",
+];
+
+/// The most recently changed file under `dir` (recursively), with its time.
+fn newest_file_under(dir: &Path) -> Option<(PathBuf, SystemTime)> {
+    let mut newest: Option<(PathBuf, SystemTime)> = None;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if newest.as_ref().is_none_or(|(_, t)| modified(&path) > *t) {
+                newest = Some((path.clone(), modified(&path)));
+            }
+        }
+    }
+    newest
+}
+
 impl ImageResolver {
+    /// membench's most recently changed source file and its time, when the repository is known.
+    fn newest_source(&self) -> Option<(PathBuf, SystemTime)> {
+        let root = self.repo_root.as_ref()?;
+        SOURCE_DIRS
+            .iter()
+            .filter_map(|dir| newest_file_under(&root.join(dir)))
+            .chain(
+                SOURCE_FILES
+                    .iter()
+                    .map(|file| root.join(file))
+                    .filter(|path| path.is_file())
+                    .map(|path| {
+                        let time = modified(&path);
+                        (path, time)
+                    }),
+            )
+            .max_by_key(|(_, time)| *time)
+    }
+
     /// The membench builds for `arch` (store name) in the target directory, newest first.
     fn membench_builds(&self, arch: &str) -> Vec<PathBuf> {
         let Some(target) = self.target_dir.clone() else {
@@ -113,17 +163,31 @@ impl ImageResolver {
         let archive = self.image_archive.as_ref().filter(|a| a.is_file());
         if let Some(archive) = archive {
             let archive_time = modified(archive);
-            match builds.first() {
-                Some(newer) if modified(newer) > archive_time => {
+            let changed_since = self
+                .newest_source()
+                .filter(|(_, time)| *time > archive_time);
+            let Some((source, _)) = changed_since else {
+                return self.pulled_archive(image, archive, arch, &platform, None);
+            };
+            let newer_build = builds.first().filter(|b| modified(b) > archive_time);
+            return match newer_build {
+                Some(build) => {
                     let note = format!(
-                        "{} is older than {} (built after it), so the build runs; run hack/build-image.sh to run the image",
+                        "{} is older than {} (changed after it was built), so the newest build runs; run hack/build-image.sh to run the image",
                         archive.display(),
-                        newer.display()
+                        source.display()
                     );
-                    return self.pulled_build(image, newer, arch, &platform, Some(note));
+                    self.pulled_build(image, build, arch, &platform, Some(note))
                 }
-                _ => return self.pulled_archive(image, archive, arch, &platform),
-            }
+                None => {
+                    let note = format!(
+                        "{} is older than {} (changed after it was built), and no membench build for {arch} is newer than it: the image runs as it is; run hack/build-image.sh",
+                        archive.display(),
+                        source.display()
+                    );
+                    self.pulled_archive(image, archive, arch, &platform, Some(note))
+                }
+            };
         }
         match builds.first() {
             Some(build) => self.pulled_build(image, build, arch, &platform, None),
@@ -180,6 +244,7 @@ impl ImageResolver {
         archive: &Path,
         arch: &str,
         platform: &str,
+        note: Option<String>,
     ) -> Result<PulledImage, PullError> {
         let unpacked = {
             // One unpacking at a time: two pods pulling the same platform share its copy.
@@ -228,6 +293,7 @@ impl ImageResolver {
             user: unpacked.config.user.clone(),
             env,
             image_id,
+            note,
             ..PulledImage::default()
         })
     }
@@ -272,6 +338,21 @@ mod tests {
             std::fs::write(&path, "#!/bin/sh\n").unwrap();
             std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
                 .unwrap();
+            let when = SystemTime::now() - std::time::Duration::from_secs(seconds_ago);
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+            path
+        }
+
+        /// A source file of the repository, changed `seconds_ago`.
+        fn source(&self, relative: &str, seconds_ago: u64) -> PathBuf {
+            let path = self.0.join(relative);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "").unwrap();
             let when = SystemTime::now() - std::time::Duration::from_secs(seconds_ago);
             std::fs::File::options()
                 .write(true)
@@ -386,17 +467,43 @@ mod tests {
     }
 
     #[test]
-    fn a_build_newer_than_the_archive_runs_and_the_pull_says_the_archive_was_passed_over() {
+    fn a_build_relinked_after_the_archive_from_the_same_sources_leaves_the_image_running() {
+        let repo = Repo::new("relinked");
+        repo.source("operator/src/main.rs", 900);
+        repo.archive(&["amd64", "arm64"], 600);
+        // `cargo test` relinks target/debug/membench after the image was built: same code.
+        repo.build("debug/membench", 10);
+        let pulled = repo.resolver().pull(IMAGE, native()).unwrap();
+        assert!(pulled.root.is_some(), "{pulled:?}");
+        assert_eq!(pulled.note, None);
+    }
+
+    #[test]
+    fn sources_changed_after_the_archive_make_the_newest_build_run_and_the_pull_says_why() {
         let repo = Repo::new("stale");
         repo.archive(&["amd64", "arm64"], 600);
+        let changed = repo.source("enginestore/src/lib.rs", 300);
         let newer = repo.build("release/membench", 10);
         let pulled = repo.resolver().pull(IMAGE, native()).unwrap();
         assert_eq!(pulled.entrypoint, newer);
         assert_eq!(pulled.root, None);
         let note = pulled.note.unwrap();
         assert!(
-            note.contains("membench-oci.tar is older than") && note.contains("hack/build-image.sh"),
+            note.contains("membench-oci.tar is older than")
+                && note.contains(&changed.display().to_string())
+                && note.contains("hack/build-image.sh"),
             "{note}"
+        );
+        // With no build newer than the archive, the image still runs, and says it is stale.
+        let (foreign, _) = foreign();
+        let pulled = repo.resolver().pull(IMAGE, foreign).unwrap();
+        assert!(pulled.root.is_some());
+        assert!(
+            pulled
+                .note
+                .as_deref()
+                .is_some_and(|n| n.contains("the image runs as it is")),
+            "{pulled:?}"
         );
     }
 
