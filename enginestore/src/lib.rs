@@ -316,12 +316,19 @@ impl EngineStore {
                     || !version_matches(request.version, &build.version)
                     || build.arch != request.arch
                 {
+                    // The architectures are named only when they are what differs.
+                    let arch = |arch: &str| match build.arch == request.arch {
+                        true => String::new(),
+                        false => format!(" for {arch}"),
+                    };
                     return Err(SelectError::BuildMismatch {
                         name: name.to_string(),
-                        actual: format!("{} {} for {}", build.engine, build.version, build.arch),
+                        actual: format!("{} {}{}", build.engine, build.version, arch(&build.arch)),
                         requested: format!(
-                            "{} {} for {}",
-                            request.engine, request.version, request.arch
+                            "{} {}{}",
+                            request.engine,
+                            request.version,
+                            arch(request.arch)
                         ),
                     });
                 }

@@ -132,9 +132,7 @@ fn a_build_name_of_another_version_is_refused() {
         })
         .unwrap_err();
     assert!(
-        err.to_string().contains(&format!(
-            "is valkey 8.1.7 for {HOST_ARCH}, not valkey 9.1 for {HOST_ARCH}"
-        )),
+        err.to_string().contains("is valkey 8.1.7, not valkey 9.1"),
         "{err}"
     );
     let err = store
