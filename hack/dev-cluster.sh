@@ -13,8 +13,12 @@
 #   MEMBENCH_DEV_CLUSTER_DIR    state directory (default ~/.cache/membench/dev-cluster)
 #   MEMBENCH_DEV_CLUSTER_NODES  fake node pools (default r8g.4xlarge=2,r7i.4xlarge=2)
 #   MEMBENCH_NODE_AGENT_BIN     node agent binary to run (default: built here with cargo)
-#   MEMBENCH_BIN                membench binary the agent runs for the membench image
-#                               (default: the newest of target/{release,debug}/membench)
+#   MEMBENCH_BIN                membench binary the agent runs for the membench image on the
+#                               nodes of its architecture (default: the image archive below,
+#                               else the newest membench build for the node's architecture)
+#   MEMBENCH_IMAGE_ARCHIVE      the membench image's OCI archive, unpacked per node platform
+#                               (default: target/image/membench-oci.tar, from hack/build-image.sh)
+#   MEMBENCH_ENGINE_STORE       the engine store whose builds stand in for engine images
 #   MEMBENCH_DEV_CLUSTER_OPERATOR=1  also start the operator (see start_operator below)
 #   MEMBENCH_DEV_CLUSTER_LOCK_TIMEOUT  seconds to wait for another `up`/`down` of the same state
 #                               directory (default 1800: a first `up` builds the tools)

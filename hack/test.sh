@@ -61,6 +61,9 @@ phase() {
   echo "hack/test.sh: phase '$name' done in $((SECONDS - started))s" >&2
 }
 
+# The engine store, with its arm64 builds under qemu-user on x86_64 (install-engines.sh installs
+# qemu-user-static and adds dpkg's arm64 architecture itself, so the order of these two does not
+# matter on a fresh machine).
 phase install-engines 900 hack/install-engines.sh
 # Debian's Chromium, for the HTML report's tests.
 phase install-chromium 900 hack/install-chromium.sh

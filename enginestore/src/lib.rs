@@ -2,7 +2,9 @@
 //! `hack/install-engines.sh` into one directory outside the repository (default
 //! `/opt/membench/engines`, or `$MEMBENCH_ENGINE_STORE`). Each build is described by
 //! `builds/<name>/build.json`: engine, version, the allocator its INFO reports, whether a
-//! jemalloc preload applies, arch, path, source and a note.
+//! jemalloc preload applies, arch, path, source and a note. Builds for another architecture
+//! (arm64 on an x86_64 machine) carry a `wrapper`, the emulator that runs them here
+//! (`qemu-aarch64-static -L <arm64 root>`).
 //!
 //! A crate of its own because two programs choose builds the same way: `membench run` (a
 //! spec's engine and version) and the dev cluster's node agent (an image's tag). Neither
@@ -25,6 +27,44 @@ pub const ROOT_ENV: &str = "MEMBENCH_ENGINE_STORE";
 
 /// The architecture this program runs on, as builds record it (`x86_64`, `aarch64`).
 pub const HOST_ARCH: &str = std::env::consts::ARCH;
+
+/// An architecture as the store names it (`uname -m`: `x86_64`, `aarch64`), from that name or
+/// the one Kubernetes and OCI images use (`amd64`, `arm64`). None for anything else.
+pub fn store_arch(name: &str) -> Option<&'static str> {
+    match name {
+        "x86_64" | "amd64" => Some("x86_64"),
+        "aarch64" | "arm64" => Some("aarch64"),
+        _ => None,
+    }
+}
+
+/// The architecture an ELF program is built for, from its header's `e_machine`, as the store
+/// names it; None for a file that is not a 64-bit little-endian ELF program (a script, say).
+pub fn elf_arch(path: &Path) -> Option<&'static str> {
+    use std::io::Read;
+    let mut header = [0u8; 20];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .ok()?;
+    // ELF magic, 64-bit class, little-endian data.
+    if header[..4] != *b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return None;
+    }
+    match u16::from_le_bytes([header[18], header[19]]) {
+        62 => Some("x86_64"),
+        183 => Some("aarch64"),
+        _ => None,
+    }
+}
+
+/// The name Kubernetes and OCI images give a store architecture (`amd64`, `arm64`).
+pub fn platform_arch(store_arch: &str) -> &str {
+    match store_arch {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
 
 /// One installed build of an engine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -70,6 +110,17 @@ impl Build {
         self.arch == HOST_ARCH || !self.wrapper.is_empty()
     }
 
+    /// The emulator that runs a build of another architecture here (`qemu-aarch64-static`),
+    /// by its file name; None for a native build. Rates measured through it are the
+    /// emulator's, not the architecture's.
+    pub fn emulator(&self) -> Option<&str> {
+        if self.arch == HOST_ARCH {
+            return None;
+        }
+        let program = self.wrapper.first()?;
+        Some(program.rsplit('/').next().unwrap_or(program))
+    }
+
     /// The program to execute and the arguments that come before the server's own: the server
     /// itself, or its wrapper followed by the server's path.
     pub fn argv_prefix(&self) -> (PathBuf, Vec<String>) {
@@ -108,6 +159,10 @@ pub struct Request<'a> {
     pub engine: &'a str,
     /// A version or a prefix of one (`8.1` accepts any 8.1.x).
     pub version: &'a str,
+    /// The architecture the build must be for, as the store names it (`x86_64`, `aarch64`;
+    /// [`store_arch`] translates `amd64` and `arm64`). A build of another architecture than
+    /// this machine's is chosen only when it has a wrapper that runs it here.
+    pub arch: &'a str,
     /// A build by name, when one version has several.
     pub build: Option<&'a str>,
     /// Give a libc build jemalloc by preloading it, as the official images have jemalloc.
@@ -144,7 +199,11 @@ pub enum SelectError {
         actual: String,
         requested: String,
     },
-    #[error("the engine store has no {engine} {version} that runs on {arch}; {available}")]
+    #[error(
+        "the build '{name}' is for {arch} and this machine has nothing to run it with; run hack/install-engines.sh again"
+    )]
+    NoWrapper { name: String, arch: String },
+    #[error("the engine store has no {engine} {version} for {arch}; {available}")]
     NoMatch {
         engine: String,
         version: String,
@@ -242,8 +301,9 @@ impl EngineStore {
     }
 
     /// Chooses the build for a request. By name when it names one; else, among the builds of
-    /// the engine whose version matches and that run here: one with the official image's
-    /// allocator first, then the newest version. A libc build gets jemalloc preloaded when
+    /// the engine whose version matches, for the requested architecture, that run here (natively
+    /// or through their wrapper): one with the official image's allocator first, then the
+    /// newest version. A build of another architecture never stands in for a native one. A libc build gets jemalloc preloaded when
     /// `jemalloc` is asked for.
     pub fn select(&self, request: &Request<'_>) -> Result<Selection<'_>, SelectError> {
         let build = match request.build {
@@ -254,11 +314,28 @@ impl EngineStore {
                 })?;
                 if build.engine != request.engine
                     || !version_matches(request.version, &build.version)
+                    || build.arch != request.arch
                 {
+                    // The architectures are named only when they are what differs.
+                    let arch = |arch: &str| match build.arch == request.arch {
+                        true => String::new(),
+                        false => format!(" for {arch}"),
+                    };
                     return Err(SelectError::BuildMismatch {
                         name: name.to_string(),
-                        actual: format!("{} {}", build.engine, build.version),
-                        requested: format!("{} {}", request.engine, request.version),
+                        actual: format!("{} {}{}", build.engine, build.version, arch(&build.arch)),
+                        requested: format!(
+                            "{} {}{}",
+                            request.engine,
+                            request.version,
+                            arch(request.arch)
+                        ),
+                    });
+                }
+                if !build.runs_here() {
+                    return Err(SelectError::NoWrapper {
+                        name: name.to_string(),
+                        arch: build.arch.clone(),
                     });
                 }
                 build
@@ -269,6 +346,7 @@ impl EngineStore {
                 .filter(|b| {
                     b.engine == request.engine
                         && version_matches(request.version, &b.version)
+                        && b.arch == request.arch
                         && b.runs_here()
                 })
                 .max_by(|a, b| {
@@ -281,8 +359,8 @@ impl EngineStore {
                 .ok_or_else(|| SelectError::NoMatch {
                     engine: request.engine.to_string(),
                     version: request.version.to_string(),
-                    arch: HOST_ARCH.to_string(),
-                    available: self.describe_versions(request.engine),
+                    arch: request.arch.to_string(),
+                    available: self.describe_versions(request.engine, request.arch),
                 })?,
         };
         let preload = if request.jemalloc && build.is_libc() {
@@ -300,24 +378,46 @@ impl EngineStore {
         Ok(Selection { build, preload })
     }
 
-    /// What the store has of an engine, for messages: `it has redis 6.2.14, 7.0.15 and 8.2.3`.
-    pub fn describe_versions(&self, engine: &str) -> String {
+    /// What the store has of an engine for an architecture, for messages: `it has redis
+    /// 6.2.14, 7.0.15, 8.2.3`, followed by what it has for the other architectures that run
+    /// here (`; for aarch64: redis 7.0.15`).
+    pub fn describe_versions(&self, engine: &str, arch: &str) -> String {
         if !self.exists {
             return self.missing();
         }
-        let mut versions: Vec<&str> = self
+        let versions_for = |arch: &str| {
+            let mut versions: Vec<&str> = self
+                .builds
+                .iter()
+                .filter(|b| b.engine == engine && b.arch == arch && b.runs_here())
+                .map(|b| b.version.as_str())
+                .collect();
+            versions.dedup();
+            versions
+        };
+        let wanted = versions_for(arch);
+        let mut text = if wanted.is_empty() {
+            format!(
+                "it has no {engine} build for {arch} (hack/install-engines.sh installs what this machine can run)"
+            )
+        } else {
+            format!("it has {engine} {}", wanted.join(", "))
+        };
+        let mut others: Vec<&str> = self
             .builds
             .iter()
-            .filter(|b| b.engine == engine && b.runs_here())
-            .map(|b| b.version.as_str())
+            .filter(|b| b.engine == engine && b.arch != arch && b.runs_here())
+            .map(|b| b.arch.as_str())
             .collect();
-        versions.dedup();
-        if versions.is_empty() {
-            return format!(
-                "it has no {engine} build (hack/install-engines.sh installs what this machine can run)"
-            );
+        others.sort_unstable();
+        others.dedup();
+        for other in others {
+            text.push_str(&format!(
+                "; for {other}: {engine} {}",
+                versions_for(other).join(", ")
+            ));
         }
-        format!("it has {engine} {}", versions.join(", "))
+        text
     }
 
     /// The build names the store has of an engine (or of every engine), for messages.

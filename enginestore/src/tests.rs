@@ -41,6 +41,7 @@ fn request<'a>(engine: &'a str, version: &'a str) -> Request<'a> {
     Request {
         engine,
         version,
+        arch: HOST_ARCH,
         build: None,
         jemalloc: false,
     }
@@ -146,23 +147,113 @@ fn a_build_name_of_another_version_is_refused() {
     );
 }
 
-#[test]
-fn builds_for_another_arch_are_chosen_only_with_a_wrapper() {
-    let foreign_arch = if HOST_ARCH == "aarch64" {
+fn foreign_arch() -> &'static str {
+    if HOST_ARCH == "aarch64" {
         "x86_64"
     } else {
         "aarch64"
+    }
+}
+
+/// A build of the other architecture, with the emulator wrapper install-engines.sh records.
+fn emulated(name: &str, allocator: Option<&str>, official: bool) -> Build {
+    let mut build = build(name, allocator, official);
+    build.arch = foreign_arch().into();
+    build.wrapper = vec![
+        "/usr/bin/qemu-aarch64-static".into(),
+        "-L".into(),
+        "/store/arm64-root".into(),
+    ];
+    build
+}
+
+#[test]
+fn builds_for_another_arch_are_chosen_only_with_a_wrapper() {
+    let mut foreign = emulated("valkey-9.1.2-upstream-arm64", Some("jemalloc-5.3.0"), true);
+    let wrapper = std::mem::take(&mut foreign.wrapper);
+    let for_foreign_arch = Request {
+        arch: foreign_arch(),
+        ..request("valkey", "9.1")
     };
-    let mut foreign = build("valkey-9.1.2-upstream", Some("jemalloc-5.3.0"), true);
-    foreign.arch = foreign_arch.into();
     let mut store = EngineStore::from_builds(Path::new("/store"), vec![foreign.clone()]);
-    assert!(store.select(&request("valkey", "9.1")).is_err());
-    foreign.wrapper = vec!["qemu-aarch64-static".into(), "-L".into(), "/".into()];
+    assert!(store.select(&for_foreign_arch).is_err());
+    foreign.wrapper = wrapper;
     store = EngineStore::from_builds(Path::new("/store"), vec![foreign]);
-    let chosen = store.select(&request("valkey", "9.1")).unwrap();
+    let chosen = store.select(&for_foreign_arch).unwrap();
     let (program, args) = chosen.build.argv_prefix();
-    assert_eq!(program, PathBuf::from("qemu-aarch64-static"));
-    assert_eq!(args, ["-L", "/", "/store/valkey-9.1.2-upstream/server"]);
+    assert_eq!(program, PathBuf::from("/usr/bin/qemu-aarch64-static"));
+    assert_eq!(
+        args,
+        [
+            "-L",
+            "/store/arm64-root",
+            "/store/valkey-9.1.2-upstream-arm64/server"
+        ]
+    );
+    assert_eq!(chosen.build.emulator(), Some("qemu-aarch64-static"));
+}
+
+#[test]
+fn each_architecture_gets_its_own_build_of_a_version_and_never_the_others() {
+    let mut builds = full_store().builds().to_vec();
+    builds.push(emulated(
+        "valkey-9.1.2-upstream-arm64",
+        Some("jemalloc-5.3.0"),
+        true,
+    ));
+    builds.push(emulated(
+        "redis-7.0.15-debian-arm64",
+        Some("jemalloc-5.3.0"),
+        false,
+    ));
+    let store = EngineStore::from_builds(Path::new("/store"), builds);
+    let native = store.select(&request("valkey", "9.1.2")).unwrap();
+    assert_eq!(native.build.name, "valkey-9.1.2-upstream");
+    assert_eq!(native.build.emulator(), None);
+    let foreign = |engine, version| Request {
+        arch: foreign_arch(),
+        ..request(engine, version)
+    };
+    let chosen = store.select(&foreign("valkey", "9.1.2")).unwrap();
+    assert_eq!(chosen.build.name, "valkey-9.1.2-upstream-arm64");
+    // Asking for a version only the other architecture has names what each one has.
+    let err = store
+        .select(&foreign("redis", "8.2"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!("no redis 8.2 for {}", foreign_arch()))
+            && err.contains(&format!(
+                "it has redis 7.0.15; for {HOST_ARCH}: redis 7.0.15, 8.2.3"
+            )),
+        "{err}"
+    );
+    // A build named for the wrong architecture is refused, saying which it is.
+    let err = store
+        .select(&Request {
+            build: Some("valkey-9.1.2-upstream"),
+            ..foreign("valkey", "9.1")
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "is valkey 9.1.2 for {HOST_ARCH}, not valkey 9.1 for {}",
+            foreign_arch()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn architecture_names_of_kubernetes_and_uname_agree() {
+    assert_eq!(store_arch("arm64"), Some("aarch64"));
+    assert_eq!(store_arch("aarch64"), Some("aarch64"));
+    assert_eq!(store_arch("amd64"), Some("x86_64"));
+    assert_eq!(store_arch("x86_64"), Some("x86_64"));
+    assert_eq!(store_arch("riscv64"), None);
+    assert_eq!(platform_arch("aarch64"), "arm64");
+    assert_eq!(platform_arch("x86_64"), "amd64");
 }
 
 #[test]
@@ -201,4 +292,19 @@ fn records_are_read_from_the_store_directory_and_a_broken_one_is_named() {
         "{err}"
     );
     std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn the_architecture_of_a_program_is_read_from_its_elf_header() {
+    assert_eq!(elf_arch(&std::env::current_exe().unwrap()), Some(HOST_ARCH));
+    let dir = std::env::temp_dir().join(format!("membench-elf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut header = vec![0u8; 64];
+    header[..6].copy_from_slice(b"\x7fELF\x02\x01");
+    header[18..20].copy_from_slice(&183u16.to_le_bytes());
+    std::fs::write(dir.join("arm64"), &header).unwrap();
+    assert_eq!(elf_arch(&dir.join("arm64")), Some("aarch64"));
+    std::fs::write(dir.join("script"), "#!/bin/sh\nexit 0\n").unwrap();
+    assert_eq!(elf_arch(&dir.join("script")), None);
+    std::fs::remove_dir_all(dir).unwrap();
 }

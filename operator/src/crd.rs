@@ -73,7 +73,9 @@ pub struct MemoryBenchmarkSpec {
     pub instance_type: String,
 
     /// The CPU architecture of the node (`amd64` or `arm64`), matched against the node label
-    /// `kubernetes.io/arch`. Leave it out to accept whatever the instance type is.
+    /// `kubernetes.io/arch`. Leave it out to accept whatever the instance type is. Local runs
+    /// (`membench run`) run the engine store's builds of this architecture (arm64 ones under
+    /// qemu-user on an x86 machine, their rates marked as the emulator's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arch: Option<Arch>,
 

@@ -75,6 +75,11 @@ pub struct EngineInfo {
     /// The engine store build the local runner started (`membench engines` lists them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<String>,
+    /// The emulator the local runner ran the server under (`qemu-aarch64-static`), when it is
+    /// built for another architecture than the machine's. Its rates are the emulator's: never
+    /// compare them with native ones (memory figures are the architecture's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulator: Option<String>,
     /// CPU architecture, from the last word of `os` in `INFO server` (`x86_64`, `aarch64`).
     pub arch: String,
     /// `os` from `INFO server`.

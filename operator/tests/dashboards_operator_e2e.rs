@@ -34,7 +34,7 @@ kind: MemoryBenchmark
 metadata:
   name: dashboards
 spec:
-  instanceType: r8g.4xlarge
+  instanceType: r7i.4xlarge
   engines:
     - engine: redis
       version: 7.0.15
@@ -154,7 +154,7 @@ async fn every_dashboard_panel_shows_a_benchmark_the_operator_ran() -> anyhow::R
         let replaced = expr
             .replace("$__rate_interval", "1m")
             .replace("$workload", &workload)
-            .replace("$instance_type", "r8g.4xlarge")
+            .replace("$instance_type", "r7i.4xlarge")
             .replace("$engine", ".*")
             .replace("$baseline", "redis-7.0.15");
         assert!(!replaced.contains('$'), "an unknown variable in {replaced}");

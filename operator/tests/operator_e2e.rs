@@ -20,7 +20,7 @@ use membench::crd::Phase;
 use membench_devcluster::DevCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on_r8g()
+async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on_r7i()
 -> anyhow::Result<()> {
     let harness = Harness::start("op-zset", settings()).await?;
     let (recorder, history) = record_pods(harness.pods());
@@ -30,7 +30,7 @@ async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on
     let status = done.status.clone().unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
 
-    // Placement: every engine on an r8g node, each client on its engine's node, never two
+    // Placement: every engine on an r7i node, each client on its engine's node, never two
     // engines at once.
     let history = std::mem::take(&mut *history.lock().unwrap());
     for i in 0..2 {
@@ -44,7 +44,7 @@ async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on
             .with_context(|| format!("client {i} never scheduled: {history:?}"))?;
         assert_eq!(
             instance_type_of(&harness.client, engine_node).await?,
-            "r8g.4xlarge"
+            "r7i.4xlarge"
         );
         assert_eq!(
             client_node, engine_node,
@@ -86,7 +86,7 @@ async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on
         assert_eq!(engine.state, "Succeeded");
         assert_eq!(engine.repetitions.len(), 3);
         assert!(engine.repetitions.iter().all(|r| r.items == 20_000));
-        assert_eq!(engine.instance_type.as_deref(), Some("r8g.4xlarge"));
+        assert_eq!(engine.instance_type.as_deref(), Some("r7i.4xlarge"));
         assert_eq!(engine.client_attempts, 1);
         assert!(engine.started_at.is_some() && engine.finished_at.is_some());
     }
@@ -235,7 +235,7 @@ async fn no_node_of_the_instance_type_fails_as_unschedulable_and_the_spec_cannot
     harness
         .create(&spec(
             "nowhere",
-            &TWO_ENGINES.replace("r8g.4xlarge", "x9.nonexistent"),
+            &TWO_ENGINES.replace("r7i.4xlarge", "x9.nonexistent"),
         ))
         .await?;
 
@@ -361,7 +361,7 @@ async fn a_client_that_cannot_measure_fails_its_engine_with_the_clients_reason()
 async fn an_operator_restarted_mid_run_resumes_without_duplicate_pods() -> anyhow::Result<()> {
     let mut harness = Harness::start("op-restart", settings()).await?;
     let (recorder, history) = record_pods(harness.pods());
-    let body = "  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 200000, sampleEvery: 0}}\n  repetitions: 3\n";
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 200000, sampleEvery: 0}}\n  repetitions: 3\n";
     harness.create(&spec("restart", body)).await?;
     harness
         .wait_for(
@@ -453,7 +453,7 @@ async fn the_overall_deadline_fails_the_benchmark_as_timeout() -> anyhow::Result
     let mut settings = settings();
     settings.scheduling_timeout = Duration::from_secs(600);
     let harness = Harness::start("op-timeout", settings).await?;
-    let body = TWO_ENGINES.replace("r8g.4xlarge", "x9.nonexistent") + "  timeoutSeconds: 60\n";
+    let body = TWO_ENGINES.replace("r7i.4xlarge", "x9.nonexistent") + "  timeoutSeconds: 60\n";
     harness.create(&spec("late", &body)).await?;
     let done = harness.finished("late", Duration::from_secs(120)).await?;
     let status = done.status.unwrap();

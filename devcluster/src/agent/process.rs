@@ -111,6 +111,11 @@ pub fn agent_is_root() -> bool {
 pub struct LaunchSpec {
     pub program: PathBuf,
     pub args: Vec<String>,
+    /// The emulator (and its arguments) that runs `program` when it is built for another
+    /// architecture; empty for a native program.
+    pub wrapper: Vec<String>,
+    /// The image root `program` lies in, when it runs from an unpacked image.
+    pub image_root: Option<PathBuf>,
     pub env: BTreeMap<String, String>,
     pub working_dir: WorkingDir,
     /// Where stdout and stderr go (appended, so restarts keep earlier output).
@@ -197,6 +202,8 @@ impl ContainerProcess {
         let mut command = if spec.use_mount_namespace {
             let plan = plan(&NamespaceNeeds {
                 program: &spec.program,
+                wrapper: &spec.wrapper,
+                image_root: spec.image_root.as_deref(),
                 working_dir: &spec.working_dir,
                 termination: mount.then(|| {
                     (
@@ -228,7 +235,7 @@ impl ContainerProcess {
                 c.arg(setpriv).args(&setpriv_args).arg("--");
             }
             // The shim enters the working directory once its volumes are mounted.
-            c.arg(&plan.program).current_dir("/");
+            c.args(&plan.wrapper).arg(&plan.program).current_dir("/");
             c
         } else {
             let dir = match &spec.working_dir {
@@ -238,13 +245,24 @@ impl ContainerProcess {
                 }
                 WorkingDir::Pod(dir) => dir,
             };
+            // The emulator, when there is one, is what is executed; the program is its argument.
+            let argv: Vec<std::ffi::OsString> = spec
+                .wrapper
+                .iter()
+                .map(std::ffi::OsString::from)
+                .chain(std::iter::once(spec.program.clone().into_os_string()))
+                .collect();
             let mut c = match &setpriv {
                 Some(setpriv) => {
                     let mut c = tokio::process::Command::new(setpriv);
-                    c.args(&setpriv_args).arg("--").arg(&spec.program);
+                    c.args(&setpriv_args).arg("--").args(&argv);
                     c
                 }
-                None => tokio::process::Command::new(&spec.program),
+                None => {
+                    let mut c = tokio::process::Command::new(&argv[0]);
+                    c.args(&argv[1..]);
+                    c
+                }
             };
             c.current_dir(dir);
             c
@@ -503,6 +521,8 @@ mod launch_tests {
             LaunchSpec {
                 program,
                 args: vec!["-c".into(), script.into()],
+                wrapper: Vec::new(),
+                image_root: None,
                 env: BTreeMap::new(),
                 working_dir: WorkingDir::Pod(self.path("private/pod/work")),
                 log_path: self.path("private/pod/c.log"),
@@ -573,6 +593,47 @@ mod launch_tests {
         assert_eq!(
             read_termination_message(&spec.termination_file),
             "left by 65532"
+        );
+    }
+
+    /// An arm64 node's program on this x86 machine: qemu-user runs it with the image's root as
+    /// its `-L`, and the image lies where its user cannot reach it, so the namespace must show
+    /// the root elsewhere and point qemu there. The arm64 program is Debian's arm64 dynamic
+    /// loader, which runs on its own (hack/install-cross.sh installs it and qemu-user-static);
+    /// `--verify` of a library that only the image's root holds succeeds only when qemu sees
+    /// that root.
+    #[cfg(target_arch = "x86_64")]
+    #[tokio::test]
+    async fn an_arm64_program_in_an_image_root_its_user_cannot_reach_runs_under_qemu() {
+        let scratch = Scratch::new("arm64");
+        let loader = Path::new("/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1");
+        let qemu = Path::new("/usr/bin/qemu-aarch64-static");
+        assert!(
+            loader.is_file() && qemu.is_file(),
+            "needs Debian's arm64 libc6 and qemu-user-static: run hack/install-cross.sh"
+        );
+        let root = scratch.path("private/images/abc/rootfs");
+        let program = root.join("lib/ld-linux-aarch64.so.1");
+        std::fs::create_dir_all(program.parent().unwrap()).unwrap();
+        std::fs::copy(loader, &program).unwrap();
+        std::fs::create_dir_all(root.join("only-in-image")).unwrap();
+        std::fs::copy(
+            "/lib/aarch64-linux-gnu/libc.so.6",
+            root.join("only-in-image/libc.so.6"),
+        )
+        .unwrap();
+        let mut spec = scratch.launch(program, "", vec![]);
+        spec.args = vec!["--verify".into(), "/only-in-image/libc.so.6".into()];
+        spec.wrapper = vec![
+            qemu.display().to_string(),
+            "-L".into(),
+            root.display().to_string(),
+        ];
+        spec.image_root = Some(root);
+        let (code, log) = scratch.run(&spec).await;
+        assert_eq!(
+            code, 0,
+            "the arm64 loader did not find the image's library through qemu: {log}"
         );
     }
 

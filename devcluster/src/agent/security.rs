@@ -7,11 +7,13 @@
 //!
 //! The images' users are those of the official images: `redis` and `valkey` start as root (their
 //! entrypoint steps down to uid 999 itself, which is not reproduced here), Dragonfly's image
-//! runs as its user `dfly` (999:999), the membench image (distroless `nonroot`) as 65532:65532.
+//! runs as its user `dfly` (999:999), the membench image as 65532:65532. An image run from its
+//! unpacked archive (the membench image from `hack/build-image.sh`) runs as its config's `User`,
+//! resolved in its own /etc/passwd.
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext, SecurityContext};
 
-use super::images::ImageKind;
+use super::images::{ImageKind, PulledImage};
 
 /// The user and groups a process runs as, and the privileges it gives up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,23 +85,100 @@ impl ProcessIdentity {
 }
 
 /// The user an image's configuration names (`USER` in its Dockerfile).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum ImageUser {
     Numeric(u32),
     /// A user name: the runtime resolves it in the image's /etc/passwd, but the kubelet cannot
     /// check it against `runAsNonRoot`.
-    Named(&'static str),
+    Named(String),
+}
+
+/// Who an image runs as by default, and the image's /etc/passwd entries (uid, primary gid)
+/// that a runtime consults for a user without a group.
+struct ImageIdentity {
+    user: ImageUser,
+    uid: u32,
+    /// A group the image's `USER uid:gid` names.
+    gid: Option<u32>,
+    passwd: Vec<(u32, u32)>,
+}
+
+/// The image's own identity: from its config's `User` and its root's /etc/passwd when it runs
+/// from an unpacked image, else the official image's `USER` as it is known here.
+fn image_identity(image: &PulledImage) -> Result<ImageIdentity, IdentityError> {
+    let Some(configured) = &image.user else {
+        let (user, passwd) = official_image_users(image.kind);
+        let uid = match &user {
+            ImageUser::Numeric(uid) => *uid,
+            // The only named user of these images has its entry in the table.
+            ImageUser::Named(_) => passwd.last().map(|(uid, _)| *uid).unwrap_or(0),
+        };
+        return Ok(ImageIdentity {
+            user,
+            uid,
+            gid: None,
+            passwd: passwd.to_vec(),
+        });
+    };
+    let entries: Vec<(String, u32, u32)> = image
+        .root
+        .as_ref()
+        .and_then(|root| std::fs::read_to_string(root.join("etc/passwd")).ok())
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(':').collect();
+            Some((
+                fields.first()?.to_string(),
+                fields.get(2)?.parse().ok()?,
+                fields.get(3)?.parse().ok()?,
+            ))
+        })
+        .collect();
+    let (user, group) = match configured.split_once(':') {
+        Some((user, group)) => (user, Some(group)),
+        None => (configured.as_str(), None),
+    };
+    let (image_user, uid) = match user.parse::<u32>() {
+        Ok(uid) => (ImageUser::Numeric(uid), uid),
+        Err(_) => {
+            let uid = entries
+                .iter()
+                .find(|(name, _, _)| name == user)
+                .map(|(_, uid, _)| *uid)
+                .ok_or_else(|| {
+                    IdentityError(format!(
+                        "unable to find user {user}: no matching entries in passwd file"
+                    ))
+                })?;
+            (ImageUser::Named(user.to_string()), uid)
+        }
+    };
+    let gid = match group {
+        None => None,
+        Some(group) => Some(group.parse::<u32>().map_err(|_| {
+            IdentityError(format!(
+                "the image's user {configured:?} names group {group:?}, which only a number can name here"
+            ))
+        })?),
+    };
+    Ok(ImageIdentity {
+        user: image_user,
+        uid,
+        gid,
+        passwd: entries.iter().map(|(_, uid, gid)| (*uid, *gid)).collect(),
+    })
 }
 
 /// The `USER` of the official image, and its /etc/passwd entries (uid, primary gid) that a
 /// runtime consults for a `runAsUser` without `runAsGroup`.
-fn image_users(kind: ImageKind) -> (ImageUser, &'static [(u32, u32)]) {
+fn official_image_users(kind: ImageKind) -> (ImageUser, &'static [(u32, u32)]) {
     match kind {
         // `useradd -r -g redis -u 999 redis` (Debian-based tags; `-alpine` has gid 1000).
         ImageKind::Redis | ImageKind::Valkey => (ImageUser::Numeric(0), &[(0, 0), (999, 999)]),
         // tools/packaging/Dockerfile.ubuntu-prod: `useradd -r -g dfly -u 999 dfly`, `USER dfly`.
-        ImageKind::Dragonfly => (ImageUser::Named("dfly"), &[(0, 0), (999, 999)]),
-        // gcr.io/distroless/cc-debian12:nonroot with `USER 65532:65532`.
+        ImageKind::Dragonfly => (ImageUser::Named("dfly".into()), &[(0, 0), (999, 999)]),
+        // The membench image (hack/image-rootfs.sh, the Dockerfile): `USER 65532:65532`.
         ImageKind::Membench => (ImageUser::Numeric(65532), &[(0, 0), (65532, 65532)]),
     }
 }
@@ -110,11 +189,11 @@ fn image_users(kind: ImageKind) -> (ImageUser, &'static [(u32, u32)]) {
 #[error("{0}")]
 pub struct IdentityError(pub String);
 
-/// The identity of `container`'s process in `pod`, run from an image of `kind`.
+/// The identity of `container`'s process in `pod`, run from `image`.
 pub fn process_identity(
     pod: &Pod,
     container: &Container,
-    kind: ImageKind,
+    image: &PulledImage,
 ) -> Result<ProcessIdentity, IdentityError> {
     let pod_context = pod
         .spec
@@ -122,7 +201,7 @@ pub fn process_identity(
         .and_then(|s| s.security_context.clone())
         .unwrap_or_default();
     let context = container.security_context.clone().unwrap_or_default();
-    let (image_user, passwd) = image_users(kind);
+    let image = image_identity(image)?;
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
     let where_ = format!("pod: {pod_name:?}, container: {}", container.name);
 
@@ -132,7 +211,7 @@ pub fn process_identity(
         .or(pod_context.run_as_non_root)
         .unwrap_or(false);
     if run_as_non_root {
-        match (run_as_user, image_user) {
+        match (run_as_user, &image.user) {
             (Some(0), _) => {
                 return Err(IdentityError(format!(
                     "container's runAsUser breaks non-root policy ({where_})"
@@ -154,23 +233,23 @@ pub fn process_identity(
         }
     }
 
-    let image_uid = match image_user {
-        ImageUser::Numeric(uid) => uid,
-        // The only named user of these images has its entry in the table.
-        ImageUser::Named(_) => passwd.last().map(|(uid, _)| *uid).unwrap_or(0),
-    };
     let uid = match run_as_user {
         Some(uid) => id_value(uid, "runAsUser")?,
-        None => image_uid,
+        None => image.uid,
     };
     let gid = match context.run_as_group.or(pod_context.run_as_group) {
         Some(gid) => id_value(gid, "runAsGroup")?,
-        // A runtime takes the primary group from the image's /etc/passwd, else root's group.
-        None => passwd
-            .iter()
-            .find(|(u, _)| *u == uid)
-            .map(|(_, g)| *g)
-            .unwrap_or(0),
+        // The image's `USER uid:gid` for its own user; else a runtime takes the primary group
+        // from the image's /etc/passwd, else root's group.
+        None => match image.gid.filter(|_| run_as_user.is_none()) {
+            Some(gid) => gid,
+            None => image
+                .passwd
+                .iter()
+                .find(|(u, _)| *u == uid)
+                .map(|(_, g)| *g)
+                .unwrap_or(0),
+        },
     };
     Ok(ProcessIdentity {
         uid,
@@ -239,7 +318,11 @@ mod tests {
     }
 
     fn identity(p: &Pod, kind: ImageKind) -> Result<ProcessIdentity, IdentityError> {
-        process_identity(p, &p.spec.as_ref().unwrap().containers[0], kind)
+        let image = PulledImage {
+            kind,
+            ..PulledImage::default()
+        };
+        process_identity(p, &p.spec.as_ref().unwrap().containers[0], &image)
     }
 
     #[test]
@@ -272,6 +355,38 @@ mod tests {
         assert_eq!((membench.uid, membench.gid), (65532, 65532));
         let dragonfly = identity(&p, ImageKind::Dragonfly).unwrap();
         assert_eq!((dragonfly.uid, dragonfly.gid), (999, 999));
+    }
+
+    #[test]
+    fn an_image_from_its_archive_runs_as_its_configs_user_resolved_in_its_own_passwd() {
+        let root = std::env::temp_dir().join(format!("membench-image-user-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("etc")).unwrap();
+        std::fs::write(
+            root.join("etc/passwd"),
+            "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n",
+        )
+        .unwrap();
+        let image = |user: &str| PulledImage {
+            kind: ImageKind::Membench,
+            root: Some(root.clone()),
+            user: Some(user.into()),
+            ..PulledImage::default()
+        };
+        let p = pod(json!({}), json!({}));
+        let container = &p.spec.as_ref().unwrap().containers[0];
+        let id = process_identity(&p, container, &image("1234:4321")).unwrap();
+        assert_eq!((id.uid, id.gid), (1234, 4321));
+        let id = process_identity(&p, container, &image("nonroot")).unwrap();
+        assert_eq!((id.uid, id.gid), (65532, 65532));
+        let err = process_identity(&p, container, &image("nobody-here")).unwrap_err();
+        assert!(err.0.contains("unable to find user nobody-here"), "{err}");
+        // A name cannot be checked against runAsNonRoot, as the kubelet says.
+        let non_root = pod(json!({"runAsNonRoot": true}), json!({}));
+        let container = &non_root.spec.as_ref().unwrap().containers[0];
+        let err = process_identity(&non_root, container, &image("nonroot")).unwrap_err();
+        assert!(err.0.contains("non-numeric user (nonroot)"), "{err}");
+        assert!(process_identity(&non_root, container, &image("65532:65532")).is_ok());
+        std::fs::remove_dir_all(root).unwrap();
     }
 
     #[test]

@@ -30,9 +30,15 @@ struct Args {
     #[arg(long)]
     repo_root: Option<PathBuf>,
 
-    /// The membench binary to run for the membench image (default: newest target/*/membench).
+    /// The membench binary to run for the membench image on nodes of its architecture
+    /// (default: the image archive, else the newest membench build for the node's architecture).
     #[arg(long, env = "MEMBENCH_BIN")]
     membench_bin: Option<PathBuf>,
+
+    /// The membench image's OCI archive, which hack/build-image.sh writes (default:
+    /// <repo-root>/target/image/membench-oci.tar); unpacked for each node's platform.
+    #[arg(long, env = "MEMBENCH_IMAGE_ARCHIVE")]
+    image_archive: Option<PathBuf>,
 
     /// The engine store whose builds stand in for the redis, valkey and dragonfly images
     /// (installed by hack/install-engines.sh; `membench engines` lists it).
@@ -95,6 +101,7 @@ async fn main() -> anyhow::Result<()> {
         state_dir: args.state_dir,
         repo_root: args.repo_root,
         membench_bin: args.membench_bin,
+        image_archive: args.image_archive,
         engine_store: args.engine_store,
         kubelet_tls,
         pod_address_octet: args.pod_address_octet,

