@@ -12,20 +12,13 @@ mod common;
 mod observability;
 
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Patch, PatchParams};
-use kube::{Api, Client, ResourceExt};
-use membench::controller::{self, Scope, Settings};
-use membench::crd::{MemoryBenchmark, Phase};
-use membench::metrics::Metrics;
+use common::operator::{Harness, settings};
+use membench::crd::Phase;
 use membench_devcluster::DevCluster;
 use membench_devcluster::cluster::EnsureOptions;
-use membench_devcluster::wait::TestNamespace;
 use serde_json::Value;
 
 const SPEC: &str = "apiVersion: membench.io/v1alpha1
@@ -136,15 +129,13 @@ fn the_run_page_renders_one_bar_per_engine_with_published_marks_and_growth_curve
     );
 }
 
-/// The image the node agent runs as the freshly built membench binary.
-const CLIENT_IMAGE: &str = "ghcr.io/membench/membench:dev";
-
 const CLUSTER_BENCHMARK: &str = "apiVersion: membench.io/v1alpha1
 kind: MemoryBenchmark
 metadata:
   name: html-report
 spec:
-  instanceType: r8g.4xlarge
+  # amd64: the store has no arm64 build of Redis 8.2.3 for the r8g nodes.
+  instanceType: r7i.4xlarge
   publishedTable: sorted-set-50m
   engines:
     - {engine: redis, version: \"8.2.3\"}
@@ -155,58 +146,17 @@ spec:
   timeoutSeconds: 600
 ";
 
-async fn install_crd(client: &Client) -> anyhow::Result<()> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/memorybenchmark.yaml");
-    let crd: CustomResourceDefinition = serde_saphyr::from_str(&std::fs::read_to_string(path)?)?;
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.patch(
-        &crd.name_any(),
-        &PatchParams::apply("membench-tests").force(),
-        &Patch::Apply(&crd),
-    )
-    .await?;
-    let established = kube::runtime::wait::conditions::is_crd_established();
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        kube::runtime::wait::await_condition(crds, &crd.name_any(), established),
-    )
-    .await??;
-    Ok(())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_report_page_draws_the_growth_curves_the_operator_carried_into_status()
 -> anyhow::Result<()> {
     let kubeconfig = DevCluster::kubeconfig_with(&EnsureOptions::default()).await?;
-    let client = DevCluster::ensure().await?;
-    install_crd(&client).await?;
-    let namespace = TestNamespace::create(&client, "html").await?;
-    let mut settings = Settings {
-        scheduling_timeout: Duration::from_secs(120),
-        poll_interval: Duration::from_secs(2),
-        ..Settings::default()
-    };
-    settings.pods.client_image = CLIENT_IMAGE.into();
-    let operator = {
-        let client = client.clone();
-        let scope = Scope {
-            namespace: Some(namespace.name().to_string()),
-        };
-        tokio::spawn(async move {
-            let ready = Arc::new(AtomicBool::new(false));
-            let never = std::future::pending::<()>();
-            if let Err(e) =
-                controller::run(client, scope, settings, Metrics::new(), ready, never).await
-            {
-                eprintln!("operator stopped: {e:#}");
-            }
-        })
-    };
-    let benchmarks: Api<MemoryBenchmark> = namespace.api();
-    let done =
-        observability::run_until_finished(&benchmarks, CLUSTER_BENCHMARK, Duration::from_secs(300))
-            .await?;
-    operator.abort();
+    let harness = Harness::start("html", settings()).await?;
+    let done = observability::run_until_finished(
+        &harness.benchmarks(),
+        CLUSTER_BENCHMARK,
+        Duration::from_secs(300),
+    )
+    .await?;
     let status = done.status.clone().context("a status")?;
     assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
 
@@ -230,7 +180,7 @@ async fn the_report_page_draws_the_growth_curves_the_operator_carried_into_statu
     }
 
     let output = tokio::task::spawn_blocking({
-        let namespace = namespace.name().to_string();
+        let namespace = harness.namespace.name().to_string();
         move || {
             Command::new(env!("CARGO_BIN_EXE_membench"))
                 .args([
@@ -290,6 +240,6 @@ async fn the_report_page_draws_the_growth_curves_the_operator_carried_into_statu
         "{}",
         rendered.dom
     );
-    let _ = namespace.delete().await;
+    harness.finish().await;
     Ok(())
 }
