@@ -246,6 +246,11 @@ impl LocalEngine {
         }
     }
 
+    /// The server's process ID (for tests that kill it as a crash would).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Stops the server (SHUTDOWN NOSAVE, then a kill if it lingers) and removes its directory.
     pub fn stop(mut self) {
         self.shut_down();

@@ -3,9 +3,10 @@
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use membench::client_stop::{Journal, ResultFile, STOP_DEADLINE, stop_on_sigterm};
 use membench::crd::RecordLayout;
 use membench::engine::EngineAddress;
-use membench::measure::{LoadOptions, measure};
+use membench::measure::{BenchmarkReport, LoadOptions, measure_journaled};
 use membench::progress::ProgressReporter;
 use membench::report::{ComparisonRow, OutputFormat, comparison_table, repetitions_table};
 use membench::stats::StabilityThresholds;
@@ -314,18 +315,40 @@ fn run_load(args: LoadArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => return usage_error(&e.to_string()),
     };
+    // SIGTERM (the pod being deleted) ends the run with what it measured, written below; a
+    // run that cannot end in time has its journal written by the handler.
+    let result_file = std::sync::Arc::new(ResultFile::new(args.result_file.clone()));
+    let journal = Journal::new(BenchmarkReport::nothing_measured(&workload, &options));
+    if let Err(e) = stop_on_sigterm(
+        options.stop.clone(),
+        journal.clone(),
+        result_file.clone(),
+        STOP_DEADLINE,
+    ) {
+        eprintln!("warning: cannot handle SIGTERM ({e}); a stopped run would leave no result");
+    }
     let mut progress = ProgressReporter::new(&format!("{} at {address}", workload.kind()));
-    let report = measure(&address, &workload, &options, &mut |p| progress.update(p));
+    let report = measure_journaled(
+        &address,
+        &workload,
+        &options,
+        &mut |p| {
+            journal.progress(p.commands_done);
+            progress.update(p)
+        },
+        &mut |r| journal.record(r),
+    );
     progress.finish();
     for warning in &report.warnings {
         eprintln!("warning: {warning}");
     }
-    if let Some(path) = &args.result_file {
-        let message = membench::client_result::ClientResult::from_report(&report).to_message();
-        if let Err(e) = std::fs::write(path, message) {
-            eprintln!("error: cannot write the result to {}: {e}", path.display());
-            return ExitCode::FAILURE;
-        }
+    if let Err(e) = result_file.write(&report) {
+        let path = args
+            .result_file
+            .as_deref()
+            .unwrap_or(std::path::Path::new(""));
+        eprintln!("error: cannot write the result to {}: {e}", path.display());
+        return ExitCode::FAILURE;
     }
     match args.output {
         OutputFormat::Json => println!(
