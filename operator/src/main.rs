@@ -78,6 +78,19 @@ struct OperatorArgs {
     /// Log format: json (the default in a cluster) or text.
     #[arg(long, env = "MEMBENCH_LOG_FORMAT", value_enum)]
     log_format: Option<LogFormat>,
+    /// Run the controller only while this replica holds the leader Lease (for two or more
+    /// replicas); the others stand by and take over within 15 s of the leader's death.
+    #[arg(long, env = "MEMBENCH_LEADER_ELECTION")]
+    leader_election: bool,
+    /// The namespace of the leader Lease: the operator's own.
+    #[arg(long, env = "MEMBENCH_NAMESPACE", default_value = "membench-system")]
+    leader_election_namespace: String,
+    /// The name of the leader Lease.
+    #[arg(long, default_value = "membench-operator")]
+    leader_election_lease: String,
+    /// This replica's identity in the Lease (default: $POD_NAME, else host name and process ID).
+    #[arg(long, env = "POD_NAME")]
+    leader_election_identity: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -518,9 +531,33 @@ fn run_operator(args: OperatorArgs) -> ExitCode {
         let scope = membench::controller::Scope {
             namespace: args.namespace,
         };
-        let result =
+        let result = if args.leader_election {
+            let identity = args.leader_election_identity.unwrap_or_else(|| {
+                let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                    .map(|h| h.trim().to_string())
+                    .unwrap_or_else(|_| "membench".into());
+                format!("{host}-{}", std::process::id())
+            });
+            let election = membench::controller::Election {
+                namespace: args.leader_election_namespace,
+                lease_name: args.leader_election_lease,
+                identity,
+                timing: Default::default(),
+            };
+            membench::controller::run_elected(
+                client,
+                scope,
+                settings,
+                metrics,
+                ready,
+                election,
+                shutdown_signal(),
+            )
+            .await
+        } else {
             membench::controller::run(client, scope, settings, metrics, ready, shutdown_signal())
-                .await;
+                .await
+        };
         server.abort();
         result
     });
