@@ -62,12 +62,8 @@ fn wait_for_repetitions(address: &EngineAddress, client: &mut Child, finished: u
     }
 }
 
-fn signal(pid: u32, name: &str) {
-    let status = Command::new("kill")
-        .args([&format!("-{name}"), &pid.to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success(), "kill -{name} {pid} failed");
+fn signal(pid: u32, signal: libc::c_int) {
+    common::send_signal(pid, signal).unwrap_or_else(|e| panic!("signal {signal} to {pid}: {e}"));
 }
 
 fn wait_for_exit(client: &mut Child, within: Duration) -> (std::process::ExitStatus, Duration) {
@@ -97,7 +93,7 @@ fn sigterm_mid_run_leaves_the_finished_repetitions_in_the_result_within_the_grac
     let mut client = start_load(&redis.address, 200_000, 40, &result);
     wait_for_repetitions(&redis.address, &mut client, 2);
 
-    signal(client.id(), "TERM");
+    signal(client.id(), libc::SIGTERM);
     let (status, took) = wait_for_exit(&mut client, CLIENT_POD_GRACE);
     assert!(!status.success(), "a stopped run exits non-zero");
     let message = read_result(&result);
@@ -137,7 +133,7 @@ fn an_engine_killed_mid_run_is_connection_lost_with_the_finished_repetitions_kep
     let mut client = start_load(&redis.address, 200_000, 40, &result);
     wait_for_repetitions(&redis.address, &mut client, 2);
 
-    signal(redis.pid(), "KILL");
+    signal(redis.pid(), libc::SIGKILL);
     let (status, _) = wait_for_exit(&mut client, Duration::from_secs(30));
     assert!(!status.success());
     let message = read_result(&result);
@@ -166,7 +162,7 @@ fn an_engine_that_dies_between_loads_is_connection_lost_not_unreachable() {
     let pid = redis.pid();
     let killer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(1500));
-        signal(pid, "KILL");
+        signal(pid, libc::SIGKILL);
     });
     let workload = Workload::SortedSet {
         members: 1000,

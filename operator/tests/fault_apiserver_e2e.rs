@@ -54,13 +54,14 @@ async fn an_api_server_restarted_mid_run_loses_nothing_and_measures_each_engine_
         assert_eq!(engine.repetitions.len(), 4, "{engine:#?}");
         assert!(engine.repetitions.iter().all(|r| r.items == 20_000));
     }
-    let history = history.lock().unwrap();
-    assert!(
-        history.uids.values().all(|uids| uids.len() == 1),
-        "a pod was created twice: {:?}",
-        history.uids
-    );
-    drop(history);
+    {
+        let history = history.lock().unwrap();
+        assert!(
+            history.uids.values().all(|uids| uids.len() == 1),
+            "a pod was created twice: {:?}",
+            history.uids
+        );
+    }
     harness.finish().await;
     Ok(())
 }

@@ -79,12 +79,8 @@ fn container_pid(pod: &Pod) -> Option<u32> {
         .ok()
 }
 
-fn signal(pid: u32, name: &str) -> anyhow::Result<()> {
-    let status = Command::new("kill")
-        .args([&format!("-{name}"), &pid.to_string()])
-        .status()?;
-    anyhow::ensure!(status.success(), "kill -{name} {pid} failed");
-    Ok(())
+fn signal(pid: u32, signal: libc::c_int) -> anyhow::Result<()> {
+    common::send_signal(pid, signal).map_err(|e| anyhow::anyhow!("signal {signal} to {pid}: {e}"))
 }
 
 /// Every engine measured once, completely, with figures of a real load.
@@ -213,7 +209,7 @@ async fn an_engine_process_killed_mid_load_fails_as_crashed_keeping_its_finished
     wait_for_repetition(&harness, "crash", 0, 3).await?;
     let engine_pod = harness.pods().get("crash-0-engine").await?;
     let pid = container_pid(&engine_pod).expect("the engine's process");
-    signal(pid, "KILL")?;
+    signal(pid, libc::SIGKILL)?;
 
     let done = harness.finished("crash", Duration::from_secs(180)).await?;
     let first = engine(&done, 0);
@@ -367,7 +363,7 @@ async fn a_client_failing_three_times_fails_its_engine_keeping_what_the_attempts
                 break pid;
             }
         };
-        signal(pid, "TERM")?;
+        signal(pid, libc::SIGTERM)?;
     }
     let done = harness.finished("flaky", Duration::from_secs(120)).await?;
     let first = engine(&done, 0);
@@ -534,7 +530,11 @@ async fn a_benchmark_deleted_mid_run_leaves_nothing_behind_within_seconds() -> a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_stops_reporting_loses_its_pods_the_benchmark_says_so_and_goes_on()
 -> anyhow::Result<()> {
-    let harness = Harness::start("fault-node-lost", settings()).await?;
+    // A kubelet that is there stops a pod within its grace period; 5 s past it (15 s by
+    // default) the operator gives the pod up.
+    let mut settings = settings();
+    settings.lost_pod_margin = Duration::from_secs(5);
+    let harness = Harness::start("fault-node-lost", settings).await?;
     let nodes = AddedNodes::add("r7i.8xlarge", &["fault-lost-0", "fault-lost-1"]).await?;
     for name in &nodes.names {
         wait_for_ready_node(&harness.client, name).await?;
@@ -542,7 +542,7 @@ async fn a_node_that_stops_reporting_loses_its_pods_the_benchmark_says_so_and_go
     // Evicted 2 s after their node becomes unreachable (the default is 300 s).
     let body = format!(
         "{}  placement:\n    tolerations:\n      - {{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 2}}\n      - {{key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 2}}\n",
-        two_engines("r7i.8xlarge", 3, 20)
+        two_engines("r7i.8xlarge", 3, 5)
     );
     harness.create(&spec("lost", &body)).await?;
     let measuring = wait_for_repetition(&harness, "lost", 0, 2).await?;
@@ -795,11 +795,12 @@ async fn a_leader_killed_mid_run_hands_over_to_its_standby_within_15_seconds() -
     for engine in &done.status.as_ref().unwrap().engines {
         measured_exactly_once(engine, 3);
     }
-    let history = history.lock().unwrap();
-    assert_each_pod_created_once(&history);
-    let names: BTreeSet<&String> = history.uids.keys().collect();
-    assert_eq!(names.len(), 4, "{names:?}");
-    drop(history);
+    {
+        let history = history.lock().unwrap();
+        assert_each_pod_created_once(&history);
+        let names: BTreeSet<&String> = history.uids.keys().collect();
+        assert_eq!(names.len(), 4, "{names:?}");
+    }
     drop(operators);
     harness.finish().await;
     Ok(())

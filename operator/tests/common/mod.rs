@@ -116,3 +116,15 @@ pub fn connect(address: &EngineAddress) -> redis::Connection {
         .get_connection()
         .unwrap()
 }
+
+/// Sends `signal` (`libc::SIGTERM`, `libc::SIGKILL`) to process `pid`, as a pod's deletion or a
+/// crash would.
+pub fn send_signal(pid: u32, signal: libc::c_int) -> std::io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(std::io::Error::other)?;
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+    if unsafe { libc::kill(pid, signal) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
