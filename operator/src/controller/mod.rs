@@ -567,7 +567,10 @@ pub async fn run_elected(
         let mut asked = stopping.clone();
         tokio::select! {
             _ = lock.acquire() => {}
-            _ = asked.wait_for(|stop| *stop) => return Ok(()),
+            _ = asked.wait_for(|stop| *stop) => {
+                ready.store(false, Ordering::SeqCst);
+                return Ok(());
+            }
         }
         info!(identity = %election.identity, "leading: running the controller");
         let (stop_controller, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -606,6 +609,7 @@ pub async fn run_elected(
         }
         metrics.set_leader(false);
         if shutting_down {
+            ready.store(false, Ordering::SeqCst);
             if let Err(e) = lock.release().await {
                 warn!(error = %e, "cannot release the lease; a standby takes over once it expires");
             }
