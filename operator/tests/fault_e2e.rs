@@ -465,6 +465,24 @@ async fn wait_for_ready_node(client: &kube::Client, name: &str) -> anyhow::Resul
 async fn with_no_node_of_the_type_the_benchmark_waits_and_runs_once_one_appears()
 -> anyhow::Result<()> {
     let harness = Harness::start("fault-late-node", settings()).await?;
+    // A run that was killed half-way may have left its node behind.
+    Faults::of_dev_cluster()
+        .await?
+        .remove_node("fault-late-0")?;
+    let nodes_api: Api<k8s_openapi::api::core::v1::Node> = Api::all(harness.client.clone());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !nodes_api
+        .list(&ListParams::default().labels("node.kubernetes.io/instance-type=r7i.2xlarge"))
+        .await?
+        .items
+        .is_empty()
+    {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "an r7i.2xlarge node is left over"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     harness
         .create(&spec("late", &one_engine("r7i.2xlarge", 2, 0)))
         .await?;
@@ -563,6 +581,7 @@ async fn a_node_that_stops_reporting_loses_its_pods_the_benchmark_says_so_and_go
         status_of(&done)
     );
     let message = first.message.clone().unwrap();
+    eprintln!("engine 0: NodeLost: {message}");
     assert!(
         message.contains(&format!("node {node} stopped reporting")),
         "{message}"
@@ -663,6 +682,11 @@ async fn timeout_seconds_stops_the_client_and_keeps_its_partial_result() -> anyh
         Some("Timeout"),
         "{}",
         status_of(&done)
+    );
+    eprintln!(
+        "engine 0: Timeout with {} repetitions: {}",
+        first.repetitions.len(),
+        first.message.as_deref().unwrap_or_default()
     );
     assert!(
         (2..10).contains(&first.repetitions.len()),

@@ -545,7 +545,7 @@ impl Step<'_, '_> {
             .map(|p| format!("; the last progress reading: {}", p.summary))
             .unwrap_or_default();
         let message = format!(
-            "node {node} stopped reporting: {} deleted{cause} and still running {} s after the grace period ended, so what the client measured there is lost{progress}",
+            "node {node} stopped reporting: {} deleted{cause} and the node had not confirmed it stopped {} s after the grace period ended, so what the client measured there is lost{progress}",
             match names.as_slice() {
                 [one] => format!("{one} was"),
                 many => format!("{} were", many.join(" and ")),
