@@ -4,6 +4,7 @@
 //! harness on the dev cluster.
 #![allow(dead_code)]
 
+pub mod faults;
 pub mod operator;
 
 use std::path::PathBuf;
