@@ -559,8 +559,9 @@ async fn a_leader_killed_mid_run_hands_over_to_its_standby_within_15_seconds() -
     let kubeconfig =
         DevCluster::kubeconfig_with(&membench_devcluster::EnsureOptions::default()).await?;
     let namespace = harness.namespace.name().to_string();
-    let mut operators = Operators(
-        ["op-a", "op-b"]
+    let mut operators = Operators {
+        namespace: namespace.clone(),
+        processes: ["op-a", "op-b"]
             .iter()
             .map(|id| {
                 (
@@ -569,7 +570,7 @@ async fn a_leader_killed_mid_run_hands_over_to_its_standby_within_15_seconds() -
                 )
             })
             .collect(),
-    );
+    };
     let leases: Api<Lease> = harness.namespace.api();
     let deadline = Instant::now() + Duration::from_secs(60);
     let leader = loop {
@@ -589,12 +590,12 @@ async fn a_leader_killed_mid_run_hands_over_to_its_standby_within_15_seconds() -
     wait_for_repetition(&harness, "handover", 0, 2).await?;
 
     let at = operators
-        .0
+        .processes
         .iter()
         .position(|(id, _)| *id == leader)
         .unwrap();
-    operators.0[at].1.kill()?;
-    operators.0[at].1.wait()?;
+    operators.processes[at].1.kill()?;
+    operators.processes[at].1.wait()?;
     let killed = Instant::now();
     let standby = loop {
         match lease_holder(&leases).await? {

@@ -165,11 +165,14 @@ pub async fn wait_for_ready_node(client: &kube::Client, name: &str) -> anyhow::R
     }
 }
 
+/// Where an operator process of the test logs.
+pub fn operator_log(namespace: &str, identity: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("membench-{namespace}-{identity}.log"))
+}
+
 /// `membench operator` as a process with leader election, watching `namespace`, its lease there.
 pub fn operator_process(kubeconfig: &std::path::Path, namespace: &str, identity: &str) -> Child {
-    let log =
-        std::fs::File::create(std::env::temp_dir().join(format!("{namespace}-{identity}.log")))
-            .expect("a log file");
+    let log = std::fs::File::create(operator_log(namespace, identity)).expect("a log file");
     Command::new(env!("CARGO_BIN_EXE_membench"))
         .args(["operator", "--leader-election", "--log-format", "text"])
         .args(["--namespace", namespace, "--metrics-addr", "127.0.0.1:0"])
@@ -193,14 +196,23 @@ pub async fn lease_holder(leases: &Api<Lease>) -> anyhow::Result<Option<String>>
         .filter(|h| !h.is_empty()))
 }
 
-/// Kills the operator processes however the test ends.
-pub struct Operators(pub Vec<(String, Child)>);
+/// Kills the operator processes however the test ends; their logs stay only when it failed.
+pub struct Operators {
+    pub namespace: String,
+    pub processes: Vec<(String, Child)>,
+}
 
 impl Drop for Operators {
     fn drop(&mut self) {
-        for (_, child) in &mut self.0 {
+        for (identity, child) in &mut self.processes {
             let _ = child.kill();
             let _ = child.wait();
+            let log = operator_log(&self.namespace, identity);
+            if std::thread::panicking() {
+                eprintln!("the log of operator {identity}: {}", log.display());
+            } else {
+                let _ = std::fs::remove_file(log);
+            }
         }
     }
 }
