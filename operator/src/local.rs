@@ -277,6 +277,9 @@ impl Drop for LocalEngine {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
             self.shut_down();
+        } else {
+            // It died on its own (or was killed): its directory goes all the same.
+            let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
 }

@@ -454,8 +454,16 @@ pub fn measure_journaled(
                 journal(&report);
             }
             Err(error) => {
-                // The engine answered before: if it cannot be reached now, it went away.
-                let error = error.after_connected(state.sent);
+                // Asked to stop: whatever ended the repetition (a command the signal interrupted,
+                // the check between batches) ends it because of the stop. Otherwise, an engine
+                // that answered before and cannot be reached now went away.
+                let error = if options.stop.requested() {
+                    BenchError::Stopped {
+                        items_sent: state.sent,
+                    }
+                } else {
+                    error.after_connected(state.sent)
+                };
                 report.failed_repetition = Some(state.partial(&mut control));
                 report.error = Some((&error).into());
                 break;
