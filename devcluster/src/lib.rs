@@ -5,6 +5,8 @@
 //!   started through `hack/dev-cluster.sh up`, or the cluster named by
 //!   `MEMBENCH_TEST_KUBECONFIG`.
 //! - [`wait`]: test helpers (a namespace per test, waiting for pod conditions).
+//! - [`faults`]: faults a test injects (a node that appears, one that stops reporting, an API
+//!   server restart).
 //! - [`pod_security`]: the Pod Security Standard `restricted` the tests' namespaces enforce.
 //! - [`tools`]: the tools `hack/build-tools.sh` builds (kubectl), for tests that run them.
 //! - [`agent`]: the node agent (the `membench-node-agent` binary), which stands in for kubelet
@@ -16,6 +18,7 @@
 
 pub mod agent;
 pub mod cluster;
+pub mod faults;
 pub mod pod_security;
 pub mod tools;
 pub mod wait;

@@ -35,6 +35,11 @@ pub enum BenchError {
     CountMismatch { message: String },
 
     #[error(
+        "stopped by SIGTERM after {items_sent} items of the running repetition (the pod is being deleted: the benchmark's timeout, an eviction, or the loss of its engine); the finished repetitions are kept"
+    )]
+    Stopped { items_sent: u64 },
+
+    #[error(
         "{count} other client(s) stayed connected to the engine at {address} for {waited_seconds:.1} s before the {reading} memory reading, and their buffers would count as data: {clients}. Stop them (a monitoring agent, another benchmark), or wait longer with --other-clients-timeout"
     )]
     OtherClientsConnected {
@@ -64,9 +69,23 @@ impl BenchError {
             BenchError::EngineRejected { .. } => "EngineRejected",
             BenchError::ConnectionLost { .. } => "ConnectionLost",
             BenchError::CountMismatch { .. } => "CountMismatch",
+            BenchError::Stopped { .. } => "Stopped",
             BenchError::OtherClientsConnected { .. } => "OtherClientsConnected",
             BenchError::Protocol(_) => "ProtocolError",
             BenchError::EngineStart(_) => "EngineStartFailed",
+        }
+    }
+
+    /// The same failure, as seen once the engine had answered: an engine that cannot be
+    /// reached any more went away (it crashed, was killed or lost its pod) while this client
+    /// measured it, which is a lost connection, with what was sent, rather than an address to
+    /// check.
+    pub fn after_connected(self, items_sent: u64) -> Self {
+        match self {
+            BenchError::EngineUnreachable { detail, .. } => {
+                BenchError::ConnectionLost { items_sent, detail }
+            }
+            other => other,
         }
     }
 

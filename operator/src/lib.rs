@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client_result;
+pub mod client_stop;
 pub mod controller;
 pub mod crd;
 pub mod engine;

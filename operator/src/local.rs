@@ -279,6 +279,11 @@ impl LocalEngine {
         }
     }
 
+    /// The server's process ID (for tests that kill it as a crash would).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Stops the server (SHUTDOWN NOSAVE, then a kill if it lingers) and removes its directory.
     pub fn stop(mut self) {
         self.shut_down();
@@ -305,6 +310,9 @@ impl Drop for LocalEngine {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
             self.shut_down();
+        } else {
+            // It died on its own (or was killed): its directory goes all the same.
+            let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
 }

@@ -3,9 +3,10 @@
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use membench::client_stop::{Journal, ResultFile, STOP_DEADLINE, stop_on_sigterm};
 use membench::crd::RecordLayout;
 use membench::engine::EngineAddress;
-use membench::measure::{LoadOptions, measure};
+use membench::measure::{BenchmarkReport, LoadOptions, measure_journaled};
 use membench::progress::ProgressReporter;
 use membench::report::{ComparisonRow, OutputFormat, comparison_table, repetitions_table};
 use membench::stats::StabilityThresholds;
@@ -77,6 +78,19 @@ struct OperatorArgs {
     /// Log format: json (the default in a cluster) or text.
     #[arg(long, env = "MEMBENCH_LOG_FORMAT", value_enum)]
     log_format: Option<LogFormat>,
+    /// Run the controller only while this replica holds the leader Lease (for two or more
+    /// replicas); the others stand by and take over within 15 s of the leader's death.
+    #[arg(long, env = "MEMBENCH_LEADER_ELECTION")]
+    leader_election: bool,
+    /// The namespace of the leader Lease: the operator's own.
+    #[arg(long, env = "MEMBENCH_NAMESPACE", default_value = "membench-system")]
+    leader_election_namespace: String,
+    /// The name of the leader Lease.
+    #[arg(long, default_value = "membench-operator")]
+    leader_election_lease: String,
+    /// This replica's identity in the Lease (default: $POD_NAME, else host name and process ID).
+    #[arg(long, env = "POD_NAME")]
+    leader_election_identity: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -341,18 +355,40 @@ fn run_load(args: LoadArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => return usage_error(&e.to_string()),
     };
+    // SIGTERM (the pod being deleted) ends the run with what it measured, written below; a
+    // run that cannot end in time has its journal written by the handler.
+    let result_file = std::sync::Arc::new(ResultFile::new(args.result_file.clone()));
+    let journal = Journal::new(BenchmarkReport::nothing_measured(&workload, &options));
+    if let Err(e) = stop_on_sigterm(
+        options.stop.clone(),
+        journal.clone(),
+        result_file.clone(),
+        STOP_DEADLINE,
+    ) {
+        eprintln!("warning: cannot handle SIGTERM ({e}); a stopped run would leave no result");
+    }
     let mut progress = ProgressReporter::new(&format!("{} at {address}", workload.kind()));
-    let report = measure(&address, &workload, &options, &mut |p| progress.update(p));
+    let report = measure_journaled(
+        &address,
+        &workload,
+        &options,
+        &mut |p| {
+            journal.progress(p.commands_done);
+            progress.update(p)
+        },
+        &mut |r| journal.record(r),
+    );
     progress.finish();
     for warning in &report.warnings {
         eprintln!("warning: {warning}");
     }
-    if let Some(path) = &args.result_file {
-        let message = membench::client_result::ClientResult::from_report(&report).to_message();
-        if let Err(e) = std::fs::write(path, message) {
-            eprintln!("error: cannot write the result to {}: {e}", path.display());
-            return ExitCode::FAILURE;
-        }
+    if let Err(e) = result_file.write(&report) {
+        let path = args
+            .result_file
+            .as_deref()
+            .unwrap_or(std::path::Path::new(""));
+        eprintln!("error: cannot write the result to {}: {e}", path.display());
+        return ExitCode::FAILURE;
     }
     match args.output {
         OutputFormat::Json => println!(
@@ -555,9 +591,33 @@ fn run_operator(args: OperatorArgs) -> ExitCode {
         let scope = membench::controller::Scope {
             namespace: args.namespace,
         };
-        let result =
+        let result = if args.leader_election {
+            let identity = args.leader_election_identity.unwrap_or_else(|| {
+                let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                    .map(|h| h.trim().to_string())
+                    .unwrap_or_else(|_| "membench".into());
+                format!("{host}-{}", std::process::id())
+            });
+            let election = membench::controller::Election {
+                namespace: args.leader_election_namespace,
+                lease_name: args.leader_election_lease,
+                identity,
+                timing: Default::default(),
+            };
+            membench::controller::run_elected(
+                client,
+                scope,
+                settings,
+                metrics,
+                ready,
+                election,
+                shutdown_signal(),
+            )
+            .await
+        } else {
             membench::controller::run(client, scope, settings, metrics, ready, shutdown_signal())
-                .await;
+                .await
+        };
         server.abort();
         result
     });

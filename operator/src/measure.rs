@@ -7,8 +7,12 @@
 //! connection and nothing else, so what separates them is the data.
 //!
 //! A failure stops the run but never loses what was measured: the report keeps every finished
-//! repetition, what is known of the one that failed, and the error.
+//! repetition, what is known of the one that failed, and the error. An engine that goes away
+//! once it has answered is `ConnectionLost`, with what was sent, wherever the run was; a
+//! [`StopRequest`] (the client pod's SIGTERM) ends the run between two batches the same way.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -41,9 +45,11 @@ pub fn wait_until_sole_client(
     address: &EngineAddress,
     timeout: Duration,
     reading: &'static str,
+    stop: &StopRequest,
 ) -> Result<(), BenchError> {
     let started = Instant::now();
     loop {
+        stop.check(0)?;
         let clients = control.connected_clients()?;
         if clients <= 1 {
             return Ok(());
@@ -71,6 +77,43 @@ pub fn wait_until_sole_client(
     }
 }
 
+/// Asks a running measurement to stop early, keeping what it measured: set from the client's
+/// SIGTERM handler, read between batches and while waiting.
+#[derive(Clone, Debug, Default)]
+pub struct StopRequest(Arc<AtomicBool>);
+
+impl StopRequest {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn request(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn requested(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    fn check(&self, items_sent: u64) -> Result<(), BenchError> {
+        if self.requested() {
+            Err(BenchError::Stopped { items_sent })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Sleeps for `duration`, waking early when a stop is requested.
+    fn sleep(&self, duration: Duration) -> Result<(), BenchError> {
+        let until = Instant::now() + duration;
+        while Instant::now() < until {
+            self.check(0)?;
+            std::thread::sleep(CLIENT_POLL_INTERVAL.min(until - Instant::now()));
+        }
+        self.check(0)
+    }
+}
+
 /// How to run the load.
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
@@ -84,6 +127,8 @@ pub struct LoadOptions {
     /// How long to wait for every other client of the engine to disconnect before each
     /// baseline and final memory reading (see [`wait_until_sole_client`]).
     pub other_clients_timeout: Duration,
+    /// Stops the run early when requested (never, unless someone holds a clone).
+    pub stop: StopRequest,
 }
 
 impl Default for LoadOptions {
@@ -95,6 +140,7 @@ impl Default for LoadOptions {
             thresholds: StabilityThresholds::default(),
             connect_timeout: Duration::from_secs(5),
             other_clients_timeout: DEFAULT_OTHER_CLIENTS_TIMEOUT,
+            stop: StopRequest::default(),
         }
     }
 }
@@ -341,21 +387,6 @@ impl BenchmarkReport {
     }
 }
 
-/// A repetition that failed: the error and what is known of it.
-struct RepetitionFailure {
-    error: BenchError,
-    partial: Option<FailedRepetition>,
-}
-
-impl From<BenchError> for RepetitionFailure {
-    fn from(error: BenchError) -> Self {
-        Self {
-            error,
-            partial: None,
-        }
-    }
-}
-
 /// Measures one engine: every repetition of the workload, then the summary. Always returns a
 /// report; on failure it holds what was measured before, and `error`.
 pub fn measure(
@@ -363,6 +394,19 @@ pub fn measure(
     workload: &Workload,
     options: &LoadOptions,
     progress: &mut dyn FnMut(LoadProgress),
+) -> BenchmarkReport {
+    measure_journaled(address, workload, options, progress, &mut |_| {})
+}
+
+/// [`measure`], handing `journal` the report as it stands after the engine identified itself
+/// and after each finished repetition, so that a client that must leave before the run returns
+/// (its grace period ending) still has everything measured so far to write.
+pub fn measure_journaled(
+    address: &EngineAddress,
+    workload: &Workload,
+    options: &LoadOptions,
+    progress: &mut dyn FnMut(LoadProgress),
+    journal: &mut dyn FnMut(&BenchmarkReport),
 ) -> BenchmarkReport {
     let mut report = BenchmarkReport::nothing_measured(workload, options);
     if let Err(e) = options.validate().and_then(|_| workload.validate()) {
@@ -387,19 +431,41 @@ pub fn measure(
             return report;
         }
     }
+    journal(&report);
     for repetition in 1..=options.repetitions {
-        match run_repetition(
+        let mut state = RepetitionState {
+            repetition,
+            sent: 0,
+            baseline: None,
+            samples: Vec::new(),
+        };
+        let outcome = run_repetition(
             &mut control,
             address,
             workload,
             options,
-            repetition,
+            &mut state,
             progress,
-        ) {
-            Ok(result) => report.repetitions.push(result),
-            Err(failure) => {
-                report.failed_repetition = failure.partial;
-                report.error = Some((&failure.error).into());
+        );
+        match outcome {
+            Ok(result) => {
+                report.repetitions.push(result);
+                report.summary = Summary::of(&report.repetitions, &options.thresholds);
+                journal(&report);
+            }
+            Err(error) => {
+                // Asked to stop: whatever ended the repetition (a command the signal interrupted,
+                // the check between batches) ends it because of the stop. Otherwise, an engine
+                // that answered before and cannot be reached now went away.
+                let error = if options.stop.requested() {
+                    BenchError::Stopped {
+                        items_sent: state.sent,
+                    }
+                } else {
+                    error.after_connected(state.sent)
+                };
+                report.failed_repetition = Some(state.partial(&mut control));
+                report.error = Some((&error).into());
                 break;
             }
         }
@@ -408,12 +474,35 @@ pub fn measure(
     report
 }
 
+/// What is known of the repetition under way, kept outside it so that a failure anywhere in it
+/// still reports how far it got.
+struct RepetitionState {
+    repetition: u32,
+    /// Commands sent (and answered) so far.
+    sent: u64,
+    baseline: Option<MemoryInfo>,
+    samples: Vec<MemorySample>,
+}
+
+impl RepetitionState {
+    /// What is known of the repetition that failed. used_memory is read if the engine still
+    /// answers (it may have gone, which is often why the repetition failed).
+    fn partial(&mut self, control: &mut ControlConnection) -> FailedRepetition {
+        FailedRepetition {
+            repetition: self.repetition,
+            commands_sent: self.sent,
+            baseline_used_memory: self.baseline.as_ref().map(|b| b.used_memory),
+            used_memory: control.memory().ok().map(|m| m.used_memory),
+            samples: std::mem::take(&mut self.samples),
+        }
+    }
+}
+
 /// The result of the load itself, before verification.
 struct LoadOutcome {
     seconds: f64,
     integer_replies: u64,
     distinct_sent: Option<u64>,
-    samples: Vec<MemorySample>,
 }
 
 fn run_repetition(
@@ -421,74 +510,44 @@ fn run_repetition(
     address: &EngineAddress,
     workload: &Workload,
     options: &LoadOptions,
-    repetition: u32,
+    state: &mut RepetitionState,
     progress: &mut dyn FnMut(LoadProgress),
-) -> Result<RepetitionResult, RepetitionFailure> {
+) -> Result<RepetitionResult, BenchError> {
+    options.stop.check(0)?;
     control.flush_all()?;
     let leftover = control.dbsize()?;
     if leftover != 0 {
         return Err(BenchError::CountMismatch {
-            message: format!("the server still holds {leftover} keys after FLUSHALL; is another client writing to it?"),
-        }
-        .into());
+            message: format!(
+                "the server still holds {leftover} keys after FLUSHALL; is another client writing to it?"
+            ),
+        });
     }
     let sole_client = |control: &mut ControlConnection, reading| {
-        wait_until_sole_client(control, address, options.other_clients_timeout, reading)
+        wait_until_sole_client(
+            control,
+            address,
+            options.other_clients_timeout,
+            reading,
+            &options.stop,
+        )
     };
     sole_client(control, "baseline")?;
     let baseline = control.memory()?;
+    state.baseline = Some(baseline.clone());
 
-    let mut sent = 0u64;
-    let mut samples = Vec::new();
-    let loaded = load(
-        control,
-        address,
-        workload,
-        options,
-        repetition,
-        progress,
-        &mut sent,
-        &mut samples,
-    );
-
-    let partial = |control: &mut ControlConnection, samples: Vec<MemorySample>| FailedRepetition {
-        repetition,
-        commands_sent: sent,
-        baseline_used_memory: Some(baseline.used_memory),
-        used_memory: control.memory().ok().map(|m| m.used_memory),
-        samples,
-    };
-    let outcome = match loaded {
-        Ok(outcome) => outcome,
-        Err(error) => {
-            return Err(RepetitionFailure {
-                partial: Some(partial(control, samples)),
-                error,
-            });
-        }
-    };
-    let verified = match workload.verify(control, outcome.integer_replies, outcome.distinct_sent) {
-        Ok(v) => v,
-        Err(error) => {
-            return Err(RepetitionFailure {
-                partial: Some(partial(control, outcome.samples)),
-                error,
-            });
-        }
-    };
+    let outcome = load(control, address, workload, options, state, progress)?;
+    let verified = workload.verify(control, outcome.integer_replies, outcome.distinct_sent)?;
     // The load connection is closed by now, but the server may not have let go of it yet.
-    if let Err(error) = sole_client(control, "final") {
-        return Err(RepetitionFailure {
-            partial: Some(partial(control, outcome.samples)),
-            error,
-        });
-    }
+    sole_client(control, "final")?;
     let after = control.memory()?;
     let bytes_per_item = |m: &MemoryInfo| {
         (m.used_memory as f64 - baseline.used_memory as f64) / verified.items as f64
     };
     let settled = if options.settle_seconds > 0 {
-        std::thread::sleep(Duration::from_secs(u64::from(options.settle_seconds)));
+        options
+            .stop
+            .sleep(Duration::from_secs(u64::from(options.settle_seconds)))?;
         sole_client(control, "settled")?;
         let m = control.memory()?;
         Some(SettledMemory {
@@ -502,7 +561,7 @@ fn run_repetition(
     };
     let commands = workload.commands();
     Ok(RepetitionResult {
-        repetition,
+        repetition: state.repetition,
         baseline_used_memory: baseline.used_memory,
         baseline_used_memory_rss: baseline.used_memory_rss,
         used_memory: after.used_memory,
@@ -518,24 +577,24 @@ fn run_repetition(
         encoding: verified.encoding,
         expected_unique_items: verified.expected_unique,
         settled,
-        samples: outcome.samples,
+        samples: std::mem::take(&mut state.samples),
     })
 }
 
 /// Sends the workload over a fresh connection in batches of `pipeline` commands. Memory
 /// samples are read on the control connection between batches, and their time is not counted
 /// as load time.
-#[allow(clippy::too_many_arguments)]
 fn load(
     control: &mut ControlConnection,
     address: &EngineAddress,
     workload: &Workload,
     options: &LoadOptions,
-    repetition: u32,
+    state: &mut RepetitionState,
     progress: &mut dyn FnMut(LoadProgress),
-    sent: &mut u64,
-    samples: &mut Vec<MemorySample>,
 ) -> Result<LoadOutcome, BenchError> {
+    let repetition = state.repetition;
+    let sent = &mut state.sent;
+    let samples = &mut state.samples;
     let lost = |sent: u64, e: std::io::Error| BenchError::ConnectionLost {
         items_sent: sent,
         detail: e.to_string(),
@@ -591,6 +650,7 @@ fn load(
     }
     let started = Instant::now();
     while batch > 0 {
+        options.stop.check(*sent)?;
         connection.send(&buffer).map_err(|e| lost(*sent, e))?;
         let after = *sent + batch;
         let upcoming = if after < total {
@@ -646,6 +706,5 @@ fn load(
         seconds,
         integer_replies,
         distinct_sent: encoder.distinct_sent(),
-        samples: std::mem::take(samples),
     })
 }

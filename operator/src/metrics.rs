@@ -27,8 +27,8 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use prometheus::{
-    Encoder, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+    Opts, Registry, TextEncoder,
 };
 use tokio::net::TcpListener;
 
@@ -81,6 +81,7 @@ pub struct Metrics {
     benchmarks: IntGaugeVec,
     results: ResultGauges,
     engine_info: IntGaugeVec,
+    leader: IntGauge,
     /// What each benchmark last published, so stale series can be removed.
     published: Arc<Mutex<BTreeMap<BenchmarkKey, Published>>>,
 }
@@ -297,6 +298,14 @@ impl Metrics {
         registry
             .register(Box::new(engine_info.clone()))
             .expect("unique metric");
+        let leader = IntGauge::with_opts(Opts::new(
+            "membench_operator_leader",
+            "1 while this operator process runs the controller (it holds the leader lease, or runs without leader election), 0 while it stands by.",
+        ))
+        .expect("valid metric");
+        registry
+            .register(Box::new(leader.clone()))
+            .expect("unique metric");
         for (_, phase) in PHASES {
             benchmarks.with_label_values(&[phase]).set(0);
         }
@@ -309,7 +318,17 @@ impl Metrics {
             benchmarks,
             results,
             engine_info,
+            leader,
             published: Arc::default(),
+        }
+    }
+
+    /// Whether this process runs the controller now. A replica that stops leading drops the
+    /// result series too: the new leader publishes them.
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+        if !leading {
+            self.retain_benchmarks(std::iter::empty());
         }
     }
 
@@ -1060,7 +1079,7 @@ mod tests {
         drop(metrics.reconcile_started());
         metrics.reconcile_failed("kube");
         let families = metrics.registry().gather();
-        assert_eq!(families.len(), 22);
+        assert_eq!(families.len(), 23);
         // Counts without a unit: items, repetitions, benchmarks, and the 0/1 and info gauges.
         let unitless = [
             "membench_items",
@@ -1068,6 +1087,7 @@ mod tests {
             "membench_benchmarks",
             "membench_result_unstable",
             "membench_engine_info",
+            "membench_operator_leader",
         ];
         for family in families {
             let name = family.name();

@@ -226,7 +226,13 @@ impl PipelinedConnection {
             let grown = self.input.len() * 2;
             self.input.resize(grown, 0);
         }
-        let read = self.stream.read(&mut self.input[self.filled..])?;
+        let read = loop {
+            match self.stream.read(&mut self.input[self.filled..]) {
+                // A signal (the client's SIGTERM) landed during the read: the replies still come.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
         if read == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,

@@ -162,7 +162,10 @@ fn the_operator_runs_restricted_with_probes_and_knows_its_own_image() {
         "RuntimeDefault"
     );
     let container = &pod["containers"][0];
-    assert_eq!(container["args"], serde_json::json!(["operator"]));
+    assert_eq!(
+        container["args"],
+        serde_json::json!(["operator", "--leader-election-lease=membench"])
+    );
     let security = &container["securityContext"];
     assert_eq!(security["allowPrivilegeEscalation"], false);
     assert_eq!(security["readOnlyRootFilesystem"], true);
@@ -195,6 +198,7 @@ fn the_operator_runs_restricted_with_probes_and_knows_its_own_image() {
     };
     assert_eq!(env("MEMBENCH_CLIENT_IMAGE"), image.as_str());
     assert_eq!(env("MEMBENCH_METRICS_ADDR"), "0.0.0.0:8080");
+    assert_eq!(env("MEMBENCH_LEADER_ELECTION"), "true");
 
     let port = &container["ports"][0];
     assert_eq!(
@@ -249,7 +253,7 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
         (
             "".into(),
             "pods".into(),
-            verbs(&["list", "watch", "create", "delete"]),
+            verbs(&["list", "watch", "create", "delete", "patch"]),
         ),
         (
             "events.k8s.io".into(),
@@ -259,7 +263,7 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
         (
             "membench.io".into(),
             "memorybenchmarks".into(),
-            verbs(&["list", "watch"]),
+            verbs(&["get", "list", "watch"]),
         ),
         (
             "membench.io".into(),
@@ -269,7 +273,52 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
     ];
     expected.sort();
     assert_eq!(rules(role), expected);
-    assert!(find(&documents, "Role").is_empty());
+    // The leader Lease: in the release namespace only.
+    let lease_role = one(&documents, "Role");
+    assert_eq!(lease_role["metadata"]["namespace"], "membench-system");
+    assert_eq!(
+        rules(lease_role),
+        vec![(
+            "coordination.k8s.io".into(),
+            "leases".into(),
+            verbs(&["get", "create", "update"])
+        )]
+    );
+    assert_eq!(
+        one(&documents, "RoleBinding")["roleRef"]["name"],
+        lease_role["metadata"]["name"]
+    );
+}
+
+#[test]
+fn two_replicas_elect_a_leader_with_a_lease_named_for_the_release_and_their_pod_names() {
+    let helm = helm_or_skip!();
+    let documents = render(&helm, &["replicaCount=2"]);
+    let deployment = one(&documents, "Deployment");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    // A rolling update starts the new replica as a standby; nothing forces a Recreate.
+    assert!(deployment["spec"]["strategy"]["type"] != "Recreate");
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let env = container["env"].as_array().unwrap();
+    let pod_name = env.iter().find(|e| e["name"] == "POD_NAME").unwrap();
+    assert_eq!(
+        pod_name["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.name"
+    );
+    let namespace = env
+        .iter()
+        .find(|e| e["name"] == "MEMBENCH_NAMESPACE")
+        .unwrap();
+    assert_eq!(
+        namespace["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.namespace"
+    );
+    assert!(
+        container["args"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("--leader-election-lease=membench"))
+    );
 }
 
 #[test]
@@ -299,7 +348,12 @@ fn namespace_scope_uses_a_role_and_nothing_cluster_wide() {
     assert!(role_rules.contains(&(
         "".into(),
         "pods".into(),
-        verbs(&["list", "watch", "create", "delete"])
+        verbs(&["list", "watch", "create", "delete", "patch"])
+    )));
+    assert!(role_rules.contains(&(
+        "coordination.k8s.io".into(),
+        "leases".into(),
+        verbs(&["get", "create", "update"])
     )));
     assert!(find(&documents, "ClusterRole").is_empty());
     assert!(find(&documents, "ClusterRoleBinding").is_empty());

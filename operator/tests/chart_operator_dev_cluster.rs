@@ -10,6 +10,9 @@
 //! chart's `0.0.0.0`, which on the node agent's shared network would take port 8080 for every
 //! pod on the machine.
 //!
+//! With `replicaCount: 2`, both replicas are ready, the Lease names one as the leader, and when
+//! its pod is deleted the standby takes over and runs the benchmark.
+//!
 //! Needs the dev cluster (the node agent, the engine store's Redis 7.0.15 and Valkey 9.1.2), the
 //! dev cluster's helm and kubectl (`hack/build-tools.sh`) and `prometheus`.
 
@@ -18,6 +21,7 @@ mod observability;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, LogParams};
 use kube::{Api, ResourceExt};
@@ -248,6 +252,127 @@ async fn the_charts_operator_runs_a_benchmark_on_the_dev_cluster_and_prometheus_
     );
 
     drop(prometheus);
+    namespace.delete().await?;
+    Ok(())
+}
+
+/// The chart's pods that are Running and ready.
+async fn ready_operator_pods(pods: &Api<Pod>) -> anyhow::Result<Vec<Pod>> {
+    let selector = format!(
+        "app.kubernetes.io/name=membench,app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator"
+    );
+    Ok(pods
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| is_running_and_ready(p) && p.metadata.deletion_timestamp.is_none())
+        .collect())
+}
+
+async fn lease_holder(leases: &Api<Lease>) -> anyhow::Result<Option<String>> {
+    Ok(leases
+        .get_opt(RELEASE)
+        .await?
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+        .filter(|h| !h.is_empty()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_chart_replicas_elect_one_leader_and_the_standby_takes_over_when_it_goes()
+-> anyhow::Result<()> {
+    if !DevCluster::is_dev_cluster() {
+        println!("SKIPPED: the chart's image runs only on the dev cluster's node agent");
+        return Ok(());
+    }
+    let kubectl = membench_devcluster::tools::kubectl()?;
+    let Some(helm) = helm() else {
+        observability::skip("no helm (hack/build-tools.sh helm)");
+        return Ok(());
+    };
+    let client = DevCluster::ensure().await?;
+    let kubeconfig = DevCluster::kubeconfig_with(&EnsureOptions::default()).await?;
+    let namespace = TestNamespace::create(&client, "chart-standby").await?;
+    let ns = namespace.name().to_string();
+    let scratch = std::env::temp_dir().join(format!("membench-chart-standby-{ns}"));
+    std::fs::create_dir_all(&scratch)?;
+    let values = scratch.join("values.yaml");
+    std::fs::write(&values, VALUES)?;
+    let rendered = run(Command::new(&helm)
+        .args(["template", RELEASE])
+        .arg(repo_root().join("charts/membench"))
+        .args(["--namespace", &ns, "--set", "replicaCount=2", "--values"])
+        .arg(&values));
+    let manifest = scratch.join("rendered.yaml");
+    std::fs::write(&manifest, &rendered)?;
+    run(Command::new(&kubectl)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["apply", "--server-side", "-f"])
+        .arg(&manifest));
+    let _ = std::fs::remove_dir_all(&scratch);
+
+    // Both replicas are ready, leader and standby alike; the Lease names one of them.
+    let pods = namespace.pods();
+    let leases: Api<Lease> = namespace.api();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (replicas, leader) = loop {
+        let ready = ready_operator_pods(&pods).await?;
+        let holder = lease_holder(&leases).await?;
+        if ready.len() == 2
+            && let Some(holder) = holder
+        {
+            break (ready, holder);
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "two ready replicas and a leader not within 120 s: {} ready, holder {holder:?}",
+            ready.len()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let names: Vec<String> = replicas.iter().map(|p| p.name_any()).collect();
+    assert!(names.contains(&leader), "{leader} is none of {names:?}");
+
+    // The leader's pod is deleted (a node drain, a rolling update): it releases the Lease as it
+    // stops, and the standby takes over.
+    let gone = Instant::now();
+    pods.delete(&leader, &Default::default()).await?;
+    let standby = loop {
+        if let Some(holder) = lease_holder(&leases).await?
+            && holder != leader
+        {
+            break holder;
+        }
+        anyhow::ensure!(
+            gone.elapsed() < Duration::from_secs(15),
+            "the standby did not take the Lease within 15 s"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    // The standby, or the replica the Deployment started in place of the deleted one: whichever
+    // tried first once the Lease was released.
+    let selector =
+        format!("app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator");
+    let now: Vec<String> = pods
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items
+        .iter()
+        .map(|p| p.name_any())
+        .collect();
+    assert!(now.contains(&standby), "{standby} is none of {now:?}");
+    println!(
+        "{standby} took over {} ms after {leader} was deleted",
+        gone.elapsed().as_millis()
+    );
+
+    let benchmarks: Api<MemoryBenchmark> = namespace.api();
+    let done = run_until_finished(&benchmarks, BENCHMARK, Duration::from_secs(300)).await?;
+    let status = done.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+    assert!(status.engines.iter().all(|e| e.client_attempts == 1));
     namespace.delete().await?;
     Ok(())
 }

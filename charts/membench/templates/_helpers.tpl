@@ -55,17 +55,26 @@ app.kubernetes.io/component: operator
 {{- define "membench.rules" -}}
 - apiGroups: ["membench.io"]
   resources: ["memorybenchmarks"]
-  verbs: ["list", "watch"]
+  verbs: ["get", "list", "watch"]
 - apiGroups: ["membench.io"]
   resources: ["memorybenchmarks/status"]
   verbs: ["patch"]
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list", "watch", "create", "delete"]
+  verbs: ["list", "watch", "create", "delete", "patch"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- with .Values.rbac.extraRules }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+
+{{/*
+The leader Lease, in the release namespace only: which replica runs the controller.
+*/}}
+{{- define "membench.leaseRules" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "create", "update"]
 {{- end }}

@@ -7,6 +7,7 @@
 //! without containers. It is not something users deploy.
 
 pub mod addresses;
+pub mod control;
 pub mod image_ref;
 pub mod images;
 pub mod kubelet_server;
@@ -22,7 +23,7 @@ pub mod security;
 pub mod status;
 pub mod volumes;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -78,6 +79,157 @@ pub struct AgentContext {
 struct WorkerHandle {
     node: String,
     events: mpsc::UnboundedSender<PodEvent>,
+}
+
+/// A pod watch event, with the node whose watch saw it.
+type NodeEvent = (
+    String,
+    Result<watcher::Event<Pod>, kube::runtime::watcher::Error>,
+);
+
+/// The nodes the agent plays: those it started with, those tests added, and which of them have
+/// fallen silent ([`control`]).
+struct Fleet {
+    /// The nodes of `--node-pools`: silenced, never removed.
+    base: HashSet<String>,
+    nodes: HashMap<String, FakeNode>,
+    silent: HashSet<String>,
+    watches: HashMap<String, tokio::task::JoinHandle<()>>,
+    /// What the heartbeat keeps Ready.
+    reporting: Arc<Mutex<Vec<FakeNode>>>,
+}
+
+impl Fleet {
+    fn watch(&mut self, pods: &Api<Pod>, node: &str, events: &mpsc::UnboundedSender<NodeEvent>) {
+        let stream = watcher(
+            pods.clone(),
+            watcher::Config::default().fields(&format!("spec.nodeName={node}")),
+        )
+        .default_backoff();
+        let (name, events) = (node.to_string(), events.clone());
+        let task = tokio::spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            while let Some(event) = stream.next().await {
+                if events.send((name.clone(), event)).is_err() {
+                    return;
+                }
+            }
+        });
+        if let Some(old) = self.watches.insert(node.to_string(), task) {
+            old.abort();
+        }
+    }
+
+    fn unwatch(&mut self, node: &str) {
+        if let Some(task) = self.watches.remove(node) {
+            task.abort();
+        }
+    }
+
+    /// Kills the processes of the node's pods at once, writing nothing about them.
+    fn lose_pods(&self, node: &str, workers: &HashMap<String, WorkerHandle>) {
+        for worker in workers.values().filter(|w| w.node == node) {
+            let _ = worker.events.send(PodEvent::NodeLost);
+        }
+    }
+
+    fn publish_reporting(&self) {
+        let mut reporting: Vec<FakeNode> = self
+            .nodes
+            .values()
+            .filter(|n| !self.silent.contains(&n.name))
+            .cloned()
+            .collect();
+        reporting.sort_by_key(|n| n.index);
+        *self.reporting.lock().unwrap_or_else(|e| e.into_inner()) = reporting;
+    }
+
+    /// Brings the fleet in line with the control directory's requests.
+    #[allow(clippy::too_many_arguments)]
+    async fn apply(
+        &mut self,
+        requests: &control::Requests,
+        client: &Client,
+        agent: &AgentInfo,
+        pods: &Api<Pod>,
+        events: &mpsc::UnboundedSender<NodeEvent>,
+        workers: &HashMap<String, WorkerHandle>,
+        finished: &mut HashMap<String, String>,
+    ) {
+        let mut changed = false;
+        for (name, instance) in &requests.nodes {
+            if self.nodes.contains_key(name) {
+                continue;
+            }
+            let used: BTreeSet<u8> = self.nodes.values().map(|n| n.index).collect();
+            let Some(index) = control::free_index(&used) else {
+                tracing::error!(node = %name, "no free node index; not added");
+                continue;
+            };
+            let node = FakeNode {
+                name: name.clone(),
+                instance: instance.clone(),
+                zone: nodes::ZONES[usize::from(index) % nodes::ZONES.len()],
+                index,
+            };
+            if let Err(e) = nodes::register(client, &node, agent).await {
+                tracing::warn!(node = %name, error = %format!("{e:#}"), "adding a node failed; will retry");
+                continue;
+            }
+            tracing::info!(node = %name, instance_type = %instance.name, "a node appeared (control directory)");
+            self.nodes.insert(name.clone(), node);
+            self.watch(pods, name, events);
+            changed = true;
+        }
+        let gone: Vec<String> = self
+            .nodes
+            .keys()
+            .filter(|n| !self.base.contains(*n) && !requests.nodes.contains_key(*n))
+            .cloned()
+            .collect();
+        for name in gone {
+            self.unwatch(&name);
+            self.lose_pods(&name, workers);
+            if let Err(e) = nodes::deregister(client, &name).await {
+                tracing::warn!(node = %name, error = %format!("{e:#}"), "removing a node failed; will retry");
+                continue;
+            }
+            tracing::info!(node = %name, "a node was removed (control directory)");
+            self.nodes.remove(&name);
+            self.silent.remove(&name);
+            changed = true;
+        }
+        for name in &requests.silent {
+            if self.nodes.contains_key(name) && self.silent.insert(name.clone()) {
+                tracing::warn!(node = %name, "the node stops reporting (control directory): its processes die, nothing more is written");
+                self.unwatch(name);
+                self.lose_pods(name, workers);
+                changed = true;
+            }
+        }
+        let resumed: Vec<String> = self
+            .silent
+            .iter()
+            .filter(|n| !requests.silent.contains(*n))
+            .cloned()
+            .collect();
+        for name in resumed {
+            self.silent.remove(&name);
+            // Like a kubelet that restarts: its pods are looked at afresh.
+            finished.retain(|_, node| *node != name);
+            if let Some(node) = self.nodes.get(&name)
+                && let Err(e) = nodes::register(client, node, agent).await
+            {
+                tracing::warn!(node = %name, error = %format!("{e:#}"), "posting the status of a node that reports again failed");
+            }
+            tracing::info!(node = %name, "the node reports again (control directory)");
+            self.watch(pods, &name, events);
+            changed = true;
+        }
+        if changed {
+            self.publish_reporting();
+        }
+    }
 }
 
 /// Kills processes that an earlier agent started and did not stop (it was killed).
@@ -158,7 +310,12 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
     for node in &nodes {
         nodes::register(&client, node, &agent).await?;
     }
-    tokio::spawn(nodes::heartbeat(client.clone(), nodes.clone(), agent));
+    let reporting = Arc::new(Mutex::new(nodes.clone()));
+    tokio::spawn(nodes::heartbeat(
+        client.clone(),
+        reporting.clone(),
+        agent.clone(),
+    ));
 
     let ctx = Arc::new(AgentContext {
         client: client.clone(),
@@ -181,42 +338,54 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
         api_server,
     });
 
-    // One watch per node, narrowed by spec.nodeName like the kubelet's.
+    // One watch per reporting node, narrowed by spec.nodeName like the kubelet's, each a task
+    // feeding one channel, so nodes can come, go and fall silent while the agent runs.
     let pods: Api<Pod> = Api::all(client.clone());
-    let streams = nodes.iter().map(|node| {
-        let name = node.name.clone();
-        watcher(
-            pods.clone(),
-            watcher::Config::default().fields(&format!("spec.nodeName={}", node.name)),
-        )
-        .default_backoff()
-        .map(move |event| (name.clone(), event))
-        .boxed()
-    });
-    let mut events = futures::stream::select_all(streams);
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let mut fleet = Fleet {
+        base: nodes.iter().map(|n| n.name.clone()).collect(),
+        nodes: nodes.iter().map(|n| (n.name.clone(), n.clone())).collect(),
+        silent: HashSet::new(),
+        watches: HashMap::new(),
+        reporting,
+    };
+    for node in &nodes {
+        fleet.watch(&pods, &node.name, &events_tx);
+    }
 
     let mut workers: HashMap<String, WorkerHandle> = HashMap::new();
-    let mut finished: HashSet<String> = HashSet::new();
+    // Finished pods' UIDs, with their node: their later events are not news.
+    let mut finished: HashMap<String, String> = HashMap::new();
     let mut listed: HashMap<String, HashSet<String>> = HashMap::new();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
-    let node_index: HashMap<String, (u8, &'static str)> = nodes
-        .iter()
-        .map(|n: &FakeNode| (n.name.clone(), (n.index, n.instance.arch)))
-        .collect();
+    let control_dir = config.state_dir.join("control");
+    for sub in [control::NODES_DIR, control::SILENT_DIR] {
+        std::fs::create_dir_all(control_dir.join(sub))
+            .with_context(|| format!("creating {}", control_dir.join(sub).display()))?;
+    }
+    let mut control_tick = tokio::time::interval(std::time::Duration::from_secs(1));
 
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tracing::info!(nodes = ?nodes.iter().map(|n| &n.name).collect::<Vec<_>>(), "node agent running");
+    tracing::info!(nodes = ?nodes.iter().map(|n| &n.name).collect::<Vec<_>>(), control = %control_dir.display(), "node agent running");
 
     loop {
         tokio::select! {
             _ = terminate.recv() => break,
             _ = tokio::signal::ctrl_c() => break,
-            Some(uid) = done_rx.recv() => {
-                workers.remove(&uid);
-                finished.insert(uid);
+            _ = control_tick.tick() => {
+                let requests = control::read(&control_dir);
+                fleet.apply(&requests, &client, &agent, &pods, &events_tx, &workers, &mut finished).await;
             }
-            item = events.next() => {
-                let Some((node, event)) = item else { break };
+            Some(uid) = done_rx.recv() => {
+                if let Some(worker) = workers.remove(&uid) {
+                    finished.insert(uid, worker.node);
+                }
+            }
+            Some((node, event)) = events.recv() => {
+                if fleet.silent.contains(&node) || !fleet.nodes.contains_key(&node) {
+                    // A watch event that was on its way when the node went quiet.
+                    continue;
+                }
                 let event = match event {
                     Ok(event) => event,
                     Err(e) => {
@@ -233,7 +402,7 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
                         if let Some(set) = listed.get_mut(&node) {
                             set.insert(uid.clone());
                         }
-                        if finished.contains(&uid) {
+                        if finished.contains_key(&uid) {
                             continue;
                         }
                         if let Some(worker) = workers.get(&uid) {
@@ -241,8 +410,9 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
                             continue;
                         }
                         let (tx, rx) = mpsc::unbounded_channel();
-                        let (index, arch) = node_index[&node];
-                        let worker = PodWorker::new(ctx.clone(), pod, index, arch);
+                        let node_of = &fleet.nodes[&node];
+                        let worker =
+                            PodWorker::new(ctx.clone(), pod, node_of.index, node_of.instance.arch);
                         let done = done_tx.clone();
                         let uid_done = uid.clone();
                         tokio::spawn(async move {

@@ -4,7 +4,9 @@
 //! Every fake node is this machine: its pods run here and its `InternalIP` is 127.0.0.1. The
 //! node lifecycle controller marks a node NotReady, taints it and evicts its pods when neither
 //! its Lease in `kube-node-lease` nor its Ready condition's heartbeat is renewed within the
-//! grace period (50s), so both are renewed well within it.
+//! grace period (20 s on the dev cluster, `hack/dev-cluster.sh`; 50 s by default), so the Lease
+//! is renewed every 4 s. A node that a test silences ([`super::control`]) is left out of the
+//! heartbeat, and goes NotReady within that grace period.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -28,8 +30,8 @@ pub const FIELD_MANAGER: &str = "membench-node-agent";
 /// The address of every fake node: they are all this machine.
 pub const NODE_IP: &str = "127.0.0.1";
 
-const LEASE_DURATION_SECONDS: i32 = 40;
-const LEASE_RENEW_INTERVAL: Duration = Duration::from_secs(10);
+const LEASE_DURATION_SECONDS: i32 = 20;
+const LEASE_RENEW_INTERVAL: Duration = Duration::from_secs(4);
 const STATUS_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(20);
 
 /// An instance type the agent can impersonate.
@@ -82,7 +84,7 @@ pub const INSTANCE_TYPES: &[InstanceType] = &[
 ];
 
 /// Zones the nodes of a pool are spread over, in turn.
-const ZONES: &[&str] = &["us-east-1a", "us-east-1b", "us-east-1c"];
+pub const ZONES: &[&str] = &["us-east-1a", "us-east-1b", "us-east-1c"];
 const REGION: &str = "us-east-1";
 const MAX_PODS: u32 = 110;
 
@@ -134,6 +136,16 @@ pub fn parse_node_pools(spec: &str) -> anyhow::Result<Vec<FakeNode>> {
     }
     anyhow::ensure!(!nodes.is_empty(), "no fake nodes in {spec:?}");
     Ok(nodes)
+}
+
+/// Deletes a node the agent no longer runs (a test removed it). Already gone is fine.
+pub async fn deregister(client: &Client, name: &str) -> anyhow::Result<()> {
+    let api: Api<Node> = Api::all(client.clone());
+    match api.delete(name, &Default::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("deleting node {name}")),
+    }
 }
 
 fn quantity(s: impl Into<String>) -> Quantity {
@@ -390,24 +402,31 @@ async fn renew_lease(client: &Client, node: &FakeNode) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Keeps every node Ready forever: renews Leases every 10s and the Ready heartbeat every 20s.
-/// Errors are logged and retried at the next tick (an API server restart must not end it).
-pub async fn heartbeat(client: Client, nodes: Vec<FakeNode>, agent: AgentInfo) {
+/// Keeps the reporting nodes Ready: renews their Leases every 4 s and their Ready heartbeat
+/// every 20 s. The list is read at each tick, so nodes that appear, go or fall silent take
+/// effect at once. Errors are logged and retried at the next tick (an API server restart must
+/// not end it).
+pub async fn heartbeat(
+    client: Client,
+    reporting: std::sync::Arc<std::sync::Mutex<Vec<FakeNode>>>,
+    agent: AgentInfo,
+) {
     let api: Api<Node> = Api::all(client.clone());
     let ready_since = Timestamp::now();
     let mut lease_tick = tokio::time::interval(LEASE_RENEW_INTERVAL);
     let mut status_tick = tokio::time::interval(STATUS_HEARTBEAT_INTERVAL);
+    let current = || reporting.lock().unwrap_or_else(|e| e.into_inner()).clone();
     loop {
         tokio::select! {
             _ = lease_tick.tick() => {
-                for node in &nodes {
+                for node in &current() {
                     if let Err(e) = renew_lease(&client, node).await {
                         tracing::warn!(node = %node.name, error = %format!("{e:#}"), "renewing lease failed");
                     }
                 }
             }
             _ = status_tick.tick() => {
-                for node in &nodes {
+                for node in &current() {
                     // Re-register if someone deleted the node (kubectl delete node).
                     let result = match api.get_opt(&node.name).await {
                         Ok(Some(_)) => post_status(&api, node, &agent, Timestamp::now(), ready_since).await,

@@ -44,6 +44,9 @@ pub enum PodEvent {
     Deleted,
     /// The agent is stopping: stop the processes, write nothing.
     Shutdown,
+    /// The node stopped reporting (a test made it so): its processes die at once, as with a
+    /// machine that lost power, and nothing more is written about the pod.
+    NodeLost,
 }
 
 /// How often the worker checks memory, deadlines and due work.
@@ -291,7 +294,7 @@ impl PodWorker {
             tokio::select! {
                 event = events.recv() => match event {
                     Some(PodEvent::Updated(pod)) => self.updated(*pod),
-                    Some(PodEvent::Deleted) => self.deleted(),
+                    Some(PodEvent::Deleted | PodEvent::NodeLost) => self.deleted(),
                     Some(PodEvent::Shutdown) | None => self.begin_shutdown(),
                 },
                 Some(exit) = self.exits_rx.recv() => self.exited(exit).await,

@@ -39,6 +39,14 @@ pub mod reason {
     pub const ENGINE_CRASHED: &str = "EngineCrashed";
     pub const ENGINE_NOT_READY: &str = "EngineNotReady";
     pub const ENGINE_POD_LOST: &str = "EnginePodLost";
+    /// The node of the engine's pods stopped reporting: they were evicted and never confirmed
+    /// stopping.
+    pub const NODE_LOST: &str = "NodeLost";
+    /// The engine must end (the reason is in the message) and its client was asked to stop, to
+    /// keep what it measured.
+    pub const STOPPING_CLIENT: &str = "StoppingClient";
+    /// Pods of an earlier benchmark of the same name are still terminating.
+    pub const WAITING_FOR_OLD_PODS: &str = "WaitingForOldPods";
     pub const ENGINE_OUT_OF_MEMORY: &str = "EngineOutOfMemory";
     pub const CLIENT_FAILED: &str = "ClientFailed";
     pub const CLIENT_RETRY: &str = "ClientRetry";

@@ -1,7 +1,8 @@
 //! What an engine's pods need next: create the engine pod, wait for a node and for readiness,
-//! start the client next to it, read the client's result, retry a failed client, and fail the
-//! engine with a reason when it cannot finish. Called by [`super::plan`] for the engine being
-//! measured; pure like it.
+//! hand over to its client ([`super::client_lifecycle`]), and fail the engine with a reason
+//! when it cannot finish, keeping what its client measured. Pods that an earlier benchmark of
+//! the same name left are waited for, never taken as this one's; pods whose node stopped
+//! reporting are given up. Called by [`super::plan`] for the engine being measured; pure like it.
 
 use std::time::Duration;
 
@@ -10,21 +11,24 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::client_result::ClientResult;
 use crate::crd::{CleanupPolicy, MemoryBenchmark, MemoryBenchmarkStatus};
 use crate::workload::Workload;
 
+use super::client_lifecycle::KeptResult;
 use super::conditions::{reason, state};
 use super::plan::{
     LoadProbe, Plan, PodRejection, Settings, elapsed_since, is_terminal, pods_of, to_the_second,
 };
-use super::pods::{self, Component, PodState, client_attempt, engine_index, pod_state};
+use super::pods::{
+    self, Component, PodState, client_state, disruption, engine_index, has_started, pod_state,
+    stuck_deleting,
+};
 use super::queue::{nodes_busy, waiting_message};
-use super::results::{absorb, result_note, retryable, tail};
+use super::results::tail;
 
 /// Terminated reasons of a container that never ran: the runtime could not start its program
 /// (containerd's `StartError`, Docker's `ContainerCannotRun`).
-const NEVER_STARTED: [&str; 2] = ["StartError", "ContainerCannotRun"];
+pub(super) const NEVER_STARTED: [&str; 2] = ["StartError", "ContainerCannotRun"];
 
 /// The state one reconciliation works on.
 pub(super) struct Step<'a, 'p> {
@@ -36,6 +40,9 @@ pub(super) struct Step<'a, 'p> {
     pub(super) workload: &'a Workload,
     /// Pods the API server refused to create in this reconciliation.
     pub(super) rejected: &'a [PodRejection],
+    /// Pods with this benchmark's labels that an earlier benchmark of the same name (another
+    /// UID) left behind: never this one's, and in the way of pods of the same name.
+    pub(super) foreign: &'a [&'p Pod],
     /// Benchmarks of the same node pool that wait for a free node and came first.
     pub(super) benchmarks_ahead: usize,
 }
@@ -46,7 +53,7 @@ impl Step<'_, '_> {
     }
 
     /// What the API server said when it refused to create the pod `name`, if it did.
-    fn rejection(&self, name: &str) -> Option<String> {
+    pub(super) fn rejection(&self, name: &str) -> Option<String> {
         self.rejected
             .iter()
             .find(|r| r.pod == name)
@@ -105,9 +112,51 @@ impl Step<'_, '_> {
         self.plan.delete.extend(names);
     }
 
-    /// Marks engine `index` failed; with `abort`, the engines after it are not run either
-    /// (their pods could not be placed or the benchmark ran out of time).
+    /// Fails engine `index` without losing what its client measured: a client that runs is
+    /// asked to stop (its pod deleted: SIGTERM; the result finalizer keeps it readable) and
+    /// waited for, and a client that ended has its result taken into the status first (a
+    /// complete one makes the engine succeed after all). With `abort`, the engines after it are
+    /// not run either (their pods could not be placed or the benchmark ran out of time).
     pub(super) fn fail(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        why: &str,
+        message: String,
+        abort: bool,
+    ) {
+        match self.keep_client_result(status, index) {
+            KeptResult::Stopping => {
+                let engine = &mut status.engines[index];
+                engine.reason = Some(reason::STOPPING_CLIENT.into());
+                engine.message = Some(format!(
+                    "{why}: {message}; stopping the client to keep what it measured"
+                ));
+                self.requeue(Duration::from_secs(1));
+            }
+            KeptResult::Complete => {
+                self.succeed(status, index);
+                if abort {
+                    self.not_run_after(status, index, why);
+                }
+            }
+            KeptResult::Partial | KeptResult::Nothing => {
+                let done = status.engines[index].repetitions.len();
+                let message = if done > 0 {
+                    format!(
+                        "{message}; the {done} of {} repetitions measured before are kept",
+                        self.benchmark.spec.repetitions
+                    )
+                } else {
+                    message
+                };
+                self.mark_failed(status, index, why, message, abort);
+            }
+        }
+    }
+
+    /// Marks engine `index` failed now (its client, if any, has ended and its result is in).
+    pub(super) fn mark_failed(
         &mut self,
         status: &mut MemoryBenchmarkStatus,
         index: usize,
@@ -125,19 +174,24 @@ impl Step<'_, '_> {
             self.delete_pods_of(index);
         }
         if abort {
-            let name = status.engines[index].name.clone();
-            for later in status.engines.iter_mut().skip(index + 1) {
-                if !is_terminal(later) {
-                    later.state = state::FAILED.into();
-                    later.reason = Some(reason::NOT_RUN.into());
-                    later.message = Some(format!("not run: {name} failed with {why}"));
-                }
-            }
+            self.not_run_after(status, index, why);
         }
         self.requeue(Duration::from_secs(1));
     }
 
-    fn succeed(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) {
+    /// The engines after `index` will not run: `why` ended the benchmark at engine `index`.
+    fn not_run_after(&mut self, status: &mut MemoryBenchmarkStatus, index: usize, why: &str) {
+        let name = status.engines[index].name.clone();
+        for later in status.engines.iter_mut().skip(index + 1) {
+            if !is_terminal(later) {
+                later.state = state::FAILED.into();
+                later.reason = Some(reason::NOT_RUN.into());
+                later.message = Some(format!("not run: {name} ended with {why}"));
+            }
+        }
+    }
+
+    pub(super) fn succeed(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) {
         let engine = &mut status.engines[index];
         engine.state = state::SUCCEEDED.into();
         engine.reason = Some(reason::COMPLETED.into());
@@ -153,6 +207,9 @@ impl Step<'_, '_> {
         memory: u64,
         load: Option<LoadProbe>,
     ) {
+        if self.node_lost(status, index) {
+            return;
+        }
         let engine_pod = pods_of(self.pods, index, Component::Engine)
             .into_iter()
             .next();
@@ -171,6 +228,9 @@ impl Step<'_, '_> {
             if let Some(refusal) = self.rejection(&name) {
                 let message = format!("the API server rejected the engine pod {name}: {refusal}");
                 self.fail(status, index, reason::POD_REJECTED, message, false);
+                return;
+            }
+            if self.blocked_by_earlier_pod(status, index, &name) {
                 return;
             }
             if self.benchmarks_ahead > 0 {
@@ -365,7 +425,7 @@ impl Step<'_, '_> {
 
     /// Whether an image that cannot be pulled fails its engine now: `Some` (with a note on how
     /// long the kubelet retried) when the failure is permanent or the retries took too long.
-    fn pull_verdict(&self, since: Timestamp, permanent: bool) -> Option<String> {
+    pub(super) fn pull_verdict(&self, since: Timestamp, permanent: bool) -> Option<String> {
         if permanent {
             return Some(String::new());
         }
@@ -374,7 +434,13 @@ impl Step<'_, '_> {
             .then(|| format!(" (the node retried for {} s)", waited.as_secs()))
     }
 
-    fn pull_wait_note(&self, image: &str, why: &str, message: &str, since: Timestamp) -> String {
+    pub(super) fn pull_wait_note(
+        &self,
+        image: &str,
+        why: &str,
+        message: &str,
+        since: Timestamp,
+    ) -> String {
         format!(
             "the node cannot pull {image} yet ({why}: {}); it retries with back-off until {} s after the pod was scheduled ({})",
             tail(message, 300),
@@ -383,7 +449,9 @@ impl Step<'_, '_> {
         )
     }
 
-    /// The engine exited before its results were complete: keep what its client measured.
+    /// The engine exited before its results were complete: keep what its client measured. The
+    /// client notices within moments (its connection breaks) and leaves its partial result; one
+    /// that has not after the grace period is asked to stop.
     fn engine_exited(
         &mut self,
         status: &mut MemoryBenchmarkStatus,
@@ -393,25 +461,31 @@ impl Step<'_, '_> {
         message: Option<String>,
         finished_at: Option<Timestamp>,
     ) {
-        let client = self.latest_client(status, index);
-        if let Some(client) = &client {
-            let client_done = matches!(pod_state(client), PodState::Terminated { .. });
-            let recently =
-                finished_at.is_none_or(|f| elapsed_since(self.now, f) < self.settings.crash_grace);
-            if !client_done && recently {
-                // The client notices within moments and leaves its partial result.
-                self.requeue(Duration::from_secs(2));
+        let client_runs = self.latest_client(status, index).is_some_and(|c| {
+            has_started(&c) && !matches!(client_state(&c), PodState::Terminated { .. })
+        });
+        let recently =
+            finished_at.is_none_or(|f| elapsed_since(self.now, f) < self.settings.crash_grace);
+        if client_runs && recently {
+            self.requeue(Duration::from_secs(2));
+            return;
+        }
+        match self.keep_client_result(status, index) {
+            KeptResult::Stopping => {
+                let engine = &mut status.engines[index];
+                engine.reason = Some(reason::STOPPING_CLIENT.into());
+                engine.message = Some(format!(
+                    "the engine exited with code {exit_code}; stopping the client to keep what it measured"
+                ));
+                self.requeue(Duration::from_secs(1));
                 return;
             }
-            if let PodState::Terminated { message, .. } = pod_state(client)
-                && let Ok(result) = ClientResult::parse(message.as_deref().unwrap_or_default())
-            {
-                absorb(
-                    &mut status.engines[index],
-                    &result,
-                    self.benchmark.spec.repetitions,
-                );
+            // Every repetition was measured before the engine went.
+            KeptResult::Complete => {
+                self.succeed(status, index);
+                return;
             }
+            KeptResult::Partial | KeptResult::Nothing => {}
         }
         let done = status.engines[index].repetitions.len();
         let of = self.benchmark.spec.repetitions;
@@ -436,7 +510,50 @@ impl Step<'_, '_> {
         } else {
             reason::ENGINE_CRASHED
         };
-        self.fail(status, index, why, text, false);
+        self.mark_failed(status, index, why, text, false);
+    }
+
+    /// Engine `index`'s pods whose node stopped reporting (see [`stuck_deleting`]): the engine
+    /// fails as NodeLost with what is known, the repetitions already in its status and the last
+    /// progress reading (what its client measured on that node is gone with it), and the next
+    /// engine goes on; the plan gives the pods up (a forced deletion). Returns whether it did.
+    fn node_lost(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) -> bool {
+        let lost: Vec<&Pod> = self
+            .pods
+            .iter()
+            .filter(|p| engine_index(p) == Some(index))
+            .filter(|p| stuck_deleting(p, self.now, self.settings.lost_pod_margin))
+            .copied()
+            .collect();
+        if lost.is_empty() {
+            return false;
+        }
+        let node = lost
+            .iter()
+            .find_map(|p| pods::node_name(p))
+            .unwrap_or_else(|| "(unknown)".into());
+        let names: Vec<String> = lost.iter().map(|p| p.name_any()).collect();
+        let cause = lost
+            .iter()
+            .find_map(|p| disruption(p))
+            .map(|d| format!(" ({d})"))
+            .unwrap_or_default();
+        let progress = status
+            .progress
+            .as_ref()
+            .filter(|p| p.engine == index as u32 + 1)
+            .map(|p| format!("; the last progress reading: {}", p.summary))
+            .unwrap_or_default();
+        let message = format!(
+            "node {node} stopped reporting: {} deleted{cause} and the node had not confirmed it stopped {} s after the grace period ended, so what the client measured there is lost{progress}",
+            match names.as_slice() {
+                [one] => format!("{one} was"),
+                many => format!("{} were", many.join(" and ")),
+            },
+            self.settings.lost_pod_margin.as_secs(),
+        );
+        self.fail(status, index, reason::NODE_LOST, message, false);
+        true
     }
 
     fn engine_memory_limit(&self, index: usize) -> String {
@@ -449,237 +566,10 @@ impl Step<'_, '_> {
             .and_then(|l| l.get("memory"))
             .map_or_else(|| "unknown".into(), |q| q.0.clone())
     }
-
-    /// The client pod of the latest attempt, and the attempt count (status and pods agree on
-    /// the larger, so a pod created just before an operator restart is not created twice).
-    fn latest_client(&self, status: &mut MemoryBenchmarkStatus, index: usize) -> Option<Pod> {
-        let clients = pods_of(self.pods, index, Component::Client);
-        let attempts = clients
-            .iter()
-            .filter_map(client_attempt)
-            .max()
-            .unwrap_or(0)
-            .max(status.engines[index].client_attempts);
-        status.engines[index].client_attempts = attempts;
-        clients
-            .into_iter()
-            .find(|c| client_attempt(c) == Some(attempts))
-    }
-
-    fn start_client(&mut self, status: &mut MemoryBenchmarkStatus, index: usize, engine_ip: &str) {
-        let attempt = status.engines[index].client_attempts + 1;
-        let name = pods::client_pod_name(&self.benchmark.name_any(), index, attempt);
-        if let Some(refusal) = self.rejection(&name) {
-            let message = format!("the API server rejected the client pod {name}: {refusal}");
-            self.fail(status, index, reason::POD_REJECTED, message, false);
-            return;
-        }
-        self.plan.create.push(pods::client_pod(
-            self.benchmark,
-            index,
-            attempt,
-            self.workload,
-            engine_ip,
-            &self.settings.pods,
-        ));
-        let engine = &mut status.engines[index];
-        engine.client_attempts = attempt;
-        engine.reason = Some(reason::CLIENT_STARTING.into());
-        self.requeue(Duration::from_secs(2));
-    }
-
-    fn client(
-        &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
-        engine_ip: &str,
-        load: Option<LoadProbe>,
-    ) {
-        let client = self.latest_client(status, index);
-        let attempts = status.engines[index].client_attempts;
-        let Some(client) = client else {
-            if attempts == 0 {
-                self.start_client(status, index, engine_ip);
-            } else {
-                let message = "the client pod disappeared before it finished".to_string();
-                self.client_failed(status, index, engine_ip, message, None);
-            }
-            return;
-        };
-        let created = client
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map_or(self.now, |t| t.0);
-        match pod_state(&client) {
-            PodState::Deleting => self.requeue(Duration::from_secs(2)),
-            PodState::Unscheduled { message } => {
-                let message = message.unwrap_or_else(|| "waiting for the scheduler".into());
-                if elapsed_since(self.now, created) >= self.settings.scheduling_timeout {
-                    let message = format!(
-                        "the client pod could not be placed next to its engine within {} s: {message}",
-                        self.settings.scheduling_timeout.as_secs()
-                    );
-                    self.fail(status, index, reason::UNSCHEDULABLE, message, true);
-                } else {
-                    let engine = &mut status.engines[index];
-                    engine.reason = Some(reason::WAITING_FOR_NODE.into());
-                    engine.message = Some(format!("client: {message}"));
-                    self.requeue(Duration::from_secs(5));
-                }
-            }
-            PodState::ImagePullFailed {
-                reason: why,
-                message,
-                permanent,
-            } => {
-                let image = self.settings.pods.client_image.clone();
-                let since = pods::scheduled_at(&client).unwrap_or(created);
-                match self.pull_verdict(since, permanent) {
-                    Some(retried) => {
-                        let message = format!(
-                            "cannot pull the client image {image}: {why}: {message}{retried}"
-                        );
-                        self.fail(
-                            status,
-                            index,
-                            reason::CLIENT_IMAGE_PULL_FAILED,
-                            message,
-                            true,
-                        );
-                    }
-                    None => {
-                        let note = self.pull_wait_note(&image, &why, &message, since);
-                        let engine = &mut status.engines[index];
-                        engine.reason = Some(reason::WAITING_FOR_IMAGE.into());
-                        engine.message = Some(format!("client: {note}"));
-                        self.requeue(Duration::from_secs(5));
-                    }
-                }
-            }
-            // Every client pod runs the same image and command: the next would fail alike.
-            PodState::ContainerError {
-                reason: why,
-                message,
-            } => {
-                let message = format!("the client container could not be started: {message}");
-                self.fail(status, index, container_error_reason(&why), message, true);
-            }
-            PodState::Terminated {
-                reason: Some(why),
-                message,
-                ..
-            } if NEVER_STARTED.contains(&why.as_str()) => {
-                let message = format!(
-                    "the client container could not be started ({why}): {}",
-                    tail(message.as_deref().unwrap_or_default(), 600)
-                );
-                self.fail(status, index, reason::RUN_CONTAINER_ERROR, message, true);
-            }
-            PodState::Starting { .. } | PodState::Unready { .. } | PodState::Ready => {
-                let engine = &mut status.engines[index];
-                engine.reason = Some(reason::MEASURING.into());
-                engine.message = None;
-                let _ = load;
-                self.requeue(self.settings.poll_interval);
-            }
-            PodState::Terminated {
-                exit_code,
-                message,
-                finished_at,
-                ..
-            } => {
-                let parsed = ClientResult::parse(message.as_deref().unwrap_or_default());
-                let error = parsed.as_ref().ok().and_then(|r| r.error.clone());
-                let repetitions = self.benchmark.spec.repetitions;
-                match (&parsed, error) {
-                    (Ok(result), None) if exit_code == 0 => {
-                        absorb(&mut status.engines[index], result, repetitions);
-                        status.engines[index].message = result_note(result);
-                        self.succeed(status, index);
-                    }
-                    (Ok(result), Some(error)) if !retryable(&error.category) => {
-                        absorb(&mut status.engines[index], result, repetitions);
-                        let done = status.engines[index].repetitions.len();
-                        let why = match error.category.as_str() {
-                            "OutOfMemory" => reason::ENGINE_OUT_OF_MEMORY,
-                            other => other,
-                        };
-                        let message = format!(
-                            "{} (after {done} of {repetitions} repetitions)",
-                            error.message
-                        );
-                        self.fail(status, index, why, message, false);
-                    }
-                    (_, error) => {
-                        let lost = error
-                            .as_ref()
-                            .is_some_and(|e| e.category == "ConnectionLost");
-                        let recently = finished_at.is_none_or(|f| {
-                            elapsed_since(self.now, f) < self.settings.connection_lost_grace
-                        });
-                        if lost && recently {
-                            // Did the engine die? Its pod's status may lag a moment behind.
-                            self.requeue(Duration::from_secs(2));
-                            return;
-                        }
-                        let message = match (&parsed, error) {
-                            (_, Some(e)) => e.message,
-                            (Ok(_), None) => format!("exit code {exit_code}"),
-                            (Err(e), None) => format!("exit code {exit_code}: {e}"),
-                        };
-                        self.client_failed(status, index, engine_ip, message, parsed.as_ref().ok());
-                    }
-                }
-            }
-        }
-    }
-
-    /// A client failed while its engine is healthy: keep what it measured, and retry while
-    /// attempts remain.
-    fn client_failed(
-        &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
-        engine_ip: &str,
-        message: String,
-        result: Option<&ClientResult>,
-    ) {
-        if let Some(result) = result {
-            absorb(
-                &mut status.engines[index],
-                result,
-                self.benchmark.spec.repetitions,
-            );
-        }
-        let attempts = status.engines[index].client_attempts;
-        if attempts < self.settings.client_attempts {
-            if self.benchmark.spec.cleanup_policy != CleanupPolicy::KeepFailed {
-                let names: Vec<String> = pods_of(self.pods, index, Component::Client)
-                    .iter()
-                    .filter(|p| p.metadata.deletion_timestamp.is_none())
-                    .map(|p| p.name_any())
-                    .collect();
-                self.plan.delete.extend(names);
-            }
-            self.start_client(status, index, engine_ip);
-            status.engines[index].message = Some(format!(
-                "client attempt {attempts} of {} failed: {}",
-                self.settings.client_attempts,
-                tail(&message, 600)
-            ));
-        } else {
-            let message = format!(
-                "the client failed {attempts} times; the last time: {}",
-                tail(&message, 600)
-            );
-            self.fail(status, index, reason::CLIENT_FAILED, message, false);
-        }
-    }
 }
 
 /// The engine reason of a container that could not be created or started: the kubelet's own.
-fn container_error_reason(waiting_reason: &str) -> &'static str {
+pub(super) fn container_error_reason(waiting_reason: &str) -> &'static str {
     if waiting_reason == reason::CREATE_CONTAINER_ERROR {
         reason::CREATE_CONTAINER_ERROR
     } else {

@@ -1,18 +1,26 @@
 //! The operator: a kube-rs controller that turns each `MemoryBenchmark` into measurements on
 //! the requested hardware, one engine at a time, with the results in the status.
 //!
-//! Each reconciliation lists the benchmark's pods, reads the progress of the engine under
-//! load, and hands both (with the other benchmarks in the controller's cache, for the queue on
-//! a node pool) to the pure [`plan::plan`], which decides the new status and which pods to
-//! create and delete. This module only carries that decision out: pods are created first, then
-//! the status is written (server-side apply, only when it changed), then events are published
-//! and finished pods deleted. A pod the API server refuses (admission or validation) goes back
-//! into the plan as a [`plan::PodRejection`], which fails its engine at once; only transient
-//! API errors are retried. `pods` builds the pods (their Pod Security settings in
-//! `pod_security`); `crate::validation` checks the spec.
+//! Each reconciliation reads the benchmark afresh from the API server (never the cache, which
+//! may lag behind the operator's own last write), lists its pods, reads the progress of the
+//! engine under load, and hands them (with the other benchmarks in the controller's cache, for
+//! the queue on a node pool) to the pure [`plan::plan`], which decides the new status and which
+//! pods to create and delete. This module only carries that decision out: pods are created
+//! first, then the status is written (server-side apply, only when it changed, on condition
+//! that the benchmark is still at the version read: a status that changed in between is read
+//! again, never overwritten), then events are published, client pods' result finalizers
+//! released, and finished pods deleted. A pod the API server refuses (admission or validation)
+//! goes back into the plan as a [`plan::PodRejection`], which fails its engine at once; only
+//! transient API errors are retried. `pods` builds the pods (their Pod Security settings in
+//! `pod_security`); `crate::validation` checks the spec. [`leader`] lets one of several
+//! operator replicas run the controller.
 
+mod client_lifecycle;
 pub mod conditions;
 pub mod events;
+#[cfg(test)]
+mod fault_tests;
+pub mod leader;
 mod lifecycle;
 #[cfg(test)]
 mod never_stuck_tests;
@@ -106,6 +114,14 @@ pub enum Error {
     },
     #[error("cannot write the status: {0}")]
     WriteStatus(#[source] kube::Error),
+    #[error("cannot read the benchmark: {0}")]
+    ReadBenchmark(#[source] kube::Error),
+    #[error("cannot release the result finalizer of pod {name}: {source}")]
+    ReleasePod {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
 }
 
 impl Error {
@@ -116,6 +132,8 @@ impl Error {
             Error::CreatePod { .. } => "CreatePod",
             Error::DeletePod { .. } => "DeletePod",
             Error::WriteStatus(_) => "WriteStatus",
+            Error::ReadBenchmark(_) => "ReadBenchmark",
+            Error::ReleasePod { .. } => "ReleasePod",
         }
     }
 }
@@ -140,24 +158,31 @@ pub fn rejection_message(e: &kube::Error) -> Option<String> {
 }
 
 /// One reconciliation of one benchmark.
-#[instrument(skip_all, fields(benchmark = %benchmark.name_any(), namespace = %benchmark.namespace().unwrap_or_default()))]
-pub async fn reconcile(
-    benchmark: Arc<MemoryBenchmark>,
-    ctx: Arc<Context>,
-) -> Result<Action, Error> {
+#[instrument(skip_all, fields(benchmark = %cached.name_any(), namespace = %cached.namespace().unwrap_or_default()))]
+pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Result<Action, Error> {
     let _timer = ctx.metrics.reconcile_started();
-    if benchmark.metadata.deletion_timestamp.is_some() {
-        // Its pods go with it (owner references and the garbage collector).
-        return Ok(Action::await_change());
-    }
-    let namespace = benchmark.namespace().unwrap_or_default();
-    let name = benchmark.name_any();
+    let namespace = cached.namespace().unwrap_or_default();
+    let name = cached.name_any();
+    let api: Api<MemoryBenchmark> = Api::namespaced(ctx.client.clone(), &namespace);
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    // The cache may hold a version older than the operator's own last write (a watch that lags,
+    // a restart): deciding from it could undo a result. A read is cheap next to that.
+    let Some(benchmark) = api.get_opt(&name).await.map_err(Error::ReadBenchmark)? else {
+        return Ok(Action::await_change());
+    };
     let pods = pods_api
         .list(&ListParams::default().labels(&pods::benchmark_pods_selector(&name)))
         .await
         .map_err(Error::ListPods)?
         .items;
+    if benchmark.metadata.deletion_timestamp.is_some() {
+        // Its pods go with it (owner references and the garbage collector); their results
+        // have nowhere to go, so nothing holds them back.
+        for pod in pods.iter().filter(|p| pods::holds_result(p)) {
+            release(&pods_api, &pod.name_any()).await?;
+        }
+        return Ok(Action::await_change());
+    }
     let load = match probe_target(&benchmark, &pods) {
         Some(target) => ctx.readings.read(&namespace, &name, target).await,
         None => None,
@@ -185,19 +210,24 @@ pub async fn reconcile(
 
     let old = benchmark.status.clone().unwrap_or_default();
     if plan.status != old {
-        let api: Api<MemoryBenchmark> = Api::namespaced(ctx.client.clone(), &namespace);
-        let patch = serde_json::json!({
-            "apiVersion": MemoryBenchmark::api_version(&()),
-            "kind": MemoryBenchmark::kind(&()),
-            "status": plan.status,
-        });
-        api.patch_status(
+        match write_status(
+            &api,
             &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
+            benchmark.metadata.resource_version.as_deref(),
+            &plan.status,
         )
         .await
-        .map_err(Error::WriteStatus)?;
+        {
+            Ok(_) => {}
+            // Written by someone else since it was read (another operator, a reconciliation
+            // that overlapped): decide again from what is there now. Nothing below may run:
+            // finalizers and pods go only once the status that holds their results is in.
+            Err(e) if is_status(&e, |s| s.code == 409) => {
+                info!("the benchmark changed since it was read; reading it again");
+                return Ok(Action::requeue(Duration::from_millis(500)));
+            }
+            Err(e) => return Err(Error::WriteStatus(e)),
+        }
         let reference = benchmark.object_ref(&());
         for transition in transitions(&old, &plan.status) {
             info!(reason = %transition.reason, "{}", transition.note);
@@ -218,25 +248,120 @@ pub async fn reconcile(
         }
     }
 
+    for pod_name in &plan.release {
+        release(&pods_api, pod_name).await?;
+    }
+    for pod_name in &plan.force_delete {
+        let now_please = DeleteParams {
+            grace_period_seconds: Some(0),
+            ..DeleteParams::background()
+        };
+        delete_pod(&pods_api, pod_name, &now_please).await?;
+        warn!(pod = %pod_name, "its node stopped reporting: deleted it without waiting for a kubelet");
+    }
     for pod_name in &plan.delete {
-        match pods_api.delete(pod_name, &DeleteParams::background()).await {
-            Ok(_) => info!(pod = %pod_name, "deleting pod"),
-            Err(e) if is_status(&e, kube::core::Status::is_not_found) => {}
-            Err(source) => {
-                return Err(Error::DeletePod {
-                    name: pod_name.clone(),
-                    source,
-                });
-            }
-        }
+        delete_pod(&pods_api, pod_name, &DeleteParams::background()).await?;
     }
 
-    let mut observed = (*benchmark).clone();
+    let mut observed = benchmark.clone();
     observed.status = Some(plan.status);
     ctx.metrics.observe_benchmark(&observed);
     Ok(plan
         .requeue
         .map_or_else(Action::await_change, Action::requeue))
+}
+
+/// Writes a benchmark's status by server-side apply, on condition that the benchmark is still
+/// at `resource_version`, the version the status was decided from (an apply patch that names a
+/// resourceVersion is a precondition). A benchmark written in between gives a 409 Conflict and
+/// keeps its status, so a decision made from an older view never replaces a newer result.
+pub async fn write_status(
+    api: &Api<MemoryBenchmark>,
+    name: &str,
+    resource_version: Option<&str>,
+    status: &crate::crd::MemoryBenchmarkStatus,
+) -> Result<MemoryBenchmark, kube::Error> {
+    let mut patch = serde_json::json!({
+        "apiVersion": MemoryBenchmark::api_version(&()),
+        "kind": MemoryBenchmark::kind(&()),
+        "status": status,
+    });
+    if let Some(version) = resource_version {
+        patch["metadata"] = serde_json::json!({ "resourceVersion": version });
+    }
+    api.patch_status(
+        name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+}
+
+/// Takes the result finalizer off a client pod (its result is in the status, or has no home);
+/// a pod already gone is fine.
+async fn release(pods_api: &Api<Pod>, name: &str) -> Result<(), Error> {
+    let patch = serde_json::json!({
+        "metadata": { "$deleteFromPrimitiveList/finalizers": [pods::RESULT_FINALIZER] }
+    });
+    match pods_api
+        .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if is_status(&e, kube::core::Status::is_not_found) => Ok(()),
+        Err(source) => Err(Error::ReleasePod {
+            name: name.to_string(),
+            source,
+        }),
+    }
+}
+
+async fn delete_pod(pods_api: &Api<Pod>, name: &str, params: &DeleteParams) -> Result<(), Error> {
+    match pods_api.delete(name, params).await {
+        Ok(_) => {
+            info!(pod = %name, "deleting pod");
+            Ok(())
+        }
+        Err(e) if is_status(&e, kube::core::Status::is_not_found) => Ok(()),
+        Err(source) => Err(Error::DeletePod {
+            name: name.to_string(),
+            source,
+        }),
+    }
+}
+
+/// Releases the client pods of a benchmark that is gone (deleted while the operator watched, or
+/// while it was down): their results have no home, and the garbage collector is deleting them.
+/// A benchmark created again under the same name keeps its own pods.
+async fn release_orphans(client: Client, namespace: String, name: String) {
+    let pods_api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let benchmarks: Api<MemoryBenchmark> = Api::namespaced(client, &namespace);
+    let current = match benchmarks.get_opt(&name).await {
+        Ok(current) => current,
+        Err(e) => {
+            warn!(error = %e, benchmark = %name, "cannot read the benchmark to release its pods");
+            return;
+        }
+    };
+    let selector = pods::benchmark_pods_selector(&name);
+    let listed = match pods_api
+        .list(&ListParams::default().labels(&selector))
+        .await
+    {
+        Ok(list) => list.items,
+        Err(e) => {
+            warn!(error = %e, benchmark = %name, "cannot list the pods of a deleted benchmark");
+            return;
+        }
+    };
+    for pod in listed.iter().filter(|p| pods::holds_result(p)) {
+        if current.as_ref().is_some_and(|b| pods::owned_by(pod, b)) {
+            continue;
+        }
+        if let Err(e) = release(&pods_api, &pod.name_any()).await {
+            warn!(error = %e, "cannot release a pod of a deleted benchmark");
+        }
+    }
 }
 
 /// Creates the plan's pods; returns those the API server refused for good.
@@ -311,14 +436,7 @@ pub async fn run(
         ),
         None => (Api::all(client.clone()), Api::all(client.clone())),
     };
-    benchmarks
-        .list(&ListParams::default().limit(1))
-        .await
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "the MemoryBenchmark API does not answer ({e}); is the CRD installed (kubectl apply -f crds/)?"
-            )
-        })?;
+    check_api(&benchmarks).await?;
     ready.store(true, Ordering::SeqCst);
     let controller = Controller::new(
         benchmarks.clone(),
@@ -334,12 +452,14 @@ pub async fn run(
         namespace = scope.namespace.as_deref().unwrap_or("(all)"),
         "operator started"
     );
+    metrics.set_leader(true);
     // A deleted benchmark whose pods are already gone triggers no reconcile, so its series
     // are dropped by comparing the published ones with the listed benchmarks now and then.
-    let pruning = tokio::spawn(prune_deleted_benchmarks(
+    let _pruning = AbortOnDrop(tokio::spawn(prune_deleted_benchmarks(
         benchmarks.clone(),
+        pods.clone(),
         metrics.clone(),
-    ));
+    )));
     controller
         .owns(
             pods,
@@ -351,39 +471,220 @@ pub async fn run(
             match result {
                 Ok((object, _)) => tracing::debug!(benchmark = %object.name, "reconciled"),
                 Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
-                    // Deleted: its series and readings go with it.
+                    // Deleted: its series and readings go with it, and its client pods are
+                    // released so the garbage collector can finish them.
                     let namespace = object.namespace.clone().unwrap_or_default();
                     metrics.forget_benchmark(&namespace, &object.name);
                     ctx.readings.forget(&namespace, &object.name);
+                    tokio::spawn(release_orphans(
+                        ctx.client.clone(),
+                        namespace,
+                        object.name.clone(),
+                    ));
                 }
                 Err(e) => tracing::debug!(error = %e, "controller"),
             }
             std::future::ready(())
         })
         .await;
-    pruning.abort();
     ready.store(false, Ordering::SeqCst);
     Ok(())
+}
+
+/// A start-up check that the MemoryBenchmark API is served, with what to do when it is not.
+async fn check_api(benchmarks: &Api<MemoryBenchmark>) -> anyhow::Result<()> {
+    benchmarks
+        .list(&ListParams::default().limit(1))
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "the MemoryBenchmark API does not answer ({e}); is the CRD installed (kubectl apply -f crds/)?"
+            )
+        })?;
+    Ok(())
+}
+
+/// A task that ends with its owner (a controller dropped when its replica stops leading).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Leader election: the Lease that says which replica runs the controller, and who this
+/// replica is.
+#[derive(Clone, Debug)]
+pub struct Election {
+    /// The Lease's namespace: the operator's own.
+    pub namespace: String,
+    pub lease_name: String,
+    /// Unique among the replicas: the pod's name.
+    pub identity: String,
+    pub timing: leader::LeaseTiming,
+}
+
+/// How long a replica that stops leading gives its controller to finish what it is doing.
+const STOP_LEADING_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs the controller while this replica holds the leader Lease and stands by otherwise, until
+/// `shutdown` resolves; the lease is then released, so a standby takes over at once. A replica
+/// whose renewals fail stops its controller before the lease can expire (see [`leader`]) and
+/// stands by again. `ready` is true while the MemoryBenchmark API answers, leading or standing
+/// by: a standby is a healthy replica (a rolling update waits for its readiness), and the
+/// `membench_operator_leader` metric and the Lease's holder say which replica leads.
+pub async fn run_elected(
+    client: Client,
+    scope: Scope,
+    settings: Settings,
+    metrics: Metrics,
+    ready: Arc<AtomicBool>,
+    election: Election,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let benchmarks: Api<MemoryBenchmark> = match &scope.namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    check_api(&benchmarks).await?;
+    ready.store(true, Ordering::SeqCst);
+    metrics.set_leader(false);
+    let (stop_all, stopping) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_all.send(true);
+    });
+    let leases = Api::namespaced(client.clone(), &election.namespace);
+    let mut lock = leader::LeaseLock::new(
+        leases,
+        &election.lease_name,
+        &election.identity,
+        election.timing,
+    );
+    info!(identity = %election.identity, lease = %election.lease_name, "standing by for the leader lease");
+    loop {
+        let mut asked = stopping.clone();
+        tokio::select! {
+            _ = lock.acquire() => {}
+            _ = asked.wait_for(|stop| *stop) => {
+                ready.store(false, Ordering::SeqCst);
+                return Ok(());
+            }
+        }
+        info!(identity = %election.identity, "leading: running the controller");
+        let (stop_controller, stopped) = tokio::sync::oneshot::channel::<()>();
+        let controller = run(
+            client.clone(),
+            scope.clone(),
+            settings.clone(),
+            metrics.clone(),
+            Arc::new(AtomicBool::new(false)),
+            async move {
+                let _ = stopped.await;
+            },
+        );
+        tokio::pin!(controller);
+        let mut asked = stopping.clone();
+        let shutting_down = tokio::select! {
+            result = &mut controller => {
+                metrics.set_leader(false);
+                if let Err(e) = lock.release().await {
+                    warn!(error = %e, "cannot release the lease");
+                }
+                return result;
+            }
+            _ = lock.hold() => false,
+            _ = asked.wait_for(|stop| *stop) => true,
+        };
+        let _ = stop_controller.send(());
+        if tokio::time::timeout(STOP_LEADING_GRACE, &mut controller)
+            .await
+            .is_err()
+        {
+            warn!(
+                "the controller did not stop within {} s; dropped it",
+                STOP_LEADING_GRACE.as_secs()
+            );
+        }
+        metrics.set_leader(false);
+        if shutting_down {
+            ready.store(false, Ordering::SeqCst);
+            if let Err(e) = lock.release().await {
+                warn!(error = %e, "cannot release the lease; a standby takes over once it expires");
+            }
+            return Ok(());
+        }
+        warn!(identity = %election.identity, "lost the leader lease; standing by");
+    }
 }
 
 /// How often series of deleted benchmarks are looked for.
 const PRUNE_INTERVAL: Duration = Duration::from_secs(15);
 
-/// Forgets the series of benchmarks that no longer exist. A list every few seconds is cheap
-/// and needs nothing from the controller's cache, so it works however the benchmark went away.
-async fn prune_deleted_benchmarks(benchmarks: Api<MemoryBenchmark>, metrics: Metrics) {
+/// Forgets the series of benchmarks that no longer exist, and releases the client pods they
+/// left (the operator may have been down when they went). A list every few seconds is cheap and
+/// needs nothing from the controller's cache, so it works however the benchmark went away.
+async fn prune_deleted_benchmarks(
+    benchmarks: Api<MemoryBenchmark>,
+    pods: Api<Pod>,
+    metrics: Metrics,
+) {
     let mut ticks = tokio::time::interval(PRUNE_INTERVAL);
     loop {
         ticks.tick().await;
-        match benchmarks.list_metadata(&ListParams::default()).await {
-            Ok(list) => metrics.retain_benchmarks(list.items.iter().map(|b| {
-                (
-                    b.metadata.namespace.as_deref().unwrap_or_default(),
-                    b.metadata.name.as_deref().unwrap_or_default(),
-                )
-            })),
+        let listed = match benchmarks.list_metadata(&ListParams::default()).await {
+            Ok(list) => list.items,
             Err(e) => {
-                warn!(error = %e, "cannot list benchmarks to drop the series of deleted ones")
+                warn!(error = %e, "cannot list benchmarks to drop the series of deleted ones");
+                continue;
+            }
+        };
+        metrics.retain_benchmarks(listed.iter().map(|b| {
+            (
+                b.metadata.namespace.as_deref().unwrap_or_default(),
+                b.metadata.name.as_deref().unwrap_or_default(),
+            )
+        }));
+        let alive: std::collections::HashSet<&str> = listed
+            .iter()
+            .filter_map(|b| b.metadata.uid.as_deref())
+            .collect();
+        let held = match pods
+            .list_metadata(&ListParams::default().labels(&pods::managed_pods_selector()))
+            .await
+        {
+            Ok(list) => list.items,
+            Err(e) => {
+                warn!(error = %e, "cannot list pods to release those of deleted benchmarks");
+                continue;
+            }
+        };
+        for pod in held {
+            let holds = pod
+                .metadata
+                .finalizers
+                .iter()
+                .flatten()
+                .any(|f| f == pods::RESULT_FINALIZER);
+            let owner_alive = pod
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|r| r.controller == Some(true) && alive.contains(r.uid.as_str()));
+            // Only pods being deleted: a benchmark created after the list above may have
+            // pods already, and those it still needs are not being deleted by anyone.
+            let deleting = pod.metadata.deletion_timestamp.is_some();
+            if holds && deleting && !owner_alive {
+                let api: Api<Pod> = Api::namespaced(
+                    pods.clone().into_client(),
+                    pod.metadata.namespace.as_deref().unwrap_or_default(),
+                );
+                let name = pod.metadata.name.clone().unwrap_or_default();
+                if let Err(e) = release(&api, &name).await {
+                    warn!(error = %e, "cannot release a pod of a deleted benchmark");
+                }
             }
         }
     }

@@ -23,6 +23,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::ResourceExt;
 
 use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase};
 use crate::workload::Workload;
@@ -30,7 +31,8 @@ use crate::workload::Workload;
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
 use super::lifecycle::Step;
 use super::pods::{
-    self, Component, PodSettings, PodState, component, engine_index, owned_by, pod_state,
+    self, Component, PodSettings, PodState, client_attempt, client_state, component, engine_index,
+    holds_result, owned_by, pod_state, stuck_deleting,
 };
 use super::queue::benchmarks_ahead;
 use super::summary::summarize;
@@ -57,6 +59,9 @@ pub struct Settings {
     pub connection_lost_grace: Duration,
     /// How often to look at a benchmark while it runs (progress is refreshed this often).
     pub poll_interval: Duration,
+    /// How long past its deletion deadline a pod may still not have stopped before its node
+    /// counts as lost (a kubelet that is there stops a pod within its grace period).
+    pub lost_pod_margin: Duration,
 }
 
 impl Default for Settings {
@@ -70,6 +75,7 @@ impl Default for Settings {
             crash_grace: Duration::from_secs(30),
             connection_lost_grace: Duration::from_secs(5),
             poll_interval: Duration::from_secs(5),
+            lost_pod_margin: Duration::from_secs(15),
         }
     }
 }
@@ -114,6 +120,12 @@ pub struct Plan {
     pub create: Vec<Pod>,
     /// Pods to delete (by name), once the status is written.
     pub delete: Vec<String>,
+    /// Client pods whose result finalizer comes off once the status is written: what they
+    /// measured is in it, or they have nothing (more) to give.
+    pub release: Vec<String>,
+    /// Pods to delete at once (grace period 0), once released: their node stopped reporting,
+    /// so no kubelet will ever confirm they stopped.
+    pub force_delete: Vec<String>,
     /// When to reconcile again without a watch event; `None` once the benchmark is finished.
     pub requeue: Option<Duration>,
 }
@@ -149,6 +161,59 @@ pub(super) fn owned<'a>(observation: &Observation<'a>) -> Vec<&'a Pod> {
         .iter()
         .filter(|p| owned_by(p, observation.benchmark))
         .collect()
+}
+
+/// Pods with this benchmark's labels that an earlier benchmark of the same name left (another
+/// controller UID, or none).
+fn foreign<'a>(observation: &Observation<'a>) -> Vec<&'a Pod> {
+    observation
+        .pods
+        .iter()
+        .filter(|p| !owned_by(p, observation.benchmark))
+        .collect()
+}
+
+/// Which result finalizers come off and which pods are given up, once the status is written:
+/// - a client whose engine has ended (its result, if any, is in the status);
+/// - a client attempt that ended and was followed by another (its result was taken then);
+/// - a pod that an earlier benchmark of the same name left (its results have no home; it is
+///   deleted if nobody has yet, and waited for);
+/// - a pod whose node stopped reporting (deleted long ago, never stopped): given up, with a
+///   forced deletion, since nothing else would ever remove it.
+fn give_up_and_release(
+    plan: &mut Plan,
+    status: &MemoryBenchmarkStatus,
+    pods: &[&Pod],
+    foreign: &[&Pod],
+    now: Timestamp,
+    settings: &Settings,
+) {
+    for pod in pods {
+        let name = pod.name_any();
+        let engine = engine_index(pod).and_then(|i| status.engines.get(i));
+        let lost = stuck_deleting(pod, now, settings.lost_pod_margin);
+        let superseded = engine.is_some_and(|e| {
+            client_attempt(pod).is_some_and(|a| a < e.client_attempts)
+                && matches!(client_state(pod), PodState::Terminated { .. })
+        });
+        if holds_result(pod) && (lost || superseded || engine.is_none_or(is_terminal)) {
+            plan.release.push(name.clone());
+        }
+        if lost {
+            plan.force_delete.push(name);
+        }
+    }
+    for pod in foreign {
+        let name = pod.name_any();
+        if holds_result(pod) {
+            plan.release.push(name.clone());
+        }
+        if stuck_deleting(pod, now, settings.lost_pod_margin) {
+            plan.force_delete.push(name);
+        } else if pod.metadata.deletion_timestamp.is_none() {
+            plan.delete.push(name);
+        }
+    }
 }
 
 pub(super) fn pods_of(pods: &[&Pod], index: usize, which: Component) -> Vec<Pod> {
@@ -213,6 +278,8 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         status: MemoryBenchmarkStatus::default(),
         create: Vec::new(),
         delete: Vec::new(),
+        release: Vec::new(),
+        force_delete: Vec::new(),
         requeue: None,
     };
 
@@ -251,6 +318,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
     }
 
     let pods = owned(observation);
+    let foreign = foreign(observation);
     let mut step = Step {
         benchmark,
         settings,
@@ -259,6 +327,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         plan: &mut plan,
         workload: &valid.workload,
         rejected: observation.rejected,
+        foreign: &foreign,
         benchmarks_ahead: benchmarks_ahead(benchmark, observation.others),
     };
 
@@ -273,16 +342,16 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
     } else if !finished {
         let started_at = status.started_at.get_or_insert(Time(now)).0;
         let deadline = started_at + seconds(Duration::from_secs(spec.timeout_seconds.into()));
-        if now >= deadline
-            && let Some(index) = current_engine(&status)
-        {
+        let timed_out = now >= deadline;
+        if timed_out && let Some(index) = current_engine(&status) {
+            // A client that finished before this look still counts; one that runs is stopped
+            // and its partial result kept (see `Step::fail`).
             let message = format!(
                 "the benchmark did not finish within timeoutSeconds ({} s)",
                 spec.timeout_seconds
             );
             step.fail(&mut status, index, reason::TIMEOUT, message, true);
-        }
-        if let Some(index) = current_engine(&status) {
+        } else if let Some(index) = current_engine(&status) {
             // One engine at a time: the pods of the engines before must be gone (unless kept
             // for debugging) before the next engine starts.
             let (to_delete, waiting) = step.leftovers(&status, index);
@@ -300,8 +369,11 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         let (to_delete, _) = step.leftovers(&status, status.engines.len());
         step.plan.delete.extend(to_delete);
     }
-    plan.delete.sort();
-    plan.delete.dedup();
+    give_up_and_release(&mut plan, &status, &pods, &foreign, now, settings);
+    for list in [&mut plan.delete, &mut plan.release, &mut plan.force_delete] {
+        list.sort();
+        list.dedup();
+    }
 
     summarize(&mut status, benchmark, now, observation.load, &old);
     if matches!(status.phase, Some(Phase::Succeeded | Phase::Failed)) {

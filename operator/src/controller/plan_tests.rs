@@ -47,18 +47,6 @@ fn an_engine_pod_created_before_an_operator_restart_is_adopted_not_duplicated() 
 }
 
 #[test]
-fn pods_of_another_benchmark_with_the_same_name_are_ignored() {
-    let mut b = benchmark("");
-    let mut old = created(
-        engine_pod_of(&reconcile(&mut benchmark(""), &[], 0, None), 0),
-        0,
-    );
-    old.metadata.owner_references.as_mut().unwrap()[0].uid = "uid-of-a-deleted-one".into();
-    let plan = reconcile(&mut b, &[old], 3, None);
-    assert_eq!(plan.create.len(), 1);
-}
-
-#[test]
 fn an_unschedulable_engine_waits_with_the_schedulers_message_then_fails_the_benchmark() {
     let mut b = benchmark("");
     let pod = created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0);
@@ -427,31 +415,6 @@ fn a_measurement_error_from_the_engine_is_not_retried() {
     let engine = &b.status.as_ref().unwrap().engines[0];
     assert_eq!(engine.reason.as_deref(), Some(reason::ENGINE_OUT_OF_MEMORY));
     assert_eq!(engine.repetitions.len(), 1);
-}
-
-#[test]
-fn the_overall_deadline_fails_what_runs_and_skips_the_rest() {
-    let mut b = benchmark("");
-    let engine = ready(
-        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
-        "r8g-1",
-        "127.1.0.2",
-    );
-    let client = ready(
-        created(
-            reconcile(&mut b, std::slice::from_ref(&engine), 5, None).create[0].clone(),
-            5,
-        ),
-        "r8g-1",
-        "127.1.0.3",
-    );
-    let plan = reconcile(&mut b, &[engine, client], 3600, None);
-    let status = b.status.clone().unwrap();
-    assert_eq!(status.phase, Some(Phase::Failed));
-    assert_eq!(status.engines[0].reason.as_deref(), Some(reason::TIMEOUT));
-    assert_eq!(status.engines[1].reason.as_deref(), Some(reason::NOT_RUN));
-    assert_eq!(condition(&b, FAILED).reason, reason::TIMEOUT);
-    assert_eq!(plan.delete.len(), 2);
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! cannot be pulled (for now or for good), a container that cannot start, starting, ready, a
 //! readiness blip, terminated. Read the way the kubelet reports it; pure.
 
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 /// What a pod's status says, as far as the operator cares.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,31 +44,80 @@ const IMAGE_PULL_PERMANENT: [&str; 2] = ["InvalidImageName", "ErrImageNeverPull"
 /// Waiting reasons of a container that cannot be created or started.
 const CONTAINER_ERRORS: [&str; 2] = ["CreateContainerError", "RunContainerError"];
 
-/// Reads a pod's status.
+/// Reads a pod's status. A pod being deleted is `Deleting`, whatever its containers did: for
+/// an engine, its deletion is what matters.
 pub fn pod_state(pod: &Pod) -> PodState {
     if pod.metadata.deletion_timestamp.is_some() {
         return PodState::Deleting;
     }
+    terminated_state(pod).unwrap_or_else(|| running_state(pod))
+}
+
+/// Reads a client pod's status: once its container has ended, its result is what matters, even
+/// while the pod is being deleted (the result finalizer keeps such a pod readable).
+pub fn client_state(pod: &Pod) -> PodState {
+    terminated_state(pod).unwrap_or_else(|| pod_state(pod))
+}
+
+/// Whether the container ever started: only then can it hold anything measured.
+pub fn has_started(pod: &Pod) -> bool {
+    first_container(pod).is_some_and(|c| {
+        c.started == Some(true)
+            || c.state
+                .as_ref()
+                .is_some_and(|s| s.running.is_some() || s.terminated.is_some())
+    })
+}
+
+/// A pod whose deletion deadline (its `deletionTimestamp`: the request plus the grace period)
+/// passed `margin` ago while it still has not ended: no kubelet is acting on it, so its node
+/// stopped reporting (a node that is gone, or cut off). Only a forced deletion removes it.
+pub fn stuck_deleting(pod: &Pod, now: Timestamp, margin: std::time::Duration) -> bool {
+    let Some(deadline) = pod.metadata.deletion_timestamp.as_ref() else {
+        return false;
+    };
+    let margin = SignedDuration::from_secs(margin.as_secs() as i64);
+    now >= deadline.0 + margin && terminated_state(pod).is_none()
+}
+
+/// Who is disrupting the pod and why: the `DisruptionTarget` condition the taint manager, the
+/// eviction API, the pod GC or the kubelet sets before it deletes a pod.
+pub fn disruption(pod: &Pod) -> Option<String> {
+    let condition = pod
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")?;
+    Some(match (&condition.reason, &condition.message) {
+        (Some(reason), Some(message)) => format!("{reason}: {message}"),
+        (Some(reason), None) => reason.clone(),
+        (None, message) => message.clone().unwrap_or_default(),
+    })
+}
+
+fn first_container(pod: &Pod) -> Option<&ContainerStatus> {
+    pod.status.as_ref()?.container_statuses.as_ref()?.first()
+}
+
+/// The pod's end, if it has ended.
+fn terminated_state(pod: &Pod) -> Option<PodState> {
     let status = pod.status.clone().unwrap_or_default();
-    let container = status
-        .container_statuses
-        .as_ref()
-        .and_then(|c| c.first().cloned());
-    if let Some(terminated) = container
-        .as_ref()
+    if let Some(terminated) = first_container(pod)
         .and_then(|c| c.state.as_ref())
         .and_then(|s| s.terminated.clone())
     {
-        return PodState::Terminated {
+        return Some(PodState::Terminated {
             exit_code: terminated.exit_code,
             reason: terminated.reason,
             message: terminated.message,
             finished_at: terminated.finished_at.map(|t| t.0),
-        };
+        });
     }
     if matches!(status.phase.as_deref(), Some("Failed") | Some("Succeeded")) {
         // Terminal without a container status (evicted, or the node rejected the pod).
-        return PodState::Terminated {
+        return Some(PodState::Terminated {
             exit_code: if status.phase.as_deref() == Some("Succeeded") {
                 0
             } else {
@@ -77,8 +126,15 @@ pub fn pod_state(pod: &Pod) -> PodState {
             reason: status.reason.clone(),
             message: status.message.clone(),
             finished_at: None,
-        };
+        });
     }
+    None
+}
+
+/// What a pod that has not ended is doing.
+fn running_state(pod: &Pod) -> PodState {
+    let status = pod.status.clone().unwrap_or_default();
+    let container = first_container(pod).cloned();
     if let Some(waiting) = container
         .as_ref()
         .and_then(|c| c.state.as_ref())

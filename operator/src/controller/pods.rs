@@ -25,7 +25,8 @@ use super::pod_security::{
     engine_pod_security_context, restricted_container,
 };
 pub use super::pod_state::{
-    PodState, condition_since, image_id, node_name, pod_ip, pod_state, scheduled_at,
+    PodState, client_state, condition_since, disruption, has_started, image_id, node_name, pod_ip,
+    pod_state, scheduled_at, stuck_deleting,
 };
 
 pub const LABEL_NAME: &str = "app.kubernetes.io/name";
@@ -46,6 +47,11 @@ pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 pub const ENGINE_PORT: i32 = 6379;
 /// Where the client leaves its result (the container's terminationMessagePath).
 pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
+/// The finalizer on every client pod: a client pod that is deleted (by the operator to stop it,
+/// by an eviction, by anyone) stays readable, with its result in its terminated status, until
+/// the operator has written that result into the benchmark's status and removes it. The Job
+/// controller tracks its pods' outcomes the same way (`batch.kubernetes.io/job-tracking`).
+pub const RESULT_FINALIZER: &str = "membench.io/client-result";
 
 /// The label selector of every pod the operator manages, for its watch: the reflector never
 /// caches the cluster's other pods.
@@ -435,10 +441,14 @@ pub fn client_pod(
         topology_key: HOSTNAME_LABEL.to_string(),
         ..Default::default()
     };
+    let mut metadata = metadata(benchmark, client_pod_name(&name, index, attempt), labels);
+    metadata.finalizers = Some(vec![RESULT_FINALIZER.into()]);
     Pod {
-        metadata: metadata(benchmark, client_pod_name(&name, index, attempt), labels),
+        metadata,
         spec: Some(PodSpec {
             restart_policy: Some("Never".into()),
+            // SIGTERM ends a run between two batches with what it measured (client_stop.rs
+            // writes it within 3 s at the latest).
             termination_grace_period_seconds: Some(5),
             automount_service_account_token: Some(false),
             enable_service_links: Some(false),
@@ -481,6 +491,11 @@ pub fn component(pod: &Pod) -> Option<Component> {
         "client" => Some(Component::Client),
         _ => None,
     }
+}
+
+/// Whether the pod still carries the operator's result finalizer.
+pub fn holds_result(pod: &Pod) -> bool {
+    pod.finalizers().iter().any(|f| f == RESULT_FINALIZER)
 }
 
 /// A client pod's attempt number.
@@ -659,6 +674,7 @@ mod tests {
             Some(TERMINATION_MESSAGE_PATH)
         );
         assert_eq!(spec.automount_service_account_token, Some(false));
+        assert_eq!(pod.metadata.finalizers, Some(vec![RESULT_FINALIZER.into()]));
         assert_eq!(
             container
                 .security_context

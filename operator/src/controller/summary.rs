@@ -213,6 +213,19 @@ fn running_progress(
                 summary: format!("{head}: measuring"),
             },
         },
+        (false, _) if engine.reason.as_deref() == Some(reason::STOPPING_CLIENT) => {
+            match &old.progress {
+                // The last reading stays: it is what is known of a client that may not answer.
+                Some(p) if p.engine == index as u32 + 1 => p.clone(),
+                _ => Progress {
+                    engine: index as u32 + 1,
+                    engines: n,
+                    repetition: 0,
+                    repetitions: k,
+                    summary: format!("{head}: stopping the client"),
+                },
+            }
+        }
         (false, _) => {
             let what = match engine.reason.as_deref() {
                 Some(reason::WAITING_FOR_NODE) => "waiting for a node",

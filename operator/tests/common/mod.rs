@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod chromium;
+pub mod faults;
 pub mod operator;
 
 use std::path::PathBuf;
@@ -132,4 +133,16 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
             .map(|dir| dir.join(name))
             .find(|candidate| candidate.is_file())
     })
+}
+
+/// Sends `signal` (`libc::SIGTERM`, `libc::SIGKILL`) to process `pid`, as a pod's deletion or a
+/// crash would.
+pub fn send_signal(pid: u32, signal: libc::c_int) -> std::io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(std::io::Error::other)?;
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+    if unsafe { libc::kill(pid, signal) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }

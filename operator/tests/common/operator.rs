@@ -65,6 +65,18 @@ impl Harness {
         })
     }
 
+    /// A namespace without an operator in it, for tests that run their own (as processes).
+    pub async fn without_operator(prefix: &str) -> anyhow::Result<Harness> {
+        let client = DevCluster::ensure().await?;
+        install_crd(&client).await?;
+        let namespace = TestNamespace::create(&client, prefix).await?;
+        Ok(Harness {
+            client,
+            namespace,
+            operator: tokio::spawn(async {}),
+        })
+    }
+
     pub fn benchmarks(&self) -> Api<MemoryBenchmark> {
         self.namespace.api()
     }

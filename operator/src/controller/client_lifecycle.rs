@@ -1,0 +1,338 @@
+//! What an engine's client pod needs next: start it next to the ready engine, read its
+//! result, retry a client that failed while its engine is fine, and, when the engine must end
+//! (the deadline, its pod lost, its node lost), stop the client without losing what it
+//! measured. Part of the pure decision, like [`super::lifecycle`].
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+
+use crate::client_result::ClientResult;
+use crate::crd::{CleanupPolicy, MemoryBenchmarkStatus};
+
+use super::conditions::reason;
+use super::lifecycle::{NEVER_STARTED, Step, container_error_reason};
+use super::plan::{LoadProbe, elapsed_since, pods_of};
+use super::pods::{
+    self, Component, PodState, client_attempt, client_state, has_started, stuck_deleting,
+};
+use super::results::{absorb, result_note, retryable, tail};
+
+/// What became of the latest client's measurements when its engine must end.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum KeptResult {
+    /// It still runs: it was asked to stop, and its result is waited for.
+    Stopping,
+    /// It had finished every repetition: its result is in the status.
+    Complete,
+    /// It ended early: what it measured is in the status.
+    Partial,
+    /// There is nothing to keep (no client, one that never started or left no result, or one
+    /// lost with its node).
+    Nothing,
+}
+
+impl Step<'_, '_> {
+    /// Takes what the latest client of engine `index` measured into the status, before the
+    /// engine ends: a client that still runs is asked to stop (its pod deleted, so it gets
+    /// SIGTERM and writes what it has; the result finalizer keeps the pod readable) and waited
+    /// for. A client on a node that stopped reporting cannot answer, and is not waited for.
+    pub(super) fn keep_client_result(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+    ) -> KeptResult {
+        let Some(client) = self.latest_client(status, index) else {
+            return KeptResult::Nothing;
+        };
+        if stuck_deleting(&client, self.now, self.settings.lost_pod_margin) {
+            return KeptResult::Nothing;
+        }
+        match client_state(&client) {
+            PodState::Terminated {
+                exit_code, message, ..
+            } => {
+                let Ok(result) = ClientResult::parse(message.as_deref().unwrap_or_default()) else {
+                    return KeptResult::Nothing;
+                };
+                absorb(
+                    &mut status.engines[index],
+                    &result,
+                    self.benchmark.spec.repetitions,
+                );
+                if exit_code == 0 && result.error.is_none() {
+                    status.engines[index].message = result_note(&result);
+                    KeptResult::Complete
+                } else {
+                    KeptResult::Partial
+                }
+            }
+            _ if has_started(&client) => {
+                if client.metadata.deletion_timestamp.is_none() {
+                    self.plan.delete.push(client.name_any());
+                }
+                KeptResult::Stopping
+            }
+            _ => KeptResult::Nothing,
+        }
+    }
+
+    /// Whether a pod named `name`, left by an earlier benchmark of this name, is still in the
+    /// way: its pods are never this benchmark's, so it waits for them to go (the plan deletes
+    /// and releases them).
+    pub(super) fn blocked_by_earlier_pod(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        name: &str,
+    ) -> bool {
+        if !self.foreign.iter().any(|p| p.name_any() == name) {
+            return false;
+        }
+        let engine = &mut status.engines[index];
+        engine.reason = Some(reason::WAITING_FOR_OLD_PODS.into());
+        engine.message = Some(format!(
+            "pod {name} of an earlier benchmark named {} is still terminating; waiting for it to go",
+            self.benchmark.name_any()
+        ));
+        self.requeue(Duration::from_secs(1));
+        true
+    }
+
+    /// The client pod of the latest attempt, and the attempt count (status and pods agree on
+    /// the larger, so a pod created just before an operator restart is not created twice).
+    pub(super) fn latest_client(
+        &self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+    ) -> Option<Pod> {
+        let clients = pods_of(self.pods, index, Component::Client);
+        let attempts = clients
+            .iter()
+            .filter_map(client_attempt)
+            .max()
+            .unwrap_or(0)
+            .max(status.engines[index].client_attempts);
+        status.engines[index].client_attempts = attempts;
+        clients
+            .into_iter()
+            .find(|c| client_attempt(c) == Some(attempts))
+    }
+
+    fn start_client(&mut self, status: &mut MemoryBenchmarkStatus, index: usize, engine_ip: &str) {
+        let attempt = status.engines[index].client_attempts + 1;
+        let name = pods::client_pod_name(&self.benchmark.name_any(), index, attempt);
+        if let Some(refusal) = self.rejection(&name) {
+            let message = format!("the API server rejected the client pod {name}: {refusal}");
+            self.fail(status, index, reason::POD_REJECTED, message, false);
+            return;
+        }
+        if self.blocked_by_earlier_pod(status, index, &name) {
+            return;
+        }
+        self.plan.create.push(pods::client_pod(
+            self.benchmark,
+            index,
+            attempt,
+            self.workload,
+            engine_ip,
+            &self.settings.pods,
+        ));
+        let engine = &mut status.engines[index];
+        engine.client_attempts = attempt;
+        engine.reason = Some(reason::CLIENT_STARTING.into());
+        self.requeue(Duration::from_secs(2));
+    }
+
+    pub(super) fn client(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        engine_ip: &str,
+        load: Option<LoadProbe>,
+    ) {
+        let client = self.latest_client(status, index);
+        let attempts = status.engines[index].client_attempts;
+        let Some(client) = client else {
+            if attempts == 0 {
+                self.start_client(status, index, engine_ip);
+            } else {
+                let message = "the client pod disappeared before it finished".to_string();
+                self.client_failed(status, index, engine_ip, message, None);
+            }
+            return;
+        };
+        let created = client
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map_or(self.now, |t| t.0);
+        match client_state(&client) {
+            // Being deleted by someone else (an eviction, kubectl): it stops and leaves its
+            // result, which counts as a failed attempt.
+            PodState::Deleting => self.requeue(Duration::from_secs(2)),
+            PodState::Unscheduled { message } => {
+                let message = message.unwrap_or_else(|| "waiting for the scheduler".into());
+                if elapsed_since(self.now, created) >= self.settings.scheduling_timeout {
+                    let message = format!(
+                        "the client pod could not be placed next to its engine within {} s: {message}",
+                        self.settings.scheduling_timeout.as_secs()
+                    );
+                    self.fail(status, index, reason::UNSCHEDULABLE, message, true);
+                } else {
+                    let engine = &mut status.engines[index];
+                    engine.reason = Some(reason::WAITING_FOR_NODE.into());
+                    engine.message = Some(format!("client: {message}"));
+                    self.requeue(Duration::from_secs(5));
+                }
+            }
+            PodState::ImagePullFailed {
+                reason: why,
+                message,
+                permanent,
+            } => {
+                let image = self.settings.pods.client_image.clone();
+                let since = pods::scheduled_at(&client).unwrap_or(created);
+                match self.pull_verdict(since, permanent) {
+                    Some(retried) => {
+                        let message = format!(
+                            "cannot pull the client image {image}: {why}: {message}{retried}"
+                        );
+                        self.fail(
+                            status,
+                            index,
+                            reason::CLIENT_IMAGE_PULL_FAILED,
+                            message,
+                            true,
+                        );
+                    }
+                    None => {
+                        let note = self.pull_wait_note(&image, &why, &message, since);
+                        let engine = &mut status.engines[index];
+                        engine.reason = Some(reason::WAITING_FOR_IMAGE.into());
+                        engine.message = Some(format!("client: {note}"));
+                        self.requeue(Duration::from_secs(5));
+                    }
+                }
+            }
+            // Every client pod runs the same image and command: the next would fail alike.
+            PodState::ContainerError {
+                reason: why,
+                message,
+            } => {
+                let message = format!("the client container could not be started: {message}");
+                self.fail(status, index, container_error_reason(&why), message, true);
+            }
+            PodState::Terminated {
+                reason: Some(why),
+                message,
+                ..
+            } if NEVER_STARTED.contains(&why.as_str()) => {
+                let message = format!(
+                    "the client container could not be started ({why}): {}",
+                    tail(message.as_deref().unwrap_or_default(), 600)
+                );
+                self.fail(status, index, reason::RUN_CONTAINER_ERROR, message, true);
+            }
+            PodState::Starting { .. } | PodState::Unready { .. } | PodState::Ready => {
+                let engine = &mut status.engines[index];
+                engine.reason = Some(reason::MEASURING.into());
+                engine.message = None;
+                let _ = load;
+                self.requeue(self.settings.poll_interval);
+            }
+            PodState::Terminated {
+                exit_code,
+                message,
+                finished_at,
+                ..
+            } => {
+                let parsed = ClientResult::parse(message.as_deref().unwrap_or_default());
+                let error = parsed.as_ref().ok().and_then(|r| r.error.clone());
+                let repetitions = self.benchmark.spec.repetitions;
+                match (&parsed, error) {
+                    (Ok(result), None) if exit_code == 0 => {
+                        absorb(&mut status.engines[index], result, repetitions);
+                        status.engines[index].message = result_note(result);
+                        self.succeed(status, index);
+                    }
+                    (Ok(result), Some(error)) if !retryable(&error.category) => {
+                        absorb(&mut status.engines[index], result, repetitions);
+                        let done = status.engines[index].repetitions.len();
+                        let why = match error.category.as_str() {
+                            "OutOfMemory" => reason::ENGINE_OUT_OF_MEMORY,
+                            other => other,
+                        };
+                        let message = format!(
+                            "{} (after {done} of {repetitions} repetitions)",
+                            error.message
+                        );
+                        self.mark_failed(status, index, why, message, false);
+                    }
+                    (_, error) => {
+                        let lost = error
+                            .as_ref()
+                            .is_some_and(|e| e.category == "ConnectionLost");
+                        let recently = finished_at.is_none_or(|f| {
+                            elapsed_since(self.now, f) < self.settings.connection_lost_grace
+                        });
+                        if lost && recently {
+                            // Did the engine die? Its pod's status may lag a moment behind.
+                            self.requeue(Duration::from_secs(2));
+                            return;
+                        }
+                        let message = match (&parsed, error) {
+                            (_, Some(e)) => e.message,
+                            (Ok(_), None) => format!("exit code {exit_code}"),
+                            (Err(e), None) => format!("exit code {exit_code}: {e}"),
+                        };
+                        self.client_failed(status, index, engine_ip, message, parsed.as_ref().ok());
+                    }
+                }
+            }
+        }
+    }
+
+    /// A client failed while its engine is healthy: keep what it measured, and retry while
+    /// attempts remain.
+    fn client_failed(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        engine_ip: &str,
+        message: String,
+        result: Option<&ClientResult>,
+    ) {
+        if let Some(result) = result {
+            absorb(
+                &mut status.engines[index],
+                result,
+                self.benchmark.spec.repetitions,
+            );
+        }
+        let attempts = status.engines[index].client_attempts;
+        if attempts < self.settings.client_attempts {
+            if self.benchmark.spec.cleanup_policy != CleanupPolicy::KeepFailed {
+                let names: Vec<String> = pods_of(self.pods, index, Component::Client)
+                    .iter()
+                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                    .map(|p| p.name_any())
+                    .collect();
+                self.plan.delete.extend(names);
+            }
+            self.start_client(status, index, engine_ip);
+            status.engines[index].message = Some(format!(
+                "client attempt {attempts} of {} failed: {}",
+                self.settings.client_attempts,
+                tail(&message, 600)
+            ));
+        } else {
+            let message = format!(
+                "the client failed {attempts} times; the last time: {}",
+                tail(&message, 600)
+            );
+            self.fail(status, index, reason::CLIENT_FAILED, message, false);
+        }
+    }
+}

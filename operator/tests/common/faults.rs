@@ -1,0 +1,218 @@
+//! What the fault tests share: small benchmarks whose repetitions last a few seconds without
+//! loading the machine, waiting for a repetition, the process behind a pod, nodes added for a
+//! test (removed however it ends), and `membench operator` processes with leader election.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use membench::crd::{EngineStatus, MemoryBenchmark};
+use membench_devcluster::faults::Faults;
+
+use super::operator::{CLIENT_IMAGE, Harness, PodHistory};
+
+/// Two engines of a small sorted set; each repetition waits `settle` seconds for a second
+/// reading, so a repetition lasts about that long while the machine stays idle.
+pub fn two_engines(instance_type: &str, repetitions: u32, settle: u32) -> String {
+    format!(
+        "  instanceType: {instance_type}\n  engines:\n    - {{engine: redis, version: \"7.0.15\"}}\n    - {{engine: valkey, version: \"9.1.2\"}}\n  workload: {{sortedSet: {{members: 20000, sampleEvery: 0}}}}\n  repetitions: {repetitions}\n  settleSeconds: {settle}\n"
+    )
+}
+
+pub fn one_engine(instance_type: &str, repetitions: u32, settle: u32) -> String {
+    format!(
+        "  instanceType: {instance_type}\n  engines:\n    - {{engine: redis, version: \"7.0.15\"}}\n  workload: {{sortedSet: {{members: 20000, sampleEvery: 0}}}}\n  repetitions: {repetitions}\n  settleSeconds: {settle}\n"
+    )
+}
+
+pub fn status_of(benchmark: &MemoryBenchmark) -> String {
+    serde_json::to_string_pretty(&benchmark.status).unwrap_or_default()
+}
+
+/// Waits until engine `index`'s client has begun repetition `repetition` (so the ones before
+/// it are finished), as the operator's progress reading says.
+pub async fn wait_for_repetition(
+    harness: &Harness,
+    name: &str,
+    index: usize,
+    repetition: u32,
+) -> anyhow::Result<MemoryBenchmark> {
+    harness
+        .wait_for(
+            name,
+            Duration::from_secs(180),
+            &format!("at repetition {repetition} of engine {index}"),
+            |b| {
+                b.status
+                    .as_ref()
+                    .and_then(|s| s.progress.as_ref())
+                    .is_some_and(|p| p.engine == index as u32 + 1 && p.repetition >= repetition)
+            },
+        )
+        .await
+}
+
+/// The process a pod's container runs (the node agent's `local-process://<pid>`).
+pub fn container_pid(pod: &Pod) -> Option<u32> {
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .first()?
+        .container_id
+        .as_deref()?
+        .strip_prefix("local-process://")?
+        .parse()
+        .ok()
+}
+
+pub fn signal(pid: u32, signal: libc::c_int) -> anyhow::Result<()> {
+    super::send_signal(pid, signal).map_err(|e| anyhow::anyhow!("signal {signal} to {pid}: {e}"))
+}
+
+/// Every engine measured once, completely, with figures of a real load.
+pub fn measured_exactly_once(engine: &EngineStatus, repetitions: usize) {
+    assert_eq!(engine.state, "Succeeded", "{engine:#?}");
+    assert_eq!(engine.client_attempts, 1, "{engine:#?}");
+    assert_eq!(engine.repetitions.len(), repetitions, "{engine:#?}");
+    for repetition in &engine.repetitions {
+        assert_eq!(repetition.items, 20_000);
+        assert!(
+            (20.0..400.0).contains(&repetition.bytes_per_item),
+            "{repetition:#?}"
+        );
+    }
+}
+
+pub fn assert_each_pod_created_once(history: &PodHistory) {
+    assert!(
+        history.uids.values().all(|uids| uids.len() == 1),
+        "a pod was created twice: {:?}",
+        history.uids
+    );
+}
+
+/// FLUSHALL calls an engine has answered, over a connection of a few milliseconds.
+pub fn flushall_calls(ip: &str) -> u64 {
+    let Ok(client) = redis::Client::open(format!("redis://{ip}:6379/")) else {
+        return 0;
+    };
+    let Ok(mut connection) = client.get_connection() else {
+        return 0;
+    };
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut connection)
+        .unwrap_or_default();
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_flushall:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Removes the nodes a test added, and makes any it silenced report again, even when the test
+/// fails half-way.
+pub struct AddedNodes {
+    pub faults: Faults,
+    pub names: Vec<String>,
+}
+
+impl AddedNodes {
+    pub async fn add(instance_type: &str, names: &[&str]) -> anyhow::Result<AddedNodes> {
+        let faults = Faults::of_dev_cluster().await?;
+        for name in names {
+            faults.add_node(name, instance_type)?;
+        }
+        Ok(AddedNodes {
+            faults,
+            names: names.iter().map(|n| n.to_string()).collect(),
+        })
+    }
+}
+
+impl Drop for AddedNodes {
+    fn drop(&mut self) {
+        for name in &self.names {
+            let _ = self.faults.resume_node(name);
+            let _ = self.faults.remove_node(name);
+        }
+    }
+}
+
+pub async fn wait_for_ready_node(client: &kube::Client, name: &str) -> anyhow::Result<()> {
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ready = nodes.get_opt(name).await?.is_some_and(|n| {
+            n.status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        });
+        if ready {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "node {name} not Ready within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Where an operator process of the test logs.
+pub fn operator_log(namespace: &str, identity: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("membench-{namespace}-{identity}.log"))
+}
+
+/// `membench operator` as a process with leader election, watching `namespace`, its lease there.
+pub fn operator_process(kubeconfig: &std::path::Path, namespace: &str, identity: &str) -> Child {
+    let log = std::fs::File::create(operator_log(namespace, identity)).expect("a log file");
+    Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(["operator", "--leader-election", "--log-format", "text"])
+        .args(["--namespace", namespace, "--metrics-addr", "127.0.0.1:0"])
+        .args(["--client-image", CLIENT_IMAGE])
+        .env("KUBECONFIG", kubeconfig)
+        .env("MEMBENCH_NAMESPACE", namespace)
+        .env("POD_NAME", identity)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("membench operator starts")
+}
+
+pub async fn lease_holder(leases: &Api<Lease>) -> anyhow::Result<Option<String>> {
+    Ok(leases
+        .get_opt("membench-operator")
+        .await?
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+        .filter(|h| !h.is_empty()))
+}
+
+/// Kills the operator processes however the test ends; their logs stay only when it failed.
+pub struct Operators {
+    pub namespace: String,
+    pub processes: Vec<(String, Child)>,
+}
+
+impl Drop for Operators {
+    fn drop(&mut self) {
+        for (identity, child) in &mut self.processes {
+            let _ = child.kill();
+            let _ = child.wait();
+            let log = operator_log(&self.namespace, identity);
+            if std::thread::panicking() {
+                eprintln!("the log of operator {identity}: {}", log.display());
+            } else {
+                let _ = std::fs::remove_file(log);
+            }
+        }
+    }
+}
