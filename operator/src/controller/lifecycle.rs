@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::client_result::ClientResult;
+use crate::client_result::{ClientResult, ReadError};
 use crate::crd::{CleanupPolicy, MemoryBenchmark, MemoryBenchmarkStatus};
 use crate::workload::Workload;
 
@@ -404,7 +404,10 @@ impl Step<'_, '_> {
                 return;
             }
             if let PodState::Terminated { message, .. } = pod_state(client)
-                && let Ok(result) = ClientResult::parse(message.as_deref().unwrap_or_default())
+                && let Ok(result) = ClientResult::read(
+                    message.as_deref().unwrap_or_default(),
+                    self.benchmark.spec.repetitions,
+                )
             {
                 absorb(
                     &mut status.engines[index],
@@ -589,10 +592,15 @@ impl Step<'_, '_> {
                 finished_at,
                 ..
             } => {
-                let parsed = ClientResult::parse(message.as_deref().unwrap_or_default());
-                let error = parsed.as_ref().ok().and_then(|r| r.error.clone());
                 let repetitions = self.benchmark.spec.repetitions;
+                let parsed =
+                    ClientResult::read(message.as_deref().unwrap_or_default(), repetitions);
+                let error = parsed.as_ref().ok().and_then(|r| r.error.clone());
                 match (&parsed, error) {
+                    (Err(ReadError::Invalid(why)), _) => {
+                        let message = format!("the client's result was refused: {why}");
+                        self.fail(status, index, reason::INVALID_CLIENT_RESULT, message, false);
+                    }
                     (Ok(result), None) if exit_code == 0 => {
                         absorb(&mut status.engines[index], result, repetitions);
                         status.engines[index].message = result_note(result);

@@ -13,6 +13,8 @@
 
 pub mod conditions;
 pub mod events;
+#[cfg(test)]
+mod hostile_input_tests;
 mod lifecycle;
 #[cfg(test)]
 mod never_stuck_tests;

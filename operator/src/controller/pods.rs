@@ -35,6 +35,10 @@ pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const LABEL_BENCHMARK: &str = "membench.io/benchmark";
 pub const LABEL_ENGINE_INDEX: &str = "membench.io/engine-index";
 pub const LABEL_CLIENT_ATTEMPT: &str = "membench.io/client-attempt";
+/// On client pods: `<benchmark UID>/<engine index>/<attempt>`, written by the operator when it
+/// creates the pod. Only a pod whose name, owner and this annotation all agree is read as a
+/// client (see [`owned_by`]).
+pub const ANNOTATION_CLIENT_OF: &str = "membench.io/client-of";
 
 pub const APP_NAME: &str = "membench";
 pub const MANAGER: &str = "membench-operator";
@@ -417,6 +421,14 @@ pub fn client_pod(
     let placement = benchmark.spec.placement.clone().unwrap_or_default();
     let mut labels = labels(&name, index, Component::Client);
     labels.insert(LABEL_CLIENT_ATTEMPT.into(), attempt.to_string());
+    let mut metadata = metadata(benchmark, client_pod_name(&name, index, attempt), labels);
+    metadata.annotations = Some(
+        [(
+            ANNOTATION_CLIENT_OF.to_string(),
+            client_of(&benchmark.uid().unwrap_or_default(), index, attempt),
+        )]
+        .into(),
+    );
     let next_to_engine = PodAffinityTerm {
         label_selector: Some(LabelSelector {
             match_labels: Some(
@@ -436,7 +448,7 @@ pub fn client_pod(
         ..Default::default()
     };
     Pod {
-        metadata: metadata(benchmark, client_pod_name(&name, index, attempt), labels),
+        metadata,
         spec: Some(PodSpec {
             restart_policy: Some("Never".into()),
             termination_grace_period_seconds: Some(5),
@@ -488,15 +500,39 @@ pub fn client_attempt(pod: &Pod) -> Option<u32> {
     pod.labels().get(LABEL_CLIENT_ATTEMPT)?.parse().ok()
 }
 
-/// Whether `pod` is controlled by `benchmark` (same UID): a benchmark deleted and created
-/// again under the same name must not adopt its predecessor's terminating pods.
+/// The value of [`ANNOTATION_CLIENT_OF`].
+fn client_of(benchmark_uid: &str, index: usize, attempt: u32) -> String {
+    format!("{benchmark_uid}/{index}/{attempt}")
+}
+
+/// Whether `pod` is one the operator created for `benchmark`: controlled by it (same UID, so a
+/// benchmark deleted and created again under the same name does not adopt its predecessor's
+/// terminating pods), named as the operator names that engine's pods, and for a client, the
+/// operator's annotation naming the same benchmark UID, engine and attempt. Anyone who may
+/// create pods in the namespace could copy the labels; a pod that does not agree with itself
+/// is not read, so its termination message never reaches the status.
 pub fn owned_by(pod: &Pod, benchmark: &MemoryBenchmark) -> bool {
     let Some(uid) = benchmark.uid() else {
         return false;
     };
-    pod.owner_references()
+    let controlled = pod
+        .owner_references()
         .iter()
-        .any(|r| r.controller == Some(true) && r.uid == uid)
+        .any(|r| r.controller == Some(true) && r.uid == uid);
+    let Some(index) = engine_index(pod) else {
+        return false;
+    };
+    let benchmark_name = benchmark.name_any();
+    controlled
+        && match component(pod) {
+            Some(Component::Engine) => pod.name_any() == engine_pod_name(&benchmark_name, index),
+            Some(Component::Client) => client_attempt(pod).is_some_and(|attempt| {
+                pod.name_any() == client_pod_name(&benchmark_name, index, attempt)
+                    && pod.annotations().get(ANNOTATION_CLIENT_OF)
+                        == Some(&client_of(&uid, index, attempt))
+            }),
+            None => false,
+        }
 }
 
 #[cfg(test)]
@@ -695,6 +731,42 @@ mod tests {
             args.contains("--requests 100 --keyspace 50 --value-size 16 --seed 7"),
             "{args}"
         );
+    }
+
+    #[test]
+    fn a_client_pod_is_read_only_when_name_owner_and_annotation_agree() {
+        let b = benchmark("");
+        let client = client_pod(
+            &b,
+            1,
+            2,
+            &workload(&b),
+            "127.1.0.5",
+            &PodSettings::default(),
+        );
+        assert_eq!(
+            client.annotations()[ANNOTATION_CLIENT_OF],
+            "uid-1/1/2",
+            "benchmark UID, engine index and attempt"
+        );
+        assert!(owned_by(&client, &b));
+        // A pod that copies the labels and the owner but not the operator's annotation.
+        let mut forged = client.clone();
+        forged.metadata.annotations = None;
+        assert!(!owned_by(&forged, &b));
+        // The annotation of another attempt, or a name that is not the attempt's.
+        let mut other_attempt = client.clone();
+        other_attempt
+            .annotations_mut()
+            .insert(ANNOTATION_CLIENT_OF.into(), "uid-1/1/3".into());
+        assert!(!owned_by(&other_attempt, &b));
+        let mut renamed = client.clone();
+        renamed.metadata.name = Some("zset-1-client-evil".into());
+        assert!(!owned_by(&renamed, &b));
+        let mut engine = engine_pod(&b, 1, 1 << 30, None, &PodSettings::default());
+        assert!(owned_by(&engine, &b));
+        engine.metadata.name = Some("zset-1-engine-2".into());
+        assert!(!owned_by(&engine, &b));
     }
 
     #[test]
