@@ -12,6 +12,8 @@ pub mod engine;
 pub mod engine_store;
 pub mod error;
 pub mod formats;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod local;
 pub mod measure;
 pub mod metrics;
