@@ -77,6 +77,25 @@ struct OperatorArgs {
     /// Log format: json (the default in a cluster) or text.
     #[arg(long, env = "MEMBENCH_LOG_FORMAT", value_enum)]
     log_format: Option<LogFormat>,
+    /// Image patterns engines may run, comma separated: a repository (`*` matches any
+    /// characters but `/`) allows all its tags and digests, `repo:tag` only that tag. Default:
+    /// the official images of Redis, Valkey and Dragonfly.
+    #[arg(
+        long,
+        env = "MEMBENCH_ALLOWED_IMAGES",
+        value_delimiter = ',',
+        value_name = "PATTERNS"
+    )]
+    allowed_images: Option<Vec<String>>,
+    /// Accept engine args that open an engine again (--protected-mode, --enable-debug-command,
+    /// --enable-module-command, --enable-protected-configs, --loadmodule, --rename-command
+    /// CONFIG, --requirepass); without it they are InvalidSpec.
+    #[arg(long, env = "MEMBENCH_ALLOW_OPEN_ENGINE_ARGS")]
+    allow_open_engine_args: bool,
+    /// Accept tolerations without a key (operator Exists), which tolerate every taint; without
+    /// it they are InvalidSpec.
+    #[arg(long, env = "MEMBENCH_ALLOW_TOLERATE_EVERYTHING")]
+    allow_tolerate_everything: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -477,6 +496,19 @@ fn run_operator(args: OperatorArgs) -> ExitCode {
         pods: membench::controller::pods::PodSettings {
             client_image: args.client_image,
             ..Default::default()
+        },
+        policy: membench::controller::policy::Policy {
+            allowed_images: args
+                .allowed_images
+                .map(|patterns| {
+                    patterns
+                        .into_iter()
+                        .filter(|p| !p.trim().is_empty())
+                        .collect()
+                })
+                .unwrap_or_else(|| membench::controller::policy::Policy::default().allowed_images),
+            allow_open_engine_args: args.allow_open_engine_args,
+            allow_tolerate_everything: args.allow_tolerate_everything,
         },
         scheduling_timeout: std::time::Duration::from_secs(args.scheduling_timeout_seconds),
         image_pull_timeout: std::time::Duration::from_secs(args.image_pull_timeout_seconds),

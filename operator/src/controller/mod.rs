@@ -22,6 +22,7 @@ pub mod plan;
 pub mod pod_security;
 pub mod pod_state;
 pub mod pods;
+pub mod policy;
 pub mod progress;
 pub mod queue;
 pub mod results;

@@ -32,6 +32,7 @@ use super::lifecycle::Step;
 use super::pods::{
     self, Component, PodSettings, PodState, component, engine_index, owned_by, pod_state,
 };
+use super::policy::Policy;
 use super::queue::benchmarks_ahead;
 use super::summary::summarize;
 use crate::validation::validate;
@@ -40,6 +41,8 @@ use crate::validation::validate;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     pub pods: PodSettings,
+    /// What a spec may ask for: images, server arguments, tolerations.
+    pub policy: Policy,
     /// How long a pod may wait for a node before the benchmark fails as Unschedulable.
     pub scheduling_timeout: Duration,
     /// How long a started engine may take to become ready (and how long an engine that was
@@ -63,6 +66,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             pods: PodSettings::default(),
+            policy: Policy::default(),
             scheduling_timeout: Duration::from_secs(600),
             startup_timeout: Duration::from_secs(300),
             image_pull_timeout: Duration::from_secs(300),
@@ -216,7 +220,10 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         requeue: None,
     };
 
-    let valid = match validate(benchmark) {
+    let valid = match validate(benchmark).and_then(|valid| {
+        settings.policy.check(spec)?;
+        Ok(valid)
+    }) {
         Ok(valid) => valid,
         Err(message) => {
             status.phase = Some(Phase::Failed);
