@@ -5,6 +5,7 @@
 //! statistics, reports and the local runner. `main.rs` is a thin command line over it.
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod client_result;
 pub mod controller;
 pub mod crd;
@@ -18,6 +19,7 @@ pub mod local;
 pub mod measure;
 pub mod metrics;
 pub mod progress;
+pub mod progress_endpoint;
 pub mod report;
 pub mod resp;
 pub mod stats;

@@ -182,6 +182,18 @@ struct LoadArgs {
     /// their results.
     #[arg(long, value_name = "PATH")]
     result_file: Option<std::path::PathBuf>,
+    /// Serve where the load stands over HTTP on this port (client pods: the operator reads it
+    /// for the benchmark's progress).
+    #[arg(long, value_name = "PORT")]
+    progress_port: Option<u16>,
+    /// The address to serve progress on (client pods: their pod IP, from the downward API).
+    #[arg(
+        long,
+        env = "MEMBENCH_POD_IP",
+        default_value = "0.0.0.0",
+        value_name = "IP"
+    )]
+    progress_ip: std::net::IpAddr,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -334,7 +346,18 @@ fn run_load(args: LoadArgs) -> ExitCode {
         Err(e) => return usage_error(&e.to_string()),
     };
     let mut progress = ProgressReporter::new(&format!("{} at {address}", workload.kind()));
-    let report = measure(&address, &workload, &options, &mut |p| progress.update(p));
+    let endpoint = std::sync::Arc::new(membench::progress_endpoint::ProgressEndpoint::default());
+    if let Some(port) = args.progress_port {
+        let at = std::net::SocketAddr::new(args.progress_ip, port);
+        // Progress is a convenience: a load without it measures the same.
+        if let Err(e) = endpoint.serve(at) {
+            eprintln!("warning: cannot serve progress on {at}: {e}");
+        }
+    }
+    let report = measure(&address, &workload, &options, &mut |p| {
+        endpoint.update(&p);
+        progress.update(p)
+    });
     progress.finish();
     for warning in &report.warnings {
         eprintln!("warning: {warning}");

@@ -754,6 +754,7 @@ mod tests {
                 placement: None,
                 timeout_seconds: 600,
                 cleanup_policy: Default::default(),
+                auth: None,
             },
         );
         benchmark.metadata.namespace = Some(namespace.into());

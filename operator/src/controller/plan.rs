@@ -25,7 +25,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase};
-use crate::workload::Workload;
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
 use super::lifecycle::Step;
@@ -78,13 +77,13 @@ impl Default for Settings {
     }
 }
 
-/// What the operator read from the engine under load for progress.
+/// What the operator read from the client under way for progress.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LoadProbe {
-    /// `FLUSHALL` calls so far: the client flushes once at the start of each repetition.
+    /// The repetition the client is in, from 1.
     pub repetitions_begun: Option<u32>,
-    /// Items in the engine now (ZCARD of the sorted set, or DBSIZE).
-    pub items: Option<u64>,
+    /// How much of that repetition's commands it has sent, in percent.
+    pub loaded_percent: Option<u32>,
 }
 
 /// What one reconciliation saw.
@@ -122,12 +121,11 @@ pub struct Plan {
     pub requeue: Option<Duration>,
 }
 
-/// Where to read progress from: the engine under load, when its client runs.
+/// Where to read progress from: the progress endpoint of the client under way
+/// ([`crate::progress_endpoint`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProbeTarget {
-    pub address: String,
-    /// The sorted set's key (ZCARD), or `None` to count keys (DBSIZE).
-    pub sorted_set_key: Option<String>,
+    pub address: std::net::SocketAddr,
 }
 
 pub(super) fn is_terminal(engine: &EngineStatus) -> bool {
@@ -167,7 +165,7 @@ pub(super) fn current_engine(status: &MemoryBenchmarkStatus) -> Option<usize> {
     status.engines.iter().position(|e| !is_terminal(e))
 }
 
-/// Where to read progress from, if an engine is under load right now.
+/// Where to read progress from: the client pod loading an engine right now, if any.
 pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTarget> {
     let status = benchmark.status.clone().unwrap_or_default();
     let index = current_engine(&status)?;
@@ -189,19 +187,12 @@ pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTa
     ) {
         return None;
     }
-    let client_running = pods_of(&owned, index, Component::Client)
-        .iter()
-        .any(|c| matches!(pod_state(c), PodState::Ready | PodState::Starting { .. }));
-    if !client_running {
-        return None;
-    }
-    let sorted_set_key = match Workload::from_spec(&benchmark.spec.workload).ok()? {
-        Workload::SortedSet { key, .. } => Some(key),
-        _ => None,
-    };
+    let client = pods_of(&owned, index, Component::Client)
+        .into_iter()
+        .find(|c| matches!(pod_state(c), PodState::Ready | PodState::Starting { .. }))?;
+    let ip: std::net::IpAddr = pods::pod_ip(&client)?.parse().ok()?;
     Some(ProbeTarget {
-        address: pods::engine_address(&pods::pod_ip(&engine)?),
-        sorted_set_key,
+        address: std::net::SocketAddr::new(ip, crate::progress_endpoint::PROGRESS_PORT),
     })
 }
 

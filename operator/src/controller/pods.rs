@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PodAffinity, PodAffinityTerm, PodSpec, PreferredSchedulingTerm, Probe, ResourceRequirements,
-    TCPSocketAction, Toleration,
+    Affinity, Container, ContainerPort, EnvVar, EnvVarSource, NodeSelectorRequirement,
+    NodeSelectorTerm, ObjectFieldSelector, Pod, PodAffinity, PodAffinityTerm, PodSpec,
+    PreferredSchedulingTerm, Probe, ResourceRequirements, TCPSocketAction, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -18,6 +18,7 @@ use kube::{Resource, ResourceExt};
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark, PlacementSpec, RecordLayout};
 use crate::workload::Workload;
 
+use crate::progress_endpoint::PROGRESS_PORT;
 use crate::validation::mebibytes;
 
 use super::pod_security::{
@@ -186,6 +187,15 @@ pub fn engine_args(engine: &EngineSpec) -> Vec<String> {
     args
 }
 
+/// [`engine_args`], plus the password reference when the spec has `auth`.
+fn engine_args_with_auth(benchmark: &MemoryBenchmark, engine: &EngineSpec) -> Vec<String> {
+    let mut args = engine_args(engine);
+    if benchmark.spec.auth.is_some() {
+        args.extend(crate::auth::engine_args(engine.engine));
+    }
+    args
+}
+
 fn guaranteed(cpu: &str, memory: &str) -> ResourceRequirements {
     let amounts: BTreeMap<String, Quantity> = [
         ("cpu".to_string(), Quantity(cpu.to_string())),
@@ -302,7 +312,12 @@ pub fn engine_pod(
             containers: vec![Container {
                 name: "engine".into(),
                 image: Some(engine.image()),
-                args: Some(engine_args(engine)),
+                args: Some(engine_args_with_auth(benchmark, engine)),
+                env: benchmark
+                    .spec
+                    .auth
+                    .as_ref()
+                    .map(|auth| vec![crate::auth::engine_env(engine.engine, auth)]),
                 working_dir: Some(ENGINE_DATA_DIR.into()),
                 volume_mounts: Some(vec![engine_data_mount()]),
                 security_context: Some(restricted_container()),
@@ -393,6 +408,7 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
     flag("settle-seconds", spec.settle_seconds.to_string());
     flag("output", "json".into());
     flag("result-file", TERMINATION_MESSAGE_PATH.into());
+    flag("progress-port", PROGRESS_PORT.to_string());
     args
 }
 
@@ -468,6 +484,14 @@ pub fn client_pod(
                 name: "client".into(),
                 image: Some(settings.client_image.clone()),
                 args: Some(client_args(benchmark, workload, &engine_address(engine_ip))),
+                // The progress endpoint listens on the pod's own address.
+                env: Some(client_env(benchmark)),
+                ports: Some(vec![ContainerPort {
+                    name: Some("progress".into()),
+                    container_port: PROGRESS_PORT.into(),
+                    protocol: Some("TCP".into()),
+                    ..Default::default()
+                }]),
                 resources: Some(guaranteed(&settings.client_cpu, &settings.client_memory)),
                 termination_message_path: Some(TERMINATION_MESSAGE_PATH.into()),
                 // A client that dies before writing its result still leaves its last log lines.
@@ -479,6 +503,26 @@ pub fn client_pod(
         }),
         status: None,
     }
+}
+
+/// The client's environment: its pod address for the progress endpoint, and the engine's
+/// password from the spec's Secret when it has one.
+fn client_env(benchmark: &MemoryBenchmark) -> Vec<EnvVar> {
+    let mut env = vec![EnvVar {
+        name: "MEMBENCH_POD_IP".into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: "status.podIP".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }];
+    if let Some(auth) = &benchmark.spec.auth {
+        env.push(crate::auth::client_env(auth));
+    }
+    env
 }
 
 /// Which engine a pod belongs to, from its label.
@@ -688,7 +732,7 @@ mod tests {
         let args = container.args.clone().unwrap().join(" ");
         assert_eq!(
             args,
-            "load --addr 127.1.0.5:6379 --workload sorted-set --members 20000 --key membench:zset --sample-every 1000000 --pipeline 100 --repetitions 3 --settle-seconds 0 --output json --result-file /dev/termination-log"
+            "load --addr 127.1.0.5:6379 --workload sorted-set --members 20000 --key membench:zset --sample-every 1000000 --pipeline 100 --repetitions 3 --settle-seconds 0 --output json --result-file /dev/termination-log --progress-port 9121"
         );
         assert_eq!(
             container.termination_message_path.as_deref(),
@@ -730,6 +774,60 @@ mod tests {
         assert!(
             args.contains("--requests 100 --keyspace 50 --value-size 16 --seed 7"),
             "{args}"
+        );
+    }
+
+    #[test]
+    fn with_auth_both_pods_take_the_password_from_the_secret_and_no_spec_holds_it() {
+        let b = benchmark("  auth: {passwordSecretRef: {name: engine-password, key: password}}\n");
+        let engine = engine_pod(&b, 1, 1 << 30, None, &PodSettings::default());
+        let container = &engine.spec.as_ref().unwrap().containers[0];
+        let args = container.args.clone().unwrap();
+        assert_eq!(
+            args[args.len() - 2..],
+            ["--requirepass", "$(MEMBENCH_ENGINE_PASSWORD)"]
+        );
+        let env = container.env.clone().unwrap();
+        let secret = env[0]
+            .value_from
+            .as_ref()
+            .unwrap()
+            .secret_key_ref
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            (env[0].name.as_str(), secret.name.as_str()),
+            ("MEMBENCH_ENGINE_PASSWORD", "engine-password")
+        );
+        let client = client_pod(
+            &b,
+            1,
+            1,
+            &workload(&b),
+            "127.1.0.5",
+            &PodSettings::default(),
+        );
+        let env = client.spec.unwrap().containers[0].env.clone().unwrap();
+        let password = env.iter().find(|e| e.name == "MEMBENCH_PASSWORD").unwrap();
+        assert!(password.value.is_none());
+        assert_eq!(
+            password
+                .value_from
+                .as_ref()
+                .unwrap()
+                .secret_key_ref
+                .as_ref()
+                .unwrap()
+                .key,
+            "password"
+        );
+        // Without auth, neither pod mentions a password.
+        let open = benchmark("");
+        let engine = engine_pod(&open, 1, 1 << 30, None, &PodSettings::default());
+        let text = serde_json::to_string(&engine).unwrap();
+        assert!(
+            !text.contains("requirepass") && !text.contains("PASSWORD"),
+            "{text}"
         );
     }
 
