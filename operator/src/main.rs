@@ -50,9 +50,25 @@ struct EnginesArgs {
 
 #[derive(Args)]
 struct OperatorArgs {
-    /// Watch only this namespace (default: every namespace).
-    #[arg(long, env = "MEMBENCH_WATCH_NAMESPACE")]
-    namespace: Option<String>,
+    /// Watch only these namespaces, comma separated (default: every namespace). Namespaced
+    /// watches need only Roles in those namespaces.
+    #[arg(long, env = "MEMBENCH_WATCH_NAMESPACE", value_delimiter = ',')]
+    namespace: Vec<String>,
+    /// Create a NetworkPolicy per benchmark that closes its pods to the rest of the cluster.
+    #[arg(long, env = "MEMBENCH_BENCHMARK_NETWORK_POLICIES", default_value_t = true, action = clap::ArgAction::Set)]
+    benchmark_network_policies: bool,
+    /// The operator's own namespace, so that benchmark NetworkPolicies let in only its pods
+    /// (the chart sets it from the downward API; outside a cluster any namespace matches).
+    #[arg(long, env = "MEMBENCH_NAMESPACE")]
+    operator_namespace: Option<String>,
+    /// Labels of the operator's pods, comma separated `key=value` (the chart's selector labels).
+    #[arg(
+        long,
+        env = "MEMBENCH_OPERATOR_POD_LABELS",
+        value_delimiter = ',',
+        default_value = "app.kubernetes.io/name=membench,app.kubernetes.io/component=operator"
+    )]
+    operator_pod_labels: Vec<String>,
     /// Where to serve /metrics, /healthz and /readyz.
     #[arg(long, env = "MEMBENCH_METRICS_ADDR", default_value = "0.0.0.0:8080")]
     metrics_addr: std::net::SocketAddr,
@@ -515,6 +531,19 @@ fn run_operator(args: OperatorArgs) -> ExitCode {
     } else {
         tracing_subscriber::fmt().with_env_filter(filter).init();
     }
+    let operator_pod_labels = match args
+        .operator_pod_labels
+        .iter()
+        .map(|pair| {
+            pair.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| format!("--operator-pod-labels: '{pair}' is not key=value"))
+        })
+        .collect::<Result<std::collections::BTreeMap<_, _>, _>>()
+    {
+        Ok(labels) => labels,
+        Err(message) => return usage_error(&message),
+    };
     let settings = membench::controller::Settings {
         pods: membench::controller::pods::PodSettings {
             client_image: args.client_image,
@@ -533,6 +562,11 @@ fn run_operator(args: OperatorArgs) -> ExitCode {
             allow_open_engine_args: args.allow_open_engine_args,
             allow_tolerate_everything: args.allow_tolerate_everything,
         },
+        network_policy: membench::controller::network_policy::NetworkPolicySettings {
+            enabled: args.benchmark_network_policies,
+            operator_namespace: args.operator_namespace.filter(|n| !n.is_empty()),
+            operator_pod_labels: operator_pod_labels,
+        },
         scheduling_timeout: std::time::Duration::from_secs(args.scheduling_timeout_seconds),
         image_pull_timeout: std::time::Duration::from_secs(args.image_pull_timeout_seconds),
         ..Default::default()
@@ -548,7 +582,11 @@ fn run_operator(args: OperatorArgs) -> ExitCode {
             ready.clone(),
         ));
         let scope = membench::controller::Scope {
-            namespace: args.namespace,
+            namespaces: args
+                .namespace
+                .into_iter()
+                .filter(|n| !n.trim().is_empty())
+                .collect(),
         };
         let result =
             membench::controller::run(client, scope, settings, metrics, ready, shutdown_signal())

@@ -16,6 +16,7 @@ pub mod events;
 #[cfg(test)]
 mod hostile_input_tests;
 mod lifecycle;
+pub mod network_policy;
 #[cfg(test)]
 mod never_stuck_tests;
 pub mod plan;
@@ -64,8 +65,9 @@ pub struct Context {
     /// Reconciliations, errors and results (`/metrics`).
     pub metrics: Metrics,
     readings: ProgressReadings,
-    /// The benchmarks the controller watches (its cache), for the queue on a node pool.
-    benchmarks: Store<MemoryBenchmark>,
+    /// The benchmarks the controllers watch (their caches, one per watched namespace or one
+    /// for all), for the queue on a node pool.
+    benchmarks: Vec<Store<MemoryBenchmark>>,
 }
 
 impl Context {
@@ -73,7 +75,7 @@ impl Context {
         client: Client,
         settings: Settings,
         metrics: Metrics,
-        benchmarks: Store<MemoryBenchmark>,
+        benchmarks: Vec<Store<MemoryBenchmark>>,
     ) -> Self {
         let reporter = Reporter {
             controller: FIELD_MANAGER.into(),
@@ -109,6 +111,8 @@ pub enum Error {
     },
     #[error("cannot write the status: {0}")]
     WriteStatus(#[source] kube::Error),
+    #[error("cannot create the benchmark's NetworkPolicy: {0}")]
+    CreateNetworkPolicy(#[source] kube::Error),
 }
 
 impl Error {
@@ -119,6 +123,7 @@ impl Error {
             Error::CreatePod { .. } => "CreatePod",
             Error::DeletePod { .. } => "DeletePod",
             Error::WriteStatus(_) => "WriteStatus",
+            Error::CreateNetworkPolicy(_) => "CreateNetworkPolicy",
         }
     }
 }
@@ -165,7 +170,7 @@ pub async fn reconcile(
         Some(target) => ctx.readings.read(&namespace, &name, target).await,
         None => None,
     };
-    let others = ctx.benchmarks.state();
+    let others: Vec<Arc<MemoryBenchmark>> = ctx.benchmarks.iter().flat_map(Store::state).collect();
     let now = Timestamp::now();
     let mut rejected: Vec<PodRejection> = Vec::new();
     // Each refusal fails an engine, so the plan settles within one pass per engine.
@@ -179,6 +184,12 @@ pub async fn reconcile(
             others: &others,
         };
         let plan = plan::plan(&observation, &ctx.settings);
+        // The benchmark's pods are closed to the rest of the cluster before the first exists.
+        if !plan.create.is_empty() && ctx.settings.network_policy.enabled {
+            network_policy::ensure(&ctx.client, &benchmark, &ctx.settings.network_policy)
+                .await
+                .map_err(Error::CreateNetworkPolicy)?;
+        }
         let refused = create_pods(&pods_api, &plan.create).await?;
         if refused.is_empty() || rejected.len() > benchmark.spec.engines.len() {
             break plan;
@@ -293,12 +304,39 @@ pub fn error_policy(benchmark: Arc<MemoryBenchmark>, error: &Error, ctx: Arc<Con
 /// Where the operator watches.
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
-    /// One namespace, or every namespace when `None`.
-    pub namespace: Option<String>,
+    /// The namespaces to watch; every namespace when empty.
+    pub namespaces: Vec<String>,
+}
+
+impl Scope {
+    /// One namespace.
+    pub fn namespace(namespace: &str) -> Self {
+        Self {
+            namespaces: vec![namespace.to_string()],
+        }
+    }
+
+    /// The benchmark and pod APIs to watch: one pair per namespace, or one for all.
+    fn apis(&self, client: &Client) -> Vec<(Api<MemoryBenchmark>, Api<Pod>)> {
+        if self.namespaces.is_empty() {
+            return vec![(Api::all(client.clone()), Api::all(client.clone()))];
+        }
+        self.namespaces
+            .iter()
+            .map(|ns| {
+                (
+                    Api::namespaced(client.clone(), ns),
+                    Api::namespaced(client.clone(), ns),
+                )
+            })
+            .collect()
+    }
 }
 
 /// Runs the controller until the process is asked to stop (SIGTERM, Ctrl-C) or `shutdown`
-/// resolves. `ready` turns true once the MemoryBenchmark API answers.
+/// resolves. `ready` turns true once the MemoryBenchmark API answers. With several namespaces
+/// in `scope`, one controller watches each (namespaced watches need no cluster-wide rights) and
+/// they share one context, so the queue on a node pool sees the benchmarks of all of them.
 pub async fn run(
     client: Client,
     scope: Scope,
@@ -307,49 +345,59 @@ pub async fn run(
     ready: Arc<AtomicBool>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> anyhow::Result<()> {
-    let (benchmarks, pods): (Api<MemoryBenchmark>, Api<Pod>) = match &scope.namespace {
-        Some(ns) => (
-            Api::namespaced(client.clone(), ns),
-            Api::namespaced(client.clone(), ns),
-        ),
-        None => (Api::all(client.clone()), Api::all(client.clone())),
-    };
-    benchmarks
-        .list(&ListParams::default().limit(1))
-        .await
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "the MemoryBenchmark API does not answer ({e}); is the CRD installed (kubectl apply -f crds/)?"
-            )
-        })?;
+    use futures::FutureExt;
+    let apis = scope.apis(&client);
+    for (benchmarks, _) in &apis {
+        benchmarks
+            .list(&ListParams::default().limit(1))
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "the MemoryBenchmark API does not answer ({e}); is the CRD installed (kubectl apply -f crds/), and may the operator list MemoryBenchmarks there?"
+                )
+            })?;
+    }
     ready.store(true, Ordering::SeqCst);
-    let controller = Controller::new(
-        benchmarks.clone(),
-        watcher::Config::default().any_semantic(),
-    );
-    let ctx = Arc::new(Context::new(
-        client,
-        settings,
-        metrics.clone(),
-        controller.store(),
-    ));
+    let controllers: Vec<_> = apis
+        .iter()
+        .map(|(benchmarks, pods)| {
+            let controller = Controller::new(
+                benchmarks.clone(),
+                watcher::Config::default().any_semantic(),
+            );
+            let controller = controller.owns(
+                pods.clone(),
+                watcher::Config::default().labels(&pods::managed_pods_selector()),
+            );
+            (controller.store(), controller)
+        })
+        .collect();
+    let stores = controllers.iter().map(|(store, _)| store.clone()).collect();
+    let ctx = Arc::new(Context::new(client, settings, metrics.clone(), stores));
     info!(
-        namespace = scope.namespace.as_deref().unwrap_or("(all)"),
+        namespaces = if scope.namespaces.is_empty() {
+            "(all)".to_string()
+        } else {
+            scope.namespaces.join(",")
+        },
         "operator started"
     );
     // A deleted benchmark whose pods are already gone triggers no reconcile, so its series
     // are dropped by comparing the published ones with the listed benchmarks now and then.
     let pruning = tokio::spawn(prune_deleted_benchmarks(
-        benchmarks.clone(),
+        apis.iter()
+            .map(|(benchmarks, _)| benchmarks.clone())
+            .collect(),
         metrics.clone(),
     ));
-    controller
-        .owns(
-            pods,
-            watcher::Config::default().labels(&pods::managed_pods_selector()),
-        )
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx.clone())
+    let shutdown = shutdown.shared();
+    let runs = controllers.into_iter().map(|(_, controller)| {
+        controller
+            .graceful_shutdown_on(shutdown.clone())
+            .run(reconcile, error_policy, ctx.clone())
+            .boxed()
+    });
+    futures::stream::select_all(runs)
         .for_each(|result| {
             match result {
                 Ok((object, _)) => tracing::debug!(benchmark = %object.name, "reconciled"),
@@ -374,20 +422,27 @@ const PRUNE_INTERVAL: Duration = Duration::from_secs(15);
 
 /// Forgets the series of benchmarks that no longer exist. A list every few seconds is cheap
 /// and needs nothing from the controller's cache, so it works however the benchmark went away.
-async fn prune_deleted_benchmarks(benchmarks: Api<MemoryBenchmark>, metrics: Metrics) {
+async fn prune_deleted_benchmarks(apis: Vec<Api<MemoryBenchmark>>, metrics: Metrics) {
     let mut ticks = tokio::time::interval(PRUNE_INTERVAL);
-    loop {
+    'ticks: loop {
         ticks.tick().await;
-        match benchmarks.list_metadata(&ListParams::default()).await {
-            Ok(list) => metrics.retain_benchmarks(list.items.iter().map(|b| {
-                (
-                    b.metadata.namespace.as_deref().unwrap_or_default(),
-                    b.metadata.name.as_deref().unwrap_or_default(),
-                )
-            })),
-            Err(e) => {
-                warn!(error = %e, "cannot list benchmarks to drop the series of deleted ones")
+        // Every watched namespace is listed before anything is dropped: a series is kept unless
+        // the complete listing lacks its benchmark.
+        let mut listed = Vec::new();
+        for api in &apis {
+            match api.list_metadata(&ListParams::default()).await {
+                Ok(list) => listed.extend(list.items),
+                Err(e) => {
+                    warn!(error = %e, "cannot list benchmarks to drop the series of deleted ones");
+                    continue 'ticks;
+                }
             }
         }
+        metrics.retain_benchmarks(listed.iter().map(|b| {
+            (
+                b.metadata.namespace.as_deref().unwrap_or_default(),
+                b.metadata.name.as_deref().unwrap_or_default(),
+            )
+        }));
     }
 }

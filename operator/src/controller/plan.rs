@@ -28,6 +28,7 @@ use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase};
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
 use super::lifecycle::Step;
+use super::network_policy::NetworkPolicySettings;
 use super::pods::{
     self, Component, PodSettings, PodState, component, engine_index, owned_by, pod_state,
 };
@@ -42,6 +43,8 @@ pub struct Settings {
     pub pods: PodSettings,
     /// What a spec may ask for: images, server arguments, tolerations.
     pub policy: Policy,
+    /// The NetworkPolicy each benchmark gets (created before its first pod).
+    pub network_policy: NetworkPolicySettings,
     /// How long a pod may wait for a node before the benchmark fails as Unschedulable.
     pub scheduling_timeout: Duration,
     /// How long a started engine may take to become ready (and how long an engine that was
@@ -66,6 +69,7 @@ impl Default for Settings {
         Self {
             pods: PodSettings::default(),
             policy: Policy::default(),
+            network_policy: NetworkPolicySettings::default(),
             scheduling_timeout: Duration::from_secs(600),
             startup_timeout: Duration::from_secs(300),
             image_pull_timeout: Duration::from_secs(300),
