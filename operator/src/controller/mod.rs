@@ -200,9 +200,15 @@ pub async fn reconcile(
     let old = benchmark.status.clone().unwrap_or_default();
     if plan.status != old {
         let api: Api<MemoryBenchmark> = Api::namespaced(ctx.client.clone(), &namespace);
+        // The resourceVersion the plan was made from is a precondition: a reconciliation that
+        // worked from a cached benchmark older than the last status write (a pod event can
+        // arrive before the watch event of that write) fails with a conflict and is retried,
+        // instead of overwriting a finished engine with what the stale status implied (seen
+        // under 200 benchmarks at once as EnginePodLost after success).
         let patch = serde_json::json!({
             "apiVersion": MemoryBenchmark::api_version(&()),
             "kind": MemoryBenchmark::kind(&()),
+            "metadata": {"resourceVersion": benchmark.resource_version()},
             "status": plan.status,
         });
         api.patch_status(
