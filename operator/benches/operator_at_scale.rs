@@ -215,11 +215,16 @@ impl Drop for Operator {
 }
 
 /// What the pod watch saw: when each pod first appeared, and the most engine pods any node held
-/// at once.
+/// at once that could be running (bound, not yet in a terminal phase).
 #[derive(Default)]
 struct PodHistory {
     first_seen: BTreeMap<(String, String), Instant>,
-    engines_on_node: BTreeMap<String, BTreeSet<String>>,
+    /// Engine pods that exist now and are bound: UID -> (namespace, node).
+    engines_now: BTreeMap<String, (String, String)>,
+    /// The last state seen of each engine pod now bound, by UID, to describe an overlap.
+    engine_states: BTreeMap<String, String>,
+    /// The first moments a node held two engine pods, described.
+    overlaps: Vec<String>,
     most_engines_on_a_node: usize,
     engines_per_node: BTreeMap<String, BTreeSet<String>>,
 }
@@ -249,24 +254,64 @@ fn watch_pods(
                         .entry((namespace.clone(), pod.name_any()))
                         .or_insert(now);
                     let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
-                    if let (true, Some(node)) = (is_engine(&pod), node) {
+                    let phase = pod
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.phase.clone())
+                        .unwrap_or_default();
+                    // A pod in a terminal phase has no process left: its node is free for the
+                    // next engine (the scheduler sees it so too) while the pod object is deleted.
+                    if matches!(phase.as_str(), "Succeeded" | "Failed") {
+                        let uid = pod.uid().unwrap_or_default();
+                        history.engines_now.remove(&uid);
+                        history.engine_states.remove(&uid);
+                    } else if let (true, Some(node)) = (is_engine(&pod), node) {
                         let uid = pod.uid().unwrap_or_default();
                         history
                             .engines_per_node
                             .entry(node.clone())
                             .or_default()
                             .insert(uid.clone());
-                        let on_node = history.engines_on_node.entry(node).or_default();
-                        on_node.insert(uid);
-                        let count = on_node.len();
+                        let deleting = pod.metadata.deletion_timestamp.is_some();
+                        history.engine_states.insert(
+                            uid.clone(),
+                            format!(
+                                "{} ({phase}{})",
+                                pod.name_any(),
+                                if deleting { ", deleting" } else { "" }
+                            ),
+                        );
+                        history
+                            .engines_now
+                            .insert(uid, (namespace.clone(), node.clone()));
+                        let count = history
+                            .engines_now
+                            .values()
+                            .filter(|(_, n)| *n == node)
+                            .count();
                         history.most_engines_on_a_node = history.most_engines_on_a_node.max(count);
+                        if count > 1 && history.overlaps.len() < 5 {
+                            let together: Vec<String> = history
+                                .engines_now
+                                .iter()
+                                .filter(|(_, (_, n))| *n == node)
+                                .filter_map(|(uid, _)| history.engine_states.get(uid).cloned())
+                                .collect();
+                            history
+                                .overlaps
+                                .push(format!("{node}: {}", together.join(" + ")));
+                        }
                     }
                 }
                 Ok(watcher::Event::Delete(pod)) => {
                     let uid = pod.uid().unwrap_or_default();
-                    for on_node in history.engines_on_node.values_mut() {
-                        on_node.remove(&uid);
-                    }
+                    history.engines_now.remove(&uid);
+                    history.engine_states.remove(&uid);
+                }
+                // A relist (the watch restarted): pods deleted in the gap get no Delete event,
+                // so this namespace's engines are known again only from what the list holds.
+                Ok(watcher::Event::Init) => {
+                    history.engines_now.retain(|_, (ns, _)| *ns != namespace);
                 }
                 _ => {}
             }
@@ -564,7 +609,7 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     println!(
-        "   most engine pods on one node at any moment (watch): {} (must be 1): {}",
+        "   most engine pods that could run on one node at any moment (watch; bound and not Succeeded or Failed): {} (must be 1): {}",
         history.most_engines_on_a_node,
         if history.most_engines_on_a_node == 1 {
             "holds"
@@ -572,6 +617,9 @@ async fn main() -> anyhow::Result<()> {
             "BROKEN"
         }
     );
+    for overlap in &history.overlaps {
+        println!("     two engines on {overlap}");
+    }
     println!(
         "   engines run per node: {}",
         history
