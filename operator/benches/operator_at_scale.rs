@@ -348,7 +348,7 @@ fn benchmark(name: &str, i: usize, dragonfly: bool) -> anyhow::Result<MemoryBenc
         "{records: {records: 500}}",
         "{randomStrings: {requests: 2000, keyspace: 2000}}",
     ];
-    let instance_type = if i % 2 == 0 {
+    let instance_type = if i.is_multiple_of(2) {
         "r8g.4xlarge"
     } else {
         "r7i.4xlarge"
@@ -561,7 +561,7 @@ async fn main() -> anyhow::Result<()> {
     for watch in watches {
         watch.abort();
     }
-    let history = history.lock().unwrap();
+    let history = std::mem::take(&mut *history.lock().unwrap());
 
     println!(
         "\n== 1. apply to engine pod, idle operator ({LATENCY_SAMPLES} benchmarks, one at a time, each on a free node)"

@@ -565,7 +565,7 @@ fn run_operator(args: OperatorArgs) -> ExitCode {
         network_policy: membench::controller::network_policy::NetworkPolicySettings {
             enabled: args.benchmark_network_policies,
             operator_namespace: args.operator_namespace.filter(|n| !n.is_empty()),
-            operator_pod_labels: operator_pod_labels,
+            operator_pod_labels,
         },
         scheduling_timeout: std::time::Duration::from_secs(args.scheduling_timeout_seconds),
         image_pull_timeout: std::time::Duration::from_secs(args.image_pull_timeout_seconds),
