@@ -12,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
+pub use crate::auth::{AuthSpec, SecretKeyRef};
 use crate::formats::{
     IMAGE_REFERENCE, LABEL_KEY, LABEL_KEY_MAX, LABEL_VALUE, LABEL_VALUE_MAX, MAX_BENCHMARK_NAME,
     MAX_SAMPLES, MEMORY_QUANTITY, MIN_ENGINE_MEMORY, MIN_SAMPLE_EVERY,
@@ -129,6 +130,13 @@ pub struct MemoryBenchmarkSpec {
     /// same release line) is then marked beside its measured one in `--output html`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published_table: Option<PublishedTableName>,
+
+    /// A password every engine requires, from a Secret in the benchmark's namespace (see
+    /// `auth.passwordSecretRef`). Without it the engines need none: only the benchmark's own
+    /// client may reach them (the operator's NetworkPolicy). Local runs ignore it: their
+    /// engines listen on loopback only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthSpec>,
 }
 
 fn default_repetitions() -> u32 {

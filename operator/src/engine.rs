@@ -140,12 +140,31 @@ pub struct MemoryInfo {
     pub mem_allocator: String,
 }
 
-/// Splits INFO output into its `field:value` pairs.
+/// The most of an INFO reply that is read: Redis's whole `INFO everything` is tens of KiB.
+pub const MAX_INFO_BYTES: usize = 1 << 20;
+/// The most fields kept from one INFO reply.
+pub const MAX_INFO_FIELDS: usize = 4096;
+/// The longest field name kept; longer ones are skipped.
+const MAX_INFO_NAME: usize = 128;
+/// The longest value kept; longer ones are skipped.
+const MAX_INFO_VALUE: usize = 4096;
+
+/// Splits INFO output into its `field:value` pairs. Whatever the engine sends, the result is
+/// bounded: only the first [`MAX_INFO_BYTES`] are read, at most [`MAX_INFO_FIELDS`] fields
+/// kept, and a field whose name or value is longer than any engine writes is skipped.
 pub fn parse_info(text: &str) -> HashMap<String, String> {
-    text.lines()
+    let mut end = text.len().min(MAX_INFO_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end]
+        .lines()
         .filter(|line| !line.starts_with('#'))
         .filter_map(|line| line.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .map(|(k, v)| (k.trim(), v.trim()))
+        .filter(|(k, v)| !k.is_empty() && k.len() <= MAX_INFO_NAME && v.len() <= MAX_INFO_VALUE)
+        .take(MAX_INFO_FIELDS)
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
 
@@ -165,7 +184,8 @@ impl MemoryInfo {
                 .and_then(|v| v.parse().ok()),
             mem_fragmentation_ratio: fields
                 .get("mem_fragmentation_ratio")
-                .and_then(|v| v.parse().ok()),
+                .and_then(|v| v.parse::<f64>().ok())
+                .filter(|ratio| ratio.is_finite()),
             mem_allocator: fields.get("mem_allocator").cloned().unwrap_or_default(),
         })
     }
@@ -418,6 +438,50 @@ mod tests {
         assert_eq!(memory.mem_fragmentation_ratio, Some(4.1));
         assert_eq!(memory.used_memory_dataset, None);
         assert!(MemoryInfo::from_info(&parse_info("used_memory_rss:1\r\n")).is_err());
+    }
+
+    #[test]
+    fn info_parsing_is_bounded_whatever_the_engine_sends() {
+        // Ten million fields, a name and a value longer than any engine writes.
+        let mut text = format!(
+            "{}:x\r\nused_memory:{}\r\n",
+            "k".repeat(200),
+            "9".repeat(5000)
+        );
+        for i in 0..10_000_000u32 {
+            if text.len() > 2 * MAX_INFO_BYTES {
+                break;
+            }
+            text.push_str(&format!("f{i}:{i}\r\n"));
+        }
+        let fields = parse_info(&text);
+        assert!(fields.len() <= MAX_INFO_FIELDS, "{}", fields.len());
+        assert!(
+            !fields.contains_key("used_memory"),
+            "an overlong value is skipped"
+        );
+        assert!(fields.keys().all(|k| k.len() <= 128));
+        let past_the_end = format!("{}used_memory:5\r\n", "#".repeat(MAX_INFO_BYTES));
+        assert!(parse_info(&past_the_end).is_empty());
+    }
+
+    #[test]
+    fn memory_figures_that_overflow_or_are_not_finite_are_refused() {
+        let fields = parse_info(
+            "used_memory:18446744073709551616\r\nused_memory_rss:1\r\nmem_fragmentation_ratio:inf\r\n",
+        );
+        assert!(
+            MemoryInfo::from_info(&fields).is_err(),
+            "used_memory past 2^64"
+        );
+        let fields =
+            parse_info("used_memory:1\r\nused_memory_rss:1\r\nmem_fragmentation_ratio:NaN\r\n");
+        assert_eq!(
+            MemoryInfo::from_info(&fields)
+                .unwrap()
+                .mem_fragmentation_ratio,
+            None
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! statistics, reports and the local runner. `main.rs` is a thin command line over it.
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod client_result;
 pub mod client_stop;
 pub mod controller;
@@ -13,11 +14,14 @@ pub mod engine;
 pub mod engine_store;
 pub mod error;
 pub mod formats;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod html_report;
 pub mod local;
 pub mod measure;
 pub mod metrics;
 pub mod progress;
+pub mod progress_endpoint;
 pub mod published;
 pub mod report;
 pub mod resp;

@@ -51,9 +51,25 @@ struct EnginesArgs {
 
 #[derive(Args)]
 struct OperatorArgs {
-    /// Watch only this namespace (default: every namespace).
-    #[arg(long, env = "MEMBENCH_WATCH_NAMESPACE")]
-    namespace: Option<String>,
+    /// Watch only these namespaces, comma separated (default: every namespace). Namespaced
+    /// watches need only Roles in those namespaces.
+    #[arg(long, env = "MEMBENCH_WATCH_NAMESPACE", value_delimiter = ',')]
+    namespace: Vec<String>,
+    /// Create a NetworkPolicy per benchmark that closes its pods to the rest of the cluster.
+    #[arg(long, env = "MEMBENCH_BENCHMARK_NETWORK_POLICIES", default_value_t = true, action = clap::ArgAction::Set)]
+    benchmark_network_policies: bool,
+    /// The operator's own namespace, so that benchmark NetworkPolicies let in only its pods
+    /// (the chart sets it from the downward API; outside a cluster any namespace matches).
+    #[arg(long, env = "MEMBENCH_NAMESPACE")]
+    operator_namespace: Option<String>,
+    /// Labels of the operator's pods, comma separated `key=value` (the chart's selector labels).
+    #[arg(
+        long,
+        env = "MEMBENCH_OPERATOR_POD_LABELS",
+        value_delimiter = ',',
+        default_value = "app.kubernetes.io/name=membench,app.kubernetes.io/component=operator"
+    )]
+    operator_pod_labels: Vec<String>,
     /// Where to serve /metrics, /healthz and /readyz.
     #[arg(long, env = "MEMBENCH_METRICS_ADDR", default_value = "0.0.0.0:8080")]
     metrics_addr: std::net::SocketAddr,
@@ -91,6 +107,25 @@ struct OperatorArgs {
     /// This replica's identity in the Lease (default: $POD_NAME, else host name and process ID).
     #[arg(long, env = "POD_NAME")]
     leader_election_identity: Option<String>,
+    /// Image patterns engines may run, comma separated: a repository (`*` matches any
+    /// characters but `/`) allows all its tags and digests, `repo:tag` only that tag. Default:
+    /// the official images of Redis, Valkey and Dragonfly.
+    #[arg(
+        long,
+        env = "MEMBENCH_ALLOWED_IMAGES",
+        value_delimiter = ',',
+        value_name = "PATTERNS"
+    )]
+    allowed_images: Option<Vec<String>>,
+    /// Accept engine args that open an engine again (--protected-mode, --enable-debug-command,
+    /// --enable-module-command, --enable-protected-configs, --loadmodule, --rename-command
+    /// CONFIG, --requirepass); without it they are InvalidSpec.
+    #[arg(long, env = "MEMBENCH_ALLOW_OPEN_ENGINE_ARGS")]
+    allow_open_engine_args: bool,
+    /// Accept tolerations without a key (operator Exists), which tolerate every taint; without
+    /// it they are InvalidSpec.
+    #[arg(long, env = "MEMBENCH_ALLOW_TOLERATE_EVERYTHING")]
+    allow_tolerate_everything: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -204,6 +239,18 @@ struct LoadArgs {
     /// their results.
     #[arg(long, value_name = "PATH")]
     result_file: Option<std::path::PathBuf>,
+    /// Serve where the load stands over HTTP on this port (client pods: the operator reads it
+    /// for the benchmark's progress).
+    #[arg(long, value_name = "PORT")]
+    progress_port: Option<u16>,
+    /// The address to serve progress on (client pods: their pod IP, from the downward API).
+    #[arg(
+        long,
+        env = "MEMBENCH_POD_IP",
+        default_value = "0.0.0.0",
+        value_name = "IP"
+    )]
+    progress_ip: std::net::IpAddr,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -368,12 +415,21 @@ fn run_load(args: LoadArgs) -> ExitCode {
         eprintln!("warning: cannot handle SIGTERM ({e}); a stopped run would leave no result");
     }
     let mut progress = ProgressReporter::new(&format!("{} at {address}", workload.kind()));
+    let endpoint = std::sync::Arc::new(membench::progress_endpoint::ProgressEndpoint::default());
+    if let Some(port) = args.progress_port {
+        let at = std::net::SocketAddr::new(args.progress_ip, port);
+        // Progress is a convenience: a load without it measures the same.
+        if let Err(e) = endpoint.serve(at) {
+            eprintln!("warning: cannot serve progress on {at}: {e}");
+        }
+    }
     let report = measure_journaled(
         &address,
         &workload,
         &options,
         &mut |p| {
             journal.progress(p.commands_done);
+            endpoint.update(&p);
             progress.update(p)
         },
         &mut |r| journal.record(r),
@@ -569,10 +625,41 @@ fn run_operator(args: OperatorArgs) -> ExitCode {
     } else {
         tracing_subscriber::fmt().with_env_filter(filter).init();
     }
+    let operator_pod_labels = match args
+        .operator_pod_labels
+        .iter()
+        .map(|pair| {
+            pair.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| format!("--operator-pod-labels: '{pair}' is not key=value"))
+        })
+        .collect::<Result<std::collections::BTreeMap<_, _>, _>>()
+    {
+        Ok(labels) => labels,
+        Err(message) => return usage_error(&message),
+    };
     let settings = membench::controller::Settings {
         pods: membench::controller::pods::PodSettings {
             client_image: args.client_image,
             ..Default::default()
+        },
+        policy: membench::controller::policy::Policy {
+            allowed_images: args
+                .allowed_images
+                .map(|patterns| {
+                    patterns
+                        .into_iter()
+                        .filter(|p| !p.trim().is_empty())
+                        .collect()
+                })
+                .unwrap_or_else(|| membench::controller::policy::Policy::default().allowed_images),
+            allow_open_engine_args: args.allow_open_engine_args,
+            allow_tolerate_everything: args.allow_tolerate_everything,
+        },
+        network_policy: membench::controller::network_policy::NetworkPolicySettings {
+            enabled: args.benchmark_network_policies,
+            operator_namespace: args.operator_namespace.filter(|n| !n.is_empty()),
+            operator_pod_labels,
         },
         scheduling_timeout: std::time::Duration::from_secs(args.scheduling_timeout_seconds),
         image_pull_timeout: std::time::Duration::from_secs(args.image_pull_timeout_seconds),
@@ -589,7 +676,11 @@ fn run_operator(args: OperatorArgs) -> ExitCode {
             ready.clone(),
         ));
         let scope = membench::controller::Scope {
-            namespace: args.namespace,
+            namespaces: args
+                .namespace
+                .into_iter()
+                .filter(|n| !n.trim().is_empty())
+                .collect(),
         };
         let result = if args.leader_election {
             let identity = args.leader_election_identity.unwrap_or_else(|| {

@@ -774,6 +774,7 @@ mod tests {
                 timeout_seconds: 600,
                 cleanup_policy: Default::default(),
                 published_table: None,
+                auth: None,
             },
         );
         benchmark.metadata.namespace = Some(namespace.into());

@@ -148,9 +148,30 @@ pub struct ReplyTally {
     /// The sum of integer replies (`:n`): for `ZADD NX` the members added, for `HSET` the
     /// fields added.
     pub integer_sum: u64,
-    /// The first error reply, without its leading `-`.
+    /// The first error reply, without its leading `-` (at most 1 KiB of it).
     pub first_error: Option<String>,
 }
+
+impl ReplyTally {
+    /// Adds an integer reply; a sum past 2^64 is an engine that is not counting items.
+    fn add(&mut self, n: u64) -> io::Result<()> {
+        self.integer_sum = self.integer_sum.checked_add(n).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the engine's integer replies add up past 2^64",
+            )
+        })?;
+        Ok(())
+    }
+}
+
+/// The reply buffer's size, and so the longest reply line the load path takes. Write commands
+/// answer a few bytes; a server that sends this much without ending a line is not speaking
+/// RESP, and the buffer never grows to follow it.
+pub const REPLY_BUFFER: usize = 256 * 1024;
+
+/// The longest error reply kept (the rest of the line is read and dropped).
+const MAX_ERROR_TEXT: usize = 1024;
 
 /// A connection used only for pipelined loading.
 pub struct PipelinedConnection {
@@ -173,7 +194,7 @@ impl PipelinedConnection {
                     stream.set_read_timeout(Some(Duration::from_secs(120)))?;
                     return Ok(Self {
                         stream,
-                        input: vec![0; 256 * 1024],
+                        input: vec![0; REPLY_BUFFER],
                         consumed: 0,
                         filled: 0,
                     });
@@ -223,8 +244,13 @@ impl PipelinedConnection {
             self.consumed = 0;
         }
         if self.filled == self.input.len() {
-            let grown = self.input.len() * 2;
-            self.input.resize(grown, 0);
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the engine sent a reply line longer than {} KiB without ending it: not a reply to a write command",
+                    REPLY_BUFFER / 1024
+                ),
+            ));
         }
         let read = loop {
             match self.stream.read(&mut self.input[self.filled..]) {
@@ -248,7 +274,7 @@ impl PipelinedConnection {
 /// how many bytes and replies that took; a partial reply at the end is left for the next read.
 /// The replies a load expects, `+OK` and `:1`/`:0`, are recognised by their five or four bytes
 /// without searching for the line's end.
-fn scan_replies(
+pub(crate) fn scan_replies(
     window: &[u8],
     wanted: usize,
     tally: &mut ReplyTally,
@@ -264,7 +290,7 @@ fn scan_replies(
             && rest[2..4] == *b"\r\n"
             && rest[1].is_ascii_digit()
         {
-            tally.integer_sum += u64::from(rest[1] - b'0');
+            tally.add(u64::from(rest[1] - b'0'))?;
             at += 4;
         } else {
             let Some(newline) = rest.iter().position(|&b| b == b'\n') else {
@@ -275,16 +301,18 @@ fn scan_replies(
                 .unwrap_or(&rest[..newline]);
             match line.first() {
                 Some(b'+') => {}
-                Some(b':') => tally.integer_sum += parse_integer(&line[1..])?,
+                Some(b':') => tally.add(parse_integer(&line[1..])?)?,
                 Some(b'-') => {
                     if tally.first_error.is_none() {
-                        tally.first_error = Some(String::from_utf8_lossy(&line[1..]).into_owned());
+                        let text = &line[1..line.len().min(MAX_ERROR_TEXT + 1)];
+                        tally.first_error = Some(String::from_utf8_lossy(text).into_owned());
                     }
                 }
                 _ => {
+                    let shown = &line[..line.len().min(80)];
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,
-                        format!("unexpected reply '{}'", String::from_utf8_lossy(line)),
+                        format!("unexpected reply '{}'", String::from_utf8_lossy(shown)),
                     ));
                 }
             }
@@ -310,11 +338,22 @@ fn parse_integer(digits: &[u8]) -> io::Result<u64> {
                 io::ErrorKind::InvalidData,
                 format!(
                     "unexpected integer reply ':{}'",
-                    String::from_utf8_lossy(digits)
+                    String::from_utf8_lossy(&digits[..digits.len().min(40)])
                 ),
             ));
         }
-        n = n * 10 + u64::from(d - b'0');
+        n = n
+            .checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(d - b'0')))
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "integer reply ':{}' does not fit in 64 bits",
+                        String::from_utf8_lossy(&digits[..digits.len().min(40)])
+                    ),
+                )
+            })?;
     }
     Ok(n)
 }
@@ -376,6 +415,45 @@ mod tests {
         );
         let bulk = scan_replies(b"$3\r\nabc\r\n", 1, &mut tally).unwrap_err();
         assert_eq!(bulk.kind(), io::ErrorKind::InvalidData);
+    }
+
+    #[test]
+    fn a_server_that_never_ends_a_line_fails_the_read_without_growing_the_buffer() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let server = std::thread::spawn(move || {
+            let (mut peer, _) = listener.accept().unwrap();
+            // 4 MiB of a reply that never ends; stops when the client hangs up.
+            let chunk = [b'+'; 64 * 1024];
+            for _ in 0..64 {
+                if peer.write_all(&chunk).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut connection =
+            PipelinedConnection::connect(&address, Duration::from_secs(5)).unwrap();
+        let error = connection.read_replies(1).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::InvalidData);
+        assert!(error.to_string().contains("longer than 256 KiB"), "{error}");
+        assert_eq!(
+            connection.input.len(),
+            REPLY_BUFFER,
+            "the buffer never grew"
+        );
+        drop(connection);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn integer_replies_past_64_bits_are_an_error_not_a_wrap() {
+        let mut tally = ReplyTally::default();
+        let long = scan_replies(b":99999999999999999999999\r\n", 1, &mut tally).unwrap_err();
+        assert_eq!(long.kind(), io::ErrorKind::InvalidData);
+        assert!(long.to_string().contains("64 bits"), "{long}");
+        let mut tally = ReplyTally::default();
+        let sum = scan_replies(b":18446744073709551615\r\n:1\r\n", 2, &mut tally).unwrap_err();
+        assert!(sum.to_string().contains("past 2^64"), "{sum}");
     }
 
     #[test]

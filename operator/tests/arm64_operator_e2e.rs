@@ -8,66 +8,19 @@
 //! 7.0.15 and qemu-user-static) and the membench image's arm64 half: the archive from
 //! `hack/build-image.sh`, or `cargo build --release --target aarch64-unknown-linux-gnu`.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::operator::{Harness, settings, spec};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
-use kube::{Api, Client, ResourceExt};
-use membench::controller::{self, Scope, Settings};
+use kube::{Api, ResourceExt};
 use membench::crd::{EngineStatus, MemoryBenchmark, Phase};
-use membench::metrics::Metrics;
 use membench_devcluster::DevCluster;
-use membench_devcluster::wait::TestNamespace;
-
-/// The image the node agent runs from the image archive (or a membench build) per node.
-const CLIENT_IMAGE: &str = "ghcr.io/membench/membench:dev";
-
-async fn install_crd(client: &Client) -> anyhow::Result<()> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/memorybenchmark.yaml");
-    let crd: CustomResourceDefinition = serde_saphyr::from_str(&std::fs::read_to_string(path)?)?;
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.patch(
-        &crd.name_any(),
-        &PatchParams::apply("membench-tests").force(),
-        &Patch::Apply(&crd),
-    )
-    .await?;
-    let established = kube::runtime::wait::conditions::is_crd_established();
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        kube::runtime::wait::await_condition(crds, &crd.name_any(), established),
-    )
-    .await??;
-    Ok(())
-}
-
-/// The operator, in-process, watching only the test's namespace.
-fn spawn_operator(client: &Client, namespace: &str) -> tokio::task::JoinHandle<()> {
-    let client = client.clone();
-    let scope = Scope {
-        namespace: Some(namespace.to_string()),
-    };
-    let mut settings = Settings {
-        scheduling_timeout: Duration::from_secs(120),
-        poll_interval: Duration::from_secs(2),
-        ..Settings::default()
-    };
-    settings.pods.client_image = CLIENT_IMAGE.into();
-    tokio::spawn(async move {
-        let ready = Arc::new(AtomicBool::new(false));
-        let never = std::future::pending::<()>();
-        if let Err(e) = controller::run(client, scope, settings, Metrics::new(), ready, never).await
-        {
-            eprintln!("operator stopped: {e:#}");
-        }
-    })
-}
 
 /// Every pod's containers' imageIDs, by pod name, as a watch sees them (client pods are deleted
 /// once their engine is done).
@@ -100,33 +53,15 @@ fn record_image_ids(
     (task, seen)
 }
 
-async fn finished(
-    benchmarks: &Api<MemoryBenchmark>,
-    name: &str,
-    timeout: Duration,
-) -> anyhow::Result<MemoryBenchmark> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let benchmark = benchmarks.get(name).await?;
-        let phase = benchmark.status.as_ref().and_then(|s| s.phase);
-        if matches!(phase, Some(Phase::Succeeded | Phase::Failed)) {
-            return Ok(benchmark);
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "{name} not finished after {timeout:?}; status: {}",
-            serde_json::to_string_pretty(&benchmark.status)?
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
-fn benchmark(name: &str, instance_type: &str) -> anyhow::Result<MemoryBenchmark> {
+fn benchmark(name: &str, instance_type: &str) -> String {
     // Debian's Redis 7.0.15 has a build for each architecture on every x86 machine's store, with
     // the same allocator (Debian's jemalloc).
-    Ok(serde_saphyr::from_str(&format!(
-        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: {name}}}\nspec:\n  instanceType: {instance_type}\n  engines:\n    - {{engine: redis, version: \"7.0.15\"}}\n  workload: {{sortedSet: {{members: 100000, sampleEvery: 0}}}}\n  repetitions: 2\n  settleSeconds: 3\n"
-    ))?)
+    spec(
+        name,
+        &format!(
+            "  instanceType: {instance_type}\n  engines:\n    - {{engine: redis, version: \"7.0.15\"}}\n  workload: {{sortedSet: {{members: 100000, sampleEvery: 0}}}}\n  repetitions: 2\n  settleSeconds: 3\n"
+        ),
+    )
 }
 
 fn succeeded_engine(benchmark: &MemoryBenchmark) -> EngineStatus {
@@ -144,22 +79,17 @@ async fn an_r8g_benchmark_runs_arm64_engine_and_client_code_and_matches_the_amd6
         );
         return Ok(());
     }
-    let client = DevCluster::ensure().await?;
-    install_crd(&client).await?;
-    let namespace = TestNamespace::create(&client, "op-arm64").await?;
-    let operator = spawn_operator(&client, namespace.name());
-    let (recorder, image_ids) = record_image_ids(namespace.pods());
-    let benchmarks: Api<MemoryBenchmark> = namespace.api();
+    let harness = Harness::start("op-arm64", settings()).await?;
+    let (recorder, image_ids) = record_image_ids(harness.pods());
     for (name, instance_type) in [("graviton", "r8g.4xlarge"), ("intel", "r7i.4xlarge")] {
-        benchmarks
-            .create(&PostParams::default(), &benchmark(name, instance_type)?)
-            .await?;
+        harness.create(&benchmark(name, instance_type)).await?;
     }
     // Under emulation the arm64 engine and client run several times slower than native.
-    let graviton = finished(&benchmarks, "graviton", Duration::from_secs(300)).await?;
-    let intel = finished(&benchmarks, "intel", Duration::from_secs(300)).await?;
+    let graviton = harness
+        .finished("graviton", Duration::from_secs(300))
+        .await?;
+    let intel = harness.finished("intel", Duration::from_secs(300)).await?;
     recorder.abort();
-    operator.abort();
 
     let arm64 = succeeded_engine(&graviton);
     let amd64 = succeeded_engine(&intel);
@@ -220,5 +150,6 @@ async fn an_r8g_benchmark_runs_arm64_engine_and_client_code_and_matches_the_amd6
         bytes(&arm64),
         bytes(&amd64)
     );
-    namespace.delete().await
+    harness.finish().await;
+    Ok(())
 }

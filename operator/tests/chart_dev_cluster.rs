@@ -1,7 +1,9 @@
 //! `manifests/install.yaml` (the chart, rendered) against a real API server: accepted by a
 //! server-side dry run, then applied for real; the operator's service account gets exactly the
-//! access it needs and nothing more; the restricted operator pod passes Pod Security admission
-//! and is scheduled.
+//! access it needs and nothing more (`kubectl auth can-i --as=system:serviceaccount:...`: no
+//! Secrets, no exec, no nodes); the restricted operator pod passes Pod Security admission and
+//! is scheduled. Then the chart scoped to a list of namespaces, installed for real: its operator
+//! may act in those namespaces and nowhere else.
 //!
 //! The cluster is a private dev cluster (`hack/dev-cluster.sh up` in a scratch state directory,
 //! stopped afterwards), or the cluster `MEMBENCH_TEST_KUBECONFIG` names (kind, EKS), from which
@@ -120,6 +122,11 @@ impl TestCluster {
 
     /// `kubectl auth can-i` as the operator; `resource` may name a subresource as `pods/exec`.
     fn can_i(&self, verb: &str, resource: &str) -> bool {
+        self.can_i_as(SERVICE_ACCOUNT, verb, resource, None)
+    }
+
+    /// `kubectl auth can-i --as=<account>` in one namespace, or in all of them (`-A`).
+    fn can_i_as(&self, account: &str, verb: &str, resource: &str, namespace: Option<&str>) -> bool {
         let mut args = vec!["auth", "can-i", verb];
         match resource.split_once('/') {
             Some((resource, subresource)) => {
@@ -127,7 +134,11 @@ impl TestCluster {
             }
             None => args.push(resource),
         }
-        args.extend(["--as", SERVICE_ACCOUNT, "-A"]);
+        args.extend(["--as", account]);
+        match namespace {
+            Some(namespace) => args.extend(["-n", namespace]),
+            None => args.push("-A"),
+        }
         let output = self.kubectl(&args);
         String::from_utf8_lossy(&output.stdout).trim() == "yes"
     }
@@ -203,6 +214,7 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
         ("delete", "pods"),
         ("create", "events.events.k8s.io"),
         ("patch", "events.events.k8s.io"),
+        ("create", "networkpolicies.networking.k8s.io"),
     ] {
         assert!(
             cluster.can_i(verb, resource),
@@ -212,8 +224,18 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
     // ... and nothing that would let a benchmark operator read or take over the cluster.
     for (verb, resource) in [
         ("get", "secrets"),
+        ("list", "secrets"),
+        ("watch", "secrets"),
         ("list", "nodes"),
+        ("patch", "nodes"),
+        ("update", "nodes"),
+        ("delete", "nodes"),
         ("create", "pods/exec"),
+        ("create", "pods/attach"),
+        ("create", "pods/portforward"),
+        ("create", "pods/eviction"),
+        ("update", "networkpolicies.networking.k8s.io"),
+        ("delete", "networkpolicies.networking.k8s.io"),
         ("get", "pods/log"),
         ("update", "pods"),
         ("create", "deployments.apps"),
@@ -297,7 +319,8 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
     };
     println!("operator pod scheduled on {node}");
 
-    // The chart's other shape (namespace scope, NetworkPolicy) is valid on the server too.
+    // The chart's other shape (namespace scope over a list of namespaces) installed for real:
+    // the operator's rights reach exactly those namespaces.
     let Some(helm) = observability::helm() else {
         observability::skip("no helm (namespace scope only)");
         return;
@@ -310,13 +333,10 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
             "membench-ns",
             "--set",
             "rbac.scope=namespace",
-        ])
-        .args([
             "--set",
-            "networkPolicy.enabled=true",
-            "--set",
-            "dashboards.enabled=false",
+            "rbac.namespaces={membench-ns,team-a}",
         ])
+        .args(["--set", "dashboards.enabled=false", "--skip-crds"])
         .output()
         .unwrap();
     assert!(
@@ -326,22 +346,67 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
     );
     let file = std::env::temp_dir().join(format!("membench-ns-{}.yaml", std::process::id()));
     std::fs::write(&file, &rendered.stdout).unwrap();
-    cluster.ok(&["create", "namespace", "membench-ns"]);
-    // As every namespace of the tests, it enforces Pod Security restricted.
-    cluster.ok(&[
-        "label",
-        "namespace",
-        "membench-ns",
-        "pod-security.kubernetes.io/enforce=restricted",
-    ]);
-    let applied = cluster.ok(&[
-        "apply",
-        "--server-side",
-        "--dry-run=server",
-        "-f",
-        file.to_str().unwrap(),
-    ]);
+    for namespace in ["membench-ns", "team-a", "team-b"] {
+        cluster.ok(&["create", "namespace", namespace]);
+        // As every namespace of the tests, it enforces Pod Security restricted.
+        cluster.ok(&[
+            "label",
+            "namespace",
+            namespace,
+            "pod-security.kubernetes.io/enforce=restricted",
+        ]);
+    }
+    let applied = cluster.ok(&["apply", "--server-side", "-f", file.to_str().unwrap()]);
     let _ = std::fs::remove_file(&file);
+    let account = "system:serviceaccount:membench-ns:membench-ns";
+    for namespace in ["membench-ns", "team-a"] {
+        for (verb, resource) in [
+            ("list", "memorybenchmarks.membench.io"),
+            ("watch", "memorybenchmarks.membench.io"),
+            ("patch", "memorybenchmarks.membench.io/status"),
+            ("create", "pods"),
+            ("delete", "pods"),
+            ("watch", "pods"),
+            ("create", "networkpolicies.networking.k8s.io"),
+            ("create", "events.events.k8s.io"),
+        ] {
+            assert!(
+                cluster.can_i_as(account, verb, resource, Some(namespace)),
+                "the namespaced operator cannot {verb} {resource} in {namespace}"
+            );
+        }
+        for (verb, resource) in [
+            ("get", "secrets"),
+            ("create", "pods/exec"),
+            ("update", "pods"),
+        ] {
+            assert!(
+                !cluster.can_i_as(account, verb, resource, Some(namespace)),
+                "the namespaced operator may {verb} {resource} in {namespace}"
+            );
+        }
+    }
+    // Nothing outside its namespaces, and nothing cluster-wide.
+    for (verb, resource) in [
+        ("create", "pods"),
+        ("list", "pods"),
+        ("list", "memorybenchmarks.membench.io"),
+    ] {
+        assert!(
+            !cluster.can_i_as(account, verb, resource, Some("team-b")),
+            "the namespaced operator may {verb} {resource} in team-b, which it does not watch"
+        );
+        assert!(
+            !cluster.can_i_as(account, verb, resource, None),
+            "the namespaced operator may {verb} {resource} in every namespace"
+        );
+    }
+    for (verb, resource) in [("list", "nodes"), ("patch", "nodes"), ("get", "secrets")] {
+        assert!(
+            !cluster.can_i_as(account, verb, resource, None),
+            "the namespaced operator may {verb} {resource}"
+        );
+    }
     for kind in [
         "role.rbac",
         "rolebinding.rbac",
@@ -350,10 +415,12 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
     ] {
         assert!(
             applied.contains(kind),
-            "{kind} missing from the dry run: {applied}"
+            "{kind} missing from the install: {applied}"
         );
     }
     if cluster.dev_cluster_dir.is_none() {
-        cluster.ok(&["delete", "namespace", "membench-ns", "--wait=false"]);
+        for namespace in ["membench-ns", "team-a", "team-b"] {
+            cluster.ok(&["delete", "namespace", namespace, "--wait=false"]);
+        }
     }
 }

@@ -218,7 +218,6 @@ fn the_operator_runs_restricted_with_probes_and_knows_its_own_image() {
     let account = one(&documents, "ServiceAccount");
     assert_eq!(pod["serviceAccountName"], account["metadata"]["name"]);
     assert!(find(&documents, "ServiceMonitor").is_empty());
-    assert!(find(&documents, "NetworkPolicy").is_empty());
     assert!(find(&documents, "Namespace").is_empty());
 
     let pinned = render(
@@ -269,6 +268,11 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
             "membench.io".into(),
             "memorybenchmarks/status".into(),
             verbs(&["patch"]),
+        ),
+        (
+            "networking.k8s.io".into(),
+            "networkpolicies".into(),
+            verbs(&["create"]),
         ),
     ];
     expected.sort();
@@ -368,14 +372,90 @@ fn namespace_scope_uses_a_role_and_nothing_cluster_wide() {
 }
 
 #[test]
-fn service_monitor_and_network_policy_appear_only_when_enabled() {
+fn namespace_scope_over_a_list_of_namespaces_has_a_role_in_each_and_watches_them_all() {
+    let helm = helm_or_skip!();
+    let documents = render(
+        &helm,
+        &["rbac.scope=namespace", "rbac.namespaces={team-a,team-b}"],
+    );
+    let roles = find(&documents, "Role");
+    let namespaces: Vec<&str> = roles
+        .iter()
+        .map(|r| r["metadata"]["namespace"].as_str().unwrap())
+        .collect();
+    assert_eq!(namespaces, ["team-a", "team-b"]);
+    let bindings = find(&documents, "RoleBinding");
+    assert_eq!(bindings.len(), 2);
+    for binding in bindings {
+        assert_eq!(binding["subjects"][0]["namespace"], "membench-system");
+    }
+    assert!(find(&documents, "ClusterRole").is_empty());
+    let container = &one(&documents, "Deployment")["spec"]["template"]["spec"]["containers"][0];
+    assert!(
+        container["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "MEMBENCH_WATCH_NAMESPACE" && e["value"] == "team-a,team-b")
+    );
+}
+
+#[test]
+fn the_operators_network_policy_is_on_by_default_and_opens_only_what_it_needs() {
+    let helm = helm_or_skip!();
+    let documents = render(&helm, &[]);
+    let policy = one(&documents, "NetworkPolicy");
+    let spec = &policy["spec"];
+    assert_eq!(
+        spec["policyTypes"],
+        serde_json::json!(["Ingress", "Egress"])
+    );
+    // Metrics only, and only from the named scrapers.
+    let ingress = spec["ingress"].as_array().unwrap();
+    assert_eq!(ingress.len(), 1);
+    assert_eq!(ingress[0]["ports"][0]["port"], "metrics");
+    assert_eq!(
+        ingress[0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/name"],
+        "prometheus"
+    );
+    // Out: the API server's ports, and the benchmark clients' progress port.
+    let egress = spec["egress"].as_array().unwrap();
+    assert_eq!(egress[0]["ports"][0]["port"], 443);
+    assert_eq!(egress[1]["ports"][0]["port"], 9121);
+    assert_eq!(
+        egress[1]["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
+        "client"
+    );
+    // No scraper named: nothing may reach the metrics port.
+    let closed = render(&helm, &["networkPolicy.metricsFrom=null"]);
+    assert!(one(&closed, "NetworkPolicy")["spec"]["ingress"].is_null());
+    let off = render(&helm, &["networkPolicy.enabled=false"]);
+    assert!(find(&off, "NetworkPolicy").is_empty());
+    // The operator knows its own pods' labels, for the benchmarks' policies.
+    let container = &one(&documents, "Deployment")["spec"]["template"]["spec"]["containers"][0];
+    let env = |name: &str| {
+        container["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .map(|e| e["value"].clone())
+    };
+    assert_eq!(
+        env("MEMBENCH_OPERATOR_POD_LABELS").unwrap(),
+        "app.kubernetes.io/name=membench,app.kubernetes.io/instance=membench,app.kubernetes.io/component=operator"
+    );
+    assert_eq!(env("MEMBENCH_BENCHMARK_NETWORK_POLICIES").unwrap(), "true");
+}
+
+#[test]
+fn service_monitor_appears_only_when_enabled() {
     let helm = helm_or_skip!();
     let documents = render(
         &helm,
         &[
             "serviceMonitor.enabled=true",
             "serviceMonitor.labels.release=kube-prometheus-stack",
-            "networkPolicy.enabled=true",
         ],
     );
     let monitor = one(&documents, "ServiceMonitor");
@@ -389,8 +469,6 @@ fn service_monitor_and_network_policy_appear_only_when_enabled() {
         endpoint["honorLabels"], true,
         "results keep their own namespace label"
     );
-    let policy = one(&documents, "NetworkPolicy");
-    assert_eq!(policy["spec"]["ingress"][0]["ports"][0]["port"], "metrics");
 }
 
 #[test]

@@ -117,9 +117,7 @@ async fn every_dashboard_panel_shows_a_benchmark_the_operator_ran() -> anyhow::R
     settings.pods.client_image = CLIENT_IMAGE.into();
     let operator = {
         let client = client.clone();
-        let scope = Scope {
-            namespace: Some(namespace.name().to_string()),
-        };
+        let scope = Scope::namespace(namespace.name());
         tokio::spawn(async move {
             let never = std::future::pending::<()>();
             if let Err(e) = controller::run(client, scope, settings, metrics, ready, never).await {

@@ -107,7 +107,7 @@ async fn a_status_decided_from_an_older_version_is_refused_and_never_replaces_a_
         harness.client.clone(),
         settings(),
         membench::metrics::Metrics::new(),
-        store,
+        vec![store],
     ));
     membench::controller::reconcile(Arc::new(running), ctx).await?;
     let after = api.get("stale").await?;

@@ -340,8 +340,11 @@ async fn an_oom_killed_engine_is_reported_as_such_and_kept_with_keep_failed() ->
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_cannot_measure_fails_its_engine_with_the_clients_reason()
 -> anyhow::Result<()> {
-    let harness = Harness::start("op-auth", settings()).await?;
-    // The engine wants a password the client does not have.
+    // The engine wants a password the client does not have: a literal --requirepass, which
+    // only an operator started with --allow-open-engine-args accepts.
+    let mut settings = settings();
+    settings.policy.allow_open_engine_args = true;
+    let harness = Harness::start("op-auth", settings).await?;
     let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\", args: [--requirepass, secret]}\n  workload: {sortedSet: {members: 1000, sampleEvery: 0}}\n  repetitions: 1\n";
     harness.create(&spec("auth", body)).await?;
     let done = harness.finished("auth", Duration::from_secs(120)).await?;

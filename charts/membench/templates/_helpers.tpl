@@ -33,6 +33,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: operator
 {{- end }}
 
+{{/* The namespaces a namespace-scoped operator watches: rbac.namespaces, or the release's. */}}
+{{- define "membench.watchNamespaces" -}}
+{{- if .Values.rbac.namespaces }}
+{{- join "," .Values.rbac.namespaces }}
+{{- else }}
+{{- .Release.Namespace }}
+{{- end }}
+{{- end }}
+
 {{/* The operator's ServiceAccount. */}}
 {{- define "membench.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
@@ -65,6 +74,9 @@ app.kubernetes.io/component: operator
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["create"]
 {{- with .Values.rbac.extraRules }}
 {{ toYaml . }}
 {{- end }}

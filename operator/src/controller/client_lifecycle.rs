@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use crate::client_result::ClientResult;
+use crate::client_result::{ClientResult, ReadError};
 use crate::crd::{CleanupPolicy, MemoryBenchmarkStatus};
 
 use super::conditions::reason;
@@ -53,7 +53,10 @@ impl Step<'_, '_> {
             PodState::Terminated {
                 exit_code, message, ..
             } => {
-                let Ok(result) = ClientResult::parse(message.as_deref().unwrap_or_default()) else {
+                let Ok(result) = ClientResult::read(
+                    message.as_deref().unwrap_or_default(),
+                    self.benchmark.spec.repetitions,
+                ) else {
                     return KeptResult::Nothing;
                 };
                 absorb(
@@ -248,10 +251,22 @@ impl Step<'_, '_> {
                 finished_at,
                 ..
             } => {
-                let parsed = ClientResult::parse(message.as_deref().unwrap_or_default());
-                let error = parsed.as_ref().ok().and_then(|r| r.error.clone());
                 let repetitions = self.benchmark.spec.repetitions;
+                let parsed =
+                    ClientResult::read(message.as_deref().unwrap_or_default(), repetitions);
+                let error = parsed.as_ref().ok().and_then(|r| r.error.clone());
                 match (&parsed, error) {
+                    // A broken or forged result: another attempt would read the same.
+                    (Err(ReadError::Invalid(why)), _) => {
+                        let message = format!("the client's result was refused: {why}");
+                        self.mark_failed(
+                            status,
+                            index,
+                            reason::INVALID_CLIENT_RESULT,
+                            message,
+                            false,
+                        );
+                    }
                     (Ok(result), None) if exit_code == 0 => {
                         absorb(&mut status.engines[index], result, repetitions);
                         status.engines[index].message = result_note(result);

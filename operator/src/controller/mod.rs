@@ -20,14 +20,18 @@ pub mod conditions;
 pub mod events;
 #[cfg(test)]
 mod fault_tests;
+#[cfg(test)]
+mod hostile_input_tests;
 pub mod leader;
 mod lifecycle;
+pub mod network_policy;
 #[cfg(test)]
 mod never_stuck_tests;
 pub mod plan;
 pub mod pod_security;
 pub mod pod_state;
 pub mod pods;
+pub mod policy;
 pub mod progress;
 pub mod queue;
 pub mod results;
@@ -69,8 +73,9 @@ pub struct Context {
     /// Reconciliations, errors and results (`/metrics`).
     pub metrics: Metrics,
     readings: ProgressReadings,
-    /// The benchmarks the controller watches (its cache), for the queue on a node pool.
-    benchmarks: Store<MemoryBenchmark>,
+    /// The benchmarks the controllers watch (their caches, one per watched namespace or one
+    /// for all), for the queue on a node pool.
+    benchmarks: Vec<Store<MemoryBenchmark>>,
 }
 
 impl Context {
@@ -78,7 +83,7 @@ impl Context {
         client: Client,
         settings: Settings,
         metrics: Metrics,
-        benchmarks: Store<MemoryBenchmark>,
+        benchmarks: Vec<Store<MemoryBenchmark>>,
     ) -> Self {
         let reporter = Reporter {
             controller: FIELD_MANAGER.into(),
@@ -122,6 +127,8 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    #[error("cannot create the benchmark's NetworkPolicy: {0}")]
+    CreateNetworkPolicy(#[source] kube::Error),
 }
 
 impl Error {
@@ -134,6 +141,7 @@ impl Error {
             Error::WriteStatus(_) => "WriteStatus",
             Error::ReadBenchmark(_) => "ReadBenchmark",
             Error::ReleasePod { .. } => "ReleasePod",
+            Error::CreateNetworkPolicy(_) => "CreateNetworkPolicy",
         }
     }
 }
@@ -187,7 +195,7 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
         Some(target) => ctx.readings.read(&namespace, &name, target).await,
         None => None,
     };
-    let others = ctx.benchmarks.state();
+    let others: Vec<Arc<MemoryBenchmark>> = ctx.benchmarks.iter().flat_map(Store::state).collect();
     let now = Timestamp::now();
     let mut rejected: Vec<PodRejection> = Vec::new();
     // Each refusal fails an engine, so the plan settles within one pass per engine.
@@ -201,6 +209,12 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
             others: &others,
         };
         let plan = plan::plan(&observation, &ctx.settings);
+        // The benchmark's pods are closed to the rest of the cluster before the first exists.
+        if !plan.create.is_empty() && ctx.settings.network_policy.enabled {
+            network_policy::ensure(&ctx.client, &benchmark, &ctx.settings.network_policy)
+                .await
+                .map_err(Error::CreateNetworkPolicy)?;
+        }
         let refused = create_pods(&pods_api, &plan.create).await?;
         if refused.is_empty() || rejected.len() > benchmark.spec.engines.len() {
             break plan;
@@ -415,12 +429,39 @@ pub fn error_policy(benchmark: Arc<MemoryBenchmark>, error: &Error, ctx: Arc<Con
 /// Where the operator watches.
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
-    /// One namespace, or every namespace when `None`.
-    pub namespace: Option<String>,
+    /// The namespaces to watch; every namespace when empty.
+    pub namespaces: Vec<String>,
+}
+
+impl Scope {
+    /// One namespace.
+    pub fn namespace(namespace: &str) -> Self {
+        Self {
+            namespaces: vec![namespace.to_string()],
+        }
+    }
+
+    /// The benchmark and pod APIs to watch: one pair per namespace, or one for all.
+    fn apis(&self, client: &Client) -> Vec<(Api<MemoryBenchmark>, Api<Pod>)> {
+        if self.namespaces.is_empty() {
+            return vec![(Api::all(client.clone()), Api::all(client.clone()))];
+        }
+        self.namespaces
+            .iter()
+            .map(|ns| {
+                (
+                    Api::namespaced(client.clone(), ns),
+                    Api::namespaced(client.clone(), ns),
+                )
+            })
+            .collect()
+    }
 }
 
 /// Runs the controller until the process is asked to stop (SIGTERM, Ctrl-C) or `shutdown`
-/// resolves. `ready` turns true once the MemoryBenchmark API answers.
+/// resolves. `ready` turns true once the MemoryBenchmark API answers. With several namespaces
+/// in `scope`, one controller watches each (namespaced watches need no cluster-wide rights) and
+/// they share one context, so the queue on a node pool sees the benchmarks of all of them.
 pub async fn run(
     client: Client,
     scope: Scope,
@@ -429,44 +470,51 @@ pub async fn run(
     ready: Arc<AtomicBool>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> anyhow::Result<()> {
-    let (benchmarks, pods): (Api<MemoryBenchmark>, Api<Pod>) = match &scope.namespace {
-        Some(ns) => (
-            Api::namespaced(client.clone(), ns),
-            Api::namespaced(client.clone(), ns),
-        ),
-        None => (Api::all(client.clone()), Api::all(client.clone())),
-    };
-    check_api(&benchmarks).await?;
+    use futures::FutureExt;
+    let apis = scope.apis(&client);
+    for (benchmarks, _) in &apis {
+        check_api(benchmarks).await?;
+    }
     ready.store(true, Ordering::SeqCst);
-    let controller = Controller::new(
-        benchmarks.clone(),
-        watcher::Config::default().any_semantic(),
-    );
-    let ctx = Arc::new(Context::new(
-        client,
-        settings,
-        metrics.clone(),
-        controller.store(),
-    ));
+    let controllers: Vec<_> = apis
+        .iter()
+        .map(|(benchmarks, pods)| {
+            let controller = Controller::new(
+                benchmarks.clone(),
+                watcher::Config::default().any_semantic(),
+            );
+            let controller = controller.owns(
+                pods.clone(),
+                watcher::Config::default().labels(&pods::managed_pods_selector()),
+            );
+            (controller.store(), controller)
+        })
+        .collect();
+    let stores = controllers.iter().map(|(store, _)| store.clone()).collect();
+    let ctx = Arc::new(Context::new(client, settings, metrics.clone(), stores));
     info!(
-        namespace = scope.namespace.as_deref().unwrap_or("(all)"),
+        namespaces = if scope.namespaces.is_empty() {
+            "(all)".to_string()
+        } else {
+            scope.namespaces.join(",")
+        },
         "operator started"
     );
     metrics.set_leader(true);
     // A deleted benchmark whose pods are already gone triggers no reconcile, so its series
     // are dropped by comparing the published ones with the listed benchmarks now and then.
     let _pruning = AbortOnDrop(tokio::spawn(prune_deleted_benchmarks(
-        benchmarks.clone(),
-        pods.clone(),
+        apis.clone(),
         metrics.clone(),
     )));
-    controller
-        .owns(
-            pods,
-            watcher::Config::default().labels(&pods::managed_pods_selector()),
-        )
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx.clone())
+    let shutdown = shutdown.shared();
+    let runs = controllers.into_iter().map(|(_, controller)| {
+        controller
+            .graceful_shutdown_on(shutdown.clone())
+            .run(reconcile, error_policy, ctx.clone())
+            .boxed()
+    });
+    futures::stream::select_all(runs)
         .for_each(|result| {
             match result {
                 Ok((object, _)) => tracing::debug!(benchmark = %object.name, "reconciled"),
@@ -498,7 +546,7 @@ async fn check_api(benchmarks: &Api<MemoryBenchmark>) -> anyhow::Result<()> {
         .await
         .map_err(|e| {
             anyhow::anyhow!(
-                "the MemoryBenchmark API does not answer ({e}); is the CRD installed (kubectl apply -f crds/)?"
+                "the MemoryBenchmark API does not answer ({e}); is the CRD installed (kubectl apply -f crds/), and may the operator list MemoryBenchmarks there?"
             )
         })?;
     Ok(())
@@ -543,11 +591,9 @@ pub async fn run_elected(
     election: Election,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let benchmarks: Api<MemoryBenchmark> = match &scope.namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    };
-    check_api(&benchmarks).await?;
+    for (benchmarks, _) in scope.apis(&client) {
+        check_api(&benchmarks).await?;
+    }
     ready.store(true, Ordering::SeqCst);
     metrics.set_leader(false);
     let (stop_all, stopping) = tokio::sync::watch::channel(false);
@@ -625,21 +671,22 @@ const PRUNE_INTERVAL: Duration = Duration::from_secs(15);
 /// Forgets the series of benchmarks that no longer exist, and releases the client pods they
 /// left (the operator may have been down when they went). A list every few seconds is cheap and
 /// needs nothing from the controller's cache, so it works however the benchmark went away.
-async fn prune_deleted_benchmarks(
-    benchmarks: Api<MemoryBenchmark>,
-    pods: Api<Pod>,
-    metrics: Metrics,
-) {
+async fn prune_deleted_benchmarks(apis: Vec<(Api<MemoryBenchmark>, Api<Pod>)>, metrics: Metrics) {
     let mut ticks = tokio::time::interval(PRUNE_INTERVAL);
-    loop {
+    'ticks: loop {
         ticks.tick().await;
-        let listed = match benchmarks.list_metadata(&ListParams::default()).await {
-            Ok(list) => list.items,
-            Err(e) => {
-                warn!(error = %e, "cannot list benchmarks to drop the series of deleted ones");
-                continue;
+        // Every watched namespace is listed before anything is dropped: a series is kept unless
+        // the complete listing lacks its benchmark.
+        let mut listed = Vec::new();
+        for (benchmarks, _) in &apis {
+            match benchmarks.list_metadata(&ListParams::default()).await {
+                Ok(list) => listed.extend(list.items),
+                Err(e) => {
+                    warn!(error = %e, "cannot list benchmarks to drop the series of deleted ones");
+                    continue 'ticks;
+                }
             }
-        };
+        }
         metrics.retain_benchmarks(listed.iter().map(|b| {
             (
                 b.metadata.namespace.as_deref().unwrap_or_default(),
@@ -650,40 +697,42 @@ async fn prune_deleted_benchmarks(
             .iter()
             .filter_map(|b| b.metadata.uid.as_deref())
             .collect();
-        let held = match pods
-            .list_metadata(&ListParams::default().labels(&pods::managed_pods_selector()))
-            .await
-        {
-            Ok(list) => list.items,
-            Err(e) => {
-                warn!(error = %e, "cannot list pods to release those of deleted benchmarks");
-                continue;
-            }
-        };
-        for pod in held {
-            let holds = pod
-                .metadata
-                .finalizers
-                .iter()
-                .flatten()
-                .any(|f| f == pods::RESULT_FINALIZER);
-            let owner_alive = pod
-                .metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|r| r.controller == Some(true) && alive.contains(r.uid.as_str()));
-            // Only pods being deleted: a benchmark created after the list above may have
-            // pods already, and those it still needs are not being deleted by anyone.
-            let deleting = pod.metadata.deletion_timestamp.is_some();
-            if holds && deleting && !owner_alive {
-                let api: Api<Pod> = Api::namespaced(
-                    pods.clone().into_client(),
-                    pod.metadata.namespace.as_deref().unwrap_or_default(),
-                );
-                let name = pod.metadata.name.clone().unwrap_or_default();
-                if let Err(e) = release(&api, &name).await {
-                    warn!(error = %e, "cannot release a pod of a deleted benchmark");
+        for (_, pods) in &apis {
+            let held = match pods
+                .list_metadata(&ListParams::default().labels(&pods::managed_pods_selector()))
+                .await
+            {
+                Ok(list) => list.items,
+                Err(e) => {
+                    warn!(error = %e, "cannot list pods to release those of deleted benchmarks");
+                    continue 'ticks;
+                }
+            };
+            for pod in held {
+                let holds = pod
+                    .metadata
+                    .finalizers
+                    .iter()
+                    .flatten()
+                    .any(|f| f == pods::RESULT_FINALIZER);
+                let owner_alive = pod
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|r| r.controller == Some(true) && alive.contains(r.uid.as_str()));
+                // Only pods being deleted: a benchmark created after the list above may have
+                // pods already, and those it still needs are not being deleted by anyone.
+                let deleting = pod.metadata.deletion_timestamp.is_some();
+                if holds && deleting && !owner_alive {
+                    let api: Api<Pod> = Api::namespaced(
+                        pods.clone().into_client(),
+                        pod.metadata.namespace.as_deref().unwrap_or_default(),
+                    );
+                    let name = pod.metadata.name.clone().unwrap_or_default();
+                    if let Err(e) = release(&api, &name).await {
+                        warn!(error = %e, "cannot release a pod of a deleted benchmark");
+                    }
                 }
             }
         }

@@ -26,14 +26,15 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 
 use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase};
-use crate::workload::Workload;
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
 use super::lifecycle::Step;
+use super::network_policy::NetworkPolicySettings;
 use super::pods::{
     self, Component, PodSettings, PodState, client_attempt, client_state, component, engine_index,
     holds_result, owned_by, pod_state, stuck_deleting,
 };
+use super::policy::Policy;
 use super::queue::benchmarks_ahead;
 use super::summary::summarize;
 use crate::validation::validate;
@@ -42,6 +43,10 @@ use crate::validation::validate;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     pub pods: PodSettings,
+    /// What a spec may ask for: images, server arguments, tolerations.
+    pub policy: Policy,
+    /// The NetworkPolicy each benchmark gets (created before its first pod).
+    pub network_policy: NetworkPolicySettings,
     /// How long a pod may wait for a node before the benchmark fails as Unschedulable.
     pub scheduling_timeout: Duration,
     /// How long a started engine may take to become ready (and how long an engine that was
@@ -68,6 +73,8 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             pods: PodSettings::default(),
+            policy: Policy::default(),
+            network_policy: NetworkPolicySettings::default(),
             scheduling_timeout: Duration::from_secs(600),
             startup_timeout: Duration::from_secs(300),
             image_pull_timeout: Duration::from_secs(300),
@@ -80,13 +87,13 @@ impl Default for Settings {
     }
 }
 
-/// What the operator read from the engine under load for progress.
+/// What the operator read from the client under way for progress.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LoadProbe {
-    /// `FLUSHALL` calls so far: the client flushes once at the start of each repetition.
+    /// The repetition the client is in, from 1.
     pub repetitions_begun: Option<u32>,
-    /// Items in the engine now (ZCARD of the sorted set, or DBSIZE).
-    pub items: Option<u64>,
+    /// How much of that repetition's commands it has sent, in percent.
+    pub loaded_percent: Option<u32>,
 }
 
 /// What one reconciliation saw.
@@ -130,12 +137,11 @@ pub struct Plan {
     pub requeue: Option<Duration>,
 }
 
-/// Where to read progress from: the engine under load, when its client runs.
+/// Where to read progress from: the progress endpoint of the client under way
+/// ([`crate::progress_endpoint`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProbeTarget {
-    pub address: String,
-    /// The sorted set's key (ZCARD), or `None` to count keys (DBSIZE).
-    pub sorted_set_key: Option<String>,
+    pub address: std::net::SocketAddr,
 }
 
 pub(super) fn is_terminal(engine: &EngineStatus) -> bool {
@@ -228,7 +234,7 @@ pub(super) fn current_engine(status: &MemoryBenchmarkStatus) -> Option<usize> {
     status.engines.iter().position(|e| !is_terminal(e))
 }
 
-/// Where to read progress from, if an engine is under load right now.
+/// Where to read progress from: the client pod loading an engine right now, if any.
 pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTarget> {
     let status = benchmark.status.clone().unwrap_or_default();
     let index = current_engine(&status)?;
@@ -250,19 +256,12 @@ pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTa
     ) {
         return None;
     }
-    let client_running = pods_of(&owned, index, Component::Client)
-        .iter()
-        .any(|c| matches!(pod_state(c), PodState::Ready | PodState::Starting { .. }));
-    if !client_running {
-        return None;
-    }
-    let sorted_set_key = match Workload::from_spec(&benchmark.spec.workload).ok()? {
-        Workload::SortedSet { key, .. } => Some(key),
-        _ => None,
-    };
+    let client = pods_of(&owned, index, Component::Client)
+        .into_iter()
+        .find(|c| matches!(pod_state(c), PodState::Ready | PodState::Starting { .. }))?;
+    let ip: std::net::IpAddr = pods::pod_ip(&client)?.parse().ok()?;
     Some(ProbeTarget {
-        address: pods::engine_address(&pods::pod_ip(&engine)?),
-        sorted_set_key,
+        address: std::net::SocketAddr::new(ip, crate::progress_endpoint::PROGRESS_PORT),
     })
 }
 
@@ -283,7 +282,10 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         requeue: None,
     };
 
-    let valid = match validate(benchmark) {
+    let valid = match validate(benchmark).and_then(|valid| {
+        settings.policy.check(spec)?;
+        Ok(valid)
+    }) {
         Ok(valid) => valid,
         Err(message) => {
             status.phase = Some(Phase::Failed);

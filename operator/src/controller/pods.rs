@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PodAffinity, PodAffinityTerm, PodSpec, PreferredSchedulingTerm, Probe, ResourceRequirements,
-    TCPSocketAction, Toleration,
+    Affinity, Container, ContainerPort, EnvVar, EnvVarSource, NodeSelectorRequirement,
+    NodeSelectorTerm, ObjectFieldSelector, Pod, PodAffinity, PodAffinityTerm, PodSpec,
+    PreferredSchedulingTerm, Probe, ResourceRequirements, TCPSocketAction, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -18,6 +18,7 @@ use kube::{Resource, ResourceExt};
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark, PlacementSpec, RecordLayout};
 use crate::workload::Workload;
 
+use crate::progress_endpoint::PROGRESS_PORT;
 use crate::validation::mebibytes;
 
 use super::pod_security::{
@@ -36,6 +37,10 @@ pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const LABEL_BENCHMARK: &str = "membench.io/benchmark";
 pub const LABEL_ENGINE_INDEX: &str = "membench.io/engine-index";
 pub const LABEL_CLIENT_ATTEMPT: &str = "membench.io/client-attempt";
+/// On client pods: `<benchmark UID>/<engine index>/<attempt>`, written by the operator when it
+/// creates the pod. Only a pod whose name, owner and this annotation all agree is read as a
+/// client (see [`owned_by`]).
+pub const ANNOTATION_CLIENT_OF: &str = "membench.io/client-of";
 
 pub const APP_NAME: &str = "membench";
 pub const MANAGER: &str = "membench-operator";
@@ -188,6 +193,15 @@ pub fn engine_args(engine: &EngineSpec) -> Vec<String> {
     args
 }
 
+/// [`engine_args`], plus the password reference when the spec has `auth`.
+fn engine_args_with_auth(benchmark: &MemoryBenchmark, engine: &EngineSpec) -> Vec<String> {
+    let mut args = engine_args(engine);
+    if benchmark.spec.auth.is_some() {
+        args.extend(crate::auth::engine_args(engine.engine));
+    }
+    args
+}
+
 fn guaranteed(cpu: &str, memory: &str) -> ResourceRequirements {
     let amounts: BTreeMap<String, Quantity> = [
         ("cpu".to_string(), Quantity(cpu.to_string())),
@@ -304,7 +318,12 @@ pub fn engine_pod(
             containers: vec![Container {
                 name: "engine".into(),
                 image: Some(engine.image()),
-                args: Some(engine_args(engine)),
+                args: Some(engine_args_with_auth(benchmark, engine)),
+                env: benchmark
+                    .spec
+                    .auth
+                    .as_ref()
+                    .map(|auth| vec![crate::auth::engine_env(engine.engine, auth)]),
                 working_dir: Some(ENGINE_DATA_DIR.into()),
                 volume_mounts: Some(vec![engine_data_mount()]),
                 security_context: Some(restricted_container()),
@@ -395,6 +414,7 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
     flag("settle-seconds", spec.settle_seconds.to_string());
     flag("output", "json".into());
     flag("result-file", TERMINATION_MESSAGE_PATH.into());
+    flag("progress-port", PROGRESS_PORT.to_string());
     args
 }
 
@@ -423,6 +443,16 @@ pub fn client_pod(
     let placement = benchmark.spec.placement.clone().unwrap_or_default();
     let mut labels = labels(&name, index, Component::Client);
     labels.insert(LABEL_CLIENT_ATTEMPT.into(), attempt.to_string());
+    let mut metadata = metadata(benchmark, client_pod_name(&name, index, attempt), labels);
+    metadata.annotations = Some(
+        [(
+            ANNOTATION_CLIENT_OF.to_string(),
+            client_of(&benchmark.uid().unwrap_or_default(), index, attempt),
+        )]
+        .into(),
+    );
+    // Keeps the pod readable after it is deleted, until its result is in the status.
+    metadata.finalizers = Some(vec![RESULT_FINALIZER.into()]);
     let next_to_engine = PodAffinityTerm {
         label_selector: Some(LabelSelector {
             match_labels: Some(
@@ -441,8 +471,6 @@ pub fn client_pod(
         topology_key: HOSTNAME_LABEL.to_string(),
         ..Default::default()
     };
-    let mut metadata = metadata(benchmark, client_pod_name(&name, index, attempt), labels);
-    metadata.finalizers = Some(vec![RESULT_FINALIZER.into()]);
     Pod {
         metadata,
         spec: Some(PodSpec {
@@ -466,6 +494,14 @@ pub fn client_pod(
                 name: "client".into(),
                 image: Some(settings.client_image.clone()),
                 args: Some(client_args(benchmark, workload, &engine_address(engine_ip))),
+                // The progress endpoint listens on the pod's own address.
+                env: Some(client_env(benchmark)),
+                ports: Some(vec![ContainerPort {
+                    name: Some("progress".into()),
+                    container_port: PROGRESS_PORT.into(),
+                    protocol: Some("TCP".into()),
+                    ..Default::default()
+                }]),
                 resources: Some(guaranteed(&settings.client_cpu, &settings.client_memory)),
                 termination_message_path: Some(TERMINATION_MESSAGE_PATH.into()),
                 // A client that dies before writing its result still leaves its last log lines.
@@ -477,6 +513,26 @@ pub fn client_pod(
         }),
         status: None,
     }
+}
+
+/// The client's environment: its pod address for the progress endpoint, and the engine's
+/// password from the spec's Secret when it has one.
+fn client_env(benchmark: &MemoryBenchmark) -> Vec<EnvVar> {
+    let mut env = vec![EnvVar {
+        name: "MEMBENCH_POD_IP".into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: "status.podIP".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }];
+    if let Some(auth) = &benchmark.spec.auth {
+        env.push(crate::auth::client_env(auth));
+    }
+    env
 }
 
 /// Which engine a pod belongs to, from its label.
@@ -503,15 +559,39 @@ pub fn client_attempt(pod: &Pod) -> Option<u32> {
     pod.labels().get(LABEL_CLIENT_ATTEMPT)?.parse().ok()
 }
 
-/// Whether `pod` is controlled by `benchmark` (same UID): a benchmark deleted and created
-/// again under the same name must not adopt its predecessor's terminating pods.
+/// The value of [`ANNOTATION_CLIENT_OF`].
+fn client_of(benchmark_uid: &str, index: usize, attempt: u32) -> String {
+    format!("{benchmark_uid}/{index}/{attempt}")
+}
+
+/// Whether `pod` is one the operator created for `benchmark`: controlled by it (same UID, so a
+/// benchmark deleted and created again under the same name does not adopt its predecessor's
+/// terminating pods), named as the operator names that engine's pods, and for a client, the
+/// operator's annotation naming the same benchmark UID, engine and attempt. Anyone who may
+/// create pods in the namespace could copy the labels; a pod that does not agree with itself
+/// is not read, so its termination message never reaches the status.
 pub fn owned_by(pod: &Pod, benchmark: &MemoryBenchmark) -> bool {
     let Some(uid) = benchmark.uid() else {
         return false;
     };
-    pod.owner_references()
+    let controlled = pod
+        .owner_references()
         .iter()
-        .any(|r| r.controller == Some(true) && r.uid == uid)
+        .any(|r| r.controller == Some(true) && r.uid == uid);
+    let Some(index) = engine_index(pod) else {
+        return false;
+    };
+    let benchmark_name = benchmark.name_any();
+    controlled
+        && match component(pod) {
+            Some(Component::Engine) => pod.name_any() == engine_pod_name(&benchmark_name, index),
+            Some(Component::Client) => client_attempt(pod).is_some_and(|attempt| {
+                pod.name_any() == client_pod_name(&benchmark_name, index, attempt)
+                    && pod.annotations().get(ANNOTATION_CLIENT_OF)
+                        == Some(&client_of(&uid, index, attempt))
+            }),
+            None => false,
+        }
 }
 
 #[cfg(test)]
@@ -667,7 +747,7 @@ mod tests {
         let args = container.args.clone().unwrap().join(" ");
         assert_eq!(
             args,
-            "load --addr 127.1.0.5:6379 --workload sorted-set --members 20000 --key membench:zset --sample-every 1000000 --pipeline 100 --repetitions 3 --settle-seconds 0 --output json --result-file /dev/termination-log"
+            "load --addr 127.1.0.5:6379 --workload sorted-set --members 20000 --key membench:zset --sample-every 1000000 --pipeline 100 --repetitions 3 --settle-seconds 0 --output json --result-file /dev/termination-log --progress-port 9121"
         );
         assert_eq!(
             container.termination_message_path.as_deref(),
@@ -711,6 +791,96 @@ mod tests {
             args.contains("--requests 100 --keyspace 50 --value-size 16 --seed 7"),
             "{args}"
         );
+    }
+
+    #[test]
+    fn with_auth_both_pods_take_the_password_from_the_secret_and_no_spec_holds_it() {
+        let b = benchmark("  auth: {passwordSecretRef: {name: engine-password, key: password}}\n");
+        let engine = engine_pod(&b, 1, 1 << 30, None, &PodSettings::default());
+        let container = &engine.spec.as_ref().unwrap().containers[0];
+        let args = container.args.clone().unwrap();
+        assert_eq!(
+            args[args.len() - 2..],
+            ["--requirepass", "$(MEMBENCH_ENGINE_PASSWORD)"]
+        );
+        let env = container.env.clone().unwrap();
+        let secret = env[0]
+            .value_from
+            .as_ref()
+            .unwrap()
+            .secret_key_ref
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            (env[0].name.as_str(), secret.name.as_str()),
+            ("MEMBENCH_ENGINE_PASSWORD", "engine-password")
+        );
+        let client = client_pod(
+            &b,
+            1,
+            1,
+            &workload(&b),
+            "127.1.0.5",
+            &PodSettings::default(),
+        );
+        let env = client.spec.unwrap().containers[0].env.clone().unwrap();
+        let password = env.iter().find(|e| e.name == "MEMBENCH_PASSWORD").unwrap();
+        assert!(password.value.is_none());
+        assert_eq!(
+            password
+                .value_from
+                .as_ref()
+                .unwrap()
+                .secret_key_ref
+                .as_ref()
+                .unwrap()
+                .key,
+            "password"
+        );
+        // Without auth, neither pod mentions a password.
+        let open = benchmark("");
+        let engine = engine_pod(&open, 1, 1 << 30, None, &PodSettings::default());
+        let text = serde_json::to_string(&engine).unwrap();
+        assert!(
+            !text.contains("requirepass") && !text.contains("PASSWORD"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_client_pod_is_read_only_when_name_owner_and_annotation_agree() {
+        let b = benchmark("");
+        let client = client_pod(
+            &b,
+            1,
+            2,
+            &workload(&b),
+            "127.1.0.5",
+            &PodSettings::default(),
+        );
+        assert_eq!(
+            client.annotations()[ANNOTATION_CLIENT_OF],
+            "uid-1/1/2",
+            "benchmark UID, engine index and attempt"
+        );
+        assert!(owned_by(&client, &b));
+        // A pod that copies the labels and the owner but not the operator's annotation.
+        let mut forged = client.clone();
+        forged.metadata.annotations = None;
+        assert!(!owned_by(&forged, &b));
+        // The annotation of another attempt, or a name that is not the attempt's.
+        let mut other_attempt = client.clone();
+        other_attempt
+            .annotations_mut()
+            .insert(ANNOTATION_CLIENT_OF.into(), "uid-1/1/3".into());
+        assert!(!owned_by(&other_attempt, &b));
+        let mut renamed = client.clone();
+        renamed.metadata.name = Some("zset-1-client-evil".into());
+        assert!(!owned_by(&renamed, &b));
+        let mut engine = engine_pod(&b, 1, 1 << 30, None, &PodSettings::default());
+        assert!(owned_by(&engine, &b));
+        engine.metadata.name = Some("zset-1-engine-2".into());
+        assert!(!owned_by(&engine, &b));
     }
 
     #[test]

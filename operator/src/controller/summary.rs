@@ -5,7 +5,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase, Progress};
-use crate::workload::Workload;
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
 use super::plan::{LoadProbe, current_engine};
@@ -184,16 +183,10 @@ fn running_progress(
     match (measuring, load) {
         (true, Some(probe)) => {
             let repetition = probe.repetitions_begun.unwrap_or(0).min(k);
-            let intended = Workload::from_spec(&spec.workload)
-                .ok()
-                .and_then(|w| w.intended_items());
-            let loaded = match (probe.items, intended) {
-                (Some(items), Some(total)) if total > 0 => {
-                    format!(", {}% loaded", (items.min(total) * 100) / total)
-                }
-                (Some(items), None) => format!(", {items} keys"),
-                _ => String::new(),
-            };
+            let loaded = probe
+                .loaded_percent
+                .map(|percent| format!(", {}% loaded", percent.min(100)))
+                .unwrap_or_default();
             Progress {
                 engine: index as u32 + 1,
                 engines: n,

@@ -186,9 +186,7 @@ pub fn finish_in_drop(cleanup: impl std::future::Future<Output = ()>) {
 
 pub fn spawn_operator(client: &Client, namespace: &str, settings: Settings) -> JoinHandle<()> {
     let client = client.clone();
-    let scope = Scope {
-        namespace: Some(namespace.to_string()),
-    };
+    let scope = Scope::namespace(namespace);
     tokio::spawn(async move {
         let ready = Arc::new(AtomicBool::new(false));
         let never = std::future::pending::<()>();

@@ -13,6 +13,10 @@
 //! and last the last repetitions; the summary always covers every repetition, and `omitted`
 //! says how many were left out of the list.
 
+mod checked;
+
+pub use checked::{QUOTED_BYTES, ReadError, quote};
+
 use serde::{Deserialize, Serialize};
 
 use crate::measure::{BenchmarkReport, ErrorReport, MemorySample, RepetitionResult, Summary};
@@ -32,6 +36,8 @@ pub const MAX_GROWTH_POINTS: usize = 64;
 
 /// The fewest points a curve is thinned to before it is left out of a message that does not fit.
 const MIN_GROWTH_POINTS: usize = 16;
+/// The most repetitions a spec asks for (`spec.repetitions`), so the most a result holds.
+pub const MAX_REPETITIONS: u32 = 100;
 
 /// The compact result a client pod leaves in its termination message.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -266,16 +272,15 @@ pub fn encode_column(values: &[i64]) -> Vec<i64> {
     }
 }
 
-/// The values of a column of `n` repetitions; `None` when it does not hold `n`.
+/// The values of a column of `n` repetitions; `None` when it does not hold `n` or a
+/// difference overflows.
 pub fn decode_column(column: &[i64], n: usize) -> Option<Vec<i64>> {
     match column {
         [] => None,
         [only] => Some(vec![*only; n]),
-        [first, differences @ ..] if column.len() == n => Some(
-            std::iter::once(*first)
-                .chain(differences.iter().map(|d| first + d))
-                .collect(),
-        ),
+        [first, differences @ ..] if column.len() == n => std::iter::once(Some(*first))
+            .chain(differences.iter().map(|d| first.checked_add(*d)))
+            .collect(),
         _ => None,
     }
 }
@@ -396,20 +401,6 @@ impl ClientResult {
         serde_json::to_string(self).expect("client results serialize")
     }
 
-    /// Reads a termination message.
-    pub fn parse(message: &str) -> Result<Self, String> {
-        let message = message.trim();
-        if message.is_empty() {
-            return Err("the client left no result (empty termination message)".into());
-        }
-        serde_json::from_str(message).map_err(|e| {
-            format!(
-                "the client's termination message is not a membench result ({e}): {}",
-                shorten(message)
-            )
-        })
-    }
-
     /// Items stored per command sent: 1 for most workloads, 1/fields for records stored as
     /// strings, below 1 for random keys (repeated keys store nothing new). Every repetition
     /// loads the same items with the same commands, so this turns any commands/s figure of
@@ -419,11 +410,12 @@ impl ClientResult {
         (self.commands > 0).then(|| items as f64 / self.commands as f64)
     }
 
-    /// The listed repetitions, in order; empty when the columns disagree in length.
+    /// The listed repetitions, in order; empty when the columns disagree in length or list
+    /// more repetitions than any spec asks for ([`ClientResult::read`] refuses such results).
     pub fn decoded_repetitions(&self) -> Vec<DecodedRepetition> {
         let columns = &self.repetitions;
         let n = columns.n as usize;
-        if n == 0 {
+        if n == 0 || columns.n > MAX_REPETITIONS {
             return Vec::new();
         }
         let required = |c: &[i64]| decode_column(c, n);
@@ -537,7 +529,9 @@ mod tests {
         let message = result.to_message();
         assert!(message.len() <= BUDGET, "{} bytes", message.len());
         assert_eq!(result.omitted, 0);
-        let decoded = ClientResult::parse(&message).unwrap().decoded_repetitions();
+        let decoded = ClientResult::read(&message, 100)
+            .unwrap()
+            .decoded_repetitions();
         assert_eq!(decoded.len(), 100);
         for (d, r) in decoded.iter().zip(&report.repetitions) {
             assert_eq!(d.used_memory, r.used_memory);
@@ -561,7 +555,7 @@ mod tests {
         );
         assert!(message.len() <= BUDGET, "{} bytes", message.len());
         assert_eq!(result.omitted, 0);
-        let points = ClientResult::parse(&message)
+        let points = ClientResult::read(&message, 100)
             .unwrap()
             .growth
             .unwrap()
@@ -669,7 +663,8 @@ mod tests {
             used_memory: None,
             samples: vec![],
         });
-        let result = ClientResult::parse(&ClientResult::from_report(&report).to_message()).unwrap();
+        let result =
+            ClientResult::read(&ClientResult::from_report(&report).to_message(), 10).unwrap();
         assert_eq!(result.decoded_repetitions().len(), 3);
         assert_eq!(result.error.as_ref().unwrap().category, "ConnectionLost");
         assert!(result.error.as_ref().unwrap().message.len() < 500);
@@ -687,10 +682,10 @@ mod tests {
         let result = ClientResult::from_report(&report);
         let message = result.to_message();
         assert!(message.contains("commands_per_sec") && !message.contains("items_per_sec"));
-        let parsed = ClientResult::parse(&message).unwrap();
+        let parsed = ClientResult::read(&message, 100).unwrap();
         assert_eq!(parsed.items_per_command(), Some(0.25));
         // A client from before the rename sent the same figure as ops_per_sec.
-        let before = ClientResult::parse(&message.replace("commands_per_sec", "ops_per_sec"));
+        let before = ClientResult::read(&message.replace("commands_per_sec", "ops_per_sec"), 3);
         assert_eq!(before.unwrap().summary, parsed.summary);
     }
 
@@ -706,11 +701,12 @@ mod tests {
 
     #[test]
     fn an_empty_or_foreign_message_is_an_error_that_says_so() {
-        assert!(ClientResult::parse("").unwrap_err().contains("no result"));
+        let empty = ClientResult::read("", 3).unwrap_err();
+        assert!(matches!(&empty, ReadError::NoResult(why) if why.contains("no result")));
+        let logs = ClientResult::read("panicked at main.rs", 3).unwrap_err();
         assert!(
-            ClientResult::parse("panicked at main.rs")
-                .unwrap_err()
-                .contains("not a membench result")
+            matches!(&logs, ReadError::NoResult(why) if why.contains("not a membench result")),
+            "{logs:?}"
         );
         let _ = Spread::default();
     }

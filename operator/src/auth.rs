@@ -1,0 +1,130 @@
+//! An engine password from a Secret (`spec.auth.passwordSecretRef`), and how each pod gets it
+//! without its value ever being written into a pod spec, a status, an event or a log:
+//!
+//! - Redis and Valkey: the container's environment takes the key from the Secret
+//!   (`valueFrom.secretKeyRef`) and the arguments say `--requirepass $(MEMBENCH_ENGINE_PASSWORD)`.
+//!   The pod spec holds only that reference; the kubelet expands it when it starts the
+//!   container, so the value is in the server's argv for the moment it starts, and the server
+//!   then overwrites its argv with its process title (`redis-server 10.0.0.5:6379`), so
+//!   `/proc/<pid>/cmdline` does not show it (tested). The official images' entrypoints read no
+//!   password variable, and a config file would need a shell in the image to write it.
+//! - Dragonfly reads any flag from `DFLY_<flag>`: `DFLY_requirepass` from the Secret, never in
+//!   argv at all.
+//! - The client: `MEMBENCH_PASSWORD` from the same Secret (`membench load` reads it).
+//!
+//! The operator never reads the Secret: it needs no `secrets` permission, and its progress
+//! reading goes to the client's progress endpoint, not to the engine.
+
+use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, SecretKeySelector};
+use serde::{Deserialize, Serialize};
+
+use crate::crd::EngineKind;
+
+/// The variable the Redis and Valkey arguments expand.
+pub const ENGINE_PASSWORD_ENV: &str = "MEMBENCH_ENGINE_PASSWORD";
+/// Dragonfly's own variable for its `--requirepass` flag.
+pub const DRAGONFLY_PASSWORD_ENV: &str = "DFLY_requirepass";
+/// The variable `membench load` reads its password from.
+pub const CLIENT_PASSWORD_ENV: &str = "MEMBENCH_PASSWORD";
+
+/// How the engines authenticate clients.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthSpec {
+    /// The key of a Secret in the benchmark's namespace that holds the password every engine
+    /// of the spec requires (`requirepass`). The engine and client pods take it from the
+    /// Secret themselves; the operator never reads it, and the value appears in no pod spec,
+    /// status or event.
+    pub password_secret_ref: SecretKeyRef,
+}
+
+/// A key of a Secret in the benchmark's namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+pub struct SecretKeyRef {
+    /// The Secret's name.
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+    )]
+    pub name: String,
+    /// The key in the Secret's data that holds the password.
+    #[schemars(length(min = 1, max = 253), regex(pattern = r"^[-._a-zA-Z0-9]+$"))]
+    pub key: String,
+}
+
+fn from_secret(name: &str, secret: &SecretKeyRef) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret.name.clone(),
+                key: secret.key.clone(),
+                optional: Some(false),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The engine container's password variable, taken from the Secret.
+pub fn engine_env(engine: EngineKind, auth: &AuthSpec) -> EnvVar {
+    let name = match engine {
+        EngineKind::Redis | EngineKind::Valkey => ENGINE_PASSWORD_ENV,
+        EngineKind::Dragonfly => DRAGONFLY_PASSWORD_ENV,
+    };
+    from_secret(name, &auth.password_secret_ref)
+}
+
+/// The engine arguments that turn the password on: a reference the kubelet expands, never the
+/// value (Dragonfly needs none: it reads its variable itself).
+pub fn engine_args(engine: EngineKind) -> Vec<String> {
+    match engine {
+        EngineKind::Redis | EngineKind::Valkey => {
+            vec!["--requirepass".into(), format!("$({ENGINE_PASSWORD_ENV})")]
+        }
+        EngineKind::Dragonfly => Vec::new(),
+    }
+}
+
+/// The client container's password variable, taken from the same Secret.
+pub fn client_env(auth: &AuthSpec) -> EnvVar {
+    from_secret(CLIENT_PASSWORD_ENV, &auth.password_secret_ref)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth() -> AuthSpec {
+        AuthSpec {
+            password_secret_ref: SecretKeyRef {
+                name: "engine-password".into(),
+                key: "password".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn each_engine_takes_the_password_from_the_secret_and_args_only_reference_it() {
+        for engine in EngineKind::ALL {
+            let env = engine_env(engine, &auth());
+            assert!(env.value.is_none(), "no literal value");
+            let selector = env.value_from.unwrap().secret_key_ref.unwrap();
+            assert_eq!(
+                (selector.name.as_str(), selector.key.as_str()),
+                ("engine-password", "password")
+            );
+        }
+        assert_eq!(
+            engine_args(EngineKind::Valkey),
+            ["--requirepass", "$(MEMBENCH_ENGINE_PASSWORD)"]
+        );
+        assert!(engine_args(EngineKind::Dragonfly).is_empty());
+        assert_eq!(
+            engine_env(EngineKind::Dragonfly, &auth()).name,
+            "DFLY_requirepass"
+        );
+        assert_eq!(client_env(&auth()).name, "MEMBENCH_PASSWORD");
+    }
+}

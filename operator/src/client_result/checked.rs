@@ -1,0 +1,293 @@
+//! Reading a termination message the operator did not write: whatever a client pod leaves
+//! there (or whoever forged it) is held to what the spec asked for before any of it reaches the
+//! status. Nothing in a message decides how much the operator allocates: the message itself is
+//! capped at the kubelet's 4096 bytes, the repetitions at `spec.repetitions` (itself at most
+//! 100), every column at one value or exactly that many, every string at a few hundred bytes.
+//! Numbers are finite, counts positive, and every sum is checked, so no message can make the
+//! operator panic or overflow.
+
+use super::{ClientResult, DecodedRepetition, MAX_TEXT, TERMINATION_MESSAGE_LIMIT};
+use crate::stats::Spread;
+
+/// How much of a refused message the engine's status quotes.
+pub const QUOTED_BYTES: usize = 200;
+
+/// The longest engine name, version, allocator, arch or encoding a result may carry.
+const MAX_IDENTITY: usize = 64;
+
+/// The longest error category: a CamelCase word that becomes a condition reason.
+const MAX_CATEGORY: usize = 64;
+
+/// The most warnings a client sends (`ClientResult::from_report` keeps three).
+const MAX_WARNINGS: usize = 3;
+
+/// Why a termination message was not taken as a client's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadError {
+    /// The client left nothing, or something that is not meant as a result (its last log
+    /// lines, kept by `FallbackToLogsOnError`): a client that failed, worth another attempt.
+    NoResult(String),
+    /// A message shaped as a result that breaks its bounds: a broken or forged client. Another
+    /// attempt would read the same, so the engine fails as `InvalidClientResult`.
+    Invalid(String),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::NoResult(why) | ReadError::Invalid(why) => f.write_str(why),
+        }
+    }
+}
+
+/// The first [`QUOTED_BYTES`] bytes of `text`, cut at a character boundary, with control
+/// characters shown escaped so that a quote cannot break a log line or a status message.
+pub fn quote(text: &str) -> String {
+    let mut end = text.len().min(QUOTED_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let quoted: String = text[..end]
+        .chars()
+        .flat_map(|c| {
+            let escaped = c.is_control().then(|| c.escape_default());
+            escaped
+                .into_iter()
+                .flatten()
+                .chain((!c.is_control()).then_some(c))
+        })
+        .collect();
+    if end < text.len() {
+        format!("{quoted}…")
+    } else {
+        quoted
+    }
+}
+
+impl ClientResult {
+    /// Reads the termination message of a client that was asked for `repetitions`
+    /// repetitions, holding it to the bounds in the module documentation.
+    pub fn read(message: &str, repetitions: u32) -> Result<Self, ReadError> {
+        let trimmed = message.trim();
+        if trimmed.is_empty() {
+            return Err(ReadError::NoResult(
+                "the client left no result (empty termination message)".into(),
+            ));
+        }
+        if !trimmed.starts_with('{') {
+            return Err(ReadError::NoResult(format!(
+                "the client's termination message is not a membench result: {}",
+                quote(trimmed)
+            )));
+        }
+        let invalid = |why: String| {
+            ReadError::Invalid(format!("{why}; the message began: {}", quote(trimmed)))
+        };
+        if message.len() > TERMINATION_MESSAGE_LIMIT {
+            return Err(invalid(format!(
+                "the result has {} bytes, more than a termination message holds ({TERMINATION_MESSAGE_LIMIT})",
+                message.len()
+            )));
+        }
+        let result: ClientResult = serde_json::from_str(trimmed).map_err(|e| {
+            invalid(format!(
+                "the result is not valid JSON of a membench result ({e})"
+            ))
+        })?;
+        result.check(repetitions).map_err(invalid)?;
+        Ok(result)
+    }
+
+    /// Whether the result stays within what a client asked for `repetitions` repetitions can
+    /// send; the error says which bound it broke.
+    pub fn check(&self, repetitions: u32) -> Result<(), String> {
+        let identity = [
+            ("engine.name", &self.engine.name),
+            ("engine.version", &self.engine.version),
+            ("engine.allocator", &self.engine.allocator),
+            ("engine.arch", &self.engine.arch),
+        ];
+        for (field, value) in identity {
+            bounded_text(field, value, MAX_IDENTITY)?;
+        }
+        if let Some(encoding) = &self.encoding {
+            bounded_text("encoding", encoding, MAX_IDENTITY)?;
+        }
+        if self.warnings.len() > MAX_WARNINGS {
+            return Err(format!(
+                "{} warnings, more than the {MAX_WARNINGS} a client sends",
+                self.warnings.len()
+            ));
+        }
+        for warning in &self.warnings {
+            bounded_text("a warning", warning, MAX_TEXT + '…'.len_utf8())?;
+        }
+        if let Some(error) = &self.error {
+            let category = &error.category;
+            let camel_case = category.len() <= MAX_CATEGORY
+                && category.starts_with(|c: char| c.is_ascii_uppercase())
+                && category.chars().all(|c| c.is_ascii_alphanumeric());
+            if !camel_case {
+                return Err(format!(
+                    "error.category '{}' is not a CamelCase word of at most {MAX_CATEGORY} letters",
+                    quote(category)
+                ));
+            }
+            bounded_text("error.message", &error.message, MAX_TEXT + '…'.len_utf8())?;
+        }
+        let columns = &self.repetitions;
+        let listed = columns.n;
+        let accounted = listed.checked_add(self.omitted);
+        if accounted.is_none_or(|total| total > repetitions) {
+            return Err(format!(
+                "{listed} repetitions listed and {} omitted, more than the {repetitions} asked for",
+                self.omitted
+            ));
+        }
+        let decoded = self.checked_repetitions(repetitions)?;
+        if self.commands == 0 && !decoded.is_empty() {
+            return Err("repetitions without a single command sent".into());
+        }
+        if let Some(failed) = &self.failed
+            && (failed.repetition == 0 || failed.repetition > repetitions)
+        {
+            return Err(format!(
+                "failed.repetition is {}, not one of the {repetitions} asked for",
+                failed.repetition
+            ));
+        }
+        if let Some(summary) = &self.summary {
+            if summary.repetitions == 0 || summary.repetitions > repetitions {
+                return Err(format!(
+                    "the summary covers {} repetitions, not 1 to the {repetitions} asked for",
+                    summary.repetitions
+                ));
+            }
+            if summary.items == 0 {
+                return Err("the summary counts 0 items".into());
+            }
+            if self.commands == 0 {
+                return Err("a summary without a single command sent".into());
+            }
+            let spreads = [
+                ("summary.used_memory", Some(&summary.used_memory)),
+                ("summary.bytes_per_item", Some(&summary.bytes_per_item)),
+                ("summary.commands_per_sec", Some(&summary.commands_per_sec)),
+                ("summary.items_per_sec", summary.items_per_sec.as_ref()),
+                (
+                    "summary.settled_bytes_per_item",
+                    summary.settled_bytes_per_item.as_ref(),
+                ),
+            ];
+            for (field, spread) in spreads {
+                if let Some(spread) = spread {
+                    finite_spread(field, spread)?;
+                }
+            }
+            if let Some(reason) = &summary.unstable_reason {
+                bounded_text("summary.unstable_reason", reason, MAX_TEXT + '…'.len_utf8())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The listed repetitions, each column one value or exactly `n` long, every value decoded
+    /// with checked arithmetic, counts positive and sizes not negative.
+    fn checked_repetitions(&self, repetitions: u32) -> Result<Vec<DecodedRepetition>, String> {
+        let columns = &self.repetitions;
+        let n = columns.n as usize;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        if columns.n > repetitions {
+            return Err(format!(
+                "{n} repetitions listed, more than the {repetitions} asked for"
+            ));
+        }
+        let required = |name: &str, column: &[i64]| -> Result<Vec<i64>, String> {
+            checked_column(name, column, n)?.ok_or_else(|| format!("column {name} is missing"))
+        };
+        let baseline = required("baseline", &columns.baseline)?;
+        let used = required("used", &columns.used)?;
+        let rss = required("rss", &columns.rss)?;
+        let items = required("items", &columns.items)?;
+        let micros = required("micros", &columns.micros)?;
+        let settled = checked_column("settled", &columns.settled, n)?;
+        let dataset = checked_column("dataset", &columns.dataset, n)?;
+        let frag = checked_column("frag", &columns.frag, n)?;
+        let not_negative = |name: &str, values: &[i64]| match values.iter().find(|v| **v < 0) {
+            Some(v) => Err(format!("column {name} holds the negative value {v}")),
+            None => Ok(()),
+        };
+        for (name, values) in [
+            ("baseline", &baseline),
+            ("used", &used),
+            ("rss", &rss),
+            ("micros", &micros),
+        ] {
+            not_negative(name, values)?;
+        }
+        for (name, values) in [
+            ("settled", &settled),
+            ("dataset", &dataset),
+            ("frag", &frag),
+        ] {
+            if let Some(values) = values {
+                not_negative(name, values)?;
+            }
+        }
+        if let Some(zero) = items.iter().find(|v| **v <= 0) {
+            return Err(format!(
+                "column items holds {zero}: every repetition stores items"
+            ));
+        }
+        Ok(self.decoded_repetitions())
+    }
+}
+
+/// A column of `n` repetitions: `None` when it is empty (an optional column left out), its
+/// values when it is one value or exactly `n` long, an error otherwise or when a difference
+/// overflows.
+fn checked_column(name: &str, column: &[i64], n: usize) -> Result<Option<Vec<i64>>, String> {
+    match column {
+        [] => Ok(None),
+        [only] => Ok(Some(vec![*only; n])),
+        [first, differences @ ..] if column.len() == n => {
+            let mut values = Vec::with_capacity(n);
+            values.push(*first);
+            for d in differences {
+                values.push(first.checked_add(*d).ok_or_else(|| {
+                    format!("column {name}: {first} + {d} overflows a 64-bit integer")
+                })?);
+            }
+            Ok(Some(values))
+        }
+        _ => Err(format!(
+            "column {name} has {} values: it must have 1 or exactly {n}",
+            column.len()
+        )),
+    }
+}
+
+fn bounded_text(field: &str, value: &str, max: usize) -> Result<(), String> {
+    if value.len() > max {
+        return Err(format!(
+            "{field} has {} bytes, more than the {max} a client sends",
+            value.len()
+        ));
+    }
+    Ok(())
+}
+
+fn finite_spread(field: &str, spread: &Spread) -> Result<(), String> {
+    let figures = [spread.median, spread.min, spread.max, spread.cv];
+    if figures.iter().all(|f| f.is_finite()) {
+        Ok(())
+    } else {
+        Err(format!("{field} holds a number that is not finite"))
+    }
+}
+
+#[cfg(test)]
+#[path = "checked_tests.rs"]
+mod tests;

@@ -1,0 +1,184 @@
+use super::*;
+use crate::client_result::{EngineIdentity, RepetitionColumns};
+use crate::measure::{ErrorReport, Summary};
+
+/// A result of three repetitions as a client sends it.
+fn three() -> ClientResult {
+    let spread = |v: f64| Spread {
+        median: v,
+        min: v,
+        max: v,
+        cv: 0.0,
+    };
+    ClientResult {
+        engine: EngineIdentity {
+            name: "redis".into(),
+            version: "7.0.15".into(),
+            allocator: "jemalloc-5.3.0".into(),
+            arch: "x86_64".into(),
+        },
+        commands: 1000,
+        encoding: Some("skiplist".into()),
+        repetitions: RepetitionColumns {
+            n: 3,
+            baseline: vec![900_000],
+            used: vec![1_000_000, 16, -8],
+            rss: vec![4_000_000],
+            items: vec![1000],
+            micros: vec![5000, 10, 20],
+            ..Default::default()
+        },
+        summary: Some(Summary {
+            items: 1000,
+            repetitions: 3,
+            used_memory: spread(1_000_000.0),
+            bytes_per_item: spread(100.0),
+            commands_per_sec: spread(200_000.0),
+            items_per_sec: None,
+            settled_bytes_per_item: None,
+            unstable: false,
+            unstable_reason: None,
+        }),
+        ..Default::default()
+    }
+}
+
+fn invalid(result: &ClientResult, repetitions: u32) -> String {
+    match ClientResult::read(&result.to_message(), repetitions) {
+        Err(ReadError::Invalid(why)) => why,
+        other => panic!("expected an invalid result, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_result_within_the_spec_reads_back_unchanged() {
+    let result = three();
+    assert_eq!(ClientResult::read(&result.to_message(), 3), Ok(result));
+}
+
+#[test]
+fn more_repetitions_than_the_spec_asked_for_are_refused_quoting_the_message() {
+    let mut result = three();
+    result.repetitions.n = 4;
+    result.repetitions.baseline = vec![1];
+    result.repetitions.rss = vec![1];
+    result.repetitions.items = vec![1];
+    result.repetitions.used = vec![1];
+    result.repetitions.micros = vec![1];
+    let why = invalid(&result, 3);
+    assert!(why.contains("4 repetitions listed"), "{why}");
+    assert!(why.contains("the message began: {"), "{why}");
+}
+
+#[test]
+fn a_huge_repetition_count_allocates_nothing_and_is_refused() {
+    // A one-value column with n = u32::MAX would be 32 GiB of integers if it were expanded.
+    let mut result = three();
+    result.repetitions.n = u32::MAX;
+    result.repetitions.used = vec![1];
+    result.repetitions.micros = vec![1];
+    let why = invalid(&result, 100);
+    assert!(why.contains("more than the 100 asked for"), "{why}");
+    assert!(result.decoded_repetitions().is_empty());
+}
+
+#[test]
+fn repetitions_listed_plus_omitted_may_not_exceed_the_spec() {
+    let mut result = three();
+    result.omitted = u32::MAX;
+    assert!(invalid(&result, 3).contains("omitted"));
+}
+
+#[test]
+fn a_column_neither_one_value_nor_exactly_n_long_is_refused() {
+    let mut result = three();
+    result.repetitions.used = vec![1, 2];
+    let why = invalid(&result, 3);
+    assert!(why.contains("column used has 2 values"), "{why}");
+}
+
+#[test]
+fn a_difference_that_overflows_is_refused_not_wrapped() {
+    let mut result = three();
+    result.repetitions.used = vec![i64::MAX, 0, 1];
+    let why = invalid(&result, 3);
+    assert!(why.contains("overflows"), "{why}");
+    assert!(result.decoded_repetitions().is_empty());
+}
+
+#[test]
+fn negative_sizes_and_repetitions_without_items_are_refused() {
+    let mut result = three();
+    result.repetitions.rss = vec![-1];
+    assert!(invalid(&result, 3).contains("negative"));
+    let mut result = three();
+    result.repetitions.items = vec![0];
+    assert!(invalid(&result, 3).contains("column items holds 0"));
+    let mut result = three();
+    result.summary.as_mut().unwrap().items = 0;
+    assert!(invalid(&result, 3).contains("0 items"));
+}
+
+#[test]
+fn numbers_that_are_not_finite_are_refused() {
+    let mut result = three();
+    result.summary.as_mut().unwrap().bytes_per_item.cv = f64::INFINITY;
+    let why = result.check(3).unwrap_err();
+    assert!(why.contains("summary.bytes_per_item"), "{why}");
+    // JSON cannot carry infinity; a number beyond f64 fails to parse.
+    let message = three().to_message().replace("\"cv\":0.0", "\"cv\":1e999");
+    assert!(matches!(
+        ClientResult::read(&message, 3),
+        Err(ReadError::Invalid(_))
+    ));
+}
+
+#[test]
+fn strings_longer_than_a_client_sends_are_refused() {
+    let mut result = three();
+    result.engine.version = "9".repeat(65);
+    assert!(invalid(&result, 3).contains("engine.version"));
+    let mut result = three();
+    result.warnings = vec!["w".into(); 4];
+    assert!(invalid(&result, 3).contains("4 warnings"));
+    let mut result = three();
+    result.error = Some(ErrorReport {
+        category: "Evil reason with spaces".into(),
+        message: "x".into(),
+    });
+    assert!(invalid(&result, 3).contains("CamelCase"));
+}
+
+#[test]
+fn a_message_longer_than_the_kubelet_keeps_is_refused() {
+    let mut message = three().to_message();
+    message.pop();
+    message.push_str(&format!(",\"padding\":\"{}\"}}", "p".repeat(5000)));
+    match ClientResult::read(&message, 3) {
+        Err(ReadError::Invalid(why)) => {
+            assert!(why.contains("more than a termination message holds"))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn log_lines_are_no_result_rather_than_an_invalid_one() {
+    let logs = "thread 'main' panicked at src/main.rs:1:1";
+    assert!(matches!(
+        ClientResult::read(logs, 3),
+        Err(ReadError::NoResult(_))
+    ));
+}
+
+#[test]
+fn a_quote_is_the_first_200_bytes_with_control_characters_escaped() {
+    let text = format!("{{\"a\":\"\u{1b}[31m\n{}", "é".repeat(300));
+    let quoted = quote(&text);
+    assert!(quoted.starts_with(r#"{"a":"\u{1b}[31m\n"#), "{quoted}");
+    assert!(!quoted.contains('\n') && !quoted.contains('\u{1b}'));
+    assert!(quoted.ends_with('…'));
+    // 200 bytes of the original at most (escaping lengthens what it shows).
+    let shown: usize = quoted.chars().filter(|c| *c == 'é').count() * 2;
+    assert!(shown <= QUOTED_BYTES, "{shown}");
+}

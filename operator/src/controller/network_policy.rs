@@ -1,0 +1,237 @@
+//! The NetworkPolicy of a benchmark: created before its first pod, owned by the benchmark (so
+//! the garbage collector deletes it with it), it closes the benchmark's pods to everything but
+//! what a measurement needs:
+//!
+//! - the engine takes connections on 6379 from this benchmark's client pods only;
+//! - the client takes connections on its progress port from the operator only;
+//! - the pods reach nothing but this benchmark's engine on 6379 (no DNS: the client connects
+//!   to the engine's pod IP).
+//!
+//! So no other pod in the cluster can write into an engine and skew its figures, or reach an
+//! engine old enough to allow `CONFIG SET dir` or `MODULE LOAD`. A network plugin that enforces
+//! NetworkPolicy is needed for any of this to hold (the dev cluster has none: its tests check
+//! the object). Pure builder plus [`ensure`], the one API call.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::networking::v1::{
+    NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer,
+    NetworkPolicyPort, NetworkPolicySpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{Api, PostParams};
+use kube::{Resource, ResourceExt};
+
+use crate::crd::MemoryBenchmark;
+use crate::progress_endpoint::PROGRESS_PORT;
+
+use super::pods::{
+    APP_NAME, Component, ENGINE_PORT, LABEL_BENCHMARK, LABEL_COMPONENT, LABEL_INSTANCE,
+    LABEL_MANAGED_BY, LABEL_NAME, MANAGER,
+};
+
+/// The namespace label every namespace carries (Kubernetes sets it).
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// Where the operator runs, for the rule that lets it read progress.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetworkPolicySettings {
+    /// Create a NetworkPolicy per benchmark (`--benchmark-network-policies`).
+    pub enabled: bool,
+    /// The operator's namespace (`MEMBENCH_NAMESPACE`, from the downward API in the chart);
+    /// `None` when it runs outside the cluster: then any namespace's operator pods match.
+    pub operator_namespace: Option<String>,
+    /// Labels of the operator's pods (`--operator-pod-labels`).
+    pub operator_pod_labels: BTreeMap<String, String>,
+}
+
+impl Default for NetworkPolicySettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            operator_namespace: None,
+            operator_pod_labels: [
+                (LABEL_NAME.to_string(), APP_NAME.to_string()),
+                (LABEL_COMPONENT.to_string(), "operator".to_string()),
+            ]
+            .into(),
+        }
+    }
+}
+
+/// The policy's name: the benchmark's own (another kind, so no clash with anything).
+pub fn network_policy_name(benchmark: &MemoryBenchmark) -> String {
+    benchmark.name_any()
+}
+
+fn selector(labels: &[(&str, &str)]) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(
+            labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        ..Default::default()
+    }
+}
+
+fn tcp(port: i32) -> Vec<NetworkPolicyPort> {
+    vec![NetworkPolicyPort {
+        port: Some(IntOrString::Int(port)),
+        protocol: Some("TCP".into()),
+        ..Default::default()
+    }]
+}
+
+/// The benchmark's NetworkPolicy (see the module documentation).
+pub fn network_policy(
+    benchmark: &MemoryBenchmark,
+    settings: &NetworkPolicySettings,
+) -> NetworkPolicy {
+    let name = benchmark.name_any();
+    let of_benchmark = |component: Option<Component>| {
+        let mut labels = vec![(LABEL_NAME, APP_NAME), (LABEL_BENCHMARK, name.as_str())];
+        if let Some(component) = component {
+            labels.push((LABEL_COMPONENT, component.as_str()));
+        }
+        selector(&labels)
+    };
+    let operator = NetworkPolicyPeer {
+        namespace_selector: Some(match &settings.operator_namespace {
+            Some(namespace) => selector(&[(NAMESPACE_NAME_LABEL, namespace)]),
+            None => LabelSelector::default(),
+        }),
+        pod_selector: Some(LabelSelector {
+            match_labels: Some(settings.operator_pod_labels.clone()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let labels = [
+        (LABEL_NAME, APP_NAME),
+        (LABEL_INSTANCE, name.as_str()),
+        (LABEL_MANAGED_BY, MANAGER),
+        (LABEL_BENCHMARK, name.as_str()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    NetworkPolicy {
+        metadata: ObjectMeta {
+            name: Some(network_policy_name(benchmark)),
+            namespace: benchmark.namespace(),
+            labels: Some(labels),
+            owner_references: benchmark.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(of_benchmark(None)),
+            policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
+            ingress: Some(vec![
+                NetworkPolicyIngressRule {
+                    from: Some(vec![NetworkPolicyPeer {
+                        pod_selector: Some(of_benchmark(Some(Component::Client))),
+                        ..Default::default()
+                    }]),
+                    ports: Some(tcp(ENGINE_PORT)),
+                },
+                NetworkPolicyIngressRule {
+                    from: Some(vec![operator]),
+                    ports: Some(tcp(PROGRESS_PORT.into())),
+                },
+            ]),
+            egress: Some(vec![NetworkPolicyEgressRule {
+                to: Some(vec![NetworkPolicyPeer {
+                    pod_selector: Some(of_benchmark(Some(Component::Engine))),
+                    ..Default::default()
+                }]),
+                ports: Some(tcp(ENGINE_PORT)),
+            }]),
+        }),
+    }
+}
+
+/// Creates the benchmark's NetworkPolicy unless it exists.
+pub async fn ensure(
+    client: &kube::Client,
+    benchmark: &MemoryBenchmark,
+    settings: &NetworkPolicySettings,
+) -> Result<(), kube::Error> {
+    let namespace = benchmark.namespace().unwrap_or_default();
+    let api: Api<NetworkPolicy> = Api::namespaced(client.clone(), &namespace);
+    match api
+        .create(&PostParams::default(), &network_policy(benchmark, settings))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn benchmark() -> MemoryBenchmark {
+        let mut b = crate::local::parse_specs(
+            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: zset, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: redis, version: \"7.0.15\"}]\n  workload: {sortedSet: {members: 1000}}\n",
+        )
+        .unwrap()
+        .remove(0);
+        b.metadata.uid = Some("uid-1".into());
+        b
+    }
+
+    #[test]
+    fn only_the_benchmarks_client_reaches_its_engine_and_only_the_operator_its_client() {
+        let settings = NetworkPolicySettings {
+            operator_namespace: Some("membench-system".into()),
+            ..Default::default()
+        };
+        let policy = network_policy(&benchmark(), &settings);
+        let value = serde_json::to_value(&policy).unwrap();
+        let spec = &value["spec"];
+        assert_eq!(
+            spec["podSelector"]["matchLabels"],
+            serde_json::json!({"app.kubernetes.io/name": "membench", "membench.io/benchmark": "zset"})
+        );
+        assert_eq!(
+            spec["policyTypes"],
+            serde_json::json!(["Ingress", "Egress"])
+        );
+        let engine_rule = &spec["ingress"][0];
+        assert_eq!(
+            engine_rule["ports"],
+            serde_json::json!([{"port": 6379, "protocol": "TCP"}])
+        );
+        assert_eq!(
+            engine_rule["from"],
+            serde_json::json!([{"podSelector": {"matchLabels": {
+                "app.kubernetes.io/name": "membench", "membench.io/benchmark": "zset",
+                "app.kubernetes.io/component": "client"}}}])
+        );
+        let progress_rule = &spec["ingress"][1];
+        assert_eq!(progress_rule["ports"][0]["port"], 9121);
+        assert_eq!(
+            progress_rule["from"][0]["namespaceSelector"]["matchLabels"],
+            serde_json::json!({"kubernetes.io/metadata.name": "membench-system"})
+        );
+        assert_eq!(
+            progress_rule["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
+            "operator"
+        );
+        assert_eq!(spec["egress"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            spec["egress"][0]["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
+            "engine"
+        );
+        let owner = &policy.metadata.owner_references.unwrap()[0];
+        assert_eq!(
+            (owner.uid.as_str(), owner.controller),
+            ("uid-1", Some(true))
+        );
+    }
+}

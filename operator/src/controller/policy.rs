@@ -1,0 +1,178 @@
+//! What the operator lets a MemoryBenchmark's author do with the operator's pod rights. Whoever
+//! may create a MemoryBenchmark gets pods created for them, so the operator runs only the
+//! engine images its administrators allow, refuses server arguments that would open an engine
+//! to the cluster again, and refuses tolerations that would let benchmark pods onto every
+//! tainted node. Each refusal is an `InvalidSpec` whose message names the setting that would
+//! allow it. Pure: checked by [`super::plan::plan`] after the spec's own validation.
+
+use crate::crd::MemoryBenchmarkSpec;
+
+/// The official images of each engine, by repository: any tag or digest of these.
+pub const OFFICIAL_IMAGES: [&str; 6] = [
+    "redis",
+    "docker.io/library/redis",
+    "valkey/valkey",
+    "docker.io/valkey/valkey",
+    "docker.dragonflydb.io/dragonflydb/dragonfly",
+    "ghcr.io/dragonflydb/dragonfly",
+];
+
+/// The operator's settings for what a spec may ask for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    /// Image patterns engines may run (`--allowed-images`, chart value `allowedImages`): a
+    /// pattern names a repository, `*` standing for any characters but `/`, and allows every
+    /// tag and digest of it; a pattern with a tag or digest (`redis:7.4.1`) allows only that.
+    pub allowed_images: Vec<String>,
+    /// Allow server arguments that open an engine again (`--allow-open-engine-args`).
+    pub allow_open_engine_args: bool,
+    /// Allow tolerations without a key (`--allow-tolerate-everything`).
+    pub allow_tolerate_everything: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            allowed_images: OFFICIAL_IMAGES.iter().map(|p| p.to_string()).collect(),
+            allow_open_engine_args: false,
+            allow_tolerate_everything: false,
+        }
+    }
+}
+
+/// Server arguments (by name, `_` read as `-`) that undo what keeps an engine closed, and why.
+const OPENING_ARGS: [(&str, &str); 6] = [
+    (
+        "protected-mode",
+        "protected mode is the operator's to set: the engine is reached only by its client",
+    ),
+    (
+        "enable-debug-command",
+        "DEBUG lets any client that reaches the engine crash it or change it",
+    ),
+    (
+        "enable-module-command",
+        "MODULE LOAD lets any client that reaches the engine run code in it",
+    ),
+    (
+        "enable-protected-configs",
+        "it lets any client that reaches the engine move its files with CONFIG SET dir",
+    ),
+    ("loadmodule", "a module runs its own code inside the engine"),
+    (
+        "requirepass",
+        "a password in args is in the spec for anyone who can read the benchmark: use spec.auth.passwordSecretRef",
+    ),
+];
+
+impl Policy {
+    /// Whether `image` matches one of the allowed patterns.
+    pub fn image_allowed(&self, image: &str) -> bool {
+        self.allowed_images
+            .iter()
+            .any(|pattern| image_matches(pattern, image))
+    }
+
+    /// Checks a spec against the policy; the error names the field and the setting.
+    pub fn check(&self, spec: &MemoryBenchmarkSpec) -> Result<(), String> {
+        for (i, engine) in spec.engines.iter().enumerate() {
+            let image = engine.image();
+            if !self.image_allowed(&image) {
+                let field = if engine.image.is_some() {
+                    format!("spec.engines[{i}].image")
+                } else {
+                    format!("spec.engines[{i}] (its official image)")
+                };
+                return Err(format!(
+                    "{field}: the image {image} is not allowed here: this operator runs only images matching its allowedImages setting ({}); use one of those, or ask the operator's administrators to add a pattern to the chart value allowedImages (flag --allowed-images)",
+                    self.allowed_images.join(", ")
+                ));
+            }
+            if !self.allow_open_engine_args
+                && let Some((arg, why)) = opening_arg(&engine.args)
+            {
+                return Err(format!(
+                    "spec.engines[{i}].args: '{arg}' would open the engine again ({why}); this operator refuses it unless started with --allow-open-engine-args (chart value allowOpenEngineArgs: true)"
+                ));
+            }
+        }
+        if !self.allow_tolerate_everything {
+            let tolerations = spec.placement.iter().flat_map(|p| p.tolerations.iter());
+            for (i, toleration) in tolerations.enumerate() {
+                if toleration.key.as_deref().unwrap_or_default().is_empty() {
+                    return Err(format!(
+                        "spec.placement.tolerations[{i}] tolerates every taint (operator Exists without a key), which would let benchmark pods onto control-plane and other reserved nodes; name the taint key of your benchmark nodes, or ask the operator's administrators to allow it with the chart value allowTolerateEverything: true (flag --allow-tolerate-everything)"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first argument that would open an engine, as written, and why it would.
+fn opening_arg(args: &[String]) -> Option<(String, &'static str)> {
+    args.iter().enumerate().find_map(|(at, arg)| {
+        let name = arg.strip_prefix("--")?;
+        let name = name
+            .split_once('=')
+            .map_or(name, |(n, _)| n)
+            .to_ascii_lowercase()
+            .replace('_', "-");
+        if name == "rename-command" {
+            let renamed = arg
+                .split_once('=')
+                .map(|(_, v)| v.split_whitespace().next().unwrap_or_default().to_string())
+                .or_else(|| args.get(at + 1).cloned())
+                .unwrap_or_default();
+            return renamed.eq_ignore_ascii_case("config").then(|| {
+                (
+                    format!("{arg} {renamed}"),
+                    "a renamed CONFIG hides the engine's configuration from membench's checks and leaves it under another name",
+                )
+            });
+        }
+        OPENING_ARGS
+            .iter()
+            .find(|(opening, _)| *opening == name)
+            .map(|(_, why)| (arg.clone(), *why))
+    })
+}
+
+/// The repository of an image reference: without its digest and tag.
+fn repository(image: &str) -> &str {
+    let without_digest = image.split_once('@').map_or(image, |(r, _)| r);
+    match without_digest.rfind(':') {
+        // A colon after the last slash starts the tag; before it, it is a registry's port.
+        Some(colon) if !without_digest[colon..].contains('/') => &without_digest[..colon],
+        _ => without_digest,
+    }
+}
+
+/// Whether `image` matches `pattern` (see [`Policy::allowed_images`]).
+pub fn image_matches(pattern: &str, image: &str) -> bool {
+    let names_a_version = pattern.contains('@') || repository(pattern) != pattern;
+    let subject = if names_a_version {
+        image
+    } else {
+        repository(image)
+    };
+    glob(pattern.as_bytes(), subject.as_bytes())
+}
+
+/// `*` matches any run of characters except `/`; everything else matches itself.
+fn glob(pattern: &[u8], text: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some((b'*', rest)) => {
+            // Every split of the segment, shortest first: patterns and images are short.
+            let segment = text.iter().position(|&c| c == b'/').unwrap_or(text.len());
+            (0..=segment).any(|taken| glob(rest, &text[taken..]))
+        }
+        Some((c, rest)) => text.first() == Some(c) && glob(rest, &text[1..]),
+    }
+}
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod tests;

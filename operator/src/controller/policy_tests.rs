@@ -1,0 +1,126 @@
+use super::*;
+use crate::local::parse_specs;
+
+fn spec(engines: &str, placement: &str) -> MemoryBenchmarkSpec {
+    parse_specs(&format!(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: p}}\nspec:\n  instanceType: r8g.4xlarge\n  engines: {engines}\n  workload: {{sortedSet: {{members: 1000}}}}\n{placement}"
+    ))
+    .unwrap()
+    .remove(0)
+    .spec
+}
+
+#[test]
+fn the_official_images_of_every_engine_are_allowed_by_default() {
+    let policy = Policy::default();
+    let official = spec(
+        "[{engine: redis, version: \"7.4.1\"}, {engine: valkey, version: \"9.1.2\"}, {engine: dragonfly, version: \"1.40.0\"}, {engine: redis, version: \"8.2\", name: pinned, image: \"redis:8.2@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}, {engine: valkey, version: \"9.1\", name: hub, image: \"docker.io/valkey/valkey:9.1-alpine\"}]",
+        "",
+    );
+    assert_eq!(policy.check(&official), Ok(()));
+}
+
+#[test]
+fn an_image_outside_allowed_images_is_refused_naming_the_setting() {
+    let policy = Policy::default();
+    let mirror = spec(
+        "[{engine: redis, version: \"7.4.1\", image: \"registry.example.com/mirror/redis:7.4.1\"}]",
+        "",
+    );
+    let err = policy.check(&mirror).unwrap_err();
+    assert!(err.starts_with("spec.engines[0].image"), "{err}");
+    assert!(
+        err.contains("allowedImages") && err.contains("--allowed-images"),
+        "{err}"
+    );
+    // A repository that only starts like an official one.
+    let lookalike = spec(
+        "[{engine: redis, version: \"7.4.1\", image: \"redis-evil:7.4.1\"}]",
+        "",
+    );
+    assert!(policy.check(&lookalike).is_err());
+    let nested = spec(
+        "[{engine: redis, version: \"7.4.1\", image: \"valkey/valkey/x:1\"}]",
+        "",
+    );
+    assert!(policy.check(&nested).is_err());
+}
+
+#[test]
+fn patterns_allow_a_registry_path_with_a_star_and_pin_a_tag_when_they_name_one() {
+    let policy = Policy {
+        allowed_images: vec![
+            "registry.example.com:5000/mirror/*".into(),
+            "redis:7.4.1".into(),
+        ],
+        ..Policy::default()
+    };
+    assert!(policy.image_allowed("registry.example.com:5000/mirror/redis:7.4.1"));
+    assert!(policy.image_allowed("registry.example.com:5000/mirror/valkey@sha256:ab"));
+    assert!(!policy.image_allowed("registry.example.com:5000/mirror/deep/redis:1"));
+    assert!(policy.image_allowed("redis:7.4.1"));
+    assert!(!policy.image_allowed("redis:7.4.2"));
+    // The official images are no longer allowed once the setting names others.
+    let official = spec("[{engine: valkey, version: \"9.1.2\"}]", "");
+    let err = policy.check(&official).unwrap_err();
+    assert!(
+        err.contains("spec.engines[0] (its official image)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn args_that_open_the_engine_are_refused_unless_allowed() {
+    let refused = [
+        "[--protected-mode, \"yes\"]",
+        "[--enable-debug-command, \"yes\"]",
+        "[--enable-module-command, local]",
+        "[--enable-protected-configs, \"yes\"]",
+        "[--loadmodule, /tmp/m.so]",
+        "[--rename-command, CONFIG, \"\"]",
+        "[--rename-command, config, hidden]",
+        "[--requirepass, secret]",
+        "[--Enable_Debug_Command=yes]",
+    ];
+    for args in refused {
+        let s = spec(
+            &format!("[{{engine: redis, version: \"7.4.1\", args: {args}}}]"),
+            "",
+        );
+        let err = Policy::default().check(&s).unwrap_err();
+        assert!(err.starts_with("spec.engines[0].args"), "{args}: {err}");
+        assert!(
+            err.contains("--allow-open-engine-args") && err.contains("allowOpenEngineArgs"),
+            "{err}"
+        );
+        let open = Policy {
+            allow_open_engine_args: true,
+            ..Policy::default()
+        };
+        assert_eq!(open.check(&s), Ok(()), "{args}");
+    }
+    let harmless = spec(
+        "[{engine: redis, version: \"7.4.1\", args: [--maxmemory, 8gb, --rename-command, FLUSHDB, \"\", --hz, \"100\"]}]",
+        "",
+    );
+    assert_eq!(Policy::default().check(&harmless), Ok(()));
+}
+
+#[test]
+fn a_toleration_of_every_taint_is_refused_unless_allowed() {
+    let everything = spec(
+        "[{engine: redis, version: \"7.4.1\"}]",
+        "  placement:\n    tolerations: [{key: dedicated, operator: Exists}, {operator: Exists}]\n",
+    );
+    let err = Policy::default().check(&everything).unwrap_err();
+    assert!(err.starts_with("spec.placement.tolerations[1]"), "{err}");
+    assert!(
+        err.contains("allowTolerateEverything") && err.contains("--allow-tolerate-everything"),
+        "{err}"
+    );
+    let allowed = Policy {
+        allow_tolerate_everything: true,
+        ..Policy::default()
+    };
+    assert_eq!(allowed.check(&everything), Ok(()));
+}

@@ -1,0 +1,220 @@
+//! Progress of a load, served by the client pod itself and read by the operator. The operator
+//! used to read progress from the engine (`INFO commandstats`, `ZCARD`), which needs the
+//! engine's password and a network path from the operator to every engine. The client already
+//! knows where it stands, so it answers one tiny HTTP request on its pod address instead: the
+//! engine is reached by its client alone, and the operator needs no Secret.
+//!
+//! The client side is a thread with a listener ([`ProgressEndpoint::serve`]); the operator side
+//! is [`fetch`], which reads at most [`MAX_RESPONSE`] bytes within a deadline, so a client that
+//! answers garbage or nothing costs the operator a few milliseconds and no memory.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::LoadProgress;
+
+/// The port the client serves its progress on, in its own pod.
+pub const PROGRESS_PORT: u16 = 9121;
+
+/// The most bytes of a response the operator reads.
+pub const MAX_RESPONSE: usize = 2048;
+
+/// The most bytes of a request the client reads before it answers.
+const MAX_REQUEST: usize = 1024;
+
+/// Where a load stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgressReading {
+    /// The repetition under way, from 1 (0 before the first begins).
+    pub repetition: u32,
+    pub repetitions: u32,
+    /// Commands sent in this repetition, and how many it sends in all.
+    pub commands_done: u64,
+    pub commands_total: u64,
+}
+
+impl ProgressReading {
+    /// How much of this repetition is loaded, in percent; `None` before it knows its size.
+    pub fn loaded_percent(&self) -> Option<u32> {
+        if self.commands_total == 0 {
+            return None;
+        }
+        let done = self.commands_done.min(self.commands_total);
+        // u128: a product of two u64 cannot overflow it.
+        Some((u128::from(done) * 100 / u128::from(self.commands_total)) as u32)
+    }
+}
+
+/// The progress the load updates and the endpoint serves.
+#[derive(Default)]
+pub struct ProgressEndpoint {
+    repetition: AtomicU32,
+    repetitions: AtomicU32,
+    commands_done: AtomicU64,
+    commands_total: AtomicU64,
+}
+
+impl ProgressEndpoint {
+    /// Records where the load stands (called from the load's progress callback).
+    pub fn update(&self, p: &LoadProgress) {
+        self.repetition.store(p.repetition, Ordering::Relaxed);
+        self.repetitions.store(p.repetitions, Ordering::Relaxed);
+        self.commands_done.store(p.commands_done, Ordering::Relaxed);
+        self.commands_total
+            .store(p.commands_total, Ordering::Relaxed);
+    }
+
+    pub fn reading(&self) -> ProgressReading {
+        ProgressReading {
+            repetition: self.repetition.load(Ordering::Relaxed),
+            repetitions: self.repetitions.load(Ordering::Relaxed),
+            commands_done: self.commands_done.load(Ordering::Relaxed),
+            commands_total: self.commands_total.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Listens on `address` and answers every connection with the current reading, on a
+    /// thread of its own, for as long as the process runs. Returns the bound address.
+    pub fn serve(self: &Arc<Self>, address: SocketAddr) -> std::io::Result<SocketAddr> {
+        let listener = TcpListener::bind(address)?;
+        let bound = listener.local_addr()?;
+        let progress = self.clone();
+        std::thread::Builder::new()
+            .name("progress".into())
+            .spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    // One reader at a time is all the operator ever is; a slow one is cut off.
+                    let _ = progress.answer(stream);
+                }
+            })?;
+        Ok(bound)
+    }
+
+    fn answer(&self, mut stream: TcpStream) -> std::io::Result<()> {
+        stream.set_read_timeout(Some(Duration::from_secs(1)))?;
+        stream.set_write_timeout(Some(Duration::from_secs(1)))?;
+        let mut request = [0u8; MAX_REQUEST];
+        let mut read = 0;
+        while read < request.len() && !request[..read].windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut request[read..])? {
+                0 => break,
+                n => read += n,
+            }
+        }
+        let body = serde_json::to_string(&self.reading()).expect("readings serialize");
+        write!(
+            stream,
+            "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    }
+}
+
+/// Reads a client's progress at `address`, bounded in time and bytes; `None` when the client
+/// does not answer within `timeout` or answers something else.
+pub async fn fetch(address: SocketAddr, timeout: Duration) -> Option<ProgressReading> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
+        stream
+            .write_all(b"GET /progress HTTP/1.0\r\n\r\n")
+            .await
+            .ok()?;
+        let mut response = Vec::with_capacity(512);
+        let mut chunk = [0u8; 512];
+        loop {
+            let n = stream.read(&mut chunk).await.ok()?;
+            if n == 0 {
+                break;
+            }
+            if response.len() + n > MAX_RESPONSE {
+                return None;
+            }
+            response.extend_from_slice(&chunk[..n]);
+        }
+        parse_response(&response)
+    };
+    tokio::time::timeout(timeout, exchange).await.ok().flatten()
+}
+
+/// The reading in an HTTP response: status 200 and a JSON body.
+pub fn parse_response(response: &[u8]) -> Option<ProgressReading> {
+    if !response.starts_with(b"HTTP/1.0 200 ") && !response.starts_with(b"HTTP/1.1 200 ") {
+        return None;
+    }
+    let body_at = response.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    serde_json::from_slice(&response[body_at..]).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn progress(repetition: u32, done: u64) -> LoadProgress {
+        LoadProgress {
+            repetition,
+            repetitions: 3,
+            commands_done: done,
+            commands_total: 20_000,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_operator_reads_what_the_client_serves() {
+        let endpoint = Arc::new(ProgressEndpoint::default());
+        let address = endpoint.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        endpoint.update(&progress(2, 5_000));
+        let reading = fetch(address, Duration::from_secs(2)).await.unwrap();
+        assert_eq!(
+            reading,
+            ProgressReading {
+                repetition: 2,
+                repetitions: 3,
+                commands_done: 5_000,
+                commands_total: 20_000
+            }
+        );
+        assert_eq!(reading.loaded_percent(), Some(25));
+        endpoint.update(&progress(3, 20_000));
+        let later = fetch(address, Duration::from_secs(2)).await.unwrap();
+        assert_eq!((later.repetition, later.loaded_percent()), (3, Some(100)));
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_answers_too_much_or_nothing_gives_no_reading_in_bounded_time() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let mut peers = Vec::new();
+            for (i, stream) in listener.incoming().flatten().enumerate() {
+                let mut stream = stream;
+                if i == 0 {
+                    // A megabyte of a response.
+                    let _ = stream.write_all(b"HTTP/1.0 200 OK\r\n\r\n");
+                    let _ = stream.write_all(&vec![b'9'; 1 << 20]);
+                } else {
+                    // Silence: hold the connection open.
+                    peers.push(stream);
+                }
+            }
+        });
+        assert_eq!(fetch(address, Duration::from_secs(2)).await, None);
+        let started = std::time::Instant::now();
+        assert_eq!(fetch(address, Duration::from_millis(300)).await, None);
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn only_a_200_with_a_reading_counts() {
+        assert_eq!(parse_response(b"HTTP/1.0 404 Not Found\r\n\r\n{}"), None);
+        assert_eq!(parse_response(b"HTTP/1.0 200 OK\r\n\r\nnot json"), None);
+        let ok = b"HTTP/1.0 200 OK\r\n\r\n{\"repetition\":1,\"repetitions\":1,\"commands_done\":0,\"commands_total\":0}";
+        let reading = parse_response(ok).unwrap();
+        assert_eq!(reading.loaded_percent(), None, "no size known yet");
+    }
+}

@@ -1,0 +1,511 @@
+//! Security on the dev cluster's real API server, with real engines: a password from a Secret
+//! end to end (and nowhere it should not be), the NetworkPolicy each benchmark gets, benchmark
+//! pods as the API server stores them, and the operator's image allowlist. The dev cluster has
+//! no network plugin, so NetworkPolicies are checked as objects (their rules, owner, lifetime),
+//! not as traffic that is dropped.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::operator::*;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, ResourceExt};
+use membench::crd::{MemoryBenchmark, Phase};
+use membench_devcluster::DevCluster;
+use membench_devcluster::cluster::EnsureOptions;
+use membench_devcluster::wait::TestNamespace;
+
+/// Every version of every pod a namespace held, as the API server sent it.
+fn record_pod_versions(pods: Api<Pod>) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Vec<Pod>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let shared = seen.clone();
+    let task = tokio::spawn(async move {
+        let mut events = std::pin::pin!(watcher::watcher(pods, watcher::Config::default()));
+        while let Some(event) = events.next().await {
+            if let Ok(
+                watcher::Event::Apply(pod)
+                | watcher::Event::InitApply(pod)
+                | watcher::Event::Delete(pod),
+            ) = event
+            {
+                shared.lock().unwrap().push(pod);
+            }
+        }
+    });
+    (task, seen)
+}
+
+/// The operator as its own process (the released binary), so that its real log and metrics can
+/// be searched. Killed when dropped.
+struct OperatorProcess {
+    child: Child,
+    log: std::path::PathBuf,
+    metrics_port: u16,
+}
+
+impl OperatorProcess {
+    async fn start(namespace: &str) -> anyhow::Result<Self> {
+        let kubeconfig = DevCluster::kubeconfig_with(&EnsureOptions::default()).await?;
+        let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let log = std::env::temp_dir().join(format!("membench-operator-{namespace}.log"));
+        let file = std::fs::File::create(&log)?;
+        let child = Command::new(env!("CARGO_BIN_EXE_membench"))
+            .args([
+                "operator",
+                "--namespace",
+                namespace,
+                "--client-image",
+                CLIENT_IMAGE,
+            ])
+            .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
+            .args(["--log-format", "json"])
+            .env("KUBECONFIG", kubeconfig)
+            // Debug from membench and the controller runtime: the most it ever logs.
+            .env(
+                "RUST_LOG",
+                "debug,hyper=info,hyper_util=info,rustls=info,tower=info,h2=info",
+            )
+            .env_remove("MEMBENCH_WATCH_NAMESPACE")
+            .stdout(file.try_clone()?)
+            .stderr(file)
+            .stdin(Stdio::null())
+            .spawn()?;
+        Ok(Self {
+            child,
+            log,
+            metrics_port,
+        })
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn metrics(&self) -> anyhow::Result<String> {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.metrics_port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text)?;
+        Ok(text)
+    }
+}
+
+impl Drop for OperatorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// A password no fixture or default could contain by chance.
+fn fresh_password() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("pw-{nanos:x}-{:x}-Zq", std::process::id())
+}
+
+fn dragonfly_in_store() -> bool {
+    membench_enginestore::EngineStore::open_default()
+        .map(|store| store.builds().iter().any(|b| b.engine == "dragonfly"))
+        .unwrap_or(false)
+}
+
+/// PING without a password on the engine pod's address: the reply (an error, if it wants one).
+fn ping_without_password(pod: &Pod) -> String {
+    let ip = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .unwrap_or_default();
+    let client = redis::Client::open(format!("redis://{ip}:6379/")).unwrap();
+    match client.get_connection_with_timeout(Duration::from_secs(2)) {
+        Ok(mut connection) => match redis::cmd("PING").query::<String>(&mut connection) {
+            Ok(reply) => reply,
+            Err(e) => e.to_string(),
+        },
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The engine process's command line, from the pid the node agent reports in containerID.
+fn engine_cmdline(pod: &Pod) -> Option<String> {
+    let id = pod.status.as_ref()?.container_statuses.as_ref()?[0]
+        .container_id
+        .clone()?;
+    let pid = id.strip_prefix("local-process://")?;
+    let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    Some(String::from_utf8_lossy(&bytes).replace('\0', " "))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_from_a_secret_reaches_engine_and_client_and_appears_nowhere_else()
+-> anyhow::Result<()> {
+    let client = DevCluster::ensure().await?;
+    install_crd(&client).await?;
+    let namespace = TestNamespace::create(&client, "ns-auth").await?;
+    let operator = OperatorProcess::start(namespace.name()).await?;
+    let (watch, pod_versions) = record_pod_versions(namespace.pods());
+    let password = fresh_password();
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "engine-password"},
+        "stringData": {"password": password},
+    }))?;
+    namespace
+        .api::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await?;
+
+    let mut engines = vec![
+        "{engine: redis, version: \"8.2.3\"}",
+        "{engine: valkey, version: \"9.1.2\"}",
+    ];
+    if dragonfly_in_store() {
+        engines.push("{engine: dragonfly, version: \"1.40.0\"}");
+    } else {
+        println!("SKIPPED (Dragonfly only): the engine store has no Dragonfly build");
+    }
+    let body = format!(
+        "  instanceType: r8g.4xlarge\n  engines: [{}]\n  workload: {{sortedSet: {{members: 2000000, sampleEvery: 0}}}}\n  repetitions: 2\n  auth: {{passwordSecretRef: {{name: engine-password, key: password}}}}\n",
+        engines.join(", ")
+    );
+    let benchmark: MemoryBenchmark = serde_saphyr::from_str(&spec("auth", &body))?;
+    let benchmarks: Api<MemoryBenchmark> = namespace.api();
+    benchmarks
+        .create(&PostParams::default(), &benchmark)
+        .await?;
+
+    // While it runs: the engine refuses a client without the password, its command line does
+    // not show it, and progress comes in from the client.
+    let mut refused = BTreeMap::new();
+    let mut cmdlines = BTreeMap::new();
+    let mut progress_seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let done = loop {
+        let current = benchmarks.get("auth").await?;
+        if let Some(summary) = current
+            .status
+            .as_ref()
+            .and_then(|s| s.progress.as_ref())
+            .map(|p| p.summary.clone())
+            && summary.contains("% loaded")
+            && !progress_seen.contains(&summary)
+        {
+            progress_seen.push(summary);
+        }
+        if matches!(
+            current.status.as_ref().and_then(|s| s.phase),
+            Some(Phase::Succeeded | Phase::Failed)
+        ) {
+            break current;
+        }
+        for pod in namespace.pods().list(&ListParams::default()).await?.items {
+            let ready = pod.status.as_ref().and_then(|s| s.pod_ip.clone()).is_some()
+                && is_engine(&pod)
+                && pod.metadata.deletion_timestamp.is_none();
+            if ready && !refused.contains_key(&pod.name_any()) {
+                let reply = ping_without_password(&pod);
+                if reply.contains("NOAUTH") || reply.contains("uthentication") {
+                    refused.insert(pod.name_any(), reply);
+                    cmdlines.insert(pod.name_any(), engine_cmdline(&pod).unwrap_or_default());
+                }
+            }
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "not finished: {:#?}",
+            current.status
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    watch.abort();
+
+    let status = done.status.clone().unwrap_or_default();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+    for engine in &status.engines {
+        assert_eq!(engine.repetitions.len(), 2, "{engine:#?}");
+    }
+    assert_eq!(
+        refused.len(),
+        engines.len(),
+        "every engine refused a client without the password: {refused:?}"
+    );
+    for (pod, cmdline) in &cmdlines {
+        assert!(!cmdline.is_empty(), "{pod}: no command line read");
+        assert!(
+            !cmdline.contains(&password),
+            "{pod}'s command line shows the password: {cmdline}"
+        );
+    }
+    println!("engines refused a client without the password: {refused:?}");
+    println!("engine command lines: {cmdlines:?}");
+    assert!(
+        !progress_seen.is_empty(),
+        "no progress came in from a client"
+    );
+    println!("progress seen: {progress_seen:?}");
+
+    // Nowhere it should not be: spec, status, events, pods (every version), log, metrics.
+    let benchmark_json = serde_json::to_string(&done)?;
+    assert!(
+        !benchmark_json.contains(&password),
+        "the benchmark holds the password"
+    );
+    let events = namespace
+        .api::<Event>()
+        .list(&ListParams::default())
+        .await?
+        .items;
+    assert!(!events.is_empty());
+    assert!(
+        !serde_json::to_string(&events)?.contains(&password),
+        "an event holds the password"
+    );
+    let pods = pod_versions.lock().unwrap().clone();
+    assert!(pods.len() > 4, "the watch saw {} pod versions", pods.len());
+    let pods_json = serde_json::to_string(&pods)?;
+    assert!(
+        !pods_json.contains(&password),
+        "a pod spec or status holds the password"
+    );
+    assert!(
+        pods_json.contains("$(MEMBENCH_ENGINE_PASSWORD)"),
+        "the engine args reference the variable"
+    );
+    assert!(
+        pods_json.contains("\"secretKeyRef\":{\"key\":\"password\",\"name\":\"engine-password\""),
+        "{pods_json}"
+    );
+    let log = operator.log();
+    assert!(
+        log.contains("created pod"),
+        "the operator logged nothing: {log}"
+    );
+    assert!(
+        !log.contains(&password),
+        "the operator's log holds the password"
+    );
+    let metrics = operator.metrics()?;
+    assert!(metrics.contains("membench_"), "{metrics}");
+    assert!(
+        !metrics.contains(&password),
+        "the metrics hold the password"
+    );
+    drop(operator);
+    namespace.delete().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_benchmark_gets_a_network_policy_owned_by_it_before_its_first_pod()
+-> anyhow::Result<()> {
+    let harness = Harness::start("ns-netpol", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}]\n  workload: {sortedSet: {members: 1000, sampleEvery: 0}}\n  repetitions: 1\n";
+    let created = harness.create(&spec("netpol", body)).await?;
+    let (watch, pod_versions) = record_pod_versions(harness.pods());
+    let done = harness.finished("netpol", Duration::from_secs(120)).await?;
+    watch.abort();
+    assert_eq!(
+        done.status.as_ref().and_then(|s| s.phase),
+        Some(Phase::Succeeded)
+    );
+
+    let policies: Api<NetworkPolicy> = harness.namespace.api();
+    let policy = policies.get("netpol").await?;
+    let owner = &policy.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+        (
+            "MemoryBenchmark",
+            created.uid().unwrap().as_str(),
+            Some(true)
+        )
+    );
+    // Created before the first pod.
+    let policy_created = policy.metadata.creation_timestamp.clone().unwrap().0;
+    let first_pod = pod_versions
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.metadata.creation_timestamp.clone())
+        .map(|t| t.0)
+        .min()
+        .unwrap();
+    assert!(
+        policy_created <= first_pod,
+        "policy {policy_created} after the first pod {first_pod}"
+    );
+    // As the API server stored it: the benchmark's pods, in and out.
+    let spec = serde_json::to_value(policy.spec.clone().unwrap())?;
+    assert_eq!(
+        spec["podSelector"]["matchLabels"]["membench.io/benchmark"],
+        "netpol"
+    );
+    assert_eq!(
+        spec["policyTypes"],
+        serde_json::json!(["Ingress", "Egress"])
+    );
+    assert_eq!(spec["ingress"][0]["ports"][0]["port"], 6379);
+    assert_eq!(
+        spec["ingress"][0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
+        "client"
+    );
+    assert_eq!(spec["ingress"][1]["ports"][0]["port"], 9121);
+    assert_eq!(
+        spec["ingress"][1]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
+        "operator"
+    );
+    assert_eq!(
+        spec["egress"][0]["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
+        "engine"
+    );
+    // Every pod the benchmark had is selected by it.
+    for pod in pod_versions.lock().unwrap().iter() {
+        for (key, value) in spec["podSelector"]["matchLabels"].as_object().unwrap() {
+            assert_eq!(
+                pod.labels().get(key).map(String::as_str),
+                value.as_str(),
+                "{} is not selected",
+                pod.name_any()
+            );
+        }
+    }
+    // Deleted with the benchmark, by the garbage collector.
+    harness
+        .benchmarks()
+        .delete("netpol", &DeleteParams::background())
+        .await?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while policies.get_opt("netpol").await?.is_some() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the NetworkPolicy outlived its benchmark by 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn benchmark_pods_read_back_have_no_token_no_host_namespaces_and_the_restricted_context()
+-> anyhow::Result<()> {
+    let harness = Harness::start("ns-podsec", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}]\n  workload: {strings: {keys: 1000}}\n  repetitions: 1\n";
+    let (watch, pod_versions) = record_pod_versions(harness.pods());
+    harness.create(&spec("podsec", body)).await?;
+    let done = harness.finished("podsec", Duration::from_secs(120)).await?;
+    watch.abort();
+    assert_eq!(
+        done.status.as_ref().and_then(|s| s.phase),
+        Some(Phase::Succeeded)
+    );
+    let pods = pod_versions.lock().unwrap().clone();
+    let mut components = std::collections::BTreeSet::new();
+    for pod in &pods {
+        let name = pod.name_any();
+        components.insert(
+            pod.labels()
+                .get("app.kubernetes.io/component")
+                .cloned()
+                .unwrap_or_default(),
+        );
+        let spec = pod.spec.as_ref().unwrap();
+        assert_eq!(spec.automount_service_account_token, Some(false), "{name}");
+        assert!(
+            spec.volumes
+                .iter()
+                .flatten()
+                .all(|v| v.projected.is_none() && v.host_path.is_none()),
+            "{name}: a token or host volume"
+        );
+        assert_ne!(spec.host_network, Some(true), "{name}");
+        assert_ne!(spec.host_pid, Some(true), "{name}");
+        assert_ne!(spec.host_ipc, Some(true), "{name}");
+        let pod_context = spec.security_context.clone().unwrap_or_default();
+        assert_eq!(pod_context.run_as_non_root, Some(true), "{name}");
+        assert_eq!(
+            pod_context.seccomp_profile.map(|s| s.type_),
+            Some("RuntimeDefault".into()),
+            "{name}"
+        );
+        for container in &spec.containers {
+            let context = container.security_context.clone().unwrap_or_default();
+            assert_eq!(context.allow_privilege_escalation, Some(false), "{name}");
+            assert_eq!(context.read_only_root_filesystem, Some(true), "{name}");
+            assert_ne!(context.privileged, Some(true), "{name}");
+            let capabilities = context.capabilities.unwrap_or_default();
+            assert_eq!(capabilities.drop, Some(vec!["ALL".to_string()]), "{name}");
+            assert!(capabilities.add.unwrap_or_default().is_empty(), "{name}");
+            assert!(
+                container
+                    .ports
+                    .iter()
+                    .flatten()
+                    .all(|p| p.host_port.is_none()),
+                "{name}"
+            );
+        }
+    }
+    assert_eq!(
+        components.into_iter().collect::<Vec<_>>(),
+        ["client", "engine"]
+    );
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_image_outside_the_allowlist_is_invalid_spec_and_nothing_is_created()
+-> anyhow::Result<()> {
+    let harness = Harness::start("ns-allow", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines: [{engine: redis, version: \"7.0.15\", image: \"registry.example.com/anyone/redis:7.0.15\"}]\n  workload: {sortedSet: {members: 1000, sampleEvery: 0}}\n";
+    harness.create(&spec("allow", body)).await?;
+    let done = harness.finished("allow", Duration::from_secs(60)).await?;
+    let failed = condition(&done, "Failed").expect("a Failed condition");
+    assert_eq!(
+        (failed.status.as_str(), failed.reason.as_str()),
+        ("True", "InvalidSpec")
+    );
+    assert!(
+        failed.message.contains("spec.engines[0].image")
+            && failed.message.contains("allowedImages"),
+        "{}",
+        failed.message
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        harness
+            .pods()
+            .list(&ListParams::default())
+            .await?
+            .items
+            .is_empty()
+    );
+    let policies: Api<NetworkPolicy> = harness.namespace.api();
+    assert!(
+        policies
+            .list(&ListParams::default())
+            .await?
+            .items
+            .is_empty()
+    );
+    harness.finish().await;
+    Ok(())
+}
