@@ -1,0 +1,274 @@
+//! The result series: one gauge family per figure of an engine entry, and the figures a
+//! `MemoryBenchmark`'s status gives them.
+
+use prometheus::{GaugeVec, Opts};
+
+use super::RESULT_LABELS;
+use crate::crd::EngineStatus;
+
+/// One gauge family per result figure, all with `RESULT_LABELS`.
+#[derive(Clone)]
+pub(super) struct ResultGauges {
+    memory_per_item_median: GaugeVec,
+    memory_per_item_min: GaugeVec,
+    memory_per_item_max: GaugeVec,
+    used_memory: GaugeVec,
+    used_memory_rss: GaugeVec,
+    used_memory_dataset: GaugeVec,
+    baseline_used_memory: GaugeVec,
+    items: GaugeVec,
+    items_per_second_median: GaugeVec,
+    items_per_second_min: GaugeVec,
+    items_per_second_max: GaugeVec,
+    commands_per_second_median: GaugeVec,
+    commands_per_second_min: GaugeVec,
+    commands_per_second_max: GaugeVec,
+    fragmentation: GaugeVec,
+    repetitions_completed: GaugeVec,
+    unstable: GaugeVec,
+}
+
+impl ResultGauges {
+    /// Every result gauge family, unregistered.
+    pub(super) fn new() -> ResultGauges {
+        let result = |name: &str, help: &str| {
+            GaugeVec::new(Opts::new(name, help), &RESULT_LABELS).expect("valid metric")
+        };
+        ResultGauges {
+            memory_per_item_median: result(
+                "membench_memory_per_item_median_bytes",
+                "Median over the repetitions of (used_memory after the load - used_memory before) / items.",
+            ),
+            memory_per_item_min: result(
+                "membench_memory_per_item_min_bytes",
+                "Lowest bytes per item over the repetitions.",
+            ),
+            memory_per_item_max: result(
+                "membench_memory_per_item_max_bytes",
+                "Highest bytes per item over the repetitions.",
+            ),
+            used_memory: result(
+                "membench_used_memory_bytes",
+                "Median used_memory right after the load.",
+            ),
+            used_memory_rss: result(
+                "membench_used_memory_rss_bytes",
+                "Median used_memory_rss right after the load.",
+            ),
+            used_memory_dataset: result(
+                "membench_used_memory_dataset_bytes",
+                "Median used_memory_dataset right after the load, when the engine reports it.",
+            ),
+            baseline_used_memory: result(
+                "membench_baseline_used_memory_bytes",
+                "Median used_memory of the empty engine before the load.",
+            ),
+            items: result(
+                "membench_items",
+                "Items verified in the engine after each load.",
+            ),
+            items_per_second_median: result(
+                "membench_load_median_items_per_second",
+                "Median over the repetitions of items stored per second (items / load seconds).",
+            ),
+            items_per_second_min: result(
+                "membench_load_min_items_per_second",
+                "Lowest items stored per second over the repetitions.",
+            ),
+            items_per_second_max: result(
+                "membench_load_max_items_per_second",
+                "Highest items stored per second over the repetitions.",
+            ),
+            commands_per_second_median: result(
+                "membench_load_median_commands_per_second",
+                "Median over the repetitions of commands sent per second during the load (ZADD, SET or HSET).",
+            ),
+            commands_per_second_min: result(
+                "membench_load_min_commands_per_second",
+                "Lowest commands sent per second over the repetitions.",
+            ),
+            commands_per_second_max: result(
+                "membench_load_max_commands_per_second",
+                "Highest commands sent per second over the repetitions.",
+            ),
+            fragmentation: result(
+                "membench_mem_fragmentation_ratio",
+                "Median mem_fragmentation_ratio (used_memory_rss / used_memory) after the load, when the engine reports it.",
+            ),
+            repetitions_completed: result(
+                "membench_repetitions_completed",
+                "Repetitions measured so far for this engine.",
+            ),
+            unstable: result(
+                "membench_result_unstable",
+                "1 when the repetitions disagree more than the stability thresholds allow.",
+            ),
+        }
+    }
+
+    pub(super) fn all(&self) -> [&GaugeVec; 17] {
+        [
+            &self.memory_per_item_median,
+            &self.memory_per_item_min,
+            &self.memory_per_item_max,
+            &self.used_memory,
+            &self.used_memory_rss,
+            &self.used_memory_dataset,
+            &self.baseline_used_memory,
+            &self.items,
+            &self.items_per_second_median,
+            &self.items_per_second_min,
+            &self.items_per_second_max,
+            &self.commands_per_second_median,
+            &self.commands_per_second_min,
+            &self.commands_per_second_max,
+            &self.fragmentation,
+            &self.repetitions_completed,
+            &self.unstable,
+        ]
+    }
+
+    /// Sets the series of one engine entry (`labels` in `RESULT_LABELS` order) to its figures,
+    /// removing those whose figure is not known.
+    pub(super) fn set(&self, labels: &[String], figures: &ResultValues) {
+        let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+        let gauges = self;
+        let set = |gauge: &GaugeVec, value: Option<f64>| match value {
+            Some(value) => gauge.with_label_values(&labels).set(value),
+            None => {
+                let _ = gauge.remove_label_values(&labels);
+            }
+        };
+        set(&gauges.repetitions_completed, Some(figures.repetitions));
+        set(&gauges.memory_per_item_median, figures.memory_per_item[0]);
+        set(&gauges.memory_per_item_min, figures.memory_per_item[1]);
+        set(&gauges.memory_per_item_max, figures.memory_per_item[2]);
+        set(&gauges.items_per_second_median, figures.items_per_second[0]);
+        set(&gauges.items_per_second_min, figures.items_per_second[1]);
+        set(&gauges.items_per_second_max, figures.items_per_second[2]);
+        set(
+            &gauges.commands_per_second_median,
+            figures.commands_per_second[0],
+        );
+        set(
+            &gauges.commands_per_second_min,
+            figures.commands_per_second[1],
+        );
+        set(
+            &gauges.commands_per_second_max,
+            figures.commands_per_second[2],
+        );
+        set(&gauges.used_memory, figures.used_memory);
+        set(&gauges.used_memory_rss, figures.used_memory_rss);
+        set(&gauges.used_memory_dataset, figures.used_memory_dataset);
+        set(&gauges.baseline_used_memory, figures.baseline_used_memory);
+        set(&gauges.items, figures.items);
+        set(&gauges.fragmentation, figures.fragmentation);
+        set(&gauges.unstable, figures.unstable);
+    }
+}
+
+/// The figures of one engine entry; `None` when the status does not have them yet.
+pub(super) struct ResultValues {
+    repetitions: f64,
+    /// Median, min, max.
+    memory_per_item: [Option<f64>; 3],
+    /// Median, min, max.
+    items_per_second: [Option<f64>; 3],
+    /// Median, min, max.
+    commands_per_second: [Option<f64>; 3],
+    used_memory: Option<f64>,
+    used_memory_rss: Option<f64>,
+    used_memory_dataset: Option<f64>,
+    baseline_used_memory: Option<f64>,
+    items: Option<f64>,
+    fragmentation: Option<f64>,
+    unstable: Option<f64>,
+}
+
+impl ResultValues {
+    pub(super) fn of(engine: &EngineStatus) -> ResultValues {
+        let repetitions = &engine.repetitions;
+        let median_of = |values: Vec<f64>| median(values);
+        let summary = engine.summary.as_ref();
+        ResultValues {
+            repetitions: repetitions.len() as f64,
+            memory_per_item: match summary {
+                Some(s) => [
+                    Some(s.bytes_per_item.median),
+                    Some(s.bytes_per_item.min),
+                    Some(s.bytes_per_item.max),
+                ],
+                None => [None; 3],
+            },
+            items_per_second: match summary {
+                Some(s) => [
+                    Some(s.items_per_sec.median),
+                    Some(s.items_per_sec.min),
+                    Some(s.items_per_sec.max),
+                ],
+                None => [None; 3],
+            },
+            commands_per_second: match summary {
+                Some(s) => [
+                    Some(s.commands_per_sec.median),
+                    Some(s.commands_per_sec.min),
+                    Some(s.commands_per_sec.max),
+                ],
+                None => [None; 3],
+            },
+            used_memory: summary.map(|s| s.used_memory as f64),
+            items: summary.map(|s| s.items as f64),
+            unstable: summary.map(|s| if s.unstable { 1.0 } else { 0.0 }),
+            used_memory_rss: median_of(
+                repetitions
+                    .iter()
+                    .map(|r| r.used_memory_rss as f64)
+                    .collect(),
+            ),
+            used_memory_dataset: median_of(
+                repetitions
+                    .iter()
+                    .filter_map(|r| r.used_memory_dataset.map(|d| d as f64))
+                    .collect(),
+            ),
+            baseline_used_memory: median_of(
+                repetitions
+                    .iter()
+                    .map(|r| r.baseline_used_memory as f64)
+                    .collect(),
+            ),
+            fragmentation: median_of(
+                repetitions
+                    .iter()
+                    .filter_map(|r| r.mem_fragmentation_ratio)
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// The median of some figures (the mean of the middle two for an even count); `None` for none.
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    Some(if values.len() % 2 == 0 {
+        (values[middle - 1] + values[middle]) / 2.0
+    } else {
+        values[middle]
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(vec![]), None);
+    }
+}
