@@ -1,0 +1,37 @@
+//! The `MemoryBenchmark` custom resource (group `membench.io`, version `v1alpha1`).
+//!
+//! The same spec drives both `membench run SPEC.yaml` (engines as local processes) and the
+//! operator (engines as pods pinned to a node of the requested instance type). The doc comments
+//! below become the schema descriptions that `kubectl explain memorybenchmark.spec` prints, so
+//! they are written for users.
+//!
+//! - [`spec`]: the resource and the fields of its spec as a whole;
+//! - [`engine_spec`]: one engine entry;
+//! - [`workload_spec`]: the data to load;
+//! - [`placement`]: where the pods may run;
+//! - [`status`]: what the operator reports back.
+//!
+//! Every type is re-exported here, so `crate::crd::EngineSpec` and the like keep working.
+
+mod engine_spec;
+mod placement;
+mod spec;
+mod status;
+#[cfg(test)]
+mod tests;
+mod workload_spec;
+
+pub use crate::auth::{AuthSpec, SecretKeyRef};
+pub use crate::published::PublishedTableName;
+pub use engine_spec::{Allocator, EngineKind, EngineSpec};
+pub use placement::{PlacementSpec, TolerationSpec};
+pub use spec::{Arch, CleanupPolicy, MemoryBenchmark, MemoryBenchmarkSpec};
+pub use status::{
+    EngineStatus, GrowthPoint, MemoryBenchmarkStatus, Phase, Progress, RepetitionStatus,
+    SpreadStatus, SummaryStatus,
+};
+pub use workload_spec::{
+    RandomStringsWorkload, RecordLayout, RecordsWorkload, SortedSetWorkload, StringsWorkload,
+    WorkloadSpec, default_record_fields, default_sample_every, default_seed,
+    default_sorted_set_key,
+};

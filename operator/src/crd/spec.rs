@@ -1,0 +1,171 @@
+//! The spec of a `MemoryBenchmark` as a whole: the custom resource's own fields, the node's
+//! architecture and what happens to the pods afterwards.
+
+use kube::{CustomResource, KubeSchema};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    AuthSpec, EngineSpec, MemoryBenchmarkStatus, PlacementSpec, PublishedTableName, WorkloadSpec,
+};
+use crate::formats::{LABEL_VALUE, MAX_BENCHMARK_NAME};
+use crate::validation::message;
+
+/// A comparison of how much memory in-memory engines need for the same data.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "membench.io",
+    version = "v1alpha1",
+    kind = "MemoryBenchmark",
+    namespaced,
+    shortname = "mb",
+    category = "membench",
+    status = "MemoryBenchmarkStatus",
+    derive = "PartialEq",
+    doc = "MemoryBenchmark loads the same workload into one or more in-memory engines (Redis, Valkey, Dragonfly), one at a time on a node of the requested instance type, and reports the memory each engine used per item.",
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(
+        name = "Instance type",
+        type_ = "string",
+        json_path = ".spec.instanceType"
+    ),
+    printcolumn(name = "Workload", type_ = "string", json_path = ".status.workload"),
+    printcolumn(
+        name = "Progress",
+        type_ = "string",
+        json_path = ".status.progress.summary"
+    ),
+    printcolumn(
+        name = "Best bytes/item",
+        type_ = "number",
+        json_path = ".status.bestBytesPerItem",
+        description = "the lowest median bytes per item among the engines measured so far"
+    ),
+    printcolumn(
+        name = "Best engine",
+        type_ = "string",
+        json_path = ".status.bestEngine"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
+    validation = Rule::new(format!("size(self.metadata.name) <= {MAX_BENCHMARK_NAME}")).message(message::NAME_LENGTH)
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.engines.all(a, self.engines.exists_one(b, (has(a.name) ? a.name : a.engine + '-' + a.version) == (has(b.name) ? b.name : b.engine + '-' + b.version)))").message("each engine needs a distinct name: give two entries with the same engine and version a different engines[].name"))]
+#[x_kube(validation = Rule::new("self == oldSelf").message("spec is immutable: results always describe the spec they were measured with; delete the MemoryBenchmark and create it again (or create one under a new name) to measure something else"))]
+pub struct MemoryBenchmarkSpec {
+    /// The node instance type to run the engines on, as in the node label
+    /// `node.kubernetes.io/instance-type` (for example `r8g.4xlarge` for AWS Graviton4 or
+    /// `r7i.4xlarge` for x86). Local runs (`membench run`) record it but run on this machine.
+    #[schemars(length(min = 1, max = 63))]
+    #[x_kube(validation = Rule::new(format!("self.matches('{LABEL_VALUE}')")).message(message::INSTANCE_TYPE))]
+    pub instance_type: String,
+
+    /// The CPU architecture of the node (`amd64` or `arm64`), matched against the node label
+    /// `kubernetes.io/arch`. Leave it out to accept whatever the instance type is. Local runs
+    /// (`membench run`) run the engine store's builds of this architecture (arm64 ones under
+    /// qemu-user on an x86 machine, their rates marked as the emulator's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<Arch>,
+
+    /// The engines to compare, measured one after another with a fresh server each. The first
+    /// engine is the baseline that the others' change is computed against.
+    #[schemars(length(min = 1, max = 32))]
+    pub engines: Vec<EngineSpec>,
+
+    /// What to load into each engine. Set exactly one workload.
+    pub workload: WorkloadSpec,
+
+    /// How many times to load the workload into each engine, flushing in between.
+    #[serde(default = "default_repetitions")]
+    #[schemars(range(min = 1, max = 100))]
+    pub repetitions: u32,
+
+    /// How many commands the client sends before it reads their replies, on its single
+    /// connection.
+    #[serde(default = "default_pipeline")]
+    #[schemars(range(min = 1, max = 100000))]
+    pub pipeline: u32,
+
+    /// Seconds to wait after each load before reading memory a second time. Engines grow hash
+    /// tables incrementally, so a figure read right after a load can include a half-finished
+    /// resize. The published benchmarks read right after the load; 0 (the default) does the
+    /// same and skips the second reading.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 3600))]
+    pub settle_seconds: u32,
+
+    /// Where the benchmark pods may run besides the instance type: extra node labels,
+    /// tolerations for tainted benchmark node pools, and node affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementSpec>,
+
+    /// Give up after this many seconds in total; what was measured until then is kept.
+    #[serde(default = "default_timeout_seconds")]
+    #[schemars(range(min = 60, max = 604800))]
+    pub timeout_seconds: u32,
+
+    /// What to do with the benchmark's pods once an engine is done: `Delete` them (the
+    /// default) or `KeepFailed` to keep the pods of an engine that failed, for debugging.
+    #[serde(default)]
+    pub cleanup_policy: CleanupPolicy,
+
+    /// The published table this benchmark reproduces, if any: `sorted-set-50m` (50 million
+    /// sorted-set members, Redis 7.4-8.10 and Valkey 7.2-9.1), `valkey-strings-16b` (Percona's
+    /// 16-byte SETs over Valkey releases), `strings-100b-1m` (1 million 100-byte values on
+    /// Dragonfly, Redis 8.2 and Valkey 8.1) or `records-hash-vs-strings` (Percona's user
+    /// records). The workload must be the table's. Each engine's published figure (same engine,
+    /// same release line) is then marked beside its measured one in `--output html`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_table: Option<PublishedTableName>,
+
+    /// A password every engine requires, from a Secret in the benchmark's namespace (see
+    /// `auth.passwordSecretRef`). Without it the engines need none: only the benchmark's own
+    /// client may reach them (the operator's NetworkPolicy). Local runs ignore it: their
+    /// engines listen on loopback only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthSpec>,
+}
+
+fn default_repetitions() -> u32 {
+    10
+}
+
+fn default_pipeline() -> u32 {
+    100
+}
+
+fn default_timeout_seconds() -> u32 {
+    6 * 3600
+}
+
+/// CPU architecture of a node, as in the label `kubernetes.io/arch`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Arch {
+    Amd64,
+    Arm64,
+}
+
+impl Arch {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arch::Amd64 => "amd64",
+            Arch::Arm64 => "arm64",
+        }
+    }
+}
+
+/// What happens to an engine's pods once it is done.
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
+pub enum CleanupPolicy {
+    /// Delete the engine and client pods after each engine.
+    #[default]
+    Delete,
+    /// Keep the pods of an engine that failed, for `kubectl logs` and `describe`.
+    KeepFailed,
+}

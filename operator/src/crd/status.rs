@@ -1,0 +1,229 @@
+//! The status of a `MemoryBenchmark`: its phase, its progress and what each engine measured.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::KubeSchema;
+use serde::{Deserialize, Serialize};
+
+/// The state of a benchmark as a whole.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
+pub enum Phase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+/// What the operator has measured so far.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryBenchmarkStatus {
+    /// The `metadata.generation` of the spec this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+
+    /// `Pending`, `Running`, `Succeeded` or `Failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+
+    /// A short name of the workload, for example `sorted-set 50000000 members`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+
+    /// Standard conditions: `Ready` (results complete), `Progressing`, `Failed`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Vec<Condition>,
+
+    /// Where the benchmark stands while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Progress>,
+
+    /// The results of each engine, in the order of `spec.engines`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<EngineStatus>,
+
+    /// The lowest median bytes per item among the engines measured so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_bytes_per_item: Option<f64>,
+
+    /// The engine with the lowest median bytes per item.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_engine: Option<String>,
+
+    /// When the first engine started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+
+    /// When the last engine finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Time>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Progress of a running benchmark.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    /// Engine i of n, counted from 1.
+    pub engine: u32,
+    /// How many engines the benchmark compares.
+    pub engines: u32,
+    /// The repetition under way, counted from 1 (0 before the first starts).
+    pub repetition: u32,
+    /// How many repetitions each engine gets.
+    pub repetitions: u32,
+    /// For example `engine 1/2 (redis-7.0.15), repetition 3/10`.
+    pub summary: String,
+}
+
+/// The results of one engine.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EngineStatus {
+    /// The entry's name (`spec.engines[].name`, or `<engine>-<version>`).
+    pub name: String,
+    /// `redis`, `valkey` or `dragonfly`.
+    pub engine: String,
+    /// The version asked for in the spec.
+    pub requested_version: String,
+    /// `Pending`, `Running`, `Succeeded` or `Failed`.
+    pub state: String,
+    /// Why the engine failed or waits, as a CamelCase reason (for example `Unschedulable`,
+    /// `ImagePullFailed`, `EngineOOMKilled`, `ClientFailed`, `Timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Why the engine failed or waits, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// How many client pods were started for this engine (a failed client is retried a few
+    /// times while the engine stays healthy).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub client_attempts: u32,
+    /// The version the engine itself reported in `INFO server`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The allocator the engine reported (`mem_allocator`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<String>,
+    /// The CPU architecture the engine reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// The node the engine ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+    /// That node's `node.kubernetes.io/instance-type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_type: Option<String>,
+    /// The image the engine pod ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// The image ID the node reported (the digest actually run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_id: Option<String>,
+    /// When this engine's pod was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+    /// When this engine's results were complete or it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Time>,
+    /// Each repetition's figures, in order (at most `spec.repetitions`, itself at most 100).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<RepetitionStatus>,
+    /// Median, min and max over the repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<SummaryStatus>,
+    /// Median bytes per item relative to the first engine, in percent (negative: smaller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_vs_first_percent: Option<f64>,
+    /// The sorted set's growth curve: used_memory read during the first repetition's load,
+    /// every `spec.workload.sortedSet.sampleEvery` members. At most 64 points: a longer curve
+    /// is thinned evenly, counted back from the last point, which is the end of the load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub growth: Vec<GrowthPoint>,
+}
+
+/// One point of a growth curve.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrowthPoint {
+    /// Items loaded so far.
+    pub items: u64,
+    /// used_memory at that point, in bytes (the empty server's is the first repetition's
+    /// `baselineUsedMemory`).
+    pub used_memory: u64,
+}
+
+/// One repetition's figures.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RepetitionStatus {
+    /// used_memory of the empty server before the load, in bytes.
+    pub baseline_used_memory: u64,
+    /// used_memory right after the load, in bytes.
+    pub used_memory: u64,
+    /// used_memory_rss right after the load, in bytes.
+    pub used_memory_rss: u64,
+    /// Items verified in the engine after the load.
+    pub items: u64,
+    /// (used_memory - baseline_used_memory) / items.
+    pub bytes_per_item: f64,
+    /// Commands sent per second during the load (ZADDs, SETs or HSETs).
+    #[serde(default)]
+    pub commands_per_sec: f64,
+    /// Items stored per second: items / seconds. Below commandsPerSec for records stored as
+    /// strings (commandsPerSec / fields) and for random keys (SETs that repeat a key store
+    /// nothing new).
+    #[serde(default)]
+    pub items_per_sec: f64,
+    /// How long the load took, in seconds.
+    pub seconds: f64,
+    /// Bytes per item read again after `spec.settleSeconds`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_bytes_per_item: Option<f64>,
+    /// used_memory_dataset right after the load, in bytes (the engine's own estimate of the
+    /// memory holding data, without its overhead), when the engine reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_memory_dataset: Option<u64>,
+    /// mem_fragmentation_ratio right after the load (used_memory_rss / used_memory), when the
+    /// engine reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_fragmentation_ratio: Option<f64>,
+}
+
+/// Summary over an engine's repetitions.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryStatus {
+    /// Items per repetition.
+    pub items: u64,
+    /// Median used_memory after the load, in bytes.
+    pub used_memory: u64,
+    /// Bytes per item: median, min, max and coefficient of variation.
+    pub bytes_per_item: SpreadStatus,
+    /// Commands sent per second: median, min, max and coefficient of variation.
+    #[serde(default)]
+    pub commands_per_sec: SpreadStatus,
+    /// Items stored per second: median, min, max and coefficient of variation.
+    #[serde(default)]
+    pub items_per_sec: SpreadStatus,
+    /// True when the repetitions disagree more than the threshold allows.
+    pub unstable: bool,
+}
+
+/// Median, min, max and coefficient of variation of a figure.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpreadStatus {
+    /// The median over the repetitions.
+    pub median: f64,
+    /// The lowest repetition.
+    pub min: f64,
+    /// The highest repetition.
+    pub max: f64,
+    /// Standard deviation divided by the mean.
+    pub cv: f64,
+}

@@ -1,0 +1,158 @@
+//! The data to load: one of the workloads and their defaults.
+
+use kube::KubeSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::formats::{MAX_SAMPLES, MIN_SAMPLE_EVERY};
+use crate::validation::message;
+
+/// The data to load. Exactly one of the workloads must be set.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("[has(self.sortedSet), has(self.randomStrings), has(self.strings), has(self.records)].filter(x, x).size() == 1").message("set exactly one of workload.sortedSet, workload.randomStrings, workload.strings, workload.records"))]
+pub struct WorkloadSpec {
+    /// N members `m:{i}` with integer scores `i` added to ONE sorted set by pipelined
+    /// `ZADD key NX score member` (the published 50-million-member sorted-set benchmark).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sorted_set: Option<SortedSetWorkload>,
+
+    /// `valkey-benchmark -t set -n <requests> -r <keyspace> -d <valueSize>`: SETs of keys drawn
+    /// uniformly at random from a key space, so some keys repeat (1,000,000 requests over a
+    /// 1,000,000-key space store about 632,000 keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_strings: Option<RandomStringsWorkload>,
+
+    /// Exactly N distinct string keys with values of a fixed size, verified with `DBSIZE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strings: Option<StringsWorkload>,
+
+    /// N user records of a few fields, stored as one hash per record or as one string key per
+    /// field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<RecordsWorkload>,
+}
+
+/// Members into one sorted set.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(format!("!has(self.sampleEvery) || self.sampleEvery == 0 || self.members / self.sampleEvery <= {MAX_SAMPLES}")).message(message::SAMPLES_PER_REPETITION))]
+pub struct SortedSetWorkload {
+    /// How many members to add (the published benchmark used 50,000,000).
+    #[schemars(range(min = 1, max = 2_000_000_000u64))]
+    pub members: u64,
+
+    /// The key of the sorted set.
+    #[serde(default = "default_sorted_set_key")]
+    #[schemars(length(min = 1, max = 512))]
+    pub key: String,
+
+    /// Read used_memory every this many members, for a growth curve (the published tool read
+    /// it every million). 0 turns the curve off; otherwise at least 1000, and at most 100,000
+    /// readings per repetition.
+    #[serde(default = "default_sample_every")]
+    #[schemars(range(max = 2_000_000_000u64))]
+    #[x_kube(validation = Rule::new(format!("self == 0 || self >= {MIN_SAMPLE_EVERY}")).message(message::SAMPLE_EVERY))]
+    pub sample_every: u64,
+}
+
+pub fn default_sorted_set_key() -> String {
+    "membench:zset".to_string()
+}
+
+pub fn default_sample_every() -> u64 {
+    1_000_000
+}
+
+/// SETs of random keys, as `valkey-benchmark -t set -r` sends them.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RandomStringsWorkload {
+    /// How many SET commands to send (`-n`).
+    #[schemars(range(min = 1, max = 2_000_000_000u64))]
+    pub requests: u64,
+
+    /// How many distinct keys the random keys are drawn from (`-r`); keys are named
+    /// `key:` followed by a 12-digit zero-padded number, as valkey-benchmark names them.
+    #[schemars(range(min = 1, max = 999_999_999_999u64))]
+    pub keyspace: u64,
+
+    /// Value size in bytes (`-d`).
+    #[serde(default = "default_random_value_size")]
+    #[schemars(range(min = 1, max = 536_870_912))]
+    pub value_size: u32,
+
+    /// Seed of the key generator, so a run can be repeated key for key.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+fn default_random_value_size() -> u32 {
+    16
+}
+
+pub fn default_seed() -> u64 {
+    0x6d65_6d62_656e_6368
+}
+
+/// Exactly N distinct keys.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StringsWorkload {
+    /// How many distinct keys to store (`key:` and a 12-digit zero-padded number, 0 to N-1).
+    #[schemars(range(min = 1, max = 2_000_000_000u64))]
+    pub keys: u64,
+
+    /// Value size in bytes.
+    #[serde(default = "default_strings_value_size")]
+    #[schemars(range(min = 1, max = 536_870_912))]
+    pub value_size: u32,
+}
+
+fn default_strings_value_size() -> u32 {
+    100
+}
+
+/// User records of a few fields.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordsWorkload {
+    /// How many records to store.
+    #[schemars(range(min = 1, max = 2_000_000_000u64))]
+    pub records: u64,
+
+    /// `hash`: one hash per record (`HSET user:{i} name … age …`); `strings`: one string key
+    /// per field (`SET user:{i}:name …`).
+    #[serde(default)]
+    pub layout: RecordLayout,
+
+    /// The field names of a record, filled with realistic values (names, ages, cities and
+    /// scores cycle through fixed lists; any other field gets a short text).
+    #[serde(default = "default_record_fields")]
+    #[schemars(length(min = 1, max = 64))]
+    #[x_kube(merge_strategy = ListMerge::Set)]
+    pub fields: Vec<String>,
+}
+
+pub fn default_record_fields() -> Vec<String> {
+    ["name", "age", "city", "score"].map(String::from).to_vec()
+}
+
+/// How a record is stored.
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordLayout {
+    #[default]
+    Hash,
+    Strings,
+}
+
+impl RecordLayout {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordLayout::Hash => "hash",
+            RecordLayout::Strings => "strings",
+        }
+    }
+}
