@@ -1,0 +1,203 @@
+//! The client pod: next to its engine, loading the workload into it, its result in the
+//! termination message.
+
+use k8s_openapi::api::core::v1::{
+    Affinity, Container, ContainerPort, EnvVar, EnvVarSource, ObjectFieldSelector, Pod,
+    PodAffinity, PodAffinityTerm, PodSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::ResourceExt;
+
+use super::{
+    ANNOTATION_CLIENT_OF, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_BENCHMARK,
+    LABEL_CLIENT_ATTEMPT, LABEL_COMPONENT, LABEL_ENGINE_INDEX, PodSettings, RESULT_FINALIZER,
+    TERMINATION_MESSAGE_PATH, client_of, client_pod_name, guaranteed, labels, metadata,
+    node_selector, tolerations,
+};
+use crate::controller::pod_security::{client_pod_security_context, restricted_container};
+use crate::crd::{MemoryBenchmark, RecordLayout};
+use crate::progress_endpoint::PROGRESS_PORT;
+use crate::workload::Workload;
+
+/// The `membench load` arguments that load the spec's workload into the engine at `address`
+/// and leave the result in the termination message.
+pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &str) -> Vec<String> {
+    let spec = &benchmark.spec;
+    let mut args: Vec<String> = vec![
+        "load".into(),
+        "--addr".into(),
+        address.into(),
+        "--workload".into(),
+        workload.kind().into(),
+    ];
+    let mut flag = |name: &str, value: String| {
+        args.push(format!("--{name}"));
+        args.push(value);
+    };
+    match workload {
+        Workload::SortedSet {
+            members,
+            key,
+            sample_every,
+        } => {
+            flag("members", members.to_string());
+            flag("key", key.clone());
+            flag("sample-every", sample_every.to_string());
+        }
+        Workload::RandomStrings {
+            requests,
+            keyspace,
+            value_size,
+            seed,
+        } => {
+            flag("requests", requests.to_string());
+            flag("keyspace", keyspace.to_string());
+            flag("value-size", value_size.to_string());
+            flag("seed", seed.to_string());
+        }
+        Workload::Strings { keys, value_size } => {
+            flag("keys", keys.to_string());
+            flag("value-size", value_size.to_string());
+        }
+        Workload::Records {
+            records,
+            layout,
+            fields,
+        } => {
+            flag("records", records.to_string());
+            flag(
+                "layout",
+                match layout {
+                    RecordLayout::Hash => "hash",
+                    RecordLayout::Strings => "strings",
+                }
+                .into(),
+            );
+            flag("fields", fields.join(","));
+        }
+    }
+    flag("pipeline", spec.pipeline.to_string());
+    flag("repetitions", spec.repetitions.to_string());
+    flag("settle-seconds", spec.settle_seconds.to_string());
+    flag("output", "json".into());
+    flag("result-file", TERMINATION_MESSAGE_PATH.into());
+    flag("progress-port", PROGRESS_PORT.to_string());
+    args
+}
+
+/// `ip:6379`, with brackets around an IPv6 address.
+pub fn engine_address(pod_ip: &str) -> String {
+    if pod_ip.contains(':') {
+        format!("[{pod_ip}]:{ENGINE_PORT}")
+    } else {
+        format!("{pod_ip}:{ENGINE_PORT}")
+    }
+}
+
+/// The client pod of engine `index`: on the engine pod's node (required pod affinity on
+/// `kubernetes.io/hostname`), loading it at `engine_ip`. It needs no API access and runs
+/// unprivileged with a read-only root filesystem; its result leaves through the termination
+/// message.
+pub fn client_pod(
+    benchmark: &MemoryBenchmark,
+    index: usize,
+    attempt: u32,
+    workload: &Workload,
+    engine_ip: &str,
+    settings: &PodSettings,
+) -> Pod {
+    let name = benchmark.name_any();
+    let placement = benchmark.spec.placement.clone().unwrap_or_default();
+    let mut labels = labels(&name, index, Component::Client);
+    labels.insert(LABEL_CLIENT_ATTEMPT.into(), attempt.to_string());
+    let mut metadata = metadata(benchmark, client_pod_name(&name, index, attempt), labels);
+    metadata.annotations = Some(
+        [(
+            ANNOTATION_CLIENT_OF.to_string(),
+            client_of(&benchmark.uid().unwrap_or_default(), index, attempt),
+        )]
+        .into(),
+    );
+    // Keeps the pod readable after it is deleted, until its result is in the status.
+    metadata.finalizers = Some(vec![RESULT_FINALIZER.into()]);
+    let next_to_engine = PodAffinityTerm {
+        label_selector: Some(LabelSelector {
+            match_labels: Some(
+                [
+                    (LABEL_BENCHMARK.to_string(), name.clone()),
+                    (LABEL_ENGINE_INDEX.to_string(), index.to_string()),
+                    (
+                        LABEL_COMPONENT.to_string(),
+                        Component::Engine.as_str().to_string(),
+                    ),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        }),
+        topology_key: HOSTNAME_LABEL.to_string(),
+        ..Default::default()
+    };
+    Pod {
+        metadata,
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            // SIGTERM ends a run between two batches with what it measured (client_stop.rs
+            // writes it within 3 s at the latest).
+            termination_grace_period_seconds: Some(5),
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            node_selector: Some(node_selector(benchmark)),
+            tolerations: tolerations(&placement),
+            affinity: Some(Affinity {
+                pod_affinity: Some(PodAffinity {
+                    required_during_scheduling_ignored_during_execution: Some(vec![next_to_engine]),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            security_context: Some(client_pod_security_context()),
+            containers: vec![Container {
+                name: "client".into(),
+                image: Some(settings.client_image.clone()),
+                args: Some(client_args(benchmark, workload, &engine_address(engine_ip))),
+                // The progress endpoint listens on the pod's own address.
+                env: Some(client_env(benchmark)),
+                ports: Some(vec![ContainerPort {
+                    name: Some("progress".into()),
+                    container_port: PROGRESS_PORT.into(),
+                    protocol: Some("TCP".into()),
+                    ..Default::default()
+                }]),
+                resources: Some(guaranteed(&settings.client_cpu, &settings.client_memory)),
+                termination_message_path: Some(TERMINATION_MESSAGE_PATH.into()),
+                // A client that dies before writing its result still leaves its last log lines.
+                termination_message_policy: Some("FallbackToLogsOnError".into()),
+                security_context: Some(restricted_container()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// The client's environment: its pod address for the progress endpoint, and the engine's
+/// password from the spec's Secret when it has one.
+fn client_env(benchmark: &MemoryBenchmark) -> Vec<EnvVar> {
+    let mut env = vec![EnvVar {
+        name: "MEMBENCH_POD_IP".into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: "status.podIP".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }];
+    if let Some(auth) = &benchmark.spec.auth {
+        env.push(crate::auth::client_env(auth));
+    }
+    env
+}

@@ -1,0 +1,182 @@
+//! The engine pod: pinned to a node of the instance type, alone on it, Guaranteed QoS.
+
+use k8s_openapi::api::core::v1::{
+    Affinity, Container, ContainerPort, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    PodAffinityTerm, PodSpec, PreferredSchedulingTerm, Probe, TCPSocketAction,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::ResourceExt;
+
+use super::{
+    APP_NAME, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_COMPONENT, LABEL_NAME, PodSettings,
+    engine_pod_name, guaranteed, labels, metadata, node_selector, tolerations,
+};
+use crate::controller::pod_security::{
+    ENGINE_DATA_DIR, engine_data_mount, engine_data_volume, engine_pod_security_context,
+    restricted_container,
+};
+use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
+use crate::validation::mebibytes;
+
+/// The arguments an engine starts with: port 6379, persistence off, reachable over the pod
+/// network, then the spec's own (which can override any of these).
+pub fn engine_args(engine: &EngineSpec) -> Vec<String> {
+    let mut args: Vec<String> = match engine.engine {
+        EngineKind::Redis | EngineKind::Valkey => [
+            "--port",
+            "6379",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "no",
+        ]
+        .map(String::from)
+        .to_vec(),
+        // Dragonfly starts one thread per core it sees unless told; its pod has two CPUs.
+        EngineKind::Dragonfly => [
+            "--port=6379",
+            "--dbfilename=",
+            "--proactor_threads=2",
+            "--logtostderr",
+        ]
+        .map(String::from)
+        .to_vec(),
+    };
+    args.extend(engine.args.iter().cloned());
+    args
+}
+
+/// [`engine_args`], plus the password reference when the spec has `auth`.
+fn engine_args_with_auth(benchmark: &MemoryBenchmark, engine: &EngineSpec) -> Vec<String> {
+    let mut args = engine_args(engine);
+    if benchmark.spec.auth.is_some() {
+        args.extend(crate::auth::engine_args(engine.engine));
+    }
+    args
+}
+
+/// The engine pod of engine `index`: on a node of the instance type (plus the spec's
+/// placement), never on a node where another membench engine runs (any namespace), with
+/// Guaranteed QoS and a TCP readiness probe, admitted under Pod Security `restricted` (the
+/// image's non-root user, its data directory an emptyDir). `preferred_node` is the node the
+/// benchmark's first engine ran on: the later engines prefer it, so their items/s compare like
+/// with like.
+pub fn engine_pod(
+    benchmark: &MemoryBenchmark,
+    index: usize,
+    memory_bytes: u64,
+    preferred_node: Option<&str>,
+    settings: &PodSettings,
+) -> Pod {
+    let name = benchmark.name_any();
+    let engine = &benchmark.spec.engines[index];
+    let placement = benchmark.spec.placement.clone().unwrap_or_default();
+    let user_affinity = placement.affinity.clone().unwrap_or_default();
+
+    // One benchmark engine per node, across namespaces: two benchmarks on one node would
+    // skew each other's memory and throughput.
+    let one_engine_per_node = PodAffinityTerm {
+        label_selector: Some(LabelSelector {
+            match_labels: Some(
+                [
+                    (LABEL_NAME.to_string(), APP_NAME.to_string()),
+                    (
+                        LABEL_COMPONENT.to_string(),
+                        Component::Engine.as_str().to_string(),
+                    ),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        }),
+        namespace_selector: Some(LabelSelector::default()),
+        topology_key: HOSTNAME_LABEL.to_string(),
+        ..Default::default()
+    };
+    let mut anti_affinity = user_affinity.pod_anti_affinity.clone().unwrap_or_default();
+    anti_affinity
+        .required_during_scheduling_ignored_during_execution
+        .get_or_insert_with(Vec::new)
+        .push(one_engine_per_node);
+
+    let mut node_affinity = user_affinity.node_affinity.clone();
+    if let Some(node) = preferred_node {
+        // matchFields on metadata.name: a node's name, unlike its hostname label, is unique.
+        let same_node = PreferredSchedulingTerm {
+            weight: 100,
+            preference: NodeSelectorTerm {
+                match_fields: Some(vec![NodeSelectorRequirement {
+                    key: "metadata.name".into(),
+                    operator: "In".into(),
+                    values: Some(vec![node.to_string()]),
+                }]),
+                ..Default::default()
+            },
+        };
+        node_affinity
+            .get_or_insert_with(Default::default)
+            .preferred_during_scheduling_ignored_during_execution
+            .get_or_insert_with(Vec::new)
+            .push(same_node);
+    }
+
+    let memory = mebibytes(memory_bytes);
+    Pod {
+        metadata: metadata(
+            benchmark,
+            engine_pod_name(&name, index),
+            labels(&name, index, Component::Engine),
+        ),
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            termination_grace_period_seconds: Some(10),
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            node_selector: Some(node_selector(benchmark)),
+            tolerations: tolerations(&placement),
+            affinity: Some(Affinity {
+                node_affinity,
+                pod_affinity: user_affinity.pod_affinity.clone(),
+                pod_anti_affinity: Some(anti_affinity),
+            }),
+            security_context: Some(engine_pod_security_context(engine)),
+            volumes: Some(vec![engine_data_volume()]),
+            containers: vec![Container {
+                name: "engine".into(),
+                image: Some(engine.image()),
+                args: Some(engine_args_with_auth(benchmark, engine)),
+                env: benchmark
+                    .spec
+                    .auth
+                    .as_ref()
+                    .map(|auth| vec![crate::auth::engine_env(engine.engine, auth)]),
+                working_dir: Some(ENGINE_DATA_DIR.into()),
+                volume_mounts: Some(vec![engine_data_mount()]),
+                security_context: Some(restricted_container()),
+                ports: Some(vec![ContainerPort {
+                    name: Some("resp".into()),
+                    container_port: ENGINE_PORT,
+                    protocol: Some("TCP".into()),
+                    ..Default::default()
+                }]),
+                readiness_probe: Some(Probe {
+                    tcp_socket: Some(TCPSocketAction {
+                        port: IntOrString::Int(ENGINE_PORT),
+                        ..Default::default()
+                    }),
+                    period_seconds: Some(2),
+                    failure_threshold: Some(3),
+                    ..Default::default()
+                }),
+                resources: Some(guaranteed(&settings.engine_cpu, &memory)),
+                termination_message_policy: Some("FallbackToLogsOnError".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    }
+}

@@ -1,0 +1,244 @@
+//! The benchmark's pods, built without any I/O: the engine pod pinned to a node of the
+//! requested instance type, the client pod next to it, their names and labels, and which
+//! benchmark and engine a pod belongs to. What a pod's status says about it is
+//! [`super::pod_state`]'s, re-exported here.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Pod, ResourceRequirements, Toleration};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::{Resource, ResourceExt};
+
+pub use super::pod_state::{
+    PodState, client_state, condition_since, disruption, has_started, image_id, node_name, pod_ip,
+    pod_state, scheduled_at, stuck_deleting,
+};
+use crate::crd::{MemoryBenchmark, PlacementSpec};
+
+mod client_pod;
+mod engine_pod;
+#[cfg(test)]
+mod tests;
+
+pub use client_pod::{client_args, client_pod, engine_address};
+pub use engine_pod::{engine_args, engine_pod};
+
+pub const LABEL_NAME: &str = "app.kubernetes.io/name";
+pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
+pub const LABEL_COMPONENT: &str = "app.kubernetes.io/component";
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub const LABEL_BENCHMARK: &str = "membench.io/benchmark";
+pub const LABEL_ENGINE_INDEX: &str = "membench.io/engine-index";
+pub const LABEL_CLIENT_ATTEMPT: &str = "membench.io/client-attempt";
+/// On client pods: `<benchmark UID>/<engine index>/<attempt>`, written by the operator when it
+/// creates the pod. Only a pod whose name, owner and this annotation all agree is read as a
+/// client (see [`owned_by`]).
+pub const ANNOTATION_CLIENT_OF: &str = "membench.io/client-of";
+
+pub const APP_NAME: &str = "membench";
+pub const MANAGER: &str = "membench-operator";
+pub const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
+pub const ARCH_LABEL: &str = "kubernetes.io/arch";
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+
+/// The port every engine listens on inside its pod.
+pub const ENGINE_PORT: i32 = 6379;
+/// Where the client leaves its result (the container's terminationMessagePath).
+pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
+/// The finalizer on every client pod: a client pod that is deleted (by the operator to stop it,
+/// by an eviction, by anyone) stays readable, with its result in its terminated status, until
+/// the operator has written that result into the benchmark's status and removes it. The Job
+/// controller tracks its pods' outcomes the same way (`batch.kubernetes.io/job-tracking`).
+pub const RESULT_FINALIZER: &str = "membench.io/client-result";
+
+/// The label selector of every pod the operator manages, for its watch: the reflector never
+/// caches the cluster's other pods.
+pub fn managed_pods_selector() -> String {
+    format!("{LABEL_NAME}={APP_NAME},{LABEL_BENCHMARK}")
+}
+
+/// The label selector of one benchmark's pods.
+pub fn benchmark_pods_selector(benchmark: &str) -> String {
+    format!("{LABEL_NAME}={APP_NAME},{LABEL_BENCHMARK}={benchmark}")
+}
+
+/// The role of a pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Component {
+    Engine,
+    Client,
+}
+
+impl Component {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Component::Engine => "engine",
+            Component::Client => "client",
+        }
+    }
+}
+
+/// Settings of the pods that do not come from the spec.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodSettings {
+    /// The membench image the client pods run (`membench load`).
+    pub client_image: String,
+    /// CPU of an engine pod (request = limit).
+    pub engine_cpu: String,
+    /// CPU and memory of a client pod (request = limit; the client's memory does not grow with
+    /// the workload).
+    pub client_cpu: String,
+    pub client_memory: String,
+}
+
+impl Default for PodSettings {
+    fn default() -> Self {
+        Self {
+            client_image: default_client_image(),
+            engine_cpu: "2".into(),
+            client_cpu: "1".into(),
+            client_memory: "256Mi".into(),
+        }
+    }
+}
+
+/// The membench image of this build's version.
+pub fn default_client_image() -> String {
+    format!("ghcr.io/membench/membench:{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// `<benchmark>-<i>-engine`.
+pub fn engine_pod_name(benchmark: &str, index: usize) -> String {
+    format!("{benchmark}-{index}-engine")
+}
+
+/// `<benchmark>-<i>-client` for the first attempt, `<benchmark>-<i>-client-<n>` for retries.
+pub fn client_pod_name(benchmark: &str, index: usize, attempt: u32) -> String {
+    if attempt <= 1 {
+        format!("{benchmark}-{index}-client")
+    } else {
+        format!("{benchmark}-{index}-client-{attempt}")
+    }
+}
+
+fn labels(benchmark: &str, index: usize, component: Component) -> BTreeMap<String, String> {
+    [
+        (LABEL_NAME, APP_NAME.to_string()),
+        (LABEL_INSTANCE, benchmark.to_string()),
+        (LABEL_COMPONENT, component.as_str().to_string()),
+        (LABEL_MANAGED_BY, MANAGER.to_string()),
+        (LABEL_BENCHMARK, benchmark.to_string()),
+        (LABEL_ENGINE_INDEX, index.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// The node labels both pods require: the instance type, the arch when given, and the spec's
+/// extra node selector.
+fn node_selector(benchmark: &MemoryBenchmark) -> BTreeMap<String, String> {
+    let spec = &benchmark.spec;
+    let mut selector = BTreeMap::new();
+    if let Some(placement) = &spec.placement {
+        selector.extend(placement.node_selector.clone());
+    }
+    selector.insert(INSTANCE_TYPE_LABEL.to_string(), spec.instance_type.clone());
+    if let Some(arch) = spec.arch {
+        selector.insert(ARCH_LABEL.to_string(), arch.as_str().to_string());
+    }
+    selector
+}
+
+/// The spec's tolerations, as the pod API takes them.
+fn tolerations(placement: &PlacementSpec) -> Option<Vec<Toleration>> {
+    (!placement.tolerations.is_empty())
+        .then(|| placement.tolerations.iter().map(Toleration::from).collect())
+}
+
+fn guaranteed(cpu: &str, memory: &str) -> ResourceRequirements {
+    let amounts: BTreeMap<String, Quantity> = [
+        ("cpu".to_string(), Quantity(cpu.to_string())),
+        ("memory".to_string(), Quantity(memory.to_string())),
+    ]
+    .into();
+    ResourceRequirements {
+        requests: Some(amounts.clone()),
+        limits: Some(amounts),
+        ..Default::default()
+    }
+}
+
+fn metadata(
+    benchmark: &MemoryBenchmark,
+    name: String,
+    labels: BTreeMap<String, String>,
+) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name),
+        namespace: benchmark.namespace(),
+        labels: Some(labels),
+        owner_references: benchmark.controller_owner_ref(&()).map(|r| vec![r]),
+        ..Default::default()
+    }
+}
+
+/// Which engine a pod belongs to, from its label.
+pub fn engine_index(pod: &Pod) -> Option<usize> {
+    pod.labels().get(LABEL_ENGINE_INDEX)?.parse().ok()
+}
+
+/// Whether a pod is an engine or a client.
+pub fn component(pod: &Pod) -> Option<Component> {
+    match pod.labels().get(LABEL_COMPONENT)?.as_str() {
+        "engine" => Some(Component::Engine),
+        "client" => Some(Component::Client),
+        _ => None,
+    }
+}
+
+/// Whether the pod still carries the operator's result finalizer.
+pub fn holds_result(pod: &Pod) -> bool {
+    pod.finalizers().iter().any(|f| f == RESULT_FINALIZER)
+}
+
+/// A client pod's attempt number.
+pub fn client_attempt(pod: &Pod) -> Option<u32> {
+    pod.labels().get(LABEL_CLIENT_ATTEMPT)?.parse().ok()
+}
+
+/// The value of [`ANNOTATION_CLIENT_OF`].
+fn client_of(benchmark_uid: &str, index: usize, attempt: u32) -> String {
+    format!("{benchmark_uid}/{index}/{attempt}")
+}
+
+/// Whether `pod` is one the operator created for `benchmark`: controlled by it (same UID, so a
+/// benchmark deleted and created again under the same name does not adopt its predecessor's
+/// terminating pods), named as the operator names that engine's pods, and for a client, the
+/// operator's annotation naming the same benchmark UID, engine and attempt. Anyone who may
+/// create pods in the namespace could copy the labels; a pod that does not agree with itself
+/// is not read, so its termination message never reaches the status.
+pub fn owned_by(pod: &Pod, benchmark: &MemoryBenchmark) -> bool {
+    let Some(uid) = benchmark.uid() else {
+        return false;
+    };
+    let controlled = pod
+        .owner_references()
+        .iter()
+        .any(|r| r.controller == Some(true) && r.uid == uid);
+    let Some(index) = engine_index(pod) else {
+        return false;
+    };
+    let benchmark_name = benchmark.name_any();
+    controlled
+        && match component(pod) {
+            Some(Component::Engine) => pod.name_any() == engine_pod_name(&benchmark_name, index),
+            Some(Component::Client) => client_attempt(pod).is_some_and(|attempt| {
+                pod.name_any() == client_pod_name(&benchmark_name, index, attempt)
+                    && pod.annotations().get(ANNOTATION_CLIENT_OF)
+                        == Some(&client_of(&uid, index, attempt))
+            }),
+            None => false,
+        }
+}

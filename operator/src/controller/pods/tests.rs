@@ -1,0 +1,302 @@
+//! Tests of the pod builders and of telling the operator's own pods from look-alikes.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use super::*;
+use crate::crd::{EngineKind, EngineSpec, RecordLayout};
+use crate::local::parse_specs;
+use crate::workload::Workload;
+
+pub(crate) fn benchmark(extra: &str) -> MemoryBenchmark {
+    let mut b = parse_specs(&format!(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: zset, namespace: bench}}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{{engine: redis, version: \"7.0.15\"}}, {{engine: valkey, version: \"9.1.2\", args: [--maxmemory, 1gb]}}]\n  workload: {{sortedSet: {{members: 20000}}}}\n  repetitions: 3\n{extra}"
+    ))
+    .unwrap()
+    .remove(0);
+    b.metadata.uid = Some("uid-1".into());
+    b
+}
+
+fn workload(b: &MemoryBenchmark) -> Workload {
+    Workload::from_spec(&b.spec.workload).unwrap()
+}
+
+#[test]
+fn the_engine_pod_is_pinned_to_the_instance_type_and_arch_with_guaranteed_qos() {
+    let b = benchmark(
+        "  arch: arm64\n  placement:\n    nodeSelector: {pool: bench}\n    tolerations: [{key: dedicated, operator: Equal, value: bench, effect: NoSchedule}]\n",
+    );
+    let pod = engine_pod(&b, 0, 512 << 20, None, &PodSettings::default());
+    let spec = pod.spec.unwrap();
+    let selector = spec.node_selector.unwrap();
+    assert_eq!(selector[INSTANCE_TYPE_LABEL], "r8g.4xlarge");
+    assert_eq!(selector[ARCH_LABEL], "arm64");
+    assert_eq!(selector["pool"], "bench");
+    assert_eq!(
+        spec.tolerations.unwrap(),
+        vec![Toleration {
+            key: Some("dedicated".into()),
+            operator: Some("Equal".into()),
+            value: Some("bench".into()),
+            effect: Some("NoSchedule".into()),
+            ..Default::default()
+        }]
+    );
+    let resources = spec.containers[0].resources.clone().unwrap();
+    assert_eq!(resources.requests, resources.limits);
+    assert_eq!(
+        resources.limits.unwrap()["memory"],
+        Quantity("512Mi".into())
+    );
+    assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+    assert_eq!(pod.metadata.name.as_deref(), Some("zset-0-engine"));
+    assert_eq!(pod.metadata.namespace.as_deref(), Some("bench"));
+    let owner = &pod.metadata.owner_references.unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.controller),
+        ("MemoryBenchmark", Some(true))
+    );
+}
+
+#[test]
+fn engines_keep_a_node_to_themselves_across_namespaces() {
+    let pod = engine_pod(&benchmark(""), 1, 512 << 20, None, &PodSettings::default());
+    let anti = pod
+        .spec
+        .unwrap()
+        .affinity
+        .unwrap()
+        .pod_anti_affinity
+        .unwrap();
+    let term = &anti
+        .required_during_scheduling_ignored_during_execution
+        .unwrap()[0];
+    assert_eq!(term.topology_key, HOSTNAME_LABEL);
+    assert_eq!(term.namespace_selector, Some(LabelSelector::default()));
+    let labels = term.label_selector.clone().unwrap().match_labels.unwrap();
+    assert_eq!(labels[LABEL_COMPONENT], "engine");
+    assert_eq!(labels[LABEL_NAME], "membench");
+    // The engine pod itself carries the labels the term selects.
+    let own = pod.metadata.labels.unwrap();
+    assert_eq!(own[LABEL_COMPONENT], "engine");
+    assert_eq!(own[LABEL_ENGINE_INDEX], "1");
+    assert_eq!(own[LABEL_BENCHMARK], "zset");
+    assert_eq!(own[LABEL_INSTANCE], "zset");
+}
+
+#[test]
+fn user_affinity_is_kept_next_to_membench_anti_affinity() {
+    let b = benchmark(
+        "  placement:\n    affinity:\n      nodeAffinity:\n        requiredDuringSchedulingIgnoredDuringExecution:\n          nodeSelectorTerms: [{matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [eu-west-1a]}]}]\n",
+    );
+    let affinity = engine_pod(&b, 0, 1 << 30, None, &PodSettings::default())
+        .spec
+        .unwrap()
+        .affinity
+        .unwrap();
+    assert!(affinity.node_affinity.is_some());
+    assert!(affinity.pod_anti_affinity.is_some());
+}
+
+#[test]
+fn engines_run_without_persistence_on_port_6379_with_user_args_last() {
+    let b = benchmark("");
+    let args = engine_args(&b.spec.engines[1]);
+    assert_eq!(
+        args,
+        [
+            "--port",
+            "6379",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "no",
+            "--maxmemory",
+            "1gb"
+        ]
+    );
+    let pod = engine_pod(&b, 1, 1 << 30, None, &PodSettings::default());
+    assert_eq!(
+        pod.spec.unwrap().containers[0].image.as_deref(),
+        Some("valkey/valkey:9.1.2")
+    );
+    let dragonfly = EngineSpec {
+        engine: EngineKind::Dragonfly,
+        ..b.spec.engines[0].clone()
+    };
+    assert!(engine_args(&dragonfly).contains(&"--dbfilename=".to_string()));
+}
+
+#[test]
+fn the_client_runs_next_to_its_engine_and_writes_its_result_to_the_termination_message() {
+    let b = benchmark("");
+    let pod = client_pod(
+        &b,
+        1,
+        2,
+        &workload(&b),
+        "127.1.0.5",
+        &PodSettings::default(),
+    );
+    assert_eq!(pod.metadata.name.as_deref(), Some("zset-1-client-2"));
+    let spec = pod.spec.unwrap();
+    let affinity = spec.affinity.unwrap().pod_affinity.unwrap();
+    let term = &affinity
+        .required_during_scheduling_ignored_during_execution
+        .unwrap()[0];
+    assert_eq!(term.topology_key, HOSTNAME_LABEL);
+    let selected = term.label_selector.clone().unwrap().match_labels.unwrap();
+    assert_eq!(selected[LABEL_ENGINE_INDEX], "1");
+    assert_eq!(selected[LABEL_COMPONENT], "engine");
+    assert_eq!(selected[LABEL_BENCHMARK], "zset");
+    let container = &spec.containers[0];
+    let args = container.args.clone().unwrap().join(" ");
+    assert_eq!(
+        args,
+        "load --addr 127.1.0.5:6379 --workload sorted-set --members 20000 --key membench:zset --sample-every 1000000 --pipeline 100 --repetitions 3 --settle-seconds 0 --output json --result-file /dev/termination-log --progress-port 9121"
+    );
+    assert_eq!(
+        container.termination_message_path.as_deref(),
+        Some(TERMINATION_MESSAGE_PATH)
+    );
+    assert_eq!(spec.automount_service_account_token, Some(false));
+    assert_eq!(pod.metadata.finalizers, Some(vec![RESULT_FINALIZER.into()]));
+    assert_eq!(
+        container
+            .security_context
+            .clone()
+            .unwrap()
+            .read_only_root_filesystem,
+        Some(true)
+    );
+    assert_eq!(client_pod_name("zset", 0, 1), "zset-0-client");
+    assert_eq!(engine_address("fd00::5"), "[fd00::5]:6379");
+}
+
+#[test]
+fn each_workload_becomes_the_matching_load_flags() {
+    let b = benchmark("");
+    let records = Workload::Records {
+        records: 10,
+        layout: RecordLayout::Strings,
+        fields: vec!["name".into(), "age".into()],
+    };
+    let args = client_args(&b, &records, "h:1").join(" ");
+    assert!(
+        args.contains("--workload records --records 10 --layout strings --fields name,age"),
+        "{args}"
+    );
+    let random = Workload::RandomStrings {
+        requests: 100,
+        keyspace: 50,
+        value_size: 16,
+        seed: 7,
+    };
+    let args = client_args(&b, &random, "h:1").join(" ");
+    assert!(
+        args.contains("--requests 100 --keyspace 50 --value-size 16 --seed 7"),
+        "{args}"
+    );
+}
+
+#[test]
+fn with_auth_both_pods_take_the_password_from_the_secret_and_no_spec_holds_it() {
+    let b = benchmark("  auth: {passwordSecretRef: {name: engine-password, key: password}}\n");
+    let engine = engine_pod(&b, 1, 1 << 30, None, &PodSettings::default());
+    let container = &engine.spec.as_ref().unwrap().containers[0];
+    let args = container.args.clone().unwrap();
+    assert_eq!(
+        args[args.len() - 2..],
+        ["--requirepass", "$(MEMBENCH_ENGINE_PASSWORD)"]
+    );
+    let env = container.env.clone().unwrap();
+    let secret = env[0]
+        .value_from
+        .as_ref()
+        .unwrap()
+        .secret_key_ref
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        (env[0].name.as_str(), secret.name.as_str()),
+        ("MEMBENCH_ENGINE_PASSWORD", "engine-password")
+    );
+    let client = client_pod(
+        &b,
+        1,
+        1,
+        &workload(&b),
+        "127.1.0.5",
+        &PodSettings::default(),
+    );
+    let env = client.spec.unwrap().containers[0].env.clone().unwrap();
+    let password = env.iter().find(|e| e.name == "MEMBENCH_PASSWORD").unwrap();
+    assert!(password.value.is_none());
+    assert_eq!(
+        password
+            .value_from
+            .as_ref()
+            .unwrap()
+            .secret_key_ref
+            .as_ref()
+            .unwrap()
+            .key,
+        "password"
+    );
+    // Without auth, neither pod mentions a password.
+    let open = benchmark("");
+    let engine = engine_pod(&open, 1, 1 << 30, None, &PodSettings::default());
+    let text = serde_json::to_string(&engine).unwrap();
+    assert!(
+        !text.contains("requirepass") && !text.contains("PASSWORD"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_client_pod_is_read_only_when_name_owner_and_annotation_agree() {
+    let b = benchmark("");
+    let client = client_pod(
+        &b,
+        1,
+        2,
+        &workload(&b),
+        "127.1.0.5",
+        &PodSettings::default(),
+    );
+    assert_eq!(
+        client.annotations()[ANNOTATION_CLIENT_OF],
+        "uid-1/1/2",
+        "benchmark UID, engine index and attempt"
+    );
+    assert!(owned_by(&client, &b));
+    // A pod that copies the labels and the owner but not the operator's annotation.
+    let mut forged = client.clone();
+    forged.metadata.annotations = None;
+    assert!(!owned_by(&forged, &b));
+    // The annotation of another attempt, or a name that is not the attempt's.
+    let mut other_attempt = client.clone();
+    other_attempt
+        .annotations_mut()
+        .insert(ANNOTATION_CLIENT_OF.into(), "uid-1/1/3".into());
+    assert!(!owned_by(&other_attempt, &b));
+    let mut renamed = client.clone();
+    renamed.metadata.name = Some("zset-1-client-evil".into());
+    assert!(!owned_by(&renamed, &b));
+    let mut engine = engine_pod(&b, 1, 1 << 30, None, &PodSettings::default());
+    assert!(owned_by(&engine, &b));
+    engine.metadata.name = Some("zset-1-engine-2".into());
+    assert!(!owned_by(&engine, &b));
+}
+
+#[test]
+fn only_pods_controlled_by_this_very_benchmark_are_its_own() {
+    let b = benchmark("");
+    let pod = engine_pod(&b, 0, 1 << 30, None, &PodSettings::default());
+    assert!(owned_by(&pod, &b));
+    let mut recreated = b.clone();
+    recreated.metadata.uid = Some("uid-2".into());
+    assert!(!owned_by(&pod, &recreated));
+}
