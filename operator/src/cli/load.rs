@@ -1,0 +1,302 @@
+//! `membench load`: one workload into one running engine, measured.
+
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use membench::client_stop::{Journal, ResultFile, STOP_DEADLINE, stop_on_sigterm};
+use membench::crd::RecordLayout;
+use membench::engine::EngineAddress;
+use membench::measure::{BenchmarkReport, LoadOptions, measure_journaled};
+use membench::progress::ProgressReporter;
+use membench::report::{ComparisonRow, OutputFormat, comparison_table, repetitions_table};
+use membench::workload::Workload;
+
+use super::{StabilityArgs, usage_error};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum WorkloadKind {
+    SortedSet,
+    RandomStrings,
+    Strings,
+    Records,
+}
+
+#[derive(Args)]
+pub struct LoadArgs {
+    /// The engine's address, HOST:PORT.
+    #[arg(long)]
+    addr: String,
+    /// The engine's password, if it requires one.
+    #[arg(long, env = "MEMBENCH_PASSWORD", hide_env_values = true)]
+    password: Option<String>,
+    /// Which published workload to load.
+    #[arg(long, value_enum)]
+    workload: WorkloadKind,
+    /// sorted-set: how many members to add to the one sorted set.
+    #[arg(long)]
+    members: Option<u64>,
+    /// sorted-set: the key of the sorted set.
+    #[arg(long, default_value = "membench:zset")]
+    key: String,
+    /// sorted-set: read used_memory every this many members (0: no growth curve).
+    #[arg(long, default_value_t = 1_000_000)]
+    sample_every: u64,
+    /// random-strings: how many SETs to send (valkey-benchmark -n).
+    #[arg(long)]
+    requests: Option<u64>,
+    /// random-strings: the key space the keys are drawn from (valkey-benchmark -r).
+    #[arg(long)]
+    keyspace: Option<u64>,
+    /// random-strings: seed of the key generator.
+    #[arg(long, default_value_t = membench::crd::default_seed())]
+    seed: u64,
+    /// strings: how many distinct keys to store.
+    #[arg(long)]
+    keys: Option<u64>,
+    /// random-strings and strings: value size in bytes (default 16 for random-strings, 100 for
+    /// strings, as published).
+    #[arg(long)]
+    value_size: Option<u32>,
+    /// records: how many records to store.
+    #[arg(long)]
+    records: Option<u64>,
+    /// records: one hash per record, or one string key per field.
+    #[arg(long, value_enum, default_value = "hash")]
+    layout: LayoutArg,
+    /// records: the field names of a record, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "name,age,city,score")]
+    fields: Vec<String>,
+    #[command(flatten)]
+    measurement: MeasurementArgs,
+    /// How to print the results.
+    #[arg(long, value_enum, default_value = "table")]
+    output: OutputFormat,
+    /// Also write a compact result (under 4 KB, even at 100 repetitions) to this file. Client
+    /// pods pass their container's termination message path, which is how the operator reads
+    /// their results.
+    #[arg(long, value_name = "PATH")]
+    result_file: Option<std::path::PathBuf>,
+    /// Serve where the load stands over HTTP on this port (client pods: the operator reads it
+    /// for the benchmark's progress).
+    #[arg(long, value_name = "PORT")]
+    progress_port: Option<u16>,
+    /// The address to serve progress on (client pods: their pod IP, from the downward API).
+    #[arg(
+        long,
+        env = "MEMBENCH_POD_IP",
+        default_value = "0.0.0.0",
+        value_name = "IP"
+    )]
+    progress_ip: std::net::IpAddr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LayoutArg {
+    Hash,
+    Strings,
+}
+
+/// Flags shared by the commands that measure.
+#[derive(Args, Clone, Debug)]
+pub struct MeasurementArgs {
+    /// Commands sent before their replies are read, on the one connection.
+    #[arg(long, default_value_t = 100)]
+    pipeline: u32,
+    /// How many times to load the workload, flushing in between.
+    #[arg(long, default_value_t = 10)]
+    repetitions: u32,
+    /// Seconds to wait after each load before a second memory reading (0: none).
+    #[arg(long, default_value_t = 0)]
+    settle_seconds: u32,
+    /// Seconds to wait for the engine's other clients to disconnect before each baseline and
+    /// final memory reading (their buffers would count as data); a client still connected
+    /// then fails the repetition, naming it.
+    #[arg(long, value_name = "SECONDS", default_value_t = membench::measure::DEFAULT_OTHER_CLIENTS_TIMEOUT.as_secs())]
+    other_clients_timeout: u64,
+    #[command(flatten)]
+    stability: StabilityArgs,
+}
+
+impl MeasurementArgs {
+    fn options(&self) -> LoadOptions {
+        LoadOptions {
+            pipeline: self.pipeline,
+            repetitions: self.repetitions,
+            settle_seconds: self.settle_seconds,
+            thresholds: self.stability.thresholds(),
+            other_clients_timeout: std::time::Duration::from_secs(self.other_clients_timeout),
+            ..LoadOptions::default()
+        }
+    }
+}
+
+/// Says which flag a workload needs when it is missing.
+fn required(value: Option<u64>, flag: &str, workload: &str) -> Result<u64, String> {
+    value.ok_or_else(|| format!("--workload {workload} needs {flag} N"))
+}
+
+impl LoadArgs {
+    fn workload(&self) -> Result<Workload, String> {
+        let stray = |flags: &[(&str, bool)]| -> Result<(), String> {
+            match flags.iter().find(|(_, set)| *set) {
+                Some((flag, _)) => Err(format!(
+                    "{flag} does not apply to --workload {}",
+                    self.workload.to_possible_value().unwrap().get_name()
+                )),
+                None => Ok(()),
+            }
+        };
+        let workload = match self.workload {
+            WorkloadKind::SortedSet => {
+                stray(&[
+                    ("--requests", self.requests.is_some()),
+                    ("--keys", self.keys.is_some()),
+                    ("--records", self.records.is_some()),
+                    ("--value-size", self.value_size.is_some()),
+                ])?;
+                Workload::SortedSet {
+                    members: required(self.members, "--members", "sorted-set")?,
+                    key: self.key.clone(),
+                    sample_every: self.sample_every,
+                }
+            }
+            WorkloadKind::RandomStrings => {
+                stray(&[
+                    ("--members", self.members.is_some()),
+                    ("--keys", self.keys.is_some()),
+                    ("--records", self.records.is_some()),
+                ])?;
+                Workload::RandomStrings {
+                    requests: required(self.requests, "--requests", "random-strings")?,
+                    keyspace: required(self.keyspace, "--keyspace", "random-strings")?,
+                    value_size: self.value_size.unwrap_or(16),
+                    seed: self.seed,
+                }
+            }
+            WorkloadKind::Strings => {
+                stray(&[
+                    ("--members", self.members.is_some()),
+                    ("--requests", self.requests.is_some()),
+                    ("--records", self.records.is_some()),
+                ])?;
+                Workload::Strings {
+                    keys: required(self.keys, "--keys", "strings")?,
+                    value_size: self.value_size.unwrap_or(100),
+                }
+            }
+            WorkloadKind::Records => {
+                stray(&[
+                    ("--members", self.members.is_some()),
+                    ("--requests", self.requests.is_some()),
+                    ("--keys", self.keys.is_some()),
+                ])?;
+                Workload::Records {
+                    records: required(self.records, "--records", "records")?,
+                    layout: match self.layout {
+                        LayoutArg::Hash => RecordLayout::Hash,
+                        LayoutArg::Strings => RecordLayout::Strings,
+                    },
+                    fields: self.fields.clone(),
+                }
+            }
+        };
+        workload.validate().map_err(|e| e.to_string())?;
+        Ok(workload)
+    }
+}
+
+pub fn run_load(args: LoadArgs) -> ExitCode {
+    let workload = match args.workload() {
+        Ok(w) => w,
+        Err(message) => return usage_error(&message),
+    };
+    let options = args.measurement.options();
+    if let Err(e) = options.validate() {
+        return usage_error(&e.to_string().replacen("invalid ", "invalid --", 1));
+    }
+    let address = match EngineAddress::parse(&args.addr, args.password.clone()) {
+        Ok(a) => a,
+        Err(e) => return usage_error(&e.to_string()),
+    };
+    // SIGTERM (the pod being deleted) ends the run with what it measured, written below; a
+    // run that cannot end in time has its journal written by the handler.
+    let result_file = std::sync::Arc::new(ResultFile::new(args.result_file.clone()));
+    let journal = Journal::new(BenchmarkReport::nothing_measured(&workload, &options));
+    if let Err(e) = stop_on_sigterm(
+        options.stop.clone(),
+        journal.clone(),
+        result_file.clone(),
+        STOP_DEADLINE,
+    ) {
+        eprintln!("warning: cannot handle SIGTERM ({e}); a stopped run would leave no result");
+    }
+    let mut progress = ProgressReporter::new(&format!("{} at {address}", workload.kind()));
+    let endpoint = std::sync::Arc::new(membench::progress_endpoint::ProgressEndpoint::default());
+    if let Some(port) = args.progress_port {
+        let at = std::net::SocketAddr::new(args.progress_ip, port);
+        // Progress is a convenience: a load without it measures the same.
+        if let Err(e) = endpoint.serve(at) {
+            eprintln!("warning: cannot serve progress on {at}: {e}");
+        }
+    }
+    let report = measure_journaled(
+        &address,
+        &workload,
+        &options,
+        &mut |p| {
+            journal.progress(p.commands_done);
+            endpoint.update(&p);
+            progress.update(p)
+        },
+        &mut |r| journal.record(r),
+    );
+    progress.finish();
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if let Err(e) = result_file.write(&report) {
+        let path = args
+            .result_file
+            .as_deref()
+            .unwrap_or(std::path::Path::new(""));
+        eprintln!("error: cannot write the result to {}: {e}", path.display());
+        return ExitCode::FAILURE;
+    }
+    match args.output {
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("reports serialize")
+        ),
+        format => {
+            if !report.repetitions.is_empty() {
+                println!(
+                    "{} on {} {} ({}, {}), pipeline {}\n",
+                    report.workload.description,
+                    report.engine.name,
+                    report.engine.version,
+                    report.engine.allocator_label(),
+                    report.engine.arch,
+                    report.pipeline
+                );
+                if format == OutputFormat::Table {
+                    println!("{}", repetitions_table(&report).render(format));
+                    if let Some(growth) = membench::report::growth_table(&report) {
+                        println!(
+                            "used_memory during the load (repetition 1):\n{}",
+                            growth.to_text()
+                        );
+                    }
+                }
+            }
+            let rows = vec![ComparisonRow::from_report(&report, None)];
+            print!("{}", comparison_table(&rows).render(format));
+        }
+    }
+    match &report.error {
+        Some(e) => {
+            eprintln!("error: {}", e.message);
+            ExitCode::FAILURE
+        }
+        None => ExitCode::SUCCESS,
+    }
+}

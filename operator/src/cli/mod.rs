@@ -1,0 +1,73 @@
+//! The commands of the `membench` command line, one module each (its flags and what it
+//! runs), and what they share.
+
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use membench::report::OutputFormat;
+use membench::stats::StabilityThresholds;
+
+mod engines;
+mod load;
+mod operator;
+mod report;
+mod run;
+
+pub use engines::{EnginesArgs, run_engines};
+pub use load::{LoadArgs, run_load};
+pub use operator::{OperatorArgs, run_operator};
+pub use report::{ReportArgs, run_report};
+pub use run::{RunArgs, run_local};
+
+/// How `run` and `report` print their comparison: a text format, or one self-contained HTML
+/// page with the charts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ComparisonOutput {
+    /// An aligned table for a terminal.
+    Table,
+    Json,
+    Markdown,
+    Csv,
+    /// One page (no network needed): bytes per item per engine as a bar chart with the
+    /// published figures marked, the sorted set's growth curve, and the table.
+    Html,
+}
+
+impl ComparisonOutput {
+    /// The text format; `None` for the HTML page.
+    fn text(self) -> Option<OutputFormat> {
+        match self {
+            ComparisonOutput::Table => Some(OutputFormat::Table),
+            ComparisonOutput::Json => Some(OutputFormat::Json),
+            ComparisonOutput::Markdown => Some(OutputFormat::Markdown),
+            ComparisonOutput::Csv => Some(OutputFormat::Csv),
+            ComparisonOutput::Html => None,
+        }
+    }
+}
+
+/// When repetitions count as disagreeing, for the commands that summarize them.
+#[derive(Args, Clone, Debug)]
+struct StabilityArgs {
+    /// Flag results as unstable when bytes per item vary more than this (coefficient of
+    /// variation).
+    #[arg(long, default_value_t = StabilityThresholds::default().bytes_per_item_cv)]
+    max_memory_cv: f64,
+    /// Flag results as unstable when items/s vary more than this (coefficient of variation).
+    #[arg(long, default_value_t = StabilityThresholds::default().rate_cv)]
+    max_rate_cv: f64,
+}
+
+impl StabilityArgs {
+    fn thresholds(&self) -> StabilityThresholds {
+        StabilityThresholds {
+            bytes_per_item_cv: self.max_memory_cv,
+            rate_cv: self.max_rate_cv,
+        }
+    }
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}

@@ -1,0 +1,134 @@
+//! `membench run`: a MemoryBenchmark spec run locally, engine after engine.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use membench::progress::ProgressReporter;
+use membench::report::{ComparisonRow, OutputFormat, comparison_table};
+
+use super::{ComparisonOutput, StabilityArgs, usage_error};
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// A YAML file with one or more MemoryBenchmarks (separated by `---`).
+    spec: std::path::PathBuf,
+    /// How to print the comparison (html: one self-contained page with the charts).
+    #[arg(long, value_enum, default_value = "table")]
+    output: ComparisonOutput,
+    /// Run only this entry of the spec, by its name (`engines[].name`, or
+    /// `<engine>-<version>`); repeat it for several. Reruns one engine of a long comparison.
+    #[arg(long = "engine", value_name = "NAME")]
+    engines: Vec<String>,
+    #[command(flatten)]
+    stability: StabilityArgs,
+}
+
+pub fn run_local(args: RunArgs) -> ExitCode {
+    let mut benchmarks = match membench::local::read_specs(&args.spec) {
+        Ok(b) => b,
+        Err(message) => return usage_error(&message),
+    };
+    if let Err(message) = membench::local::select_engines(&mut benchmarks, &args.engines) {
+        return usage_error(&message);
+    }
+    let thresholds = args.stability.thresholds();
+    let mut failed = false;
+    let mut comparisons = Vec::new();
+    let mut sections = Vec::new();
+    // The text tables are printed as each benchmark finishes; JSON and the page at the end.
+    let text = args.output.text().filter(|f| *f != OutputFormat::Json);
+    for benchmark in &benchmarks {
+        let name = benchmark.metadata.name.clone().unwrap_or_default();
+        // Both callbacks draw on the same bar.
+        let progress = std::cell::RefCell::new(ProgressReporter::new(&name));
+        let result = membench::local::run_benchmark(
+            benchmark,
+            thresholds,
+            &mut |engine| progress.borrow_mut().relabel(&format!("{name}: {engine}")),
+            &mut |p| progress.borrow_mut().update(p),
+        );
+        progress.borrow().finish();
+        let comparison = match result {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {name}: {e}");
+                failed = true;
+                continue;
+            }
+        };
+        for report in &comparison.engines {
+            for warning in &report.warnings {
+                eprintln!("warning: {}: {warning}", report.name);
+            }
+            if let Some(e) = &report.error {
+                eprintln!("error: {}: {}", report.name, e.message);
+                failed = true;
+            }
+        }
+        if args.output == ComparisonOutput::Html {
+            sections.push(membench::html_report::section_from_local(
+                benchmark,
+                &comparison,
+            ));
+        }
+        if let Some(format) = text {
+            let mut rows: Vec<ComparisonRow> = comparison
+                .engines
+                .iter()
+                .map(|r| ComparisonRow::from_report(r, None))
+                .collect();
+            membench::report::compute_changes(&mut rows);
+            if format == OutputFormat::Table {
+                let workload = comparison
+                    .engines
+                    .first()
+                    .map(|r| r.workload.description.clone())
+                    .unwrap_or_default();
+                let emulated = if comparison.arch != comparison.host.arch {
+                    format!(
+                        "; {} builds under qemu-user emulation: memory figures are the architecture's, rates are the emulator's",
+                        comparison.arch
+                    )
+                } else {
+                    String::new()
+                };
+                println!(
+                    "{name}: {workload}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs; the spec's instanceType {} is not applied locally){emulated}\n",
+                    benchmark.spec.repetitions,
+                    benchmark.spec.pipeline,
+                    comparison.host.hostname,
+                    comparison.host.arch,
+                    comparison.host.cpus,
+                    comparison.instance_type
+                );
+            }
+            println!("{}", comparison_table(&rows).render(format));
+        }
+        comparisons.push(comparison);
+    }
+    if args.output == ComparisonOutput::Html {
+        print!(
+            "{}",
+            membench::html_report::render_page(
+                &format!("membench run {}", args.spec.display()),
+                &sections
+            )
+        );
+    }
+    if args.output == ComparisonOutput::Json {
+        let value = if comparisons.len() == 1 {
+            serde_json::to_value(&comparisons[0])
+        } else {
+            serde_json::to_value(&comparisons)
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value.expect("comparisons serialize")).expect("json")
+        );
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
