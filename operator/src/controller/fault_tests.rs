@@ -12,19 +12,6 @@ use crate::controller::conditions::{FAILED, reason, state};
 use crate::controller::test_fixtures::*;
 use crate::crd::{MemoryBenchmark, Phase};
 
-/// A ready engine at 127.1.0.2 and a running client next to it, at time 5.
-fn measuring(b: &mut MemoryBenchmark) -> (Pod, Pod) {
-    let engine = ready(
-        created(engine_pod_of(&reconcile(b, &[], 0, None), 0), 0),
-        "r8g-1",
-        "127.1.0.2",
-    );
-    let plan = reconcile(b, std::slice::from_ref(&engine), 5, None);
-    let client = ready(created(plan.create[0].clone(), 5), "r8g-1", "127.1.0.3");
-    reconcile(b, &[engine.clone(), client.clone()], 6, None);
-    (engine, client)
-}
-
 fn deleted_at(mut pod: Pod, deadline: i64) -> Pod {
     pod.metadata.deletion_timestamp = Some(Time(at(deadline)));
     pod
@@ -49,7 +36,7 @@ fn engine_of(b: &MemoryBenchmark, index: usize) -> crate::crd::EngineStatus {
 #[test]
 fn the_deadline_stops_the_running_client_first_and_keeps_its_partial_result() {
     let mut b = benchmark("");
-    let (engine, client) = measuring(&mut b);
+    let (engine, client) = measuring(&mut b, 0);
     let plan = reconcile(&mut b, &[engine.clone(), client.clone()], 3600, None);
     // Only the client is asked to stop: its engine must stay up while it finishes its batch.
     assert_eq!(plan.delete, vec![client.name_any()]);
@@ -80,7 +67,7 @@ fn the_deadline_stops_the_running_client_first_and_keeps_its_partial_result() {
 #[test]
 fn a_result_that_came_in_before_the_deadline_was_seen_still_counts() {
     let mut b = benchmark("");
-    let (engine, client) = measuring(&mut b);
+    let (engine, client) = measuring(&mut b, 0);
     let done = terminated(
         client,
         "r8g-1",
@@ -99,7 +86,7 @@ fn a_result_that_came_in_before_the_deadline_was_seen_still_counts() {
 #[test]
 fn an_engine_pod_deleted_mid_run_stops_its_client_and_keeps_what_it_measured() {
     let mut b = benchmark("");
-    let (engine, client) = measuring(&mut b);
+    let (engine, client) = measuring(&mut b, 0);
     let gone = deleted_at(engine, 20);
     let plan = reconcile(&mut b, &[gone.clone(), client.clone()], 11, None);
     assert_eq!(plan.delete, vec![client.name_any()]);
@@ -122,7 +109,7 @@ fn an_engine_pod_deleted_mid_run_stops_its_client_and_keeps_what_it_measured() {
 #[test]
 fn a_client_stopped_by_someone_else_is_a_failed_attempt_whose_result_is_kept() {
     let mut b = benchmark("");
-    let (engine, client) = measuring(&mut b);
+    let (engine, client) = measuring(&mut b, 0);
     // kubectl drain: the pod is deleted, the client stops and leaves what it has.
     let evicted = stopped(deleted_at(client, 20), 1, "Stopped", 16);
     let plan = reconcile(&mut b, &[engine, evicted.clone()], 17, None);
@@ -136,7 +123,7 @@ fn a_client_stopped_by_someone_else_is_a_failed_attempt_whose_result_is_kept() {
 #[test]
 fn a_result_finalizer_stays_until_the_result_is_in_the_status() {
     let mut b = benchmark("");
-    let (engine, client) = measuring(&mut b);
+    let (engine, client) = measuring(&mut b, 0);
     let plan = reconcile(&mut b, &[engine.clone(), client.clone()], 8, None);
     assert!(plan.release.is_empty());
     let done = terminated(
@@ -155,7 +142,7 @@ fn a_result_finalizer_stays_until_the_result_is_in_the_status() {
 #[test]
 fn pods_whose_node_stopped_reporting_are_given_up_and_the_engine_fails_as_node_lost() {
     let mut b = benchmark("");
-    let (engine, client) = measuring(&mut b);
+    let (engine, client) = measuring(&mut b, 0);
     b.status
         .as_mut()
         .unwrap()

@@ -14,10 +14,8 @@ fn client_started() -> (
     k8s_openapi::api::core::v1::Pod,
 ) {
     let mut b = benchmark("");
-    let plan = reconcile(&mut b, &[], 0, None);
-    let engine = ready(created(engine_pod_of(&plan, 0), 0), "r8g-1", "127.1.0.2");
-    let plan = reconcile(&mut b, std::slice::from_ref(&engine), 5, None);
-    let client = created(plan.create[0].clone(), 5);
+    let engine = first_engine_ready(&mut b, 0);
+    let client = client_created(&mut b, &engine, 5);
     (b, engine, client)
 }
 

@@ -30,19 +30,6 @@ fn message(b: &MemoryBenchmark, index: usize) -> String {
         .unwrap_or_default()
 }
 
-/// A ready engine at 127.1.0.2 and a running client next to it, at time 5.
-fn measuring(b: &mut MemoryBenchmark) -> (Pod, Pod) {
-    let engine = ready(
-        created(engine_pod_of(&reconcile(b, &[], 1, None), 0), 1),
-        "r8g-1",
-        "127.1.0.2",
-    );
-    let plan = reconcile(b, std::slice::from_ref(&engine), 5, None);
-    let client = ready(created(plan.create[0].clone(), 5), "r8g-1", "127.1.0.3");
-    reconcile(b, &[engine.clone(), client.clone()], 6, None);
-    (engine, client)
-}
-
 /// The engine pod after its readiness probe started failing at `since` (it was ready before).
 fn unready(mut pod: Pod, since: i64) -> Pod {
     let status = pod.status.as_mut().unwrap();
@@ -126,11 +113,7 @@ fn a_refused_engine_pod_fails_that_engine_with_the_api_servers_message_and_the_n
 #[test]
 fn a_refused_client_pod_fails_its_engine_as_pod_rejected() {
     let mut b = benchmark("");
-    let engine = ready(
-        created(engine_pod_of(&reconcile(&mut b, &[], 1, None), 0), 1),
-        "r8g-1",
-        "127.1.0.2",
-    );
+    let engine = first_engine_ready(&mut b, 1);
     let refusal = PodRejection {
         pod: "zset-0-client".into(),
         message: "pods \"zset-0-client\" is forbidden: maximum cpu usage per Container is 500m, but limit is 1".into(),
@@ -215,7 +198,7 @@ fn admission_and_validation_refusals_are_final_and_everything_else_is_retried() 
 #[test]
 fn a_readiness_blip_while_the_client_runs_is_not_a_startup_timeout() {
     let mut b = benchmark("");
-    let (engine, client) = measuring(&mut b);
+    let (engine, client) = measuring(&mut b, 1);
     // Unready since 900 s; the container started at 1 s, far beyond the 300 s startup timeout.
     let blip = unready(engine.clone(), 900);
     reconcile(&mut b, &[blip.clone(), client.clone()], 1000, None);
@@ -243,7 +226,7 @@ fn a_readiness_blip_while_the_client_runs_is_not_a_startup_timeout() {
 #[test]
 fn an_engine_that_was_ready_is_not_timed_out_from_its_start_even_when_the_pod_cannot_tell() {
     let mut b = benchmark("");
-    let (engine, client) = measuring(&mut b);
+    let (engine, client) = measuring(&mut b, 1);
     // Not ready, with no Ready condition to date it: only the status knows it was ready.
     let mut unknown = unready(engine, 900);
     unknown.status.as_mut().unwrap().conditions = None;
@@ -254,11 +237,7 @@ fn an_engine_that_was_ready_is_not_timed_out_from_its_start_even_when_the_pod_ca
 #[test]
 fn an_engine_unready_without_a_client_fails_once_unready_for_the_startup_timeout() {
     let mut b = benchmark("");
-    let engine = ready(
-        created(engine_pod_of(&reconcile(&mut b, &[], 1, None), 0), 1),
-        "r8g-1",
-        "127.1.0.2",
-    );
+    let engine = first_engine_ready(&mut b, 1);
     // Ready once: its client is created; then it turns unready before the client exists.
     reconcile(&mut b, std::slice::from_ref(&engine), 5, None);
     b.status.as_mut().unwrap().engines[0].client_attempts = 0;
@@ -312,15 +291,8 @@ fn an_engine_whose_program_cannot_start_fails_as_run_container_error() {
 #[test]
 fn a_client_that_cannot_start_is_not_retried_and_the_rest_is_not_run() {
     let mut b = benchmark("");
-    let engine = ready(
-        created(engine_pod_of(&reconcile(&mut b, &[], 1, None), 0), 1),
-        "r8g-1",
-        "127.1.0.2",
-    );
-    let client = created(
-        reconcile(&mut b, std::slice::from_ref(&engine), 5, None).create[0].clone(),
-        5,
-    );
+    let engine = first_engine_ready(&mut b, 1);
+    let client = client_created(&mut b, &engine, 5);
     let never = terminated(
         client,
         "r8g-1",
@@ -474,7 +446,7 @@ fn the_earliest_waiting_benchmark_keeps_its_place_when_a_later_one_waits_too() {
 #[test]
 fn later_engines_prefer_the_node_the_first_engine_ran_on() {
     let mut b = benchmark("");
-    let (engine, client) = measuring(&mut b);
+    let (engine, client) = measuring(&mut b, 1);
     let done = terminated(
         client,
         "r8g-1",

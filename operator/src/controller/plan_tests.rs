@@ -135,13 +135,8 @@ fn a_ready_engine_gets_its_client_pointed_at_its_pod_ip() {
 #[test]
 fn progress_shows_the_repetition_and_how_much_is_loaded() {
     let mut b = benchmark("");
-    let engine = ready(
-        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
-        "r8g-1",
-        "127.1.0.2",
-    );
-    let plan = reconcile(&mut b, std::slice::from_ref(&engine), 5, None);
-    let client = ready(created(plan.create[0].clone(), 5), "r8g-1", "127.1.0.3");
+    let engine = first_engine_ready(&mut b, 0);
+    let client = ready(client_created(&mut b, &engine, 5), "r8g-1", "127.1.0.3");
     let pods = [engine, client];
     let probe = LoadProbe {
         repetitions_begun: Some(2),
@@ -252,13 +247,8 @@ fn a_finished_comparison_is_ready_with_changes_against_the_first_engine() {
 #[test]
 fn an_oom_killed_engine_keeps_its_partial_results_and_the_next_engine_still_runs() {
     let mut b = benchmark("");
-    let engine = ready(
-        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
-        "r8g-1",
-        "127.1.0.2",
-    );
-    let plan = reconcile(&mut b, std::slice::from_ref(&engine), 5, None);
-    let client = created(plan.create[0].clone(), 5);
+    let engine = first_engine_ready(&mut b, 0);
+    let client = client_created(&mut b, &engine, 5);
     let dead = terminated(engine.clone(), "r8g-1", 137, "OOMKilled", "", 30);
     // The client has not noticed yet: wait for its partial result.
     let still_running = ready(client.clone(), "r8g-1", "127.1.0.3");
@@ -322,15 +312,8 @@ fn keep_failed_leaves_a_failed_engines_pods_in_place_for_debugging() {
 #[test]
 fn a_failed_client_is_retried_a_bounded_number_of_times() {
     let mut b = benchmark("");
-    let engine = ready(
-        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
-        "r8g-1",
-        "127.1.0.2",
-    );
-    let mut client = created(
-        reconcile(&mut b, std::slice::from_ref(&engine), 5, None).create[0].clone(),
-        5,
-    );
+    let engine = first_engine_ready(&mut b, 0);
+    let mut client = client_created(&mut b, &engine, 5);
     for attempt in 1..=3u32 {
         let crashed = terminated(
             client.clone(),
@@ -393,15 +376,8 @@ fn a_failed_client_is_retried_a_bounded_number_of_times() {
 #[test]
 fn a_measurement_error_from_the_engine_is_not_retried() {
     let mut b = benchmark("");
-    let engine = ready(
-        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
-        "r8g-1",
-        "127.1.0.2",
-    );
-    let client = created(
-        reconcile(&mut b, std::slice::from_ref(&engine), 5, None).create[0].clone(),
-        5,
-    );
+    let engine = first_engine_ready(&mut b, 0);
+    let client = client_created(&mut b, &engine, 5);
     let refused = terminated(
         client,
         "r8g-1",
@@ -496,24 +472,13 @@ fn events_follow_each_engines_transitions() {
 #[test]
 fn the_client_under_way_is_where_progress_is_read() {
     let mut b = benchmark("");
-    let engine = ready(
-        created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0),
-        "r8g-1",
-        "127.1.0.2",
-    );
+    let engine = first_engine_ready(&mut b, 0);
     assert_eq!(
         probe_target(&b, std::slice::from_ref(&engine)),
         None,
         "no client yet"
     );
-    let client = ready(
-        created(
-            reconcile(&mut b, std::slice::from_ref(&engine), 5, None).create[0].clone(),
-            5,
-        ),
-        "r8g-1",
-        "127.1.0.3",
-    );
+    let client = ready(client_created(&mut b, &engine, 5), "r8g-1", "127.1.0.3");
     assert_eq!(
         probe_target(&b, &[engine, client]),
         Some(ProbeTarget {

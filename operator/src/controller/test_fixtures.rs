@@ -289,13 +289,31 @@ pub(super) fn condition<'a>(
         .unwrap()
 }
 
+/// Engine 0's pod as the first reconcile at `now` creates it, ready on r8g-1 at 127.1.0.2.
+pub(super) fn first_engine_ready(b: &mut MemoryBenchmark, now: i64) -> Pod {
+    let plan = reconcile(b, &[], now, None);
+    ready(created(engine_pod_of(&plan, 0), now), "r8g-1", "127.1.0.2")
+}
+
+/// The client pod the reconcile at `now` creates next to the ready `engine`.
+pub(super) fn client_created(b: &mut MemoryBenchmark, engine: &Pod, now: i64) -> Pod {
+    let plan = reconcile(b, std::slice::from_ref(engine), now, None);
+    created(plan.create[0].clone(), now)
+}
+
+/// Engine 0 ready at 127.1.0.2 (its pod created at `engine_at`) and a running client next to
+/// it, created at time 5.
+pub(super) fn measuring(b: &mut MemoryBenchmark, engine_at: i64) -> (Pod, Pod) {
+    let engine = first_engine_ready(b, engine_at);
+    let client = ready(client_created(b, &engine, 5), "r8g-1", "127.1.0.3");
+    reconcile(b, &[engine.clone(), client.clone()], 6, None);
+    (engine, client)
+}
+
 /// Drives engine 0 to success: returns the benchmark after the client's result is in.
 pub(super) fn first_engine_measured(b: &mut MemoryBenchmark) -> Vec<Pod> {
-    let plan = reconcile(b, &[], 0, None);
-    let engine = created(engine_pod_of(&plan, 0), 0);
-    let engine = ready(engine, "r8g-1", "127.1.0.2");
-    let plan = reconcile(b, std::slice::from_ref(&engine), 5, None);
-    let client = created(plan.create[0].clone(), 5);
+    let engine = first_engine_ready(b, 0);
+    let client = client_created(b, &engine, 5);
     let client = terminated(
         client,
         "r8g-1",
