@@ -12,7 +12,7 @@ use crate::client_result::{ClientResult, ReadError};
 use crate::crd::{CleanupPolicy, MemoryBenchmarkStatus};
 
 use super::conditions::reason;
-use super::lifecycle::{NEVER_STARTED, Step, container_error_reason};
+use super::lifecycle::{NEVER_STARTED, Step, container_error_reason, never_started};
 use super::plan::{LoadProbe, elapsed_since, pods_of};
 use super::pods::{
     self, Component, PodState, client_attempt, client_state, has_started, stuck_deleting,
@@ -93,13 +93,12 @@ impl Step<'_, '_> {
         if !self.foreign.iter().any(|p| p.name_any() == name) {
             return false;
         }
-        let engine = &mut status.engines[index];
-        engine.reason = Some(reason::WAITING_FOR_OLD_PODS.into());
-        engine.message = Some(format!(
+        let message = format!(
             "pod {name} of an earlier benchmark named {} is still terminating; waiting for it to go",
             self.benchmark.name_any()
-        ));
-        self.requeue(Duration::from_secs(1));
+        );
+        let after = Duration::from_secs(1);
+        self.wait(status, index, reason::WAITING_FOR_OLD_PODS, message, after);
         true
     }
 
@@ -184,10 +183,9 @@ impl Step<'_, '_> {
                     );
                     self.fail(status, index, reason::UNSCHEDULABLE, message, true);
                 } else {
-                    let engine = &mut status.engines[index];
-                    engine.reason = Some(reason::WAITING_FOR_NODE.into());
-                    engine.message = Some(format!("client: {message}"));
-                    self.requeue(Duration::from_secs(5));
+                    let message = format!("client: {message}");
+                    let after = Duration::from_secs(5);
+                    self.wait(status, index, reason::WAITING_FOR_NODE, message, after);
                 }
             }
             PodState::ImagePullFailed {
@@ -212,10 +210,9 @@ impl Step<'_, '_> {
                     }
                     None => {
                         let note = self.pull_wait_note(&image, &why, &message, since);
-                        let engine = &mut status.engines[index];
-                        engine.reason = Some(reason::WAITING_FOR_IMAGE.into());
-                        engine.message = Some(format!("client: {note}"));
-                        self.requeue(Duration::from_secs(5));
+                        let note = format!("client: {note}");
+                        let after = Duration::from_secs(5);
+                        self.wait(status, index, reason::WAITING_FOR_IMAGE, note, after);
                     }
                 }
             }
@@ -232,10 +229,7 @@ impl Step<'_, '_> {
                 message,
                 ..
             } if NEVER_STARTED.contains(&why.as_str()) => {
-                let message = format!(
-                    "the client container could not be started ({why}): {}",
-                    tail(message.as_deref().unwrap_or_default(), 600)
-                );
+                let message = never_started("client", &why, message.as_deref());
                 self.fail(status, index, reason::RUN_CONTAINER_ERROR, message, true);
             }
             PodState::Starting { .. } | PodState::Unready { .. } | PodState::Ready => {

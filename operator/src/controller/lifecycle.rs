@@ -30,6 +30,15 @@ use super::results::tail;
 /// (containerd's `StartError`, Docker's `ContainerCannotRun`).
 pub(super) const NEVER_STARTED: [&str; 2] = ["StartError", "ContainerCannotRun"];
 
+/// The message of a `container` ("engine" or "client") whose program never started: `why` is
+/// one of [`NEVER_STARTED`], `message` the runtime's.
+pub(super) fn never_started(container: &str, why: &str, message: Option<&str>) -> String {
+    format!(
+        "the {container} container could not be started ({why}): {}",
+        tail(message.unwrap_or_default(), 600)
+    )
+}
+
 /// The state one reconciliation works on.
 pub(super) struct Step<'a, 'p> {
     pub(super) benchmark: &'a MemoryBenchmark,
@@ -52,6 +61,22 @@ impl Step<'_, '_> {
         self.plan.requeue = Some(self.plan.requeue.map_or(after, |r| r.min(after)));
     }
 
+    /// Engine `index` waits for something: its reason and message say what, and the operator
+    /// looks again after `after`.
+    pub(super) fn wait(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        why: &str,
+        message: String,
+        after: Duration,
+    ) {
+        let engine = &mut status.engines[index];
+        engine.reason = Some(why.into());
+        engine.message = Some(message);
+        self.requeue(after);
+    }
+
     /// What the API server said when it refused to create the pod `name`, if it did.
     pub(super) fn rejection(&self, name: &str) -> Option<String> {
         self.rejected
@@ -63,13 +88,14 @@ impl Step<'_, '_> {
     /// Waits in the node pool's queue: nodes exist but run other engines. No deadline but the
     /// benchmark's own timeoutSeconds.
     fn wait_for_free_node(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) {
-        let engine = &mut status.engines[index];
-        engine.reason = Some(reason::WAITING_FOR_FREE_NODE.into());
-        engine.message = Some(waiting_message(
-            &self.benchmark.spec.instance_type,
-            self.benchmarks_ahead,
-        ));
-        self.requeue(self.settings.poll_interval);
+        let message = waiting_message(&self.benchmark.spec.instance_type, self.benchmarks_ahead);
+        self.wait(
+            status,
+            index,
+            reason::WAITING_FOR_FREE_NODE,
+            message,
+            self.settings.poll_interval,
+        );
     }
 
     fn keeps_pods_of(&self, status: &MemoryBenchmarkStatus, index: usize) -> bool {
@@ -127,12 +153,15 @@ impl Step<'_, '_> {
     ) {
         match self.keep_client_result(status, index) {
             KeptResult::Stopping => {
-                let engine = &mut status.engines[index];
-                engine.reason = Some(reason::STOPPING_CLIENT.into());
-                engine.message = Some(format!(
-                    "{why}: {message}; stopping the client to keep what it measured"
-                ));
-                self.requeue(Duration::from_secs(1));
+                let message =
+                    format!("{why}: {message}; stopping the client to keep what it measured");
+                self.wait(
+                    status,
+                    index,
+                    reason::STOPPING_CLIENT,
+                    message,
+                    Duration::from_secs(1),
+                );
             }
             KeptResult::Complete => {
                 self.succeed(status, index);
@@ -288,10 +317,8 @@ impl Step<'_, '_> {
                     );
                     self.fail(status, index, reason::UNSCHEDULABLE, message, true);
                 } else {
-                    let engine = &mut status.engines[index];
-                    engine.reason = Some(reason::WAITING_FOR_NODE.into());
-                    engine.message = Some(message);
-                    self.requeue(Duration::from_secs(5));
+                    let after = Duration::from_secs(5);
+                    self.wait(status, index, reason::WAITING_FOR_NODE, message, after);
                 }
             }
             PodState::ImagePullFailed {
@@ -310,10 +337,9 @@ impl Step<'_, '_> {
                         false,
                     ),
                     None => {
-                        let engine = &mut status.engines[index];
-                        engine.reason = Some(reason::WAITING_FOR_IMAGE.into());
-                        engine.message = Some(self.pull_wait_note(&image, &why, &message, since));
-                        self.requeue(Duration::from_secs(5));
+                        let note = self.pull_wait_note(&image, &why, &message, since);
+                        let after = Duration::from_secs(5);
+                        self.wait(status, index, reason::WAITING_FOR_IMAGE, note, after);
                     }
                 }
             }
@@ -362,10 +388,7 @@ impl Step<'_, '_> {
                 message,
                 ..
             } if NEVER_STARTED.contains(&why.as_str()) => {
-                let message = format!(
-                    "the engine container could not be started ({why}): {}",
-                    tail(message.as_deref().unwrap_or_default(), 600)
-                );
+                let message = never_started("engine", &why, message.as_deref());
                 self.fail(status, index, reason::RUN_CONTAINER_ERROR, message, false);
             }
             PodState::Terminated {
@@ -412,12 +435,11 @@ impl Step<'_, '_> {
                     );
                     self.fail(status, index, reason::ENGINE_NOT_READY, message, false);
                 } else {
-                    let engine = &mut status.engines[index];
-                    engine.reason = Some(reason::ENGINE_STARTING.into());
-                    engine.message = Some(format!(
+                    let message = format!(
                         "the engine fails its readiness probe{since_note}; waiting for it to recover"
-                    ));
-                    self.requeue(Duration::from_secs(2));
+                    );
+                    let after = Duration::from_secs(2);
+                    self.wait(status, index, reason::ENGINE_STARTING, message, after);
                 }
             }
         }
@@ -472,12 +494,11 @@ impl Step<'_, '_> {
         }
         match self.keep_client_result(status, index) {
             KeptResult::Stopping => {
-                let engine = &mut status.engines[index];
-                engine.reason = Some(reason::STOPPING_CLIENT.into());
-                engine.message = Some(format!(
+                let message = format!(
                     "the engine exited with code {exit_code}; stopping the client to keep what it measured"
-                ));
-                self.requeue(Duration::from_secs(1));
+                );
+                let after = Duration::from_secs(1);
+                self.wait(status, index, reason::STOPPING_CLIENT, message, after);
                 return;
             }
             // Every repetition was measured before the engine went.
