@@ -18,6 +18,7 @@
 
 mod observability;
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -87,6 +88,39 @@ fn run(command: &mut Command) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// The chart, rendered with VALUES (and `extra` helm arguments) into namespace `ns` and applied
+/// for real (the CRD is already installed on the dev cluster; `helm template` leaves the
+/// chart's crds/ out). `scratch` names the temporary directory of the rendered files.
+fn apply_chart(
+    helm: &Path,
+    kubectl: &Path,
+    kubeconfig: &Path,
+    ns: &str,
+    scratch: &str,
+    extra: &[&str],
+) -> std::io::Result<()> {
+    let scratch = std::env::temp_dir().join(format!("membench-{scratch}-{ns}"));
+    std::fs::create_dir_all(&scratch)?;
+    let values = scratch.join("values.yaml");
+    std::fs::write(&values, VALUES)?;
+    let rendered = run(Command::new(helm)
+        .args(["template", RELEASE])
+        .arg(repo_root().join("charts/membench"))
+        .args(["--namespace", ns])
+        .args(extra)
+        .arg("--values")
+        .arg(&values));
+    let manifest = scratch.join("rendered.yaml");
+    std::fs::write(&manifest, &rendered)?;
+    run(Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["apply", "--server-side", "-f"])
+        .arg(&manifest));
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(())
+}
+
 /// The operator's pod, once it is Running and ready (its `/readyz` probe passes).
 async fn ready_operator_pod(pods: &Api<Pod>, timeout: Duration) -> anyhow::Result<Pod> {
     let selector = format!(
@@ -144,25 +178,7 @@ async fn the_charts_operator_runs_a_benchmark_on_the_dev_cluster_and_prometheus_
     let namespace = TestNamespace::create(&client, "chart-operator").await?;
     let ns = namespace.name().to_string();
 
-    // The chart, rendered and applied for real (the CRD is already installed on the dev cluster;
-    // `helm template` leaves the chart's crds/ out).
-    let scratch = std::env::temp_dir().join(format!("membench-chart-operator-{ns}"));
-    std::fs::create_dir_all(&scratch)?;
-    let values = scratch.join("values.yaml");
-    std::fs::write(&values, VALUES)?;
-    let rendered = run(Command::new(&helm)
-        .args(["template", RELEASE])
-        .arg(repo_root().join("charts/membench"))
-        .args(["--namespace", &ns, "--values"])
-        .arg(&values));
-    let manifest = scratch.join("rendered.yaml");
-    std::fs::write(&manifest, &rendered)?;
-    run(Command::new(&kubectl)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["apply", "--server-side", "-f"])
-        .arg(&manifest));
-    let _ = std::fs::remove_dir_all(&scratch);
+    apply_chart(&helm, &kubectl, &kubeconfig, &ns, "chart-operator", &[])?;
 
     let pods = namespace.pods();
     let operator = ready_operator_pod(&pods, Duration::from_secs(90)).await?;
@@ -295,23 +311,14 @@ async fn two_chart_replicas_elect_one_leader_and_the_standby_takes_over_when_it_
     let kubeconfig = DevCluster::kubeconfig_with(&EnsureOptions::default()).await?;
     let namespace = TestNamespace::create(&client, "chart-standby").await?;
     let ns = namespace.name().to_string();
-    let scratch = std::env::temp_dir().join(format!("membench-chart-standby-{ns}"));
-    std::fs::create_dir_all(&scratch)?;
-    let values = scratch.join("values.yaml");
-    std::fs::write(&values, VALUES)?;
-    let rendered = run(Command::new(&helm)
-        .args(["template", RELEASE])
-        .arg(repo_root().join("charts/membench"))
-        .args(["--namespace", &ns, "--set", "replicaCount=2", "--values"])
-        .arg(&values));
-    let manifest = scratch.join("rendered.yaml");
-    std::fs::write(&manifest, &rendered)?;
-    run(Command::new(&kubectl)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["apply", "--server-side", "-f"])
-        .arg(&manifest));
-    let _ = std::fs::remove_dir_all(&scratch);
+    apply_chart(
+        &helm,
+        &kubectl,
+        &kubeconfig,
+        &ns,
+        "chart-standby",
+        &["--set", "replicaCount=2"],
+    )?;
 
     // Both replicas are ready, leader and standby alike; the Lease names one of them.
     let pods = namespace.pods();
