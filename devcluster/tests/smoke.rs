@@ -15,8 +15,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{DeleteParams, LogParams, PostParams};
 use kube::{Api, ResourceExt};
 use membench_devcluster::wait::{
-    TestNamespace, is_finished, is_running_and_ready, is_scheduled, node_name, wait_for_pod,
-    wait_for_pod_deleted, waiting_reason,
+    TestNamespace, is_scheduled, node_name, wait_for_pod, wait_for_pod_deleted, waiting_reason,
 };
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -24,7 +23,7 @@ use tokio::net::TcpStream;
 
 use common::{
     READY, SCHEDULED, cluster, pod, pod_ip, redis_ping, redis_pod, shell_container, shell_pod,
-    skipped_outside_dev_cluster, terminated,
+    skipped_outside_dev_cluster, terminated, wait_finished, wait_ready, waiting_message,
 };
 
 #[tokio::test]
@@ -101,14 +100,7 @@ async fn redis_pod_becomes_ready_and_answers_ping_on_its_own_address() -> anyhow
     pods.create(&PostParams::default(), &redis_pod("redis", json!({})))
         .await?;
 
-    let ready = wait_for_pod(
-        &pods,
-        "redis",
-        READY,
-        "running and ready",
-        is_running_and_ready,
-    )
-    .await?;
+    let ready = wait_ready(&pods, "redis").await?;
     let status = ready.status.as_ref().unwrap();
     let container = &status.container_statuses.as_ref().unwrap()[0];
     assert!(container.ready);
@@ -143,22 +135,8 @@ async fn two_engines_listen_on_the_same_port_at_their_own_addresses() -> anyhow:
     pods.create(&PostParams::default(), &redis_pod("second", same_node))
         .await?;
 
-    let first = wait_for_pod(
-        &pods,
-        "first",
-        READY,
-        "running and ready",
-        is_running_and_ready,
-    )
-    .await?;
-    let second = wait_for_pod(
-        &pods,
-        "second",
-        READY,
-        "running and ready",
-        is_running_and_ready,
-    )
-    .await?;
+    let first = wait_ready(&pods, "first").await?;
+    let second = wait_ready(&pods, "second").await?;
     assert_ne!(pod_ip(&first), pod_ip(&second));
     assert_eq!(redis_ping(&pod_ip(&first), 6379).await?, "+PONG");
     assert_eq!(redis_ping(&pod_ip(&second), 6379).await?, "+PONG");
@@ -175,14 +153,7 @@ async fn deleting_a_pod_stops_its_process_and_removes_it() -> anyhow::Result<()>
     let pods = ns.pods();
     pods.create(&PostParams::default(), &redis_pod("doomed", json!({})))
         .await?;
-    let running = wait_for_pod(
-        &pods,
-        "doomed",
-        READY,
-        "running and ready",
-        is_running_and_ready,
-    )
-    .await?;
+    let running = wait_ready(&pods, "doomed").await?;
     let ip = pod_ip(&running);
 
     pods.delete("doomed", &DeleteParams::default()).await?;
@@ -247,14 +218,7 @@ async fn unmapped_image_fails_like_a_failed_pull_naming_the_image() -> anyhow::R
     .await?;
     let status = failing.status.as_ref().unwrap();
     assert_eq!(status.phase.as_deref(), Some("Pending"));
-    let waiting = status.container_statuses.as_ref().unwrap()[0]
-        .state
-        .as_ref()
-        .unwrap()
-        .waiting
-        .clone()
-        .unwrap();
-    let message = waiting.message.unwrap_or_default();
+    let message = waiting_message(&failing);
     assert!(
         message.contains("nginx:1.27"),
         "message does not name the image: {message}"
@@ -270,13 +234,7 @@ async fn unmapped_image_fails_like_a_failed_pull_naming_the_image() -> anyhow::R
         waiting_reason(p).is_some_and(|r| r != "ContainerCreating")
     })
     .await?;
-    let waiting = failing.status.unwrap().container_statuses.unwrap()[0]
-        .state
-        .clone()
-        .unwrap()
-        .waiting
-        .unwrap();
-    let message = waiting.message.unwrap_or_default();
+    let message = waiting_message(&failing);
     assert!(
         message.contains("redis:6.2.99") && message.contains("7.0.15"),
         "{message}"
@@ -307,7 +265,7 @@ async fn exit_code_and_termination_message_are_reported() -> anyhow::Result<()> 
     )
     .await?;
 
-    let failed = wait_for_pod(&pods, "fails", READY, "finished", is_finished).await?;
+    let failed = wait_finished(&pods, "fails").await?;
     assert_eq!(
         failed.status.as_ref().unwrap().phase.as_deref(),
         Some("Failed")
@@ -317,7 +275,7 @@ async fn exit_code_and_termination_message_are_reported() -> anyhow::Result<()> 
     assert_eq!(t.reason.as_deref(), Some("Error"));
     assert_eq!(t.message.as_deref(), Some("loaded 42 keys"));
 
-    let succeeded = wait_for_pod(&pods, "succeeds", READY, "finished", is_finished).await?;
+    let succeeded = wait_finished(&pods, "succeeds").await?;
     assert_eq!(
         succeeded.status.as_ref().unwrap().phase.as_deref(),
         Some("Succeeded")
@@ -342,7 +300,7 @@ async fn fallback_to_logs_on_error_reports_the_end_of_the_output() -> anyhow::Re
         json!({"terminationMessagePolicy": "FallbackToLogsOnError"}),
     );
     pods.create(&PostParams::default(), &p).await?;
-    let failed = wait_for_pod(&pods, "crashes", READY, "finished", is_finished).await?;
+    let failed = wait_finished(&pods, "crashes").await?;
     let t = terminated(&failed);
     assert_eq!(t.exit_code, 1);
     assert_eq!(t.message.as_deref(), Some("starting\nfatal: no such key\n"));
@@ -370,7 +328,7 @@ async fn env_and_downward_api_reach_the_process() -> anyhow::Result<()> {
         }),
     );
     pods.create(&PostParams::default(), &p).await?;
-    let done = wait_for_pod(&pods, "env", READY, "finished", is_finished).await?;
+    let done = wait_finished(&pods, "env").await?;
     let ip = pod_ip(&done);
     let expected = format!("{ip}|hello from {ip}|hello from {ip}");
     assert_eq!(
@@ -399,14 +357,7 @@ async fn exceeding_the_memory_limit_is_oom_killed() -> anyhow::Result<()> {
         json!({"limits": {"memory": "48Mi"}}),
     )?);
     pods.create(&PostParams::default(), &p).await?;
-    let ready = wait_for_pod(
-        &pods,
-        "small",
-        READY,
-        "running and ready",
-        is_running_and_ready,
-    )
-    .await?;
+    let ready = wait_ready(&pods, "small").await?;
 
     // About 100 MB of keys: well past the 48Mi limit.
     let mut stream = TcpStream::connect((pod_ip(&ready).as_str(), 6379)).await?;
@@ -416,7 +367,7 @@ async fn exceeding_the_memory_limit_is_oom_killed() -> anyhow::Result<()> {
     let mut reply = [0u8; 64];
     let _ = tokio::time::timeout(Duration::from_secs(20), stream.read(&mut reply)).await;
 
-    let killed = wait_for_pod(&pods, "small", READY, "finished", is_finished).await?;
+    let killed = wait_finished(&pods, "small").await?;
     assert_eq!(
         killed.status.as_ref().unwrap().phase.as_deref(),
         Some("Failed")
@@ -444,7 +395,7 @@ async fn pod_logs_are_served_through_the_api_server() -> anyhow::Result<()> {
         ),
     )
     .await?;
-    wait_for_pod(&pods, "chatty", READY, "finished", is_finished).await?;
+    wait_finished(&pods, "chatty").await?;
 
     // kubectl logs: API server -> the node's kubelet endpoint -> the node agent.
     assert_eq!(
@@ -482,7 +433,7 @@ async fn init_containers_run_first_and_each_container_reports_its_own_end() -> a
         },
     }));
     pods.create(&PostParams::default(), &p).await?;
-    let done = wait_for_pod(&pods, "multi", READY, "finished", is_finished).await?;
+    let done = wait_finished(&pods, "multi").await?;
     let status = done.status.unwrap();
     assert_eq!(status.phase.as_deref(), Some("Failed"));
     let init = status.init_container_statuses.unwrap()[0]

@@ -10,12 +10,12 @@ use std::collections::BTreeMap;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::PostParams;
-use membench_devcluster::wait::{TestNamespace, is_finished, wait_for_pod};
+use membench_devcluster::wait::TestNamespace;
 use serde_json::json;
 
 use common::{
-    READY, cluster, pod, shell_container, shell_pod, skipped_outside_dev_cluster, terminated,
-    terminated_container,
+    cluster, pod, shell_container, shell_pod, skipped_outside_dev_cluster, terminated,
+    terminated_container, wait_finished,
 };
 
 #[tokio::test]
@@ -44,7 +44,7 @@ async fn a_file_written_to_an_empty_dir_is_read_by_another_container() -> anyhow
         },
     }));
     pods.create(&PostParams::default(), &p).await?;
-    let done = wait_for_pod(&pods, "pair", READY, "finished", is_finished).await?;
+    let done = wait_finished(&pods, "pair").await?;
     let read = terminated_container(&done, 1);
     assert_eq!(
         read.message.as_deref(),
@@ -77,7 +77,7 @@ async fn the_process_starts_in_its_working_dir() -> anyhow::Result<()> {
         },
     }));
     pods.create(&PostParams::default(), &p).await?;
-    let done = wait_for_pod(&pods, "cwd", READY, "finished", is_finished).await?;
+    let done = wait_finished(&pods, "cwd").await?;
     let t = terminated(&done);
     assert_eq!(t.message.as_deref(), Some("/data relative"), "{t:?}");
     ns.delete().await
@@ -122,7 +122,7 @@ async fn a_secret_volume_holds_the_secrets_keys_as_files() -> anyhow::Result<()>
         },
     }));
     pods.create(&PostParams::default(), &p).await?;
-    let done = wait_for_pod(&pods, "reads-secret", READY, "finished", is_finished).await?;
+    let done = wait_finished(&pods, "reads-secret").await?;
     let t = terminated(&done);
     // Readable by uid 999 only through the fsGroup, as the kubelet sets it up.
     assert_eq!(t.message.as_deref(), Some("s3cr3t|440 2000"), "{t:?}");
@@ -162,7 +162,7 @@ async fn a_config_map_volume_holds_the_chosen_keys() -> anyhow::Result<()> {
         "configMap": {"name": "settings", "items": [{"key": "maxmemory", "path": "limit"}]},
     }))?]);
     pods.create(&PostParams::default(), &p).await?;
-    let done = wait_for_pod(&pods, "reads-config", READY, "finished", is_finished).await?;
+    let done = wait_finished(&pods, "reads-config").await?;
     assert_eq!(terminated(&done).message.as_deref(), Some("1gb limit"));
     ns.delete().await
 }
@@ -193,7 +193,7 @@ async fn a_downward_api_volume_holds_the_pods_fields() -> anyhow::Result<()> {
         ]},
     }))?]);
     pods.create(&PostParams::default(), &p).await?;
-    let done = wait_for_pod(&pods, "reads-fields", READY, "finished", is_finished).await?;
+    let done = wait_finished(&pods, "reads-fields").await?;
     assert_eq!(
         terminated(&done).message.as_deref(),
         Some("reads-fields|bench|64")
@@ -225,7 +225,7 @@ async fn a_read_only_mount_refuses_a_write() -> anyhow::Result<()> {
         },
     }));
     pods.create(&PostParams::default(), &p).await?;
-    let done = wait_for_pod(&pods, "ro", READY, "finished", is_finished).await?;
+    let done = wait_finished(&pods, "ro").await?;
     let t = terminated(&done);
     assert_ne!(t.exit_code, 0, "{t:?}");
     let message = t.message.unwrap_or_default();

@@ -338,13 +338,7 @@ mod tests {
             std::fs::write(&path, "#!/bin/sh\n").unwrap();
             std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
                 .unwrap();
-            let when = SystemTime::now() - std::time::Duration::from_secs(seconds_ago);
-            std::fs::File::options()
-                .write(true)
-                .open(&path)
-                .unwrap()
-                .set_modified(when)
-                .unwrap();
+            set_age(&path, seconds_ago);
             path
         }
 
@@ -353,13 +347,7 @@ mod tests {
             let path = self.0.join(relative);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(&path, "").unwrap();
-            let when = SystemTime::now() - std::time::Duration::from_secs(seconds_ago);
-            std::fs::File::options()
-                .write(true)
-                .open(&path)
-                .unwrap()
-                .set_modified(when)
-                .unwrap();
+            set_age(&path, seconds_ago);
             path
         }
 
@@ -367,13 +355,7 @@ mod tests {
             let dir = self.target().join("image");
             std::fs::create_dir_all(&dir).unwrap();
             let archive = write_test_archive(&dir, platforms);
-            let when = SystemTime::now() - std::time::Duration::from_secs(seconds_ago);
-            std::fs::File::options()
-                .write(true)
-                .open(&archive)
-                .unwrap()
-                .set_modified(when)
-                .unwrap();
+            set_age(&archive, seconds_ago);
             archive
         }
 
@@ -407,6 +389,17 @@ mod tests {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.0);
         }
+    }
+
+    /// Makes the file's modification time `seconds_ago` before now.
+    fn set_age(path: &Path, seconds_ago: u64) {
+        let when = SystemTime::now() - std::time::Duration::from_secs(seconds_ago);
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
     }
 
     fn native() -> &'static str {

@@ -22,13 +22,15 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{
     ConfigMap, Container, DownwardAPIVolumeFile, KeyToPath, Pod, Secret, ServiceAccount, Volume,
     VolumeProjection,
 };
+use k8s_openapi::serde::de::DeserializeOwned;
 use kube::api::PostParams;
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client, Resource, ResourceExt};
 
 use super::podspec::{field_ref_value, resource_field_value};
 
@@ -302,6 +304,35 @@ fn keyed_files(
     Ok(files)
 }
 
+/// The named object (a Secret or ConfigMap) of the pod's namespace, if it exists; `what` names
+/// its kind in a read error.
+async fn source_object<K>(
+    sources: &VolumeSources<'_>,
+    name: &str,
+    what: &str,
+) -> Result<Option<K>, VolumeError>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let namespace = sources.pod.namespace().unwrap_or_else(|| "default".into());
+    let api: Api<K> = Api::namespaced(sources.client.clone(), &namespace);
+    api.get_opt(name)
+        .await
+        .map_err(|e| VolumeError::Api(format!("{what} {name:?}"), e))
+}
+
+/// A missing source: no files when the volume says it is optional, else `missing`.
+fn not_found(optional: bool, missing: VolumeError) -> Result<Vec<VolumeFile>, VolumeError> {
+    if optional {
+        Ok(Vec::new())
+    } else {
+        Err(missing)
+    }
+}
+
 async fn secret_files(
     sources: &VolumeSources<'_>,
     name: &str,
@@ -309,19 +340,10 @@ async fn secret_files(
     optional: Option<bool>,
     default_mode: u32,
 ) -> Result<Vec<VolumeFile>, VolumeError> {
-    let namespace = sources.pod.namespace().unwrap_or_else(|| "default".into());
-    let api: Api<Secret> = Api::namespaced(sources.client.clone(), &namespace);
-    let found = api
-        .get_opt(name)
-        .await
-        .map_err(|e| VolumeError::Api(format!("secret {name:?}"), e))?;
     let optional = optional == Some(true);
+    let found = source_object::<Secret>(sources, name, "secret").await?;
     let Some(secret) = found else {
-        return if optional {
-            Ok(Vec::new())
-        } else {
-            Err(VolumeError::SecretNotFound(name.to_string()))
-        };
+        return not_found(optional, VolumeError::SecretNotFound(name.to_string()));
     };
     let data = secret
         .data
@@ -339,19 +361,10 @@ async fn config_map_files(
     optional: Option<bool>,
     default_mode: u32,
 ) -> Result<Vec<VolumeFile>, VolumeError> {
-    let namespace = sources.pod.namespace().unwrap_or_else(|| "default".into());
-    let api: Api<ConfigMap> = Api::namespaced(sources.client.clone(), &namespace);
-    let found = api
-        .get_opt(name)
-        .await
-        .map_err(|e| VolumeError::Api(format!("configmap {name:?}"), e))?;
     let optional = optional == Some(true);
+    let found = source_object::<ConfigMap>(sources, name, "configmap").await?;
     let Some(config_map) = found else {
-        return if optional {
-            Ok(Vec::new())
-        } else {
-            Err(VolumeError::ConfigMapNotFound(name.to_string()))
-        };
+        return not_found(optional, VolumeError::ConfigMapNotFound(name.to_string()));
     };
     let data: Vec<(String, Vec<u8>)> = config_map
         .data

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod};
-use kube::Client;
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Pod};
+use kube::{Api, Client};
 use membench_devcluster::pod_security::make_restricted;
+use membench_devcluster::wait::{is_finished, is_running_and_ready, wait_for_pod};
 use membench_devcluster::{DevCluster, EnsureOptions};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -114,16 +115,53 @@ pub fn terminated(pod: &Pod) -> ContainerStateTerminated {
 
 /// How the pod's `index`th container ended.
 pub fn terminated_container(pod: &Pod, index: usize) -> ContainerStateTerminated {
-    pod.status
-        .as_ref()
-        .unwrap()
-        .container_statuses
-        .as_ref()
-        .unwrap()[index]
+    container_status(pod, index)
         .state
         .as_ref()
         .unwrap()
         .terminated
         .clone()
         .unwrap_or_else(|| panic!("container {index} terminated: {:#?}", pod.status))
+}
+
+/// The status of the pod's `index`th container.
+pub fn container_status(pod: &Pod, index: usize) -> &ContainerStatus {
+    &pod.status
+        .as_ref()
+        .unwrap()
+        .container_statuses
+        .as_ref()
+        .unwrap()[index]
+}
+
+/// The message of the pod's first container's waiting state (empty without one).
+pub fn waiting_message(pod: &Pod) -> String {
+    container_status(pod, 0)
+        .state
+        .clone()
+        .unwrap()
+        .waiting
+        .unwrap()
+        .message
+        .unwrap_or_default()
+}
+
+/// The process id of a container the node agent runs: its containerID is
+/// `local-process://<pid>`.
+pub fn local_pid(status: &ContainerStatus) -> &str {
+    status
+        .container_id
+        .as_deref()
+        .and_then(|id| id.strip_prefix("local-process://"))
+        .expect("a local process")
+}
+
+/// Waits (up to [`READY`]) until the pod is running and ready.
+pub async fn wait_ready(pods: &Api<Pod>, name: &str) -> anyhow::Result<Pod> {
+    wait_for_pod(pods, name, READY, "running and ready", is_running_and_ready).await
+}
+
+/// Waits (up to [`READY`]) until the pod has finished (Succeeded or Failed).
+pub async fn wait_finished(pods: &Api<Pod>, name: &str) -> anyhow::Result<Pod> {
+    wait_for_pod(pods, name, READY, "finished", is_finished).await
 }
