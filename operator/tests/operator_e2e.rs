@@ -395,21 +395,22 @@ async fn an_operator_restarted_mid_run_resumes_without_duplicate_pods() -> anyho
             .iter()
             .all(|e| e.client_attempts == 1 && e.repetitions.len() == 3)
     );
-    let history = history.lock().unwrap();
-    let names: BTreeSet<&String> = history.uids.keys().collect();
-    let expected = [
-        "restart-0-client",
-        "restart-0-engine",
-        "restart-1-client",
-        "restart-1-engine",
-    ];
-    assert_eq!(names.into_iter().cloned().collect::<Vec<_>>(), expected);
-    assert!(
-        history.uids.values().all(|uids| uids.len() == 1),
-        "a pod was created twice: {:?}",
-        history.uids
-    );
-    drop(history);
+    {
+        let history = history.lock().unwrap();
+        let names: BTreeSet<&String> = history.uids.keys().collect();
+        let expected = [
+            "restart-0-client",
+            "restart-0-engine",
+            "restart-1-client",
+            "restart-1-engine",
+        ];
+        assert_eq!(names.into_iter().cloned().collect::<Vec<_>>(), expected);
+        assert!(
+            history.uids.values().all(|uids| uids.len() == 1),
+            "a pod was created twice: {:?}",
+            history.uids
+        );
+    }
     harness.finish().await;
     Ok(())
 }

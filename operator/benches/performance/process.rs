@@ -42,6 +42,8 @@ fn seconds(time: libc::timeval) -> f64 {
 }
 
 /// Runs `command` to its end (stdin from `stdin`, or nothing), collecting its output.
+// The child is reaped by wait4 below (for its rusage), not by std's Child::wait.
+#[allow(clippy::zombie_processes)]
 pub fn run(command: &mut Command, stdin: Option<std::fs::File>) -> Finished {
     command
         .stdin(stdin.map_or_else(Stdio::null, Stdio::from))

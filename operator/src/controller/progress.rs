@@ -19,10 +19,13 @@ const REUSE_FOR: Duration = Duration::from_secs(4);
 /// How long a reading may take.
 const READ_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// A benchmark, by namespace and name.
+type BenchmarkKey = (String, String);
+
 /// The last reading of each benchmark.
 #[derive(Default)]
 pub struct ProgressReadings {
-    last: Mutex<HashMap<(String, String), (Instant, Option<LoadProbe>)>>,
+    last: Mutex<HashMap<BenchmarkKey, (Instant, Option<LoadProbe>)>>,
 }
 
 impl ProgressReadings {
