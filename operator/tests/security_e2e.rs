@@ -313,6 +313,56 @@ async fn a_password_from_a_secret_reaches_engine_and_client_and_appears_nowhere_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_password_secret_is_named_while_waited_for_and_the_run_goes_on_once_it_exists()
+-> anyhow::Result<()> {
+    let harness = Harness::start("ns-nosecret", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}]\n  workload: {sortedSet: {members: 1000, sampleEvery: 0}}\n  repetitions: 1\n  auth: {passwordSecretRef: {name: late-password, key: password}}\n";
+    harness.create(&spec("nosecret", body)).await?;
+    // The node cannot start the engine without its Secret: the status says which one, and
+    // where, while the node retries (not "the engine is starting").
+    let waiting = harness
+        .wait_for(
+            "nosecret",
+            Duration::from_secs(60),
+            "waiting for its Secret",
+            |b| {
+                b.status
+                    .as_ref()
+                    .and_then(|s| s.engines.first())
+                    .is_some_and(|e| e.reason.as_deref() == Some("WaitingForConfig"))
+            },
+        )
+        .await?;
+    let message = engine(&waiting, 0).message.unwrap_or_default();
+    for expected in ["late-password", harness.namespace.name(), "retries"] {
+        assert!(message.contains(expected), "{expected:?} in {message:?}");
+    }
+    // The Secret arrives: the node's next try starts the engine and the benchmark finishes.
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "late-password"},
+        "stringData": {"password": fresh_password()},
+    }))?;
+    harness
+        .namespace
+        .api::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await?;
+    let done = harness
+        .finished("nosecret", Duration::from_secs(120))
+        .await?;
+    assert_eq!(
+        done.status.as_ref().and_then(|s| s.phase),
+        Some(Phase::Succeeded),
+        "{:#?}",
+        done.status
+    );
+    assert_eq!(engine(&done, 0).repetitions.len(), 1);
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_benchmark_gets_a_network_policy_owned_by_it_before_its_first_pod()
 -> anyhow::Result<()> {
     let harness = Harness::start("ns-netpol", settings()).await?;

@@ -18,6 +18,8 @@ pub mod reason {
     pub const WAITING_FOR_FREE_NODE: &str = "WaitingForFreeNode";
     /// The node cannot pull the image yet; the kubelet retries with back-off.
     pub const WAITING_FOR_IMAGE: &str = "WaitingForImage";
+    /// The node cannot create the container yet: a Secret or ConfigMap it names is missing.
+    pub const WAITING_FOR_CONFIG: &str = "WaitingForConfig";
     pub const ENGINE_STARTING: &str = "EngineStarting";
     pub const CLIENT_STARTING: &str = "ClientStarting";
     pub const MEASURING: &str = "Measuring";
@@ -34,6 +36,8 @@ pub mod reason {
     /// runtime's `StartError`, which ends as `RunContainerError`).
     pub const CREATE_CONTAINER_ERROR: &str = "CreateContainerError";
     pub const RUN_CONTAINER_ERROR: &str = "RunContainerError";
+    /// A Secret or ConfigMap the container names stayed missing for the startup timeout.
+    pub const CREATE_CONTAINER_CONFIG_ERROR: &str = "CreateContainerConfigError";
     pub const CLIENT_IMAGE_PULL_FAILED: &str = "ClientImagePullFailed";
     pub const ENGINE_OOM_KILLED: &str = "EngineOOMKilled";
     pub const ENGINE_CRASHED: &str = "EngineCrashed";

@@ -351,6 +351,19 @@ impl Step<'_, '_> {
                 let message = format!("the engine container could not be started: {message}");
                 self.fail(status, index, why, message, false);
             }
+            PodState::ConfigError { message } => {
+                let since = pods::scheduled_at(&pod).unwrap_or(created);
+                match self.config_verdict("engine", &message, since) {
+                    Ok(note) => {
+                        let after = Duration::from_secs(5);
+                        self.wait(status, index, reason::WAITING_FOR_CONFIG, note, after);
+                    }
+                    Err(message) => {
+                        let why = reason::CREATE_CONTAINER_CONFIG_ERROR;
+                        self.fail(status, index, why, message, false);
+                    }
+                }
+            }
             PodState::Starting { since } if status.engines[index].state != state::RUNNING => {
                 let engine = &mut status.engines[index];
                 engine.reason = Some(reason::ENGINE_STARTING.into());
@@ -454,6 +467,41 @@ impl Step<'_, '_> {
         let waited = elapsed_since(self.now, since);
         (waited >= self.settings.image_pull_timeout)
             .then(|| format!(" (the node retried for {} s)", waited.as_secs()))
+    }
+
+    /// A container whose Secret or ConfigMap is missing: `Ok` with what to show while the node
+    /// retries, `Err` with the failure once it has retried for the startup timeout.
+    pub(super) fn config_verdict(
+        &self,
+        container: &str,
+        message: &str,
+        since: Timestamp,
+    ) -> Result<String, String> {
+        let limit = self.settings.startup_timeout.as_secs();
+        let message = tail(message, 300);
+        let hint = match &self.benchmark.spec.auth {
+            Some(auth) => format!(
+                " (spec.auth.passwordSecretRef names Secret {:?}, key {:?}, in namespace {:?}: create it there)",
+                auth.password_secret_ref.name,
+                auth.password_secret_ref.key,
+                self.benchmark
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .unwrap_or("default")
+            ),
+            None => String::new(),
+        };
+        if elapsed_since(self.now, since) >= self.settings.startup_timeout {
+            Err(format!(
+                "the {container} container could not be created within {limit} s: {message}{hint}"
+            ))
+        } else {
+            Ok(format!(
+                "the node cannot create the {container} container yet: {message}{hint}; it retries until {limit} s after the pod was scheduled ({})",
+                to_the_second(since)
+            ))
+        }
     }
 
     pub(super) fn pull_wait_note(

@@ -269,6 +269,62 @@ fn a_container_that_cannot_be_created_or_started_fails_its_engine_with_that_reas
 }
 
 #[test]
+fn a_missing_password_secret_is_waited_for_then_fails_naming_the_secret() {
+    let mut b = benchmark("  auth: {passwordSecretRef: {name: engine-password, key: password}}\n");
+    let pod = created(engine_pod_of(&reconcile(&mut b, &[], 1, None), 0), 1);
+    let mut missing = waiting(pod, "r8g-1", "CreateContainerConfigError");
+    missing
+        .status
+        .as_mut()
+        .unwrap()
+        .container_statuses
+        .as_mut()
+        .unwrap()[0]
+        .state
+        .as_mut()
+        .unwrap()
+        .waiting
+        .as_mut()
+        .unwrap()
+        .message = Some("secret \"engine-password\" not found".into());
+    // The kubelet retries (the Secret may be created in a moment): wait, saying what is missing.
+    let plan = reconcile(&mut b, std::slice::from_ref(&missing), 5, None);
+    assert!(plan.delete.is_empty());
+    assert_eq!(
+        engine_state(&b, 0),
+        ("Pending".into(), Some(reason::WAITING_FOR_CONFIG.into()))
+    );
+    for expected in [
+        "secret \"engine-password\" not found",
+        "namespace \"bench\"",
+        "300 s",
+    ] {
+        assert!(
+            message(&b, 0).contains(expected),
+            "{expected}: {}",
+            message(&b, 0)
+        );
+    }
+    reconcile(&mut b, std::slice::from_ref(&missing), 250, None);
+    assert_eq!(
+        engine_state(&b, 0).1.as_deref(),
+        Some(reason::WAITING_FOR_CONFIG)
+    );
+    // 300 s after the pod was created: the engine fails with the kubelet's reason.
+    let plan = reconcile(&mut b, std::slice::from_ref(&missing), 301, None);
+    assert_eq!(
+        engine_state(&b, 0),
+        (
+            "Failed".into(),
+            Some(reason::CREATE_CONTAINER_CONFIG_ERROR.into())
+        )
+    );
+    assert!(message(&b, 0).contains("could not be created within 300 s"));
+    assert!(message(&b, 0).contains("engine-password"));
+    assert_eq!(plan.delete, vec!["zset-0-engine".to_string()]);
+}
+
+#[test]
 fn an_engine_whose_program_cannot_start_fails_as_run_container_error() {
     let mut b = benchmark("");
     let pod = created(engine_pod_of(&reconcile(&mut b, &[], 1, None), 0), 1);

@@ -21,6 +21,9 @@ pub enum PodState {
     /// The container cannot be created or started (`CreateContainerError`,
     /// `RunContainerError`): the same pod would fail the same way again.
     ContainerError { reason: String, message: String },
+    /// The container's configuration cannot be resolved yet (`CreateContainerConfigError`: a
+    /// Secret or ConfigMap it names is missing). The kubelet retries: it may be created later.
+    ConfigError { message: String },
     /// On a node, the container not started or not ready yet.
     Starting { since: Option<Timestamp> },
     /// Was ready, and its readiness probe fails now (since the pod's Ready condition flipped).
@@ -43,6 +46,8 @@ const IMAGE_PULL_RETRIED: [&str; 3] = ["ErrImagePull", "ImagePullBackOff", "Regi
 const IMAGE_PULL_PERMANENT: [&str; 2] = ["InvalidImageName", "ErrImageNeverPull"];
 /// Waiting reasons of a container that cannot be created or started.
 const CONTAINER_ERRORS: [&str; 2] = ["CreateContainerError", "RunContainerError"];
+/// The waiting reason of a container whose Secret or ConfigMap is missing (retried).
+const CONFIG_ERROR: &str = "CreateContainerConfigError";
 
 /// Reads a pod's status. A pod being deleted is `Deleting`, whatever its containers did: for
 /// an engine, its deletion is what matters.
@@ -148,6 +153,9 @@ fn running_state(pod: &Pod) -> PodState {
                 message,
                 permanent: IMAGE_PULL_PERMANENT.contains(&reason),
             };
+        }
+        if reason == CONFIG_ERROR {
+            return PodState::ConfigError { message };
         }
         if CONTAINER_ERRORS.contains(&reason) {
             return PodState::ContainerError {
