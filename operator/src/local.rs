@@ -6,7 +6,7 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -197,6 +197,47 @@ pub fn server_args(kind: EngineKind, port: u16, dir: &Path, extra: &[String]) ->
     args
 }
 
+/// Makes the engine `command` starts require `password`: Redis and Valkey read it from a
+/// config file (their first argument, readable by this user only), Dragonfly from
+/// `DFLY_requirepass`.
+fn require_password(
+    command: &mut Command,
+    kind: EngineKind,
+    dir: &Path,
+    password: &str,
+) -> Result<(), BenchError> {
+    match kind {
+        EngineKind::Dragonfly => {
+            command.env(crate::auth::DRAGONFLY_PASSWORD_ENV, password);
+        }
+        EngineKind::Redis | EngineKind::Valkey => {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let path = dir.join("membench-auth.conf");
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .and_then(|mut file| writeln!(file, "requirepass {password}"))
+                .map_err(|e| {
+                    BenchError::EngineStart(format!("cannot write {}: {e}", path.display()))
+                })?;
+            command.arg(&path);
+        }
+    }
+    Ok(())
+}
+
+/// A password made for one local run: 128 random bits in hex, from the kernel.
+pub fn run_password() -> Result<String, BenchError> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .map_err(|e| BenchError::EngineStart(format!("cannot read /dev/urandom: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// An engine running as a child process, stopped when dropped.
 pub struct LocalEngine {
     child: Child,
@@ -209,6 +250,17 @@ pub struct LocalEngine {
 impl LocalEngine {
     /// Starts the engine on a free loopback port and waits until it answers PING.
     pub fn start(engine: &EngineSpec, program: &LocalProgram) -> Result<Self, BenchError> {
+        Self::start_with_password(engine, program, None)
+    }
+
+    /// As [`LocalEngine::start`], the engine requiring `password` when there is one (given in
+    /// a file of its private directory or, for Dragonfly, its environment: never on its
+    /// command line), and its address carrying it for the load.
+    pub fn start_with_password(
+        engine: &EngineSpec,
+        program: &LocalProgram,
+        password: Option<&str>,
+    ) -> Result<Self, BenchError> {
         let port = free_port()?;
         let dir = std::env::temp_dir().join(format!("membench-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| {
@@ -219,6 +271,9 @@ impl LocalEngine {
             BenchError::EngineStart(format!("cannot create {}: {e}", log_path.display()))
         })?;
         let mut command = program.command();
+        if let Some(password) = password {
+            require_password(&mut command, engine.engine, &dir, password)?;
+        }
         command
             .args(server_args(engine.engine, port, &dir, &engine.args))
             .current_dir(&dir)
@@ -236,7 +291,7 @@ impl LocalEngine {
             address: EngineAddress {
                 host: "127.0.0.1".into(),
                 port,
-                password: None,
+                password: password.map(String::from),
             },
             program: program.clone(),
             dir,
@@ -385,17 +440,21 @@ pub fn run_benchmark(
         thresholds,
         ..LoadOptions::default()
     };
+    // The Secret spec.auth names is a cluster object: locally, the engines require a password
+    // made for this run, so the load authenticates as it does in a cluster.
+    let password = spec.auth.as_ref().map(|_| run_password()).transpose()?;
     let mut engines = Vec::new();
     for (engine, program) in spec.engines.iter().zip(&programs) {
         on_engine(&engine.display_name());
-        let mut report = match LocalEngine::start(engine, program) {
-            Ok(server) => {
-                let report = measure(&server.address, &workload, &options, progress);
-                server.stop();
-                report
-            }
-            Err(e) => failed_start_report(engine, &workload, &options, &e),
-        };
+        let mut report =
+            match LocalEngine::start_with_password(engine, program, password.as_deref()) {
+                Ok(server) => {
+                    let report = measure(&server.address, &workload, &options, progress);
+                    server.stop();
+                    report
+                }
+                Err(e) => failed_start_report(engine, &workload, &options, &e),
+            };
         report.name = engine.display_name();
         program.record_in(&mut report.engine);
         engines.push(report);

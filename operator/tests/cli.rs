@@ -379,6 +379,25 @@ fn run_compares_engines_started_locally_one_at_a_time() {
 }
 
 #[test]
+fn run_with_spec_auth_says_the_secret_is_not_read_and_loads_with_a_password_of_its_own() {
+    let spec = write_spec(
+        "auth",
+        "  instanceType: x\n  engines: [{engine: redis, version: \"7.0\"}, {engine: valkey, version: \"9.1\"}]\n  workload: {strings: {keys: 2000}}\n  repetitions: 1\n  auth: {passwordSecretRef: {name: engine-password, key: password}}\n",
+    );
+    let output = membench(&["run", spec.to_str().unwrap(), "--output", "json"]);
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.contains("\"engine-password\"") && err.contains("password made for this run"),
+        "{err}"
+    );
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    for engine in json["engines"].as_array().unwrap() {
+        assert_eq!(engine["repetitions"][0]["items"], 2000, "{engine}");
+    }
+}
+
+#[test]
 fn run_records_the_build_binary_and_preload_it_ran() {
     let spec = write_spec(
         "provenance",

@@ -303,6 +303,50 @@ fn a_password_protected_engine_is_named_as_such_and_works_with_the_password() {
 }
 
 #[test]
+fn a_local_engine_started_with_a_password_requires_it_and_keeps_it_off_its_command_line() {
+    let mut specs = vec![
+        membench::crd::EngineSpec::new(EngineKind::Redis, "7.0"),
+        membench::crd::EngineSpec::new(EngineKind::Valkey, "9.1"),
+    ];
+    // Dragonfly takes it from its environment; only where the store has it.
+    specs.extend(common::from_shared(EngineKind::Dragonfly, "1"));
+    let password = membench::local::run_password().unwrap();
+    assert_eq!(password.len(), 32);
+    for spec in specs {
+        let program = membench::local::resolve_program(0, &spec).unwrap();
+        let mut engine =
+            membench::local::LocalEngine::start_with_password(&spec, &program, Some(&password))
+                .unwrap_or_else(|e| panic!("{} {}: {e}", spec.engine, spec.version));
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", engine.pid())).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&cmdline).contains(&password),
+            "{}: the password is on the command line",
+            spec.engine
+        );
+        let with_password = engine.address.password.take();
+        assert_eq!(with_password.as_deref(), Some(password.as_str()));
+        let refused = run(&engine, &sorted_set(1_000, 0), 1);
+        assert_eq!(
+            refused.error.as_ref().map(|e| e.category.as_str()),
+            Some("AuthRequired"),
+            "{}: {:?}",
+            spec.engine,
+            refused.error
+        );
+        engine.address.password = with_password;
+        let report = run(&engine, &sorted_set(1_000, 0), 1);
+        assert!(
+            report.error.is_none(),
+            "{}: {:?}",
+            spec.engine,
+            report.error
+        );
+        assert_eq!(report.repetitions[0].items, 1_000);
+        engine.stop();
+    }
+}
+
+#[test]
 fn an_unreachable_engine_is_reported_with_its_address() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

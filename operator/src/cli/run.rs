@@ -39,6 +39,13 @@ pub fn run_local(args: RunArgs) -> ExitCode {
     let text = args.output.text().filter(|f| *f != OutputFormat::Json);
     for benchmark in &benchmarks {
         let name = benchmark.metadata.name.clone().unwrap_or_default();
+        if let Some(auth) = &benchmark.spec.auth {
+            let secret = &auth.password_secret_ref;
+            eprintln!(
+                "note: {name}: spec.auth names the Kubernetes Secret {:?} (key {:?}), which a local run does not read: the local engines require a password made for this run",
+                secret.name, secret.key
+            );
+        }
         // Both callbacks draw on the same bar.
         let progress = std::cell::RefCell::new(ProgressReporter::new(&name));
         let result = membench::local::run_benchmark(
