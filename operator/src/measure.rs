@@ -11,6 +11,7 @@
 //! once it has answered is `ConnectionLost`, with what was sent, wherever the run was; a
 //! [`StopRequest`] (the client pod's SIGTERM) ends the run between two batches the same way.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -117,8 +118,13 @@ impl StopRequest {
 /// How to run the load.
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
-    /// Commands sent before their replies are read.
+    /// Commands per batch: a batch is sent whole, and its replies read whole.
     pub pipeline: u32,
+    /// Batches sent before the replies of the first of them are read: 1 keeps at most
+    /// `pipeline` commands unanswered (as `redis-benchmark -P`); more (8 by default) send the
+    /// next batches while the engine still works on the first, so the engine never waits for
+    /// the client between batches. What is in flight stays under [`EARLY_BATCH_BYTES`].
+    pub batches_in_flight: u32,
     pub repetitions: u32,
     /// Seconds to wait after a load before a second memory reading (0: no second reading).
     pub settle_seconds: u32,
@@ -135,6 +141,7 @@ impl Default for LoadOptions {
     fn default() -> Self {
         Self {
             pipeline: 100,
+            batches_in_flight: 8,
             repetitions: 10,
             settle_seconds: 0,
             thresholds: StabilityThresholds::default(),
@@ -155,6 +162,9 @@ impl LoadOptions {
         };
         if self.pipeline == 0 || self.pipeline > 100_000 {
             return invalid("pipeline", "must be between 1 and 100000");
+        }
+        if self.batches_in_flight == 0 || self.batches_in_flight > 16 {
+            return invalid("batches-in-flight", "must be between 1 and 16");
         }
         if self.repetitions == 0 || self.repetitions > 100 {
             return invalid("repetitions", "must be between 1 and 100");
@@ -581,6 +591,20 @@ fn run_repetition(
     })
 }
 
+/// Batches larger than this go one at a time, whatever `batches_in_flight` says: the replies to
+/// what is in flight then always fit the socket buffers, so a send can never wait on an engine
+/// that waits on the client to read.
+pub const EARLY_BATCH_BYTES: usize = 64 * 1024;
+
+/// Whether a batch of `bytes` may be sent now, with `in_flight` batches unanswered.
+fn may_send_early(in_flight: &VecDeque<(u64, usize)>, bytes: usize, window: u32) -> bool {
+    if in_flight.is_empty() {
+        return true;
+    }
+    let queued: usize = in_flight.iter().map(|(_, b)| b).sum();
+    in_flight.len() < window as usize && queued + bytes <= EARLY_BATCH_BYTES
+}
+
 /// Sends the workload over a fresh connection in batches of `pipeline` commands. Memory
 /// samples are read on the control connection between batches, and their time is not counted
 /// as load time.
@@ -635,42 +659,62 @@ fn load(
     let mut paused = Duration::ZERO;
     let mut next_progress = PROGRESS_EVERY;
     // Two buffers: the next batch is encoded while the engine works on the one just sent, so
-    // the client's own work overlaps the engine's instead of adding to it. At most `pipeline`
-    // commands are ever unanswered, as with redis-benchmark -P.
+    // the client's own work overlaps the engine's instead of adding to it. Up to
+    // `batches_in_flight` batches are sent before the first one's replies are read (small
+    // batches only: their replies can never fill the socket buffers while a send waits).
     let mut next = CommandBuffer::with_capacity(64 * 1024);
     let batch_after = |done: u64, next_sample: u64| {
         u64::from(options.pipeline)
             .min(total - done)
             .min(next_sample - done)
     };
+    let mut in_flight: VecDeque<(u64, usize)> = VecDeque::new();
+    let mut dispatched = 0u64;
     let mut batch = batch_after(0, next_sample);
     buffer.clear();
     for index in 0..batch {
         encoder.encode(index, &mut buffer);
     }
     let started = Instant::now();
-    while batch > 0 {
-        options.stop.check(*sent)?;
-        connection.send(&buffer).map_err(|e| lost(*sent, e))?;
-        let after = *sent + batch;
-        let upcoming = if after < total {
-            let boundary = if after == next_sample {
-                next_sample.saturating_add(sample_every)
+    loop {
+        // Send while the window has room; a memory sample waits until every command before it
+        // is answered and nothing after it is sent.
+        while batch > 0
+            && dispatched != next_sample
+            && may_send_early(
+                &in_flight,
+                buffer.as_bytes().len(),
+                options.batches_in_flight,
+            )
+        {
+            options.stop.check(*sent)?;
+            connection.send(&buffer).map_err(|e| lost(*sent, e))?;
+            in_flight.push_back((batch, buffer.as_bytes().len()));
+            dispatched += batch;
+            let upcoming = if dispatched < total {
+                let boundary = if dispatched == next_sample {
+                    next_sample.saturating_add(sample_every)
+                } else {
+                    next_sample
+                };
+                batch_after(dispatched, boundary)
             } else {
-                next_sample
+                0
             };
-            batch_after(after, boundary)
-        } else {
-            0
-        };
-        next.clear();
-        for index in after..after + upcoming {
-            encoder.encode(index, &mut next);
+            next.clear();
+            for index in dispatched..dispatched + upcoming {
+                encoder.encode(index, &mut next);
+            }
+            std::mem::swap(&mut buffer, &mut next);
+            batch = upcoming;
         }
+        let Some((answered, _)) = in_flight.pop_front() else {
+            break;
+        };
         let tally = connection
-            .read_replies(batch as usize)
+            .read_replies(answered as usize)
             .map_err(|e| lost(*sent, e))?;
-        *sent = after;
+        *sent += answered;
         if let Some(reply) = tally.first_error {
             return Err(BenchError::from_load_reply(
                 workload.command_name(),
@@ -698,8 +742,6 @@ fn load(
             });
             next_progress = *sent + PROGRESS_EVERY;
         }
-        std::mem::swap(&mut buffer, &mut next);
-        batch = upcoming;
     }
     let seconds = (started.elapsed() - paused).as_secs_f64().max(1e-9);
     Ok(LoadOutcome {
@@ -707,4 +749,29 @@ fn load(
         integer_replies,
         distinct_sent: encoder.distinct_sent(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_go_early_only_within_the_window_and_the_byte_bound() {
+        let mut in_flight = VecDeque::new();
+        // Nothing in flight: any batch goes, however large.
+        assert!(may_send_early(&in_flight, 10 * EARLY_BATCH_BYTES, 1));
+        in_flight.push_back((100, 4_000));
+        assert!(
+            !may_send_early(&in_flight, 4_000, 1),
+            "one in flight is the window"
+        );
+        assert!(may_send_early(&in_flight, 4_000, 2));
+        in_flight.push_back((100, 4_000));
+        assert!(!may_send_early(&in_flight, 4_000, 2));
+        assert!(may_send_early(&in_flight, 4_000, 8));
+        assert!(
+            !may_send_early(&in_flight, EARLY_BATCH_BYTES - 4_000, 8),
+            "what is in flight stays within the byte bound"
+        );
+    }
 }

@@ -347,6 +347,69 @@ fn a_local_engine_started_with_a_password_requires_it_and_keeps_it_off_its_comma
 }
 
 #[test]
+fn batches_in_flight_change_how_fast_not_what_is_stored_sampled_or_measured() {
+    let valkey = common::start(EngineKind::Valkey, &[]);
+    let load = |workload: &Workload, pipeline: u32, batches_in_flight: u32| {
+        let options = LoadOptions {
+            repetitions: 1,
+            pipeline,
+            batches_in_flight,
+            ..LoadOptions::default()
+        };
+        let report = measure(&valkey.address, workload, &options, &mut |_| {});
+        assert!(
+            report.error.is_none(),
+            "{batches_in_flight} in flight: {:?}",
+            report.error
+        );
+        report.repetitions.into_iter().next().unwrap()
+    };
+    // Small batches (several in flight), with memory samples that must each see exactly the
+    // items before them.
+    let zset = sorted_set(200_000, 30_000);
+    // A fresh server's first load measures a little apart from later ones (the allocator's
+    // first arenas): thrown away.
+    load(&zset, 100, 1);
+    let one = load(&zset, 100, 1);
+    for window in [2, 8, 16] {
+        let many = load(&zset, 100, window);
+        assert_eq!(many.items, 200_000);
+        let at = |r: &membench::measure::RepetitionResult| {
+            r.samples.iter().map(|s| s.items).collect::<Vec<_>>()
+        };
+        assert_eq!(at(&many), at(&one), "{window} in flight");
+        assert_eq!(at(&one), (1..=6).map(|i| i * 30_000).collect::<Vec<_>>());
+        // Each sample is read with nothing after its items sent: a batch beyond the boundary
+        // (up to 700 members here) would add over 2% to the first samples.
+        for (a, b) in many.samples.iter().zip(&one.samples) {
+            let change = (a.used_memory as f64 - b.used_memory as f64).abs() / b.used_memory as f64;
+            assert!(
+                change < 0.01,
+                "{window} in flight, sample at {}: {} vs {}",
+                a.items,
+                a.used_memory,
+                b.used_memory
+            );
+        }
+        // The same set, the same bytes (the engine's own figure moves by a few bytes a run).
+        let change = (many.bytes_per_item - one.bytes_per_item).abs() / one.bytes_per_item;
+        assert!(
+            change < 0.005,
+            "{window} in flight: {} vs {} B/member",
+            many.bytes_per_item,
+            one.bytes_per_item
+        );
+    }
+    // Batches of 1 MB go one at a time whatever is asked (their replies never pile up while a
+    // send waits): the load finishes with every key.
+    let big = Workload::Strings {
+        keys: 2_000,
+        value_size: 10_000,
+    };
+    assert_eq!(load(&big, 100, 16).items, 2_000);
+}
+
+#[test]
 fn an_unreachable_engine_is_reported_with_its_address() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

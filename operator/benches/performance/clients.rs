@@ -133,7 +133,8 @@ pub fn membench_load(membench: &Path, port: u16, workload_args: &[String]) -> Cl
     }
 }
 
-/// membench's arguments for the same commands redis-benchmark sends.
+/// membench's arguments for the same commands redis-benchmark sends, with as many commands
+/// unanswered at most as `redis-benchmark -P` (one batch in flight).
 pub fn membench_args(command: LoadCommand, pipeline: u32, requests: u64) -> Vec<String> {
     let args = match command {
         LoadCommand::Set => format!(
@@ -145,6 +146,7 @@ pub fn membench_args(command: LoadCommand, pipeline: u32, requests: u64) -> Vec<
     };
     let mut args: Vec<String> = args.split(' ').map(String::from).collect();
     args.extend(["--pipeline".to_string(), pipeline.to_string()]);
+    args.extend(["--batches-in-flight".to_string(), "1".to_string()]);
     args
 }
 

@@ -99,9 +99,16 @@ enum LayoutArg {
 /// Flags shared by the commands that measure.
 #[derive(Args, Clone, Debug)]
 pub struct MeasurementArgs {
-    /// Commands sent before their replies are read, on the one connection.
+    /// Commands per batch, on the one connection: each batch is sent whole and its replies
+    /// read whole.
     #[arg(long, default_value_t = 100)]
     pipeline: u32,
+    /// Batches sent before the first one's replies are read: 1 keeps at most --pipeline
+    /// commands unanswered, like `redis-benchmark -P`; more send the next batches while the
+    /// engine works on the first (never more than 64 KiB of commands in flight, and a larger
+    /// batch goes alone).
+    #[arg(long, default_value_t = 8)]
+    batches_in_flight: u32,
     /// How many times to load the workload, flushing in between.
     #[arg(long, default_value_t = 10)]
     repetitions: u32,
@@ -121,6 +128,7 @@ impl MeasurementArgs {
     fn options(&self) -> LoadOptions {
         LoadOptions {
             pipeline: self.pipeline,
+            batches_in_flight: self.batches_in_flight,
             repetitions: self.repetitions,
             settle_seconds: self.settle_seconds,
             thresholds: self.stability.thresholds(),
