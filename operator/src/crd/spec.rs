@@ -83,8 +83,9 @@ pub struct MemoryBenchmarkSpec {
     #[schemars(range(min = 1, max = 100))]
     pub repetitions: u32,
 
-    /// How many commands the client sends before it reads their replies, on its single
-    /// connection.
+    /// Commands per batch on the client's single connection: each batch is sent whole and its
+    /// replies read whole. Up to 8 batches are in flight at once (never more than 64 KiB of
+    /// commands), so the engine does not wait for the client between batches.
     #[serde(default = "default_pipeline")]
     #[schemars(range(min = 1, max = 100000))]
     pub pipeline: u32,
