@@ -218,16 +218,7 @@ impl Step<'_, '_> {
             }
             PodState::ConfigError { message } => {
                 let since = pods::scheduled_at(&client).unwrap_or(created);
-                match self.config_verdict("client", &message, since) {
-                    Ok(note) => {
-                        let after = Duration::from_secs(5);
-                        self.wait(status, index, reason::WAITING_FOR_CONFIG, note, after);
-                    }
-                    Err(message) => {
-                        let why = reason::CREATE_CONTAINER_CONFIG_ERROR;
-                        self.fail(status, index, why, message, true);
-                    }
-                }
+                self.config_error(status, index, "client", &message, since, true);
             }
             // Every client pod runs the same image and command: the next would fail alike.
             PodState::ContainerError {

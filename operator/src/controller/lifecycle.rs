@@ -353,16 +353,7 @@ impl Step<'_, '_> {
             }
             PodState::ConfigError { message } => {
                 let since = pods::scheduled_at(&pod).unwrap_or(created);
-                match self.config_verdict("engine", &message, since) {
-                    Ok(note) => {
-                        let after = Duration::from_secs(5);
-                        self.wait(status, index, reason::WAITING_FOR_CONFIG, note, after);
-                    }
-                    Err(message) => {
-                        let why = reason::CREATE_CONTAINER_CONFIG_ERROR;
-                        self.fail(status, index, why, message, false);
-                    }
-                }
+                self.config_error(status, index, "engine", &message, since, false);
             }
             PodState::Starting { since } if status.engines[index].state != state::RUNNING => {
                 let engine = &mut status.engines[index];
@@ -469,14 +460,18 @@ impl Step<'_, '_> {
             .then(|| format!(" (the node retried for {} s)", waited.as_secs()))
     }
 
-    /// A container whose Secret or ConfigMap is missing: `Ok` with what to show while the node
-    /// retries, `Err` with the failure once it has retried for the startup timeout.
-    pub(super) fn config_verdict(
-        &self,
+    /// A container whose Secret or ConfigMap is missing (`container` names it: engine or
+    /// client): waits while the node retries, and fails once it has retried for the startup
+    /// timeout (`abort`: the rest of the benchmark is not run either).
+    pub(super) fn config_error(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
         container: &str,
         message: &str,
         since: Timestamp,
-    ) -> Result<String, String> {
+        abort: bool,
+    ) {
         let limit = self.settings.startup_timeout.as_secs();
         let message = tail(message, 300);
         let hint = match &self.benchmark.spec.auth {
@@ -493,14 +488,18 @@ impl Step<'_, '_> {
             None => String::new(),
         };
         if elapsed_since(self.now, since) >= self.settings.startup_timeout {
-            Err(format!(
+            let message = format!(
                 "the {container} container could not be created within {limit} s: {message}{hint}"
-            ))
+            );
+            let why = reason::CREATE_CONTAINER_CONFIG_ERROR;
+            self.fail(status, index, why, message, abort);
         } else {
-            Ok(format!(
+            let note = format!(
                 "the node cannot create the {container} container yet: {message}{hint}; it retries until {limit} s after the pod was scheduled ({})",
                 to_the_second(since)
-            ))
+            );
+            let after = Duration::from_secs(5);
+            self.wait(status, index, reason::WAITING_FOR_CONFIG, note, after);
         }
     }
 
