@@ -70,6 +70,28 @@ fn find_for_benchmarks<'a>(documents: &'a [Value], kind: &str) -> Vec<&'a Value>
         .collect()
 }
 
+/// What the operator's Deployment sets `MEMBENCH_WATCH_NAMESPACE` to.
+fn watched_namespaces(documents: &[Value]) -> String {
+    let container = &one(documents, "Deployment")["spec"]["template"]["spec"]["containers"][0];
+    container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "MEMBENCH_WATCH_NAMESPACE")
+        .and_then(|e| e["value"].as_str())
+        .expect("MEMBENCH_WATCH_NAMESPACE in the operator's env")
+        .to_string()
+}
+
+/// The leader-election Role's rules, and nothing else.
+fn lease_rules() -> Vec<(String, String, Vec<String>)> {
+    vec![(
+        "coordination.k8s.io".into(),
+        "leases".into(),
+        verbs(&["get", "create", "update"]),
+    )]
+}
+
 fn one<'a>(documents: &'a [Value], kind: &str) -> &'a Value {
     let found = find(documents, kind);
     assert_eq!(found.len(), 1, "expected one {kind}, found {}", found.len());
@@ -294,14 +316,7 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
     // The leader Lease: in the release namespace only.
     let lease_role = one(&documents, "Role");
     assert_eq!(lease_role["metadata"]["namespace"], "membench-system");
-    assert_eq!(
-        rules(lease_role),
-        vec![(
-            "coordination.k8s.io".into(),
-            "leases".into(),
-            verbs(&["get", "create", "update"])
-        )]
-    );
+    assert_eq!(rules(lease_role), lease_rules());
     assert_eq!(
         one(&documents, "RoleBinding")["roleRef"]["name"],
         lease_role["metadata"]["name"]
@@ -376,24 +391,10 @@ fn namespace_scope_uses_a_role_and_nothing_cluster_wide() {
         .collect();
     assert_eq!(lease_roles.len(), 1);
     assert_eq!(lease_roles[0]["metadata"]["namespace"], "membench-system");
-    assert_eq!(
-        rules(lease_roles[0]),
-        vec![(
-            "coordination.k8s.io".into(),
-            "leases".into(),
-            verbs(&["get", "create", "update"])
-        )]
-    );
+    assert_eq!(rules(lease_roles[0]), lease_rules());
     assert!(find(&documents, "ClusterRole").is_empty());
     assert!(find(&documents, "ClusterRoleBinding").is_empty());
-    let container = &one(&documents, "Deployment")["spec"]["template"]["spec"]["containers"][0];
-    assert!(
-        container["env"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["name"] == "MEMBENCH_WATCH_NAMESPACE" && e["value"] == "membench-system")
-    );
+    assert_eq!(watched_namespaces(&documents), "membench-system");
 }
 
 #[test]
@@ -415,14 +416,7 @@ fn namespace_scope_over_a_list_of_namespaces_has_a_role_in_each_and_watches_them
         assert_eq!(binding["subjects"][0]["namespace"], "membench-system");
     }
     assert!(find(&documents, "ClusterRole").is_empty());
-    let container = &one(&documents, "Deployment")["spec"]["template"]["spec"]["containers"][0];
-    assert!(
-        container["env"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["name"] == "MEMBENCH_WATCH_NAMESPACE" && e["value"] == "team-a,team-b")
-    );
+    assert_eq!(watched_namespaces(&documents), "team-a,team-b");
 }
 
 #[test]
