@@ -174,7 +174,7 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
     let cluster = match TestCluster::start(kubectl) {
         Ok(cluster) => cluster,
         Err(why) => {
-            observability::skip(&format!("no dev cluster: {why}"));
+            observability::missing(&format!("no dev cluster: {why}"));
             return;
         }
     };
@@ -322,7 +322,7 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
     // The chart's other shape (namespace scope over a list of namespaces) installed for real:
     // the operator's rights reach exactly those namespaces.
     let Some(helm) = observability::helm() else {
-        observability::skip("no helm (namespace scope only)");
+        observability::missing("no helm (namespace scope only)");
         return;
     };
     let rendered = Command::new(helm)

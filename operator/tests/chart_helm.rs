@@ -14,12 +14,14 @@ use serde_json::Value;
 
 use observability::{helm, repo_root};
 
-macro_rules! helm_or_skip {
+macro_rules! helm_or_fail {
     () => {
         match helm() {
             Some(helm) => helm,
             None => {
-                observability::skip("no helm (run hack/build-tools.sh helm, or set MEMBENCH_HELM)");
+                observability::missing(
+                    "no helm (run hack/build-tools.sh helm, or set MEMBENCH_HELM)",
+                );
                 return;
             }
         }
@@ -125,7 +127,7 @@ fn verbs(list: &[&str]) -> Vec<String> {
 
 #[test]
 fn helm_lint_passes_with_defaults_and_with_every_option_on() {
-    let helm = helm_or_skip!();
+    let helm = helm_or_fail!();
     let chart = repo_root().join("charts/membench");
     run(Command::new(&helm).arg("lint").arg("--strict").arg(&chart));
     run(Command::new(&helm)
@@ -173,7 +175,7 @@ fn the_chart_copies_of_the_crd_and_dashboards_equal_their_sources() {
 
 #[test]
 fn install_yaml_is_what_the_chart_renders_today() {
-    let helm = helm_or_skip!();
+    let helm = helm_or_fail!();
     let output = Command::new(repo_root().join("hack/render-manifests.sh"))
         .arg("--check")
         .env("HELM", &helm)
@@ -188,7 +190,7 @@ fn install_yaml_is_what_the_chart_renders_today() {
 
 #[test]
 fn the_operator_runs_restricted_with_probes_and_knows_its_own_image() {
-    let helm = helm_or_skip!();
+    let helm = helm_or_fail!();
     let documents = render(&helm, &[]);
     let deployment = one(&documents, "Deployment");
     let pod = &deployment["spec"]["template"]["spec"];
@@ -277,7 +279,7 @@ fn the_operator_runs_restricted_with_probes_and_knows_its_own_image() {
 
 #[test]
 fn cluster_scope_grants_exactly_what_the_operator_needs() {
-    let helm = helm_or_skip!();
+    let helm = helm_or_fail!();
     let documents = render(&helm, &[]);
     let role = one(&documents, "ClusterRole");
     let binding = one(&documents, "ClusterRoleBinding");
@@ -325,7 +327,7 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
 
 #[test]
 fn two_replicas_elect_a_leader_with_a_lease_named_for_the_release_and_their_pod_names() {
-    let helm = helm_or_skip!();
+    let helm = helm_or_fail!();
     let documents = render(&helm, &["replicaCount=2"]);
     let deployment = one(&documents, "Deployment");
     assert_eq!(deployment["spec"]["replicas"], 2);
@@ -356,7 +358,7 @@ fn two_replicas_elect_a_leader_with_a_lease_named_for_the_release_and_their_pod_
 
 #[test]
 fn namespace_scope_uses_a_role_and_nothing_cluster_wide() {
-    let helm = helm_or_skip!();
+    let helm = helm_or_fail!();
     let documents = render(
         &helm,
         &[
@@ -399,7 +401,7 @@ fn namespace_scope_uses_a_role_and_nothing_cluster_wide() {
 
 #[test]
 fn namespace_scope_over_a_list_of_namespaces_has_a_role_in_each_and_watches_them_all() {
-    let helm = helm_or_skip!();
+    let helm = helm_or_fail!();
     let documents = render(
         &helm,
         &["rbac.scope=namespace", "rbac.namespaces={team-a,team-b}"],
@@ -421,7 +423,7 @@ fn namespace_scope_over_a_list_of_namespaces_has_a_role_in_each_and_watches_them
 
 #[test]
 fn the_operators_network_policy_is_on_by_default_and_opens_only_what_it_needs() {
-    let helm = helm_or_skip!();
+    let helm = helm_or_fail!();
     let documents = render(&helm, &[]);
     let policy = one(&documents, "NetworkPolicy");
     let spec = &policy["spec"];
@@ -469,7 +471,7 @@ fn the_operators_network_policy_is_on_by_default_and_opens_only_what_it_needs() 
 
 #[test]
 fn service_monitor_appears_only_when_enabled() {
-    let helm = helm_or_skip!();
+    let helm = helm_or_fail!();
     let documents = render(
         &helm,
         &[
@@ -492,7 +494,7 @@ fn service_monitor_appears_only_when_enabled() {
 
 #[test]
 fn dashboards_ship_as_configmaps_for_the_grafana_sidecar() {
-    let helm = helm_or_skip!();
+    let helm = helm_or_fail!();
     let documents = render(&helm, &[]);
     let configmaps = find(&documents, "ConfigMap");
     let dashboards_dir = repo_root().join("dashboards");

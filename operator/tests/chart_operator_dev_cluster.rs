@@ -161,7 +161,7 @@ async fn the_charts_operator_runs_a_benchmark_on_the_dev_cluster_and_prometheus_
     }
     let kubectl = membench_devcluster::tools::kubectl()?;
     let Some(helm) = helm() else {
-        observability::skip("no helm (hack/build-tools.sh helm)");
+        observability::missing("no helm (hack/build-tools.sh helm)");
         return Ok(());
     };
     let Some(prometheus_bin) = find_binary(
@@ -169,7 +169,7 @@ async fn the_charts_operator_runs_a_benchmark_on_the_dev_cluster_and_prometheus_
         "prometheus",
         &["/usr/bin/prometheus"],
     ) else {
-        observability::skip("no prometheus binary (Debian package `prometheus`)");
+        observability::missing("no prometheus binary (Debian package `prometheus`)");
         return Ok(());
     };
     let started = Instant::now();
@@ -304,7 +304,7 @@ async fn two_chart_replicas_elect_one_leader_and_the_standby_takes_over_when_it_
     }
     let kubectl = membench_devcluster::tools::kubectl()?;
     let Some(helm) = helm() else {
-        observability::skip("no helm (hack/build-tools.sh helm)");
+        observability::missing("no helm (hack/build-tools.sh helm)");
         return Ok(());
     };
     let client = DevCluster::ensure().await?;

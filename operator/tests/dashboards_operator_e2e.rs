@@ -96,7 +96,7 @@ async fn every_dashboard_panel_shows_a_benchmark_the_operator_ran() -> anyhow::R
         "prometheus",
         &["/usr/bin/prometheus"],
     ) else {
-        observability::skip("no prometheus binary (Debian package `prometheus`)");
+        observability::missing("no prometheus binary (Debian package `prometheus`)");
         return Ok(());
     };
     let client = DevCluster::ensure().await?;

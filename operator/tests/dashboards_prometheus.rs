@@ -191,7 +191,7 @@ async fn every_dashboard_query_returns_data_from_a_real_prometheus_scraping_memb
         "prometheus",
         &["/usr/bin/prometheus"],
     ) else {
-        observability::skip(
+        observability::missing(
             "no prometheus binary (install the Debian package `prometheus` or set MEMBENCH_PROMETHEUS)",
         );
         return;
