@@ -6,12 +6,16 @@
 //! ```sh
 //! cargo bench -p membench --bench performance                      # everything, ~15 min
 //! cargo bench -p membench --bench performance -- --only limit,rss  # some sections
+//!   (throughput, one-core, limit, rss)
 //! cargo bench -p membench --bench performance -- --quick           # fewer requests, to try it
 //! ```
 //!
 //! 1. Throughput, membench / redis-benchmark, one connection each, at pipeline depths 1, 16,
 //!    100 and 256, SET (16-byte values, 1,000,000-key space) and ZADD NX (membench adds
 //!    `m:{i}` in order, redis-benchmark draws random members: flagged). Target >= 1.0.
+//!    Section "1b" runs depth 1 again with the engine and each client held to one core: no
+//!    target; it shows what is left of a round trip when no core has to be woken
+//!    (docs/performance.md).
 //! 2. The physical limit: membench at its defaults (pipeline 100, 8 batches in flight) against
 //!    `redis-cli --pipe` streaming the same 5,000,000 `ZADD NX m:{i}` commands from a file.
 //!    Target >= 0.9. (Section 1 runs membench with one batch in flight, as redis-benchmark -P.)
@@ -41,6 +45,9 @@ use membench::local::{LocalEngine, LocalProgram, resolve_program};
 
 use clients::{ClientRun, LoadCommand};
 use figures::{Pair, Target, VerdictTable, alternate, median_min_max, spread};
+use membench::report::Table;
+use membench::stats::Spread;
+use process::OneCore;
 
 const DEPTHS: [u32; 4] = [1, 16, 100, 256];
 /// The spec's default pipeline, at which the physical limit is compared.
@@ -75,7 +82,12 @@ impl Options {
         let mut options = Options {
             rounds: 6,
             scale_down: 1,
-            sections: vec!["throughput".into(), "limit".into(), "rss".into()],
+            sections: vec![
+                "throughput".into(),
+                "one-core".into(),
+                "limit".into(),
+                "rss".into(),
+            ],
             engines: vec!["redis".into(), "valkey".into()],
         };
         let mut args = std::env::args().skip(1);
@@ -101,7 +113,7 @@ impl Options {
                 "--only" => options.sections = list(args.next(), "--only"),
                 "--engines" => options.engines = list(args.next(), "--engines"),
                 other => panic!(
-                    "unknown argument {other}: use --quick, --rounds N, --only throughput,limit,rss, --engines redis,valkey"
+                    "unknown argument {other}: use --quick, --rounds N, --only throughput,one-core,limit,rss, --engines redis,valkey"
                 ),
             }
         }
@@ -177,6 +189,103 @@ fn tool_version(program: &str) -> String {
         .unwrap_or_else(|e| panic!("{program} is needed (apt-get install redis-tools): {e}"))
 }
 
+/// The figures of one pair of clients sending the same commands at the same depth.
+struct PairFigures {
+    peer_rate: Spread,
+    our_rate: Spread,
+    /// CPU seconds per million commands.
+    peer_cpu: Spread,
+    our_cpu: Spread,
+}
+
+impl PairFigures {
+    fn measure(
+        engine: &Engine,
+        membench: &Path,
+        command: LoadCommand,
+        depth: u32,
+        requests: u64,
+        options: &Options,
+    ) -> Self {
+        let pair: Pair = alternate(
+            options.rounds,
+            &mut || engine.flush(),
+            &mut || clients::redis_benchmark(engine.port(), command, depth, requests),
+            &mut || {
+                clients::membench_load(
+                    membench,
+                    engine.port(),
+                    &clients::membench_args(command, depth, requests),
+                )
+            },
+        );
+        let rate = |runs: &[ClientRun]| spread(runs, |r| r.rate);
+        let per_million = |runs: &[ClientRun]| spread(runs, |r| r.cpu_seconds_per_million());
+        Self {
+            peer_rate: rate(&pair.peer),
+            our_rate: rate(&pair.ours),
+            peer_cpu: per_million(&pair.peer),
+            our_cpu: per_million(&pair.ours),
+        }
+    }
+
+    fn rate_ratio(&self) -> f64 {
+        self.our_rate.median / self.peer_rate.median
+    }
+
+    fn cpu_ratio(&self) -> f64 {
+        self.our_cpu.median / self.peer_cpu.median
+    }
+}
+
+fn row_name(command: LoadCommand) -> String {
+    match command {
+        LoadCommand::Zadd => format!("{} (different member order)", command.name()),
+        LoadCommand::Set => command.name().to_string(),
+    }
+}
+
+/// Section 1b, no target of its own: depth 1 again with the engine and each client held to
+/// one core. At depth 1 every command is a round trip, and across two cores each one wakes
+/// the engine's idle core and then the client's; in a virtual machine each wake-up is an exit
+/// to the hypervisor, and how many such exits an idle entry costs depends on kernel state the
+/// client does not choose (docs/performance.md). On one core nothing sleeps waiting on
+/// another core, so what is left of the round trip is the two processes' own work.
+fn depth_one_on_one_core(engines: &[Engine], membench: &Path, options: &Options) -> Table {
+    let mut table = Table::new(&[
+        "engine",
+        "command",
+        "depth",
+        "requests",
+        "redis-benchmark k/s",
+        "membench k/s",
+        "ratio",
+        "redis-benchmark CPU s/M",
+        "membench CPU s/M",
+        "ratio",
+    ]);
+    for engine in engines {
+        let _one_core = OneCore::hold(engine.server.pid(), 0);
+        for command in [LoadCommand::Set, LoadCommand::Zadd] {
+            let requests = requests_at(1) / options.scale_down;
+            let runs = PairFigures::measure(engine, membench, command, 1, requests, options);
+            table.push(vec![
+                engine.name().to_string(),
+                row_name(command),
+                "1".into(),
+                requests.to_string(),
+                median_min_max(&runs.peer_rate, 1e3, 0),
+                median_min_max(&runs.our_rate, 1e3, 0),
+                format!("{:.2}", runs.rate_ratio()),
+                median_min_max(&runs.peer_cpu, 1.0, 2),
+                median_min_max(&runs.our_cpu, 1.0, 2),
+                format!("{:.2}", runs.cpu_ratio()),
+            ]);
+        }
+    }
+    table
+}
+
 /// Section 1 and 3: every command at every depth, throughput and CPU from the same runs.
 fn throughput_and_cpu(
     engines: &[Engine],
@@ -208,45 +317,27 @@ fn throughput_and_cpu(
         for command in [LoadCommand::Set, LoadCommand::Zadd] {
             for depth in DEPTHS {
                 let requests = requests_at(depth) / options.scale_down;
-                let pair: Pair = alternate(
-                    options.rounds,
-                    &mut || engine.flush(),
-                    &mut || clients::redis_benchmark(engine.port(), command, depth, requests),
-                    &mut || {
-                        clients::membench_load(
-                            membench,
-                            engine.port(),
-                            &clients::membench_args(command, depth, requests),
-                        )
-                    },
-                );
-                let rate = |runs: &[ClientRun]| spread(runs, |r| r.rate);
-                let (peer, ours) = (rate(&pair.peer), rate(&pair.ours));
-                let mut name = command.name().to_string();
-                if command == LoadCommand::Zadd {
-                    name.push_str(" (different member order)");
-                }
+                let runs =
+                    PairFigures::measure(engine, membench, command, depth, requests, options);
+                let name = row_name(command);
                 let cells = vec![
                     engine.name().to_string(),
                     name.clone(),
                     depth.to_string(),
                     requests.to_string(),
-                    median_min_max(&peer, 1e3, 0),
-                    median_min_max(&ours, 1e3, 0),
+                    median_min_max(&runs.peer_rate, 1e3, 0),
+                    median_min_max(&runs.our_rate, 1e3, 0),
                 ];
-                throughput.push(cells, ours.median / peer.median, Target::AtLeast(1.0));
-                let per_million =
-                    |runs: &[ClientRun]| spread(runs, |r| r.cpu_seconds_per_million());
-                let (peer_cpu, our_cpu) = (per_million(&pair.peer), per_million(&pair.ours));
+                throughput.push(cells, runs.rate_ratio(), Target::AtLeast(1.0));
                 cpu.push(
                     vec![
                         engine.name().to_string(),
                         name,
                         depth.to_string(),
-                        median_min_max(&peer_cpu, 1.0, 2),
-                        median_min_max(&our_cpu, 1.0, 2),
+                        median_min_max(&runs.peer_cpu, 1.0, 2),
+                        median_min_max(&runs.our_cpu, 1.0, 2),
                     ],
-                    our_cpu.median / peer_cpu.median,
+                    runs.cpu_ratio(),
                     Target::AtMost(1.0),
                 );
             }
@@ -425,6 +516,12 @@ fn main() {
         );
         missed.extend(throughput.missed);
         missed.extend(cpu.missed);
+    }
+    if options.runs("one-core") {
+        println!(
+            "1b. Depth 1 with the engine and each client held to one core (no target: where the round trip goes). Across two cores every command wakes the other core twice, and in this virtual machine those wake-ups set the pace of both clients; here they are gone and what is left is each client's own work (docs/performance.md)\n{}",
+            depth_one_on_one_core(&engines, &membench, &options).to_text()
+        );
     }
     let mut at_limit = Vec::new();
     if options.runs("limit") {

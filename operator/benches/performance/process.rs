@@ -4,7 +4,9 @@
 //! bench process that spawned it, whose pages the child held until `exec`).
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// How often a running child's VmHWM is read. VmHWM only grows, so the last reading before
@@ -41,6 +43,85 @@ fn seconds(time: libc::timeval) -> f64 {
     time.tv_sec as f64 + time.tv_usec as f64 / 1e6
 }
 
+/// The core every client started by `run` is held to, or -1 for none (see `OneCore`).
+static CLIENT_CORE: AtomicI32 = AtomicI32::new(-1);
+
+fn one_core_set(core: usize) -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is plain data; CPU_SET only writes inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(core, &mut set) };
+    set
+}
+
+fn set_affinity(pid: libc::pid_t, set: &libc::cpu_set_t) -> std::io::Result<()> {
+    // SAFETY: `set` lives across the call and its size is passed with it.
+    if unsafe { libc::sched_setaffinity(pid, std::mem::size_of_val(set), set) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+fn affinity(pid: libc::pid_t) -> std::io::Result<libc::cpu_set_t> {
+    // SAFETY: as above; sched_getaffinity fills the set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(pid, std::mem::size_of_val(&set), &mut set) } == 0 {
+        Ok(set)
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Every thread of a process (the engine's background threads too).
+fn threads(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// While it lives, the engine process and every client started by `run` share one core, so
+/// that a round trip needs no wake-up of another (idle) core: what is left of it is the two
+/// processes' own work. Dropping it gives the engine every core back.
+pub struct OneCore {
+    engine: libc::pid_t,
+    /// The engine's cores before, given back to every thread of it.
+    before: libc::cpu_set_t,
+}
+
+impl OneCore {
+    pub fn hold(engine: u32, core: usize) -> Self {
+        let engine = engine as libc::pid_t;
+        let before = affinity(engine)
+            .unwrap_or_else(|e| panic!("cannot read the engine's cores (pid {engine}): {e}"));
+        let engine_threads = threads(engine);
+        assert!(
+            !engine_threads.is_empty(),
+            "the engine (pid {engine}) is not running"
+        );
+        for thread in engine_threads {
+            set_affinity(thread, &one_core_set(core))
+                .unwrap_or_else(|e| panic!("cannot hold the engine to core {core}: {e}"));
+        }
+        CLIENT_CORE.store(core as i32, Ordering::SeqCst);
+        Self { engine, before }
+    }
+}
+
+impl Drop for OneCore {
+    fn drop(&mut self) {
+        CLIENT_CORE.store(-1, Ordering::SeqCst);
+        for thread in threads(self.engine) {
+            if let Err(e) = set_affinity(thread, &self.before) {
+                eprintln!("warning: engine thread {thread} stays on one core: {e}");
+            }
+        }
+    }
+}
+
 /// Runs `command` to its end (stdin from `stdin`, or nothing), collecting its output.
 // The child is reaped by wait4 below (for its rusage), not by std's Child::wait.
 #[allow(clippy::zombie_processes)]
@@ -49,6 +130,13 @@ pub fn run(command: &mut Command, stdin: Option<std::fs::File>) -> Finished {
         .stdin(stdin.map_or_else(Stdio::null, Stdio::from))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    let core = CLIENT_CORE.load(Ordering::SeqCst);
+    if core >= 0 {
+        // SAFETY: the closure only makes one system call (async-signal-safe) in the child.
+        unsafe {
+            command.pre_exec(move || set_affinity(0, &one_core_set(core as usize)));
+        }
+    }
     let started = Instant::now();
     let mut child = command
         .spawn()
