@@ -26,8 +26,8 @@
 //! (`hack/build-tools.sh`, the engine store).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,10 @@ use kube::api::{ListParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use membench::crd::{MemoryBenchmark, Phase};
+
+#[path = "../tests/common/operator_process.rs"]
+mod operator_process;
+use operator_process::{OperatorArgs, OperatorProcess};
 
 const CLIENT_IMAGE: &str = "ghcr.io/membench/membench:dev";
 const DEFAULT_NODES: &str = "r8g.4xlarge=4,r7i.4xlarge=4";
@@ -119,99 +123,29 @@ impl Drop for Cluster {
     }
 }
 
-/// `membench operator` (release) watching `namespaces`; killed when dropped.
-struct Operator {
-    child: Child,
-    log: PathBuf,
-    metrics_port: u16,
-}
-
-impl Operator {
-    fn start(kubeconfig: &Path, namespaces: &[String]) -> anyhow::Result<Self> {
-        let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let log =
-            std::env::temp_dir().join(format!("membench-at-scale-{}.log", std::process::id()));
-        let file = std::fs::File::create(&log)?;
-        let child = Command::new(env!("CARGO_BIN_EXE_membench"))
-            .args(["operator", "--namespace", &namespaces.join(",")])
-            .args(["--client-image", CLIENT_IMAGE, "--log-format", "json"])
-            .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
-            .env("KUBECONFIG", kubeconfig)
-            .env("RUST_LOG", "info,kube=warn")
-            .stdout(file.try_clone()?)
-            .stderr(file)
-            .stdin(Stdio::null())
-            .spawn()?;
-        Ok(Self {
-            child,
-            log,
-            metrics_port,
-        })
-    }
-
-    /// VmHWM of the operator process, in MiB.
-    fn peak_rss_mib(&self) -> Option<f64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-        let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib / 1024.0)
-    }
-
-    fn reconciliations(&self) -> Option<u64> {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.metrics_port)).ok()?;
-        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        stream
-            .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
-            .ok()?;
-        let mut text = String::new();
-        stream.read_to_string(&mut text).ok()?;
-        text.lines()
-            .find(|l| l.starts_with("membench_reconciliations_total "))?
-            .split_whitespace()
-            .nth(1)?
-            .parse::<f64>()
-            .ok()
-            .map(|v| v as u64)
-    }
-
-    /// Warning and error lines of the log, counted by level and message.
-    fn complaints(&self) -> BTreeMap<(String, String), usize> {
-        let mut found = BTreeMap::new();
-        for line in std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-        {
-            let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else {
-                *found
-                    .entry(("UNPARSED".into(), line.chars().take(120).collect()))
-                    .or_default() += 1;
-                continue;
-            };
-            let level = entry["level"].as_str().unwrap_or_default().to_string();
-            if level == "WARN" || level == "ERROR" {
-                let message = entry["fields"]["message"].as_str().unwrap_or_default();
-                // Benchmark names and numbers vary; the shape of the message is what counts.
-                let shape: String = message
-                    .chars()
-                    .map(|c| if c.is_ascii_digit() { '#' } else { c })
-                    .take(140)
-                    .collect();
-                *found.entry((level, shape)).or_default() += 1;
-            }
+/// Warning and error lines of the operator's log, counted by level and message.
+fn complaints(operator: &OperatorProcess) -> BTreeMap<(String, String), usize> {
+    let mut found = BTreeMap::new();
+    for line in operator.log().lines() {
+        let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else {
+            *found
+                .entry(("UNPARSED".into(), line.chars().take(120).collect()))
+                .or_default() += 1;
+            continue;
+        };
+        let level = entry["level"].as_str().unwrap_or_default().to_string();
+        if level == "WARN" || level == "ERROR" {
+            let message = entry["fields"]["message"].as_str().unwrap_or_default();
+            // Benchmark names and numbers vary; the shape of the message is what counts.
+            let shape: String = message
+                .chars()
+                .map(|c| if c.is_ascii_digit() { '#' } else { c })
+                .take(140)
+                .collect();
+            *found.entry((level, shape)).or_default() += 1;
         }
-        found
     }
-}
-
-impl Drop for Operator {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.log);
-    }
+    found
 }
 
 /// What the pod watch saw: when each pod first appeared, and the most engine pods any node held
@@ -426,9 +360,15 @@ async fn main() -> anyhow::Result<()> {
     for ns in [&latency_ns, &load_ns] {
         create_namespace(&client, ns).await?;
     }
-    let operator = Operator::start(
+    let log_name = format!("membench-at-scale-{}.log", std::process::id());
+    let operator = OperatorProcess::start(
         &cluster.kubeconfig(),
-        &[latency_ns.clone(), load_ns.clone()],
+        &OperatorArgs {
+            namespaces: &[&latency_ns, &load_ns],
+            client_image: CLIENT_IMAGE,
+            rust_log: "info,kube=warn",
+            log_name: &log_name,
+        },
     )?;
     let history = Arc::new(Mutex::new(PodHistory::default()));
     let watches = [
@@ -549,15 +489,19 @@ async fn main() -> anyhow::Result<()> {
 
     // 3. Idle again.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let before = operator.reconciliations();
+    let before = operator
+        .metric("membench_reconciliations_total")
+        .map(|v| v as u64);
     tokio::time::sleep(Duration::from_secs(IDLE_SECONDS)).await;
-    let after = operator.reconciliations();
+    let after = operator
+        .metric("membench_reconciliations_total")
+        .map(|v| v as u64);
     let idle_rate = match (before, after) {
         (Some(b), Some(a)) => Some(a.saturating_sub(b) as f64 / IDLE_SECONDS as f64),
         _ => None,
     };
     let peak_rss = operator.peak_rss_mib();
-    let complaints = operator.complaints();
+    let complaints = complaints(&operator);
     for watch in watches {
         watch.abort();
     }

@@ -7,12 +7,11 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::operator::*;
+use common::operator_process::{OperatorArgs, OperatorProcess};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::api::events::v1::Event;
@@ -45,70 +44,19 @@ fn record_pod_versions(pods: Api<Pod>) -> (tokio::task::JoinHandle<()>, Arc<Mute
     (task, seen)
 }
 
-/// The operator as its own process (the released binary), so that its real log and metrics can
-/// be searched. Killed when dropped.
-struct OperatorProcess {
-    child: Child,
-    log: std::path::PathBuf,
-    metrics_port: u16,
-}
-
-impl OperatorProcess {
-    async fn start(namespace: &str) -> anyhow::Result<Self> {
-        let kubeconfig = DevCluster::kubeconfig_with(&EnsureOptions::default()).await?;
-        let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let log = std::env::temp_dir().join(format!("membench-operator-{namespace}.log"));
-        let file = std::fs::File::create(&log)?;
-        let child = Command::new(env!("CARGO_BIN_EXE_membench"))
-            .args([
-                "operator",
-                "--namespace",
-                namespace,
-                "--client-image",
-                CLIENT_IMAGE,
-            ])
-            .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
-            .args(["--log-format", "json"])
-            .env("KUBECONFIG", kubeconfig)
-            // Debug from membench and the controller runtime: the most it ever logs.
-            .env(
-                "RUST_LOG",
-                "debug,hyper=info,hyper_util=info,rustls=info,tower=info,h2=info",
-            )
-            .env_remove("MEMBENCH_WATCH_NAMESPACE")
-            .stdout(file.try_clone()?)
-            .stderr(file)
-            .stdin(Stdio::null())
-            .spawn()?;
-        Ok(Self {
-            child,
-            log,
-            metrics_port,
-        })
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn metrics(&self) -> anyhow::Result<String> {
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.metrics_port))?;
-        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-        stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
-        let mut text = String::new();
-        stream.read_to_string(&mut text)?;
-        Ok(text)
-    }
-}
-
-impl Drop for OperatorProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.log);
-    }
+/// The operator as its own process, watching `namespace`, so that its real log and metrics can
+/// be searched; debug from membench and the controller runtime, the most it ever logs.
+async fn start_operator_process(namespace: &str) -> anyhow::Result<OperatorProcess> {
+    let kubeconfig = DevCluster::kubeconfig_with(&EnsureOptions::default()).await?;
+    OperatorProcess::start(
+        &kubeconfig,
+        &OperatorArgs {
+            namespaces: &[namespace],
+            client_image: CLIENT_IMAGE,
+            rust_log: "debug,hyper=info,hyper_util=info,rustls=info,tower=info,h2=info",
+            log_name: &format!("membench-operator-{namespace}.log"),
+        },
+    )
 }
 
 /// A password no fixture or default could contain by chance.
@@ -159,7 +107,7 @@ async fn a_password_from_a_secret_reaches_engine_and_client_and_appears_nowhere_
     let client = DevCluster::ensure().await?;
     install_crd(&client).await?;
     let namespace = TestNamespace::create(&client, "ns-auth").await?;
-    let operator = OperatorProcess::start(namespace.name()).await?;
+    let operator = start_operator_process(namespace.name()).await?;
     let (watch, pod_versions) = record_pod_versions(namespace.pods());
     let password = fresh_password();
     let secret: Secret = serde_json::from_value(serde_json::json!({

@@ -1,12 +1,13 @@
 //! What the tests share. Real engines for the client tests: each test starts its own server from
 //! the engine store (hack/install-engines.sh) on a free loopback port, through the same code the
 //! local runner uses, and the server stops when the test ends. [`operator`]: the operator's
-//! harness on the dev cluster.
+//! harness on the dev cluster; [`operator_process`]: the operator as its own process.
 #![allow(dead_code)]
 
 pub mod chromium;
 pub mod faults;
 pub mod operator;
+pub mod operator_process;
 
 use std::path::PathBuf;
 
