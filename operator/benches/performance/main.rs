@@ -6,7 +6,7 @@
 //! ```sh
 //! cargo bench -p membench --bench performance                      # everything, ~15 min
 //! cargo bench -p membench --bench performance -- --only limit,rss  # some sections
-//!   (throughput, one-core, limit, rss)
+//!   (throughput, one-core, limit, rss; and wait-probe, an experiment run only when named)
 //! cargo bench -p membench --bench performance -- --quick           # fewer requests, to try it
 //! ```
 //!
@@ -35,6 +35,7 @@ mod clients;
 mod figures;
 mod machine;
 mod process;
+mod wait_probe;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -113,7 +114,7 @@ impl Options {
                 "--only" => options.sections = list(args.next(), "--only"),
                 "--engines" => options.engines = list(args.next(), "--engines"),
                 other => panic!(
-                    "unknown argument {other}: use --quick, --rounds N, --only throughput,one-core,limit,rss, --engines redis,valkey"
+                    "unknown argument {other}: use --quick, --rounds N, --only throughput,one-core,limit,rss,wait-probe, --engines redis,valkey"
                 ),
             }
         }
@@ -521,6 +522,17 @@ fn main() {
         println!(
             "1b. Depth 1 with the engine and each client held to one core (no target: where the round trip goes). Across two cores every command wakes the other core twice, and in this virtual machine those wake-ups set the pace of both clients; here they are gone and what is left is each client's own work (docs/performance.md)\n{}",
             depth_one_on_one_core(&engines, &membench, &options).to_text()
+        );
+    }
+    if options.runs("wait-probe") {
+        println!(
+            "Wait probe (only with --only wait-probe; an experiment, not a membench setting): SETs at depth 1 from a minimal client in this process that waits for each reply in different ways, beside redis-benchmark in the same rounds (docs/performance.md)\n{}",
+            wait_probe::table(
+                &engines,
+                requests_at(1) / options.scale_down,
+                options.rounds
+            )
+            .to_text()
         );
     }
     let mut at_limit = Vec::new();
