@@ -129,8 +129,10 @@ async fn a_password_from_a_secret_reaches_engine_and_client_and_appears_nowhere_
     } else {
         println!("SKIPPED (Dragonfly only): the engine store has no Dragonfly build");
     }
+    // Loads long enough (several seconds each, at about a million members a second with 8
+    // batches in flight) that the operator's progress reads, every 5 s, meet one in flight.
     let body = format!(
-        "  instanceType: r7i.4xlarge\n  engines: [{}]\n  workload: {{sortedSet: {{members: 2000000, sampleEvery: 0}}}}\n  repetitions: 2\n  auth: {{passwordSecretRef: {{name: engine-password, key: password}}}}\n",
+        "  instanceType: r7i.4xlarge\n  engines: [{}]\n  workload: {{sortedSet: {{members: 6000000, sampleEvery: 0}}}}\n  repetitions: 2\n  auth: {{passwordSecretRef: {{name: engine-password, key: password}}}}\n",
         engines.join(", ")
     );
     let benchmark: MemoryBenchmark = serde_saphyr::from_str(&spec("auth", &body))?;

@@ -526,9 +526,10 @@ fn main() {
     }
     if options.runs("wait-probe") {
         println!(
-            "Wait probe (only with --only wait-probe; an experiment, not a membench setting): SETs at depth 1 from a minimal client in this process that waits for each reply in different ways, beside redis-benchmark in the same rounds (docs/performance.md)\n{}",
+            "Wait probe (only with --only wait-probe; an experiment, not a membench setting): SETs at depth 1 from a minimal client in this process that waits for each reply in different ways, beside redis-benchmark and membench load in the same rounds (docs/performance.md)\n{}",
             wait_probe::table(
                 &engines,
+                &membench,
                 requests_at(1) / options.scale_down,
                 options.rounds
             )

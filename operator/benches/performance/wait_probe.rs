@@ -1,19 +1,20 @@
 //! Section "wait-probe", run only when asked for (`-- --only wait-probe`): an experiment for
 //! docs/performance.md, not a membench setting. A minimal client in this process sends SETs
 //! one at a time, as membench does at depth 1, and waits for each reply in one of several ways;
-//! redis-benchmark runs in the same rounds as the reference. On this machine the way of waiting
+//! redis-benchmark and `membench load --pipeline 1` run in the same rounds. On this machine the way of waiting
 //! changes the rate by more than any client work does, through the kernel's idle path.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use membench::report::Table;
 use membench::stats::Spread;
 
 use crate::Engine;
-use crate::clients::{self, LoadCommand};
+use crate::clients::{self, ClientRun, LoadCommand};
 
 /// How the probe waits for a reply after sending a command.
 #[derive(Clone, Copy)]
@@ -157,7 +158,7 @@ fn probe(port: u16, wait: Wait, requests: u64) -> (f64, f64) {
 
 /// Every wait, and redis-benchmark, in `rounds` rounds (the order reversed every other round),
 /// FLUSHALL before each run; medians with min and max.
-pub fn table(engines: &[Engine], requests: u64, rounds: usize) -> Table {
+pub fn table(engines: &[Engine], membench: &Path, requests: u64, rounds: usize) -> Table {
     let waits = [
         Wait::Read,
         Wait::RearmUnrelatedEpoll,
@@ -173,10 +174,12 @@ pub fn table(engines: &[Engine], requests: u64, rounds: usize) -> Table {
     for engine in engines {
         let (name, port) = (engine.name().to_string(), engine.port());
         let mut reference = Vec::new();
+        let mut ours = Vec::new();
         let mut rates = vec![Vec::new(); waits.len()];
         let mut cpus = vec![Vec::new(); waits.len()];
         for round in 0..rounds {
-            let mut order: Vec<Option<usize>> = (0..waits.len()).map(Some).collect();
+            // None: redis-benchmark; Some(waits.len()): membench load; Some(i): the probe.
+            let mut order: Vec<Option<usize>> = (0..=waits.len()).map(Some).collect();
             order.insert(0, None);
             if round % 2 == 1 {
                 order.reverse();
@@ -190,6 +193,11 @@ pub fn table(engines: &[Engine], requests: u64, rounds: usize) -> Table {
                         1,
                         requests,
                     )),
+                    Some(i) if i == waits.len() => ours.push(clients::membench_load(
+                        membench,
+                        port,
+                        &clients::membench_args(LoadCommand::Set, 1, requests),
+                    )),
                     Some(i) => {
                         let (rate, cpu) = probe(port, waits[i], requests);
                         rates[i].push(rate);
@@ -200,12 +208,15 @@ pub fn table(engines: &[Engine], requests: u64, rounds: usize) -> Table {
         }
         let spread = |values: &[f64]| Spread::of(values).expect("at least one round");
         let peer = spread(&reference.iter().map(|r| r.rate).collect::<Vec<_>>());
-        let peer_cpu = spread(
-            &reference
-                .iter()
-                .map(|r| r.cpu_seconds_per_million())
-                .collect::<Vec<_>>(),
-        );
+        let cpu_of = |runs: &[ClientRun]| {
+            spread(
+                &runs
+                    .iter()
+                    .map(|r| r.cpu_seconds_per_million())
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let peer_cpu = cpu_of(&reference);
         let k = |s: &Spread| {
             format!(
                 "{:.1} ({:.1}-{:.1})",
@@ -221,6 +232,14 @@ pub fn table(engines: &[Engine], requests: u64, rounds: usize) -> Table {
             k(&peer),
             "1.00".into(),
             us(&peer_cpu),
+        ]);
+        let membench_rate = spread(&ours.iter().map(|r| r.rate).collect::<Vec<_>>());
+        table.push(vec![
+            name.clone(),
+            "membench load --pipeline 1 (process, from wait4)".into(),
+            k(&membench_rate),
+            format!("{:.2}", membench_rate.median / peer.median),
+            us(&cpu_of(&ours)),
         ]);
         for (i, wait) in waits.iter().enumerate() {
             let rate = spread(&rates[i]);
