@@ -246,6 +246,16 @@ fn row_name(command: LoadCommand) -> String {
     }
 }
 
+/// The columns of a row comparing the two clients' rates (sections 1 and 1b).
+const RATE_COLUMNS: [&str; 6] = [
+    "engine",
+    "command",
+    "depth",
+    "requests",
+    "redis-benchmark k/s",
+    "membench k/s",
+];
+
 /// Section 1b, no target of its own: depth 1 again with the engine and each client held to
 /// one core. At depth 1 every command is a round trip, and across two cores each one wakes
 /// the engine's idle core and then the client's; in a virtual machine each wake-up is an exit
@@ -253,18 +263,14 @@ fn row_name(command: LoadCommand) -> String {
 /// client does not choose (docs/performance.md). On one core nothing sleeps waiting on
 /// another core, so what is left of the round trip is the two processes' own work.
 fn depth_one_on_one_core(engines: &[Engine], membench: &Path, options: &Options) -> Table {
-    let mut table = Table::new(&[
-        "engine",
-        "command",
-        "depth",
-        "requests",
-        "redis-benchmark k/s",
-        "membench k/s",
+    let mut columns = RATE_COLUMNS.to_vec();
+    columns.extend([
         "ratio",
         "redis-benchmark CPU s/M",
         "membench CPU s/M",
         "ratio",
     ]);
+    let mut table = Table::new(&columns);
     for engine in engines {
         let _one_core = OneCore::hold(engine.server.pid(), 0);
         for command in [LoadCommand::Set, LoadCommand::Zadd] {
@@ -293,17 +299,7 @@ fn throughput_and_cpu(
     membench: &Path,
     options: &Options,
 ) -> (VerdictTable, VerdictTable) {
-    let mut throughput = VerdictTable::new(
-        &[
-            "engine",
-            "command",
-            "depth",
-            "requests",
-            "redis-benchmark k/s",
-            "membench k/s",
-        ],
-        "ratio",
-    );
+    let mut throughput = VerdictTable::new(&RATE_COLUMNS, "ratio");
     let mut cpu = VerdictTable::new(
         &[
             "engine",
