@@ -239,13 +239,6 @@ impl PairFigures {
     }
 }
 
-fn row_name(command: LoadCommand) -> String {
-    match command {
-        LoadCommand::Zadd => format!("{} (different member order)", command.name()),
-        LoadCommand::Set => command.name().to_string(),
-    }
-}
-
 /// The columns of a row comparing the two clients' rates (sections 1 and 1b).
 const RATE_COLUMNS: [&str; 6] = [
     "engine",
@@ -278,7 +271,7 @@ fn depth_one_on_one_core(engines: &[Engine], membench: &Path, options: &Options)
             let runs = PairFigures::measure(engine, membench, command, 1, requests, options);
             table.push(vec![
                 engine.name().to_string(),
-                row_name(command),
+                command.label().to_string(),
                 "1".into(),
                 requests.to_string(),
                 median_min_max(&runs.peer_rate, 1e3, 0),
@@ -316,7 +309,7 @@ fn throughput_and_cpu(
                 let requests = requests_at(depth) / options.scale_down;
                 let runs =
                     PairFigures::measure(engine, membench, command, depth, requests, options);
-                let name = row_name(command);
+                let name = command.label().to_string();
                 let cells = vec![
                     engine.name().to_string(),
                     name.clone(),

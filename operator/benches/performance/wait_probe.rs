@@ -1,8 +1,8 @@
 //! Section "wait-probe", run only when asked for (`-- --only wait-probe`): an experiment for
 //! docs/performance.md, not a membench setting. A minimal client in this process sends SETs
 //! one at a time, as membench does at depth 1, and waits for each reply in one of several ways;
-//! redis-benchmark and `membench load --pipeline 1` run in the same rounds. On this machine the way of waiting
-//! changes the rate by more than any client work does, through the kernel's idle path.
+//! redis-benchmark and `membench load --pipeline 1` run in the same rounds. On this machine the
+//! way of waiting changed the rate by up to 2x (bench/results/wait-probe.txt).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -11,10 +11,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use membench::report::Table;
-use membench::stats::Spread;
 
 use crate::Engine;
 use crate::clients::{self, ClientRun, LoadCommand};
+use crate::figures::{median_min_max, spread};
 
 /// How the probe waits for a reply after sending a command.
 #[derive(Clone, Copy)]
@@ -98,8 +98,9 @@ impl Drop for UnrelatedEpoll {
     }
 }
 
-/// One probe run: `requests` SETs at depth 1; commands per second and CPU µs per command.
-fn probe(port: u16, wait: Wait, requests: u64) -> (f64, f64) {
+/// One probe run: `requests` SETs at depth 1, with this thread's CPU time (the probe runs in
+/// the harness's own process, so it has no peak memory of its own: 0).
+fn probe(port: u16, wait: Wait, requests: u64) -> ClientRun {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("the engine accepts");
     stream.set_nodelay(true).expect("TCP_NODELAY");
     let fd = stream.as_raw_fd();
@@ -151,18 +152,58 @@ fn probe(port: u16, wait: Wait, requests: u64) -> (f64, f64) {
             "the engine answered SET with something else"
         );
     }
-    let seconds = started.elapsed().as_secs_f64();
-    let cpu = (thread_cpu() - cpu_before).as_secs_f64();
-    (requests as f64 / seconds, cpu / requests as f64 * 1e6)
+    ClientRun {
+        rate: requests as f64 / started.elapsed().as_secs_f64(),
+        commands: requests,
+        cpu_seconds: (thread_cpu() - cpu_before).as_secs_f64(),
+        peak_rss_kib: 0,
+    }
 }
 
-/// Every wait, and redis-benchmark, in `rounds` rounds (the order reversed every other round),
-/// FLUSHALL before each run; medians with min and max.
+/// The clients compared: redis-benchmark and `membench load` as their own processes, and the
+/// probe with each wait.
+#[derive(Clone, Copy)]
+enum Contender {
+    RedisBenchmark,
+    Membench,
+    Probe(Wait),
+}
+
+impl Contender {
+    fn describe(self) -> String {
+        match self {
+            Contender::RedisBenchmark => "redis-benchmark -P 1 (process, from wait4)".into(),
+            Contender::Membench => "membench load --pipeline 1 (process, from wait4)".into(),
+            Contender::Probe(wait) => format!("probe: {}", wait.describe()),
+        }
+    }
+
+    fn run(self, engine: &Engine, membench: &Path, requests: u64) -> ClientRun {
+        engine.flush();
+        match self {
+            Contender::RedisBenchmark => {
+                clients::redis_benchmark(engine.port(), LoadCommand::Set, 1, requests)
+            }
+            Contender::Membench => clients::membench_load(
+                membench,
+                engine.port(),
+                &clients::membench_args(LoadCommand::Set, 1, requests),
+            ),
+            Contender::Probe(wait) => probe(engine.port(), wait, requests),
+        }
+    }
+}
+
+/// Every contender once as a warm-up, thrown away, then `rounds` rounds (the order reversed
+/// every other round), FLUSHALL before each run; medians with min and max, rates against
+/// redis-benchmark's median.
 pub fn table(engines: &[Engine], membench: &Path, requests: u64, rounds: usize) -> Table {
-    let waits = [
-        Wait::Read,
-        Wait::RearmUnrelatedEpoll,
-        Wait::Spin(Duration::from_micros(20)),
+    let contenders = [
+        Contender::RedisBenchmark,
+        Contender::Membench,
+        Contender::Probe(Wait::Read),
+        Contender::Probe(Wait::RearmUnrelatedEpoll),
+        Contender::Probe(Wait::Spin(Duration::from_micros(20))),
     ];
     let mut table = Table::new(&[
         "engine",
@@ -172,83 +213,28 @@ pub fn table(engines: &[Engine], membench: &Path, requests: u64, rounds: usize) 
         "client CPU µs per command",
     ]);
     for engine in engines {
-        let (name, port) = (engine.name().to_string(), engine.port());
-        let mut reference = Vec::new();
-        let mut ours = Vec::new();
-        let mut rates = vec![Vec::new(); waits.len()];
-        let mut cpus = vec![Vec::new(); waits.len()];
+        for contender in contenders {
+            contender.run(engine, membench, requests);
+        }
+        let mut runs = vec![Vec::new(); contenders.len()];
         for round in 0..rounds {
-            // None: redis-benchmark; Some(waits.len()): membench load; Some(i): the probe.
-            let mut order: Vec<Option<usize>> = (0..=waits.len()).map(Some).collect();
-            order.insert(0, None);
+            let mut order: Vec<usize> = (0..contenders.len()).collect();
             if round % 2 == 1 {
                 order.reverse();
             }
-            for slot in order {
-                engine.flush();
-                match slot {
-                    None => reference.push(clients::redis_benchmark(
-                        port,
-                        LoadCommand::Set,
-                        1,
-                        requests,
-                    )),
-                    Some(i) if i == waits.len() => ours.push(clients::membench_load(
-                        membench,
-                        port,
-                        &clients::membench_args(LoadCommand::Set, 1, requests),
-                    )),
-                    Some(i) => {
-                        let (rate, cpu) = probe(port, waits[i], requests);
-                        rates[i].push(rate);
-                        cpus[i].push(cpu);
-                    }
-                }
+            for i in order {
+                runs[i].push(contenders[i].run(engine, membench, requests));
             }
         }
-        let spread = |values: &[f64]| Spread::of(values).expect("at least one round");
-        let peer = spread(&reference.iter().map(|r| r.rate).collect::<Vec<_>>());
-        let cpu_of = |runs: &[ClientRun]| {
-            spread(
-                &runs
-                    .iter()
-                    .map(|r| r.cpu_seconds_per_million())
-                    .collect::<Vec<_>>(),
-            )
-        };
-        let peer_cpu = cpu_of(&reference);
-        let k = |s: &Spread| {
-            format!(
-                "{:.1} ({:.1}-{:.1})",
-                s.median / 1e3,
-                s.min / 1e3,
-                s.max / 1e3
-            )
-        };
-        let us = |s: &Spread| format!("{:.1} ({:.1}-{:.1})", s.median, s.min, s.max);
-        table.push(vec![
-            name.clone(),
-            "redis-benchmark -P 1 (process, from wait4)".into(),
-            k(&peer),
-            "1.00".into(),
-            us(&peer_cpu),
-        ]);
-        let membench_rate = spread(&ours.iter().map(|r| r.rate).collect::<Vec<_>>());
-        table.push(vec![
-            name.clone(),
-            "membench load --pipeline 1 (process, from wait4)".into(),
-            k(&membench_rate),
-            format!("{:.2}", membench_rate.median / peer.median),
-            us(&cpu_of(&ours)),
-        ]);
-        for (i, wait) in waits.iter().enumerate() {
-            let rate = spread(&rates[i]);
+        let reference = spread(&runs[0], |r| r.rate).median;
+        for (contender, runs) in contenders.iter().zip(&runs) {
+            let rate = spread(runs, |r| r.rate);
             table.push(vec![
-                name.clone(),
-                format!("probe: {}", wait.describe()),
-                k(&rate),
-                format!("{:.2}", rate.median / peer.median),
-                us(&spread(&cpus[i])),
+                engine.name().to_string(),
+                contender.describe(),
+                median_min_max(&rate, 1e3, 1),
+                format!("{:.2}", rate.median / reference),
+                median_min_max(&spread(runs, |r| r.cpu_seconds_per_million()), 1.0, 1),
             ]);
         }
     }
