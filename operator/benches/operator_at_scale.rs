@@ -488,14 +488,15 @@ async fn main() -> anyhow::Result<()> {
     let under_load_median = median(&mut under_load);
 
     // 3. Idle again.
+    let reconciliations = || {
+        operator
+            .metric("membench_reconciliations_total")
+            .map(|v| v as u64)
+    };
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let before = operator
-        .metric("membench_reconciliations_total")
-        .map(|v| v as u64);
+    let before = reconciliations();
     tokio::time::sleep(Duration::from_secs(IDLE_SECONDS)).await;
-    let after = operator
-        .metric("membench_reconciliations_total")
-        .map(|v| v as u64);
+    let after = reconciliations();
     let idle_rate = match (before, after) {
         (Some(b), Some(a)) => Some(a.saturating_sub(b) as f64 / IDLE_SECONDS as f64),
         _ => None,

@@ -1,7 +1,8 @@
 //! Running one client as a child process and taking the operating system's account of it:
 //! CPU seconds from `wait4`'s rusage of that child alone, and peak resident memory from its
 //! `VmHWM` (read from `/proc/<pid>/status` while it runs; `ru_maxrss` would also count the
-//! bench process that spawned it, whose pages the child held until `exec`).
+//! bench process that spawned it, whose pages the child held until `exec`). For section 1b,
+//! [`OneCore`] holds the engine and every client started here to one core.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -85,7 +86,7 @@ fn threads(pid: libc::pid_t) -> Vec<libc::pid_t> {
 
 /// While it lives, the engine process and every client started by `run` share one core, so
 /// that a round trip needs no wake-up of another (idle) core: what is left of it is the two
-/// processes' own work. Dropping it gives the engine every core back.
+/// processes' own work. Dropping it gives the engine back the cores it had before.
 pub struct OneCore {
     engine: libc::pid_t,
     /// The engine's cores before, given back to every thread of it.
