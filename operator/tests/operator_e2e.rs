@@ -9,13 +9,12 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use common::operator::*;
 use k8s_openapi::api::core::v1::Pod;
-use kube::ResourceExt;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use membench::crd::Phase;
 use membench_devcluster::DevCluster;
 
@@ -144,17 +143,10 @@ async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on
     }
 
     // Pods are cleaned up (cleanupPolicy Delete).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !harness
-        .pods()
-        .list(&ListParams::default())
-        .await?
-        .items
-        .is_empty()
-    {
-        anyhow::ensure!(Instant::now() < deadline, "pods left after the benchmark");
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    harness
+        .pods_gone_within(Duration::from_secs(30))
+        .await
+        .context("after the benchmark finished")?;
 
     // membench report reads the same results.
     let report = membench::status_report::render(
@@ -433,19 +425,10 @@ async fn deleting_a_benchmark_mid_run_takes_its_pods_with_it() -> anyhow::Result
         .benchmarks()
         .delete("gone", &DeleteParams::default())
         .await?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let left = harness.pods().list(&ListParams::default()).await?.items;
-        if left.is_empty() {
-            break;
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "pods outlived their benchmark: {:?}",
-            left.iter().map(|p| p.name_any()).collect::<Vec<_>>()
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    harness
+        .pods_gone_within(Duration::from_secs(60))
+        .await
+        .context("after the benchmark was deleted")?;
     harness.finish().await;
     Ok(())
 }

@@ -104,6 +104,28 @@ impl Harness {
         .await
     }
 
+    /// Waits until the namespace holds no pod, for at most `timeout`, and says how long that
+    /// took. A finished benchmark's last pods go after its terminal status is written (results
+    /// first), and a graceful deletion lasts until the node confirms, so a test that wants
+    /// "nothing left behind" waits for it; the error names what was left, with its finalizers.
+    pub async fn pods_gone_within(&self, timeout: Duration) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        loop {
+            let left = self.pods().list(&ListParams::default()).await?.items;
+            if left.is_empty() {
+                return Ok(started.elapsed());
+            }
+            anyhow::ensure!(
+                started.elapsed() < timeout,
+                "pods still there {timeout:?} later: {:?}",
+                left.iter()
+                    .map(|p| (p.name_any(), p.finalizers().to_vec()))
+                    .collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
     pub async fn wait_for(
         &self,
         name: &str,
