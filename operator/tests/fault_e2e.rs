@@ -360,8 +360,11 @@ async fn with_no_node_of_the_type_the_benchmark_waits_and_runs_once_one_appears(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_benchmark_deleted_mid_run_leaves_nothing_behind_within_seconds() -> anyhow::Result<()> {
     let harness = Harness::start("fault-delete", settings()).await?;
+    // Far more repetitions than it gets to: on a freshly started dev cluster, with another test
+    // beside it, a 5-repetition client once finished all of them (exit 0 in the node agent's
+    // log) before the delete came, and the test failed.
     harness
-        .create(&spec("gone", &one_engine("r7i.4xlarge", 5, 3)))
+        .create(&spec("gone", &one_engine("r7i.4xlarge", 20, 3)))
         .await?;
     wait_for_repetition(&harness, "gone", 0, 2).await?;
     let client = harness.pods().get("gone-0-client").await?;
