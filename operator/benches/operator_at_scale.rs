@@ -38,6 +38,8 @@ use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use membench::crd::{MemoryBenchmark, Phase};
 
+// Shared with the tests; `kill` is for the leader hand-over test only.
+#[allow(dead_code)]
 #[path = "../tests/common/operator_process.rs"]
 mod operator_process;
 use operator_process::{OperatorArgs, OperatorProcess};
@@ -368,6 +370,7 @@ async fn main() -> anyhow::Result<()> {
             client_image: CLIENT_IMAGE,
             rust_log: "info,kube=warn",
             log_name: &log_name,
+            leader_identity: None,
         },
     )?;
     let history = Arc::new(Mutex::new(PodHistory::default()));

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use common::faults::*;
 use common::operator::*;
+use common::operator_process::{OperatorArgs, OperatorProcess};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
@@ -552,18 +553,20 @@ async fn a_leader_killed_mid_run_hands_over_to_its_standby_within_15_seconds() -
     let kubeconfig =
         DevCluster::kubeconfig_with(&membench_devcluster::EnsureOptions::default()).await?;
     let namespace = harness.namespace.name().to_string();
-    let mut operators = Operators {
-        namespace: namespace.clone(),
-        processes: ["op-a", "op-b"]
-            .iter()
-            .map(|id| {
-                (
-                    id.to_string(),
-                    operator_process(&kubeconfig, &namespace, id),
-                )
-            })
-            .collect(),
-    };
+    let mut operators = Vec::new();
+    for identity in ["op-a", "op-b"] {
+        let process = OperatorProcess::start(
+            &kubeconfig,
+            &OperatorArgs {
+                namespaces: &[&namespace],
+                client_image: CLIENT_IMAGE,
+                rust_log: "info",
+                log_name: &format!("membench-{namespace}-{identity}.log"),
+                leader_identity: Some(identity),
+            },
+        )?;
+        operators.push((identity, process));
+    }
     let leases: Api<Lease> = harness.namespace.api();
     let deadline = Instant::now() + Duration::from_secs(60);
     let leader = loop {
@@ -582,13 +585,11 @@ async fn a_leader_killed_mid_run_hands_over_to_its_standby_within_15_seconds() -
         .await?;
     wait_for_repetition(&harness, "handover", 0, 2).await?;
 
-    let at = operators
-        .processes
-        .iter()
-        .position(|(id, _)| *id == leader)
-        .unwrap();
-    operators.processes[at].1.kill()?;
-    operators.processes[at].1.wait()?;
+    let (_, replica) = operators
+        .iter_mut()
+        .find(|(identity, _)| *identity == leader)
+        .expect("the lease holder is one of the two replicas");
+    replica.kill()?;
     let killed = Instant::now();
     let standby = loop {
         match lease_holder(&leases).await? {

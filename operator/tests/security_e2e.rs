@@ -55,6 +55,7 @@ async fn start_operator_process(namespace: &str) -> anyhow::Result<OperatorProce
             client_image: CLIENT_IMAGE,
             rust_log: "debug,hyper=info,hyper_util=info,rustls=info,tower=info,h2=info",
             log_name: &format!("membench-operator-{namespace}.log"),
+            leader_identity: None,
         },
     )
 }

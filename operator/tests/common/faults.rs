@@ -1,8 +1,8 @@
 //! What the fault tests share: small benchmarks whose repetitions last a few seconds without
 //! loading the machine, waiting for a repetition, the process behind a pod, nodes added for a
-//! test (removed however it ends), and `membench operator` processes with leader election.
+//! test (removed however it ends), and who holds the operator's Lease (the replicas themselves:
+//! [`super::operator_process`]).
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -11,7 +11,7 @@ use kube::Api;
 use membench::crd::{EngineStatus, MemoryBenchmark};
 use membench_devcluster::faults::Faults;
 
-use super::operator::{CLIENT_IMAGE, Harness, PodHistory};
+use super::operator::{Harness, PodHistory};
 
 /// Two engines of a small sorted set; each repetition waits `settle` seconds for a second
 /// reading, so a repetition lasts about that long while the machine stays idle.
@@ -165,28 +165,6 @@ pub async fn wait_for_ready_node(client: &kube::Client, name: &str) -> anyhow::R
     }
 }
 
-/// Where an operator process of the test logs.
-pub fn operator_log(namespace: &str, identity: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("membench-{namespace}-{identity}.log"))
-}
-
-/// `membench operator` as a process with leader election, watching `namespace`, its lease there.
-pub fn operator_process(kubeconfig: &std::path::Path, namespace: &str, identity: &str) -> Child {
-    let log = std::fs::File::create(operator_log(namespace, identity)).expect("a log file");
-    Command::new(env!("CARGO_BIN_EXE_membench"))
-        .args(["operator", "--leader-election", "--log-format", "text"])
-        .args(["--namespace", namespace, "--metrics-addr", "127.0.0.1:0"])
-        .args(["--client-image", CLIENT_IMAGE])
-        .env("KUBECONFIG", kubeconfig)
-        .env("MEMBENCH_NAMESPACE", namespace)
-        .env("POD_NAME", identity)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("membench operator starts")
-}
-
 pub async fn lease_holder(leases: &Api<Lease>) -> anyhow::Result<Option<String>> {
     Ok(leases
         .get_opt("membench-operator")
@@ -194,25 +172,4 @@ pub async fn lease_holder(leases: &Api<Lease>) -> anyhow::Result<Option<String>>
         .and_then(|l| l.spec)
         .and_then(|s| s.holder_identity)
         .filter(|h| !h.is_empty()))
-}
-
-/// Kills the operator processes however the test ends; their logs stay only when it failed.
-pub struct Operators {
-    pub namespace: String,
-    pub processes: Vec<(String, Child)>,
-}
-
-impl Drop for Operators {
-    fn drop(&mut self) {
-        for (identity, child) in &mut self.processes {
-            let _ = child.kill();
-            let _ = child.wait();
-            let log = operator_log(&self.namespace, identity);
-            if std::thread::panicking() {
-                eprintln!("the log of operator {identity}: {}", log.display());
-            } else {
-                let _ = std::fs::remove_file(log);
-            }
-        }
-    }
 }

@@ -1,6 +1,8 @@
 //! `membench operator` as its own process (this build's binary), so that its own log, metrics
-//! and memory can be read. Used by tests/security_e2e.rs and, through a `#[path]` include, by
-//! benches/operator_at_scale.rs. Killed, and its log removed, when dropped.
+//! and memory can be read, and a replica killed. Used by tests/security_e2e.rs, by the leader
+//! hand-over in tests/fault_e2e.rs and, through a `#[path]` include, by
+//! benches/operator_at_scale.rs. Killed when dropped; its log is removed then, unless the test
+//! is failing, when its path is printed instead.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -16,6 +18,9 @@ pub struct OperatorArgs<'a> {
     pub rust_log: &'a str,
     /// The log file's name, in the temporary directory.
     pub log_name: &'a str,
+    /// With leader election, this replica's identity (`POD_NAME`); its Lease is in the first
+    /// namespace (`MEMBENCH_NAMESPACE`).
+    pub leader_identity: Option<&'a str>,
 }
 
 pub struct OperatorProcess {
@@ -31,13 +36,26 @@ impl OperatorProcess {
             .port();
         let log = std::env::temp_dir().join(args.log_name);
         let file = std::fs::File::create(&log)?;
-        let child = Command::new(env!("CARGO_BIN_EXE_membench"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_membench"));
+        command
             .args(["operator", "--namespace", &args.namespaces.join(",")])
             .args(["--client-image", args.client_image, "--log-format", "json"])
             .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
             .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", args.rust_log)
             .env_remove("MEMBENCH_WATCH_NAMESPACE")
+            .env_remove("MEMBENCH_NAMESPACE")
+            .env_remove("POD_NAME");
+        if let Some(identity) = args.leader_identity {
+            let lease_namespace = args.namespaces.first().ok_or_else(|| {
+                anyhow::anyhow!("leader election needs a namespace for its Lease")
+            })?;
+            command
+                .arg("--leader-election")
+                .env("MEMBENCH_NAMESPACE", lease_namespace)
+                .env("POD_NAME", identity);
+        }
+        let child = command
             .stdout(file.try_clone()?)
             .stderr(file)
             .stdin(Stdio::null())
@@ -47,6 +65,12 @@ impl OperatorProcess {
             log,
             metrics_port,
         })
+    }
+
+    /// Kills it (SIGKILL, as a node dying would) and waits until it is gone.
+    pub fn kill(&mut self) -> std::io::Result<()> {
+        self.child.kill()?;
+        self.child.wait().map(drop)
     }
 
     /// Everything it has logged so far.
@@ -87,6 +111,10 @@ impl Drop for OperatorProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.log);
+        if std::thread::panicking() {
+            eprintln!("the operator's log: {}", self.log.display());
+        } else {
+            let _ = std::fs::remove_file(&self.log);
+        }
     }
 }
