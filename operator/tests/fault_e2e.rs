@@ -124,7 +124,7 @@ async fn an_engine_process_killed_mid_load_fails_as_crashed_keeping_its_finished
 -> anyhow::Result<()> {
     let harness = Harness::start("fault-engine-kill", settings()).await?;
     harness
-        .create(&spec("crash", &two_engines("r8g.4xlarge", 4, 3)))
+        .create(&spec("crash", &two_engines("r8g.4xlarge", 6, 3)))
         .await?;
     wait_for_repetition(&harness, "crash", 0, 3).await?;
     let engine_pod = harness.pods().get("crash-0-engine").await?;
@@ -136,12 +136,12 @@ async fn an_engine_process_killed_mid_load_fails_as_crashed_keeping_its_finished
     assert_eq!(first.state, "Failed", "{}", status_of(&done));
     assert_eq!(first.reason.as_deref(), Some("EngineCrashed"));
     assert!(
-        (2..4).contains(&first.repetitions.len()),
+        (2..6).contains(&first.repetitions.len()),
         "the repetitions finished before the kill are kept: {first:#?}"
     );
     assert_eq!(first.client_attempts, 1, "no client against a dead engine");
     assert!(first.summary.is_some());
-    measured_exactly_once(&engine(&done, 1), 4);
+    measured_exactly_once(&engine(&done, 1), 6);
     harness.finish().await;
     Ok(())
 }
@@ -150,7 +150,7 @@ async fn an_engine_process_killed_mid_load_fails_as_crashed_keeping_its_finished
 async fn an_engine_pod_deleted_mid_run_keeps_what_its_client_measured() -> anyhow::Result<()> {
     let harness = Harness::start("fault-engine-pod", settings()).await?;
     harness
-        .create(&spec("podgone", &two_engines("r8g.4xlarge", 4, 3)))
+        .create(&spec("podgone", &two_engines("r8g.4xlarge", 6, 3)))
         .await?;
     wait_for_repetition(&harness, "podgone", 0, 3).await?;
     harness
@@ -169,11 +169,11 @@ async fn an_engine_pod_deleted_mid_run_keeps_what_its_client_measured() -> anyho
         status_of(&done)
     );
     assert!(
-        (2..4).contains(&first.repetitions.len()),
+        (2..6).contains(&first.repetitions.len()),
         "the repetitions finished before the deletion are kept: {first:#?}"
     );
     assert_eq!(first.client_attempts, 1);
-    measured_exactly_once(&engine(&done, 1), 4);
+    measured_exactly_once(&engine(&done, 1), 6);
     harness.finish().await;
     Ok(())
 }
@@ -182,7 +182,7 @@ async fn an_engine_pod_deleted_mid_run_keeps_what_its_client_measured() -> anyho
 async fn an_engine_oom_killed_mid_run_keeps_the_repetitions_measured_before() -> anyhow::Result<()>
 {
     let harness = Harness::start("fault-oom", settings()).await?;
-    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\", memory: 128Mi}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 4\n  settleSeconds: 3\n";
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\", memory: 128Mi}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 6\n  settleSeconds: 3\n";
     harness.create(&spec("oom", body)).await?;
     wait_for_repetition(&harness, "oom", 0, 3).await?;
     // Something else fills the engine past its pod's memory limit: 3 x 64 MiB.
@@ -230,7 +230,7 @@ async fn an_engine_oom_killed_mid_run_keeps_the_repetitions_measured_before() ->
             .contains("memory limit 128Mi")
     );
     assert!(
-        (2..4).contains(&first.repetitions.len()),
+        (2..6).contains(&first.repetitions.len()),
         "the repetitions finished before the kill are kept: {first:#?}"
     );
     harness.finish().await;
