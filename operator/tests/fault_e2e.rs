@@ -401,7 +401,7 @@ async fn a_node_that_stops_reporting_loses_its_pods_the_benchmark_says_so_and_go
     // Evicted 2 s after their node becomes unreachable (the default is 300 s).
     let body = format!(
         "{}  placement:\n    tolerations:\n      - {{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 2}}\n      - {{key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 2}}\n",
-        two_engines("r7i.8xlarge", 3, 5)
+        two_engines("r7i.8xlarge", 4, 5)
     );
     harness.create(&spec("lost", &body)).await?;
     let measuring = wait_for_repetition(&harness, "lost", 0, 2).await?;
@@ -431,7 +431,7 @@ async fn a_node_that_stops_reporting_loses_its_pods_the_benchmark_says_so_and_go
     assert!(message.contains("DeletionByTaintManager"), "{message}");
     let second = engine(&done, 1);
     assert_ne!(second.node_name.as_deref(), Some(node.as_str()));
-    measured_exactly_once(&second, 3);
+    measured_exactly_once(&second, 4);
     // The second engine's pods go right after the status that finished it (results first), on
     // a node that is there: gone within seconds, not at once.
     harness
