@@ -1,8 +1,9 @@
 //! `membench operator` as its own process (this build's binary), so that its own log, metrics
 //! and memory can be read, and a replica killed. Used by tests/security_e2e.rs, by the leader
 //! hand-over in tests/fault_e2e.rs and, through a `#[path]` include, by
-//! benches/operator_at_scale.rs. Killed when dropped; its log is removed then, unless the test
-//! is failing, when its path is printed instead.
+//! benches/operator_at_scale.rs. Killed when dropped; its log is removed then, unless an
+//! assertion is failing (the thread panics), when its path is printed instead. A test that ends
+//! with an error through `?` is not panicking yet when this drops, so its log goes.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
