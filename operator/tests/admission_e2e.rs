@@ -1,12 +1,15 @@
 //! Admission on the dev cluster's real API server: what the CRD rejects before a benchmark
 //! exists, and what becomes of a benchmark whose pods the API server refuses (Pod Security, a
 //! ResourceQuota, the pod API's own validation) or cannot admit at all (a webhook that cannot be
-//! reached). The operator runs in-process, one per test, each watching its own namespace.
+//! reached), or admits as a platform's policy changed them into pods no node can create (a
+//! seccomp profile the nodes lack). The operator runs in-process, one per test, each watching
+//! its own namespace.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use common::operator::*;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, ValidatingWebhookConfiguration,
@@ -170,12 +173,28 @@ async fn the_crd_rejects_each_value_the_pod_api_would_refuse_naming_the_field() 
 /// policies take effect a moment after they are created. The probe pod meets Pod Security
 /// `restricted`, so that only what the test set up can refuse it.
 async fn until_pods_are_refused(pods: &Api<Pod>, words: &str) -> anyhow::Result<()> {
+    until_admission(pods, &format!("refused with {words:?}"), |outcome| {
+        outcome
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains(words))
+    })
+    .await
+}
+
+/// Waits until a probe engine pod, created as a dry run, comes out of admission as `done` says
+/// (policies and webhooks take a moment to be in force); the error names `what` and the last
+/// outcome.
+async fn until_admission(
+    pods: &Api<Pod>,
+    what: &str,
+    done: impl Fn(&Result<Pod, kube::Error>) -> bool,
+) -> anyhow::Result<()> {
     let probe: Pod = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "admission-probe", "labels": {"app.kubernetes.io/name": "membench", "app.kubernetes.io/component": "engine"}},
         "spec": {
             "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [{
-                "name": "c",
+                "name": "engine",
                 "image": "redis:7.0.15",
                 "resources": {"limits": {"cpu": "1", "memory": "2Gi"}},
                 "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}
@@ -189,13 +208,14 @@ async fn until_pods_are_refused(pods: &Api<Pod>, words: &str) -> anyhow::Result<
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let outcome = pods.create(&dry_run, &probe).await;
-        match &outcome {
-            Err(e) if e.to_string().contains(words) => return Ok(()),
-            _ if Instant::now() > deadline => {
-                anyhow::bail!("pod creation is still not refused with {words:?}: {outcome:?}")
-            }
-            _ => tokio::time::sleep(Duration::from_millis(500)).await,
+        if done(&outcome) {
+            return Ok(());
         }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "a probe pod is still not {what} after 30 s: {outcome:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
@@ -332,29 +352,11 @@ async fn a_namespace_enforcing_pod_security_restricted_refuses_a_violating_engin
     // Whatever securityContext the operator gives its engine pods, a mutating policy in this
     // namespace puts them on the host network, which no Pod Security level allows: the API
     // server's PodSecurity admission refuses them, as it would any pod that breaks the rules.
-    let policy = format!("{ns}-host-network");
-    let policy_object = ClusterScoped::<MutatingAdmissionPolicy>::create(
+    let _policy = EnginePodPolicy::create(
         &harness.client,
-        serde_json::json!({
-            "metadata": {"name": policy},
-            "spec": {
-                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
-                "matchConditions": [{"name": "engines-only", "expression": "has(object.metadata.labels) && 'app.kubernetes.io/component' in object.metadata.labels && object.metadata.labels['app.kubernetes.io/component'] == 'engine'"}],
-                "reinvocationPolicy": "Never",
-                "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "Object{spec: Object.spec{hostNetwork: true}}"}}]
-            }
-        }),
-    )
-    .await?;
-    let binding = ClusterScoped::<MutatingAdmissionPolicyBinding>::create(
-        &harness.client,
-        serde_json::json!({
-            "metadata": {"name": policy},
-            "spec": {
-                "policyName": policy,
-                "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}
-            }
-        }),
+        &ns,
+        "host-network",
+        "Object{spec: Object.spec{hostNetwork: true}}",
     )
     .await?;
     until_pods_are_refused(&harness.pods(), "hostNetwork=true").await?;
@@ -385,7 +387,116 @@ async fn a_namespace_enforcing_pod_security_restricted_refuses_a_violating_engin
             .items
             .is_empty()
     );
-    drop((binding, policy_object));
+    harness.finish().await;
+    Ok(())
+}
+
+/// A MutatingAdmissionPolicy that applies `apply_expression` to the engine pods created in
+/// namespace `ns`, with its binding; both deleted when dropped (the binding first).
+struct EnginePodPolicy {
+    _binding: ClusterScoped<MutatingAdmissionPolicyBinding>,
+    _policy: ClusterScoped<MutatingAdmissionPolicy>,
+}
+
+impl EnginePodPolicy {
+    async fn create(
+        client: &Client,
+        ns: &str,
+        what: &str,
+        apply_expression: &str,
+    ) -> anyhow::Result<Self> {
+        let name = format!("{ns}-{what}");
+        let policy = ClusterScoped::<MutatingAdmissionPolicy>::create(
+            client,
+            serde_json::json!({
+                "metadata": {"name": name},
+                "spec": {
+                    "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]},
+                    "matchConditions": [{"name": "engines-only", "expression": "has(object.metadata.labels) && 'app.kubernetes.io/component' in object.metadata.labels && object.metadata.labels['app.kubernetes.io/component'] == 'engine'"}],
+                    "reinvocationPolicy": "Never",
+                    "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": apply_expression}}]
+                }
+            }),
+        )
+        .await?;
+        let binding = ClusterScoped::<MutatingAdmissionPolicyBinding>::create(
+            client,
+            serde_json::json!({
+                "metadata": {"name": name},
+                "spec": {
+                    "policyName": name,
+                    "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}
+                }
+            }),
+        )
+        .await?;
+        Ok(Self {
+            _binding: binding,
+            _policy: policy,
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seccomp_profile_missing_on_the_node_fails_each_engine_as_create_container_error()
+-> anyhow::Result<()> {
+    let harness = Harness::start("adm-seccomp", settings()).await?;
+    let ns = harness.namespace.name().to_string();
+    // A platform's policy puts engine containers under a Localhost seccomp profile that no node
+    // has. Pod Security allows Localhost and the API server admits the pods; the node's runtime
+    // cannot create the container and the kubelet reports CreateContainerError, retrying for as
+    // long as the pod exists. The operator ends each engine with the runtime's message.
+    let profile = format!("membench-tests/{ns}-missing.json");
+    let _policy = EnginePodPolicy::create(
+        &harness.client,
+        &ns,
+        "seccomp",
+        &format!(
+            "Object{{spec: Object.spec{{containers: [Object.spec.containers{{name: \"engine\", securityContext: Object.spec.containers.securityContext{{seccompProfile: Object.spec.containers.securityContext.seccompProfile{{type: \"Localhost\", localhostProfile: \"{profile}\"}}}}}}]}}}}"
+        ),
+    )
+    .await?;
+    until_admission(&harness.pods(), "the seccomp profile set", |created| {
+        created.as_ref().is_ok_and(|pod| {
+            let profile_set = pod.spec.as_ref().and_then(|s| {
+                s.containers[0]
+                    .security_context
+                    .as_ref()?
+                    .seccomp_profile
+                    .as_ref()?
+                    .localhost_profile
+                    .clone()
+            });
+            profile_set.as_deref() == Some(profile.as_str())
+        })
+    })
+    .await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 5000, sampleEvery: 0}}\n";
+    harness.create(&spec("unconfined", body)).await?;
+    let done = harness
+        .finished("unconfined", Duration::from_secs(90))
+        .await?;
+    assert_eq!(done.status.as_ref().unwrap().phase, Some(Phase::Failed));
+    for i in 0..2 {
+        let failed = engine(&done, i);
+        assert_eq!(
+            failed.reason.as_deref(),
+            Some("CreateContainerError"),
+            "{failed:#?}"
+        );
+        let message = failed.message.clone().unwrap_or_default();
+        assert!(
+            message.contains("the engine container could not be started")
+                && message.contains("cannot load seccomp profile")
+                && message.contains(&profile),
+            "{message}"
+        );
+        assert!(failed.repetitions.is_empty(), "{failed:#?}");
+    }
+    harness
+        .pods_gone_within(Duration::from_secs(20))
+        .await
+        .context("after the benchmark failed")?;
     harness.finish().await;
     Ok(())
 }

@@ -264,8 +264,10 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
         .map(|(host, port)| (host.trim_matches(['[', ']']).to_string(), port));
     let client = Client::try_from(kube_config).context("connecting to the API server")?;
     let nodes = nodes::parse_node_pools(&config.node_pools)?;
-    std::fs::create_dir_all(config.state_dir.join("pods"))
-        .with_context(|| format!("creating {}", config.state_dir.display()))?;
+    for dir in ["pods", "seccomp"] {
+        std::fs::create_dir_all(config.state_dir.join(dir))
+            .with_context(|| format!("creating {}", config.state_dir.display()))?;
+    }
     kill_leftover_processes(&config.state_dir);
 
     let use_mount_namespace = process::mount_namespaces_work(&config.state_dir.join("scratch"));

@@ -10,6 +10,12 @@
 //! runs as its user `dfly` (999:999), the membench image as 65532:65532. An image run from its
 //! unpacked archive (the membench image from `hack/build-image.sh`) runs as its config's `User`,
 //! resolved in its own /etc/passwd.
+//!
+//! Seccomp is not applied, but a `Localhost` profile is looked for where a kubelet keeps them
+//! (`<state dir>/seccomp/`), and a missing one stops the container before it is created, as a
+//! runtime refuses it ([`localhost_seccomp_profile`]).
+
+use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext, SecurityContext};
 
@@ -282,6 +288,68 @@ fn supplementary_groups(context: &PodSecurityContext) -> Result<Vec<u32>, Identi
     Ok(groups)
 }
 
+/// Why a container cannot be created: the runtime's `CreateContainerError` messages.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CreateError(pub String);
+
+/// The `Localhost` seccomp profile `container` runs under (its own `seccompProfile`, else the
+/// pod's), as a file below `profiles_dir`, the kubelet's `seccomp` directory. `None` for any
+/// other profile type or none. A runtime cannot create the container when the file is missing,
+/// and the profile's name may not leave the directory.
+pub fn localhost_seccomp_profile(
+    pod: &Pod,
+    container: &Container,
+    profiles_dir: &Path,
+) -> Result<Option<PathBuf>, CreateError> {
+    let profile = container
+        .security_context
+        .as_ref()
+        .and_then(|c| c.seccomp_profile.clone())
+        .or_else(|| {
+            pod.spec
+                .as_ref()?
+                .security_context
+                .as_ref()?
+                .seccomp_profile
+                .clone()
+        });
+    let Some(profile) = profile.filter(|p| p.type_ == "Localhost") else {
+        return Ok(None);
+    };
+    let name = profile.localhost_profile.unwrap_or_default();
+    let relative = Path::new(&name);
+    if name.is_empty()
+        || !relative
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+    {
+        return Err(CreateError(format!(
+            "failed to generate container {:?} spec: failed to generate seccomp spec opts: \
+             localhostProfile {name:?} must be a relative path below the kubelet's seccomp \
+             directory",
+            container.name
+        )));
+    }
+    let path = profiles_dir.join(relative);
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() => Ok(Some(path)),
+        Ok(_) => Err(CreateError(format!(
+            "failed to generate container {:?} spec: failed to generate seccomp spec opts: \
+             cannot load seccomp profile {:?}: not a file",
+            container.name,
+            path.display()
+        ))),
+        Err(e) => Err(CreateError(format!(
+            "failed to generate container {:?} spec: failed to generate seccomp spec opts: \
+             cannot load seccomp profile {:?}: open {}: {e}",
+            container.name,
+            path.display(),
+            path.display()
+        ))),
+    }
+}
+
 fn dropped_capabilities(context: &SecurityContext) -> Vec<String> {
     let dropped: Vec<String> = context
         .capabilities
@@ -446,5 +514,42 @@ mod tests {
             ["net_raw", "sys_admin"]
         );
         assert!(ProcessIdentity::root().setpriv_args().is_empty());
+    }
+
+    #[test]
+    fn a_localhost_seccomp_profile_must_be_on_the_node_the_containers_choice_first() {
+        let dir = std::env::temp_dir().join(format!("membench-seccomp-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("profiles")).unwrap();
+        std::fs::write(dir.join("profiles/there.json"), "{}").unwrap();
+        let localhost =
+            |name: &str| json!({"seccompProfile": {"type": "Localhost", "localhostProfile": name}});
+        let runtime_default = json!({"seccompProfile": {"type": "RuntimeDefault"}});
+        let check =
+            |p: &Pod| localhost_seccomp_profile(p, &p.spec.as_ref().unwrap().containers[0], &dir);
+
+        let there = pod(runtime_default.clone(), localhost("profiles/there.json"));
+        assert_eq!(check(&there), Ok(Some(dir.join("profiles/there.json"))));
+        // The container's RuntimeDefault wins over the pod's Localhost, which is never read.
+        let overridden = pod(localhost("profiles/missing.json"), runtime_default.clone());
+        assert_eq!(check(&overridden), Ok(None));
+        assert_eq!(check(&pod(json!({}), json!({}))), Ok(None));
+
+        let missing = check(&pod(localhost("profiles/missing.json"), json!({}))).unwrap_err();
+        assert!(
+            missing.0.contains("cannot load seccomp profile")
+                && missing.0.contains("profiles/missing.json")
+                && missing.0.contains("container \"c\""),
+            "{missing}"
+        );
+        let a_directory = check(&pod(json!({}), localhost("profiles"))).unwrap_err();
+        assert!(a_directory.0.contains("not a file"), "{a_directory}");
+        for outside in ["../../etc/passwd", "/etc/passwd", ""] {
+            let refused = check(&pod(json!({}), localhost(outside))).unwrap_err();
+            assert!(
+                refused.0.contains("must be a relative path"),
+                "{outside}: {refused}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

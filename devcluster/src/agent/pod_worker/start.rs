@@ -1,6 +1,7 @@
 //! Starting a container: "pulling" its image, building its environment, identity and volumes,
 //! and spawning its process; and the waiting states on the way (`ErrImagePull`,
-//! `ImagePullBackOff`, `CreateContainerConfigError`, `ContainerCreating`).
+//! `ImagePullBackOff`, `CreateContainerConfigError`, `ContainerCreating`,
+//! `CreateContainerError`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,7 +15,7 @@ use crate::agent::mount_namespace::WorkingDir;
 use crate::agent::nodes::NODE_IP;
 use crate::agent::podspec::{container_env, expand};
 use crate::agent::process::{ContainerProcess, LaunchSpec};
-use crate::agent::security::process_identity;
+use crate::agent::security::{localhost_seccomp_profile, process_identity};
 use crate::agent::status::{Lifecycle, Termination};
 use crate::agent::volumes::{VolumeSources, mounts_service_account, prepare_volumes};
 
@@ -25,6 +26,9 @@ use super::slot::Run;
 
 /// A failed pull is reported as `ErrImagePull`, then as `ImagePullBackOff` until the retry.
 const ERR_IMAGE_PULL_SHOWN_FOR: Duration = Duration::from_secs(2);
+/// Waiting reasons of a container that cannot be made yet, retried after a back-off.
+const CONFIG_ERROR: &str = "CreateContainerConfigError";
+const CREATE_ERROR: &str = "CreateContainerError";
 
 impl PodWorker {
     /// Moves a container that is not running towards running, when its retry time has come.
@@ -52,12 +56,15 @@ impl PodWorker {
         self.start(i).await;
     }
 
-    /// The container's configuration cannot be built yet (a missing ConfigMap, a token the
-    /// API server refused): wait and retry, as the kubelet does.
-    async fn config_error(&mut self, i: usize, message: String) {
+    /// The container cannot be made yet, and the kubelet retries after a back-off: its
+    /// configuration cannot be built (`CreateContainerConfigError`: a missing ConfigMap, a token
+    /// the API server refused, a user that breaks `runAsNonRoot`), or the runtime cannot create
+    /// it (`CreateContainerError`: a `Localhost` seccomp profile that is not on the node). It
+    /// waits with that reason, with a `Failed` event.
+    async fn cannot_create(&mut self, i: usize, reason: &str, message: String) {
         let slot = &mut self.slots[i];
         slot.record.lifecycle = Lifecycle::Waiting {
-            reason: "CreateContainerConfigError".into(),
+            reason: reason.into(),
             message: Some(message.clone()),
         };
         slot.retry_at = Some(Instant::now() + INITIAL_BACKOFF);
@@ -125,7 +132,7 @@ impl PodWorker {
         let mut env =
             match container_env(&self.ctx.client, &self.pod, &container, &pod_ip, NODE_IP).await {
                 Ok(env) => env,
-                Err(e) => return self.config_error(i, e.to_string()).await,
+                Err(e) => return self.cannot_create(i, CONFIG_ERROR, e.to_string()).await,
             };
         if mounts_service_account(&container)
             && let Some((host, port)) = &self.ctx.api_server
@@ -138,7 +145,7 @@ impl PodWorker {
         let pulled = self.slots[i].pulled.clone().expect("pulled above");
         let identity = match process_identity(&self.pod, &container, &pulled) {
             Ok(identity) => identity,
-            Err(e) => return self.config_error(i, e.0).await,
+            Err(e) => return self.cannot_create(i, CONFIG_ERROR, e.0).await,
         };
         let sources = VolumeSources {
             client: &self.ctx.client,
@@ -150,6 +157,11 @@ impl PodWorker {
             Ok(mounts) => mounts,
             Err(e) => return self.mount_error(i, e.to_string()).await,
         };
+        // Looked for, not applied (docs/dev-cluster.md).
+        let profiles = self.ctx.state_dir.join("seccomp");
+        if let Err(e) = localhost_seccomp_profile(&self.pod, &container, &profiles) {
+            return self.cannot_create(i, CREATE_ERROR, e.0).await;
+        }
         let command: Vec<String> = container
             .command
             .iter()
