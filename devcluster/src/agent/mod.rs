@@ -264,9 +264,11 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
         .map(|(host, port)| (host.trim_matches(['[', ']']).to_string(), port));
     let client = Client::try_from(kube_config).context("connecting to the API server")?;
     let nodes = nodes::parse_node_pools(&config.node_pools)?;
-    for dir in ["pods", "seccomp"] {
-        std::fs::create_dir_all(config.state_dir.join(dir))
-            .with_context(|| format!("creating {}", config.state_dir.display()))?;
+    for dir in [
+        config.state_dir.join("pods"),
+        security::seccomp_profiles_dir(&config.state_dir),
+    ] {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     kill_leftover_processes(&config.state_dir);
 

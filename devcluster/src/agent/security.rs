@@ -12,7 +12,7 @@
 //! resolved in its own /etc/passwd.
 //!
 //! Seccomp is not applied, but a `Localhost` profile is looked for where a kubelet keeps them
-//! (`<state dir>/seccomp/`), and a missing one stops the container before it is created, as a
+//! ([`seccomp_profiles_dir`]), and a missing one stops the container before it is created, as a
 //! runtime refuses it ([`localhost_seccomp_profile`]).
 
 use std::path::{Path, PathBuf};
@@ -293,10 +293,16 @@ fn supplementary_groups(context: &PodSecurityContext) -> Result<Vec<u32>, Identi
 #[error("{0}")]
 pub struct CreateError(pub String);
 
+/// Where the node keeps `Localhost` seccomp profiles, as a kubelet keeps them in its root
+/// directory's `seccomp/`: below the agent's state directory, created when the agent starts.
+pub fn seccomp_profiles_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("seccomp")
+}
+
 /// The `Localhost` seccomp profile `container` runs under (its own `seccompProfile`, else the
-/// pod's), as a file below `profiles_dir`, the kubelet's `seccomp` directory. `None` for any
-/// other profile type or none. A runtime cannot create the container when the file is missing,
-/// and the profile's name may not leave the directory.
+/// pod's), as a file below `profiles_dir` ([`seccomp_profiles_dir`]). `None` for any other
+/// profile type or none. A runtime cannot create the container when the file is missing, and
+/// the profile's name may not leave the directory.
 pub fn localhost_seccomp_profile(
     pod: &Pod,
     container: &Container,
@@ -317,6 +323,13 @@ pub fn localhost_seccomp_profile(
     let Some(profile) = profile.filter(|p| p.type_ == "Localhost") else {
         return Ok(None);
     };
+    // The runtime's words, as containerd puts them.
+    let refused = |why: String| {
+        CreateError(format!(
+            "failed to generate container {:?} spec: failed to generate seccomp spec opts: {why}",
+            container.name
+        ))
+    };
     let name = profile.localhost_profile.unwrap_or_default();
     let relative = Path::new(&name);
     if name.is_empty()
@@ -324,28 +337,20 @@ pub fn localhost_seccomp_profile(
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)))
     {
-        return Err(CreateError(format!(
-            "failed to generate container {:?} spec: failed to generate seccomp spec opts: \
-             localhostProfile {name:?} must be a relative path below the kubelet's seccomp \
-             directory",
-            container.name
+        return Err(refused(format!(
+            "localhostProfile {name:?} must be a relative path below the kubelet's seccomp \
+             directory"
         )));
     }
     let path = profiles_dir.join(relative);
+    let shown = path.display();
     match std::fs::metadata(&path) {
         Ok(meta) if meta.is_file() => Ok(Some(path)),
-        Ok(_) => Err(CreateError(format!(
-            "failed to generate container {:?} spec: failed to generate seccomp spec opts: \
-             cannot load seccomp profile {:?}: not a file",
-            container.name,
-            path.display()
+        Ok(_) => Err(refused(format!(
+            "cannot load seccomp profile \"{shown}\": not a file"
         ))),
-        Err(e) => Err(CreateError(format!(
-            "failed to generate container {:?} spec: failed to generate seccomp spec opts: \
-             cannot load seccomp profile {:?}: open {}: {e}",
-            container.name,
-            path.display(),
-            path.display()
+        Err(e) => Err(refused(format!(
+            "cannot load seccomp profile \"{shown}\": open {shown}: {e}"
         ))),
     }
 }

@@ -15,7 +15,7 @@ use crate::agent::mount_namespace::WorkingDir;
 use crate::agent::nodes::NODE_IP;
 use crate::agent::podspec::{container_env, expand};
 use crate::agent::process::{ContainerProcess, LaunchSpec};
-use crate::agent::security::{localhost_seccomp_profile, process_identity};
+use crate::agent::security::{localhost_seccomp_profile, process_identity, seccomp_profiles_dir};
 use crate::agent::status::{Lifecycle, Termination};
 use crate::agent::volumes::{VolumeSources, mounts_service_account, prepare_volumes};
 
@@ -158,7 +158,7 @@ impl PodWorker {
             Err(e) => return self.mount_error(i, e.to_string()).await,
         };
         // Looked for, not applied (docs/dev-cluster.md).
-        let profiles = self.ctx.state_dir.join("seccomp");
+        let profiles = seccomp_profiles_dir(&self.ctx.state_dir);
         if let Err(e) = localhost_seccomp_profile(&self.pod, &container, &profiles) {
             return self.cannot_create(i, CREATE_ERROR, e.0).await;
         }
