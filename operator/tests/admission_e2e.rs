@@ -219,6 +219,22 @@ async fn until_admission(
     }
 }
 
+/// Two engines of a small sorted set, for benchmarks whose pods never get to load anything.
+const TWO_SMALL_ENGINES: &str = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 5000, sampleEvery: 0}}\n";
+
+/// Asserts that every engine of `done` ended with `reason` and a message holding all `words`.
+fn each_engine_ended_as(done: &MemoryBenchmark, reason: &str, words: &[&str]) {
+    let engines = &done.status.as_ref().expect("a finished status").engines;
+    assert!(!engines.is_empty(), "no engines in the status");
+    for ended in engines {
+        assert_eq!(ended.reason.as_deref(), Some(reason), "{ended:#?}");
+        let message = ended.message.as_deref().unwrap_or_default();
+        for word in words {
+            assert!(message.contains(word), "{word:?} not in: {message}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resource_quota_too_small_for_an_engine_fails_it_as_pod_rejected_and_the_next_runs()
 -> anyhow::Result<()> {
@@ -360,25 +376,20 @@ async fn a_namespace_enforcing_pod_security_restricted_refuses_a_violating_engin
     )
     .await?;
     until_pods_are_refused(&harness.pods(), "hostNetwork=true").await?;
-    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 5000, sampleEvery: 0}}\n";
-    harness.create(&spec("restricted", body)).await?;
+    harness
+        .create(&spec("restricted", TWO_SMALL_ENGINES))
+        .await?;
     let done = harness
         .finished("restricted", Duration::from_secs(60))
         .await?;
-    for i in 0..2 {
-        let refused = engine(&done, i);
-        assert_eq!(
-            refused.reason.as_deref(),
-            Some("PodRejected"),
-            "{refused:#?}"
-        );
-        let message = refused.message.unwrap_or_default();
-        assert!(
-            message.contains("violates PodSecurity \"restricted:latest\"")
-                && message.contains("hostNetwork=true"),
-            "{message}"
-        );
-    }
+    each_engine_ended_as(
+        &done,
+        "PodRejected",
+        &[
+            "violates PodSecurity \"restricted:latest\"",
+            "hostNetwork=true",
+        ],
+    );
     assert!(
         harness
             .pods()
@@ -471,26 +482,23 @@ async fn a_seccomp_profile_missing_on_the_node_fails_each_engine_as_create_conta
         })
     })
     .await?;
-    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 5000, sampleEvery: 0}}\n";
-    harness.create(&spec("unconfined", body)).await?;
+    harness
+        .create(&spec("unconfined", TWO_SMALL_ENGINES))
+        .await?;
     let done = harness
         .finished("unconfined", Duration::from_secs(90))
         .await?;
     assert_eq!(done.status.as_ref().unwrap().phase, Some(Phase::Failed));
-    for i in 0..2 {
-        let failed = engine(&done, i);
-        assert_eq!(
-            failed.reason.as_deref(),
-            Some("CreateContainerError"),
-            "{failed:#?}"
-        );
-        let message = failed.message.clone().unwrap_or_default();
-        assert!(
-            message.contains("the engine container could not be started")
-                && message.contains("cannot load seccomp profile")
-                && message.contains(&profile),
-            "{message}"
-        );
+    each_engine_ended_as(
+        &done,
+        "CreateContainerError",
+        &[
+            "the engine container could not be started",
+            "cannot load seccomp profile",
+            &profile,
+        ],
+    );
+    for failed in &done.status.as_ref().unwrap().engines {
         assert!(failed.repetitions.is_empty(), "{failed:#?}");
     }
     harness
@@ -525,8 +533,8 @@ async fn timeout_seconds_fires_even_when_no_pod_can_ever_be_created() -> anyhow:
     )
     .await?;
     until_pods_are_refused(&harness.pods(), "failed calling webhook").await?;
-    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 5000, sampleEvery: 0}}\n  timeoutSeconds: 60\n";
-    harness.create(&spec("unadmitted", body)).await?;
+    let body = format!("{TWO_SMALL_ENGINES}  timeoutSeconds: 60\n");
+    harness.create(&spec("unadmitted", &body)).await?;
     // startedAt is in the status before any pod could be created.
     let pending = harness
         .wait_for("unadmitted", Duration::from_secs(20), "started", |b| {
