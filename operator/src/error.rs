@@ -1,7 +1,7 @@
 //! The errors of measuring an engine. Each has a short static category, used as a metric label
 //! and an event reason, and a message that says what went wrong and what to do.
 
-use crate::engine::EngineAddress;
+use crate::client::engine::EngineAddress;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {

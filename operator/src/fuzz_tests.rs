@@ -15,12 +15,12 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use serde_json::{Value, json};
 
-use crate::client_result::{ClientResult, MAX_REPETITIONS, ReadError};
+use crate::client::engine::{MAX_INFO_FIELDS, MemoryInfo, parse_info};
+use crate::client::resp::{ReplyTally, scan_replies};
+use crate::client::result::{ClientResult, MAX_REPETITIONS, ReadError};
 use crate::controller::pods::{PodSettings, client_pod, engine_pod};
 use crate::controller::results::absorb;
 use crate::crd::{EngineStatus, MemoryBenchmark};
-use crate::engine::{MAX_INFO_FIELDS, MemoryInfo, parse_info};
-use crate::resp::{ReplyTally, scan_replies};
 use crate::validation::validate;
 
 /// Cases per property in the normal suite: a few seconds for all of them in a debug build.

@@ -6,29 +6,28 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
-pub mod client_result;
-pub mod client_stop;
+pub mod client;
 pub mod controller;
 pub mod crd;
-pub mod engine;
-pub mod engine_store;
 pub mod error;
 pub mod formats;
 #[cfg(test)]
 mod fuzz_tests;
-pub mod html_report;
 pub mod local;
-pub mod measure;
 pub mod metrics;
-pub mod progress;
-pub mod progress_endpoint;
-pub mod published;
 pub mod report;
-pub mod resp;
 pub mod stats;
-pub mod status_report;
 pub mod validation;
-pub mod workload;
+
+// Temporary: the old top-level paths of the moved modules, until the tests, benches and the
+// command line use the new ones.
+pub use client::result as client_result;
+pub use client::stop as client_stop;
+pub use client::{engine, measure, progress, progress_endpoint, resp, workload};
+pub use local::engine_store;
+pub use report::cluster as status_report;
+pub use report::html as html_report;
+pub use report::published;
 
 use kube::CustomResourceExt;
 

@@ -4,12 +4,12 @@
 //! created before the CRD carried a rule. [`validate`] also works out each engine's pod memory.
 //! Pure and I/O-free.
 
+use crate::client::workload::Workload;
 use crate::crd::{EngineKind, MemoryBenchmark, PlacementSpec, RecordLayout};
 use crate::formats::{
     MAX_BENCHMARK_NAME, MAX_NODE_SELECTOR, MAX_SAMPLES, MAX_TOLERATIONS, MIN_SAMPLE_EVERY,
     is_image_reference, is_label_key, is_label_value, is_memory_quantity,
 };
-use crate::workload::Workload;
 
 const MIB: u64 = 1 << 20;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use crate::client_result::{ClientResult, ReadError};
+use crate::client::result::{ClientResult, ReadError};
 use crate::crd::{CleanupPolicy, MemoryBenchmarkStatus};
 
 use super::conditions::reason;

@@ -11,8 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
+use crate::client::workload::Workload;
 use crate::crd::{CleanupPolicy, MemoryBenchmark, MemoryBenchmarkStatus};
-use crate::workload::Workload;
 
 use super::client_lifecycle::KeptResult;
 use super::conditions::{reason, state};

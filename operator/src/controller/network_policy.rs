@@ -23,8 +23,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, PostParams};
 use kube::{Resource, ResourceExt};
 
+use crate::client::progress_endpoint::PROGRESS_PORT;
 use crate::crd::MemoryBenchmark;
-use crate::progress_endpoint::PROGRESS_PORT;
 
 use super::pods::{
     APP_NAME, Component, ENGINE_PORT, LABEL_BENCHMARK, LABEL_COMPONENT, LABEL_INSTANCE,
@@ -176,7 +176,7 @@ mod tests {
     use super::*;
 
     fn benchmark() -> MemoryBenchmark {
-        let mut b = crate::local::parse_specs(
+        let mut b = crate::local::runner::parse_specs(
             "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: zset, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: redis, version: \"7.0.15\"}]\n  workload: {sortedSet: {members: 1000}}\n",
         )
         .unwrap()

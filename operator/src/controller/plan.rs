@@ -138,7 +138,7 @@ pub struct Plan {
 }
 
 /// Where to read progress from: the progress endpoint of the client under way
-/// ([`crate::progress_endpoint`]).
+/// ([`crate::client::progress_endpoint`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProbeTarget {
     pub address: std::net::SocketAddr,
@@ -261,7 +261,7 @@ pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTa
         .find(|c| matches!(pod_state(c), PodState::Ready | PodState::Starting { .. }))?;
     let ip: std::net::IpAddr = pods::pod_ip(&client)?.parse().ok()?;
     Some(ProbeTarget {
-        address: std::net::SocketAddr::new(ip, crate::progress_endpoint::PROGRESS_PORT),
+        address: std::net::SocketAddr::new(ip, crate::client::progress_endpoint::PROGRESS_PORT),
     })
 }
 

@@ -96,10 +96,10 @@ pub fn engine_data_mount() -> VolumeMount {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::workload::Workload;
     use crate::controller::pods::{PodSettings, client_pod, engine_pod};
     use crate::crd::MemoryBenchmark;
-    use crate::local::parse_specs;
-    use crate::workload::Workload;
+    use crate::local::runner::parse_specs;
     use k8s_openapi::api::core::v1::Pod;
 
     fn benchmark(engines: &str) -> MemoryBenchmark {

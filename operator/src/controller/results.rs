@@ -1,7 +1,7 @@
 //! A client's result taken into the engine's status: identity, repetitions and summary, and
 //! which client errors are worth another client.
 
-use crate::client_result::{ClientResult, MAX_GROWTH_POINTS};
+use crate::client::result::{ClientResult, MAX_GROWTH_POINTS};
 use crate::crd::{EngineStatus, GrowthPoint, RepetitionStatus, SpreadStatus, SummaryStatus};
 use crate::stats::Spread;
 
@@ -119,8 +119,8 @@ fn spread(s: &Spread, factor: f64) -> SpreadStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client_result::{GrowthColumn, RepetitionColumns};
-    use crate::measure::MemorySample;
+    use crate::client::measure::MemorySample;
+    use crate::client::result::{GrowthColumn, RepetitionColumns};
 
     fn result_with_growth(points: u64) -> ClientResult {
         let samples: Vec<MemorySample> = (1..=points)

@@ -27,7 +27,7 @@ pub(super) fn summarize(
         .map(|s| s.bytes_per_item.median);
     for engine in &mut status.engines {
         let median = engine.summary.as_ref().map(|s| s.bytes_per_item.median);
-        engine.change_vs_first_percent = crate::report::change_percent(median, first);
+        engine.change_vs_first_percent = crate::report::table::change_percent(median, first);
     }
     let best = status
         .engines

@@ -13,12 +13,14 @@ use kube::ResourceExt;
 
 use std::sync::Arc;
 
-use crate::client_result::ClientResult;
+use crate::client::engine::EngineInfo;
+use crate::client::measure::{
+    BenchmarkReport, ErrorReport, RepetitionResult, Summary, WorkloadReport,
+};
+use crate::client::result::ClientResult;
 use crate::controller::plan::{LoadProbe, Observation, Plan, PodRejection, Settings, plan};
 use crate::crd::MemoryBenchmark;
-use crate::engine::EngineInfo;
-use crate::local::parse_specs;
-use crate::measure::{BenchmarkReport, ErrorReport, RepetitionResult, Summary, WorkloadReport};
+use crate::local::runner::parse_specs;
 use crate::stats::StabilityThresholds;
 
 pub(super) const T0: i64 = 1_800_000_000;
@@ -244,7 +246,7 @@ pub(super) fn result_message(
             arch: "aarch64".into(),
             ..Default::default()
         },
-        workload: WorkloadReport::from(&crate::workload::Workload::SortedSet {
+        workload: WorkloadReport::from(&crate::client::workload::Workload::SortedSet {
             members: 20_000,
             key: "membench:zset".into(),
             sample_every: 0,

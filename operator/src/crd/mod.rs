@@ -22,7 +22,7 @@ mod tests;
 mod workload_spec;
 
 pub use crate::auth::{AuthSpec, SecretKeyRef};
-pub use crate::published::PublishedTableName;
+pub use crate::report::published::PublishedTableName;
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
 pub use placement::{PlacementSpec, TolerationSpec};
 pub use spec::{Arch, CleanupPolicy, MemoryBenchmark, MemoryBenchmarkSpec};

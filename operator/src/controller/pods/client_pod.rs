@@ -14,10 +14,10 @@ use super::{
     TERMINATION_MESSAGE_PATH, client_of, client_pod_name, guaranteed, labels, metadata,
     node_selector, tolerations,
 };
+use crate::client::progress_endpoint::PROGRESS_PORT;
+use crate::client::workload::Workload;
 use crate::controller::pod_security::{client_pod_security_context, restricted_container};
 use crate::crd::{MemoryBenchmark, RecordLayout};
-use crate::progress_endpoint::PROGRESS_PORT;
-use crate::workload::Workload;
 
 /// The `membench load` arguments that load the spec's workload into the engine at `address`
 /// and leave the result in the termination message.
@@ -142,7 +142,7 @@ pub fn client_pod(
         metadata,
         spec: Some(PodSpec {
             restart_policy: Some("Never".into()),
-            // SIGTERM ends a run between two batches with what it measured (client_stop.rs
+            // SIGTERM ends a run between two batches with what it measured (client/stop.rs
             // writes it within 3 s at the latest).
             termination_grace_period_seconds: Some(5),
             automount_service_account_token: Some(false),

@@ -3,9 +3,9 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::*;
+use crate::client::workload::Workload;
 use crate::crd::{EngineKind, EngineSpec, RecordLayout};
-use crate::local::parse_specs;
-use crate::workload::Workload;
+use crate::local::runner::parse_specs;
 
 pub(crate) fn benchmark(extra: &str) -> MemoryBenchmark {
     let mut b = parse_specs(&format!(

@@ -1,11 +1,11 @@
 //! `membench report`: the comparison table of finished MemoryBenchmarks, read from their status
-//! in the cluster, in the same published style as a local run (`report.rs` renders it).
+//! in the cluster, in the same published style as a local run (`table.rs` renders it).
 
 use serde::Serialize;
 
+use crate::client::workload::Workload;
 use crate::crd::{EngineStatus, MemoryBenchmark, Phase};
-use crate::report::{ComparisonRow, OutputFormat, Table, comparison_table};
-use crate::workload::Workload;
+use crate::report::table::{ComparisonRow, OutputFormat, Table, comparison_table};
 
 /// One benchmark's comparison.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -178,7 +178,7 @@ pub fn render(comparisons: &[BenchmarkComparison], format: OutputFormat) -> Stri
 mod tests {
     use super::*;
     use crate::crd::{MemoryBenchmarkStatus, SpreadStatus, SummaryStatus};
-    use crate::local::parse_specs;
+    use crate::local::runner::parse_specs;
 
     fn engine(name: &str, engine: &str, version: &str, median: f64) -> EngineStatus {
         EngineStatus {

@@ -12,16 +12,16 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::client::engine::{ControlConnection, EngineAddress};
+use crate::client::measure::{BenchmarkReport, LoadOptions, LoadProgress, measure};
+use crate::client::workload::Workload;
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
-use crate::engine::{ControlConnection, EngineAddress};
-pub use crate::engine_store::{
+use crate::error::BenchError;
+pub use crate::local::engine_store::{
     LocalProgram, find_program, parse_version_output, resolve_program, resolve_program_for,
     version_matches,
 };
-use crate::error::BenchError;
-use crate::measure::{BenchmarkReport, LoadOptions, LoadProgress, measure};
 use crate::stats::StabilityThresholds;
-use crate::workload::Workload;
 
 /// Reads every MemoryBenchmark in a YAML file (several may be separated by `---`), checking
 /// what the API server would check: kind, apiVersion, field names, limits and the CEL rules.
@@ -466,12 +466,12 @@ pub fn run_benchmark(
     let first = medians.first().copied().flatten();
     let change_vs_first_percent = medians
         .iter()
-        .map(|m| crate::report::change_percent(*m, first))
+        .map(|m| crate::report::table::change_percent(*m, first))
         .collect();
     Ok(LocalComparison {
         benchmark: benchmark.metadata.name.clone().unwrap_or_default(),
         instance_type: spec.instance_type.clone(),
-        arch: crate::engine_store::store_arch_of(spec.arch).to_string(),
+        arch: crate::local::engine_store::store_arch_of(spec.arch).to_string(),
         host: HostInfo::current(),
         engines,
         change_vs_first_percent,

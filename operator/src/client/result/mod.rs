@@ -19,7 +19,9 @@ pub use checked::{QUOTED_BYTES, ReadError, quote};
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::{BenchmarkReport, ErrorReport, MemorySample, RepetitionResult, Summary};
+use crate::client::measure::{
+    BenchmarkReport, ErrorReport, MemorySample, RepetitionResult, Summary,
+};
 
 /// Kubernetes truncates termination messages longer than this.
 pub const TERMINATION_MESSAGE_LIMIT: usize = 4096;
@@ -450,10 +452,10 @@ impl ClientResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::EngineInfo;
-    use crate::measure::{SettledMemory, WorkloadReport};
+    use crate::client::engine::EngineInfo;
+    use crate::client::measure::{SettledMemory, WorkloadReport};
+    use crate::client::workload::Workload;
     use crate::stats::{Spread, StabilityThresholds};
-    use crate::workload::Workload;
 
     fn repetition(i: u32, settled: bool) -> RepetitionResult {
         // Figures of the size a 50-million-member sorted set gives, varying between repetitions.
@@ -656,7 +658,7 @@ mod tests {
             category: "ConnectionLost".into(),
             message: "x".repeat(5000),
         });
-        report.failed_repetition = Some(crate::measure::FailedRepetition {
+        report.failed_repetition = Some(crate::client::measure::FailedRepetition {
             repetition: 4,
             commands_sent: 1234,
             baseline_used_memory: Some(1),

@@ -4,10 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::client::engine::ControlConnection;
+use crate::client::resp::{CommandBuffer, format_decimal, push_decimal};
 use crate::crd::{RecordLayout, WorkloadSpec, default_seed};
-use crate::engine::ControlConnection;
 use crate::error::BenchError;
-use crate::resp::{CommandBuffer, format_decimal, push_decimal};
 
 /// Key names of the string workloads: `key:` and a 12-digit zero-padded number, as
 /// redis-benchmark and valkey-benchmark name `key:__rand_int__`.

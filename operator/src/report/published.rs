@@ -10,8 +10,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::client::workload::Workload;
 use crate::crd::{EngineKind, RecordLayout};
-use crate::workload::Workload;
 
 /// The published tables a spec can name.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]

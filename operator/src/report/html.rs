@@ -10,15 +10,15 @@
 
 use std::fmt::Write as _;
 
-use crate::client_result::GrowthColumn;
+use crate::client::measure::MemorySample;
+use crate::client::result::GrowthColumn;
+use crate::client::workload::Workload;
 use crate::crd::{EngineKind, MemoryBenchmark};
-use crate::local::LocalComparison;
-use crate::measure::MemorySample;
-use crate::published::{PublishedRow, PublishedTable, thousands};
-use crate::report::{
+use crate::local::runner::LocalComparison;
+use crate::report::published::{PublishedRow, PublishedTable, thousands};
+use crate::report::table::{
     ComparisonRow, Table, comparison_table, compute_changes, format_bytes, format_change,
 };
-use crate::workload::Workload;
 
 /// The most points of one curve drawn: a line this dense is already smooth at page width.
 const MAX_DRAWN_POINTS: usize = 500;
@@ -225,7 +225,7 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
 
 /// The section of a benchmark measured in a cluster (`membench report`), from its status.
 pub fn section_from_status(benchmark: &MemoryBenchmark) -> Section {
-    let comparison = crate::status_report::comparison(benchmark);
+    let comparison = crate::report::cluster::comparison(benchmark);
     let workload = Workload::from_spec(&benchmark.spec.workload).ok();
     let table = benchmark.spec.published_table.map(|t| t.table());
     let status = benchmark.status.clone().unwrap_or_default();
@@ -642,7 +642,7 @@ fn render_table(page: &mut String, table: &Table) {
 mod tests {
     use super::*;
     use crate::crd::{EngineStatus, GrowthPoint, MemoryBenchmarkStatus, Phase, SummaryStatus};
-    use crate::local::parse_specs;
+    use crate::local::runner::parse_specs;
 
     fn engine(name: &str, kind: &str, version: &str, bytes: Option<f64>) -> EngineStatus {
         EngineStatus {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::measure::BenchmarkReport;
+use crate::client::measure::BenchmarkReport;
 
 /// Output formats of the commands that print results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -1,6 +1,6 @@
 use super::*;
-use crate::client_result::{EngineIdentity, RepetitionColumns};
-use crate::measure::{ErrorReport, Summary};
+use crate::client::measure::{ErrorReport, Summary};
+use crate::client::result::{EngineIdentity, RepetitionColumns};
 
 /// A result of three repetitions as a client sends it.
 fn three() -> ClientResult {

@@ -3,7 +3,7 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::measure::LoadProgress;
+use crate::client::measure::LoadProgress;
 
 /// Updates the bar at most this often (in commands), so drawing never slows the load.
 const UPDATE_EVERY: u64 = 1 << 16;

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::client_result::ClientResult;
+use crate::client::measure::{BenchmarkReport, StopRequest};
+use crate::client::result::ClientResult;
 use crate::error::BenchError;
-use crate::measure::{BenchmarkReport, StopRequest};
 
 /// How long the measurement may take to return after SIGTERM before the journal is written.
 /// Client pods get 5 s of grace; this leaves time to write and exit.

@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
+use crate::client::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
+use crate::client::resp::{CommandBuffer, PipelinedConnection};
+use crate::client::workload::Workload;
 use crate::error::BenchError;
-use crate::resp::{CommandBuffer, PipelinedConnection};
 use crate::stats::{Spread, StabilityThresholds};
-use crate::workload::Workload;
 
 /// Long enough for the connections that come and go around a benchmark (a TCP readiness
 /// probe, the operator's progress reading, which gives up after 3 s, the load connection

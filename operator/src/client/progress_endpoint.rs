@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::LoadProgress;
+use crate::client::measure::LoadProgress;
 
 /// The port the client serves its progress on, in its own pod.
 pub const PROGRESS_PORT: u16 = 9121;

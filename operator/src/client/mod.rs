@@ -1,0 +1,17 @@
+//! The benchmark client's load path, the code that also runs inside the client pod
+//! (`membench load`): the wire protocol (`resp`), the workloads (`workload`), the measurement
+//! protocol (`measure`), the control commands to an engine (`engine`), progress on a terminal
+//! (`progress`) and on the pod's HTTP endpoint (`progress_endpoint`), leaving on SIGTERM
+//! (`stop`), and the result in the container's termination message (`result`).
+//!
+//! It may use `crd` and the shared leaves (`stats`, `formats`, `error`); nothing in it knows
+//! about the controller, the local runner or the reports.
+
+pub mod engine;
+pub mod measure;
+pub mod progress;
+pub mod progress_endpoint;
+pub mod resp;
+pub mod result;
+pub mod stop;
+pub mod workload;
