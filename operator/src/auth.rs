@@ -15,10 +15,8 @@
 //! The operator never reads the Secret: it needs no `secrets` permission, and its progress
 //! reading goes to the client's progress endpoint, not to the engine.
 
+use crate::crd::{AuthSpec, EngineKind, SecretKeyRef};
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, SecretKeySelector};
-use serde::{Deserialize, Serialize};
-
-use crate::crd::EngineKind;
 
 /// The variable the Redis and Valkey arguments expand.
 pub const ENGINE_PASSWORD_ENV: &str = "MEMBENCH_ENGINE_PASSWORD";
@@ -26,31 +24,6 @@ pub const ENGINE_PASSWORD_ENV: &str = "MEMBENCH_ENGINE_PASSWORD";
 pub const DRAGONFLY_PASSWORD_ENV: &str = "DFLY_requirepass";
 /// The variable `membench load` reads its password from.
 pub const CLIENT_PASSWORD_ENV: &str = "MEMBENCH_PASSWORD";
-
-/// How the engines authenticate clients.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AuthSpec {
-    /// The key of a Secret in the benchmark's namespace that holds the password every engine
-    /// of the spec requires (`requirepass`). The engine and client pods take it from the
-    /// Secret themselves; the operator never reads it, and the value appears in no pod spec,
-    /// status or event.
-    pub password_secret_ref: SecretKeyRef,
-}
-
-/// A key of a Secret in the benchmark's namespace.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
-pub struct SecretKeyRef {
-    /// The Secret's name.
-    #[schemars(
-        length(min = 1, max = 253),
-        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-    )]
-    pub name: String,
-    /// The key in the Secret's data that holds the password.
-    #[schemars(length(min = 1, max = 253), regex(pattern = r"^[-._a-zA-Z0-9]+$"))]
-    pub key: String,
-}
 
 fn from_secret(name: &str, secret: &SecretKeyRef) -> EnvVar {
     EnvVar {

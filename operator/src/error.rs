@@ -1,7 +1,9 @@
 //! The errors of measuring an engine. Each has a short static category, used as a metric label
-//! and an event reason, and a message that says what went wrong and what to do.
+//! and an event reason, and a message that says what went wrong and what to do. A leaf: it
+//! names an engine by the address it is given (anything that displays as `host:port`), so the
+//! client that holds the address type imports it, never the other way round.
 
-use crate::client::engine::EngineAddress;
+use std::fmt::Display;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
@@ -90,7 +92,7 @@ impl BenchError {
     }
 
     /// Classifies an error from the `redis` crate (control connection).
-    pub fn from_redis(address: &EngineAddress, e: redis::RedisError) -> Self {
+    pub fn from_redis(address: &impl Display, e: redis::RedisError) -> Self {
         let text = e.to_string();
         if text.contains("NOAUTH")
             || text.contains("WRONGPASS")
@@ -126,7 +128,7 @@ impl BenchError {
         command: &str,
         reply: String,
         items_sent: u64,
-        address: &EngineAddress,
+        address: &impl Display,
     ) -> Self {
         if reply.starts_with("OOM") {
             BenchError::OutOfMemory {

@@ -1,7 +1,8 @@
 //! The formats Kubernetes and container runtimes give label values, label keys, image references
 //! and memory quantities, as regular expressions. The CRD's CEL rules use them (so the API server
 //! rejects a bad spec at admission instead of the pod API rejecting its pod later), and the spec
-//! validation of local runs uses the very same expressions.
+//! validation of local runs uses the very same expressions, and the same words when a field does
+//! not match ([`message`]). A leaf: the CRD and the validation both read it, it reads neither.
 //!
 //! They are written without backslashes (`[.]` rather than an escaped dot), so each one is valid
 //! as it stands inside a CEL string literal, in Go's RE2 and in the `regex` crate alike.
@@ -73,6 +74,28 @@ pub fn is_image_reference(image: &str) -> bool {
 
 pub fn is_memory_quantity(quantity: &str) -> bool {
     quantity.len() <= MEMORY_QUANTITY_MAX && MEMORY_QUANTITY_RE.is_match(quantity)
+}
+
+/// The words of the CRD's CEL rules, shared with [`crate::validation::validate_spec`] so that
+/// a local run says what the API server would.
+pub mod message {
+    pub const NAME_LENGTH: &str = "metadata.name may have at most 48 characters: the operator names the benchmark's pods after it (adding up to 15 characters, such as -12-client-3) and labels them with it; choose a shorter name";
+    pub const INSTANCE_TYPE: &str = "instanceType must be a node label value, such as r8g.4xlarge: letters, digits, '-', '_' and '.', starting and ending with a letter or digit";
+    pub const IMAGE: &str = "image must be an image reference such as valkey/valkey:9.1.2 or registry.example.com/team/redis:7.4@sha256:<digest>: an optional registry host, a lowercase repository path, then an optional :tag and @digest, without spaces or a scheme";
+    pub const MEMORY_QUANTITY: &str = "memory must be a memory quantity such as 512Mi, 16Gi, 2G or 1.5Gi (bytes, k, M, G, T, Ki, Mi, Gi or Ti)";
+    pub const MEMORY_MINIMUM: &str = "memory must be at least 16Mi: no engine starts with less";
+    pub const SAMPLES_PER_REPETITION: &str = "sampleEvery is too small for members: a growth curve gets at most 100000 readings per repetition; raise sampleEvery to at least members / 100000, or set it to 0 for no curve";
+    pub const SAMPLE_EVERY: &str = "sampleEvery must be 0 (no growth curve) or at least 1000: a reading every few members would slow down the load it measures";
+    pub const NODE_SELECTOR_KEY: &str = "nodeSelector keys must be label keys such as pool or karpenter.sh/nodepool: an optional lowercase DNS prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+    pub const NODE_SELECTOR_VALUE: &str = "nodeSelector values must be label values: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit (or empty)";
+    pub const TOLERATION_EMPTY_KEY: &str =
+        "a toleration without a key must have operator Exists (it then tolerates every taint)";
+    pub const TOLERATION_EXISTS_VALUE: &str =
+        "a toleration with operator Exists must not have a value";
+    pub const TOLERATION_SECONDS: &str = "tolerationSeconds needs effect NoExecute (it is how long a pod stays on a node after a NoExecute taint appears)";
+    pub const TOLERATION_KEY: &str =
+        "a toleration key must be a label key such as dedicated or example.com/benchmarks";
+    pub const TOLERATION_VALUE: &str = "a toleration value must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
 }
 
 #[cfg(test)]

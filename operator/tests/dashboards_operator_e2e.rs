@@ -108,7 +108,11 @@ async fn every_dashboard_panel_shows_a_benchmark_the_operator_ran() -> anyhow::R
     let ready = Arc::new(AtomicBool::new(false));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let target = listener.local_addr()?.to_string();
-    let server = tokio::spawn(metrics::serve_on(listener, metrics.clone(), ready.clone()));
+    let server = tokio::spawn(metrics::serve::serve_on(
+        listener,
+        metrics.clone(),
+        ready.clone(),
+    ));
     let mut settings = Settings {
         scheduling_timeout: Duration::from_secs(120),
         poll_interval: Duration::from_secs(2),

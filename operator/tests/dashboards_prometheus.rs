@@ -201,7 +201,7 @@ async fn every_dashboard_query_returns_data_from_a_real_prometheus_scraping_memb
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let target = listener.local_addr().unwrap().to_string();
     let ready = Arc::new(AtomicBool::new(true));
-    let server = tokio::spawn(metrics::serve_on(listener, metrics.clone(), ready));
+    let server = tokio::spawn(metrics::serve::serve_on(listener, metrics.clone(), ready));
     // Reconciles keep happening while Prometheus scrapes, so rates and quantiles have data.
     let activity = {
         let metrics = metrics.clone();

@@ -151,7 +151,7 @@ pub fn run_operator(args: OperatorArgs) -> ExitCode {
         let client = kube::Client::try_default().await?;
         let metrics = membench::metrics::Metrics::new();
         let ready = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let server = tokio::spawn(membench::metrics::serve(
+        let server = tokio::spawn(membench::metrics::serve::serve(
             args.metrics_addr,
             metrics.clone(),
             ready.clone(),

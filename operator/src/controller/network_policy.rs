@@ -176,7 +176,7 @@ mod tests {
     use super::*;
 
     fn benchmark() -> MemoryBenchmark {
-        let mut b = crate::local::runner::parse_specs(
+        let mut b = crate::validation::spec_file::parse_specs(
             "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: zset, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: redis, version: \"7.0.15\"}]\n  workload: {sortedSet: {members: 1000}}\n",
         )
         .unwrap()

@@ -99,7 +99,7 @@ mod tests {
     use crate::client::workload::Workload;
     use crate::controller::pods::{PodSettings, client_pod, engine_pod};
     use crate::crd::MemoryBenchmark;
-    use crate::local::runner::parse_specs;
+    use crate::validation::spec_file::parse_specs;
     use k8s_openapi::api::core::v1::Pod;
 
     fn benchmark(engines: &str) -> MemoryBenchmark {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::local::runner::parse_specs;
+use crate::validation::spec_file::parse_specs;
 
 fn spec(engines: &str, placement: &str) -> MemoryBenchmarkSpec {
     parse_specs(&format!(

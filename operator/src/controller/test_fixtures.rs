@@ -20,8 +20,8 @@ use crate::client::measure::{
 use crate::client::result::ClientResult;
 use crate::controller::plan::{LoadProbe, Observation, Plan, PodRejection, Settings, plan};
 use crate::crd::MemoryBenchmark;
-use crate::local::runner::parse_specs;
 use crate::stats::StabilityThresholds;
+use crate::validation::spec_file::parse_specs;
 
 pub(super) const T0: i64 = 1_800_000_000;
 

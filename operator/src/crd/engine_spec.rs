@@ -3,8 +3,7 @@
 use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::formats::{IMAGE_REFERENCE, MEMORY_QUANTITY, MIN_ENGINE_MEMORY};
-use crate::validation::message;
+use crate::formats::{IMAGE_REFERENCE, MEMORY_QUANTITY, MIN_ENGINE_MEMORY, message};
 
 /// The in-memory engines membench knows how to start and measure.
 #[derive(

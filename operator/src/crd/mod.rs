@@ -9,10 +9,12 @@
 //! - [`engine_spec`]: one engine entry;
 //! - [`workload_spec`]: the data to load;
 //! - [`placement`]: where the pods may run;
+//! - [`auth_spec`]: which Secret holds the engines' password;
 //! - [`status`]: what the operator reports back.
 //!
 //! Every type is re-exported here, so `crate::crd::EngineSpec` and the like keep working.
 
+mod auth_spec;
 mod engine_spec;
 mod placement;
 mod spec;
@@ -21,11 +23,10 @@ mod status;
 mod tests;
 mod workload_spec;
 
-pub use crate::auth::{AuthSpec, SecretKeyRef};
-pub use crate::report::published::PublishedTableName;
+pub use auth_spec::{AuthSpec, SecretKeyRef};
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
 pub use placement::{PlacementSpec, TolerationSpec};
-pub use spec::{Arch, CleanupPolicy, MemoryBenchmark, MemoryBenchmarkSpec};
+pub use spec::{Arch, CleanupPolicy, MemoryBenchmark, MemoryBenchmarkSpec, PublishedTableName};
 pub use status::{
     EngineStatus, GrowthPoint, MemoryBenchmarkStatus, Phase, Progress, RepetitionStatus,
     SpreadStatus, SummaryStatus,

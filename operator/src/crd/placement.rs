@@ -6,8 +6,7 @@ use k8s_openapi::api::core::v1::{Affinity, Toleration};
 use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::formats::{LABEL_KEY, LABEL_KEY_MAX, LABEL_VALUE, LABEL_VALUE_MAX};
-use crate::validation::message;
+use crate::formats::{LABEL_KEY, LABEL_KEY_MAX, LABEL_VALUE, LABEL_VALUE_MAX, message};
 
 /// Where benchmark pods may run, besides the instance type.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]

@@ -4,11 +4,8 @@
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use super::{
-    AuthSpec, EngineSpec, MemoryBenchmarkStatus, PlacementSpec, PublishedTableName, WorkloadSpec,
-};
-use crate::formats::{LABEL_VALUE, MAX_BENCHMARK_NAME};
-use crate::validation::message;
+use super::{AuthSpec, EngineSpec, MemoryBenchmarkStatus, PlacementSpec, WorkloadSpec};
+use crate::formats::{LABEL_VALUE, MAX_BENCHMARK_NAME, message};
 
 /// A comparison of how much memory in-memory engines need for the same data.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -169,4 +166,25 @@ pub enum CleanupPolicy {
     Delete,
     /// Keep the pods of an engine that failed, for `kubectl logs` and `describe`.
     KeepFailed,
+}
+
+// Only the names are part of the spec; the tables' data, and the row that applies to an engine,
+// are crate::report::published's.
+/// The published tables a spec can name.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
+pub enum PublishedTableName {
+    /// 50,000,000 members into one sorted set; Redis 7.4 to 8.10 and Valkey 7.2 to 9.1 on an
+    /// r8g.4xlarge, used_memory in decimal GB.
+    #[serde(rename = "sorted-set-50m")]
+    SortedSet50m,
+    /// Percona's `valkey-benchmark -t set -n 1000000 -r 1000000 -d 16` on Valkey 7.2 to 9.1,
+    /// bytes per key.
+    #[serde(rename = "valkey-strings-16b")]
+    ValkeyStrings16b,
+    /// 1,000,000 keys of 100-byte values on Dragonfly, Redis 8.2 and Valkey 8.1, bytes per key.
+    #[serde(rename = "strings-100b-1m")]
+    Strings100b1m,
+    /// Percona's 1,000,000 user records of four fields as hashes and as string keys.
+    #[serde(rename = "records-hash-vs-strings")]
+    RecordsHashVsStrings,
 }

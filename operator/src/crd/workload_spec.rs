@@ -3,8 +3,7 @@
 use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::formats::{MAX_SAMPLES, MIN_SAMPLE_EVERY};
-use crate::validation::message;
+use crate::formats::{MAX_SAMPLES, MIN_SAMPLE_EVERY, message};
 
 /// The data to load. Exactly one of the workloads must be set.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]

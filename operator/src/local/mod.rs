@@ -11,3 +11,6 @@ pub mod runner;
 // Temporary: the old path `membench::local::*` of the runner, until the tests, benches and the
 // command line name `local::runner`.
 pub use runner::*;
+// Temporary: the old path of reading specs, until the command line and the tests name
+// `validation::spec_file`.
+pub use crate::validation::spec_file::read_specs;

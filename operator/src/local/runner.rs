@@ -1,6 +1,6 @@
-//! The local runner behind `membench run SPEC.yaml`: reads MemoryBenchmark specs, starts each
-//! engine as a local process (persistence off, a free loopback port), measures it, stops it,
-//! and compares the engines. One engine runs at a time, as in the published method. The spec's
+//! The local runner behind `membench run SPEC.yaml`: takes MemoryBenchmark specs (read by
+//! [`crate::validation::spec_file`]), starts each engine as a local process (persistence off, a
+//! free loopback port), measures it, stops it, and compares the engines. One engine runs at a time, as in the published method. The spec's
 //! `arch` picks the engine store's builds of that architecture; those of another architecture
 //! than this machine's run under qemu-user, and their rates are marked as the emulator's.
 
@@ -8,9 +8,6 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-use serde::Serialize;
-use serde_json::Value;
 
 use crate::client::engine::{ControlConnection, EngineAddress};
 use crate::client::measure::{BenchmarkReport, LoadOptions, LoadProgress, measure};
@@ -21,59 +18,8 @@ pub use crate::local::engine_store::{
     LocalProgram, find_program, parse_version_output, resolve_program, resolve_program_for,
     version_matches,
 };
+use crate::report::local_run::{HostInfo, LocalComparison};
 use crate::stats::StabilityThresholds;
-
-/// Reads every MemoryBenchmark in a YAML file (several may be separated by `---`), checking
-/// what the API server would check: kind, apiVersion, field names, limits and the CEL rules.
-pub fn read_specs(path: &Path) -> Result<Vec<MemoryBenchmark>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse_specs(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// Parses and checks MemoryBenchmark documents.
-pub fn parse_specs(text: &str) -> Result<Vec<MemoryBenchmark>, String> {
-    let documents: Vec<Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| format!("not valid YAML: {e}"))?;
-    let documents: Vec<Value> = documents.into_iter().filter(|d| !d.is_null()).collect();
-    if documents.is_empty() {
-        return Err("holds no MemoryBenchmark".into());
-    }
-    let mut specs = Vec::new();
-    for (i, document) in documents.iter().enumerate() {
-        let which = if documents.len() > 1 {
-            format!("document {}: ", i + 1)
-        } else {
-            String::new()
-        };
-        let check = || -> Result<MemoryBenchmark, String> {
-            let kind = document.get("kind").and_then(Value::as_str).unwrap_or("");
-            let api_version = document
-                .get("apiVersion")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if kind != "MemoryBenchmark" || api_version != "membench.io/v1alpha1" {
-                return Err(format!(
-                    "expected kind MemoryBenchmark with apiVersion membench.io/v1alpha1, found kind '{kind}', apiVersion '{api_version}'"
-                ));
-            }
-            let benchmark: MemoryBenchmark = serde_json::from_value(document.clone())
-                .map_err(|e| describe_type_error(document, &e))?;
-            let typed = serde_json::to_value(&benchmark).expect("specs serialize");
-            if let Some(unknown) =
-                unknown_fields(document.get("spec"), typed.get("spec"), "spec").first()
-            {
-                return Err(format!(
-                    "unknown field {unknown}: check its spelling (`kubectl explain memorybenchmark.spec` lists the fields)"
-                ));
-            }
-            crate::validation::validate_spec(&benchmark)?;
-            Ok(benchmark)
-        };
-        specs.push(check().map_err(|e| format!("{which}{e}"))?);
-    }
-    Ok(specs)
-}
 
 /// Keeps only the engine entries named in `names` (`engines[].name`, or `<engine>-<version>`),
 /// and only the benchmarks that keep at least one, so one engine of a long comparison can be
@@ -103,62 +49,6 @@ pub fn select_engines(
     }
     benchmarks.retain(|b| !b.spec.engines.is_empty());
     Ok(())
-}
-
-/// serde's message plus the field it is about, found by walking the document.
-fn describe_type_error(document: &Value, e: &serde_json::Error) -> String {
-    let message = e.to_string();
-    if document.get("spec").is_none() {
-        return "spec is missing".to_string();
-    }
-    if let Some(field) = message
-        .strip_prefix("missing field `")
-        .and_then(|rest| rest.split('`').next())
-    {
-        return format!("missing field '{field}' (required)");
-    }
-    message
-}
-
-/// Paths of fields in `original` that did not survive a round trip through the typed spec,
-/// i.e. fields the spec does not have. Empty values (`[]`, `{}`, null) are not reported, since
-/// the typed spec leaves them out.
-pub fn unknown_fields(original: Option<&Value>, typed: Option<&Value>, path: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    match (original, typed) {
-        (Some(Value::Object(o)), Some(Value::Object(t))) => {
-            for (key, value) in o {
-                let child = format!("{path}.{key}");
-                match t.get(key) {
-                    Some(typed_value) => {
-                        found.extend(unknown_fields(Some(value), Some(typed_value), &child))
-                    }
-                    None if is_empty(value) => {}
-                    None => found.push(child),
-                }
-            }
-        }
-        (Some(Value::Array(o)), Some(Value::Array(t))) => {
-            for (i, (value, typed_value)) in o.iter().zip(t).enumerate() {
-                found.extend(unknown_fields(
-                    Some(value),
-                    Some(typed_value),
-                    &format!("{path}[{i}]"),
-                ));
-            }
-        }
-        _ => {}
-    }
-    found
-}
-
-fn is_empty(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Array(a) => a.is_empty(),
-        Value::Object(o) => o.is_empty(),
-        _ => false,
-    }
 }
 
 /// The arguments membench starts an engine with: its port on loopback, persistence off,
@@ -381,42 +271,6 @@ fn free_port() -> Result<u16, BenchError> {
         .port())
 }
 
-/// Everything one local run of one MemoryBenchmark measured.
-#[derive(Clone, Debug, Serialize)]
-pub struct LocalComparison {
-    pub benchmark: String,
-    /// The spec's instance type; a local run does not apply it.
-    pub instance_type: String,
-    /// The architecture the engines are built for (the spec's `arch`, else this machine's), as
-    /// `uname -m` names it. Builds of another architecture than the host's run under an
-    /// emulator (each engine's `engine.emulator`), whose rates are not the architecture's.
-    pub arch: String,
-    pub host: HostInfo,
-    pub engines: Vec<BenchmarkReport>,
-    /// Each engine's median bytes per item against the first engine's, in percent.
-    pub change_vs_first_percent: Vec<Option<f64>>,
-}
-
-/// The machine a local run ran on.
-#[derive(Clone, Debug, Serialize)]
-pub struct HostInfo {
-    pub hostname: String,
-    pub arch: String,
-    pub cpus: usize,
-}
-
-impl HostInfo {
-    pub fn current() -> Self {
-        Self {
-            hostname: std::fs::read_to_string("/etc/hostname")
-                .map(|h| h.trim().to_string())
-                .unwrap_or_default(),
-            arch: std::env::consts::ARCH.to_string(),
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        }
-    }
-}
-
 /// Runs one benchmark: checks every engine's program first (so a missing one fails before
 /// anything runs), then starts, measures and stops the engines one at a time.
 pub fn run_benchmark(
@@ -496,55 +350,7 @@ fn failed_start_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn spec(body: &str) -> Result<Vec<MemoryBenchmark>, String> {
-        parse_specs(&format!(
-            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: t}}\nspec:\n{body}"
-        ))
-    }
-
-    #[test]
-    fn a_valid_spec_gets_the_schema_defaults() {
-        let specs = spec("  instanceType: r8g.4xlarge\n  engines: [{engine: redis, version: \"7.0.15\"}]\n  workload: {sortedSet: {members: 1000}}\n").unwrap();
-        assert_eq!(specs[0].spec.repetitions, 10);
-        assert_eq!(specs[0].spec.pipeline, 100);
-    }
-
-    #[test]
-    fn a_misspelt_field_is_named() {
-        let err = spec("  instanceType: x\n  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {sortedSet: {members: 10}}\n  repetitons: 3\n").unwrap_err();
-        assert!(err.contains("spec.repetitons"), "{err}");
-    }
-
-    #[test]
-    fn an_unknown_engine_lists_the_allowed_ones() {
-        let err = spec("  instanceType: x\n  engines: [{engine: keydb, version: \"6.3\"}]\n  workload: {strings: {keys: 10}}\n").unwrap_err();
-        assert!(
-            err.contains("keydb")
-                && err.contains("redis")
-                && err.contains("valkey")
-                && err.contains("dragonfly"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn limits_and_duplicate_engines_are_rejected() {
-        let err = spec("  instanceType: x\n  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {strings: {keys: 10}}\n  repetitions: 0\n").unwrap_err();
-        assert!(
-            err.contains("spec.repetitions") && err.contains("between 1 and 100"),
-            "{err}"
-        );
-        let err = spec("  instanceType: x\n  engines: [{engine: redis, version: \"7.0\"}, {engine: redis, version: \"7.0\"}]\n  workload: {strings: {keys: 10}}\n").unwrap_err();
-        assert!(err.contains("engines[1]") && err.contains("name"), "{err}");
-    }
-
-    #[test]
-    fn the_wrong_kind_is_rejected() {
-        let err =
-            parse_specs("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n").unwrap_err();
-        assert!(err.contains("MemoryBenchmark"), "{err}");
-    }
+    use crate::validation::spec_file::parse_specs;
 
     #[test]
     fn engines_can_be_picked_by_name_across_documents() {

@@ -12,7 +12,7 @@
 //! Names carry their base unit (`_bytes`, `_seconds`, `_total`). Labels are bounded: the result
 //! labels come from the benchmark's name and its status, never from measured values.
 //!
-//! [`serve`] answers `/metrics`, `/healthz` (always 200 while the process runs) and `/readyz`
+//! [`serve::serve`] answers `/metrics`, `/healthz` (always 200 while the process runs) and `/readyz`
 //! (200 once the operator says it is ready).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,24 +27,12 @@ use prometheus::{
 use crate::crd::{MemoryBenchmark, Phase};
 
 mod results;
-mod serve;
+pub mod serve;
 #[cfg(test)]
 mod tests;
 
+pub use results::RESULT_LABELS;
 use results::{ResultGauges, ResultValues};
-pub use serve::{serve, serve_on};
-
-/// The labels of every result series, in this order.
-pub const RESULT_LABELS: [&str; 8] = [
-    "namespace",
-    "benchmark",
-    "entry",
-    "engine",
-    "version",
-    "instance_type",
-    "arch",
-    "workload",
-];
 
 /// The result labels plus what the info series carries.
 pub const INFO_LABELS: [&str; 10] = [

@@ -3,8 +3,19 @@
 
 use prometheus::{GaugeVec, Opts};
 
-use super::RESULT_LABELS;
 use crate::crd::EngineStatus;
+
+/// The labels of every result series, in this order.
+pub const RESULT_LABELS: [&str; 8] = [
+    "namespace",
+    "benchmark",
+    "entry",
+    "engine",
+    "version",
+    "instance_type",
+    "arch",
+    "workload",
+];
 
 /// One gauge family per result figure, all with `RESULT_LABELS`.
 #[derive(Clone)]

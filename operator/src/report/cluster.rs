@@ -178,7 +178,7 @@ pub fn render(comparisons: &[BenchmarkComparison], format: OutputFormat) -> Stri
 mod tests {
     use super::*;
     use crate::crd::{MemoryBenchmarkStatus, SpreadStatus, SummaryStatus};
-    use crate::local::runner::parse_specs;
+    use crate::validation::spec_file::parse_specs;
 
     fn engine(name: &str, engine: &str, version: &str, median: f64) -> EngineStatus {
         EngineStatus {

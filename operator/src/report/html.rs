@@ -14,7 +14,7 @@ use crate::client::measure::MemorySample;
 use crate::client::result::GrowthColumn;
 use crate::client::workload::Workload;
 use crate::crd::{EngineKind, MemoryBenchmark};
-use crate::local::runner::LocalComparison;
+use crate::report::local_run::LocalComparison;
 use crate::report::published::{PublishedRow, PublishedTable, thousands};
 use crate::report::table::{
     ComparisonRow, Table, comparison_table, compute_changes, format_bytes, format_change,
@@ -642,7 +642,7 @@ fn render_table(page: &mut String, table: &Table) {
 mod tests {
     use super::*;
     use crate::crd::{EngineStatus, GrowthPoint, MemoryBenchmarkStatus, Phase, SummaryStatus};
-    use crate::local::runner::parse_specs;
+    use crate::validation::spec_file::parse_specs;
 
     fn engine(name: &str, kind: &str, version: &str, bytes: Option<f64>) -> EngineStatus {
         EngineStatus {

@@ -7,30 +7,8 @@
 //! a measured `8.1.7`): the tables were measured on patch releases this machine may not have,
 //! and within a release line the data structures these workloads exercise do not change.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use crate::client::workload::Workload;
-use crate::crd::{EngineKind, RecordLayout};
-
-/// The published tables a spec can name.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-pub enum PublishedTableName {
-    /// 50,000,000 members into one sorted set; Redis 7.4 to 8.10 and Valkey 7.2 to 9.1 on an
-    /// r8g.4xlarge, used_memory in decimal GB.
-    #[serde(rename = "sorted-set-50m")]
-    SortedSet50m,
-    /// Percona's `valkey-benchmark -t set -n 1000000 -r 1000000 -d 16` on Valkey 7.2 to 9.1,
-    /// bytes per key.
-    #[serde(rename = "valkey-strings-16b")]
-    ValkeyStrings16b,
-    /// 1,000,000 keys of 100-byte values on Dragonfly, Redis 8.2 and Valkey 8.1, bytes per key.
-    #[serde(rename = "strings-100b-1m")]
-    Strings100b1m,
-    /// Percona's 1,000,000 user records of four fields as hashes and as string keys.
-    #[serde(rename = "records-hash-vs-strings")]
-    RecordsHashVsStrings,
-}
+use crate::crd::{EngineKind, PublishedTableName, RecordLayout};
 
 /// One published table.
 #[derive(Clone, Debug, PartialEq)]

@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use super::*;
 use crate::client::workload::Workload;
 use crate::crd::{EngineKind, EngineSpec, RecordLayout};
-use crate::local::runner::parse_specs;
+use crate::validation::spec_file::parse_specs;
 
 pub(crate) fn benchmark(extra: &str) -> MemoryBenchmark {
     let mut b = parse_specs(&format!(
