@@ -1,86 +1,23 @@
 //! What an engine's client pod needs next: start it next to the ready engine, read its
 //! result, retry a client that failed while its engine is fine, and, when the engine must end
 //! (the deadline, its pod lost, its node lost), stop the client without losing what it
-//! measured. Part of the pure decision, like [`super::lifecycle`].
+//! measured. Part of the pure decision: [`super::lifecycle`] hands over to it, and it ends engines
+//! through [`super::step`].
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use crate::client::result::{ClientResult, ReadError};
 use crate::crd::{CleanupPolicy, MemoryBenchmarkStatus};
 
 use super::conditions::reason;
-use super::lifecycle::{NEVER_STARTED, Step, container_error_reason, never_started};
-use super::plan::{LoadProbe, elapsed_since, pods_of};
-use super::pods::{
-    self, Component, PodState, client_attempt, client_state, has_started, stuck_deleting,
-};
+use super::observation::{LoadProbe, elapsed_since, pods_of};
+use super::pods::{self, Component, PodState, client_state};
 use super::results::{absorb, result_note, retryable, tail};
-
-/// What became of the latest client's measurements when its engine must end.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum KeptResult {
-    /// It still runs: it was asked to stop, and its result is waited for.
-    Stopping,
-    /// It had finished every repetition: its result is in the status.
-    Complete,
-    /// It ended early: what it measured is in the status.
-    Partial,
-    /// There is nothing to keep (no client, one that never started or left no result, or one
-    /// lost with its node).
-    Nothing,
-}
+use super::step::{NEVER_STARTED, Step, container_error_reason, never_started};
 
 impl Step<'_, '_> {
-    /// Takes what the latest client of engine `index` measured into the status, before the
-    /// engine ends: a client that still runs is asked to stop (its pod deleted, so it gets
-    /// SIGTERM and writes what it has; the result finalizer keeps the pod readable) and waited
-    /// for. A client on a node that stopped reporting cannot answer, and is not waited for.
-    pub(super) fn keep_client_result(
-        &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
-    ) -> KeptResult {
-        let Some(client) = self.latest_client(status, index) else {
-            return KeptResult::Nothing;
-        };
-        if stuck_deleting(&client, self.now, self.settings.lost_pod_margin) {
-            return KeptResult::Nothing;
-        }
-        match client_state(&client) {
-            PodState::Terminated {
-                exit_code, message, ..
-            } => {
-                let Ok(result) = ClientResult::read(
-                    message.as_deref().unwrap_or_default(),
-                    self.benchmark.spec.repetitions,
-                ) else {
-                    return KeptResult::Nothing;
-                };
-                absorb(
-                    &mut status.engines[index],
-                    &result,
-                    self.benchmark.spec.repetitions,
-                );
-                if exit_code == 0 && result.error.is_none() {
-                    status.engines[index].message = result_note(&result);
-                    KeptResult::Complete
-                } else {
-                    KeptResult::Partial
-                }
-            }
-            _ if has_started(&client) => {
-                if client.metadata.deletion_timestamp.is_none() {
-                    self.plan.delete.push(client.name_any());
-                }
-                KeptResult::Stopping
-            }
-            _ => KeptResult::Nothing,
-        }
-    }
-
     /// Whether a pod named `name`, left by an earlier benchmark of this name, is still in the
     /// way: its pods are never this benchmark's, so it waits for them to go (the plan deletes
     /// and releases them).
@@ -100,26 +37,6 @@ impl Step<'_, '_> {
         let after = Duration::from_secs(1);
         self.wait(status, index, reason::WAITING_FOR_OLD_PODS, message, after);
         true
-    }
-
-    /// The client pod of the latest attempt, and the attempt count (status and pods agree on
-    /// the larger, so a pod created just before an operator restart is not created twice).
-    pub(super) fn latest_client(
-        &self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
-    ) -> Option<Pod> {
-        let clients = pods_of(self.pods, index, Component::Client);
-        let attempts = clients
-            .iter()
-            .filter_map(client_attempt)
-            .max()
-            .unwrap_or(0)
-            .max(status.engines[index].client_attempts);
-        status.engines[index].client_attempts = attempts;
-        clients
-            .into_iter()
-            .find(|c| client_attempt(c) == Some(attempts))
     }
 
     fn start_client(&mut self, status: &mut MemoryBenchmarkStatus, index: usize, engine_ip: &str) {

@@ -10,7 +10,7 @@
 //! that the benchmark is still at the version read: a status that changed in between is read
 //! again, never overwritten), then events are published, client pods' result finalizers
 //! released, and finished pods deleted. A pod the API server refuses (admission or validation)
-//! goes back into the plan as a [`plan::PodRejection`], which fails its engine at once; only
+//! goes back into the plan as a [`observation::PodRejection`], which fails its engine at once; only
 //! transient API errors are retried. `pods` builds the pods (their Pod Security settings in
 //! `pod_security`); `crate::validation` checks the spec. [`leader`] lets one of several
 //! operator replicas run the controller.
@@ -27,6 +27,7 @@ mod lifecycle;
 pub mod network_policy;
 #[cfg(test)]
 mod never_stuck_tests;
+pub mod observation;
 pub mod plan;
 pub mod pod_security;
 pub mod pod_state;
@@ -35,6 +36,7 @@ pub mod policy;
 pub mod progress;
 pub mod queue;
 pub mod results;
+mod step;
 pub mod summary;
 #[cfg(test)]
 mod test_fixtures;
@@ -58,8 +60,9 @@ use crate::crd::MemoryBenchmark;
 use crate::metrics::Metrics;
 
 use self::events::transitions;
-pub use self::plan::Settings;
-use self::plan::{Observation, PodRejection, probe_target};
+pub use self::observation::Settings;
+use self::observation::{Observation, PodRejection};
+use self::plan::probe_target;
 use self::progress::ProgressReadings;
 
 /// The field manager of everything the operator writes.

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
 use crate::controller::conditions::{PROGRESSING, reason, state};
-use crate::controller::plan::PodRejection;
+use crate::controller::observation::PodRejection;
 use crate::controller::rejection_message;
 use crate::controller::test_fixtures::*;
 use crate::crd::{MemoryBenchmark, Phase};

@@ -9,6 +9,7 @@ use kube::ResourceExt;
 use super::*;
 use crate::controller::conditions::{FAILED, PROGRESSING, READY, reason, state};
 use crate::controller::events::transitions;
+use crate::controller::observation::LoadProbe;
 use crate::controller::test_fixtures::*;
 use crate::crd::Phase;
 

@@ -21,7 +21,7 @@ use kube::ResourceExt;
 use crate::crd::{Arch, MemoryBenchmark};
 
 use super::conditions::{reason, state};
-use super::plan::{current_engine, is_terminal};
+use super::observation::{current_engine, is_terminal};
 
 /// The nodes a benchmark can use: its instance type, arch and extra node labels.
 #[derive(Clone, Debug, PartialEq, Eq)]

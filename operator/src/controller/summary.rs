@@ -7,7 +7,7 @@ use k8s_openapi::jiff::Timestamp;
 use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase, Progress};
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
-use super::plan::{LoadProbe, current_engine};
+use super::observation::{LoadProbe, current_engine};
 
 /// Phase, progress, the best engine, changes against the first engine, and conditions, all
 /// derived from the engines' states.

@@ -18,7 +18,8 @@ use crate::client::measure::{
     BenchmarkReport, ErrorReport, RepetitionResult, Summary, WorkloadReport,
 };
 use crate::client::result::ClientResult;
-use crate::controller::plan::{LoadProbe, Observation, Plan, PodRejection, Settings, plan};
+use crate::controller::observation::{LoadProbe, Observation, Plan, PodRejection, Settings};
+use crate::controller::plan::plan;
 use crate::crd::MemoryBenchmark;
 use crate::stats::StabilityThresholds;
 use crate::validation::spec_file::parse_specs;

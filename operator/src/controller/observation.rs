@@ -1,0 +1,149 @@
+//! What one reconciliation reads and what it decides, shared by every part of the decision:
+//! the observation (the benchmark, its pods, the time, a progress reading, refused pods, the
+//! other benchmarks), the operator's settings, the resulting [`Plan`], and the small readings of
+//! them that [`super::plan`], [`super::lifecycle`], [`super::client_lifecycle`], [`super::queue`]
+//! and [`super::summary`] all make. It imports none of them, so the decision reads one way:
+//! `plan` calls the others, and they take what they need from here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+
+use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus};
+
+use super::conditions::state;
+use super::network_policy::NetworkPolicySettings;
+use super::pods::{Component, PodSettings, component, engine_index};
+use super::policy::Policy;
+
+/// Operator settings the decision depends on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    pub pods: PodSettings,
+    /// What a spec may ask for: images, server arguments, tolerations.
+    pub policy: Policy,
+    /// The NetworkPolicy each benchmark gets (created before its first pod).
+    pub network_policy: NetworkPolicySettings,
+    /// How long a pod may wait for a node before the benchmark fails as Unschedulable.
+    pub scheduling_timeout: Duration,
+    /// How long a started engine may take to become ready (and how long an engine that was
+    /// ready may stay unready while no client runs against it).
+    pub startup_timeout: Duration,
+    /// How long a node may keep failing to pull an image (the kubelet retries with back-off)
+    /// before the engine fails.
+    pub image_pull_timeout: Duration,
+    /// Client pods started per engine at most (the first and its retries).
+    pub client_attempts: u32,
+    /// How long to wait for the client's partial result after its engine died.
+    pub crash_grace: Duration,
+    /// How long after a client lost its engine to wait for the engine pod's status to show
+    /// whether the engine died (a crash is not a client failure to retry).
+    pub connection_lost_grace: Duration,
+    /// How often to look at a benchmark while it runs (progress is refreshed this often).
+    pub poll_interval: Duration,
+    /// How long past its deletion deadline a pod may still not have stopped before its node
+    /// counts as lost (a kubelet that is there stops a pod within its grace period).
+    pub lost_pod_margin: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            pods: PodSettings::default(),
+            policy: Policy::default(),
+            network_policy: NetworkPolicySettings::default(),
+            scheduling_timeout: Duration::from_secs(600),
+            startup_timeout: Duration::from_secs(300),
+            image_pull_timeout: Duration::from_secs(300),
+            client_attempts: 3,
+            crash_grace: Duration::from_secs(30),
+            connection_lost_grace: Duration::from_secs(5),
+            poll_interval: Duration::from_secs(5),
+            lost_pod_margin: Duration::from_secs(15),
+        }
+    }
+}
+
+/// What the operator read from the client under way for progress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadProbe {
+    /// The repetition the client is in, from 1.
+    pub repetitions_begun: Option<u32>,
+    /// How much of that repetition's commands it has sent, in percent.
+    pub loaded_percent: Option<u32>,
+}
+
+/// What one reconciliation saw.
+pub struct Observation<'a> {
+    pub benchmark: &'a MemoryBenchmark,
+    /// Pods carrying the benchmark's label; those it does not control are ignored.
+    pub pods: &'a [Pod],
+    pub now: Timestamp,
+    pub load: Option<LoadProbe>,
+    /// Pods of this plan that the API server refused to create, in this reconciliation.
+    pub rejected: &'a [PodRejection],
+    /// The other benchmarks the operator watches, for the queue on a node pool.
+    pub others: &'a [Arc<MemoryBenchmark>],
+}
+
+/// A pod the API server refused to create: admission (Pod Security, a ResourceQuota, a
+/// LimitRange, a webhook or policy) or the pod API's own validation. Creating it again would
+/// be refused again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodRejection {
+    pub pod: String,
+    /// The API server's message.
+    pub message: String,
+}
+
+/// What to do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub status: MemoryBenchmarkStatus,
+    /// Pods to create, before the status is written.
+    pub create: Vec<Pod>,
+    /// Pods to delete (by name), once the status is written.
+    pub delete: Vec<String>,
+    /// Client pods whose result finalizer comes off once the status is written: what they
+    /// measured is in it, or they have nothing (more) to give.
+    pub release: Vec<String>,
+    /// Pods to delete at once (grace period 0), once released: their node stopped reporting,
+    /// so no kubelet will ever confirm they stopped.
+    pub force_delete: Vec<String>,
+    /// When to reconcile again without a watch event; `None` once the benchmark is finished.
+    pub requeue: Option<Duration>,
+}
+
+/// Where to read progress from: the progress endpoint of the client under way
+/// ([`crate::client::progress_endpoint`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProbeTarget {
+    pub address: std::net::SocketAddr,
+}
+
+pub(super) fn is_terminal(engine: &EngineStatus) -> bool {
+    engine.state == state::SUCCEEDED || engine.state == state::FAILED
+}
+
+pub(super) fn elapsed_since(now: Timestamp, then: Timestamp) -> Duration {
+    now.duration_since(then).unsigned_abs()
+}
+
+/// A timestamp to the second, as the API stores it, so that what is written reads back equal.
+pub fn to_the_second(t: Timestamp) -> Timestamp {
+    Timestamp::from_second(t.as_second()).unwrap_or(t)
+}
+
+pub(super) fn pods_of(pods: &[&Pod], index: usize, which: Component) -> Vec<Pod> {
+    pods.iter()
+        .filter(|p| engine_index(p) == Some(index) && component(p) == Some(which))
+        .map(|p| (*p).clone())
+        .collect()
+}
+
+/// The engine currently being measured (the first not finished), if any.
+pub(super) fn current_engine(status: &MemoryBenchmarkStatus) -> Option<usize> {
+    status.engines.iter().position(|e| !is_terminal(e))
+}

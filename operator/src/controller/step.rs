@@ -1,0 +1,375 @@
+//! The state one reconciliation works on ([`Step`]) and what every part of the decision does
+//! with an engine through it: requeue, wait with a reason, fail the engine (keeping what its
+//! client measured), succeed. [`super::lifecycle`] (the engine's pods) and
+//! [`super::client_lifecycle`] (its client's pods) both end engines through these, and this
+//! module imports neither of them. Pure.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+
+use crate::client::result::ClientResult;
+use crate::client::workload::Workload;
+use crate::crd::{CleanupPolicy, MemoryBenchmark, MemoryBenchmarkStatus};
+
+use super::conditions::{reason, state};
+use super::observation::{
+    Plan, PodRejection, Settings, elapsed_since, is_terminal, pods_of, to_the_second,
+};
+use super::pods::{
+    Component, PodState, client_attempt, client_state, engine_index, has_started, stuck_deleting,
+};
+use super::results::{absorb, result_note, tail};
+
+/// Terminated reasons of a container that never ran: the runtime could not start its program
+/// (containerd's `StartError`, Docker's `ContainerCannotRun`).
+pub(super) const NEVER_STARTED: [&str; 2] = ["StartError", "ContainerCannotRun"];
+
+/// The message of a `container` ("engine" or "client") whose program never started: `why` is
+/// one of [`NEVER_STARTED`], `message` the runtime's.
+pub(super) fn never_started(container: &str, why: &str, message: Option<&str>) -> String {
+    format!(
+        "the {container} container could not be started ({why}): {}",
+        tail(message.unwrap_or_default(), 600)
+    )
+}
+
+/// The state one reconciliation works on.
+pub(super) struct Step<'a, 'p> {
+    pub(super) benchmark: &'a MemoryBenchmark,
+    pub(super) settings: &'a Settings,
+    pub(super) now: Timestamp,
+    pub(super) pods: &'a [&'p Pod],
+    pub(super) plan: &'a mut Plan,
+    pub(super) workload: &'a Workload,
+    /// Pods the API server refused to create in this reconciliation.
+    pub(super) rejected: &'a [PodRejection],
+    /// Pods with this benchmark's labels that an earlier benchmark of the same name (another
+    /// UID) left behind: never this one's, and in the way of pods of the same name.
+    pub(super) foreign: &'a [&'p Pod],
+    /// Benchmarks of the same node pool that wait for a free node and came first.
+    pub(super) benchmarks_ahead: usize,
+}
+
+impl Step<'_, '_> {
+    pub(super) fn requeue(&mut self, after: Duration) {
+        self.plan.requeue = Some(self.plan.requeue.map_or(after, |r| r.min(after)));
+    }
+
+    /// Engine `index` waits for something: its reason and message say what, and the operator
+    /// looks again after `after`.
+    pub(super) fn wait(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        why: &str,
+        message: String,
+        after: Duration,
+    ) {
+        let engine = &mut status.engines[index];
+        engine.reason = Some(why.into());
+        engine.message = Some(message);
+        self.requeue(after);
+    }
+
+    /// What the API server said when it refused to create the pod `name`, if it did.
+    pub(super) fn rejection(&self, name: &str) -> Option<String> {
+        self.rejected
+            .iter()
+            .find(|r| r.pod == name)
+            .map(|r| r.message.clone())
+    }
+
+    fn keeps_pods_of(&self, status: &MemoryBenchmarkStatus, index: usize) -> bool {
+        self.benchmark.spec.cleanup_policy == CleanupPolicy::KeepFailed
+            && status
+                .engines
+                .get(index)
+                .is_some_and(|e| e.state == state::FAILED)
+    }
+
+    /// Pods of engines before `index` that should be gone: those to delete now, and whether
+    /// any is still there (deleting takes a moment).
+    pub(super) fn leftovers(
+        &self,
+        status: &MemoryBenchmarkStatus,
+        index: usize,
+    ) -> (Vec<String>, bool) {
+        let leftovers: Vec<&&Pod> = self
+            .pods
+            .iter()
+            .filter(|p| {
+                engine_index(p).is_some_and(|i| i < index && !self.keeps_pods_of(status, i))
+            })
+            .collect();
+        let to_delete = leftovers
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .map(|p| p.name_any())
+            .collect();
+        (to_delete, !leftovers.is_empty())
+    }
+
+    fn delete_pods_of(&mut self, index: usize) {
+        let names: Vec<String> = self
+            .pods
+            .iter()
+            .filter(|p| engine_index(p) == Some(index) && p.metadata.deletion_timestamp.is_none())
+            .map(|p| p.name_any())
+            .collect();
+        self.plan.delete.extend(names);
+    }
+
+    /// Fails engine `index` without losing what its client measured: a client that runs is
+    /// asked to stop (its pod deleted: SIGTERM; the result finalizer keeps it readable) and
+    /// waited for, and a client that ended has its result taken into the status first (a
+    /// complete one makes the engine succeed after all). With `abort`, the engines after it are
+    /// not run either (their pods could not be placed or the benchmark ran out of time).
+    pub(super) fn fail(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        why: &str,
+        message: String,
+        abort: bool,
+    ) {
+        match self.keep_client_result(status, index) {
+            KeptResult::Stopping => {
+                let message =
+                    format!("{why}: {message}; stopping the client to keep what it measured");
+                self.wait(
+                    status,
+                    index,
+                    reason::STOPPING_CLIENT,
+                    message,
+                    Duration::from_secs(1),
+                );
+            }
+            KeptResult::Complete => {
+                self.succeed(status, index);
+                if abort {
+                    self.not_run_after(status, index, why);
+                }
+            }
+            KeptResult::Partial | KeptResult::Nothing => {
+                let done = status.engines[index].repetitions.len();
+                let message = if done > 0 {
+                    format!(
+                        "{message}; the {done} of {} repetitions measured before are kept",
+                        self.benchmark.spec.repetitions
+                    )
+                } else {
+                    message
+                };
+                self.mark_failed(status, index, why, message, abort);
+            }
+        }
+    }
+
+    /// Marks engine `index` failed now (its client, if any, has ended and its result is in).
+    pub(super) fn mark_failed(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        why: &str,
+        message: String,
+        abort: bool,
+    ) {
+        let now = self.now;
+        let engine = &mut status.engines[index];
+        engine.state = state::FAILED.into();
+        engine.reason = Some(why.into());
+        engine.message = Some(message);
+        engine.finished_at = Some(Time(now));
+        if !self.keeps_pods_of(status, index) {
+            self.delete_pods_of(index);
+        }
+        if abort {
+            self.not_run_after(status, index, why);
+        }
+        self.requeue(Duration::from_secs(1));
+    }
+
+    /// The engines after `index` will not run: `why` ended the benchmark at engine `index`.
+    fn not_run_after(&mut self, status: &mut MemoryBenchmarkStatus, index: usize, why: &str) {
+        let name = status.engines[index].name.clone();
+        for later in status.engines.iter_mut().skip(index + 1) {
+            if !is_terminal(later) {
+                later.state = state::FAILED.into();
+                later.reason = Some(reason::NOT_RUN.into());
+                later.message = Some(format!("not run: {name} ended with {why}"));
+            }
+        }
+    }
+
+    pub(super) fn succeed(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) {
+        let engine = &mut status.engines[index];
+        engine.state = state::SUCCEEDED.into();
+        engine.reason = Some(reason::COMPLETED.into());
+        engine.finished_at = Some(Time(self.now));
+        self.delete_pods_of(index);
+        self.requeue(Duration::from_secs(1));
+    }
+
+    /// Whether an image that cannot be pulled fails its engine now: `Some` (with a note on how
+    /// long the kubelet retried) when the failure is permanent or the retries took too long.
+    pub(super) fn pull_verdict(&self, since: Timestamp, permanent: bool) -> Option<String> {
+        if permanent {
+            return Some(String::new());
+        }
+        let waited = elapsed_since(self.now, since);
+        (waited >= self.settings.image_pull_timeout)
+            .then(|| format!(" (the node retried for {} s)", waited.as_secs()))
+    }
+
+    /// A container whose Secret or ConfigMap is missing (`container` names it: engine or
+    /// client): waits while the node retries, and fails once it has retried for the startup
+    /// timeout (`abort`: the rest of the benchmark is not run either).
+    pub(super) fn config_error(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        container: &str,
+        message: &str,
+        since: Timestamp,
+        abort: bool,
+    ) {
+        let limit = self.settings.startup_timeout.as_secs();
+        let message = tail(message, 300);
+        let hint = match &self.benchmark.spec.auth {
+            Some(auth) => format!(
+                " (spec.auth.passwordSecretRef names Secret {:?}, key {:?}, in namespace {:?}: create it there)",
+                auth.password_secret_ref.name,
+                auth.password_secret_ref.key,
+                self.benchmark
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .unwrap_or("default")
+            ),
+            None => String::new(),
+        };
+        if elapsed_since(self.now, since) >= self.settings.startup_timeout {
+            let message = format!(
+                "the {container} container could not be created within {limit} s: {message}{hint}"
+            );
+            let why = reason::CREATE_CONTAINER_CONFIG_ERROR;
+            self.fail(status, index, why, message, abort);
+        } else {
+            let note = format!(
+                "the node cannot create the {container} container yet: {message}{hint}; it retries until {limit} s after the pod was scheduled ({})",
+                to_the_second(since)
+            );
+            let after = Duration::from_secs(5);
+            self.wait(status, index, reason::WAITING_FOR_CONFIG, note, after);
+        }
+    }
+
+    pub(super) fn pull_wait_note(
+        &self,
+        image: &str,
+        why: &str,
+        message: &str,
+        since: Timestamp,
+    ) -> String {
+        format!(
+            "the node cannot pull {image} yet ({why}: {}); it retries with back-off until {} s after the pod was scheduled ({})",
+            tail(message, 300),
+            self.settings.image_pull_timeout.as_secs(),
+            to_the_second(since)
+        )
+    }
+
+    /// Takes what the latest client of engine `index` measured into the status, before the
+    /// engine ends: a client that still runs is asked to stop (its pod deleted, so it gets
+    /// SIGTERM and writes what it has; the result finalizer keeps the pod readable) and waited
+    /// for. A client on a node that stopped reporting cannot answer, and is not waited for.
+    pub(super) fn keep_client_result(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+    ) -> KeptResult {
+        let Some(client) = self.latest_client(status, index) else {
+            return KeptResult::Nothing;
+        };
+        if stuck_deleting(&client, self.now, self.settings.lost_pod_margin) {
+            return KeptResult::Nothing;
+        }
+        match client_state(&client) {
+            PodState::Terminated {
+                exit_code, message, ..
+            } => {
+                let Ok(result) = ClientResult::read(
+                    message.as_deref().unwrap_or_default(),
+                    self.benchmark.spec.repetitions,
+                ) else {
+                    return KeptResult::Nothing;
+                };
+                absorb(
+                    &mut status.engines[index],
+                    &result,
+                    self.benchmark.spec.repetitions,
+                );
+                if exit_code == 0 && result.error.is_none() {
+                    status.engines[index].message = result_note(&result);
+                    KeptResult::Complete
+                } else {
+                    KeptResult::Partial
+                }
+            }
+            _ if has_started(&client) => {
+                if client.metadata.deletion_timestamp.is_none() {
+                    self.plan.delete.push(client.name_any());
+                }
+                KeptResult::Stopping
+            }
+            _ => KeptResult::Nothing,
+        }
+    }
+
+    /// The client pod of the latest attempt, and the attempt count (status and pods agree on
+    /// the larger, so a pod created just before an operator restart is not created twice).
+    pub(super) fn latest_client(
+        &self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+    ) -> Option<Pod> {
+        let clients = pods_of(self.pods, index, Component::Client);
+        let attempts = clients
+            .iter()
+            .filter_map(client_attempt)
+            .max()
+            .unwrap_or(0)
+            .max(status.engines[index].client_attempts);
+        status.engines[index].client_attempts = attempts;
+        clients
+            .into_iter()
+            .find(|c| client_attempt(c) == Some(attempts))
+    }
+}
+
+/// What became of the latest client's measurements when its engine must end.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum KeptResult {
+    /// It still runs: it was asked to stop, and its result is waited for.
+    Stopping,
+    /// It had finished every repetition: its result is in the status.
+    Complete,
+    /// It ended early: what it measured is in the status.
+    Partial,
+    /// There is nothing to keep (no client, one that never started or left no result, or one
+    /// lost with its node).
+    Nothing,
+}
+
+/// The engine reason of a container that could not be created or started: the kubelet's own.
+pub(super) fn container_error_reason(waiting_reason: &str) -> &'static str {
+    if waiting_reason == reason::CREATE_CONTAINER_ERROR {
+        reason::CREATE_CONTAINER_ERROR
+    } else {
+        reason::RUN_CONTAINER_ERROR
+    }
+}
