@@ -13,6 +13,8 @@ pub mod error;
 pub mod formats;
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod layout_tests;
 pub mod local;
 pub mod metrics;
 pub mod report;

@@ -54,7 +54,7 @@ pub mod reason {
     pub const ENGINE_OUT_OF_MEMORY: &str = "EngineOutOfMemory";
     pub const CLIENT_FAILED: &str = "ClientFailed";
     /// The client's termination message broke the bounds of a result (see
-    /// `client_result::checked`): a broken or forged client, not retried.
+    /// `client::result::checked`): a broken or forged client, not retried.
     pub const INVALID_CLIENT_RESULT: &str = "InvalidClientResult";
     pub const CLIENT_RETRY: &str = "ClientRetry";
     pub const TIMEOUT: &str = "Timeout";

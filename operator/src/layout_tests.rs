@@ -1,0 +1,419 @@
+//! The layout of `operator/src` as a test: every top-level part has a rank, a file imports only
+//! parts of a lower rank than its own (or its own part), and no file imports, through any
+//! chain, a file that imports it back. docs/architecture.md draws the same arrows. The check
+//! reads the `crate::`, `super::` and `membench::` paths of every file under operator/src
+//! (comments left out), so it needs no build of anything but itself.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use regex::Regex;
+
+/// The parts of operator/src, by rank: a part may import the parts of a lower rank only.
+/// Parts of one rank do not import each other (the controller and the local runner, the
+/// reports and the metrics, the client and auth, the leaves).
+const RANKS: &[(&str, u32)] = &[
+    // The command line (the `membench` binary), over the library.
+    ("main", 7),
+    ("cli", 7),
+    // The crate root and the tests that cross every part.
+    ("lib", 6),
+    ("fuzz_tests", 6),
+    ("layout_tests", 6),
+    // The two runners: the operator and the local runner.
+    ("controller", 5),
+    ("local", 5),
+    // What results become: reports and metrics.
+    ("report", 4),
+    ("metrics", 4),
+    // A spec read and checked (it uses the workloads' sizes).
+    ("validation", 3),
+    // The load path, and how pods get the engines' password.
+    ("client", 2),
+    ("auth", 2),
+    // The MemoryBenchmark resource.
+    ("crd", 1),
+    // Leaves: they import no other part.
+    ("stats", 0),
+    ("formats", 0),
+    ("error", 0),
+];
+
+fn rank(part: &str) -> Option<u32> {
+    RANKS.iter().find(|(p, _)| *p == part).map(|(_, r)| *r)
+}
+
+/// One source file: its path under operator/src and its text.
+struct Source {
+    path: String,
+    text: String,
+}
+
+fn read_tree(dir: &Path, prefix: &str, out: &mut Vec<Source>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for entry in entries {
+        let name = entry
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let path = format!("{prefix}{name}");
+        if entry.is_dir() {
+            read_tree(&entry, &format!("{path}/"), out);
+        } else if name.ends_with(".rs") {
+            let text = std::fs::read_to_string(&entry)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", entry.display()));
+            out.push(Source { path, text });
+        }
+    }
+}
+
+/// The part a file belongs to: its top-level folder, or its own name at the top.
+fn part_of(path: &str) -> &str {
+    let first = path.split('/').next().unwrap_or(path);
+    first.strip_suffix(".rs").unwrap_or(first)
+}
+
+/// Files of the `membench` binary, whose `crate::` is the binary and whose library paths start
+/// with `membench::`.
+fn in_binary(path: &str) -> bool {
+    path == "main.rs" || path.starts_with("cli/")
+}
+
+/// The code of a file without its comments (doc links are not imports), and without its inline
+/// `#[cfg(test)] mod tests { ... }` when `with_tests` is false.
+fn code_of(text: &str, with_tests: bool) -> String {
+    let mut code = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        if !with_tests
+            && line.trim() == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|next| next.trim() == "mod tests {")
+        {
+            break;
+        }
+        let line = line.split("//").next().unwrap_or_default();
+        code.push_str(line);
+        code.push('\n');
+    }
+    code
+}
+
+/// The module path of a file (`controller/pods/mod.rs` is `controller::pods`), with the files
+/// that `#[path]` attributes give another module path.
+fn module_paths(sources: &[Source]) -> BTreeMap<String, Vec<String>> {
+    let mut modules: BTreeMap<String, Vec<String>> = sources
+        .iter()
+        .filter(|s| !in_binary(&s.path))
+        .map(|s| {
+            let stem = s.path.strip_suffix(".rs").unwrap_or(&s.path);
+            let mut segments: Vec<String> = stem.split('/').map(String::from).collect();
+            if segments.last().is_some_and(|l| l == "mod" || l == "lib") {
+                segments.pop();
+            }
+            (s.path.clone(), segments)
+        })
+        .collect();
+    let path_attribute = Regex::new(
+        r#"#\[path = "([^"]+)"\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))? )?mod (\w+);"#,
+    )
+    .expect("a valid regex");
+    for source in sources.iter().filter(|s| !in_binary(&s.path)) {
+        for found in path_attribute.captures_iter(&source.text) {
+            let dir = source.path.rsplit_once('/').map_or("", |(d, _)| d);
+            let target = if dir.is_empty() {
+                found[1].to_string()
+            } else {
+                format!("{dir}/{}", &found[1])
+            };
+            let mut segments = modules[&source.path].clone();
+            segments.push(found[2].to_string());
+            modules.insert(target, segments);
+        }
+    }
+    modules
+}
+
+/// The paths a file names, each as module segments from the library's root: `crate::a::b`
+/// (or `membench::a::b` in the binary) and `super::b` resolved against the file's module.
+fn named_paths(path: &str, code: &str, module: &[String]) -> Vec<Vec<String>> {
+    let named = Regex::new(r"\b(crate|super|membench)((?:::\w+)+)").expect("a valid regex");
+    let mut found = Vec::new();
+    for capture in named.captures_iter(code) {
+        let mut segments: Vec<String> = capture[2].split("::").skip(1).map(String::from).collect();
+        let mut base: Vec<String> = match (&capture[1], in_binary(path)) {
+            ("membench", true) => Vec::new(),
+            ("crate" | "super", true) | ("membench", false) => continue,
+            ("crate", false) => Vec::new(),
+            _ => {
+                // `super` of a file's module, then any further `super`s.
+                let mut base = module.to_vec();
+                base.pop();
+                while segments.first().is_some_and(|s| s == "super") {
+                    base.pop();
+                    segments.remove(0);
+                }
+                base
+            }
+        };
+        base.extend(segments);
+        found.push(base);
+    }
+    found
+}
+
+/// What is wrong with the layout of these files; empty when nothing is.
+fn layout_problems(sources: &[Source]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let modules = module_paths(sources);
+    let file_of: BTreeMap<&[String], &str> = modules
+        .iter()
+        .map(|(file, segments)| (segments.as_slice(), file.as_str()))
+        .collect();
+    let mut imports: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let child_use = Regex::new(r"\buse\s+(?:self::)?(\w+)::").expect("a valid regex");
+    for source in sources {
+        let part = part_of(&source.path);
+        let Some(own) = rank(part) else {
+            problems.push(format!(
+                "operator/src/{} is in no part of the layout: give `{part}` a rank in RANKS (layout_tests.rs) and a place in docs/architecture.md",
+                source.path
+            ));
+            continue;
+        };
+        let module = modules.get(&source.path).cloned().unwrap_or_default();
+        for named in named_paths(&source.path, &code_of(&source.text, true), &module) {
+            let Some(target) = named.first() else {
+                continue;
+            };
+            if target == part {
+                continue;
+            }
+            match rank(target) {
+                Some(theirs) if theirs < own => {}
+                Some(theirs) => problems.push(format!(
+                    "operator/src/{} imports {}::{} (part `{target}`, rank {theirs}), but `{part}` has rank {own}: a part imports only parts of a lower rank (see docs/architecture.md)",
+                    source.path,
+                    if in_binary(&source.path) { "membench" } else { "crate" },
+                    named.join("::")
+                )),
+                // A crate-root item (`crate::crd_yaml`) or a name of another crate.
+                None => {}
+            }
+        }
+        if in_binary(&source.path) {
+            continue;
+        }
+        // The files it imports outside its own inline tests, for the circles: by `crate::` or
+        // `super::` paths, and its own submodules by `use child::...` (a re-export of them).
+        let code = code_of(&source.text, false);
+        let children = child_use
+            .captures_iter(&code)
+            .map(|c| [module.clone(), vec![c[1].to_string()]].concat());
+        let targets = imports.entry(source.path.as_str()).or_default();
+        for named in named_paths(&source.path, &code, &module)
+            .into_iter()
+            .chain(children)
+        {
+            let target = (1..=named.len())
+                .rev()
+                .find_map(|n| file_of.get(&named[..n]).copied());
+            if let Some(target) = target.filter(|t| *t != source.path) {
+                targets.insert(target);
+            }
+        }
+    }
+    problems.extend(circles(&imports));
+    problems
+}
+
+/// Every import circle among files, each named once by the files along it.
+fn circles(imports: &BTreeMap<&str, BTreeSet<&str>>) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut reported: BTreeSet<BTreeSet<&str>> = BTreeSet::new();
+    for start in imports.keys() {
+        // The shortest way back to `start`, breadth first.
+        let mut came_from: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut frontier = vec![*start];
+        let mut back = None;
+        'search: while !frontier.is_empty() {
+            let mut next = Vec::new();
+            for file in frontier {
+                for target in imports.get(file).into_iter().flatten() {
+                    if target == start {
+                        back = Some(file);
+                        break 'search;
+                    }
+                    if !came_from.contains_key(target) {
+                        came_from.insert(target, file);
+                        next.push(*target);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        let Some(mut file) = back else {
+            continue;
+        };
+        let mut circle = vec![*start];
+        let mut along = vec![file];
+        while file != *start {
+            file = came_from[file];
+            along.push(file);
+        }
+        along.pop();
+        circle.extend(along.into_iter().rev());
+        if reported.insert(circle.iter().copied().collect()) {
+            let names: Vec<String> = circle
+                .iter()
+                .chain(std::iter::once(start))
+                .map(|f| format!("operator/src/{f}"))
+                .collect();
+            found.push(format!(
+                "import circle: {} (imports run one way: move what both need into a module below them)",
+                names.join(" -> ")
+            ));
+        }
+    }
+    found
+}
+
+fn source(path: &str, text: &str) -> Source {
+    Source {
+        path: path.into(),
+        text: text.into(),
+    }
+}
+
+#[test]
+fn operator_src_imports_run_one_way() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut sources = Vec::new();
+    read_tree(&root, "", &mut sources);
+    assert!(
+        sources.iter().any(|s| s.path == "controller/plan.rs"),
+        "read no operator/src/controller/plan.rs under {}",
+        root.display()
+    );
+    let problems = layout_problems(&sources);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn every_part_has_its_place_in_the_architecture_guide() {
+    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md");
+    let text = std::fs::read_to_string(&guide)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", guide.display()));
+    let missing: Vec<&str> = RANKS
+        .iter()
+        .map(|(part, _)| *part)
+        .filter(|part| !text.contains(&format!("`{part}")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md does not name these parts of operator/src: {missing:?}"
+    );
+}
+
+#[test]
+fn an_import_of_a_higher_part_is_named_with_its_file() {
+    let problems = layout_problems(&[
+        source(
+            "report/html.rs",
+            "use crate::local::runner::LocalComparison;\n",
+        ),
+        source("local/mod.rs", "pub mod runner;\n"),
+        source("local/runner.rs", "use crate::report::html::render_page;\n"),
+    ]);
+    assert!(
+        problems.iter().any(|p| p.starts_with(
+            "operator/src/report/html.rs imports crate::local::runner::LocalComparison (part `local`, rank 5), but `report` has rank 4"
+        )),
+        "{problems:#?}"
+    );
+    // The import from local into report is downwards, so it is the only rank problem.
+    assert_eq!(
+        problems.iter().filter(|p| p.contains(" has rank ")).count(),
+        1,
+        "{problems:#?}"
+    );
+}
+
+#[test]
+fn a_file_outside_every_part_is_named() {
+    let problems = layout_problems(&[source("engine.rs", "pub struct EngineAddress;\n")]);
+    assert_eq!(
+        problems,
+        [
+            "operator/src/engine.rs is in no part of the layout: give `engine` a rank in RANKS (layout_tests.rs) and a place in docs/architecture.md"
+        ]
+    );
+}
+
+#[test]
+fn a_circle_within_a_part_is_named_file_by_file() {
+    let problems = layout_problems(&[
+        source("controller/mod.rs", "mod plan;\nmod queue;\nmod summary;\n"),
+        source(
+            "controller/plan.rs",
+            "use super::queue::benchmarks_ahead;\n",
+        ),
+        source("controller/queue.rs", "use super::summary::waiting;\n"),
+        source(
+            "controller/summary.rs",
+            "// crate::controller::plan in a comment is no import\nuse crate::controller::plan::current_engine;\n",
+        ),
+    ]);
+    assert_eq!(
+        problems,
+        [
+            "import circle: operator/src/controller/plan.rs -> operator/src/controller/queue.rs -> operator/src/controller/summary.rs -> operator/src/controller/plan.rs (imports run one way: move what both need into a module below them)"
+        ]
+    );
+}
+
+#[test]
+fn inline_tests_and_comments_make_no_circle() {
+    let problems = layout_problems(&[
+        source("controller/mod.rs", "mod plan;\nmod queue;\n"),
+        source(
+            "controller/plan.rs",
+            "use super::queue::benchmarks_ahead;\n",
+        ),
+        source(
+            "controller/queue.rs",
+            "//! Called by [`super::plan`].\npub fn benchmarks_ahead() {}\n#[cfg(test)]\nmod tests {\n    use crate::controller::plan::plan;\n}\n",
+        ),
+    ]);
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn a_module_that_re_exports_a_child_importing_it_back_is_a_circle() {
+    let problems = layout_problems(&[
+        source(
+            "metrics/mod.rs",
+            "mod serve;
+pub use serve::serve;
+pub struct Metrics;
+",
+        ),
+        source(
+            "metrics/serve.rs",
+            "use super::Metrics;
+pub fn serve() {}
+",
+        ),
+    ]);
+    assert_eq!(
+        problems,
+        [
+            "import circle: operator/src/metrics/mod.rs -> operator/src/metrics/serve.rs -> operator/src/metrics/mod.rs (imports run one way: move what both need into a module below them)"
+        ]
+    );
+}
