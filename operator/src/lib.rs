@@ -21,16 +21,6 @@ pub mod report;
 pub mod stats;
 pub mod validation;
 
-// Temporary: the old top-level paths of the moved modules, until the tests, benches and the
-// command line use the new ones.
-pub use client::result as client_result;
-pub use client::stop as client_stop;
-pub use client::{engine, measure, progress, progress_endpoint, resp, workload};
-pub use local::engine_store;
-pub use report::cluster as status_report;
-pub use report::html as html_report;
-pub use report::published;
-
 use kube::CustomResourceExt;
 
 /// The CRD of `MemoryBenchmark` as YAML, exactly as committed in `crds/memorybenchmark.yaml`.

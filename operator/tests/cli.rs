@@ -220,7 +220,7 @@ fn records_as_strings_report_items_per_second_as_commands_per_second_over_fields
     let message = std::fs::read_to_string(&result_file).unwrap();
     std::fs::remove_file(&result_file).unwrap();
     assert!(!message.contains("items_per_sec"), "{message}");
-    let result = membench::client_result::ClientResult::read(&message, 3).unwrap();
+    let result = membench::client::result::ClientResult::read(&message, 3).unwrap();
     let mut engine = membench::crd::EngineStatus::default();
     membench::controller::results::absorb(&mut engine, &result, 3);
     let status = serde_json::to_value(&engine).unwrap();
@@ -643,7 +643,7 @@ fn the_example_specs_are_valid() {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "yaml") {
-            membench::local::read_specs(&path).unwrap_or_else(|e| panic!("{e}"));
+            membench::validation::spec_file::read_specs(&path).unwrap_or_else(|e| panic!("{e}"));
             seen += 1;
         }
     }

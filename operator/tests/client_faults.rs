@@ -9,11 +9,11 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use membench::client_result::ClientResult;
+use membench::client::engine::EngineAddress;
+use membench::client::measure::{LoadOptions, measure};
+use membench::client::result::ClientResult;
+use membench::client::workload::Workload;
 use membench::crd::EngineKind;
-use membench::engine::EngineAddress;
-use membench::measure::{LoadOptions, measure};
-use membench::workload::Workload;
 
 /// Client pods get this long between SIGTERM and SIGKILL.
 const CLIENT_POD_GRACE: Duration = Duration::from_secs(5);
@@ -83,7 +83,7 @@ fn wait_for_exit(client: &mut Child, within: Duration) -> (std::process::ExitSta
 fn read_result(path: &Path) -> ClientResult {
     let text = std::fs::read_to_string(path).expect("the client wrote its result file");
     // Read as the operator reads it, within the bounds of the most repetitions a spec allows.
-    ClientResult::read(&text, membench::client_result::MAX_REPETITIONS).expect("the result parses")
+    ClientResult::read(&text, membench::client::result::MAX_REPETITIONS).expect("the result parses")
 }
 
 #[test]

@@ -5,9 +5,9 @@
 
 mod common;
 
+use membench::client::measure::{BenchmarkReport, LoadOptions, measure};
+use membench::client::workload::{Workload, expected_unique_keys};
 use membench::crd::{EngineKind, RecordLayout};
-use membench::measure::{BenchmarkReport, LoadOptions, measure};
-use membench::workload::{Workload, expected_unique_keys};
 
 fn options(repetitions: u32) -> LoadOptions {
     LoadOptions {
@@ -17,7 +17,7 @@ fn options(repetitions: u32) -> LoadOptions {
 }
 
 fn run(
-    engine: &membench::local::LocalEngine,
+    engine: &membench::local::runner::LocalEngine,
     workload: &Workload,
     repetitions: u32,
 ) -> BenchmarkReport {
@@ -310,13 +310,16 @@ fn a_local_engine_started_with_a_password_requires_it_and_keeps_it_off_its_comma
     ];
     // Dragonfly takes it from its environment; only where the store has it.
     specs.extend(common::from_shared(EngineKind::Dragonfly, "1"));
-    let password = membench::local::run_password().unwrap();
+    let password = membench::local::runner::run_password().unwrap();
     assert_eq!(password.len(), 32);
     for spec in specs {
-        let program = membench::local::resolve_program(0, &spec).unwrap();
-        let mut engine =
-            membench::local::LocalEngine::start_with_password(&spec, &program, Some(&password))
-                .unwrap_or_else(|e| panic!("{} {}: {e}", spec.engine, spec.version));
+        let program = membench::local::engine_store::resolve_program(0, &spec).unwrap();
+        let mut engine = membench::local::runner::LocalEngine::start_with_password(
+            &spec,
+            &program,
+            Some(&password),
+        )
+        .unwrap_or_else(|e| panic!("{} {}: {e}", spec.engine, spec.version));
         let cmdline = std::fs::read(format!("/proc/{}/cmdline", engine.pid())).unwrap();
         assert!(
             !String::from_utf8_lossy(&cmdline).contains(&password),
@@ -374,7 +377,7 @@ fn batches_in_flight_change_how_fast_not_what_is_stored_sampled_or_measured() {
     for window in [2, 8, 16] {
         let many = load(&zset, 100, window);
         assert_eq!(many.items, 200_000);
-        let at = |r: &membench::measure::RepetitionResult| {
+        let at = |r: &membench::client::measure::RepetitionResult| {
             r.samples.iter().map(|s| s.items).collect::<Vec<_>>()
         };
         assert_eq!(at(&many), at(&one), "{window} in flight");
@@ -417,7 +420,7 @@ fn an_unreachable_engine_is_reported_with_its_address() {
         .unwrap()
         .port();
     let address =
-        membench::engine::EngineAddress::parse(&format!("127.0.0.1:{port}"), None).unwrap();
+        membench::client::engine::EngineAddress::parse(&format!("127.0.0.1:{port}"), None).unwrap();
     let report = measure(&address, &sorted_set(10, 0), &options(1), &mut |_| {});
     let error = report.error.unwrap();
     assert_eq!(error.category, "EngineUnreachable");

@@ -9,10 +9,10 @@ mod common;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use membench::client::engine::EngineAddress;
+use membench::client::measure::{LoadOptions, LoadProgress, measure};
+use membench::client::workload::Workload;
 use membench::crd::{EngineKind, RecordLayout};
-use membench::engine::EngineAddress;
-use membench::measure::{LoadOptions, LoadProgress, measure};
-use membench::workload::Workload;
 
 /// What membench's two connections (control and load) may hold in the engine together. A
 /// Redis 7.0 connection starts with a 16 KiB reply buffer and a 20 KiB query buffer (a batch

@@ -149,9 +149,9 @@ async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on
         .context("after the benchmark finished")?;
 
     // membench report reads the same results.
-    let report = membench::status_report::render(
-        &[membench::status_report::comparison(&done)],
-        membench::report::OutputFormat::Csv,
+    let report = membench::report::cluster::render(
+        &[membench::report::cluster::comparison(&done)],
+        membench::report::table::OutputFormat::Csv,
     );
     assert!(report.contains("Valkey,9.1.2"), "{report}");
     harness.finish().await;

@@ -13,9 +13,9 @@
 
 mod common;
 
+use membench::client::measure::{BenchmarkReport, LoadOptions, measure};
+use membench::client::workload::Workload;
 use membench::crd::{EngineKind, EngineSpec, RecordLayout};
-use membench::measure::{BenchmarkReport, LoadOptions, measure};
-use membench::workload::Workload;
 
 /// Loads the workload once into a fresh server of `spec` and returns the report.
 fn measured(spec: &EngineSpec, workload: &Workload) -> BenchmarkReport {

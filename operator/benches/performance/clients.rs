@@ -5,8 +5,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use membench::resp::CommandBuffer;
-use membench::workload::Workload;
+use membench::client::resp::CommandBuffer;
+use membench::client::workload::Workload;
 
 use crate::process::{self, Finished};
 

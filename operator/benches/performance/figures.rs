@@ -2,7 +2,7 @@
 //! rounds with the order of the two alternating, medians with min and max, and every figure
 //! beside its target and a verdict. A missed target is printed as such; nothing here fails.
 
-use membench::report::Table;
+use membench::report::table::Table;
 use membench::stats::Spread;
 
 use crate::clients::ClientRun;

@@ -40,13 +40,14 @@ mod wait_probe;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use membench::client::engine::{ControlConnection, EngineAddress};
 use membench::crd::{Allocator, EngineKind, EngineSpec};
-use membench::engine::{ControlConnection, EngineAddress};
-use membench::local::{LocalEngine, LocalProgram, resolve_program};
+use membench::local::engine_store::{LocalProgram, resolve_program};
+use membench::local::runner::LocalEngine;
 
 use clients::{ClientRun, LoadCommand};
 use figures::{Pair, Target, VerdictTable, alternate, median_min_max, spread};
-use membench::report::Table;
+use membench::report::table::Table;
 use membench::stats::Spread;
 use process::OneCore;
 
@@ -409,7 +410,7 @@ fn peak_rss(engine: &Engine, membench: &Path, at_limit: &[ClientRun], options: &
     let large = clients::membench_load(membench, engine.port(), &args);
     engine.flush();
     let small_mib = spread(&small, |r| r.peak_rss_kib as f64 / 1024.0);
-    let mut table = membench::report::Table::new(&[
+    let mut table = membench::report::table::Table::new(&[
         "members",
         "runs",
         "membench VmHWM MiB",

@@ -10,7 +10,7 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use membench::report::Table;
+use membench::report::table::Table;
 
 use crate::Engine;
 use crate::clients::{self, ClientRun, LoadCommand};

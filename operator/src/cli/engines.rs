@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use membench::report::OutputFormat;
+use membench::report::table::OutputFormat;
 
 #[derive(Args)]
 pub struct EnginesArgs {
@@ -30,7 +30,7 @@ pub fn run_engines(args: EnginesArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     if args.output == OutputFormat::Json {
-        let listing = membench::engine_store::StoreListing {
+        let listing = membench::local::engine_store::StoreListing {
             store: store.root(),
             builds: store.builds(),
         };
@@ -40,7 +40,7 @@ pub fn run_engines(args: EnginesArgs) -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    let (table, notes) = membench::engine_store::engines_table(&store);
+    let (table, notes) = membench::local::engine_store::engines_table(&store);
     print!("{}", table.render(args.output));
     if args.output == OutputFormat::Table {
         println!(

@@ -3,13 +3,13 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use membench::client_stop::{Journal, ResultFile, STOP_DEADLINE, stop_on_sigterm};
+use membench::client::engine::EngineAddress;
+use membench::client::measure::{BenchmarkReport, LoadOptions, measure_journaled};
+use membench::client::progress::ProgressReporter;
+use membench::client::stop::{Journal, ResultFile, STOP_DEADLINE, stop_on_sigterm};
+use membench::client::workload::Workload;
 use membench::crd::RecordLayout;
-use membench::engine::EngineAddress;
-use membench::measure::{BenchmarkReport, LoadOptions, measure_journaled};
-use membench::progress::ProgressReporter;
-use membench::report::{ComparisonRow, OutputFormat, comparison_table, repetitions_table};
-use membench::workload::Workload;
+use membench::report::table::{ComparisonRow, OutputFormat, comparison_table, repetitions_table};
 
 use super::{StabilityArgs, usage_error};
 
@@ -118,7 +118,7 @@ pub struct MeasurementArgs {
     /// Seconds to wait for the engine's other clients to disconnect before each baseline and
     /// final memory reading (their buffers would count as data); a client still connected
     /// then fails the repetition, naming it.
-    #[arg(long, value_name = "SECONDS", default_value_t = membench::measure::DEFAULT_OTHER_CLIENTS_TIMEOUT.as_secs())]
+    #[arg(long, value_name = "SECONDS", default_value_t = membench::client::measure::DEFAULT_OTHER_CLIENTS_TIMEOUT.as_secs())]
     other_clients_timeout: u64,
     #[command(flatten)]
     stability: StabilityArgs,
@@ -239,7 +239,8 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         eprintln!("warning: cannot handle SIGTERM ({e}); a stopped run would leave no result");
     }
     let mut progress = ProgressReporter::new(&format!("{} at {address}", workload.kind()));
-    let endpoint = std::sync::Arc::new(membench::progress_endpoint::ProgressEndpoint::default());
+    let endpoint =
+        std::sync::Arc::new(membench::client::progress_endpoint::ProgressEndpoint::default());
     if let Some(port) = args.progress_port {
         let at = std::net::SocketAddr::new(args.progress_ip, port);
         // Progress is a convenience: a load without it measures the same.
@@ -288,7 +289,7 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
                 );
                 if format == OutputFormat::Table {
                     println!("{}", repetitions_table(&report).render(format));
-                    if let Some(growth) = membench::report::growth_table(&report) {
+                    if let Some(growth) = membench::report::table::growth_table(&report) {
                         println!(
                             "used_memory during the load (repetition 1):\n{}",
                             growth.to_text()

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use membench::report::OutputFormat;
+use membench::report::table::OutputFormat;
 use membench::stats::StabilityThresholds;
 
 mod engines;

@@ -24,7 +24,7 @@ pub struct ReportArgs {
 pub fn run_report(args: ReportArgs) -> ExitCode {
     use kube::ResourceExt;
     use membench::crd::MemoryBenchmark;
-    use membench::status_report::{comparison, finished, render};
+    use membench::report::cluster::{comparison, finished, render};
 
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let result: anyhow::Result<Vec<MemoryBenchmark>> = runtime.block_on(async {
@@ -77,11 +77,11 @@ pub fn run_report(args: ReportArgs) -> ExitCode {
                 None => {
                     let sections: Vec<_> = benchmarks
                         .iter()
-                        .map(membench::html_report::section_from_status)
+                        .map(membench::report::html::section_from_status)
                         .collect();
                     print!(
                         "{}",
-                        membench::html_report::render_page("membench report", &sections)
+                        membench::report::html::render_page("membench report", &sections)
                     );
                 }
             }

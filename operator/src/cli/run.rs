@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use membench::progress::ProgressReporter;
-use membench::report::{ComparisonRow, OutputFormat, comparison_table};
+use membench::client::progress::ProgressReporter;
+use membench::report::table::{ComparisonRow, OutputFormat, comparison_table};
 
 use super::{ComparisonOutput, StabilityArgs, usage_error};
 
@@ -24,11 +24,11 @@ pub struct RunArgs {
 }
 
 pub fn run_local(args: RunArgs) -> ExitCode {
-    let mut benchmarks = match membench::local::read_specs(&args.spec) {
+    let mut benchmarks = match membench::validation::spec_file::read_specs(&args.spec) {
         Ok(b) => b,
         Err(message) => return usage_error(&message),
     };
-    if let Err(message) = membench::local::select_engines(&mut benchmarks, &args.engines) {
+    if let Err(message) = membench::local::runner::select_engines(&mut benchmarks, &args.engines) {
         return usage_error(&message);
     }
     let thresholds = args.stability.thresholds();
@@ -48,7 +48,7 @@ pub fn run_local(args: RunArgs) -> ExitCode {
         }
         // Both callbacks draw on the same bar.
         let progress = std::cell::RefCell::new(ProgressReporter::new(&name));
-        let result = membench::local::run_benchmark(
+        let result = membench::local::runner::run_benchmark(
             benchmark,
             thresholds,
             &mut |engine| progress.borrow_mut().relabel(&format!("{name}: {engine}")),
@@ -73,7 +73,7 @@ pub fn run_local(args: RunArgs) -> ExitCode {
             }
         }
         if args.output == ComparisonOutput::Html {
-            sections.push(membench::html_report::section_from_local(
+            sections.push(membench::report::html::section_from_local(
                 benchmark,
                 &comparison,
             ));
@@ -84,7 +84,7 @@ pub fn run_local(args: RunArgs) -> ExitCode {
                 .iter()
                 .map(|r| ComparisonRow::from_report(r, None))
                 .collect();
-            membench::report::compute_changes(&mut rows);
+            membench::report::table::compute_changes(&mut rows);
             if format == OutputFormat::Table {
                 let workload = comparison
                     .engines
@@ -116,7 +116,7 @@ pub fn run_local(args: RunArgs) -> ExitCode {
     if args.output == ComparisonOutput::Html {
         print!(
             "{}",
-            membench::html_report::render_page(
+            membench::report::html::render_page(
                 &format!("membench run {}", args.spec.display()),
                 &sections
             )

@@ -4,8 +4,9 @@
 //! (`progress`) and on the pod's HTTP endpoint (`progress_endpoint`), leaving on SIGTERM
 //! (`stop`), and the result in the container's termination message (`result`).
 //!
-//! It may use `crd` and the shared leaves (`stats`, `formats`, `error`); nothing in it knows
-//! about the controller, the local runner or the reports.
+//! It may use only `crd` and the leaves (`stats`, `formats`, `error`): nothing in it knows
+//! about the validation, the reports, the controller or the local runner
+//! (docs/architecture.md, `layout_tests.rs`).
 
 pub mod engine;
 pub mod measure;

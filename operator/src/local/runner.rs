@@ -14,10 +14,7 @@ use crate::client::measure::{BenchmarkReport, LoadOptions, LoadProgress, measure
 use crate::client::workload::Workload;
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
 use crate::error::BenchError;
-pub use crate::local::engine_store::{
-    LocalProgram, find_program, parse_version_output, resolve_program, resolve_program_for,
-    version_matches,
-};
+use crate::local::engine_store::{LocalProgram, resolve_program_for};
 use crate::report::local_run::{HostInfo, LocalComparison};
 use crate::stats::StabilityThresholds;
 

@@ -3,15 +3,12 @@
 //! (`html`), what a local run measured (`local_run`) and the published tables that users quote
 //! (`published`).
 //!
-//! It may use `client` (the measured results), `validation`, `crd` and the shared leaves;
-//! never the controller or the local runner, which call it.
+//! It may use the parts below it (`validation`, `client` for the measured results, `crd` and
+//! the leaves); never the controller or the local runner, which call it, nor the metrics, its
+//! peer (docs/architecture.md, `layout_tests.rs`).
 
 pub mod cluster;
 pub mod html;
 pub mod local_run;
 pub mod published;
 pub mod table;
-
-// Temporary: the old path `membench::report::*` of the tables, until the tests, benches and
-// the command line name `report::table`.
-pub use table::*;

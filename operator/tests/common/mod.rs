@@ -11,9 +11,10 @@ pub mod operator_process;
 
 use std::path::PathBuf;
 
+use membench::client::engine::EngineAddress;
 use membench::crd::{Allocator, EngineKind, EngineSpec};
-use membench::engine::EngineAddress;
-use membench::local::{LocalEngine, resolve_program};
+use membench::local::engine_store::resolve_program;
+use membench::local::runner::LocalEngine;
 use membench_enginestore::{EngineStore, Request};
 
 /// Starts Debian's Redis 7.0 or Valkey 9.1 (the store's preferred 9.1 build) with extra server
