@@ -404,6 +404,75 @@ async fn each_benchmark_gets_a_network_policy_owned_by_it_before_its_first_pod()
     Ok(())
 }
 
+/// Polls `probe` every 250 ms until it yields a value, for at most `timeout`.
+async fn within<T, F, Fut>(timeout: Duration, what: &str, probe: F) -> anyhow::Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = probe().await? {
+            return Ok(value);
+        }
+        anyhow::ensure!(Instant::now() < deadline, "not {what} within {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_benchmark_re_created_under_the_same_name_replaces_the_policy_left_by_the_earlier_one()
+-> anyhow::Result<()> {
+    let harness = Harness::start("ns-netpol-again", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}]\n  workload: {sortedSet: {members: 1000, sampleEvery: 0}}\n  repetitions: 1\n";
+    let first = harness.create(&spec("again", body)).await?;
+    harness.finished("again", Duration::from_secs(120)).await?;
+    let policies: Api<NetworkPolicy> = harness.namespace.api();
+
+    // Deleted with its dependents orphaned, the earlier benchmark leaves its policy behind
+    // without an owner, as a benchmark re-created before the garbage collector came by finds it.
+    harness
+        .benchmarks()
+        .delete("again", &DeleteParams::orphan())
+        .await?;
+    let benchmarks = harness.benchmarks();
+    within(Duration::from_secs(60), "deleted", || async {
+        Ok(benchmarks.get_opt("again").await?.is_none().then_some(()))
+    })
+    .await?;
+    let stale = within(Duration::from_secs(60), "orphaned", || async {
+        let policy = policies.get_opt("again").await?;
+        anyhow::ensure!(policy.is_some(), "the orphaned policy was deleted");
+        Ok(policy.filter(|p| p.owner_references().is_empty()))
+    })
+    .await?;
+
+    let second = harness.create(&spec("again", body)).await?;
+    assert_ne!(first.uid(), second.uid());
+    let done = harness.finished("again", Duration::from_secs(120)).await?;
+    assert_eq!(
+        done.status.as_ref().and_then(|s| s.phase),
+        Some(Phase::Succeeded)
+    );
+    let policy = policies.get("again").await?;
+    assert_ne!(policy.uid(), stale.uid(), "the stale policy was kept");
+    let owners: Vec<_> = policy
+        .owner_references()
+        .iter()
+        .map(|o| (o.kind.as_str(), o.uid.as_str(), o.controller))
+        .collect();
+    assert_eq!(
+        owners,
+        [(
+            "MemoryBenchmark",
+            second.uid().unwrap().as_str(),
+            Some(true)
+        )]
+    );
+    harness.finish().await;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn benchmark_pods_read_back_have_no_token_no_host_namespaces_and_the_restricted_context()
 -> anyhow::Result<()> {

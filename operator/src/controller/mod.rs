@@ -131,7 +131,7 @@ pub enum Error {
         source: kube::Error,
     },
     #[error("cannot create the benchmark's NetworkPolicy: {0}")]
-    CreateNetworkPolicy(#[source] kube::Error),
+    CreateNetworkPolicy(#[source] network_policy::EnsureError),
 }
 
 impl Error {

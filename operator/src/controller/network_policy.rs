@@ -10,7 +10,8 @@
 //! So no other pod in the cluster can write into an engine and skew its figures, or reach an
 //! engine old enough to allow `CONFIG SET dir` or `MODULE LOAD`. A network plugin that enforces
 //! NetworkPolicy is needed for any of this to hold (the dev cluster has none: its tests check
-//! the object). Pure builder plus [`ensure`], the one API call.
+//! the object). Pure builder and [`classify_existing`], plus [`ensure`], which puts the policy in
+//! place (replacing one left by an earlier benchmark of the same name).
 
 use std::collections::BTreeMap;
 
@@ -20,7 +21,7 @@ use k8s_openapi::api::networking::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::{Resource, ResourceExt};
 
 use crate::client::progress_endpoint::PROGRESS_PORT;
@@ -153,22 +154,114 @@ pub fn network_policy(
     }
 }
 
-/// Creates the benchmark's NetworkPolicy unless it exists.
+/// Why the benchmark's NetworkPolicy could not be put in place.
+#[derive(Debug, thiserror::Error)]
+pub enum EnsureError {
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    #[error(
+        "NetworkPolicy {namespace}/{name} exists and was not made by membench (it lacks the \
+         label {LABEL_MANAGED_BY}={MANAGER}); membench will not replace a policy it did not \
+         make: rename the benchmark, or delete that policy if it is not needed"
+    )]
+    Foreign { namespace: String, name: String },
+    #[error(
+        "NetworkPolicy {namespace}/{name} of an earlier benchmark of the same name was \
+         replaced {attempts} times and came back each time; another operator may be managing \
+         this namespace"
+    )]
+    KeptComingBack {
+        namespace: String,
+        name: String,
+        attempts: u32,
+    },
+}
+
+/// What a NetworkPolicy found under the benchmark's policy name is to this benchmark.
+#[derive(Debug, PartialEq)]
+pub enum ExistingPolicy {
+    /// Controlled by this benchmark (same UID): nothing to do.
+    Ours,
+    /// Made by membench for an earlier benchmark of the same name (another UID, or its owner
+    /// reference removed by an orphaning delete). Kept, it would not be this benchmark's: the
+    /// garbage collector deletes it once its owner is gone, and this benchmark's pods would
+    /// then run open. Its UID, for a delete on the condition that it is still that object.
+    Stale(String),
+    /// Not made by membench: never touched.
+    Foreign,
+}
+
+/// Classifies a NetworkPolicy found where the benchmark's must be.
+pub fn classify_existing(existing: &NetworkPolicy, benchmark: &MemoryBenchmark) -> ExistingPolicy {
+    let controlled_by_benchmark = match benchmark.uid() {
+        Some(uid) => existing
+            .owner_references()
+            .iter()
+            .any(|r| r.controller == Some(true) && r.uid == uid),
+        None => false,
+    };
+    if controlled_by_benchmark {
+        return ExistingPolicy::Ours;
+    }
+    let made_by_membench =
+        existing.labels().get(LABEL_MANAGED_BY).map(String::as_str) == Some(MANAGER);
+    match (made_by_membench, existing.uid()) {
+        (true, Some(uid)) => ExistingPolicy::Stale(uid),
+        _ => ExistingPolicy::Foreign,
+    }
+}
+
+/// How often a stale policy is replaced before [`ensure`] gives up.
+const REPLACE_ATTEMPTS: u32 = 3;
+
+/// Creates the benchmark's NetworkPolicy, or makes sure the one of that name is its own: a
+/// stale one (see [`ExistingPolicy::Stale`]) is deleted, on the condition that it is still that
+/// object, and created again as this benchmark's; a foreign one is an error.
 pub async fn ensure(
     client: &kube::Client,
     benchmark: &MemoryBenchmark,
     settings: &NetworkPolicySettings,
-) -> Result<(), kube::Error> {
+) -> Result<(), EnsureError> {
     let namespace = benchmark.namespace().unwrap_or_default();
     let api: Api<NetworkPolicy> = Api::namespaced(client.clone(), &namespace);
-    match api
-        .create(&PostParams::default(), &network_policy(benchmark, settings))
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
-        Err(e) => Err(e),
+    let wanted = network_policy(benchmark, settings);
+    let name = wanted.name_any();
+    for _ in 0..REPLACE_ATTEMPTS {
+        match api.create(&PostParams::default(), &wanted).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.is_already_exists() => {}
+            Err(e) => return Err(e.into()),
+        }
+        // Gone since the create was refused: create it again.
+        let Some(existing) = api.get_opt(&name).await? else {
+            continue;
+        };
+        match classify_existing(&existing, benchmark) {
+            ExistingPolicy::Ours => return Ok(()),
+            ExistingPolicy::Foreign => return Err(EnsureError::Foreign { namespace, name }),
+            ExistingPolicy::Stale(uid) => {
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: Some(uid),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::background()
+                };
+                match api.delete(&name, &params).await {
+                    Ok(_) => {}
+                    // Already gone (the garbage collector came first), or another object
+                    // by now: the next create decides.
+                    Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
     }
+    Err(EnsureError::KeptComingBack {
+        namespace,
+        name,
+        attempts: REPLACE_ATTEMPTS,
+    })
 }
 
 #[cfg(test)]
@@ -232,6 +325,71 @@ mod tests {
         assert_eq!(
             (owner.uid.as_str(), owner.controller),
             ("uid-1", Some(true))
+        );
+    }
+
+    fn found(labels: &[(&str, &str)], controller_uid: Option<&str>) -> NetworkPolicy {
+        NetworkPolicy {
+            metadata: ObjectMeta {
+                name: Some("zset".into()),
+                uid: Some("policy-uid".into()),
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
+                owner_references: controller_uid.map(|uid| {
+                    let mut owner = benchmark().controller_owner_ref(&()).unwrap();
+                    owner.uid = uid.into();
+                    vec![owner]
+                }),
+                ..Default::default()
+            },
+            spec: None,
+        }
+    }
+
+    #[test]
+    fn a_policy_controlled_by_the_benchmark_is_its_own() {
+        let policy = found(&[(LABEL_MANAGED_BY, MANAGER)], Some("uid-1"));
+        assert_eq!(
+            classify_existing(&policy, &benchmark()),
+            ExistingPolicy::Ours
+        );
+    }
+
+    #[test]
+    fn membenchs_policy_of_an_earlier_benchmark_of_the_same_name_is_stale() {
+        // Owned by the deleted benchmark (another UID), or orphaned (no owner at all).
+        for owner in [Some("uid-of-the-deleted-one"), None] {
+            let policy = found(&[(LABEL_MANAGED_BY, MANAGER)], owner);
+            assert_eq!(
+                classify_existing(&policy, &benchmark()),
+                ExistingPolicy::Stale("policy-uid".into()),
+                "owner {owner:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_policy_membench_did_not_make_is_never_replaced() {
+        for labels in [&[][..], &[(LABEL_MANAGED_BY, "someone-else")][..]] {
+            let policy = found(labels, None);
+            assert_eq!(
+                classify_existing(&policy, &benchmark()),
+                ExistingPolicy::Foreign,
+                "labels {labels:?}"
+            );
+        }
+        let message = EnsureError::Foreign {
+            namespace: "bench".into(),
+            name: "zset".into(),
+        }
+        .to_string();
+        assert!(
+            message.contains("bench/zset") && message.contains("rename the benchmark"),
+            "{message}"
         );
     }
 }
