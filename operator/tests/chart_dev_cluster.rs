@@ -215,6 +215,9 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
         ("create", "events.events.k8s.io"),
         ("patch", "events.events.k8s.io"),
         ("create", "networkpolicies.networking.k8s.io"),
+        // A stale policy of a benchmark's name is read and replaced (network_policy::ensure).
+        ("get", "networkpolicies.networking.k8s.io"),
+        ("delete", "networkpolicies.networking.k8s.io"),
     ] {
         assert!(
             cluster.can_i(verb, resource),
@@ -235,7 +238,7 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
         ("create", "pods/portforward"),
         ("create", "pods/eviction"),
         ("update", "networkpolicies.networking.k8s.io"),
-        ("delete", "networkpolicies.networking.k8s.io"),
+        ("patch", "networkpolicies.networking.k8s.io"),
         ("get", "pods/log"),
         ("update", "pods"),
         ("create", "deployments.apps"),
@@ -368,6 +371,7 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
             ("delete", "pods"),
             ("watch", "pods"),
             ("create", "networkpolicies.networking.k8s.io"),
+            ("delete", "networkpolicies.networking.k8s.io"),
             ("create", "events.events.k8s.io"),
         ] {
             assert!(

@@ -310,7 +310,7 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
         (
             "networking.k8s.io".into(),
             "networkpolicies".into(),
-            verbs(&["create"]),
+            verbs(&["create", "get", "delete"]),
         ),
     ];
     expected.sort();
@@ -520,4 +520,30 @@ fn dashboards_ship_as_configmaps_for_the_grafana_sidecar() {
         assert_eq!(shipped, original, "{key} differs from {}", source.display());
     }
     assert!(find(&render(&helm, &["dashboards.enabled=false"]), "ConfigMap").is_empty());
+}
+
+#[test]
+fn benchmark_image_pull_secrets_reach_the_operator_and_not_its_own_pod() {
+    let helm = helm_or_fail!();
+    let env_of = |documents: &[Value]| {
+        let deployment = one(documents, "Deployment");
+        deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "MEMBENCH_BENCHMARK_IMAGE_PULL_SECRETS")
+            .map(|e| e["value"].clone())
+    };
+    assert_eq!(env_of(&render(&helm, &[])), None);
+    let documents = render(
+        &helm,
+        &[
+            "benchmarkImagePullSecrets[0].name=regcred",
+            "benchmarkImagePullSecrets[1].name=mirror",
+        ],
+    );
+    assert_eq!(env_of(&documents), Some(Value::from("regcred,mirror")));
+    // The operator's own pod pulls with `imagePullSecrets` only.
+    let deployment = one(&documents, "Deployment");
+    assert!(deployment["spec"]["template"]["spec"]["imagePullSecrets"].is_null());
 }

@@ -76,7 +76,9 @@ app.kubernetes.io/component: operator
   verbs: ["create", "patch"]
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
-  verbs: ["create"]
+  # get and delete: a policy of the benchmark's name left by an earlier benchmark of that name
+  # is read (owner, managed-by label) and, when it is membench's, replaced.
+  verbs: ["create", "get", "delete"]
 {{- with .Values.rbac.extraRules }}
 {{ toYaml . }}
 {{- end }}

@@ -33,6 +33,14 @@ pub struct OperatorArgs {
     /// The membench image client pods run.
     #[arg(long, env = "MEMBENCH_CLIENT_IMAGE", default_value_t = membench::controller::pods::default_client_image())]
     client_image: String,
+    /// Secrets (in each benchmark's namespace) that every engine and client pod pulls its image
+    /// with, comma-separated; a benchmark's `spec.imagePullSecrets` come after them.
+    #[arg(
+        long,
+        env = "MEMBENCH_BENCHMARK_IMAGE_PULL_SECRETS",
+        value_delimiter = ','
+    )]
+    benchmark_image_pull_secrets: Vec<String>,
     /// Seconds a pod may wait for a node before its benchmark fails as Unschedulable (nodes
     /// that exist but run other benchmarks' engines are waited for without this deadline).
     #[arg(
@@ -122,6 +130,11 @@ pub fn run_operator(args: OperatorArgs) -> ExitCode {
     let settings = membench::controller::Settings {
         pods: membench::controller::pods::PodSettings {
             client_image: args.client_image,
+            image_pull_secrets: args
+                .benchmark_image_pull_secrets
+                .into_iter()
+                .filter(|name| !name.is_empty())
+                .collect(),
             ..Default::default()
         },
         policy: membench::controller::policy::Policy {

@@ -26,7 +26,9 @@ mod workload_spec;
 pub use auth_spec::{AuthSpec, SecretKeyRef};
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
 pub use placement::{PlacementSpec, TolerationSpec};
-pub use spec::{Arch, CleanupPolicy, MemoryBenchmark, MemoryBenchmarkSpec, PublishedTableName};
+pub use spec::{
+    Arch, CleanupPolicy, ImagePullSecret, MemoryBenchmark, MemoryBenchmarkSpec, PublishedTableName,
+};
 pub use status::{
     EngineStatus, GrowthPoint, MemoryBenchmarkStatus, Phase, Progress, RepetitionStatus,
     SpreadStatus, SummaryStatus,

@@ -125,6 +125,22 @@ pub struct MemoryBenchmarkSpec {
     /// engines listen on loopback only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<AuthSpec>,
+
+    /// Secrets (type `kubernetes.io/dockerconfigjson`, in the benchmark's namespace) the nodes
+    /// use to pull the engine and client images from a private registry, as in a pod's
+    /// `imagePullSecrets`. Added after the ones the operator gives every benchmark (the chart's
+    /// `benchmarkImagePullSecrets`). The operator never reads them; local runs ignore them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub image_pull_secrets: Vec<ImagePullSecret>,
+}
+
+/// A Secret for pulling images, by name.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
+pub struct ImagePullSecret {
+    /// The Secret's name, in the benchmark's namespace.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
 }
 
 fn default_repetitions() -> u32 {

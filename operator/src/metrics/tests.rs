@@ -93,6 +93,7 @@ fn benchmark(
             cleanup_policy: Default::default(),
             published_table: None,
             auth: None,
+            image_pull_secrets: Vec::new(),
         },
     );
     benchmark.metadata.namespace = Some(namespace.into());

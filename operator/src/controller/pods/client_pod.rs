@@ -11,8 +11,8 @@ use kube::ResourceExt;
 use super::{
     ANNOTATION_CLIENT_OF, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_BENCHMARK,
     LABEL_CLIENT_ATTEMPT, LABEL_COMPONENT, LABEL_ENGINE_INDEX, PodSettings, RESULT_FINALIZER,
-    TERMINATION_MESSAGE_PATH, client_of, client_pod_name, guaranteed, labels, metadata,
-    node_selector, tolerations,
+    TERMINATION_MESSAGE_PATH, client_of, client_pod_name, guaranteed, image_pull_secrets, labels,
+    metadata, node_selector, tolerations,
 };
 use crate::client::progress_endpoint::PROGRESS_PORT;
 use crate::client::workload::Workload;
@@ -147,6 +147,7 @@ pub fn client_pod(
             termination_grace_period_seconds: Some(5),
             automount_service_account_token: Some(false),
             enable_service_links: Some(false),
+            image_pull_secrets: image_pull_secrets(benchmark, settings),
             node_selector: Some(node_selector(benchmark)),
             tolerations: tolerations(&placement),
             affinity: Some(Affinity {

@@ -10,7 +10,7 @@ use kube::ResourceExt;
 
 use super::{
     APP_NAME, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_COMPONENT, LABEL_NAME, PodSettings,
-    engine_pod_name, guaranteed, labels, metadata, node_selector, tolerations,
+    engine_pod_name, guaranteed, image_pull_secrets, labels, metadata, node_selector, tolerations,
 };
 use crate::controller::pod_security::{
     ENGINE_DATA_DIR, engine_data_mount, engine_data_volume, engine_pod_security_context,
@@ -135,6 +135,7 @@ pub fn engine_pod(
             termination_grace_period_seconds: Some(10),
             automount_service_account_token: Some(false),
             enable_service_links: Some(false),
+            image_pull_secrets: image_pull_secrets(benchmark, settings),
             node_selector: Some(node_selector(benchmark)),
             tolerations: tolerations(&placement),
             affinity: Some(Affinity {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Pod, ResourceRequirements, Toleration};
+use k8s_openapi::api::core::v1::{LocalObjectReference, Pod, ResourceRequirements, Toleration};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
@@ -90,6 +90,9 @@ pub struct PodSettings {
     /// the workload).
     pub client_cpu: String,
     pub client_memory: String,
+    /// Secrets every engine and client pod pulls its image with
+    /// (`--benchmark-image-pull-secrets`), before the spec's own `imagePullSecrets`.
+    pub image_pull_secrets: Vec<String>,
 }
 
 impl Default for PodSettings {
@@ -99,6 +102,7 @@ impl Default for PodSettings {
             engine_cpu: "2".into(),
             client_cpu: "1".into(),
             client_memory: "256Mi".into(),
+            image_pull_secrets: Vec::new(),
         }
     }
 }
@@ -168,6 +172,35 @@ fn guaranteed(cpu: &str, memory: &str) -> ResourceRequirements {
         limits: Some(amounts),
         ..Default::default()
     }
+}
+
+/// The image pull secrets of a benchmark's pods: the operator's, then the spec's, each once.
+fn image_pull_secrets(
+    benchmark: &MemoryBenchmark,
+    settings: &PodSettings,
+) -> Option<Vec<LocalObjectReference>> {
+    let mut names: Vec<&str> = Vec::new();
+    let spec_names = benchmark
+        .spec
+        .image_pull_secrets
+        .iter()
+        .map(|s| s.name.as_str());
+    for name in settings
+        .image_pull_secrets
+        .iter()
+        .map(String::as_str)
+        .chain(spec_names)
+    {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    (!names.is_empty()).then(|| {
+        names
+            .into_iter()
+            .map(|name| LocalObjectReference { name: name.into() })
+            .collect()
+    })
 }
 
 fn metadata(

@@ -300,3 +300,32 @@ fn only_pods_controlled_by_this_very_benchmark_are_its_own() {
     recreated.metadata.uid = Some("uid-2".into());
     assert!(!owned_by(&pod, &recreated));
 }
+
+#[test]
+fn engine_and_client_pods_pull_with_the_operators_secrets_then_the_specs_each_once() {
+    let names = |pod: &Pod| -> Vec<String> {
+        pod.spec
+            .as_ref()
+            .unwrap()
+            .image_pull_secrets
+            .iter()
+            .flatten()
+            .map(|s| s.name.clone())
+            .collect()
+    };
+    let b = benchmark("  imagePullSecrets: [{name: team-registry}, {name: regcred}]\n");
+    let settings = PodSettings {
+        image_pull_secrets: vec!["regcred".into(), "mirror".into()],
+        ..Default::default()
+    };
+    let engine = engine_pod(&b, 0, 512 << 20, None, &settings);
+    let client = client_pod(&b, 0, 0, &workload(&b), "198.18.0.7", &settings);
+    for pod in [&engine, &client] {
+        assert_eq!(names(pod), ["regcred", "mirror", "team-registry"]);
+    }
+
+    // None given: the pods have no imagePullSecrets at all (not an empty list).
+    let plain = benchmark("");
+    let engine = engine_pod(&plain, 0, 512 << 20, None, &PodSettings::default());
+    assert_eq!(engine.spec.unwrap().image_pull_secrets, None);
+}
