@@ -12,11 +12,21 @@
 //!   argv at all.
 //! - The client: `MEMBENCH_PASSWORD` from the same Secret (`membench load` reads it).
 //!
-//! The operator never reads the Secret: it needs no `secrets` permission, and its progress
-//! reading goes to the client's progress endpoint, not to the engine.
+//! Without `spec.auth` every benchmark still gets a password: the operator creates a Secret of
+//! its own ([`generated_password_secret`], `controller/engine_password.rs`) with a random value,
+//! owned by the benchmark, and the pods take it by the same references. So no engine is ever
+//! open, whether or not the cluster's network plugin enforces NetworkPolicy.
+//!
+//! The operator never reads a Secret: it may create its own (`create` on `secrets`, no `get`),
+//! and its progress reading goes to the client's progress endpoint, not to the engine.
 
-use crate::crd::{AuthSpec, EngineKind, SecretKeyRef};
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, SecretKeySelector};
+use kube::ResourceExt;
+
+use crate::crd::{AuthSpec, EngineKind, MemoryBenchmark, SecretKeyRef};
+
+/// The key of the password in the Secret the operator generates.
+pub const GENERATED_PASSWORD_KEY: &str = "password";
 
 /// The variable the Redis and Valkey arguments expand.
 pub const ENGINE_PASSWORD_ENV: &str = "MEMBENCH_ENGINE_PASSWORD";
@@ -24,6 +34,28 @@ pub const ENGINE_PASSWORD_ENV: &str = "MEMBENCH_ENGINE_PASSWORD";
 pub const DRAGONFLY_PASSWORD_ENV: &str = "DFLY_requirepass";
 /// The variable `membench load` reads its password from.
 pub const CLIENT_PASSWORD_ENV: &str = "MEMBENCH_PASSWORD";
+
+/// The Secret the operator generates for a benchmark without `spec.auth`: named for the
+/// benchmark and its UID, so a benchmark re-created under the same name never meets the earlier
+/// one's (which the garbage collector may be about to delete) and an existing one of that name
+/// can only be this benchmark's own, from an earlier reconciliation.
+pub fn generated_password_secret(benchmark: &MemoryBenchmark) -> SecretKeyRef {
+    let name = match benchmark.uid() {
+        Some(uid) => format!("{}-engine-password-{uid}", benchmark.name_any()),
+        None => format!("{}-engine-password", benchmark.name_any()),
+    };
+    SecretKeyRef {
+        name,
+        key: GENERATED_PASSWORD_KEY.into(),
+    }
+}
+
+/// The password every engine of the benchmark requires: the spec's, else the generated one.
+pub fn effective_auth(benchmark: &MemoryBenchmark) -> AuthSpec {
+    benchmark.spec.auth.clone().unwrap_or_else(|| AuthSpec {
+        password_secret_ref: generated_password_secret(benchmark),
+    })
+}
 
 fn from_secret(name: &str, secret: &SecretKeyRef) -> EnvVar {
     EnvVar {

@@ -218,6 +218,8 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
         // A stale policy of a benchmark's name is read and replaced (network_policy::ensure).
         ("get", "networkpolicies.networking.k8s.io"),
         ("delete", "networkpolicies.networking.k8s.io"),
+        // Each benchmark's generated engine password, never read back.
+        ("create", "secrets"),
     ] {
         assert!(
             cluster.can_i(verb, resource),
@@ -372,6 +374,7 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
             ("watch", "pods"),
             ("create", "networkpolicies.networking.k8s.io"),
             ("delete", "networkpolicies.networking.k8s.io"),
+            ("create", "secrets"),
             ("create", "events.events.k8s.io"),
         ] {
             assert!(

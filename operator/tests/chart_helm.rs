@@ -297,6 +297,7 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
             "events".into(),
             verbs(&["create", "patch"]),
         ),
+        ("".into(), "secrets".into(), verbs(&["create"])),
         (
             "membench.io".into(),
             "memorybenchmarks".into(),

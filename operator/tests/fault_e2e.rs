@@ -186,17 +186,11 @@ async fn an_engine_oom_killed_mid_run_keeps_the_repetitions_measured_before() ->
     harness.create(&spec("oom", body)).await?;
     wait_for_repetition(&harness, "oom", 0, 3).await?;
     // Something else fills the engine past its pod's memory limit: 3 x 64 MiB.
-    let ip = harness
-        .pods()
-        .get("oom-0-engine")
-        .await?
-        .status
-        .and_then(|s| s.pod_ip)
-        .expect("the engine's address");
+    let url = harness.engine_url("oom", "oom-0-engine").await?;
     tokio::task::spawn_blocking(move || {
         let ballast = vec![b'x'; 64 << 20];
         for key in 0..3 {
-            let Ok(client) = redis::Client::open(format!("redis://{ip}:6379/")) else {
+            let Ok(client) = redis::Client::open(url.as_str()) else {
                 return;
             };
             let Ok(mut connection) = client.get_connection() else {

@@ -75,10 +75,10 @@ async fn a_readiness_blip_after_the_engine_ran_for_a_while_is_not_a_startup_time
     if wait.is_positive() {
         tokio::time::sleep(wait.unsigned_abs()).await;
     }
-    let ip = pod.status.and_then(|s| s.pod_ip).expect("a pod IP");
     // The engine stops listening on 6379 (its readiness probe's port) and listens on another;
     // the client's connection stays open.
-    let mut control = redis::Client::open(format!("redis://{ip}:6379/"))?.get_connection()?;
+    let url = harness.engine_url("blip", "blip-0-engine").await?;
+    let mut control = redis::Client::open(url)?.get_connection()?;
     redis::cmd("CONFIG")
         .arg("SET")
         .arg("port")

@@ -263,6 +263,124 @@ async fn a_password_from_a_secret_reaches_engine_and_client_and_appears_nowhere_
     Ok(())
 }
 
+/// PING with `password` on the engine pod's address: the reply.
+fn ping_with_password(pod: &Pod, password: &str) -> String {
+    let ip = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .unwrap_or_default();
+    let client = redis::Client::open(format!("redis://:{password}@{ip}:6379/")).unwrap();
+    match client.get_connection_with_timeout(Duration::from_secs(2)) {
+        Ok(mut connection) => match redis::cmd("PING").query::<String>(&mut connection) {
+            Ok(reply) => reply,
+            Err(e) => e.to_string(),
+        },
+        Err(e) => e.to_string(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_benchmark_that_names_no_password_gets_a_random_one_its_engines_require()
+-> anyhow::Result<()> {
+    let harness = Harness::start("ns-genpw", settings()).await?;
+    // Long enough loads that the engine is caught running (as in the spec-password test).
+    let body = "  instanceType: r7i.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}]\n  workload: {sortedSet: {members: 6000000, sampleEvery: 0}}\n  repetitions: 2\n";
+    let created = harness.create(&spec("genpw", body)).await?;
+    let reference = membench::auth::generated_password_secret(&created);
+
+    // While it runs: the engine refuses a client without the password and answers one with it.
+    let (mut refused, mut answered) = (None, None);
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let done = loop {
+        let current = harness.benchmarks().get("genpw").await?;
+        if matches!(
+            current.status.as_ref().and_then(|s| s.phase),
+            Some(Phase::Succeeded | Phase::Failed)
+        ) {
+            break current;
+        }
+        if answered.is_none() {
+            for pod in harness.pods().list(&ListParams::default()).await?.items {
+                let running = pod.status.as_ref().and_then(|s| s.pod_ip.clone()).is_some()
+                    && is_engine(&pod)
+                    && pod.metadata.deletion_timestamp.is_none();
+                if !running {
+                    continue;
+                }
+                let without = ping_without_password(&pod);
+                if without.contains("NOAUTH") || without.contains("uthentication") {
+                    let password = harness.generated_engine_password("genpw").await?;
+                    refused = Some(without);
+                    answered = Some(ping_with_password(&pod, &password));
+                }
+            }
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "not finished: {:#?}",
+            current.status
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let status = done.status.clone().unwrap_or_default();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+    assert_eq!(engine(&done, 0).repetitions.len(), 2);
+    let refused = refused.expect("the engine was never seen refusing a client without a password");
+    assert_eq!(
+        answered.as_deref(),
+        Some("PONG"),
+        "refused without: {refused}"
+    );
+
+    // The Secret: the benchmark's own, immutable, 32 random bytes as hex, in no other object.
+    let secrets: Api<Secret> = harness.namespace.api();
+    let secret = secrets.get(&reference.name).await?;
+    let owner = &secret.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+        (
+            "MemoryBenchmark",
+            created.uid().unwrap().as_str(),
+            Some(true)
+        )
+    );
+    assert_eq!(secret.immutable, Some(true));
+    let password = harness.generated_engine_password("genpw").await?;
+    assert!(
+        password.len() == 64 && password.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{password}"
+    );
+    assert!(!serde_json::to_string(&done)?.contains(&password));
+    let events = harness
+        .namespace
+        .api::<Event>()
+        .list(&ListParams::default())
+        .await?
+        .items;
+    assert!(!serde_json::to_string(&events)?.contains(&password));
+
+    // Deleted with the benchmark, by the garbage collector.
+    harness
+        .benchmarks()
+        .delete("genpw", &DeleteParams::background())
+        .await?;
+    within(
+        Duration::from_secs(60),
+        "deleted with its benchmark",
+        || async {
+            Ok(secrets
+                .get_opt(&reference.name)
+                .await?
+                .is_none()
+                .then_some(()))
+        },
+    )
+    .await?;
+    harness.finish().await;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_password_secret_is_named_while_waited_for_and_the_run_goes_on_once_it_exists()
 -> anyhow::Result<()> {

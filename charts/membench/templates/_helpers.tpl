@@ -74,6 +74,11 @@ app.kubernetes.io/component: operator
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
+# create only: each benchmark without spec.auth gets a password Secret the operator makes and
+# never reads back.
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["create"]
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   # get and delete: a policy of the benchmark's name left by an earlier benchmark of that name

@@ -17,6 +17,7 @@
 
 mod client_lifecycle;
 pub mod conditions;
+pub mod engine_password;
 pub mod events;
 #[cfg(test)]
 mod fault_tests;
@@ -132,6 +133,8 @@ pub enum Error {
     },
     #[error("cannot create the benchmark's NetworkPolicy: {0}")]
     CreateNetworkPolicy(#[source] network_policy::EnsureError),
+    #[error("cannot create the benchmark's engine password Secret: {0}")]
+    CreateEnginePassword(#[source] engine_password::EnsureError),
 }
 
 impl Error {
@@ -145,6 +148,7 @@ impl Error {
             Error::ReadBenchmark(_) => "ReadBenchmark",
             Error::ReleasePod { .. } => "ReleasePod",
             Error::CreateNetworkPolicy(_) => "CreateNetworkPolicy",
+            Error::CreateEnginePassword(_) => "CreateEnginePassword",
         }
     }
 }
@@ -212,6 +216,13 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
             others: &others,
         };
         let plan = plan::plan(&observation, &ctx.settings);
+        // The engines' password exists before the first pod that takes it (unless the spec
+        // names its own).
+        if !plan.create.is_empty() && benchmark.spec.auth.is_none() {
+            engine_password::ensure(&ctx.client, &benchmark)
+                .await
+                .map_err(Error::CreateEnginePassword)?;
+        }
         // The benchmark's pods are closed to the rest of the cluster before the first exists.
         if !plan.create.is_empty() && ctx.settings.network_policy.enabled {
             network_policy::ensure(&ctx.client, &benchmark, &ctx.settings.network_policy)

@@ -250,7 +250,10 @@ impl Step<'_, '_> {
                     .as_deref()
                     .unwrap_or("default")
             ),
-            None => String::new(),
+            None => format!(
+                " (the engine password Secret {:?} that the operator made for this benchmark is gone: delete the benchmark and create it again)",
+                crate::auth::generated_password_secret(self.benchmark).name
+            ),
         };
         if elapsed_since(self.now, since) >= self.settings.startup_timeout {
             let message = format!(

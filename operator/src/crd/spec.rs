@@ -120,9 +120,10 @@ pub struct MemoryBenchmarkSpec {
     pub published_table: Option<PublishedTableName>,
 
     /// A password every engine requires, from a Secret in the benchmark's namespace (see
-    /// `auth.passwordSecretRef`). Without it the engines need none: only the benchmark's own
-    /// client may reach them (the operator's NetworkPolicy). Local runs ignore it: their
-    /// engines listen on loopback only.
+    /// `auth.passwordSecretRef`). Without it the operator creates a Secret of its own,
+    /// `<benchmark>-engine-password-<uid>`, with a random password (owned by the benchmark,
+    /// never read back), so engines are never open. Local runs ignore it: their engines listen
+    /// on loopback only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<AuthSpec>,
 

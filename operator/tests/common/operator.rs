@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, Secret};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
@@ -160,6 +160,36 @@ impl Harness {
             .collect();
         listed.sort_by_key(|e| e.event_time.clone().map(|t| t.0));
         Ok(listed.into_iter().filter_map(|e| e.reason).collect())
+    }
+
+    /// The password the operator generated for a benchmark whose spec names none, read from its
+    /// Secret with the test's own rights (the operator itself never reads it).
+    pub async fn generated_engine_password(&self, name: &str) -> anyhow::Result<String> {
+        let benchmark = self.benchmarks().get(name).await?;
+        let reference = membench::auth::generated_password_secret(&benchmark);
+        let secrets: Api<Secret> = self.namespace.api();
+        let secret = secrets
+            .get(&reference.name)
+            .await
+            .with_context(|| format!("the generated password Secret {}", reference.name))?;
+        let value = secret
+            .data
+            .and_then(|data| data.get(&reference.key).cloned())
+            .with_context(|| format!("Secret {} has no key {}", reference.name, reference.key))?;
+        Ok(String::from_utf8(value.0)?)
+    }
+
+    /// A `redis://` URL of the engine pod `pod` with the benchmark's generated password.
+    pub async fn engine_url(&self, name: &str, pod: &str) -> anyhow::Result<String> {
+        let ip = self
+            .pods()
+            .get(pod)
+            .await?
+            .status
+            .and_then(|s| s.pod_ip)
+            .with_context(|| format!("pod {pod} has no address"))?;
+        let password = self.generated_engine_password(name).await?;
+        Ok(format!("redis://:{password}@{ip}:6379/"))
     }
 
     /// Adds labels to the test's namespace (Pod Security levels, selectors of policies).

@@ -184,7 +184,7 @@ pub fn client_pod(
 }
 
 /// The client's environment: its pod address for the progress endpoint, and the engine's
-/// password from the spec's Secret when it has one.
+/// password from the spec's Secret or the generated one.
 fn client_env(benchmark: &MemoryBenchmark) -> Vec<EnvVar> {
     let mut env = vec![EnvVar {
         name: "MEMBENCH_POD_IP".into(),
@@ -197,8 +197,8 @@ fn client_env(benchmark: &MemoryBenchmark) -> Vec<EnvVar> {
         }),
         ..Default::default()
     }];
-    if let Some(auth) = &benchmark.spec.auth {
-        env.push(crate::auth::client_env(auth));
-    }
+    env.push(crate::auth::client_env(&crate::auth::effective_auth(
+        benchmark,
+    )));
     env
 }

@@ -49,12 +49,10 @@ pub fn engine_args(engine: &EngineSpec) -> Vec<String> {
     args
 }
 
-/// [`engine_args`], plus the password reference when the spec has `auth`.
-fn engine_args_with_auth(benchmark: &MemoryBenchmark, engine: &EngineSpec) -> Vec<String> {
+/// [`engine_args`], plus the password reference (the spec's Secret, or the generated one).
+fn engine_args_with_auth(engine: &EngineSpec) -> Vec<String> {
     let mut args = engine_args(engine);
-    if benchmark.spec.auth.is_some() {
-        args.extend(crate::auth::engine_args(engine.engine));
-    }
+    args.extend(crate::auth::engine_args(engine.engine));
     args
 }
 
@@ -148,12 +146,11 @@ pub fn engine_pod(
             containers: vec![Container {
                 name: "engine".into(),
                 image: Some(engine.image()),
-                args: Some(engine_args_with_auth(benchmark, engine)),
-                env: benchmark
-                    .spec
-                    .auth
-                    .as_ref()
-                    .map(|auth| vec![crate::auth::engine_env(engine.engine, auth)]),
+                args: Some(engine_args_with_auth(engine)),
+                env: Some(vec![crate::auth::engine_env(
+                    engine.engine,
+                    &crate::auth::effective_auth(benchmark),
+                )]),
                 working_dir: Some(ENGINE_DATA_DIR.into()),
                 volume_mounts: Some(vec![engine_data_mount()]),
                 security_context: Some(restricted_container()),

@@ -19,7 +19,7 @@ use crate::crd::{MemoryBenchmark, PlacementSpec};
 mod client_pod;
 mod engine_pod;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use client_pod::{client_args, client_pod, engine_address};
 pub use engine_pod::{engine_args, engine_pod};

@@ -1,5 +1,6 @@
 //! Tests of the pod builders and of telling the operator's own pods from look-alikes.
 
+use k8s_openapi::api::core::v1::EnvVar;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::*;
@@ -202,7 +203,7 @@ fn each_workload_becomes_the_matching_load_flags() {
 }
 
 #[test]
-fn with_auth_both_pods_take_the_password_from_the_secret_and_no_spec_holds_it() {
+fn both_pods_take_the_password_from_the_specs_secret_or_the_generated_one_and_no_spec_holds_it() {
     let b = benchmark("  auth: {passwordSecretRef: {name: engine-password, key: password}}\n");
     let engine = engine_pod(&b, 1, 1 << 30, None, &PodSettings::default());
     let container = &engine.spec.as_ref().unwrap().containers[0];
@@ -245,14 +246,39 @@ fn with_auth_both_pods_take_the_password_from_the_secret_and_no_spec_holds_it() 
             .key,
         "password"
     );
-    // Without auth, neither pod mentions a password.
+    // Without auth, both take the Secret the operator generates for the benchmark.
     let open = benchmark("");
     let engine = engine_pod(&open, 1, 1 << 30, None, &PodSettings::default());
-    let text = serde_json::to_string(&engine).unwrap();
-    assert!(
-        !text.contains("requirepass") && !text.contains("PASSWORD"),
-        "{text}"
+    let container = &engine.spec.as_ref().unwrap().containers[0];
+    let args = container.args.clone().unwrap();
+    assert_eq!(
+        args[args.len() - 2..],
+        ["--requirepass", "$(MEMBENCH_ENGINE_PASSWORD)"]
     );
+    let secret_of = |env: &[EnvVar], name: &str| {
+        let var = env.iter().find(|e| e.name == name).expect(name);
+        assert!(var.value.is_none(), "{name} holds a literal value");
+        let selector = var.value_from.clone().unwrap().secret_key_ref.unwrap();
+        (selector.name, selector.key)
+    };
+    let generated = (
+        "zset-engine-password-uid-1".to_string(),
+        "password".to_string(),
+    );
+    assert_eq!(
+        secret_of(container.env.as_ref().unwrap(), "MEMBENCH_ENGINE_PASSWORD"),
+        generated
+    );
+    let client = client_pod(
+        &open,
+        1,
+        1,
+        &workload(&open),
+        "127.1.0.5",
+        &PodSettings::default(),
+    );
+    let env = client.spec.unwrap().containers[0].env.clone().unwrap();
+    assert_eq!(secret_of(&env, "MEMBENCH_PASSWORD"), generated);
 }
 
 #[test]
