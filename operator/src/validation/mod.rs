@@ -4,6 +4,7 @@
 //! created before the CRD carried a rule. [`validate`] also works out each engine's pod memory.
 //! Pure and I/O-free, but for [`spec_file`], which reads a spec from YAML.
 
+pub mod dragonfly_memory;
 pub mod spec_file;
 
 use crate::client::workload::Workload;
@@ -33,6 +34,11 @@ pub fn validate(benchmark: &MemoryBenchmark) -> Result<ValidSpec, String> {
         .iter()
         .map(|engine| match &engine.memory {
             Some(quantity) => parse_memory_quantity(quantity).unwrap_or(u64::MAX),
+            None if engine.engine == EngineKind::Dragonfly => {
+                estimated_engine_memory(&workload, engine.engine).max(
+                    dragonfly_memory::minimum_limit(dragonfly_memory::threads(engine)),
+                )
+            }
             None => estimated_engine_memory(&workload, engine.engine),
         })
         .collect();
@@ -101,6 +107,18 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
                     memory,
                     message::MEMORY_MINIMUM,
                 );
+            }
+            if engine.engine == EngineKind::Dragonfly {
+                let threads = dragonfly_memory::threads(engine);
+                let minimum = dragonfly_memory::minimum_limit(threads);
+                if parse_memory_quantity(memory).is_some_and(|bytes| bytes < minimum) {
+                    return Err(format!(
+                        "spec.engines[{i}].memory is {memory}: Dragonfly needs {} MiB of maxmemory per thread to start, and its pod gives it {}% of the memory limit as maxmemory, so with {threads} threads the limit must be at least {}; raise memory, or run fewer threads (--proactor_threads)",
+                        dragonfly_memory::MAXMEMORY_PER_THREAD / MIB,
+                        dragonfly_memory::MAXMEMORY_PERCENT,
+                        mebibytes(minimum)
+                    ));
+                }
             }
         }
         let valid_version = !engine.version.is_empty()
@@ -505,5 +523,40 @@ mod tests {
             assert!(err.contains(field), "{with}: {err}");
             assert!(err.contains(words), "{with}: {err}");
         }
+    }
+
+    #[test]
+    fn a_dragonfly_memory_limit_too_small_for_its_threads_is_refused_naming_the_minimum() {
+        let error = validate(&benchmark(
+            "df",
+            "[{engine: dragonfly, version: \"1.40.0\", memory: 512Mi}]",
+        ))
+        .unwrap_err();
+        assert!(
+            error.contains("engines[0].memory is 512Mi")
+                && error.contains("with 2 threads the limit must be at least 640Mi"),
+            "{error}"
+        );
+        assert!(
+            validate(&benchmark(
+                "df",
+                "[{engine: dragonfly, version: \"1.40.0\", memory: 640Mi}]"
+            ))
+            .is_ok()
+        );
+        // More threads need more; with no memory given, the estimate makes room for them.
+        let eight =
+            "[{engine: dragonfly, version: \"1.40.0\", args: [--proactor_threads=8], memory: 1Gi}]";
+        assert!(
+            validate(&benchmark("df", eight))
+                .unwrap_err()
+                .contains("8 threads")
+        );
+        let estimated = validate(&benchmark(
+            "df",
+            "[{engine: dragonfly, version: \"1.40.0\", args: [--proactor_threads=16]}]",
+        ))
+        .unwrap();
+        assert!(estimated.engine_memory[0] >= dragonfly_memory::minimum_limit(16));
     }
 }

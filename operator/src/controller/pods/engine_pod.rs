@@ -17,7 +17,7 @@ use crate::controller::pod_security::{
     restricted_container,
 };
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
-use crate::validation::mebibytes;
+use crate::validation::{dragonfly_memory, mebibytes};
 
 /// The arguments an engine starts with: port 6379, persistence off, reachable over the pod
 /// network, then the spec's own (which can override any of these).
@@ -49,9 +49,15 @@ pub fn engine_args(engine: &EngineSpec) -> Vec<String> {
     args
 }
 
-/// [`engine_args`], plus the password reference (the spec's Secret, or the generated one).
-fn engine_args_with_auth(engine: &EngineSpec) -> Vec<String> {
+/// The engine container's arguments: [`engine_args`] with Dragonfly's explicit `--maxmemory`
+/// (a share of the pod's limit, `validation/dragonfly_memory.rs`) before the spec's own, then
+/// the password reference (the spec's Secret, or the generated one).
+fn pod_engine_args(engine: &EngineSpec, memory_bytes: u64) -> Vec<String> {
     let mut args = engine_args(engine);
+    if engine.engine == EngineKind::Dragonfly {
+        let maxmemory = format!("--maxmemory={}", dragonfly_memory::maxmemory(memory_bytes));
+        args.insert(args.len() - engine.args.len(), maxmemory);
+    }
     args.extend(crate::auth::engine_args(engine.engine));
     args
 }
@@ -146,7 +152,7 @@ pub fn engine_pod(
             containers: vec![Container {
                 name: "engine".into(),
                 image: Some(engine.image()),
-                args: Some(engine_args_with_auth(engine)),
+                args: Some(pod_engine_args(engine, memory_bytes)),
                 env: Some(vec![crate::auth::engine_env(
                     engine.engine,
                     &crate::auth::effective_auth(benchmark),

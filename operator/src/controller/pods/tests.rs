@@ -355,3 +355,22 @@ fn engine_and_client_pods_pull_with_the_operators_secrets_then_the_specs_each_on
     let engine = engine_pod(&plain, 0, 512 << 20, None, &PodSettings::default());
     assert_eq!(engine.spec.unwrap().image_pull_secrets, None);
 }
+
+#[test]
+fn a_dragonfly_pod_gets_maxmemory_at_80_percent_of_its_limit_before_the_specs_own_args() {
+    let mut b = benchmark("");
+    let mut dragonfly = EngineSpec::new(EngineKind::Dragonfly, "1.40.0");
+    dragonfly.args = vec!["--maxmemory=700mb".into()];
+    b.spec.engines = vec![dragonfly];
+    let pod = engine_pod(&b, 0, 1 << 30, None, &PodSettings::default());
+    let args = pod.spec.unwrap().containers[0].args.clone().unwrap();
+    let ours = args
+        .iter()
+        .position(|a| a == &format!("--maxmemory={}", (1u64 << 30) * 4 / 5))
+        .unwrap_or_else(|| panic!("no --maxmemory of 80% of 1 GiB: {args:?}"));
+    let theirs = args.iter().position(|a| a == "--maxmemory=700mb").unwrap();
+    assert!(
+        ours < theirs,
+        "the spec's own flag must come last and win: {args:?}"
+    );
+}
