@@ -10,10 +10,13 @@
 //! that the benchmark is still at the version read: a status that changed in between is read
 //! again, never overwritten), then events are published, client pods' result finalizers
 //! released, and finished pods deleted. A pod the API server refuses (admission or validation)
-//! goes back into the plan as a [`observation::PodRejection`], which fails its engine at once; only
-//! transient API errors are retried. `pods` builds the pods (their Pod Security settings in
-//! `pod_security`); `crate::validation` checks the spec. [`leader`] lets one of several
-//! operator replicas run the controller.
+//! goes back into the plan as a [`observation::PodRejection`], which fails its engine at
+//! once; only transient API errors are retried. `pods` builds the pods (their Pod Security
+//! settings in `pod_security`); `crate::validation` checks the spec. [`leader`] lets one of
+//! several operator replicas run the controller.
+//!
+//! It may use the parts below it (`report`, `metrics`, `validation`, `client`, `auth`, `crd`
+//! and the leaves); never the local runner, its peer (docs/architecture.md, `layout_tests.rs`).
 
 mod client_lifecycle;
 pub mod conditions;

@@ -13,6 +13,9 @@
 //! - [`status`]: what the operator reports back.
 //!
 //! Every type is re-exported here, so `crate::crd::EngineSpec` and the like keep working.
+//!
+//! It may use only the leaves (`formats`): everything else reads the resource, so nothing here
+//! reads anything else (docs/architecture.md, `layout_tests.rs`).
 
 mod auth_spec;
 mod engine_spec;

@@ -12,8 +12,11 @@
 //! Names carry their base unit (`_bytes`, `_seconds`, `_total`). Labels are bounded: the result
 //! labels come from the benchmark's name and its status, never from measured values.
 //!
-//! [`serve::serve`] answers `/metrics`, `/healthz` (always 200 while the process runs) and `/readyz`
-//! (200 once the operator says it is ready).
+//! [`serve::serve`] answers `/metrics`, `/healthz` (always 200 while the process runs) and
+//! `/readyz` (200 once the operator says it is ready).
+//!
+//! It may use only `crd` and the leaves: the controller feeds it statuses (docs/architecture.md,
+//! `layout_tests.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -35,18 +38,17 @@ pub use results::RESULT_LABELS;
 use results::{ResultGauges, ResultValues};
 
 /// The result labels plus what the info series carries.
-pub const INFO_LABELS: [&str; 10] = [
-    "namespace",
-    "benchmark",
-    "entry",
-    "engine",
-    "version",
-    "instance_type",
-    "arch",
-    "workload",
-    "allocator",
-    "image",
-];
+pub const INFO_LABELS: [&str; 10] = {
+    let mut labels = [""; 10];
+    let mut i = 0;
+    while i < RESULT_LABELS.len() {
+        labels[i] = RESULT_LABELS[i];
+        i += 1;
+    }
+    labels[8] = "allocator";
+    labels[9] = "image";
+    labels
+};
 
 /// The phases counted by `membench_benchmarks`, always all four so a dashboard shows zeros.
 const PHASES: [(Phase, &str); 4] = [

@@ -3,6 +3,9 @@
 //! ([`crate::formats`]): a local run has no API server to do it, and the operator meets specs
 //! created before the CRD carried a rule. [`validate`] also works out each engine's pod memory.
 //! Pure and I/O-free, but for [`spec_file`], which reads a spec from YAML.
+//!
+//! It may use `client` (the workloads' sizes), `crd` and the leaves; the reports, the local
+//! runner and the controller above it call it (docs/architecture.md, `layout_tests.rs`).
 
 pub mod dragonfly_memory;
 pub mod spec_file;
