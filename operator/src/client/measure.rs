@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::client::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
 use crate::client::resp::{CommandBuffer, PipelinedConnection};
 use crate::client::workload::Workload;
-use crate::error::BenchError;
+use crate::error::{BenchError, StopCause};
 use crate::stats::{Spread, StabilityThresholds};
 
 /// Long enough for the connections that come and go around a benchmark (a TCP readiness
@@ -78,29 +78,48 @@ pub fn wait_until_sole_client(
     }
 }
 
-/// Asks a running measurement to stop early, keeping what it measured: set from the client's
-/// SIGTERM handler, read between batches and while waiting.
+/// Asks a running measurement to stop early, keeping what it measured: set from the command
+/// line's signal handler (SIGINT, SIGTERM), read between batches and while waiting. It holds
+/// what asked, which says how the stop is reported.
 #[derive(Clone, Debug, Default)]
-pub struct StopRequest(Arc<AtomicBool>);
+pub struct StopRequest(Arc<AtomicU8>);
 
 impl StopRequest {
     pub fn new() -> Self {
         Self::default()
     }
 
-    pub fn request(&self) {
-        self.0.store(true, Ordering::SeqCst);
+    /// Asks for the stop; the first cause asked for is the one reported.
+    pub fn request(&self, cause: StopCause) {
+        let code = match cause {
+            StopCause::Interrupt => 1,
+            StopCause::Terminate => 2,
+            StopCause::PodDeleted => 3,
+        };
+        let _ = self
+            .0
+            .compare_exchange(0, code, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    /// What asked for the stop, once one was asked for.
+    pub fn cause(&self) -> Option<StopCause> {
+        match self.0.load(Ordering::SeqCst) {
+            0 => None,
+            1 => Some(StopCause::Interrupt),
+            2 => Some(StopCause::Terminate),
+            _ => Some(StopCause::PodDeleted),
+        }
     }
 
     pub fn requested(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.cause().is_some()
     }
 
-    fn check(&self, items_sent: u64) -> Result<(), BenchError> {
-        if self.requested() {
-            Err(BenchError::Stopped { items_sent })
-        } else {
-            Ok(())
+    /// `Stopped` with the items sent of the running repetition, once a stop was asked for.
+    pub fn check(&self, items_sent: u64) -> Result<(), BenchError> {
+        match self.cause() {
+            Some(cause) => Err(BenchError::Stopped { items_sent, cause }),
+            None => Ok(()),
         }
     }
 
@@ -135,6 +154,10 @@ pub struct LoadOptions {
     pub other_clients_timeout: Duration,
     /// Stops the run early when requested (never, unless someone holds a clone).
     pub stop: StopRequest,
+    /// Refuse a server that holds keys at the start (`ServerNotEmpty`) instead of emptying it
+    /// with the first repetition's FLUSHALL: `membench load`, pointed at someone's server,
+    /// unless asked to `--flush`. Engines the caller started itself are its own to empty.
+    pub refuse_existing_keys: bool,
 }
 
 impl Default for LoadOptions {
@@ -148,6 +171,7 @@ impl Default for LoadOptions {
             connect_timeout: Duration::from_secs(5),
             other_clients_timeout: DEFAULT_OTHER_CLIENTS_TIMEOUT,
             stop: StopRequest::default(),
+            refuse_existing_keys: false,
         }
     }
 }
@@ -441,6 +465,23 @@ pub fn measure_journaled(
             return report;
         }
     }
+    if options.refuse_existing_keys {
+        match control.keys_in_all_databases() {
+            Ok(0) => {}
+            Ok(keys) => {
+                let e = BenchError::ServerNotEmpty {
+                    address: address.to_string(),
+                    keys,
+                };
+                report.error = Some((&e).into());
+                return report;
+            }
+            Err(e) => {
+                report.error = Some((&e).into());
+                return report;
+            }
+        }
+    }
     journal(&report);
     for repetition in 1..=options.repetitions {
         let mut state = RepetitionState {
@@ -467,9 +508,10 @@ pub fn measure_journaled(
                 // Asked to stop: whatever ended the repetition (a command the signal interrupted,
                 // the check between batches) ends it because of the stop. Otherwise, an engine
                 // that answered before and cannot be reached now went away.
-                let error = if options.stop.requested() {
+                let error = if let Some(cause) = stop_behind(&error, &options.stop) {
                     BenchError::Stopped {
                         items_sent: state.sent,
+                        cause,
                     }
                 } else {
                     error.after_connected(state.sent)
@@ -482,6 +524,24 @@ pub fn measure_journaled(
     }
     report.summary = Summary::of(&report.repetitions, &options.thresholds);
     report
+}
+
+/// What stopped a repetition that failed with `error`, if a stop was asked for. A signal
+/// interrupts a socket call with a timeout (EINTR, which is not restarted) a moment before the
+/// signal thread asks for the stop: an interrupted call waits for that request briefly, so
+/// that it is reported as the stop it is rather than as a lost engine.
+fn stop_behind(error: &BenchError, stop: &StopRequest) -> Option<StopCause> {
+    let interrupted = error.to_string().contains("(os error 4)");
+    let until = Instant::now() + Duration::from_millis(if interrupted { 500 } else { 0 });
+    loop {
+        if let Some(cause) = stop.cause() {
+            return Some(cause);
+        }
+        if Instant::now() >= until {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// What is known of the repetition under way, kept outside it so that a failure anywhere in it
@@ -634,15 +694,9 @@ fn load(
     if let Some(password) = &address.password {
         buffer.array(2).bulk(b"AUTH").bulk(password.as_bytes());
         connection.send(&buffer).map_err(|e| lost(0, e))?;
-        if connection
-            .read_replies(1)
-            .map_err(|e| lost(0, e))?
-            .first_error
-            .is_some()
-        {
-            return Err(BenchError::AuthRequired {
-                address: address.to_string(),
-            });
+        let tally = connection.read_replies(1).map_err(|e| lost(0, e))?;
+        if let Some(reply) = tally.first_error {
+            return Err(BenchError::from_load_reply("AUTH", reply, 0, address));
         }
     }
 
