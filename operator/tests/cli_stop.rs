@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use membench::client::engine::EngineAddress;
 use membench::crd::EngineKind;
-use membench::engine::EngineAddress;
 use serde_json::Value;
 
 fn scratch(name: &str) -> PathBuf {

@@ -1,8 +1,8 @@
 //! The benchmark client's load path, the code that also runs inside the client pod
 //! (`membench load`): the wire protocol (`resp`), the workloads (`workload`), the measurement
 //! protocol (`measure`), the control commands to an engine (`engine`), progress on a terminal
-//! (`progress`) and on the pod's HTTP endpoint (`progress_endpoint`), leaving on SIGTERM
-//! (`stop`), and the result in the container's termination message (`result`).
+//! (`progress`) and on the pod's HTTP endpoint (`progress_endpoint`), leaving on SIGINT
+//! and SIGTERM (`stop`), and the result in the container's termination message (`result`).
 //!
 //! It may use only `crd` and the leaves (`stats`, `formats`, `error`): nothing in it knows
 //! about the validation, the reports, the controller or the local runner
