@@ -51,7 +51,11 @@ async fn local_only_engine_fields_are_invalid_spec_naming_membench_run_and_nothi
     // The refusal is decided before anything is created: every benchmark has its terminal
     // status, written by the same reconcile that would have created its pods.
     let pods = harness.pods().list(&ListParams::default()).await?.items;
-    assert!(pods.is_empty(), "{:?}", pods.iter().map(|p| &p.metadata.name).collect::<Vec<_>>());
+    assert!(
+        pods.is_empty(),
+        "{:?}",
+        pods.iter().map(|p| &p.metadata.name).collect::<Vec<_>>()
+    );
     harness.finish().await;
     Ok(())
 }
