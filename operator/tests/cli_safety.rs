@@ -507,3 +507,55 @@ fn installed_as_kubectl_membench_it_runs_as_a_kubectl_plugin() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn the_progress_bar_on_a_terminal_starts_empty_and_reads_as_numbers_for_people() {
+    let redis = common::start(EngineKind::Redis, &[]);
+    // `script` gives membench a terminal (the bar is hidden otherwise) and prints what it drew.
+    let load = format!(
+        "{} load --addr {} --workload strings --keys 300000 --repetitions 2 --output json > /dev/null",
+        env!("CARGO_BIN_EXE_membench"),
+        redis.address.socket_addr()
+    );
+    let output = Command::new("script")
+        .args(["-qec", &load, "/dev/null"])
+        .output()
+        .expect("script (util-linux) runs");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let drawn = stdout(&output);
+    // A drawn bar ends `] eta 3s`; the line before its first progress says `starting`.
+    let lines: Vec<&str> = drawn
+        .split(['\r', '\n'])
+        .filter(|l| l.contains("] eta"))
+        .collect();
+    assert!(drawn.contains("starting"), "{drawn:?}");
+    assert!(!lines.is_empty(), "no bar was drawn: {drawn:?}");
+    for line in &lines {
+        assert!(
+            line.contains("rep "),
+            "a bar before the repetition's first progress (0 of 0 drawn full): {line:?}"
+        );
+        assert!(!line.contains(" 0/0"), "{line:?}");
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("rep 1/2 ") && l.contains("/300,000")),
+        "counts have thousands separators: {lines:?}"
+    );
+    // Rates: three significant figures, as `246k/s`, `1.23M/s`; never `245678.1234/s`.
+    let rates: Vec<&str> = lines
+        .iter()
+        .flat_map(|l| l.split_whitespace())
+        .filter(|word| word.ends_with("/s"))
+        .collect();
+    assert!(!rates.is_empty(), "{lines:?}");
+    for rate in rates {
+        let number = rate.trim_end_matches("/s").trim_end_matches(['k', 'M']);
+        let digits = number.chars().filter(char::is_ascii_digit).count();
+        assert!(
+            (1..=3).contains(&digits) && number.parse::<f64>().is_ok(),
+            "{rate}"
+        );
+    }
+}

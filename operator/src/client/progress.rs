@@ -16,8 +16,8 @@ pub struct ProgressReporter {
     bar: ProgressBar,
     repetition: u32,
     last_drawn: u64,
-    /// When the repetition under way started sending, for its rate.
-    started: Instant,
+    /// The first report of the repetition under way and its count, for the rate.
+    started: (Instant, u64),
 }
 
 /// Before the first progress of an engine: its name, and what it waits for.
@@ -41,28 +41,34 @@ impl ProgressReporter {
             bar,
             repetition: 0,
             last_drawn: 0,
-            started: Instant::now(),
+            started: (Instant::now(), 0),
         }
     }
 
     pub fn update(&mut self, p: LoadProgress) {
         if p.repetition != self.repetition {
-            if self.repetition == 0 {
-                self.bar.set_style(bar_style());
-            }
+            let first = self.repetition == 0;
             self.repetition = p.repetition;
             self.bar.reset();
             self.bar.set_length(p.commands_total);
-            self.last_drawn = 0;
-            // The first report comes after the first batches: the rate counts from the start
-            // of the repetition's reports, which is close enough for a bar.
-            self.started = Instant::now();
+            self.bar.set_position(p.commands_done);
+            self.bar.set_message(progress_message(&p, None));
+            // The bar appears only now that it has a length: before, 0 of 0 would draw full.
+            if first {
+                self.bar.set_style(bar_style());
+            }
+            self.last_drawn = p.commands_done;
+            // The first report comes after the first batches: the rate counts from it.
+            self.started = (Instant::now(), p.commands_done);
+            return;
         }
         if p.commands_done - self.last_drawn >= UPDATE_EVERY || p.commands_done == p.commands_total
         {
+            let (at, done_then) = self.started;
+            let rate = (p.commands_done - done_then) as f64 / at.elapsed().as_secs_f64();
             self.bar.set_position(p.commands_done);
             self.bar
-                .set_message(progress_message(&p, self.started.elapsed().as_secs_f64()));
+                .set_message(progress_message(&p, Some(rate).filter(|r| r.is_finite())));
             self.last_drawn = p.commands_done;
         }
     }
@@ -80,13 +86,12 @@ impl ProgressReporter {
     }
 }
 
-/// `rep 2/10 1,234,567/2,000,000 1.23M/s`: where the repetition stands and how fast it goes.
-fn progress_message(p: &LoadProgress, seconds: f64) -> String {
-    let rate = if seconds > 0.0 {
-        format!(" {}", per_second(p.commands_done as f64 / seconds))
-    } else {
-        String::new()
-    };
+/// `rep 2/10 1,234,567/2,000,000 1.23M/s`: where the repetition stands and how fast it goes
+/// (once there is a rate to tell).
+fn progress_message(p: &LoadProgress, rate: Option<f64>) -> String {
+    let rate = rate
+        .map(|r| format!(" {}", per_second(r)))
+        .unwrap_or_default();
     format!(
         "rep {}/{} {}/{}{rate}",
         p.repetition,
