@@ -162,8 +162,9 @@ mod tests {
             commands_total: 2_000_000,
         };
         assert_eq!(
-            progress_message(&p, 2.0),
+            progress_message(&p, Some(500_000.0)),
             "rep 2/10 1,000,000/2,000,000 500k/s"
         );
+        assert_eq!(progress_message(&p, None), "rep 2/10 1,000,000/2,000,000");
     }
 }
