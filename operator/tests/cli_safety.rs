@@ -27,11 +27,35 @@ fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// Asserts that `output` exited with `code`, its error saying `expected`.
+fn assert_failed(output: &Output, code: i32, expected: &str) {
+    assert_eq!(output.status.code(), Some(code), "{}", stderr(output));
+    assert!(
+        stderr(output).contains(expected),
+        "expected {expected:?} in: {}",
+        stderr(output)
+    );
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir =
         std::env::temp_dir().join(format!("membench-cli-safety-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// A MemoryBenchmark named `name` with `spec` (YAML lines indented by two, not necessarily
+/// valid), written to `dir`.
+fn write_spec(dir: &std::path::Path, name: &str, spec: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: {name}}}\nspec:\n{spec}"
+        ),
+    )
+    .unwrap();
+    path
 }
 
 fn query<T: redis::FromRedisValue>(connection: &mut redis::Connection, args: &[&str]) -> T {
@@ -164,18 +188,16 @@ fn a_count_of_zero_is_refused_by_every_flag_and_spec_in_the_same_words() {
         assert!(!stdout(&output).contains("NaN"));
     }
     let dir = scratch("zero");
-    let spec = dir.join("zero.yaml");
-    std::fs::write(
-        &spec,
-        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: zero}\nspec:\n  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {strings: {keys: 0}}\n",
-    )
-    .unwrap();
+    let spec = write_spec(
+        &dir,
+        "zero",
+        "  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {strings: {keys: 0}}\n",
+    );
     let output = membench(&["run", spec.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("invalid spec.workload.strings.keys: must be at least 1"),
-        "{}",
-        stderr(&output)
+    assert_failed(
+        &output,
+        2,
+        "invalid spec.workload.strings.keys: must be at least 1",
     );
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -235,25 +257,19 @@ fn an_unreachable_server_prints_the_error_and_no_empty_table_row() {
             "--output",
             output_format,
         ]);
-        assert_eq!(output.status.code(), Some(1));
+        assert_failed(&output, 1, "cannot reach the engine at 127.0.0.1:1");
         assert_eq!(stdout(&output), "", "{output_format}");
-        assert!(
-            stderr(&output).contains("cannot reach the engine at 127.0.0.1:1"),
-            "{}",
-            stderr(&output)
-        );
     }
 }
 
 #[test]
 fn a_yaml_error_names_the_file_and_says_error_once() {
     let dir = scratch("yaml");
-    let spec = dir.join("broken.yaml");
-    std::fs::write(
-        &spec,
-        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: t}\nspec:\n  engines: [{engine: redis, version: \"7.0\"}\n  workload: {strings: {keys: 10}}\n",
-    )
-    .unwrap();
+    let spec = write_spec(
+        &dir,
+        "t",
+        "  engines: [{engine: redis, version: \"7.0\"}\n  workload: {strings: {keys: 10}}\n",
+    );
     let output = membench(&["run", spec.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
@@ -283,12 +299,11 @@ fn an_unknown_engine_lists_each_engine_of_the_spec_once() {
 #[test]
 fn an_instance_type_is_optional_for_a_local_run() {
     let dir = scratch("instance-type");
-    let spec = dir.join("local.yaml");
-    std::fs::write(
-        &spec,
-        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: local}\nspec:\n  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {strings: {keys: 1000}}\n  repetitions: 1\n",
-    )
-    .unwrap();
+    let spec = write_spec(
+        &dir,
+        "local",
+        "  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {strings: {keys: 1000}}\n  repetitions: 1\n",
+    );
     let output = membench(&["run", spec.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
     let table = stdout(&output);
@@ -499,11 +514,10 @@ fn installed_as_kubectl_membench_it_runs_as_a_kubectl_plugin() {
         .env("KUBECONFIG", &kubeconfig)
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains("cannot use the kubeconfig context \"elsewhere\""),
-        "{}",
-        stderr(&output)
+    assert_failed(
+        &output,
+        1,
+        "cannot use the kubeconfig context \"elsewhere\"",
     );
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -80,40 +80,6 @@ fn started_engine(process: &mut Child, membench: u32) -> (u32, EngineAddress, Pa
     }
 }
 
-/// FLUSHALL calls so far: membench flushes at the start of each repetition. Read over a
-/// connection of a few milliseconds, which membench's wait to be the only client outlasts.
-fn repetitions_begun(address: &EngineAddress) -> u64 {
-    let Ok(client) = redis::Client::open(format!("redis://{}/", address.socket_addr())) else {
-        return 0;
-    };
-    let Ok(mut connection) = client.get_connection() else {
-        return 0;
-    };
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut connection)
-        .unwrap_or_default();
-    stats
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_flushall:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
-/// Waits until `finished` repetitions are done (the next one has begun).
-fn wait_for_repetitions(address: &EngineAddress, process: &mut Child, finished: u64) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while repetitions_begun(address) <= finished {
-        assert!(
-            process.try_wait().unwrap().is_none(),
-            "membench finished before {finished} repetitions were done; make the load bigger"
-        );
-        assert!(Instant::now() < deadline, "no progress within 120 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn wait_for_exit(process: &mut Child, within: Duration) -> ExitStatus {
     let started = Instant::now();
     loop {
@@ -182,7 +148,7 @@ fn stopped_run(name: &str, wrapper: &[&str], stop: impl FnOnce(&Child)) -> Stopp
         };
     }
     let (engine_pid, address, engine_dir) = started_engine(&mut process, membench_pid);
-    wait_for_repetitions(&address, &mut process, 2);
+    common::wait_for_repetitions(&address, &mut process, 2);
     stop(&process);
     let status = wait_for_exit(&mut process, Duration::from_secs(30));
     let stdout = read(process.stdout.take());
@@ -310,7 +276,7 @@ fn stopped_load(
     let dir = scratch(name);
     let result = dir.join("result");
     let mut load = start_load(&redis.address, &result, in_pod);
-    wait_for_repetitions(&redis.address, &mut load, 2);
+    common::wait_for_repetitions(&redis.address, &mut load, 2);
     common::send_signal(load.id(), signal).unwrap();
     let status = wait_for_exit(&mut load, Duration::from_secs(5));
     let stdout = read(load.stdout.take());
