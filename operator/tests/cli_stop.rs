@@ -111,8 +111,9 @@ struct StoppedRun {
 }
 
 /// Runs the long comparison through `wrapper` (none, or `timeout 8`), stops it with `stop`
-/// once two repetitions of the first engine are done, and collects what it left.
-fn stopped_run(name: &str, wrapper: &[&str], stop: impl FnOnce(&Child)) -> StoppedRun {
+/// (given membench and its engine's PID) once two repetitions of the first engine are done,
+/// and collects what it left.
+fn stopped_run(name: &str, wrapper: &[&str], stop: impl FnOnce(&Child, u32)) -> StoppedRun {
     let dir = scratch(name);
     let spec = long_spec(&dir);
     let result_file = dir.join("result.json");
@@ -149,7 +150,7 @@ fn stopped_run(name: &str, wrapper: &[&str], stop: impl FnOnce(&Child)) -> Stopp
     }
     let (engine_pid, address, engine_dir) = started_engine(&mut process, membench_pid);
     common::wait_for_repetitions(&address, &mut process, 2);
-    stop(&process);
+    stop(&process, engine_pid);
     let status = wait_for_exit(&mut process, Duration::from_secs(30));
     let stdout = read(process.stdout.take());
     let stderr = read(process.stderr.take());
@@ -221,7 +222,7 @@ fn assert_stopped_cleanly(run: &StoppedRun, signal_name: &str) {
 
 #[test]
 fn run_stopped_by_sigint_prints_and_writes_what_it_measured_and_stops_its_engine() {
-    let run = stopped_run("sigint", &[], |p| {
+    let run = stopped_run("sigint", &[], |p, _| {
         common::send_signal(p.id(), libc::SIGINT).unwrap()
     });
     assert_eq!(run.status.code(), Some(130), "stderr: {}", run.stderr);
@@ -230,7 +231,7 @@ fn run_stopped_by_sigint_prints_and_writes_what_it_measured_and_stops_its_engine
 
 #[test]
 fn run_stopped_by_sigterm_prints_and_writes_what_it_measured_and_stops_its_engine() {
-    let run = stopped_run("sigterm", &[], |p| {
+    let run = stopped_run("sigterm", &[], |p, _| {
         common::send_signal(p.id(), libc::SIGTERM).unwrap()
     });
     assert_eq!(run.status.code(), Some(143), "stderr: {}", run.stderr);
@@ -241,9 +242,26 @@ fn run_stopped_by_sigterm_prints_and_writes_what_it_measured_and_stops_its_engin
 fn run_under_timeout_prints_and_writes_what_it_measured_and_stops_its_engine() {
     // `timeout` sends SIGTERM when its time is up and reports 124 itself. Two repetitions of
     // the first engine take about two seconds here; the whole comparison far longer.
-    let run = stopped_run("timeout", &["timeout", "8"], |_| {});
+    let run = stopped_run("timeout", &["timeout", "8"], |_, _| {});
     assert_eq!(run.status.code(), Some(124), "stderr: {}", run.stderr);
     assert_stopped_cleanly(&run, "SIGTERM");
+}
+
+#[test]
+fn run_stopped_while_its_engine_hangs_kills_the_engine_and_still_keeps_what_it_measured() {
+    let started = std::cell::Cell::new(None);
+    let run = stopped_run("hung", &[], |p, engine| {
+        // An engine that stops answering (SIGSTOP) mid-load: the measurement cannot return
+        // by itself, so membench kills it at its deadline.
+        common::send_signal(engine, libc::SIGSTOP).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        common::send_signal(p.id(), libc::SIGINT).unwrap();
+        started.set(Some(Instant::now()));
+    });
+    let took = started.get().unwrap().elapsed();
+    assert_eq!(run.status.code(), Some(130), "stderr: {}", run.stderr);
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert_stopped_cleanly(&run, "SIGINT");
 }
 
 /// `membench load` of strings, with its result file, as a user runs it.
