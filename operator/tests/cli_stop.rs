@@ -283,18 +283,23 @@ fn start_load(address: &EngineAddress, result: &Path, in_pod: bool) -> Child {
     command.spawn().expect("membench runs")
 }
 
-/// Stops a load with `signal` after two repetitions; its exit status, its JSON output, its
-/// result file's error and its stderr.
+/// Stops a load with `signal` after two repetitions (its engine first frozen with SIGSTOP when
+/// `hang`); its exit status, its JSON output, its result file's error and its stderr.
 fn stopped_load(
     name: &str,
     signal: libc::c_int,
     in_pod: bool,
+    hang: bool,
 ) -> (ExitStatus, Value, Value, String) {
     let redis = common::start(EngineKind::Redis, &[]);
     let dir = scratch(name);
     let result = dir.join("result");
     let mut load = start_load(&redis.address, &result, in_pod);
     common::wait_for_repetitions(&redis.address, &mut load, 2);
+    if hang {
+        common::send_signal(redis.pid(), libc::SIGSTOP).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    }
     common::send_signal(load.id(), signal).unwrap();
     let status = wait_for_exit(&mut load, Duration::from_secs(5));
     let stdout = read(load.stdout.take());
@@ -304,12 +309,17 @@ fn stopped_load(
     let written: Value =
         serde_json::from_str(&std::fs::read_to_string(&result).expect("a result file")).unwrap();
     let _ = std::fs::remove_dir_all(dir);
+    if hang {
+        // The engine stops with the test: thawed, it is stopped as always.
+        common::send_signal(redis.pid(), libc::SIGCONT).unwrap();
+    }
     (status, printed, written, stderr)
 }
 
 #[test]
 fn load_stopped_by_sigint_keeps_its_finished_repetitions_and_says_nothing_of_a_pod() {
-    let (status, printed, written, stderr) = stopped_load("load-sigint", libc::SIGINT, false);
+    let (status, printed, written, stderr) =
+        stopped_load("load-sigint", libc::SIGINT, false, false);
     assert_eq!(status.code(), Some(130), "{stderr}");
     let kept = printed["repetitions"].as_array().unwrap().len();
     assert!((2..40).contains(&kept), "kept {kept}");
@@ -325,16 +335,27 @@ fn load_stopped_by_sigint_keeps_its_finished_repetitions_and_says_nothing_of_a_p
 
 #[test]
 fn load_stopped_by_sigterm_names_a_pods_deletion_only_in_a_pod() {
-    let (status, printed, _, stderr) = stopped_load("load-sigterm", libc::SIGTERM, false);
+    let (status, printed, _, stderr) = stopped_load("load-sigterm", libc::SIGTERM, false, false);
     assert_eq!(status.code(), Some(143), "{stderr}");
     let message = printed["error"]["message"].as_str().unwrap();
     assert!(
         message.contains("SIGTERM") && !message.contains("pod"),
         "{message}"
     );
-    let (status, printed, written, stderr) = stopped_load("load-pod", libc::SIGTERM, true);
+    let (status, printed, written, stderr) = stopped_load("load-pod", libc::SIGTERM, true, false);
     assert_eq!(status.code(), Some(143), "{stderr}");
     let message = printed["error"]["message"].as_str().unwrap();
     assert!(message.contains("the pod is being deleted"), "{message}");
+    assert_eq!(written["error"]["category"], "Stopped");
+}
+
+#[test]
+fn load_stopped_while_its_engine_hangs_prints_and_writes_its_journal_at_the_deadline() {
+    let (status, printed, written, stderr) = stopped_load("load-hung", libc::SIGINT, false, true);
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("did not stop within 3 s"), "{stderr}");
+    let kept = printed["repetitions"].as_array().unwrap().len();
+    assert!(kept >= 2, "kept {kept}");
+    assert_eq!(printed["error"]["category"], "Stopped");
     assert_eq!(written["error"]["category"], "Stopped");
 }

@@ -250,11 +250,27 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
     // measured, printed and written below; a run that cannot end in time has its journal
     // written by the handler.
     let result_file = std::sync::Arc::new(ResultFile::new(args.result_file.clone()));
+    let output = args.output;
+    // The report is printed once: by the run that returned, or by the deadline after a stop.
+    let printed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let print_once = {
+        let printed = printed.clone();
+        move |report: &BenchmarkReport| {
+            if !printed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                print_report(report, output);
+            }
+        }
+    };
     let journal = Journal::new(BenchmarkReport::nothing_measured(&workload, &options));
     if let Err(e) = stop_on_signals(
         options.stop.clone(),
         STOP_DEADLINE,
-        write_journal_and_exit(journal.clone(), result_file.clone(), STOP_DEADLINE),
+        write_journal_and_exit(
+            journal.clone(),
+            result_file.clone(),
+            STOP_DEADLINE,
+            print_once.clone(),
+        ),
     ) {
         eprintln!(
             "warning: cannot handle SIGINT and SIGTERM ({e}); a stopped run would leave no result"
@@ -300,10 +316,27 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         eprintln!("error: cannot write the result to {}: {e}", path.display());
         return ExitCode::FAILURE;
     }
-    match args.output {
+    print_once(&report);
+    match &report.error {
+        Some(e) => {
+            eprintln!("error: {}", e.message);
+            match options.stop.cause() {
+                Some(cause) => ExitCode::from(cause.exit_code()),
+                None if refused => ExitCode::from(2),
+                None => ExitCode::FAILURE,
+            }
+        }
+        None => ExitCode::SUCCESS,
+    }
+}
+
+/// Prints what was measured as `format` asks: the finished run's report, or the journal of a
+/// stopped one that could not return.
+fn print_report(report: &BenchmarkReport, format: OutputFormat) {
+    match format {
         OutputFormat::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&report).expect("reports serialize")
+            serde_json::to_string_pretty(report).expect("reports serialize")
         ),
         // Nothing measured (an engine that could not be reached, a server refused): the error
         // says it all, and a row of dashes would say nothing.
@@ -319,29 +352,18 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
                     report.pipeline
                 );
                 if format == OutputFormat::Table {
-                    println!("{}", repetitions_table(&report).render(format));
-                    if let Some(growth) = membench::report::table::growth_table(&report) {
+                    println!("{}", repetitions_table(report).render(format));
+                    if let Some(growth) = membench::report::table::growth_table(report) {
                         println!(
                             "used_memory during the load (repetition 1):\n{}",
                             growth.to_text()
                         );
                     }
                 }
-                let rows = vec![ComparisonRow::from_report(&report, None)];
+                let rows = vec![ComparisonRow::from_report(report, None)];
                 print!("{}", comparison_table(&rows).render(format));
             }
         }
-    }
-    match &report.error {
-        Some(e) => {
-            eprintln!("error: {}", e.message);
-            match options.stop.cause() {
-                Some(cause) => ExitCode::from(cause.exit_code()),
-                None if refused => ExitCode::from(2),
-                None => ExitCode::FAILURE,
-            }
-        }
-        None => ExitCode::SUCCESS,
     }
 }
 

@@ -146,18 +146,20 @@ pub fn stop_on_signals(
     Ok(())
 }
 
-/// `membench load`'s deadline action: writes `journal` to `file` and exits with the cause's
-/// code, since the measurement is blocked on its engine.
+/// `membench load`'s deadline action: writes `journal` to `file`, hands it to `print`, and
+/// exits with the cause's code, since the measurement is blocked on its engine.
 pub fn write_journal_and_exit(
     journal: Journal,
     file: Arc<ResultFile>,
     deadline: Duration,
+    print: impl FnOnce(&BenchmarkReport) + Send + 'static,
 ) -> impl FnOnce(StopCause) + Send + 'static {
     move |cause| {
         let report = journal.stopped(cause);
         if let Err(e) = file.write(&report) {
             eprintln!("error: cannot write the result: {e}");
         }
+        print(&report);
         eprintln!(
             "membench: the measurement did not stop within {} s; wrote the {} finished repetitions",
             deadline.as_secs(),
