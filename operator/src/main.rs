@@ -73,7 +73,12 @@ fn program_name() -> &'static str {
 
 fn main() -> ExitCode {
     let name = program_name();
-    let command = Cli::command().bin_name(name);
+    // The commands that measure or read results exit with these codes too.
+    let command = ["load", "run", "report"]
+        .into_iter()
+        .fold(Cli::command().bin_name(name), |command, sub| {
+            command.mut_subcommand(sub, |c| c.after_help(EXIT_CODES))
+        });
     let cli = match Cli::from_arg_matches(&command.get_matches()) {
         Ok(cli) => cli,
         Err(e) => e.exit(),

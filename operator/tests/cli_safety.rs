@@ -416,15 +416,20 @@ const EXIT_CODES: [(&str, &str); 5] = [
 
 #[test]
 fn exit_codes_are_documented_in_help_and_the_readme() {
-    let help = stdout(&membench(&["--help"]));
+    let helps: Vec<String> = [&["--help"][..], &["load", "--help"], &["run", "--help"]]
+        .iter()
+        .map(|args| stdout(&membench(args)))
+        .collect();
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
     for (code, meaning) in EXIT_CODES {
-        assert!(
-            help.lines()
-                .any(|l| l.trim_start().starts_with(code) && l.contains(meaning)),
-            "--help lacks exit code {code}: {help}"
-        );
+        for help in &helps {
+            assert!(
+                help.lines()
+                    .any(|l| l.trim_start().starts_with(code) && l.contains(meaning)),
+                "--help lacks exit code {code}: {help}"
+            );
+        }
         assert!(
             readme
                 .lines()
