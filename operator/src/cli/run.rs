@@ -3,9 +3,9 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use membench::client::measure::StopRequest;
 use membench::client::progress::ProgressReporter;
 use membench::client::stop::{STOP_DEADLINE, stop_on_signals};
+use membench::client::stop_request::StopRequest;
 use membench::report::table::{ComparisonRow, OutputFormat, comparison_table};
 
 use super::{ComparisonOutput, StabilityArgs, usage_error};

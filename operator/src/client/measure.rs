@@ -12,16 +12,15 @@
 //! [`StopRequest`] (the client pod's SIGTERM) ends the run between two batches the same way.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use crate::client::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
 use crate::client::resp::{CommandBuffer, PipelinedConnection};
+use crate::client::stop_request::StopRequest;
 use crate::client::workload::Workload;
-use crate::error::{BenchError, StopCause};
+use crate::error::BenchError;
 use crate::stats::{Spread, StabilityThresholds};
 
 /// Long enough for the connections that come and go around a benchmark (a TCP readiness
@@ -75,62 +74,6 @@ pub fn wait_until_sole_client(
             });
         }
         std::thread::sleep(CLIENT_POLL_INTERVAL);
-    }
-}
-
-/// Asks a running measurement to stop early, keeping what it measured: set from the command
-/// line's signal handler (SIGINT, SIGTERM), read between batches and while waiting. It holds
-/// what asked, which says how the stop is reported.
-#[derive(Clone, Debug, Default)]
-pub struct StopRequest(Arc<AtomicU8>);
-
-impl StopRequest {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Asks for the stop; the first cause asked for is the one reported.
-    pub fn request(&self, cause: StopCause) {
-        let code = match cause {
-            StopCause::Interrupt => 1,
-            StopCause::Terminate => 2,
-            StopCause::PodDeleted => 3,
-        };
-        let _ = self
-            .0
-            .compare_exchange(0, code, Ordering::SeqCst, Ordering::SeqCst);
-    }
-
-    /// What asked for the stop, once one was asked for.
-    pub fn cause(&self) -> Option<StopCause> {
-        match self.0.load(Ordering::SeqCst) {
-            0 => None,
-            1 => Some(StopCause::Interrupt),
-            2 => Some(StopCause::Terminate),
-            _ => Some(StopCause::PodDeleted),
-        }
-    }
-
-    pub fn requested(&self) -> bool {
-        self.cause().is_some()
-    }
-
-    /// `Stopped` with the items sent of the running repetition, once a stop was asked for.
-    pub fn check(&self, items_sent: u64) -> Result<(), BenchError> {
-        match self.cause() {
-            Some(cause) => Err(BenchError::Stopped { items_sent, cause }),
-            None => Ok(()),
-        }
-    }
-
-    /// Sleeps for `duration`, waking early when a stop is requested.
-    fn sleep(&self, duration: Duration) -> Result<(), BenchError> {
-        let until = Instant::now() + duration;
-        while Instant::now() < until {
-            self.check(0)?;
-            std::thread::sleep(CLIENT_POLL_INTERVAL.min(until - Instant::now()));
-        }
-        self.check(0)
     }
 }
 
@@ -508,7 +451,7 @@ pub fn measure_journaled(
                 // Asked to stop: whatever ended the repetition (a command the signal interrupted,
                 // the check between batches) ends it because of the stop. Otherwise, an engine
                 // that answered before and cannot be reached now went away.
-                let error = if let Some(cause) = stop_behind(&error, &options.stop) {
+                let error = if let Some(cause) = options.stop.behind(&error) {
                     BenchError::Stopped {
                         items_sent: state.sent,
                         cause,
@@ -524,24 +467,6 @@ pub fn measure_journaled(
     }
     report.summary = Summary::of(&report.repetitions, &options.thresholds);
     report
-}
-
-/// What stopped a repetition that failed with `error`, if a stop was asked for. A signal
-/// interrupts a socket call with a timeout (EINTR, which is not restarted) a moment before the
-/// signal thread asks for the stop: an interrupted call waits for that request briefly, so
-/// that it is reported as the stop it is rather than as a lost engine.
-fn stop_behind(error: &BenchError, stop: &StopRequest) -> Option<StopCause> {
-    let interrupted = error.to_string().contains("(os error 4)");
-    let until = Instant::now() + Duration::from_millis(if interrupted { 500 } else { 0 });
-    loop {
-        if let Some(cause) = stop.cause() {
-            return Some(cause);
-        }
-        if Instant::now() >= until {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// What is known of the repetition under way, kept outside it so that a failure anywhere in it

@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::client::measure::{BenchmarkReport, StopRequest};
+use crate::client::measure::BenchmarkReport;
 use crate::client::result::ClientResult;
+use crate::client::stop_request::StopRequest;
 use crate::error::{BenchError, StopCause};
 
 /// How long the measurement may take to return after a stop signal before the deadline action

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::client::engine::{ControlConnection, EngineAddress};
-use crate::client::measure::{BenchmarkReport, LoadOptions, LoadProgress, StopRequest, measure};
+use crate::client::measure::{BenchmarkReport, LoadOptions, LoadProgress, measure};
+use crate::client::stop_request::StopRequest;
 use crate::client::workload::Workload;
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
 use crate::error::BenchError;
