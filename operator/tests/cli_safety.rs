@@ -9,23 +9,9 @@ mod common;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use common::{membench, stderr, stdout};
 use membench::crd::EngineKind;
 use serde_json::Value;
-
-fn membench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_membench"))
-        .args(args)
-        .output()
-        .expect("membench runs")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
 
 /// Asserts that `output` exited with `code`, its error saying `expected`.
 fn assert_failed(output: &Output, code: i32, expected: &str) {

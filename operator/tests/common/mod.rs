@@ -171,6 +171,22 @@ pub fn wait_for_repetitions(
     }
 }
 
+/// `membench ARGS` run to its end, as a user runs it.
+pub fn membench(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(args)
+        .output()
+        .expect("membench runs")
+}
+
+pub fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 /// A program on PATH.
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
