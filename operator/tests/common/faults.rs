@@ -94,9 +94,10 @@ pub fn assert_each_pod_created_once(history: &PodHistory) {
     );
 }
 
-/// FLUSHALL calls an engine pod has answered, over a connection of a few milliseconds.
-pub fn flushall_calls(ip: &str) -> u64 {
-    super::flushall_calls_at(&format!("{ip}:6379"))
+/// FLUSHALL calls the engine pod at `url` (`Harness::engine_url`, with its password) has
+/// answered, over a connection of a few milliseconds.
+pub fn flushall_calls(url: &str) -> u64 {
+    super::flushall_calls_at(url)
 }
 
 /// Removes the nodes a test added, and makes any it silenced report again, even when the test

@@ -128,11 +128,12 @@ pub fn connect(address: &EngineAddress) -> redis::Connection {
         .unwrap()
 }
 
-/// FLUSHALL calls the engine at `host_port` has answered: membench flushes at the start of each
-/// repetition. Read over a connection of a few milliseconds, which membench's wait to be the
-/// engine's only client outlasts; 0 while the engine does not answer.
-pub fn flushall_calls_at(host_port: &str) -> u64 {
-    let Ok(client) = redis::Client::open(format!("redis://{host_port}/")) else {
+/// FLUSHALL calls the engine at `url` (`redis://[:password@]host:port/`) has answered:
+/// membench flushes at the start of each repetition. Read over a connection of a few
+/// milliseconds, which membench's wait to be the engine's only client outlasts; 0 while the
+/// engine does not answer.
+pub fn flushall_calls_at(url: &str) -> u64 {
+    let Ok(client) = redis::Client::open(url) else {
         return 0;
     };
     let Ok(mut connection) = client.get_connection() else {
@@ -158,7 +159,8 @@ pub fn wait_for_repetitions(
     finished: u64,
 ) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while flushall_calls_at(&address.socket_addr()) <= finished {
+    let url = format!("redis://{}/", address.socket_addr());
+    while flushall_calls_at(&url) <= finished {
         assert!(
             process.try_wait().unwrap().is_none(),
             "membench finished before {finished} repetitions were done; make the load bigger"
