@@ -5,6 +5,45 @@
 
 use std::fmt::Display;
 
+/// What stopped a run early, which says how to describe it and which exit code reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopCause {
+    /// SIGINT: Ctrl-C at a terminal.
+    Interrupt,
+    /// SIGTERM outside a pod: `timeout`, `kill`, a service manager.
+    Terminate,
+    /// SIGTERM in a client pod: the pod is being deleted.
+    PodDeleted,
+}
+
+impl StopCause {
+    pub fn signal_name(self) -> &'static str {
+        match self {
+            StopCause::Interrupt => "SIGINT",
+            StopCause::Terminate | StopCause::PodDeleted => "SIGTERM",
+        }
+    }
+
+    fn why(self) -> &'static str {
+        match self {
+            StopCause::Interrupt => "Ctrl-C",
+            StopCause::Terminate => "asked to stop: `timeout`, `kill` or a service manager",
+            StopCause::PodDeleted => {
+                "the pod is being deleted: the benchmark's timeout, an eviction, or the loss of its engine"
+            }
+        }
+    }
+
+    /// The exit code of a run stopped this way: 128 + the signal's number, as a shell reports
+    /// a program the signal ended.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            StopCause::Interrupt => 130,
+            StopCause::Terminate | StopCause::PodDeleted => 143,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error("invalid {field}: {message}")]
@@ -19,6 +58,16 @@ pub enum BenchError {
         "the engine at {address} requires a password: pass --password (or set MEMBENCH_PASSWORD)"
     )]
     AuthRequired { address: String },
+
+    #[error(
+        "the engine at {address} refused the password: check --password (or MEMBENCH_PASSWORD) against the server's requirepass, or the password of its ACL user"
+    )]
+    AuthenticationFailed { address: String },
+
+    #[error(
+        "the server at {address} is not empty: it holds {keys} key(s) that membench did not write, and a benchmark starts with FLUSHALL. Point membench at a server that holds nothing you need, or pass --flush to empty it (every database) first"
+    )]
+    ServerNotEmpty { address: String, keys: u64 },
 
     #[error(
         "the engine ran out of memory after {items_sent} items: {message}. Raise maxmemory (or the pod's memory limit) or load fewer items"
@@ -37,9 +86,11 @@ pub enum BenchError {
     CountMismatch { message: String },
 
     #[error(
-        "stopped by SIGTERM after {items_sent} items of the running repetition (the pod is being deleted: the benchmark's timeout, an eviction, or the loss of its engine); the finished repetitions are kept"
+        "stopped by {} ({}) after {items_sent} items of the running repetition; the finished repetitions are kept",
+        cause.signal_name(),
+        cause.why()
     )]
-    Stopped { items_sent: u64 },
+    Stopped { items_sent: u64, cause: StopCause },
 
     #[error(
         "{count} other client(s) stayed connected to the engine at {address} for {waited_seconds:.1} s before the {reading} memory reading, and their buffers would count as data: {clients}. Stop them (a monitoring agent, another benchmark), or wait longer with --other-clients-timeout"
@@ -67,6 +118,8 @@ impl BenchError {
             BenchError::InvalidArgument { .. } => "InvalidSpec",
             BenchError::EngineUnreachable { .. } => "EngineUnreachable",
             BenchError::AuthRequired { .. } => "AuthRequired",
+            BenchError::AuthenticationFailed { .. } => "AuthenticationFailed",
+            BenchError::ServerNotEmpty { .. } => "ServerNotEmpty",
             BenchError::OutOfMemory { .. } => "OutOfMemory",
             BenchError::EngineRejected { .. } => "EngineRejected",
             BenchError::ConnectionLost { .. } => "ConnectionLost",
@@ -94,6 +147,11 @@ impl BenchError {
     /// Classifies an error from the `redis` crate (control connection).
     pub fn from_redis(address: &impl Display, e: redis::RedisError) -> Self {
         let text = e.to_string();
+        if text.contains("WRONGPASS") || e.kind() == redis::ErrorKind::AuthenticationFailed {
+            return BenchError::AuthenticationFailed {
+                address: address.to_string(),
+            };
+        }
         if text.contains("NOAUTH")
             || text.contains("WRONGPASS")
             || text.contains("Authentication required")
@@ -135,7 +193,11 @@ impl BenchError {
                 message: reply,
                 items_sent,
             }
-        } else if reply.starts_with("NOAUTH") || reply.starts_with("WRONGPASS") {
+        } else if reply.starts_with("WRONGPASS") {
+            BenchError::AuthenticationFailed {
+                address: address.to_string(),
+            }
+        } else if reply.starts_with("NOAUTH") {
             BenchError::AuthRequired {
                 address: address.to_string(),
             }

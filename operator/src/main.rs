@@ -2,20 +2,32 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod cli;
 
 use cli::{
-    EnginesArgs, LoadArgs, OperatorArgs, ReportArgs, RunArgs, run_engines, run_load, run_local,
-    run_operator, run_report,
+    CompletionsArgs, EnginesArgs, LoadArgs, OperatorArgs, ReportArgs, RunArgs, run_completions,
+    run_engines, run_load, run_local, run_operator, run_report,
 };
+
+/// The exit codes every command shares, for `--help` (the README has the same list).
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    everything asked for was measured (or printed)
+  1    a measurement failed or could not be written; what was measured is still printed and
+       written (--result-file), with the error
+  2    bad input: a flag, a spec or a server membench refuses to touch; nothing was measured
+  130  stopped by SIGINT (Ctrl-C): the finished repetitions are printed and written, with
+       error.category Stopped, and every engine membench started is stopped
+  143  stopped by SIGTERM (`kill`, a pod's deletion; `timeout` reports its own 124): the same";
 
 #[derive(Parser)]
 #[command(
     name = "membench",
     version,
-    about = "Measures how much memory Redis, Valkey and Dragonfly need for the same data"
+    about = "Measures how much memory Redis, Valkey and Dragonfly need for the same data",
+    after_help = EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -39,10 +51,38 @@ enum Command {
     /// List the engine store: every build `membench run` can start (hack/install-engines.sh
     /// installs them).
     Engines(EnginesArgs),
+    /// Print a completion script for a shell (bash, zsh or fish).
+    Completions(CompletionsArgs),
+}
+
+/// What the program is called, for its help and usage: `kubectl membench` when it is installed
+/// as the kubectl plugin `kubectl-membench` (kubectl runs plugins by that file name).
+fn program_name() -> &'static str {
+    let invoked = std::env::args_os().next().unwrap_or_default();
+    let file_name = std::path::Path::new(&invoked)
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    if file_name == cli::KUBECTL_PLUGIN {
+        "kubectl membench"
+    } else {
+        "membench"
+    }
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let name = program_name();
+    // The commands that measure or read results exit with these codes too.
+    let command = ["load", "run", "report"]
+        .into_iter()
+        .fold(Cli::command().bin_name(name), |command, sub| {
+            command.mut_subcommand(sub, |c| c.after_help(EXIT_CODES))
+        });
+    let cli = match Cli::from_arg_matches(&command.get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     match cli.command {
         Command::Crd => {
             print!("{}", membench::crd_yaml());
@@ -53,5 +93,6 @@ fn main() -> ExitCode {
         Command::Operator(args) => run_operator(args),
         Command::Report(args) => run_report(args),
         Command::Engines(args) => run_engines(args),
+        Command::Completions(args) => run_completions(args, Cli::command(), name),
     }
 }

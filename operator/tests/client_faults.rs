@@ -33,35 +33,6 @@ fn start_load(address: &EngineAddress, members: u64, repetitions: u32, result: &
         .expect("membench runs")
 }
 
-/// FLUSHALL calls so far: the client flushes once at the start of each repetition. Read over a
-/// connection of a few milliseconds, which the client's wait to be the only client outlasts.
-fn repetitions_begun(address: &EngineAddress) -> u64 {
-    let mut connection = common::connect(address);
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut connection)
-        .unwrap();
-    stats
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_flushall:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
-/// Waits until `finished` repetitions are done (the next one has begun).
-fn wait_for_repetitions(address: &EngineAddress, client: &mut Child, finished: u64) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while repetitions_begun(address) <= finished {
-        assert!(
-            client.try_wait().unwrap().is_none(),
-            "the client finished before {finished} repetitions were done; make the load bigger"
-        );
-        assert!(Instant::now() < deadline, "no progress within 120 s");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 fn signal(pid: u32, signal: libc::c_int) {
     common::send_signal(pid, signal).unwrap_or_else(|e| panic!("signal {signal} to {pid}: {e}"));
 }
@@ -92,7 +63,7 @@ fn sigterm_mid_run_leaves_the_finished_repetitions_in_the_result_within_the_grac
     let dir = tempdir("sigterm");
     let result = dir.join("termination-log");
     let mut client = start_load(&redis.address, 200_000, 40, &result);
-    wait_for_repetitions(&redis.address, &mut client, 2);
+    common::wait_for_repetitions(&redis.address, &mut client, 2);
 
     signal(client.id(), libc::SIGTERM);
     let (status, took) = wait_for_exit(&mut client, CLIENT_POD_GRACE);
@@ -132,7 +103,7 @@ fn an_engine_killed_mid_run_is_connection_lost_with_the_finished_repetitions_kep
     let dir = tempdir("killed");
     let result = dir.join("termination-log");
     let mut client = start_load(&redis.address, 200_000, 40, &result);
-    wait_for_repetitions(&redis.address, &mut client, 2);
+    common::wait_for_repetitions(&redis.address, &mut client, 2);
 
     signal(redis.pid(), libc::SIGKILL);
     let (status, _) = wait_for_exit(&mut client, Duration::from_secs(30));

@@ -264,14 +264,9 @@ async fn a_client_failing_three_times_fails_its_engine_keeping_what_the_attempts
             else {
                 continue;
             };
-            let ip = harness
-                .pods()
-                .get("flaky-0-engine")
-                .await?
-                .status
-                .and_then(|s| s.pod_ip)
-                .expect("the engine's address");
-            let calls = tokio::task::spawn_blocking(move || flushall_calls(&ip)).await?;
+            // The engine requires the benchmark's generated password.
+            let url = harness.engine_url("flaky", "flaky-0-engine").await?;
+            let calls = tokio::task::spawn_blocking(move || flushall_calls(&url)).await?;
             let base = *first_seen.get_or_insert(calls);
             if calls >= base + 2 {
                 break pid;

@@ -6,7 +6,9 @@ use clap::{Args, ValueEnum};
 use membench::client::engine::EngineAddress;
 use membench::client::measure::{BenchmarkReport, LoadOptions, measure_journaled};
 use membench::client::progress::ProgressReporter;
-use membench::client::stop::{Journal, ResultFile, STOP_DEADLINE, stop_on_sigterm};
+use membench::client::stop::{
+    Journal, ResultFile, STOP_DEADLINE, stop_on_signals, write_journal_and_exit,
+};
 use membench::client::workload::Workload;
 use membench::crd::RecordLayout;
 use membench::report::table::{ComparisonRow, OutputFormat, comparison_table, repetitions_table};
@@ -26,6 +28,15 @@ pub struct LoadArgs {
     /// The engine's address, HOST:PORT.
     #[arg(long)]
     addr: String,
+    /// Empty a server that already holds keys (FLUSHALL: every database) before measuring.
+    /// Without it, a server that is not empty is refused (exit 2), naming how many keys it
+    /// holds: a benchmark starts each repetition with FLUSHALL.
+    #[arg(long)]
+    flush: bool,
+    /// Leave the benchmark's keys in the server when it ends. Without it, membench flushes what
+    /// it wrote, so the server is left as empty as it found it.
+    #[arg(long)]
+    keep_data: bool,
     /// The engine's password, if it requires one.
     #[arg(long, env = "MEMBENCH_PASSWORD", hide_env_values = true)]
     password: Option<String>,
@@ -138,9 +149,17 @@ impl MeasurementArgs {
     }
 }
 
-/// Says which flag a workload needs when it is missing.
+/// Says which flag a workload needs when it is missing, and refuses a count of zero as a
+/// spec does, in the same words.
 fn required(value: Option<u64>, flag: &str, workload: &str) -> Result<u64, String> {
-    value.ok_or_else(|| format!("--workload {workload} needs {flag} N"))
+    match value {
+        None => Err(format!("--workload {workload} needs {flag} N")),
+        Some(0) => Err(format!(
+            "invalid {flag}: {}",
+            membench::client::workload::AT_LEAST_ONE
+        )),
+        Some(n) => Ok(n),
+    }
 }
 
 impl LoadArgs {
@@ -218,7 +237,8 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         Ok(w) => w,
         Err(message) => return usage_error(&message),
     };
-    let options = args.measurement.options();
+    let mut options = args.measurement.options();
+    options.refuse_existing_keys = !args.flush;
     if let Err(e) = options.validate() {
         return usage_error(&e.to_string().replacen("invalid ", "invalid --", 1));
     }
@@ -226,17 +246,35 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => return usage_error(&e.to_string()),
     };
-    // SIGTERM (the pod being deleted) ends the run with what it measured, written below; a
-    // run that cannot end in time has its journal written by the handler.
+    // SIGINT and SIGTERM (Ctrl-C, `timeout`, the pod being deleted) end the run with what it
+    // measured, printed and written below; a run that cannot end in time has its journal
+    // written by the handler.
     let result_file = std::sync::Arc::new(ResultFile::new(args.result_file.clone()));
+    let output = args.output;
+    // The report is printed once: by the run that returned, or by the deadline after a stop.
+    let printed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let print_once = {
+        let printed = printed.clone();
+        move |report: &BenchmarkReport| {
+            if !printed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                print_report(report, output);
+            }
+        }
+    };
     let journal = Journal::new(BenchmarkReport::nothing_measured(&workload, &options));
-    if let Err(e) = stop_on_sigterm(
+    if let Err(e) = stop_on_signals(
         options.stop.clone(),
-        journal.clone(),
-        result_file.clone(),
         STOP_DEADLINE,
+        write_journal_and_exit(
+            journal.clone(),
+            result_file.clone(),
+            STOP_DEADLINE,
+            print_once.clone(),
+        ),
     ) {
-        eprintln!("warning: cannot handle SIGTERM ({e}); a stopped run would leave no result");
+        eprintln!(
+            "warning: cannot handle SIGINT and SIGTERM ({e}); a stopped run would leave no result"
+        );
     }
     let mut progress = ProgressReporter::new(&format!("{} at {address}", workload.kind()));
     let endpoint =
@@ -260,6 +298,13 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         &mut |r| journal.record(r),
     );
     progress.finish();
+    let refused = report
+        .error
+        .as_ref()
+        .is_some_and(|e| e.category == "ServerNotEmpty");
+    if !args.keep_data && !refused {
+        flush_what_was_written(&address, &report);
+    }
     for warning in &report.warnings {
         eprintln!("warning: {warning}");
     }
@@ -271,11 +316,30 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         eprintln!("error: cannot write the result to {}: {e}", path.display());
         return ExitCode::FAILURE;
     }
-    match args.output {
+    print_once(&report);
+    match &report.error {
+        Some(e) => {
+            eprintln!("error: {}", e.message);
+            match options.stop.cause() {
+                Some(cause) => ExitCode::from(cause.exit_code()),
+                None if refused => ExitCode::from(2),
+                None => ExitCode::FAILURE,
+            }
+        }
+        None => ExitCode::SUCCESS,
+    }
+}
+
+/// Prints what was measured as `format` asks: the finished run's report, or the journal of a
+/// stopped one that could not return.
+fn print_report(report: &BenchmarkReport, format: OutputFormat) {
+    match format {
         OutputFormat::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&report).expect("reports serialize")
+            serde_json::to_string_pretty(report).expect("reports serialize")
         ),
+        // Nothing measured (an engine that could not be reached, a server refused): the error
+        // says it all, and a row of dashes would say nothing.
         format => {
             if !report.repetitions.is_empty() {
                 println!(
@@ -288,24 +352,32 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
                     report.pipeline
                 );
                 if format == OutputFormat::Table {
-                    println!("{}", repetitions_table(&report).render(format));
-                    if let Some(growth) = membench::report::table::growth_table(&report) {
+                    println!("{}", repetitions_table(report).render(format));
+                    if let Some(growth) = membench::report::table::growth_table(report) {
                         println!(
                             "used_memory during the load (repetition 1):\n{}",
                             growth.to_text()
                         );
                     }
                 }
+                let rows = vec![ComparisonRow::from_report(report, None)];
+                print!("{}", comparison_table(&rows).render(format));
             }
-            let rows = vec![ComparisonRow::from_report(&report, None)];
-            print!("{}", comparison_table(&rows).render(format));
         }
     }
-    match &report.error {
-        Some(e) => {
-            eprintln!("error: {}", e.message);
-            ExitCode::FAILURE
-        }
-        None => ExitCode::SUCCESS,
+}
+
+/// Empties the server of the benchmark's keys at the end (it held nothing else, or --flush
+/// emptied it), unless the load never reached it.
+fn flush_what_was_written(address: &EngineAddress, report: &BenchmarkReport) {
+    if report.engine.version.is_empty() {
+        return;
+    }
+    let flushed = membench::client::engine::ControlConnection::open(address, STOP_DEADLINE)
+        .and_then(|mut control| control.flush_all());
+    if let Err(e) = flushed {
+        eprintln!(
+            "warning: cannot flush the benchmark's keys from {address} ({e}); FLUSHALL there removes them"
+        );
     }
 }

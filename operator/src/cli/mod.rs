@@ -8,12 +8,16 @@ use clap::{Args, ValueEnum};
 use membench::report::table::OutputFormat;
 use membench::stats::StabilityThresholds;
 
+mod cluster;
+mod completions;
 mod engines;
 mod load;
 mod operator;
 mod report;
 mod run;
 
+pub use cluster::KUBECTL_PLUGIN;
+pub use completions::{CompletionsArgs, run_completions};
 pub use engines::{EnginesArgs, run_engines};
 pub use load::{LoadArgs, run_load};
 pub use operator::{OperatorArgs, run_operator};

@@ -4,14 +4,22 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
+use super::cluster::ContextArgs;
 use super::usage_error;
 
 #[derive(Args)]
 pub struct OperatorArgs {
     /// Watch only these namespaces, comma separated (default: every namespace). Namespaced
     /// watches need only Roles in those namespaces.
-    #[arg(long, env = "MEMBENCH_WATCH_NAMESPACE", value_delimiter = ',')]
+    #[arg(
+        short = 'n',
+        long,
+        env = "MEMBENCH_WATCH_NAMESPACE",
+        value_delimiter = ','
+    )]
     namespace: Vec<String>,
+    #[command(flatten)]
+    context: ContextArgs,
     /// Create a NetworkPolicy per benchmark that closes its pods to the rest of the cluster.
     #[arg(long, env = "MEMBENCH_BENCHMARK_NETWORK_POLICIES", default_value_t = true, action = clap::ArgAction::Set)]
     benchmark_network_policies: bool,
@@ -161,7 +169,7 @@ pub fn run_operator(args: OperatorArgs) -> ExitCode {
     };
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let result = runtime.block_on(async move {
-        let client = kube::Client::try_default().await?;
+        let client = args.context.client().await?;
         let metrics = membench::metrics::Metrics::new();
         let ready = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let server = tokio::spawn(membench::metrics::serve::serve(

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::ComparisonOutput;
+use super::cluster::ContextArgs;
 
 #[derive(Args)]
 pub struct ReportArgs {
@@ -16,6 +17,8 @@ pub struct ReportArgs {
     /// Every namespace.
     #[arg(short = 'A', long, conflicts_with = "namespace")]
     all_namespaces: bool,
+    #[command(flatten)]
+    context: ContextArgs,
     /// How to print the comparison (html: one self-contained page with the charts).
     #[arg(long, value_enum, default_value = "table")]
     output: ComparisonOutput,
@@ -28,7 +31,7 @@ pub fn run_report(args: ReportArgs) -> ExitCode {
 
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let result: anyhow::Result<Vec<MemoryBenchmark>> = runtime.block_on(async {
-        let client = kube::Client::try_default().await?;
+        let client = args.context.client().await?;
         let api: kube::Api<MemoryBenchmark> = if args.all_namespaces {
             kube::Api::all(client)
         } else {

@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 use membench::client::progress::ProgressReporter;
+use membench::client::stop::{STOP_DEADLINE, stop_on_signals};
+use membench::client::stop_request::StopRequest;
 use membench::report::table::{ComparisonRow, OutputFormat, comparison_table};
 
 use super::{ComparisonOutput, StabilityArgs, usage_error};
@@ -19,6 +21,11 @@ pub struct RunArgs {
     /// `<engine>-<version>`); repeat it for several. Reruns one engine of a long comparison.
     #[arg(long = "engine", value_name = "NAME")]
     engines: Vec<String>,
+    /// Also write what was measured to this file, as `--output json` prints it: at the end, and
+    /// when the run is stopped (SIGINT, SIGTERM), with the finished repetitions and the
+    /// stopped engine's error.category `Stopped`.
+    #[arg(long, value_name = "PATH")]
+    result_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     stability: StabilityArgs,
 }
@@ -32,6 +39,17 @@ pub fn run_local(args: RunArgs) -> ExitCode {
         return usage_error(&message);
     }
     let thresholds = args.stability.thresholds();
+    // SIGINT and SIGTERM (Ctrl-C, `timeout`) end the engine under way with what it measured;
+    // its engine is stopped and the run goes on to print and write what it has. Should the
+    // measurement not return (an engine that stopped answering), its engine is killed.
+    let stop = StopRequest::new();
+    if let Err(e) = stop_on_signals(stop.clone(), STOP_DEADLINE, |_| {
+        membench::local::runner::kill_started_engines()
+    }) {
+        eprintln!(
+            "warning: cannot handle SIGINT and SIGTERM ({e}); a stopped run would leave its engine running"
+        );
+    }
     let mut failed = false;
     let mut comparisons = Vec::new();
     let mut sections = Vec::new();
@@ -51,6 +69,7 @@ pub fn run_local(args: RunArgs) -> ExitCode {
         let result = membench::local::runner::run_benchmark(
             benchmark,
             thresholds,
+            &stop,
             &mut |engine| progress.borrow_mut().relabel(&format!("{name}: {engine}")),
             &mut |p| progress.borrow_mut().update(p),
         );
@@ -100,18 +119,21 @@ pub fn run_local(args: RunArgs) -> ExitCode {
                     String::new()
                 };
                 println!(
-                    "{name}: {workload}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs; the spec's instanceType {} is not applied locally){emulated}\n",
+                    "{name}: {workload}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs{}){emulated}\n",
                     benchmark.spec.repetitions,
                     benchmark.spec.pipeline,
                     comparison.host.hostname,
                     comparison.host.arch,
                     comparison.host.cpus,
-                    comparison.instance_type
+                    comparison.instance_type_note()
                 );
             }
             println!("{}", comparison_table(&rows).render(format));
         }
         comparisons.push(comparison);
+        if stop.requested() {
+            break;
+        }
     }
     if args.output == ComparisonOutput::Html {
         print!(
@@ -122,16 +144,43 @@ pub fn run_local(args: RunArgs) -> ExitCode {
             )
         );
     }
-    if args.output == ComparisonOutput::Json {
+    let json = || {
         let value = if comparisons.len() == 1 {
             serde_json::to_value(&comparisons[0])
         } else {
             serde_json::to_value(&comparisons)
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value.expect("comparisons serialize")).expect("json")
-        );
+        serde_json::to_string_pretty(&value.expect("comparisons serialize")).expect("json")
+    };
+    if args.output == ComparisonOutput::Json {
+        println!("{}", json());
+    }
+    if let Some(path) = &args.result_file
+        && let Err(e) = std::fs::write(path, json() + "\n")
+    {
+        eprintln!("error: cannot write the result to {}: {e}", path.display());
+        failed = true;
+    }
+    if let Some(cause) = stop.cause() {
+        let left: Vec<String> = benchmarks
+            .iter()
+            .flat_map(|b| b.spec.engines.iter().map(move |e| (b, e)))
+            .filter(|(b, e)| {
+                !comparisons.iter().any(|c| {
+                    Some(&c.benchmark) == b.metadata.name.as_ref()
+                        && c.engines.iter().any(|r| r.name == e.display_name())
+                })
+            })
+            .map(|(_, e)| e.display_name())
+            .collect();
+        if !left.is_empty() {
+            eprintln!(
+                "membench: stopped by {}; not run: {}",
+                cause.signal_name(),
+                left.join(", ")
+            );
+        }
+        return ExitCode::from(cause.exit_code());
     }
     if failed {
         ExitCode::FAILURE

@@ -211,6 +211,20 @@ pub fn identify(server: &HashMap<String, String>) -> (String, String) {
 
 /// Whether an error reply says the engine does not know the command (`ERR unknown command`),
 /// as opposed to refusing it for another reason.
+/// The keys INFO keyspace counts, over its `db<N>:keys=K,expires=...` lines.
+pub fn keys_in_keyspace(keyspace: &HashMap<String, String>) -> u64 {
+    keyspace
+        .iter()
+        .filter(|(db, _)| db.starts_with("db"))
+        .filter_map(|(_, fields)| {
+            fields
+                .split(',')
+                .find_map(|field| field.strip_prefix("keys="))
+                .and_then(|keys| keys.parse::<u64>().ok())
+        })
+        .fold(0, u64::saturating_add)
+}
+
 fn is_unknown_command(message: &str) -> bool {
     message.to_ascii_lowercase().contains("unknown command")
 }
@@ -263,6 +277,12 @@ impl ControlConnection {
 
     pub fn dbsize(&mut self) -> Result<u64, BenchError> {
         self.query(&mut redis::cmd("DBSIZE"))
+    }
+
+    /// Keys in every database (INFO keyspace), since FLUSHALL empties them all and DBSIZE counts
+    /// the selected one only.
+    pub fn keys_in_all_databases(&mut self) -> Result<u64, BenchError> {
+        Ok(keys_in_keyspace(&self.info("keyspace")?))
     }
 
     pub fn zcard(&mut self, key: &str) -> Result<u64, BenchError> {
@@ -417,6 +437,15 @@ mod tests {
         let json = serde_json::to_value(&dragonfly).unwrap();
         assert!(json.get("allocator").is_none(), "{json}");
         assert_eq!(dragonfly.allocator_label(), "(not reported)");
+    }
+
+    #[test]
+    fn the_keys_of_every_database_are_counted() {
+        let info = parse_info(
+            "# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=0\r\ndb5:keys=40,expires=0,avg_ttl=0\r\n",
+        );
+        assert_eq!(keys_in_keyspace(&info), 43);
+        assert_eq!(keys_in_keyspace(&parse_info("# Keyspace\r\n")), 0);
     }
 
     #[test]

@@ -12,14 +12,13 @@
 //! [`StopRequest`] (the client pod's SIGTERM) ends the run between two batches the same way.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use crate::client::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
 use crate::client::resp::{CommandBuffer, PipelinedConnection};
+use crate::client::stop_request::StopRequest;
 use crate::client::workload::Workload;
 use crate::error::BenchError;
 use crate::stats::{Spread, StabilityThresholds};
@@ -78,43 +77,6 @@ pub fn wait_until_sole_client(
     }
 }
 
-/// Asks a running measurement to stop early, keeping what it measured: set from the client's
-/// SIGTERM handler, read between batches and while waiting.
-#[derive(Clone, Debug, Default)]
-pub struct StopRequest(Arc<AtomicBool>);
-
-impl StopRequest {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn request(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    pub fn requested(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-
-    fn check(&self, items_sent: u64) -> Result<(), BenchError> {
-        if self.requested() {
-            Err(BenchError::Stopped { items_sent })
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Sleeps for `duration`, waking early when a stop is requested.
-    fn sleep(&self, duration: Duration) -> Result<(), BenchError> {
-        let until = Instant::now() + duration;
-        while Instant::now() < until {
-            self.check(0)?;
-            std::thread::sleep(CLIENT_POLL_INTERVAL.min(until - Instant::now()));
-        }
-        self.check(0)
-    }
-}
-
 /// How to run the load.
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
@@ -135,6 +97,10 @@ pub struct LoadOptions {
     pub other_clients_timeout: Duration,
     /// Stops the run early when requested (never, unless someone holds a clone).
     pub stop: StopRequest,
+    /// Refuse a server that holds keys at the start (`ServerNotEmpty`) instead of emptying it
+    /// with the first repetition's FLUSHALL: `membench load`, pointed at someone's server,
+    /// unless asked to `--flush`. Engines the caller started itself are its own to empty.
+    pub refuse_existing_keys: bool,
 }
 
 impl Default for LoadOptions {
@@ -148,6 +114,7 @@ impl Default for LoadOptions {
             connect_timeout: Duration::from_secs(5),
             other_clients_timeout: DEFAULT_OTHER_CLIENTS_TIMEOUT,
             stop: StopRequest::default(),
+            refuse_existing_keys: false,
         }
     }
 }
@@ -441,6 +408,23 @@ pub fn measure_journaled(
             return report;
         }
     }
+    if options.refuse_existing_keys {
+        match control.keys_in_all_databases() {
+            Ok(0) => {}
+            Ok(keys) => {
+                let e = BenchError::ServerNotEmpty {
+                    address: address.to_string(),
+                    keys,
+                };
+                report.error = Some((&e).into());
+                return report;
+            }
+            Err(e) => {
+                report.error = Some((&e).into());
+                return report;
+            }
+        }
+    }
     journal(&report);
     for repetition in 1..=options.repetitions {
         let mut state = RepetitionState {
@@ -467,9 +451,10 @@ pub fn measure_journaled(
                 // Asked to stop: whatever ended the repetition (a command the signal interrupted,
                 // the check between batches) ends it because of the stop. Otherwise, an engine
                 // that answered before and cannot be reached now went away.
-                let error = if options.stop.requested() {
+                let error = if let Some(cause) = options.stop.behind(&error) {
                     BenchError::Stopped {
                         items_sent: state.sent,
+                        cause,
                     }
                 } else {
                     error.after_connected(state.sent)
@@ -634,15 +619,9 @@ fn load(
     if let Some(password) = &address.password {
         buffer.array(2).bulk(b"AUTH").bulk(password.as_bytes());
         connection.send(&buffer).map_err(|e| lost(0, e))?;
-        if connection
-            .read_replies(1)
-            .map_err(|e| lost(0, e))?
-            .first_error
-            .is_some()
-        {
-            return Err(BenchError::AuthRequired {
-                address: address.to_string(),
-            });
+        let tally = connection.read_replies(1).map_err(|e| lost(0, e))?;
+        if let Some(reply) = tally.first_error {
+            return Err(BenchError::from_load_reply("AUTH", reply, 0, address));
         }
     }
 

@@ -1,8 +1,8 @@
 //! The benchmark client's load path, the code that also runs inside the client pod
 //! (`membench load`): the wire protocol (`resp`), the workloads (`workload`), the measurement
 //! protocol (`measure`), the control commands to an engine (`engine`), progress on a terminal
-//! (`progress`) and on the pod's HTTP endpoint (`progress_endpoint`), leaving on SIGTERM
-//! (`stop`), and the result in the container's termination message (`result`).
+//! (`progress`) and on the pod's HTTP endpoint (`progress_endpoint`), leaving on SIGINT
+//! and SIGTERM (`stop`, `stop_request`), and the result in the container's termination message (`result`).
 //!
 //! It may use only `crd` and the leaves (`stats`, `formats`, `error`): nothing in it knows
 //! about the validation, the reports, the controller or the local runner
@@ -15,4 +15,5 @@ pub mod progress_endpoint;
 pub mod resp;
 pub mod result;
 pub mod stop;
+pub mod stop_request;
 pub mod workload;

@@ -1,25 +1,25 @@
-//! How `membench load` leaves when it is asked to (its pod deleted: the benchmark's timeout,
-//! an eviction, the loss of its engine): SIGTERM requests a stop, the measurement ends between
-//! two batches with what it measured, and the result is written for the operator to read. Should
-//! the measurement not return in time (blocked on an engine that stopped answering), the
-//! journal of what was measured so far is written instead, before the grace period ends and
-//! the kubelet's SIGKILL would lose it.
+//! How a measuring command leaves when it is asked to: SIGINT (Ctrl-C) or SIGTERM (`kill`,
+//! `timeout`, a client pod being deleted: the benchmark's timeout, an eviction, the loss of its
+//! engine) requests a stop, the measurement ends between two batches with what it measured,
+//! and the command prints and writes it. Should the measurement not return in time (blocked on
+//! an engine that stopped answering), the command's own deadline action runs: `membench load`
+//! writes the journal of what was measured so far, before a pod's grace period ends and the
+//! kubelet's SIGKILL would lose it; `membench run` kills the engines it started, which ends the
+//! measurement at once. A second signal runs the deadline action without waiting.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::client::measure::{BenchmarkReport, StopRequest};
+use crate::client::measure::BenchmarkReport;
 use crate::client::result::ClientResult;
-use crate::error::BenchError;
+use crate::client::stop_request::StopRequest;
+use crate::error::{BenchError, StopCause};
 
-/// How long the measurement may take to return after SIGTERM before the journal is written.
-/// Client pods get 5 s of grace; this leaves time to write and exit.
+/// How long the measurement may take to return after a stop signal before the deadline action
+/// runs. Client pods get 5 s of grace; this leaves time to write and exit.
 pub const STOP_DEADLINE: Duration = Duration::from_secs(3);
-
-/// The exit code when the journal had to be written (128 + SIGTERM, as a shell reports it).
-pub const STOPPED_EXIT_CODE: i32 = 143;
 
 /// Writes the result file once, whoever gets there first: the measurement that returned, or
 /// the deadline after SIGTERM.
@@ -76,8 +76,8 @@ impl Journal {
         self.commands_sent.store(commands_sent, Ordering::SeqCst);
     }
 
-    /// The report as it stood, stopped by SIGTERM.
-    fn stopped(&self) -> BenchmarkReport {
+    /// The report as it stood, stopped by `cause`.
+    pub fn stopped(&self, cause: StopCause) -> BenchmarkReport {
         let mut report = self
             .report
             .lock()
@@ -85,46 +85,87 @@ impl Journal {
             .clone();
         let error = BenchError::Stopped {
             items_sent: self.commands_sent.load(Ordering::SeqCst),
+            cause,
         };
         report.error = Some((&error).into());
         report
     }
 }
 
-/// Turns SIGTERM into `stop`, and writes `journal` to `file` and exits if the measurement has
-/// not returned `deadline` after the signal. The handler is in place when this returns.
-pub fn stop_on_sigterm(
+/// What SIGTERM means here: in a pod (Kubernetes sets `KUBERNETES_SERVICE_HOST` in every
+/// container) its deletion, elsewhere whoever sent it.
+fn terminate_cause() -> StopCause {
+    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+        StopCause::PodDeleted
+    } else {
+        StopCause::Terminate
+    }
+}
+
+/// Turns SIGINT and SIGTERM into `stop`, and runs `on_deadline` with the cause if the
+/// measurement has not returned `deadline` after the signal (or at a second signal). The
+/// handlers are in place when this returns.
+pub fn stop_on_signals(
     stop: StopRequest,
-    journal: Journal,
-    file: Arc<ResultFile>,
     deadline: Duration,
+    on_deadline: impl FnOnce(StopCause) + Send + 'static,
 ) -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()?;
-    // Registered here, not in the thread: a SIGTERM right after this returns is not missed.
-    let mut terminate = {
+    // Registered here, not in the thread: a signal right after this returns is not missed.
+    let (mut interrupt, mut terminate) = {
         let _entered = runtime.enter();
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        )
     };
     std::thread::Builder::new()
-        .name("sigterm".into())
+        .name("stop-signals".into())
         .spawn(move || {
-            runtime.block_on(terminate.recv());
-            eprintln!("membench: SIGTERM: stopping after the current batch and writing what was measured");
-            stop.request();
-            std::thread::sleep(deadline);
-            let report = journal.stopped();
-            if let Err(e) = file.write(&report) {
-                eprintln!("error: cannot write the result: {e}");
-            }
-            eprintln!(
-                "membench: the measurement did not stop within {} s; wrote the {} finished repetitions",
-                deadline.as_secs(),
-                report.repetitions.len()
-            );
-            std::process::exit(STOPPED_EXIT_CODE);
+            runtime.block_on(async {
+                let cause = tokio::select! {
+                    _ = interrupt.recv() => StopCause::Interrupt,
+                    _ = terminate.recv() => terminate_cause(),
+                };
+                eprintln!(
+                    "membench: {}: stopping after the current batch, then printing and writing what was measured",
+                    cause.signal_name()
+                );
+                stop.request(cause);
+                tokio::select! {
+                    _ = tokio::time::sleep(deadline) => {}
+                    _ = interrupt.recv() => {}
+                    _ = terminate.recv() => {}
+                }
+                on_deadline(cause);
+            });
         })?;
     Ok(())
+}
+
+/// `membench load`'s deadline action: writes `journal` to `file`, hands it to `print`, and
+/// exits with the cause's code, since the measurement is blocked on its engine.
+pub fn write_journal_and_exit(
+    journal: Journal,
+    file: Arc<ResultFile>,
+    deadline: Duration,
+    print: impl FnOnce(&BenchmarkReport) + Send + 'static,
+) -> impl FnOnce(StopCause) + Send + 'static {
+    move |cause| {
+        let report = journal.stopped(cause);
+        if let Err(e) = file.write(&report) {
+            eprintln!("error: cannot write the result: {e}");
+        }
+        print(&report);
+        eprintln!(
+            "membench: the measurement did not stop within {} s; wrote the {} finished repetitions",
+            deadline.as_secs(),
+            report.repetitions.len()
+        );
+        std::process::exit(i32::from(cause.exit_code()));
+    }
 }

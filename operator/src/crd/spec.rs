@@ -55,7 +55,8 @@ use crate::formats::{LABEL_VALUE, MAX_BENCHMARK_NAME, message};
 pub struct MemoryBenchmarkSpec {
     /// The node instance type to run the engines on, as in the node label
     /// `node.kubernetes.io/instance-type` (for example `r8g.4xlarge` for AWS Graviton4 or
-    /// `r7i.4xlarge` for x86). Local runs (`membench run`) record it but run on this machine.
+    /// `r7i.4xlarge` for x86). Required in a cluster; local runs (`membench run`) need none,
+    /// and record it when given, but run on this machine.
     #[schemars(length(min = 1, max = 63))]
     #[x_kube(validation = Rule::new(format!("self.matches('{LABEL_VALUE}')")).message(message::INSTANCE_TYPE))]
     pub instance_type: String,

@@ -5,12 +5,15 @@
 //! than this machine's run under qemu-user, and their rates are marked as the emulator's.
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::client::engine::{ControlConnection, EngineAddress};
 use crate::client::measure::{BenchmarkReport, LoadOptions, LoadProgress, measure};
+use crate::client::stop_request::StopRequest;
 use crate::client::workload::Workload;
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
 use crate::error::BenchError;
@@ -28,10 +31,15 @@ pub fn select_engines(
     if names.is_empty() {
         return Ok(());
     }
-    let known: Vec<String> = benchmarks
+    let mut known: Vec<String> = Vec::new();
+    for name in benchmarks
         .iter()
         .flat_map(|b| b.spec.engines.iter().map(EngineSpec::display_name))
-        .collect();
+    {
+        if !known.contains(&name) {
+            known.push(name);
+        }
+    }
     if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
         return Err(format!(
             "--engine {unknown}: no engine of the spec has that name; its engines are {}",
@@ -125,9 +133,23 @@ pub fn run_password() -> Result<String, BenchError> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// The engines this process started and has not reaped, so that a stopped run can kill them
+/// from its signal thread when a measurement does not return ([`kill_started_engines`]).
+static STARTED: Mutex<Vec<Weak<Mutex<Child>>>> = Mutex::new(Vec::new());
+
+/// Kills every engine this process started that still runs: a stopped `membench run` whose
+/// measurement is blocked on its engine ends it this way. Each engine's owner then reaps it
+/// and removes its directory as always.
+pub fn kill_started_engines() {
+    let started = STARTED.lock().unwrap_or_else(|e| e.into_inner());
+    for child in started.iter().filter_map(Weak::upgrade) {
+        let _ = child.lock().unwrap_or_else(|e| e.into_inner()).kill();
+    }
+}
+
 /// An engine running as a child process, stopped when dropped.
 pub struct LocalEngine {
-    child: Child,
+    child: Arc<Mutex<Child>>,
     pub address: EngineAddress,
     /// The program it runs, with its store build and preload.
     pub program: LocalProgram,
@@ -163,6 +185,9 @@ impl LocalEngine {
         }
         command
             .args(server_args(engine.engine, port, &dir, &engine.args))
+            // Its own process group: Ctrl-C at the terminal reaches membench only, which stops
+            // the engine itself after keeping what was measured.
+            .process_group(0)
             .current_dir(&dir)
             .stdin(Stdio::null())
             .stdout(
@@ -173,6 +198,12 @@ impl LocalEngine {
         let child = command.spawn().map_err(|e| {
             BenchError::EngineStart(format!("cannot start {}: {e}", program.path.display()))
         })?;
+        let child = Arc::new(Mutex::new(child));
+        {
+            let mut started = STARTED.lock().unwrap_or_else(|e| e.into_inner());
+            started.retain(|c| c.strong_count() > 0);
+            started.push(Arc::downgrade(&child));
+        }
         let mut started = Self {
             child,
             address: EngineAddress {
@@ -190,7 +221,7 @@ impl LocalEngine {
     fn wait_until_ready(&mut self, log_path: &Path) -> Result<(), BenchError> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Some(status) = self.exited() {
                 let log = std::fs::read_to_string(log_path).unwrap_or_default();
                 let tail: Vec<&str> = log
                     .lines()
@@ -223,7 +254,16 @@ impl LocalEngine {
 
     /// The server's process ID (for tests that kill it as a crash would).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child().id()
+    }
+
+    fn child(&self) -> std::sync::MutexGuard<'_, Child> {
+        self.child.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How the server ended, once it has.
+    fn exited(&self) -> Option<std::process::ExitStatus> {
+        self.child().try_wait().ok().flatten()
     }
 
     /// Stops the server (SHUTDOWN NOSAVE, then a kill if it lingers) and removes its directory.
@@ -236,21 +276,20 @@ impl LocalEngine {
             control.shutdown();
         }
         let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
+        while Instant::now() < deadline && self.exited().is_none() {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let mut child = self.child();
+        let _ = child.kill();
+        let _ = child.wait();
+        drop(child);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
 impl Drop for LocalEngine {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
+        if self.exited().is_none() {
             self.shut_down();
         } else {
             // It died on its own (or was killed): its directory goes all the same.
@@ -269,10 +308,13 @@ fn free_port() -> Result<u16, BenchError> {
 }
 
 /// Runs one benchmark: checks every engine's program first (so a missing one fails before
-/// anything runs), then starts, measures and stops the engines one at a time.
+/// anything runs), then starts, measures and stops the engines one at a time. A stop asked
+/// for through `stop` ends the engine under way with what it measured (`Stopped`), stops it,
+/// and starts no other: the comparison holds the engines measured until then.
 pub fn run_benchmark(
     benchmark: &MemoryBenchmark,
     thresholds: StabilityThresholds,
+    stop: &StopRequest,
     on_engine: &mut dyn FnMut(&str),
     progress: &mut dyn FnMut(LoadProgress),
 ) -> Result<LocalComparison, BenchError> {
@@ -289,6 +331,7 @@ pub fn run_benchmark(
         repetitions: spec.repetitions,
         settle_seconds: spec.settle_seconds,
         thresholds,
+        stop: stop.clone(),
         ..LoadOptions::default()
     };
     // The Secret spec.auth names is a cluster object: locally, the engines require a password
@@ -296,6 +339,9 @@ pub fn run_benchmark(
     let password = spec.auth.as_ref().map(|_| run_password()).transpose()?;
     let mut engines = Vec::new();
     for (engine, program) in spec.engines.iter().zip(&programs) {
+        if stop.requested() {
+            break;
+        }
         on_engine(&engine.display_name());
         let mut report =
             match LocalEngine::start_with_password(engine, program, password.as_deref()) {
@@ -304,7 +350,11 @@ pub fn run_benchmark(
                     server.stop();
                     report
                 }
-                Err(e) => failed_start_report(engine, &workload, &options, &e),
+                // An engine killed at start by a stop is stopped, not broken.
+                Err(e) => {
+                    let e = stop.check(0).err().unwrap_or(e);
+                    failed_start_report(engine, &workload, &options, &e)
+                }
             };
         report.name = engine.display_name();
         program.record_in(&mut report.engine);
@@ -321,7 +371,7 @@ pub fn run_benchmark(
         .collect();
     Ok(LocalComparison {
         benchmark: benchmark.metadata.name.clone().unwrap_or_default(),
-        instance_type: spec.instance_type.clone(),
+        instance_type: Some(spec.instance_type.clone()).filter(|t| !t.is_empty()),
         arch: crate::local::engine_store::store_arch_of(spec.arch).to_string(),
         host: HostInfo::current(),
         engines,

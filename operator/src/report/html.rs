@@ -197,7 +197,7 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
         .collect();
     let first = comparison.engines.first();
     let subtitle = format!(
-        "{}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs; the spec's instance type {} is not applied locally)",
+        "{}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs{})",
         first.map_or_else(
             || workload.as_ref().map(|w| w.describe()).unwrap_or_default(),
             |r| r.workload.description.clone()
@@ -207,7 +207,7 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
         comparison.host.hostname,
         comparison.host.arch,
         comparison.host.cpus,
-        comparison.instance_type
+        comparison.instance_type_note()
     );
     Section {
         title: comparison.benchmark.clone(),

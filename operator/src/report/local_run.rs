@@ -10,8 +10,9 @@ use crate::client::measure::BenchmarkReport;
 #[derive(Clone, Debug, Serialize)]
 pub struct LocalComparison {
     pub benchmark: String,
-    /// The spec's instance type; a local run does not apply it.
-    pub instance_type: String,
+    /// The spec's instance type, if it names one; a local run does not apply it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_type: Option<String>,
     /// The architecture the engines are built for (the spec's `arch`, else this machine's), as
     /// `uname -m` names it. Builds of another architecture than the host's run under an
     /// emulator (each engine's `engine.emulator`), whose rates are not the architecture's.
@@ -20,6 +21,17 @@ pub struct LocalComparison {
     pub engines: Vec<BenchmarkReport>,
     /// Each engine's median bytes per item against the first engine's, in percent.
     pub change_vs_first_percent: Vec<Option<f64>>,
+}
+
+impl LocalComparison {
+    /// What the headings say of the spec's instance type: that a local run does not apply it,
+    /// when the spec names one.
+    pub fn instance_type_note(&self) -> String {
+        self.instance_type
+            .as_ref()
+            .map(|t| format!("; the spec's instanceType {t} is not applied locally"))
+            .unwrap_or_default()
+    }
 }
 
 /// The machine a local run ran on.

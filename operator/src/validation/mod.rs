@@ -11,7 +11,7 @@ pub mod dragonfly_memory;
 pub mod spec_file;
 
 use crate::client::workload::Workload;
-use crate::crd::{EngineKind, MemoryBenchmark, PlacementSpec, RecordLayout};
+use crate::crd::{Allocator, EngineKind, MemoryBenchmark, PlacementSpec, RecordLayout};
 use crate::formats::{
     MAX_BENCHMARK_NAME, MAX_NODE_SELECTOR, MAX_SAMPLES, MAX_TOLERATIONS, MIN_SAMPLE_EVERY,
     is_image_reference, is_label_key, is_label_value, is_memory_quantity, message,
@@ -26,9 +26,19 @@ pub struct ValidSpec {
     pub engine_memory: Vec<u64>,
 }
 
-/// Checks a benchmark; the error names the field and says what to change.
+/// Checks a benchmark the operator is to run; the error names the field and says what to
+/// change. Beyond [`validate_spec`]: what a cluster needs and a local run does not (an
+/// instance type), and what only a local run can apply (the engine fields that pick a program
+/// on the machine that runs `membench run`).
 pub fn validate(benchmark: &MemoryBenchmark) -> Result<ValidSpec, String> {
     validate_spec(benchmark)?;
+    if benchmark.spec.instance_type.is_empty() {
+        return Err(format!(
+            "spec.instanceType is missing: a cluster runs the engines on a node of this instance type ({})",
+            message::INSTANCE_TYPE
+        ));
+    }
+    refuse_local_only_fields(benchmark)?;
     let workload = Workload::from_spec(&benchmark.spec.workload).map_err(|e| e.to_string())?;
     // validate_spec checked every given quantity.
     let engine_memory = benchmark
@@ -51,7 +61,50 @@ pub fn validate(benchmark: &MemoryBenchmark) -> Result<ValidSpec, String> {
     })
 }
 
-/// The schema's limits and CEL rules, checked locally with the same wording.
+/// The engine fields only `membench run` applies, and what a cluster offers instead.
+/// (`allocator: jemalloc` means the same in a cluster, where the official Redis and Valkey
+/// images have jemalloc.)
+const LOCAL_ONLY_FIELDS: [(&str, &str); 3] = [
+    (
+        "binary",
+        "it names a program on the machine that runs membench run; in a cluster set engines[].image to an image of that build",
+    ),
+    (
+        "build",
+        "it picks an engine store build on the machine that runs membench run; in a cluster set engines[].image to an image of that build",
+    ),
+    (
+        "ldPreload",
+        "it preloads a library into a program on the machine that runs membench run; in a cluster set engines[].image to an image built with it",
+    ),
+];
+
+/// Refuses the local-only engine fields, which a cluster would otherwise ignore without a word
+/// and measure something else than the spec says.
+fn refuse_local_only_fields(benchmark: &MemoryBenchmark) -> Result<(), String> {
+    for (i, engine) in benchmark.spec.engines.iter().enumerate() {
+        let set = [
+            engine.binary.is_some(),
+            engine.build.is_some(),
+            engine.ld_preload.is_some(),
+        ];
+        if let Some(((field, why), _)) = LOCAL_ONLY_FIELDS.iter().zip(set).find(|(_, set)| *set) {
+            return Err(format!(
+                "spec.engines[{i}].{field} applies to membench run only ({why}); remove it from the MemoryBenchmark you create in the cluster"
+            ));
+        }
+        if engine.allocator == Some(Allocator::Jemalloc) && engine.engine == EngineKind::Dragonfly {
+            return Err(format!(
+                "spec.engines[{i}].allocator: jemalloc does not apply to Dragonfly, which always uses its own allocator (mimalloc); remove it"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The schema's limits and CEL rules, checked locally with the same wording. An instance type
+/// is optional here (a local run does not use one; [`validate`] requires it), but must be a
+/// label value when given.
 pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
     let spec = &benchmark.spec;
     let limit = |field: &str, value: u64, min: u64, max: u64| {
@@ -82,7 +135,7 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
     let invalid = |field: String, value: &str, why: &str| {
         Err(format!("spec.{field}: invalid value '{value}': {why}"))
     };
-    if spec.instance_type.is_empty() || !is_label_value(&spec.instance_type) {
+    if !spec.instance_type.is_empty() && !is_label_value(&spec.instance_type) {
         return invalid(
             "instanceType".into(),
             &spec.instance_type,
@@ -337,6 +390,59 @@ mod tests {
         unchecked(&format!(
             "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: {name}}}\nspec:\n  instanceType: r8g.4xlarge\n  engines: {engines}\n  workload: {{sortedSet: {{members: 1000000}}}}\n"
         ))
+    }
+
+    #[test]
+    fn the_operator_refuses_each_local_only_engine_field_saying_it_applies_to_membench_run_only() {
+        for (entry, field) in [
+            ("binary: /usr/bin/redis-server", "binary"),
+            ("build: redis-7.0.15-debian", "build"),
+            (
+                "ldPreload: /usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+                "ldPreload",
+            ),
+        ] {
+            let spec = benchmark(
+                "local",
+                &format!(
+                    "[{{engine: redis, version: \"7.0.15\"}}, {{engine: valkey, version: \"9.1\", {entry}}}]"
+                ),
+            );
+            validate_spec(&spec).expect("a local run takes it");
+            let err = validate(&spec).expect_err(entry);
+            assert!(
+                err.starts_with(&format!(
+                    "spec.engines[1].{field} applies to membench run only"
+                )),
+                "{err}"
+            );
+        }
+        // The allocator means in a cluster what it means locally: the official images have
+        // jemalloc, Dragonfly never does.
+        let jemalloc = |engine: &str| {
+            benchmark(
+                "local",
+                &format!("[{{engine: {engine}, version: \"9.1\", allocator: jemalloc}}]"),
+            )
+        };
+        validate(&jemalloc("valkey")).expect("the official image has jemalloc");
+        let err = validate(&jemalloc("dragonfly")).unwrap_err();
+        assert!(
+            err.contains("spec.engines[0].allocator") && err.contains("mimalloc"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_instance_type_is_optional_locally_and_required_by_the_operator() {
+        let mut spec = benchmark("local", "[{engine: redis, version: \"7.0.15\"}]");
+        spec.spec.instance_type = String::new();
+        validate_spec(&spec).expect("a local run needs no instance type");
+        let err = validate(&spec).unwrap_err();
+        assert!(err.starts_with("spec.instanceType is missing"), "{err}");
+        spec.spec.instance_type = "r8g 4xlarge".into();
+        let err = validate_spec(&spec).unwrap_err();
+        assert!(err.contains(message::INSTANCE_TYPE), "{err}");
     }
 
     #[test]

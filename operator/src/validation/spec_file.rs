@@ -14,13 +14,25 @@ use crate::crd::MemoryBenchmark;
 pub fn read_specs(path: &Path) -> Result<Vec<MemoryBenchmark>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse_specs(&text).map_err(|e| format!("{}: {e}", path.display()))
+    let name = path.display().to_string();
+    parse_specs_named(&text, &name).map_err(|e| format!("{name}: {e}"))
 }
 
 /// Parses and checks MemoryBenchmark documents.
 pub fn parse_specs(text: &str) -> Result<Vec<MemoryBenchmark>, String> {
-    let documents: Vec<Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| format!("not valid YAML: {e}"))?;
+    parse_specs_named(text, "<input>")
+}
+
+/// [`parse_specs`] of the text of file `name`, which a YAML error's snippet names.
+fn parse_specs_named(text: &str, name: &str) -> Result<Vec<MemoryBenchmark>, String> {
+    let documents: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| {
+        let rendered = e.render_with_options(serde_saphyr::render_options! {
+            source_name: Some(name),
+        });
+        // The command line says `error:` once, before the file's name.
+        let rendered = rendered.strip_prefix("error: ").unwrap_or(&rendered);
+        format!("not valid YAML: {rendered}")
+    })?;
     let documents: Vec<Value> = documents.into_iter().filter(|d| !d.is_null()).collect();
     if documents.is_empty() {
         return Err("holds no MemoryBenchmark".into());
@@ -43,6 +55,13 @@ pub fn parse_specs(text: &str) -> Result<Vec<MemoryBenchmark>, String> {
                     "expected kind MemoryBenchmark with apiVersion membench.io/v1alpha1, found kind '{kind}', apiVersion '{api_version}'"
                 ));
             }
+            // A local run needs no instance type (the CRD requires one in a cluster).
+            let mut document = document.clone();
+            if let Some(spec) = document.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.entry("instanceType")
+                    .or_insert_with(|| Value::String(String::new()));
+            }
+            let document = &document;
             let benchmark: MemoryBenchmark = serde_json::from_value(document.clone())
                 .map_err(|e| describe_type_error(document, &e))?;
             let typed = serde_json::to_value(&benchmark).expect("specs serialize");

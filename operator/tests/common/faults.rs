@@ -94,24 +94,10 @@ pub fn assert_each_pod_created_once(history: &PodHistory) {
     );
 }
 
-/// FLUSHALL calls an engine has answered, over a connection of a few milliseconds.
-pub fn flushall_calls(ip: &str) -> u64 {
-    let Ok(client) = redis::Client::open(format!("redis://{ip}:6379/")) else {
-        return 0;
-    };
-    let Ok(mut connection) = client.get_connection() else {
-        return 0;
-    };
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut connection)
-        .unwrap_or_default();
-    stats
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_flushall:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+/// FLUSHALL calls the engine pod at `url` (`Harness::engine_url`, with its password) has
+/// answered, over a connection of a few milliseconds.
+pub fn flushall_calls(url: &str) -> u64 {
+    super::flushall_calls_at(url)
 }
 
 /// Removes the nodes a test added, and makes any it silenced report again, even when the test

@@ -128,6 +128,67 @@ pub fn connect(address: &EngineAddress) -> redis::Connection {
         .unwrap()
 }
 
+/// FLUSHALL calls the engine at `url` (`redis://[:password@]host:port/`) has answered:
+/// membench flushes at the start of each repetition. Read over a connection of a few
+/// milliseconds, which membench's wait to be the engine's only client outlasts; 0 while the
+/// engine does not answer.
+pub fn flushall_calls_at(url: &str) -> u64 {
+    let Ok(client) = redis::Client::open(url) else {
+        return 0;
+    };
+    let Ok(mut connection) = client.get_connection() else {
+        return 0;
+    };
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut connection)
+        .unwrap_or_default();
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_flushall:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits until `finished` repetitions of the membench `process` loading `address` are done
+/// (the next one has begun); fails if membench ends first or nothing moves for 120 s.
+pub fn wait_for_repetitions(
+    address: &EngineAddress,
+    process: &mut std::process::Child,
+    finished: u64,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let url = format!("redis://{}/", address.socket_addr());
+    while flushall_calls_at(&url) <= finished {
+        assert!(
+            process.try_wait().unwrap().is_none(),
+            "membench finished before {finished} repetitions were done; make the load bigger"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no progress within 120 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// `membench ARGS` run to its end, as a user runs it.
+pub fn membench(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(args)
+        .output()
+        .expect("membench runs")
+}
+
+pub fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 /// A program on PATH.
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {

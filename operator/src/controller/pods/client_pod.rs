@@ -82,6 +82,11 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
     flag("output", "json".into());
     flag("result-file", TERMINATION_MESSAGE_PATH.into());
     flag("progress-port", PROGRESS_PORT.to_string());
+    // The engine is the operator's own: a later attempt may find what an earlier one loaded
+    // (--flush), and the engine pod goes with its data, which a kept failed pod shows as it
+    // was (--keep-data).
+    args.push("--flush".into());
+    args.push("--keep-data".into());
     args
 }
 
