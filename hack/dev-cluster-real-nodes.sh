@@ -29,6 +29,11 @@
 # it). MEMBENCH_REAL_NODE_MEMORY is each node's allocatable memory.
 real_node_memory=${MEMBENCH_REAL_NODE_MEMORY:-4Gi}
 real_node_cpu_reserved=250m
+# Real nodes are tainted, as a dedicated benchmark node group would be: only pods that tolerate
+# it land there. Pods of the fake nodes' tests that pick no node (the chart's operator, whose
+# API server at 127.0.0.1 a pod's network namespace cannot reach) stay off them.
+# MEMBENCH_REAL_NODE_TAINT= (empty) registers them untainted.
+real_node_taint=${MEMBENCH_REAL_NODE_TAINT-membench.io/real-node=true:NoSchedule}
 
 # split_node_pools: $nodes into $agent_pools (for the node agent) and $real_nodes (one
 # "name instance-type zone index" per real node).
@@ -373,12 +378,16 @@ subjectAltName=IP:$ip,DNS:$name"
       cat "$hierarchy/cpuset.mems" >"$cgroup/cpuset.mems"
     fi
   done
+  # A node starts afresh (its containers were killed): the kubelet registers it again, with its
+  # labels and taint (which a kubelet gives only a Node it creates).
+  kc delete node "$name" --ignore-not-found --wait=false >/dev/null
   start_process "real-$name-kubelet" "${enter[@]}" env PATH="$dir/bin:$PATH" "$KUBE_BIN/kubelet" \
     --config="$dir/kubelet-config.yaml" \
     --kubeconfig="$dir/kubeconfig" \
     --hostname-override="$name" \
     --node-ip="$ip" \
     --node-labels="node.kubernetes.io/instance-type=$type,topology.kubernetes.io/zone=$zone,topology.kubernetes.io/region=us-east-1,membench.io/real-node=true" \
+    ${real_node_taint:+--register-with-taints="$real_node_taint"} \
     --v=1
 }
 

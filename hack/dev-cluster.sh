@@ -24,6 +24,8 @@
 #                               one this way); on a running cluster, `up` starts the real nodes
 #                               of both that do not run yet
 #   MEMBENCH_REAL_NODE_MEMORY   allocatable memory of each real node (default 4Gi)
+#   MEMBENCH_REAL_NODE_TAINT    taint of real nodes (default membench.io/real-node=true:NoSchedule;
+#                               empty: none)
 #   MEMBENCH_REAL_NODE_ENGINE_IMAGES  engine images to preload on real nodes (default: one per
 #                               version the engine store has; see hack/node-images.sh)
 #   MEMBENCH_NODE_AGENT_BIN     node agent binary to run (default: built here with cargo)

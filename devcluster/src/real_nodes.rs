@@ -19,8 +19,14 @@ pub const REAL_NODE_INSTANCE_TYPE: &str = "r7i.xlarge";
 /// The pool tests add to the dev cluster: one real amd64 node.
 pub const REAL_NODE_POOL: &str = "r7i.xlarge=1:kubelet";
 
-/// The label `hack/dev-cluster.sh` gives a real node (a kubelet's, not the node agent's).
+/// The label `hack/dev-cluster.sh` gives a real node (a kubelet's, not the node agent's), and
+/// the key of its taint (`membench.io/real-node=true:NoSchedule`): only pods that tolerate it
+/// run there, as on a dedicated benchmark node group.
 pub const REAL_NODE_LABEL: &str = "membench.io/real-node";
+
+/// A MemoryBenchmark's `placement` (YAML, indented for `spec:`) that tolerates the real nodes'
+/// taint.
+pub const TOLERATE_REAL_NODES: &str = "  placement:\n    tolerations: [{key: membench.io/real-node, operator: Equal, value: \"true\", effect: NoSchedule}]\n";
 
 /// A client for the dev cluster with its real node Ready (started, if the cluster runs
 /// without one), and that node. The error names what is missing: a test that needs a real
