@@ -55,12 +55,32 @@ go_tools_module() {
   } >"$dir/tools.go"
 }
 
+# missing_commands OUT CMD...: the commands of CMD... not yet built in OUT.
+missing_commands() {
+  local out=$1 c
+  shift
+  for c in "$@"; do [[ -x "$out/$c" ]] || echo "$c"; done
+}
+
+# go_build_commands DIR OUT TAGS LDFLAGS PACKAGE_PREFIX CMD...: builds each PACKAGE_PREFIX/CMD in
+# the module DIR into OUT/CMD (through a .tmp file, so an interrupted build leaves nothing).
+go_build_commands() {
+  local dir=$1 out=$2 tags=$3 ldflags=$4 prefix=$5 c
+  shift 5
+  mkdir -p "$out"
+  for c in "$@"; do
+    log "building $c (slow the first time)"
+    (cd "$dir" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$out/$c.tmp" "$prefix/$c")
+    mv "$out/$c.tmp" "$out/$c"
+  done
+}
+
 build_kubernetes() {
   local v=$KUBERNETES_VERSION out="$bin_dir/kubernetes-$KUBERNETES_VERSION"
   # kubelet: the real nodes of the dev cluster (hack/dev-cluster.sh, `:kubelet` pools).
   local cmds=(kube-apiserver kube-scheduler kube-controller-manager kubectl kubelet)
-  local missing=() c
-  for c in "${cmds[@]}"; do [[ -x "$out/$c" ]] || missing+=("$c"); done
+  local missing c
+  mapfile -t missing < <(missing_commands "$out" "${cmds[@]}")
   if [[ ${#missing[@]} -eq 0 ]]; then
     log "kubernetes $v already built in $out"
     return
@@ -85,15 +105,10 @@ build_kubernetes() {
   } >>"$dir/go.mod"
   log "resolving k8s.io/kubernetes $v (staging modules at $staging_version)"
   (cd "$dir" && go mod tidy)
-  mkdir -p "$out"
   local major=${v#v}; major=${major%%.*}
   local minor=${v#v*.}; minor=${minor%%.*}
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-  for c in "${missing[@]}"; do
-    log "building $c $v (slow the first time)"
-    (cd "$dir" && go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$ldflags" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c")
-    mv "$out/$c.tmp" "$out/$c"
-  done
+  go_build_commands "$dir" "$out" selinux,notest,grpcnotrace "$ldflags" k8s.io/kubernetes/cmd "${missing[@]}"
 }
 
 build_etcd() {
@@ -127,8 +142,8 @@ build_helm() {
 # the snapshotters that would need cgo or kernel features this machine lacks; overlayfs stays.
 build_containerd() {
   local v=$CONTAINERD_VERSION out="$bin_dir/containerd-$CONTAINERD_VERSION"
-  local cmds=(containerd containerd-shim-runc-v2 ctr) missing=() c
-  for c in "${cmds[@]}"; do [[ -x "$out/$c" ]] || missing+=("$c"); done
+  local cmds=(containerd containerd-shim-runc-v2 ctr) missing c
+  mapfile -t missing < <(missing_commands "$out" "${cmds[@]}")
   if [[ ${#missing[@]} -eq 0 ]]; then
     log "containerd $v already built in $out"
     return
@@ -138,13 +153,8 @@ build_containerd() {
   go_tools_module "$dir" "$module" "$v" "${pkgs[@]}"
   log "resolving containerd $v"
   (cd "$dir" && go mod tidy)
-  mkdir -p "$out"
   local ldflags="-s -w -X $module/version.Version=$v -X $module/version.Package=$module"
-  for c in "${missing[@]}"; do
-    log "building $c $v"
-    (cd "$dir" && go build -trimpath -tags no_btrfs,no_devmapper,no_zfs -ldflags "$ldflags" -o "$out/$c.tmp" "$module/cmd/$c")
-    mv "$out/$c.tmp" "$out/$c"
-  done
+  go_build_commands "$dir" "$out" no_btrfs,no_devmapper,no_zfs "$ldflags" "$module/cmd" "${missing[@]}"
 }
 
 # The real nodes' pod sandbox ("pause") program: no registry serves registry.k8s.io/pause here,

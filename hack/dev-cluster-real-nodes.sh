@@ -506,17 +506,10 @@ remove_bridge() {
 
 # real_nodes_status: one line per process of each real node.
 real_nodes_status() {
-  local file pid component any_down=0
+  local file any_down=0
   for file in "$state"/pids/real-*.pid; do
     [[ -e "$file" ]] || continue
-    component=$(basename "$file" .pid)
-    if pid_alive "$file"; then
-      read -r pid _ <"$file"
-      printf '%-32s running (pid %s)\n' "$component" "$pid"
-    else
-      printf '%-32s DEAD (log: %s)\n' "$component" "$state/logs/$component.log"
-      any_down=1
-    fi
+    process_status "$(basename "$file" .pid)" || any_down=1
   done
   [[ -f "$state/bridge" ]] && echo "bridge $(cat "$state/bridge"): $(ip -4 -br addr show dev "$(cat "$state/bridge")" 2>/dev/null | cut -c18-)"
   return $any_down

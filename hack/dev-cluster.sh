@@ -120,6 +120,18 @@ start_process() {
   echo "$pid $start" >"$state/pids/$name.pid"
 }
 
+# process_status NAME: "running (pid N)" or "DEAD (log: ...)" for pids/NAME.pid; false when dead.
+process_status() {
+  local pid
+  if pid_alive "$state/pids/$1.pid"; then
+    read -r pid _ <"$state/pids/$1.pid"
+    printf '%-32s running (pid %s)\n' "$1" "$pid"
+  else
+    printf '%-32s DEAD (log: %s)\n' "$1" "$state/logs/$1.log"
+    return 1
+  fi
+}
+
 # stop_pidfile PIDFILE: SIGTERM, then SIGKILL after 10 seconds.
 stop_pidfile() {
   local file=$1 pid start
@@ -570,18 +582,14 @@ cmd_status() {
     echo "dev cluster: down (no $state)"
     return 3
   fi
-  local c pid any_down=0
+  local c any_down=0
   for c in "${components[@]}"; do
     if [[ ! -f "$state/pids/$c.pid" ]]; then
       [[ "$c" == operator ]] && continue
       printf '%-24s not started\n' "$c"
       any_down=1
-    elif pid_alive "$state/pids/$c.pid"; then
-      read -r pid _ <"$state/pids/$c.pid"
-      printf '%-24s running (pid %s)\n' "$c" "$pid"
     else
-      printf '%-24s DEAD (log: %s)\n' "$c" "$state/logs/$c.log"
-      any_down=1
+      process_status "$c" || any_down=1
     fi
   done
   real_nodes_status || any_down=1

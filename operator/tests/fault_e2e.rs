@@ -193,26 +193,7 @@ async fn an_engine_oom_killed_mid_run_keeps_the_repetitions_measured_before() ->
         .status
         .and_then(|s| s.pod_ip)
         .expect("the engine's address");
-    tokio::task::spawn_blocking(move || {
-        let ballast = vec![b'x'; 64 << 20];
-        for key in 0..3 {
-            let Ok(client) = redis::Client::open(format!("redis://{ip}:6379/")) else {
-                return;
-            };
-            let Ok(mut connection) = client.get_connection() else {
-                return;
-            };
-            if redis::cmd("SET")
-                .arg(format!("ballast:{key}"))
-                .arg(&ballast)
-                .query::<()>(&mut connection)
-                .is_err()
-            {
-                return;
-            }
-        }
-    })
-    .await?;
+    fill_with_ballast(ip, 3).await?;
 
     let done = harness.finished("oom", Duration::from_secs(120)).await?;
     let first = engine(&done, 0);

@@ -198,26 +198,7 @@ async fn an_engine_over_its_cgroup_limit_is_oom_killed_by_the_kernel_keeping_ear
         .status
         .and_then(|s| s.pod_ip)
         .context("the engine's pod address")?;
-    tokio::task::spawn_blocking(move || {
-        let ballast = vec![b'x'; 64 << 20];
-        for key in 0..3 {
-            let Ok(client) = redis::Client::open(format!("redis://{ip}:6379/")) else {
-                return;
-            };
-            let Ok(mut connection) = client.get_connection() else {
-                return;
-            };
-            if redis::cmd("SET")
-                .arg(format!("ballast:{key}"))
-                .arg(&ballast)
-                .query::<()>(&mut connection)
-                .is_err()
-            {
-                return;
-            }
-        }
-    })
-    .await?;
+    common::faults::fill_with_ballast(ip, 3).await?;
 
     let done = harness.finished("oom", Duration::from_secs(120)).await?;
     let first = engine(&done, 0);

@@ -27,6 +27,33 @@ pub fn one_engine(instance_type: &str, repetitions: u32, settle: u32) -> String 
     )
 }
 
+/// Writes `count` values of 64 MiB into the engine at `ip` (port 6379), as something else
+/// filling it past its pod's memory limit would; stops at the first refused write or lost
+/// connection (the engine killed), which is what the tests wait for.
+pub async fn fill_with_ballast(ip: String, count: u32) -> anyhow::Result<()> {
+    tokio::task::spawn_blocking(move || {
+        let ballast = vec![b'x'; 64 << 20];
+        for key in 0..count {
+            let Ok(client) = redis::Client::open(format!("redis://{ip}:6379/")) else {
+                return;
+            };
+            let Ok(mut connection) = client.get_connection() else {
+                return;
+            };
+            if redis::cmd("SET")
+                .arg(format!("ballast:{key}"))
+                .arg(&ballast)
+                .query::<()>(&mut connection)
+                .is_err()
+            {
+                return;
+            }
+        }
+    })
+    .await?;
+    Ok(())
+}
+
 pub fn status_of(benchmark: &MemoryBenchmark) -> String {
     serde_json::to_string_pretty(&benchmark.status).unwrap_or_default()
 }
