@@ -14,6 +14,10 @@
 #                                     stop kube-apiserver and start it again on the same port
 #                                     (a fault for tests: every client's watch breaks and
 #                                     reconnects; nothing else restarts)
+#        hack/dev-cluster.sh stop-kubelet NODE
+#                                     stop a real node's kubelet (a fault for tests: its
+#                                     containers keep running, nothing reports for the node, which
+#                                     turns NotReady; the next `up` starts the node afresh)
 #
 # environment:
 #   MEMBENCH_DEV_CLUSTER_DIR    state directory (default ~/.cache/membench/dev-cluster)
@@ -577,6 +581,14 @@ cmd_restart_apiserver() {
   start_apiserver
 }
 
+cmd_stop_kubelet() {
+  local name=${1:-}
+  [[ -n "$name" ]] || die "usage: hack/dev-cluster.sh stop-kubelet NODE"
+  [[ -f "$state/pids/real-$name-kubelet.pid" ]] || die "no real node $name in $state (hack/dev-cluster.sh status lists them)"
+  log "stopping the kubelet of real node $name (its containers keep running)"
+  stop_pidfile "$state/pids/real-$name-kubelet.pid"
+}
+
 cmd_status() {
   if [[ ! -d "$state" ]]; then
     echo "dev cluster: down (no $state)"
@@ -610,8 +622,8 @@ cmd_status() {
 }
 
 case "${1:-}" in
-  up | down | status | restart-apiserver) ;;
-  *) echo "usage: $0 up|down|status|restart-apiserver" >&2; exit 2 ;;
+  up | down | status | restart-apiserver | stop-kubelet) ;;
+  *) echo "usage: $0 up|down|status|restart-apiserver|stop-kubelet NODE" >&2; exit 2 ;;
 esac
 
 tool_bin_dir
@@ -634,4 +646,5 @@ case "$1" in
   up) cmd_up ;;
   down) cmd_down ;;
   restart-apiserver) cmd_restart_apiserver ;;
+  stop-kubelet) cmd_stop_kubelet "${2:-}" ;;
 esac
