@@ -25,8 +25,8 @@ pub const REAL_NODE_POOL: &str = "r7i.xlarge=1:kubelet";
 pub const REAL_NODE_LABEL: &str = "membench.io/real-node";
 
 /// A MemoryBenchmark's `placement` (YAML, indented for `spec:`) that tolerates the real nodes'
-/// taint.
-pub const TOLERATE_REAL_NODES: &str = "  placement:\n    tolerations: [{key: membench.io/real-node, operator: Equal, value: \"true\", effect: NoSchedule}]\n";
+/// taint; more tolerations may follow as list items (`      - {key: ...}`).
+pub const TOLERATE_REAL_NODES: &str = "  placement:\n    tolerations:\n      - {key: membench.io/real-node, operator: Equal, value: \"true\", effect: NoSchedule}\n";
 
 /// A client for the dev cluster with its real node Ready (started, if the cluster runs
 /// without one), and that node. The error names what is missing: a test that needs a real

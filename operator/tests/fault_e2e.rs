@@ -381,7 +381,7 @@ async fn a_node_that_stops_reporting_loses_its_pods_the_benchmark_says_so_and_go
     }
     // Evicted 2 s after their node becomes unreachable (the default is 300 s).
     let body = format!(
-        "{}  placement:\n    tolerations:\n      - {{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 2}}\n      - {{key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 2}}\n",
+        "{}  placement:\n    tolerations:\n{EVICTED_WITHIN_2S}",
         two_engines("r7i.8xlarge", 4, 5)
     );
     harness.create(&spec("lost", &body)).await?;
@@ -395,19 +395,7 @@ async fn a_node_that_stops_reporting_loses_its_pods_the_benchmark_says_so_and_go
         "finished {} s after node {node} went silent",
         silenced.elapsed().as_secs()
     );
-    let first = engine(&done, 0);
-    assert_eq!(
-        first.reason.as_deref(),
-        Some("NodeLost"),
-        "{}",
-        status_of(&done)
-    );
-    let message = first.message.clone().unwrap();
-    eprintln!("engine 0: NodeLost: {message}");
-    assert!(
-        message.contains(&format!("node {node} stopped reporting")),
-        "{message}"
-    );
+    let message = assert_node_lost(&done, 0, &node);
     assert!(message.contains("the last progress reading"), "{message}");
     assert!(message.contains("DeletionByTaintManager"), "{message}");
     let second = engine(&done, 1);

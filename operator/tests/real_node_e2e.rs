@@ -15,7 +15,6 @@ use std::time::Duration;
 use anyhow::Context as _;
 use common::operator::*;
 use kube::ResourceExt;
-use membench::controller::Settings;
 use membench::crd::{EngineStatus, Phase};
 use membench_devcluster::EnsureOptions;
 use membench_devcluster::agent::images::ImageResolver;
@@ -30,15 +29,6 @@ use membench_enginestore::EngineStore;
 /// buffers that differ between two runs stay well below the 0.5% compared (at 20,000 members
 /// they moved Valkey's figure by 0.34%).
 const TWO_ENGINES_ON_THE_REAL_NODE: &str = "  instanceType: r7i.xlarge\n  engines:\n    - {engine: redis, version: \"8.2.3\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 100000, sampleEvery: 0}}\n  repetitions: 2\n  pipeline: 100\n";
-
-/// The operator's settings for a real node: it has this machine's 2 CPUs (1750m allocatable),
-/// not the instance type's, so an engine gets one CPU and its client half of one.
-fn real_node_settings() -> Settings {
-    let mut settings = settings();
-    settings.pods.engine_cpu = "1".into();
-    settings.pods.client_cpu = "500m".into();
-    settings
-}
 
 /// The engine store build the real node's image of `image` holds (hack/node-images.sh builds
 /// each image from the build the node agent would run for it).

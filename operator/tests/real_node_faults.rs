@@ -13,17 +13,8 @@ use common::faults::{status_of, wait_for_repetition};
 use common::operator::*;
 use kube::ResourceExt;
 use kube::api::DeleteParams;
-use membench::controller::Settings;
 use membench_devcluster::EnsureOptions;
 use membench_devcluster::real_nodes::{TOLERATE_REAL_NODES, ensure_real_node};
-
-/// The operator's settings for the real node's 1750m CPUs (see real_node_e2e.rs).
-fn real_node_settings() -> Settings {
-    let mut settings = settings();
-    settings.pods.engine_cpu = "1".into();
-    settings.pods.client_cpu = "500m".into();
-    settings
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_pod_deleted_mid_run_keeps_the_repetitions_it_finished() -> anyhow::Result<()> {

@@ -11,7 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::faults::{status_of, wait_for_repetition};
+use common::faults::{EVICTED_WITHIN_2S, assert_node_lost, wait_for_repetition};
 use common::operator::*;
 use kube::ResourceExt;
 use membench_devcluster::EnsureOptions;
@@ -32,17 +32,14 @@ impl Drop for RestartRealNodes {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_node_whose_kubelet_stops_is_lost_and_the_benchmark_says_so() -> anyhow::Result<()> {
     let (client, node) = ensure_real_node(&EnsureOptions::default()).await?;
-    let mut settings = settings();
-    settings.pods.engine_cpu = "1".into();
-    settings.pods.client_cpu = "500m".into();
+    let mut settings = real_node_settings();
     // 5 s past a pod's deletion deadline the operator gives it up (15 s by default).
     settings.lost_pod_margin = Duration::from_secs(5);
     let harness = Harness::start("real-node-lost", settings).await?;
-    // Evicted 2 s after their node becomes unreachable (the default is 300 s).
+    // The real node's taint tolerated, and evicted 2 s after the node becomes unreachable.
     let body = format!(
-        "  instanceType: r7i.xlarge\n  engines:\n    - {{engine: redis, version: \"8.2.3\"}}\n  workload: {{sortedSet: {{members: 20000, sampleEvery: 0}}}}\n  repetitions: 6\n  settleSeconds: 5\n  placement:\n    tolerations:\n      - {{key: membench.io/real-node, operator: Equal, value: \"true\", effect: NoSchedule}}\n      - {{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 2}}\n      - {{key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 2}}\n"
+        "  instanceType: r7i.xlarge\n  engines:\n    - {{engine: redis, version: \"8.2.3\"}}\n  workload: {{sortedSet: {{members: 20000, sampleEvery: 0}}}}\n  repetitions: 6\n  settleSeconds: 5\n{TOLERATE_REAL_NODES}{EVICTED_WITHIN_2S}"
     );
-    assert!(TOLERATE_REAL_NODES.contains("membench.io/real-node"));
     harness.create(&spec("lost", &body)).await?;
     let measuring = wait_for_repetition(&harness, "lost", 0, 2).await?;
     assert_eq!(
@@ -59,19 +56,7 @@ async fn a_real_node_whose_kubelet_stops_is_lost_and_the_benchmark_says_so() -> 
         stopped.elapsed().as_secs(),
         node.name_any()
     );
-    let first = engine(&done, 0);
-    assert_eq!(
-        first.reason.as_deref(),
-        Some("NodeLost"),
-        "{}",
-        status_of(&done)
-    );
-    let message = first.message.clone().unwrap_or_default();
-    eprintln!("engine 0: NodeLost: {message}");
-    assert!(
-        message.contains(&format!("node {} stopped reporting", node.name_any())),
-        "{message}"
-    );
+    assert_node_lost(&done, 0, &node.name_any());
     harness.finish().await;
     drop(faults);
     // Back for the tests after this one.

@@ -54,6 +54,28 @@ pub async fn fill_with_ballast(ip: String, count: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Tolerations (YAML list items under `tolerations:`) that let a benchmark's pods be evicted 2 s
+/// after their node becomes unreachable or not ready (the default is 300 s).
+pub const EVICTED_WITHIN_2S: &str = "      - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 2}\n      - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 2}\n";
+
+/// Checks that engine `index` ended `NodeLost`, naming `node`; returns the message.
+pub fn assert_node_lost(done: &MemoryBenchmark, index: usize, node: &str) -> String {
+    let lost = super::operator::engine(done, index);
+    assert_eq!(
+        lost.reason.as_deref(),
+        Some("NodeLost"),
+        "{}",
+        status_of(done)
+    );
+    let message = lost.message.clone().unwrap_or_default();
+    eprintln!("engine {index}: NodeLost: {message}");
+    assert!(
+        message.contains(&format!("node {node} stopped reporting")),
+        "{message}"
+    );
+    message
+}
+
 pub fn status_of(benchmark: &MemoryBenchmark) -> String {
     serde_json::to_string_pretty(&benchmark.status).unwrap_or_default()
 }
