@@ -48,22 +48,10 @@ layout=$work/layout
 rm -rf "$work"
 mkdir -p "$layout/blobs/sha256"
 
-# add_blob FILE: moves FILE into the layout under its digest; prints "sha256:<hex> <size>".
-add_blob() {
-  local hex size
-  hex=$(sha256sum "$1" | cut -d' ' -f1)
-  size=$(stat -c %s "$1")
-  mv "$1" "$layout/blobs/sha256/$hex"
-  echo "sha256:$hex $size"
-}
-
-# reproducible_tar DIR OUTPUT: every entry of DIR sorted by name, owned by root, dated $epoch.
-reproducible_tar() {
-  (cd "$1" && find . -mindepth 1 -printf '%P\n' | LC_ALL=C sort) >"$work/entries"
-  tar --create --file "$2" --directory "$1" --no-recursion --verbatim-files-from \
-    --files-from "$work/entries" --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \
-    --format=posix --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime
-}
+# shellcheck source=hack/lib-oci.sh
+source hack/lib-oci.sh
+add_blob() { oci_add_blob "$layout" "$1"; }
+reproducible_tar() { oci_reproducible_tar "$1" "$2" "$epoch"; }
 
 manifests=()
 for platform in amd64:"$target_dir/release/membench" arm64:"$target_dir/aarch64-unknown-linux-gnu/release/membench"; do

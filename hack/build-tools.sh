@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds the dev cluster's tools from Go modules, since no prebuilt Kubernetes binary can be
-# downloaded here: kube-apiserver, kube-scheduler, kube-controller-manager and kubectl
-# (k8s.io/kubernetes, so kubectl is exactly the control plane's version),
-# etcd (go.etcd.io/etcd/server/v3) and helm (helm.sh/helm/v3). Each tool gets its own Go module
-# so their dependency versions never mix. Binaries are cached outside the repo and a tool that
-# is already built is skipped, so only the first run on a machine is slow (20-40 minutes).
+# downloaded here: kube-apiserver, kube-scheduler, kube-controller-manager, kubectl and kubelet
+# (k8s.io/kubernetes, so kubectl and the real nodes' kubelet are exactly the control plane's
+# version), etcd (go.etcd.io/etcd/server/v3), helm (helm.sh/helm/v3) and, for the real nodes,
+# containerd with its runc shim and ctr (github.com/containerd/containerd/v2). Each tool gets
+# its own Go module so their dependency versions never mix. Binaries are cached outside the repo
+# and a tool that is already built is skipped, so only the first run on a machine is slow
+# (20-40 minutes; the kubelet adds about a minute, containerd about two).
 #
-# usage: hack/build-tools.sh [kubernetes|etcd|helm]...   (no argument: all of them)
-#        hack/build-tools.sh --print-bin-dir               (where the binaries live)
+# usage: hack/build-tools.sh [kubernetes|etcd|helm|containerd]...   (no argument: all of them)
+#        hack/build-tools.sh --print-bin-dir                          (where the binaries live)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -53,11 +55,32 @@ go_tools_module() {
   } >"$dir/tools.go"
 }
 
+# missing_commands OUT CMD...: the commands of CMD... not yet built in OUT.
+missing_commands() {
+  local out=$1 c
+  shift
+  for c in "$@"; do [[ -x "$out/$c" ]] || echo "$c"; done
+}
+
+# go_build_commands DIR OUT TAGS LDFLAGS PACKAGE_PREFIX CMD...: builds each PACKAGE_PREFIX/CMD in
+# the module DIR into OUT/CMD (through a .tmp file, so an interrupted build leaves nothing).
+go_build_commands() {
+  local dir=$1 out=$2 tags=$3 ldflags=$4 prefix=$5 c
+  shift 5
+  mkdir -p "$out"
+  for c in "$@"; do
+    log "building $c (slow the first time)"
+    (cd "$dir" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$out/$c.tmp" "$prefix/$c")
+    mv "$out/$c.tmp" "$out/$c"
+  done
+}
+
 build_kubernetes() {
   local v=$KUBERNETES_VERSION out="$bin_dir/kubernetes-$KUBERNETES_VERSION"
-  local cmds=(kube-apiserver kube-scheduler kube-controller-manager kubectl)
-  local missing=() c
-  for c in "${cmds[@]}"; do [[ -x "$out/$c" ]] || missing+=("$c"); done
+  # kubelet: the real nodes of the dev cluster (hack/dev-cluster.sh, `:kubelet` pools).
+  local cmds=(kube-apiserver kube-scheduler kube-controller-manager kubectl kubelet)
+  local missing c
+  mapfile -t missing < <(missing_commands "$out" "${cmds[@]}")
   if [[ ${#missing[@]} -eq 0 ]]; then
     log "kubernetes $v already built in $out"
     return
@@ -82,15 +105,10 @@ build_kubernetes() {
   } >>"$dir/go.mod"
   log "resolving k8s.io/kubernetes $v (staging modules at $staging_version)"
   (cd "$dir" && go mod tidy)
-  mkdir -p "$out"
   local major=${v#v}; major=${major%%.*}
   local minor=${v#v*.}; minor=${minor%%.*}
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-  for c in "${missing[@]}"; do
-    log "building $c $v (slow the first time)"
-    (cd "$dir" && go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$ldflags" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c")
-    mv "$out/$c.tmp" "$out/$c"
-  done
+  go_build_commands "$dir" "$out" selinux,notest,grpcnotrace "$ldflags" k8s.io/kubernetes/cmd "${missing[@]}"
 }
 
 build_etcd() {
@@ -119,14 +137,83 @@ build_helm() {
   mv "$out/helm.tmp" "$out/helm"
 }
 
+# containerd, its runc shim (containerd 2 cannot drive Debian's 1.6 shim: "type with url ...:
+# not found") and ctr, which imports the images a real node cannot pull here. The tags leave out
+# the snapshotters that would need cgo or kernel features this machine lacks; overlayfs stays.
+build_containerd() {
+  local v=$CONTAINERD_VERSION out="$bin_dir/containerd-$CONTAINERD_VERSION"
+  local cmds=(containerd containerd-shim-runc-v2 ctr) missing c
+  mapfile -t missing < <(missing_commands "$out" "${cmds[@]}")
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    log "containerd $v already built in $out"
+    return
+  fi
+  local module=github.com/containerd/containerd/v2 dir="$src_dir/containerd-$v" pkgs=()
+  for c in "${cmds[@]}"; do pkgs+=("$module/cmd/$c"); done
+  go_tools_module "$dir" "$module" "$v" "${pkgs[@]}"
+  log "resolving containerd $v"
+  (cd "$dir" && go mod tidy)
+  local ldflags="-s -w -X $module/version.Version=$v -X $module/version.Package=$module"
+  go_build_commands "$dir" "$out" no_btrfs,no_devmapper,no_zfs "$ldflags" "$module/cmd" "${missing[@]}"
+}
+
+# The real nodes' pod sandbox ("pause") program: no registry serves registry.k8s.io/pause here,
+# so the node's pause image is built from this, a static Go program that does what the upstream
+# one does: waits for SIGINT or SIGTERM, and reaps the zombies a PID namespace hands it.
+build_pause() {
+  local out="$bin_dir/pause/pause"
+  if [[ -x "$out" ]]; then
+    log "pause already built in $out"
+    return
+  fi
+  local dir="$src_dir/pause"
+  mkdir -p "$dir" "$(dirname "$out")"
+  printf 'module membench.io/tools/pause\n\ngo 1.26.0\n' >"$dir/go.mod"
+  cat >"$dir/main.go" <<'GO'
+// pause: the pod sandbox's process. Holds the pod's namespaces until told to stop.
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	child := make(chan os.Signal, 16)
+	signal.Notify(child, syscall.SIGCHLD)
+	for {
+		select {
+		case <-stop:
+			os.Exit(0)
+		case <-child:
+			for {
+				var status syscall.WaitStatus
+				pid, err := syscall.Wait4(-1, &status, syscall.WNOHANG, nil)
+				if pid <= 0 || err != nil {
+					break
+				}
+			}
+		}
+	}
+}
+GO
+  log "building pause"
+  (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$out.tmp" .)
+  mv "$out.tmp" "$out"
+}
+
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kubernetes helm)
+[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kubernetes helm containerd)
 for t in "${tools[@]}"; do
   case "$t" in
     kubernetes) build_kubernetes ;;
     etcd) build_etcd ;;
     helm) build_helm ;;
-    *) echo "build-tools.sh: unknown tool '$t' (expected kubernetes, etcd or helm)" >&2; exit 2 ;;
+    containerd) build_containerd; build_pause ;;
+    *) echo "build-tools.sh: unknown tool '$t' (expected kubernetes, etcd, helm or containerd)" >&2; exit 2 ;;
   esac
 done
 log "done: binaries in $bin_dir"

@@ -2,7 +2,9 @@
 # The dev cluster: a real Kubernetes control plane (etcd, kube-apiserver, kube-scheduler,
 # kube-controller-manager, built by hack/build-tools.sh) on loopback, plus fake nodes whose pods
 # the membench node agent runs as local processes (it stands in for kubelet and a container
-# runtime; it is test infrastructure, not something users deploy). See docs/dev-cluster.md.
+# runtime; it is test infrastructure, not something users deploy), and real nodes where a pool
+# asks for them (a kubelet with containerd and runc each: hack/dev-cluster-real-nodes.sh). See
+# docs/dev-cluster.md.
 #
 # usage: hack/dev-cluster.sh up       start it (a quick no-op when already up); prints
 #                                     `export KUBECONFIG=<path>` on stdout, progress on stderr
@@ -12,10 +14,24 @@
 #                                     stop kube-apiserver and start it again on the same port
 #                                     (a fault for tests: every client's watch breaks and
 #                                     reconnects; nothing else restarts)
+#        hack/dev-cluster.sh stop-kubelet NODE
+#                                     stop a real node's kubelet (a fault for tests: its
+#                                     containers keep running, nothing reports for the node, which
+#                                     turns NotReady; the next `up` starts the node afresh)
 #
 # environment:
 #   MEMBENCH_DEV_CLUSTER_DIR    state directory (default ~/.cache/membench/dev-cluster)
-#   MEMBENCH_DEV_CLUSTER_NODES  fake node pools (default r8g.4xlarge=2,r7i.4xlarge=2)
+#   MEMBENCH_DEV_CLUSTER_NODES  node pools (default r8g.4xlarge=2,r7i.4xlarge=2): instance type =
+#                               count, and `:kubelet` after the count for real nodes
+#                               (r7i.xlarge=1:kubelet; amd64 types only)
+#   MEMBENCH_DEV_CLUSTER_EXTRA_NODES  pools added to those (tests that need a real node ask for
+#                               one this way); on a running cluster, `up` starts the real nodes
+#                               of both that do not run yet
+#   MEMBENCH_REAL_NODE_MEMORY   allocatable memory of each real node (default 4Gi)
+#   MEMBENCH_REAL_NODE_TAINT    taint of real nodes (default membench.io/real-node=true:NoSchedule;
+#                               empty: none)
+#   MEMBENCH_REAL_NODE_ENGINE_IMAGES  engine images to preload on real nodes (default: one per
+#                               version the engine store has; see hack/node-images.sh)
 #   MEMBENCH_NODE_AGENT_BIN     node agent binary to run (default: built here with cargo)
 #   MEMBENCH_BIN                membench binary the agent runs for the membench image on the
 #                               nodes of its architecture (default: the image archive below,
@@ -37,6 +53,11 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 state=${MEMBENCH_DEV_CLUSTER_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/membench/dev-cluster}
 nodes=${MEMBENCH_DEV_CLUSTER_NODES:-r8g.4xlarge=2,r7i.4xlarge=2}
+# Extra pools, except for an instance type the pools above already have.
+IFS=, read -ra extra_pools <<<"${MEMBENCH_DEV_CLUSTER_EXTRA_NODES:-}"
+for extra_pool in "${extra_pools[@]}"; do
+  [[ -n "$extra_pool" && ",$nodes" != *",${extra_pool%%=*}="* ]] && nodes+=",$extra_pool"
+done
 kubeconfig="$state/kubeconfig"
 default_state=${XDG_CACHE_HOME:-$HOME/.cache}/membench/dev-cluster
 # Pod addresses are 127.<octet+i>.y.z for fake node i. The shared cluster starts at 100; a
@@ -56,6 +77,9 @@ components=(operator node-agent kube-controller-manager kube-scheduler kube-apis
 
 log() { printf '[dev-cluster] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+# shellcheck source=hack/dev-cluster-real-nodes.sh
+source "$root/hack/dev-cluster-real-nodes.sh"
 
 # --- processes ------------------------------------------------------------------------------
 
@@ -98,6 +122,18 @@ start_process() {
   done
   [[ -n "$start" ]] || die "$name exited at once; see $state/logs/$name.log"
   echo "$pid $start" >"$state/pids/$name.pid"
+}
+
+# process_status NAME: "running (pid N)" or "DEAD (log: ...)" for pids/NAME.pid; false when dead.
+process_status() {
+  local pid
+  if pid_alive "$state/pids/$1.pid"; then
+    read -r pid _ <"$state/pids/$1.pid"
+    printf '%-32s running (pid %s)\n' "$1" "$pid"
+  else
+    printf '%-32s DEAD (log: %s)\n' "$1" "$state/logs/$1.log"
+    return 1
+  fi
 }
 
 # stop_pidfile PIDFILE: SIGTERM, then SIGKILL after 10 seconds.
@@ -357,10 +393,10 @@ wait_healthz() {
 
 start_node_agent() {
   local bin=$1
-  log "starting membench-node-agent (fake nodes: $nodes)"
+  log "starting membench-node-agent (fake nodes: ${agent_pools:-none})"
   # The agent registers the fake nodes, keeps them Ready with heartbeats and runs their pods.
   start_process node-agent env KUBECONFIG="$kubeconfig" RUST_LOG="${RUST_LOG:-info}" \
-    "$bin" --node-pools="$nodes" --state-dir="$state/node-agent" --repo-root="$root" \
+    "$bin" --node-pools="$agent_pools" --state-dir="$state/node-agent" --repo-root="$root" \
     --kubelet-address="127.0.0.1:$NODE_AGENT_PORT" \
     --kubelet-tls-cert="$state/pki/node-agent.crt" --kubelet-tls-key="$state/pki/node-agent.key" \
     --kubelet-client-ca="$state/pki/ca.crt" --pod-address-octet="$pod_octet"
@@ -375,7 +411,7 @@ count_ready_fake_nodes() {
 
 wanted_node_count() {
   local total=0 pool
-  IFS=, read -ra pools <<<"$nodes"
+  IFS=, read -ra pools <<<"$agent_pools"
   for pool in "${pools[@]}"; do total=$((total + ${pool#*=})); done
   echo "$total"
 }
@@ -437,6 +473,7 @@ control_plane_up() {
 
 cmd_up() {
   local agent
+  split_node_pools
   build_tools_if_needed
   agent=$(node_agent_bin)
   if control_plane_up; then
@@ -459,6 +496,7 @@ cmd_up() {
       start_node_agent "$agent"
       wait_until 60 "the fake nodes to be Ready" fake_nodes_ready
     fi
+    start_real_nodes
     start_operator
     announce
     return
@@ -492,6 +530,7 @@ EOF
   wait_until 60 "the fake nodes to be Ready" fake_nodes_ready
   # Pods can only be created once the service account controller made `default`.
   wait_until 60 "the default service account" kc get serviceaccount default -n default
+  start_real_nodes
   install_crds
   start_operator
   log "up in $((SECONDS - started))s; state and logs in $state"
@@ -506,6 +545,8 @@ announce() {
 
 stop_all() {
   local c
+  stop_pidfile "$state/pids/operator.pid"
+  stop_real_nodes
   for c in "${components[@]}"; do stop_pidfile "$state/pids/$c.pid"; done
   # Pod processes the agent could not stop (it was killed, or crashed) are recorded by it.
   local f
@@ -540,25 +581,30 @@ cmd_restart_apiserver() {
   start_apiserver
 }
 
+cmd_stop_kubelet() {
+  local name=${1:-}
+  [[ -n "$name" ]] || die "usage: hack/dev-cluster.sh stop-kubelet NODE"
+  [[ -f "$state/pids/real-$name-kubelet.pid" ]] || die "no real node $name in $state (hack/dev-cluster.sh status lists them)"
+  log "stopping the kubelet of real node $name (its containers keep running)"
+  stop_pidfile "$state/pids/real-$name-kubelet.pid"
+}
+
 cmd_status() {
   if [[ ! -d "$state" ]]; then
     echo "dev cluster: down (no $state)"
     return 3
   fi
-  local c pid any_down=0
+  local c any_down=0
   for c in "${components[@]}"; do
     if [[ ! -f "$state/pids/$c.pid" ]]; then
       [[ "$c" == operator ]] && continue
       printf '%-24s not started\n' "$c"
       any_down=1
-    elif pid_alive "$state/pids/$c.pid"; then
-      read -r pid _ <"$state/pids/$c.pid"
-      printf '%-24s running (pid %s)\n' "$c" "$pid"
     else
-      printf '%-24s DEAD (log: %s)\n' "$c" "$state/logs/$c.log"
-      any_down=1
+      process_status "$c" || any_down=1
     fi
   done
+  real_nodes_status || any_down=1
   if [[ ! -x "$KUBECTL" ]]; then
     echo "kubectl $KUBERNETES_VERSION: not built ($KUBECTL); run hack/build-tools.sh kubernetes"
     any_down=1
@@ -566,7 +612,7 @@ cmd_status() {
     # shellcheck disable=SC1091
     source "$state/ports.env"
     echo "kube-apiserver ready at https://127.0.0.1:$APISERVER_PORT"
-    kc get nodes -L node.kubernetes.io/instance-type,kubernetes.io/arch,topology.kubernetes.io/zone
+    kc get nodes -L node.kubernetes.io/instance-type,kubernetes.io/arch,topology.kubernetes.io/zone,membench.io/real-node
     echo "export KUBECONFIG=$kubeconfig"
   else
     echo "kube-apiserver: not answering"
@@ -576,8 +622,8 @@ cmd_status() {
 }
 
 case "${1:-}" in
-  up | down | status | restart-apiserver) ;;
-  *) echo "usage: $0 up|down|status|restart-apiserver" >&2; exit 2 ;;
+  up | down | status | restart-apiserver | stop-kubelet) ;;
+  *) echo "usage: $0 up|down|status|restart-apiserver|stop-kubelet NODE" >&2; exit 2 ;;
 esac
 
 tool_bin_dir
@@ -600,4 +646,5 @@ case "$1" in
   up) cmd_up ;;
   down) cmd_down ;;
   restart-apiserver) cmd_restart_apiserver ;;
+  stop-kubelet) cmd_stop_kubelet "${2:-}" ;;
 esac

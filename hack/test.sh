@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: installs the engines and tools it needs
 # (the engine store, Prometheus, Chromium for the HTML report's tests, the arm64 cross tools,
-# and the dev cluster's Kubernetes binaries, kubectl and helm built from Go modules, cached in
+# Debian's runc and CNI plugins for the dev cluster's real nodes, and the dev cluster's
+# Kubernetes binaries, kubelet, kubectl, containerd and helm built from Go modules, cached in
 # ~/.cache/membench), builds membench for x86_64 and arm64 and its image, then runs every test
 # of the workspace. The first run on a machine builds the control plane (about 10 minutes on 2
-# cores); later runs reuse it.
+# cores, plus about 3 for the kubelet and containerd); later runs reuse it. Tests that need a
+# real node (operator/tests/real_node_e2e.rs) add one to the dev cluster themselves.
 #
 # Every phase runs under a time limit, so CI cannot hang: when one passes, the phase is killed
 # (with everything it started) and this script says which phase it was. The whole run is bounded
@@ -69,7 +71,10 @@ phase install-engines 900 hack/install-engines.sh
 phase install-chromium 900 hack/install-chromium.sh
 # The arm64 cross toolchain, qemu-user and skopeo (for the arm64 build and the image tests).
 phase install-cross 900 hack/install-cross.sh
-# A cold build of the control plane, kubectl, etcd and helm takes about 10 minutes on 2 cores.
+# runc and the CNI plugins of the dev cluster's real nodes.
+phase install-node-runtime 900 hack/install-node-runtime.sh
+# A cold build of the control plane, kubectl, etcd and helm takes about 10 minutes on 2 cores;
+# the kubelet about one more, containerd and its shim about two.
 phase build-tools 2400 hack/build-tools.sh
 
 # The tests run the kubectl built above (the control plane's own version), never one that

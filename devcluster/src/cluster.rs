@@ -2,6 +2,7 @@
 //! (the same code path as by hand), or an existing cluster (kind, EKS) named by
 //! `MEMBENCH_TEST_KUBECONFIG`.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -12,8 +13,9 @@ use kube::{Client, Config};
 /// Names a kubeconfig of an existing cluster to test against instead of the dev cluster.
 pub const TEST_KUBECONFIG_ENV: &str = "MEMBENCH_TEST_KUBECONFIG";
 
-/// The kubeconfig found by the first `ensure` of this process; later calls reuse it.
-static KUBECONFIG: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The kubeconfig found by the first `ensure` of this process, and the extra node pools
+/// brought up since; a later call reuses it unless it asks for a pool not brought up yet.
+static KUBECONFIG: Mutex<Option<(PathBuf, BTreeSet<String>)>> = Mutex::new(None);
 
 /// How to bring the dev cluster up.
 #[derive(Debug, Clone, Default)]
@@ -21,6 +23,10 @@ pub struct EnsureOptions {
     /// The node agent binary to run (tests pass `env!("CARGO_BIN_EXE_membench-node-agent")`);
     /// by default the script builds it with cargo.
     pub node_agent_bin: Option<PathBuf>,
+    /// Node pools added to the cluster's (`MEMBENCH_DEV_CLUSTER_EXTRA_NODES`), such as
+    /// [`crate::real_nodes::REAL_NODE_POOL`]: on a cluster that is already up, `up` starts
+    /// the real nodes among them that do not run yet.
+    pub extra_node_pools: Vec<String>,
 }
 
 /// The cluster tests run against.
@@ -47,14 +53,19 @@ impl DevCluster {
         tokio::task::spawn_blocking(move || {
             // Held while the script runs: tests of one process start it once.
             let mut known = KUBECONFIG.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(path) = known.as_ref() {
-                return Ok(path.clone());
+            if let Some((path, pools)) = known.as_ref() {
+                let new_pool = options.extra_node_pools.iter().any(|p| !pools.contains(p));
+                if !new_pool || std::env::var_os(TEST_KUBECONFIG_ENV).is_some() {
+                    return Ok(path.clone());
+                }
             }
             let path = match std::env::var_os(TEST_KUBECONFIG_ENV) {
                 Some(path) => PathBuf::from(path),
                 None => dev_cluster_up(&options)?,
             };
-            *known = Some(path.clone());
+            let mut pools = known.take().map(|(_, pools)| pools).unwrap_or_default();
+            pools.extend(options.extra_node_pools.iter().cloned());
+            *known = Some((path.clone(), pools));
             Ok(path)
         })
         .await?
@@ -87,6 +98,14 @@ fn dev_cluster_up(options: &EnsureOptions) -> anyhow::Result<PathBuf> {
     command.arg("up").stderr(std::process::Stdio::inherit());
     if let Some(bin) = &options.node_agent_bin {
         command.env("MEMBENCH_NODE_AGENT_BIN", bin);
+    }
+    if !options.extra_node_pools.is_empty() {
+        // Beside any the caller's environment names already.
+        let mut pools: Vec<String> = std::env::var("MEMBENCH_DEV_CLUSTER_EXTRA_NODES")
+            .map(|v| v.split(',').map(str::to_string).collect())
+            .unwrap_or_default();
+        pools.extend(options.extra_node_pools.iter().cloned());
+        command.env("MEMBENCH_DEV_CLUSTER_EXTRA_NODES", pools.join(","));
     }
     let output = command
         .output()

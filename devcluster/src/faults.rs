@@ -1,5 +1,5 @@
 //! Faults a test injects into the dev cluster: a node that appears, one that stops reporting,
-//! and an API server that restarts. Nodes are changed through the running node agent's control
+//! a real node's kubelet that stops, and an API server that restarts. Nodes are changed through the running node agent's control
 //! directory ([`crate::agent::control`]), the API server through `hack/dev-cluster.sh
 //! restart-apiserver`. Only the dev cluster has them: a cluster named by
 //! `MEMBENCH_TEST_KUBECONFIG` is refused with an error that says so.
@@ -63,17 +63,43 @@ impl Faults {
     /// Stops kube-apiserver and starts it again (bounded by the script's own waits); returns
     /// once it answers again.
     pub fn restart_apiserver(&self) -> anyhow::Result<()> {
+        self.run_script(&["restart-apiserver"], &[])
+    }
+
+    /// Stops a real node's kubelet, as a kubelet that crashed or a machine cut off: its
+    /// containers keep running, nothing reports for the node. [`Faults::restart_real_nodes`]
+    /// starts it again.
+    pub fn stop_kubelet(&self, node: &str) -> anyhow::Result<()> {
+        self.run_script(&["stop-kubelet", node], &[])
+    }
+
+    /// Starts afresh every real node of [`crate::real_nodes::REAL_NODE_POOL`] whose kubelet or
+    /// containerd does not run (`hack/dev-cluster.sh up`), and waits until it is Ready.
+    pub fn restart_real_nodes(&self) -> anyhow::Result<()> {
+        self.run_script(
+            &["up"],
+            &[(
+                "MEMBENCH_DEV_CLUSTER_EXTRA_NODES",
+                crate::real_nodes::REAL_NODE_POOL,
+            )],
+        )
+    }
+
+    /// Runs `hack/dev-cluster.sh ARGS` on this cluster's state directory.
+    fn run_script(&self, args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<()> {
         let script = repo_root().join("hack/dev-cluster.sh");
         let status = std::process::Command::new(&script)
-            .arg("restart-apiserver")
+            .args(args)
             .env("MEMBENCH_DEV_CLUSTER_DIR", &self.state)
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::null())
             .status()
             .with_context(|| format!("running {}", script.display()))?;
         anyhow::ensure!(
             status.success(),
-            "{} restart-apiserver failed ({status})",
-            script.display()
+            "{} {} failed ({status})",
+            script.display(),
+            args.join(" ")
         );
         Ok(())
     }

@@ -8,6 +8,8 @@
 //! - [`faults`]: faults a test injects (a node that appears, one that stops reporting, an API
 //!   server restart).
 //! - [`pod_security`]: the Pod Security Standard `restricted` the tests' namespaces enforce.
+//! - [`real_nodes`]: the real nodes (kubelet, containerd, runc) tests ask for when the
+//!   behaviour under test is the node's.
 //! - [`tools`]: the tools `hack/build-tools.sh` builds (kubectl), for tests that run them.
 //! - [`agent`]: the node agent (the `membench-node-agent` binary), which stands in for kubelet
 //!   and a container runtime. Test infrastructure, never deployed to users.
@@ -20,6 +22,7 @@ pub mod agent;
 pub mod cluster;
 pub mod faults;
 pub mod pod_security;
+pub mod real_nodes;
 pub mod tools;
 pub mod wait;
 

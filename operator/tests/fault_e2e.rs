@@ -187,26 +187,7 @@ async fn an_engine_oom_killed_mid_run_keeps_the_repetitions_measured_before() ->
     wait_for_repetition(&harness, "oom", 0, 3).await?;
     // Something else fills the engine past its pod's memory limit: 3 x 64 MiB.
     let url = harness.engine_url("oom", "oom-0-engine").await?;
-    tokio::task::spawn_blocking(move || {
-        let ballast = vec![b'x'; 64 << 20];
-        for key in 0..3 {
-            let Ok(client) = redis::Client::open(url.as_str()) else {
-                return;
-            };
-            let Ok(mut connection) = client.get_connection() else {
-                return;
-            };
-            if redis::cmd("SET")
-                .arg(format!("ballast:{key}"))
-                .arg(&ballast)
-                .query::<()>(&mut connection)
-                .is_err()
-            {
-                return;
-            }
-        }
-    })
-    .await?;
+    fill_with_ballast(url, 3).await?;
 
     let done = harness.finished("oom", Duration::from_secs(120)).await?;
     let first = engine(&done, 0);
@@ -389,7 +370,7 @@ async fn a_node_that_stops_reporting_loses_its_pods_the_benchmark_says_so_and_go
     }
     // Evicted 2 s after their node becomes unreachable (the default is 300 s).
     let body = format!(
-        "{}  placement:\n    tolerations:\n      - {{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 2}}\n      - {{key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 2}}\n",
+        "{}  placement:\n    tolerations:\n{EVICTED_WITHIN_2S}",
         two_engines("r7i.8xlarge", 4, 5)
     );
     harness.create(&spec("lost", &body)).await?;
@@ -403,19 +384,7 @@ async fn a_node_that_stops_reporting_loses_its_pods_the_benchmark_says_so_and_go
         "finished {} s after node {node} went silent",
         silenced.elapsed().as_secs()
     );
-    let first = engine(&done, 0);
-    assert_eq!(
-        first.reason.as_deref(),
-        Some("NodeLost"),
-        "{}",
-        status_of(&done)
-    );
-    let message = first.message.clone().unwrap();
-    eprintln!("engine 0: NodeLost: {message}");
-    assert!(
-        message.contains(&format!("node {node} stopped reporting")),
-        "{message}"
-    );
+    let message = assert_node_lost(&done, 0, &node);
     assert!(message.contains("the last progress reading"), "{message}");
     assert!(message.contains("DeletionByTaintManager"), "{message}");
     let second = engine(&done, 1);

@@ -26,7 +26,6 @@ use std::sync::Mutex;
 use membench_enginestore::{EngineStore, Request, platform_arch, store_arch};
 
 pub use super::image_ref::{ImageKind, ImageRef};
-use super::membench_image::push_emulator;
 
 /// Why an image could not be "pulled", worded for the pod status message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -361,6 +360,14 @@ impl ImageResolver {
             env,
             is_engine_server,
         })
+    }
+}
+
+/// Adds the emulator to an imageID, where `membench report` and a reader find it.
+pub(super) fn push_emulator(image_id: &mut String, wrapper: &[String]) {
+    if let Some(program) = wrapper.first() {
+        let name = program.rsplit('/').next().unwrap_or(program);
+        image_id.push_str(&format!("&emulator={name}"));
     }
 }
 

@@ -26,7 +26,9 @@ use std::time::SystemTime;
 
 use membench_enginestore::{HOST_ARCH, elf_arch, platform_arch, store_arch};
 
-use super::images::{ImageKind, ImageResolver, PullError, PulledImage, is_executable};
+use super::images::{
+    ImageKind, ImageResolver, PullError, PulledImage, is_executable, push_emulator,
+};
 use super::oci_archive;
 
 /// The Rust target triple of builds for an architecture (store names).
@@ -296,14 +298,6 @@ impl ImageResolver {
             note,
             ..PulledImage::default()
         })
-    }
-}
-
-/// Adds the emulator to an imageID, where `membench report` and a reader find it.
-pub(super) fn push_emulator(image_id: &mut String, wrapper: &[String]) {
-    if let Some(program) = wrapper.first() {
-        let name = program.rsplit('/').next().unwrap_or(program);
-        image_id.push_str(&format!("&emulator={name}"));
     }
 }
 

@@ -69,6 +69,14 @@ pub const INSTANCE_TYPES: &[InstanceType] = &[
         cpus: 16,
         memory_gib: 128,
     },
+    // The dev cluster's real nodes' pool (hack/dev-cluster.sh, `r7i.xlarge=1:kubelet`): a
+    // type no test of the agent's nodes asks for, so those never land on a real node.
+    InstanceType {
+        name: "r7i.xlarge",
+        arch: "amd64",
+        cpus: 4,
+        memory_gib: 32,
+    },
     InstanceType {
         name: "r7i.2xlarge",
         arch: "amd64",

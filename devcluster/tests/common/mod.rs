@@ -23,6 +23,7 @@ pub const ENGINE_USER: i64 = 999;
 pub async fn cluster() -> anyhow::Result<Client> {
     DevCluster::ensure_with(&EnsureOptions {
         node_agent_bin: Some(env!("CARGO_BIN_EXE_membench-node-agent").into()),
+        ..EnsureOptions::default()
     })
     .await
 }

@@ -27,6 +27,56 @@ pub fn one_engine(instance_type: &str, repetitions: u32, settle: u32) -> String 
     )
 }
 
+/// Writes `count` values of 64 MiB into the engine at `url` (`Harness::engine_url`: its pod
+/// address and password), as something else filling it past its pod's memory limit would;
+/// stops at the first refused write or lost connection (the engine killed), which is what the
+/// tests wait for.
+pub async fn fill_with_ballast(url: String, count: u32) -> anyhow::Result<()> {
+    tokio::task::spawn_blocking(move || {
+        let ballast = vec![b'x'; 64 << 20];
+        for key in 0..count {
+            let Ok(client) = redis::Client::open(url.as_str()) else {
+                return;
+            };
+            let Ok(mut connection) = client.get_connection() else {
+                return;
+            };
+            if redis::cmd("SET")
+                .arg(format!("ballast:{key}"))
+                .arg(&ballast)
+                .query::<()>(&mut connection)
+                .is_err()
+            {
+                return;
+            }
+        }
+    })
+    .await?;
+    Ok(())
+}
+
+/// Tolerations (YAML list items under `tolerations:`) that let a benchmark's pods be evicted 2 s
+/// after their node becomes unreachable or not ready (the default is 300 s).
+pub const EVICTED_WITHIN_2S: &str = "      - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 2}\n      - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 2}\n";
+
+/// Checks that engine `index` ended `NodeLost`, naming `node`; returns the message.
+pub fn assert_node_lost(done: &MemoryBenchmark, index: usize, node: &str) -> String {
+    let lost = super::operator::engine(done, index);
+    assert_eq!(
+        lost.reason.as_deref(),
+        Some("NodeLost"),
+        "{}",
+        status_of(done)
+    );
+    let message = lost.message.clone().unwrap_or_default();
+    eprintln!("engine {index}: NodeLost: {message}");
+    assert!(
+        message.contains(&format!("node {node} stopped reporting")),
+        "{message}"
+    );
+    message
+}
+
 pub fn status_of(benchmark: &MemoryBenchmark) -> String {
     serde_json::to_string_pretty(&benchmark.status).unwrap_or_default()
 }

@@ -261,6 +261,15 @@ pub fn settings() -> Settings {
     settings
 }
 
+/// [`settings`] for a real node of the dev cluster: it has this machine's 2 CPUs (1750m
+/// allocatable), not the instance type's, so an engine gets one CPU and its client half of one.
+pub fn real_node_settings() -> Settings {
+    let mut settings = settings();
+    settings.pods.engine_cpu = "1".into();
+    settings.pods.client_cpu = "500m".into();
+    settings
+}
+
 /// The engine status `index` of a benchmark (its state, reason and message), for assertions.
 pub fn engine(benchmark: &MemoryBenchmark, index: usize) -> membench::crd::EngineStatus {
     benchmark

@@ -1,0 +1,96 @@
+//! The dev cluster's real nodes, for tests whose behaviour is the node's (images, cgroups,
+//! seccomp, pod networking): a kubelet with containerd and runc per node, started by
+//! `hack/dev-cluster.sh` for a pool with `:kubelet` after its count. Tests ask for
+//! [`REAL_NODE_POOL`], an instance type no test of the node agent's nodes uses, so those tests
+//! never land on a real node and a real-node test never lands on a fake one.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::ListParams;
+use kube::{Api, Client, ResourceExt};
+
+use crate::cluster::{DevCluster, EnsureOptions};
+
+/// The instance type of the real nodes' pool.
+pub const REAL_NODE_INSTANCE_TYPE: &str = "r7i.xlarge";
+
+/// The pool tests add to the dev cluster: one real amd64 node.
+pub const REAL_NODE_POOL: &str = "r7i.xlarge=1:kubelet";
+
+/// The label `hack/dev-cluster.sh` gives a real node (a kubelet's, not the node agent's), and
+/// the key of its taint (`membench.io/real-node=true:NoSchedule`): only pods that tolerate it
+/// run there, as on a dedicated benchmark node group.
+pub const REAL_NODE_LABEL: &str = "membench.io/real-node";
+
+/// A MemoryBenchmark's `placement` (YAML, indented for `spec:`) that tolerates the real nodes'
+/// taint; more tolerations may follow as list items (`      - {key: ...}`).
+pub const TOLERATE_REAL_NODES: &str = "  placement:\n    tolerations:\n      - {key: membench.io/real-node, operator: Equal, value: \"true\", effect: NoSchedule}\n";
+
+/// A client for the dev cluster with its real node Ready (started, if the cluster runs
+/// without one), and that node. The error names what is missing: a test that needs a real
+/// node fails without one, it never passes by skipping.
+pub async fn ensure_real_node(options: &EnsureOptions) -> anyhow::Result<(Client, Node)> {
+    let mut options = options.clone();
+    options.extra_node_pools.push(REAL_NODE_POOL.to_string());
+    let kubeconfig = DevCluster::kubeconfig_with(&options)
+        .await
+        .with_context(|| {
+            format!(
+                "bringing up the dev cluster with a real node ({REAL_NODE_POOL}); its logs are \
+                 in the state directory's logs/ (real-<node>-kubelet.log, \
+                 real-<node>-containerd.log)"
+            )
+        })?;
+    let client = crate::cluster::client_for(&kubeconfig).await?;
+    let node = ready_real_node(&client, Duration::from_secs(90)).await?;
+    Ok((client, node))
+}
+
+/// The first Ready node of [`REAL_NODE_INSTANCE_TYPE`] labelled a real node, waiting up to
+/// `timeout` for one.
+pub async fn ready_real_node(client: &Client, timeout: Duration) -> anyhow::Result<Node> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let selector = format!(
+        "{REAL_NODE_LABEL}=true,node.kubernetes.io/instance-type={REAL_NODE_INSTANCE_TYPE}"
+    );
+    let deadline = Instant::now() + timeout;
+    loop {
+        let listed = nodes
+            .list(&ListParams::default().labels(&selector))
+            .await?
+            .items;
+        if let Some(node) = listed.iter().find(|n| is_ready(n)) {
+            return Ok(node.clone());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "no Ready real node ({selector}) after {timeout:?}: {}; a real node needs the \
+             kubelet and containerd (hack/build-tools.sh kubernetes containerd), runc and the \
+             CNI plugins (hack/install-node-runtime.sh), root, and the pool {REAL_NODE_POOL} \
+             (MEMBENCH_DEV_CLUSTER_EXTRA_NODES)",
+            if listed.is_empty() {
+                "none is registered".to_string()
+            } else {
+                listed
+                    .iter()
+                    .map(|n| format!("{} is not Ready", n.name_any()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+fn is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        })
+}
