@@ -486,9 +486,7 @@ fn run_refuses_a_build_of_another_version() {
 
 #[test]
 fn run_measures_dragonfly_and_leaves_what_it_cannot_report_absent() {
-    if common::from_shared(EngineKind::Dragonfly, "1").is_none() {
-        return;
-    }
+    common::shared_build(EngineKind::Dragonfly, "1");
     let spec = write_spec(
         "dragonfly",
         "  instanceType: x\n  engines:\n    - {engine: dragonfly, version: \"1.40\"}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 2\n",

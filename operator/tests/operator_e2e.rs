@@ -161,13 +161,11 @@ async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dragonfly_is_measured_on_the_cluster_with_what_it_cannot_report_left_absent()
 -> anyhow::Result<()> {
-    let Some(dragonfly) = common::from_shared(membench::crd::EngineKind::Dragonfly, "1") else {
-        return Ok(());
-    };
+    let dragonfly = common::shared_build(membench::crd::EngineKind::Dragonfly, "1");
     let store = membench_enginestore::EngineStore::open_default()?;
     let build = store
         .get(dragonfly.build.as_deref().unwrap())
-        .context("the build from_shared chose")?;
+        .context("the build shared_build chose")?;
     let harness = Harness::start("op-dragonfly", settings()).await?;
     let body = format!(
         "  instanceType: r7i.4xlarge\n  engines:\n    - {{engine: dragonfly, version: \"{}\"}}\n  workload: {{sortedSet: {{members: 20000, sampleEvery: 0}}}}\n  repetitions: 2\n",
