@@ -149,8 +149,14 @@ async fn every_dashboard_panel_shows_a_benchmark_the_operator_ran() -> anyhow::R
         |series| series == 2,
     )
     .await?;
-    // A few more scrapes, so that rates and range queries see the finished results too.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Three scrapes of the finished results, so that rates and range queries see them too.
+    until_query(
+        &prometheus,
+        "count_over_time(membench_memory_per_item_median_bytes{benchmark=\"dashboards\"}[1m]) >= 3",
+        Duration::from_secs(30),
+        |series| series == 2,
+    )
+    .await?;
     let workload = status.workload.clone().context("status.workload")?;
     let substitute = |expr: &str| {
         let replaced = expr

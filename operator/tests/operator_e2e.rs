@@ -372,7 +372,12 @@ async fn an_operator_restarted_mid_run_resumes_without_duplicate_pods() -> anyho
         .await?;
     harness.operator.abort();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    harness.operator = spawn_operator(&harness.client, harness.namespace.name(), settings());
+    harness.operator = spawn_operator(
+        &harness.client,
+        harness.namespace.name(),
+        settings(),
+        &harness.metrics,
+    );
     let done = harness
         .finished("restart", Duration::from_secs(300))
         .await?;
