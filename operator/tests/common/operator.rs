@@ -165,6 +165,42 @@ impl Harness {
             .map_or(0, |metric| metric.get_histogram().get_sample_count())
     }
 
+    /// How many reconciles the in-process operator has started.
+    pub fn reconciles_started(&self) -> u64 {
+        self.metrics
+            .registry()
+            .gather()
+            .iter()
+            .find(|family| family.name() == "membench_reconciliations_total")
+            .and_then(|family| family.get_metric().first())
+            .map_or(0, |metric| metric.get_counter().value() as u64)
+    }
+
+    /// Touches the benchmark `name` (an annotation, which the operator's watch sees like any
+    /// change) and waits until a reconcile started after it has finished and none is running:
+    /// the observable sign that the operator has decided again on what it sees now, for a
+    /// test that asserts what it did not do.
+    pub async fn decided_again(&self, name: &str, timeout: Duration) -> anyhow::Result<()> {
+        let started = self.reconciles_started();
+        let touch = serde_json::json!({"metadata": {"annotations": {
+            "membench.io/test-touched": started.to_string()
+        }}});
+        self.benchmarks()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&touch))
+            .await?;
+        let deadline = Instant::now() + timeout;
+        while self.reconciles_started() <= started
+            || self.reconciles_finished() < self.reconciles_started()
+        {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the operator did not decide again on {name} within {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
+    }
+
     /// Waits until the operator has finished `more` reconciles after `since` (a reading of
     /// [`Self::reconciles_finished`]): the observable sign that it has decided again, for a
     /// test that asserts what it did not do.
