@@ -153,7 +153,26 @@ async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on
         &[membench::report::cluster::comparison(&done)],
         membench::report::table::OutputFormat::Csv,
     );
-    assert!(report.contains("Valkey,9.1.2"), "{report}");
+    let cells = |line: &str| line.split(',').map(str::to_string).collect::<Vec<_>>();
+    let header = cells(report.lines().next().unwrap());
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let valkey = report
+        .lines()
+        .map(cells)
+        .find(|c| c[column("engine")] == "valkey" && c[column("row")] == "summary")
+        .unwrap_or_else(|| panic!("no valkey summary row: {report}"));
+    let status_valkey = done
+        .status
+        .as_ref()
+        .and_then(|s| s.engines.iter().find(|e| e.engine == "valkey"))
+        .and_then(|e| e.summary.clone())
+        .unwrap();
+    assert_eq!(valkey[column("version")], "9.1.2", "{report}");
+    assert_eq!(
+        valkey[column("bytes_per_item")].parse::<f64>().unwrap(),
+        status_valkey.bytes_per_item.median,
+        "{report}"
+    );
     harness.finish().await;
     Ok(())
 }

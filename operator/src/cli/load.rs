@@ -276,6 +276,17 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
             "{}",
             serde_json::to_string_pretty(&report).expect("reports serialize")
         ),
+        // The same table as `membench run`'s, without a title: no benchmark, one engine.
+        OutputFormat::Csv => {
+            let row = ComparisonRow::from_report(&report, None);
+            let labels = membench::report::csv::BenchmarkLabels::default();
+            let rows = membench::report::csv::rows_of_report(&labels, &report, &row);
+            print!(
+                "{}{}",
+                membench::report::csv::header(),
+                membench::report::csv::lines(rows)
+            );
+        }
         format => {
             if !report.repetitions.is_empty() {
                 println!(
