@@ -8,6 +8,7 @@
 //! the leaves); never the controller or the local runner, which call it, nor the metrics, its
 //! peer (docs/architecture.md, `layout_tests.rs`).
 
+pub mod charts;
 pub mod cluster;
 pub mod csv;
 pub mod html;

@@ -42,7 +42,9 @@ const LAYOUT_PROBE: &str = r#"<script>
     return b;
   }
   var root = document.documentElement;
-  document.body.setAttribute('data-layout', JSON.stringify({
+  // In a phone-sized frame (see `render_at`), the layout goes to the page around it.
+  var out = window.frameElement ? window.parent.document.body : document.body;
+  out.setAttribute('data-layout', JSON.stringify({
     sections: document.querySelectorAll('section.benchmark').length,
     bars: all('svg.bar-chart rect.bar'),
     marks: all('svg.bar-chart line.published-mark'),
@@ -170,21 +172,40 @@ pub fn render(html: &str, name: &str) -> Rendered {
     render_at(html, name, 1100)
 }
 
-/// Renders `html` in headless Chromium in a window `width` px wide (420 for a phone): the DOM
-/// and layout of a probed copy, and a screenshot of the page itself kept as `<name>.png` (and
-/// the page as `<name>.html`) under target/.
+/// Chromium's narrowest window: a narrower viewport is a frame of that width in a page.
+const NARROWEST_WINDOW: u32 = 500;
+
+/// `html` in a frame `width` px wide (and tall enough for any page here), as a phone's
+/// viewport: its own `window.innerWidth`, media queries and layout are the frame's.
+fn in_frame(html: &str, width: u32) -> String {
+    let source = html.replace('&', "&amp;").replace('"', "&quot;");
+    format!(
+        "<!DOCTYPE html>\n<html><body style=\"margin:0\"><iframe style=\"border:0;display:block;width:{width}px;height:8000px\" srcdoc=\"{source}\"></iframe></body></html>\n"
+    )
+}
+
+/// Renders `html` in headless Chromium in a viewport `width` px wide (420 for a phone, which
+/// is narrower than Chromium's narrowest window, so the page is then framed at that width):
+/// the DOM and layout of a probed copy, and a screenshot of the page itself kept as
+/// `<name>.png` (and the page as `<name>.html`) under target/.
 pub fn render_at(html: &str, name: &str, width: u32) -> Rendered {
     let dir = artefact_dir();
     let page = dir.join(format!("{name}.html"));
-    std::fs::write(&page, html).unwrap();
     let probed = dir.join(format!("{name}.probed.html"));
     let with_probe = match html.rfind("</body>") {
         Some(at) => format!("{}{LAYOUT_PROBE}{}", &html[..at], &html[at..]),
         None => panic!("the page has no </body>"),
     };
-    std::fs::write(&probed, with_probe).unwrap();
+    if width < NARROWEST_WINDOW {
+        std::fs::write(&page, in_frame(html, width)).unwrap();
+        std::fs::write(&probed, in_frame(&with_probe, width)).unwrap();
+    } else {
+        std::fs::write(&page, html).unwrap();
+        std::fs::write(&probed, with_probe).unwrap();
+    }
+    let window = width.max(NARROWEST_WINDOW);
 
-    let dom = run(&probed, width, &["--dump-dom".to_string()]);
+    let dom = run(&probed, window, &["--dump-dom".to_string()]);
     let attribute = dom
         .split("data-layout=\"")
         .nth(1)
@@ -196,7 +217,7 @@ pub fn render_at(html: &str, name: &str, width: u32) -> Rendered {
     let _ = std::fs::remove_file(&screenshot);
     run(
         &page,
-        width,
+        window,
         &[format!("--screenshot={}", screenshot.display())],
     );
     let png = std::fs::read(&screenshot)
