@@ -10,18 +10,12 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use common::membench;
 use membench::crd::EngineKind;
 use membench_enginestore::EngineStore;
 use serde_json::Value;
-
-fn membench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_membench"))
-        .args(args)
-        .output()
-        .expect("membench runs")
-}
 
 fn stdout_json(output: &Output) -> Value {
     assert!(

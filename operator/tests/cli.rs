@@ -5,15 +5,9 @@ mod common;
 
 use std::process::{Command, Output};
 
+use common::membench;
 use membench::crd::EngineKind;
 use serde_json::Value;
-
-fn membench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_membench"))
-        .args(args)
-        .output()
-        .expect("membench runs")
-}
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()

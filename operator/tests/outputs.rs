@@ -11,19 +11,13 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
 
+use common::membench;
 use membench::client::measure::{LoadOptions, measure};
 use membench::client::workload::Workload;
 use membench::crd::EngineKind;
 use membench::report::csv::{BenchmarkLabels, HEADER, header, lines, rows_of_report};
 use membench::report::table::ComparisonRow;
 use serde_json::Value;
-
-fn membench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_membench"))
-        .args(args)
-        .output()
-        .expect("membench runs")
-}
 
 fn stdout(output: &Output) -> String {
     assert!(
@@ -224,25 +218,27 @@ spec:
   repetitions: 2
 ";
 
-/// The spec of two benchmarks, in a file of the test's own.
-fn two_benchmarks(test: &str) -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "membench-outputs-{test}-{}.yaml",
+/// What `membench run --output <output>` prints for [`TWO_BENCHMARKS`], from a spec file of
+/// its own (the tests run in parallel).
+fn run_two_benchmarks(output: &str) -> String {
+    let spec = std::env::temp_dir().join(format!(
+        "membench-outputs-{output}-{}.yaml",
         std::process::id()
     ));
-    std::fs::write(&path, TWO_BENCHMARKS).unwrap();
-    path
+    std::fs::write(&spec, TWO_BENCHMARKS).unwrap();
+    let printed = stdout(&membench(&[
+        "run",
+        spec.to_str().unwrap(),
+        "--output",
+        output,
+    ]));
+    std::fs::remove_file(spec).unwrap();
+    printed
 }
 
 #[test]
 fn run_csv_is_one_table_naming_each_benchmark_with_the_published_figures() {
-    let spec = two_benchmarks("csv");
-    let csv = stdout(&membench(&[
-        "run",
-        spec.to_str().unwrap(),
-        "--output",
-        "csv",
-    ]));
+    let csv = run_two_benchmarks("csv");
     let (columns, rows) = read_csv(&csv);
     assert_eq!(columns, HEADER);
     // Two engines and one, each with two repetitions and a summary.
@@ -269,18 +265,11 @@ fn run_csv_is_one_table_naming_each_benchmark_with_the_published_figures() {
     // No published table for the strings benchmark: the columns stay empty.
     let strings = of("strings-small");
     assert_eq!(strings[2]["published_bytes_per_item"], "");
-    std::fs::remove_file(spec).unwrap();
 }
 
 #[test]
 fn markdown_names_each_benchmark_and_sets_the_published_figure_beside_the_measured_one() {
-    let spec = two_benchmarks("markdown");
-    let markdown = stdout(&membench(&[
-        "run",
-        spec.to_str().unwrap(),
-        "--output",
-        "markdown",
-    ]));
+    let markdown = run_two_benchmarks("markdown");
     let headings: Vec<&str> = markdown.lines().filter(|l| l.starts_with("### ")).collect();
     assert_eq!(
         headings,
@@ -295,19 +284,11 @@ fn markdown_names_each_benchmark_and_sets_the_published_figure_beside_the_measur
     assert!(header.contains("| Published | vs published |"), "{header}");
     assert!(sorted_set.contains("| 96.60 (8.2.10) | +"), "{sorted_set}");
     assert!(!strings.contains("Published"), "{strings}");
-    std::fs::remove_file(spec).unwrap();
 }
 
 #[test]
 fn json_and_the_table_carry_the_published_figure_and_the_difference() {
-    let spec = two_benchmarks("json");
-    let json: Value = serde_json::from_str(&stdout(&membench(&[
-        "run",
-        spec.to_str().unwrap(),
-        "--output",
-        "json",
-    ])))
-    .unwrap();
+    let json: Value = serde_json::from_str(&run_two_benchmarks("json")).unwrap();
     let engines = json[0]["engines"].as_array().unwrap();
     for (engine, (published, version)) in engines.iter().zip([(96.6, "8.2.10"), (66.8, "9.1.2")]) {
         let figure = &engine["published"];
@@ -325,12 +306,11 @@ fn json_and_the_table_carry_the_published_figure_and_the_difference() {
         "{}",
         json[1]
     );
-    let text = stdout(&membench(&["run", spec.to_str().unwrap()]));
+    let text = run_two_benchmarks("table");
     let header = text.lines().find(|l| l.starts_with("Engine")).unwrap();
     assert!(
         header.contains("Published") && header.contains("vs published"),
         "{text}"
     );
     assert!(text.contains("96.60 (8.2.10)"), "{text}");
-    std::fs::remove_file(spec).unwrap();
 }

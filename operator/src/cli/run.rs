@@ -114,7 +114,7 @@ pub fn run_local(args: RunArgs) -> ExitCode {
                 print!("{}", csv::lines(lines));
             }
             Some(format) => {
-                let title = title(benchmark, &comparison);
+                let title = membench::report::html::local_run_subtitle(benchmark, &comparison);
                 match format {
                     OutputFormat::Markdown => println!("### {name}\n\n{title}\n"),
                     _ => println!("{name}: {title}\n"),
@@ -168,33 +168,4 @@ pub fn run_local(args: RunArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
-}
-
-/// What a benchmark loaded and where it ran, under its name above its table.
-fn title(
-    benchmark: &membench::crd::MemoryBenchmark,
-    comparison: &membench::report::local_run::LocalComparison,
-) -> String {
-    let workload = comparison
-        .engines
-        .first()
-        .map(|r| r.workload.description.clone())
-        .unwrap_or_default();
-    let emulated = if comparison.arch != comparison.host.arch {
-        format!(
-            "; {} builds under qemu-user emulation: memory figures are the architecture's, rates are the emulator's",
-            comparison.arch
-        )
-    } else {
-        String::new()
-    };
-    format!(
-        "{workload}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs; the spec's instanceType {} is not applied locally){emulated}",
-        benchmark.spec.repetitions,
-        benchmark.spec.pipeline,
-        comparison.host.hostname,
-        comparison.host.arch,
-        comparison.host.cpus,
-        comparison.instance_type
-    )
 }

@@ -178,6 +178,22 @@ fn open_svg(page: &mut String, class: &str, height: f64, data: &str) {
     );
 }
 
+/// Writes `lines` as text from the chart's left edge, one under the other from `top`, each
+/// `<text>` with `attributes`; returns where the next line would start.
+fn text_lines(page: &mut String, lines: &[String], top: f64, attributes: &str) -> f64 {
+    let mut y = top;
+    for line in lines {
+        y += LINE_HEIGHT;
+        let _ = writeln!(
+            page,
+            "<text {attributes} x=\"0\" y=\"{:.1}\">{}</text>",
+            y - 4.0,
+            escape(line)
+        );
+    }
+    y
+}
+
 /// The bar chart of bytes per item, with the published figures marked.
 pub fn render_bars(page: &mut String, bars: &[Bar], item: &str) {
     const BAR_HEIGHT: f64 = 16.0;
@@ -251,24 +267,8 @@ pub fn render_bars(page: &mut String, bars: &[Bar], item: &str) {
     let mut y = 0.0;
     for ((bar, label), colour) in bars.iter().zip(&labels).zip(&colours) {
         let (heading, detail) = label;
-        for (i, line) in heading.iter().enumerate() {
-            let _ = writeln!(
-                page,
-                "<text class=\"bar-label\" x=\"0\" y=\"{:.1}\" font-weight=\"bold\">{}</text>",
-                y + LINE_HEIGHT * (i as f64 + 1.0) - 4.0,
-                escape(line)
-            );
-        }
-        y += heading.len() as f64 * LINE_HEIGHT;
-        for (i, line) in detail.iter().enumerate() {
-            let _ = writeln!(
-                page,
-                "<text class=\"bar-detail\" x=\"0\" y=\"{:.1}\" fill=\"#555\">{}</text>",
-                y + LINE_HEIGHT * (i as f64 + 1.0) - 4.0,
-                escape(line)
-            );
-        }
-        y += detail.len() as f64 * LINE_HEIGHT;
+        y = text_lines(page, heading, y, r#"class="bar-label" font-weight="bold""#);
+        y = text_lines(page, detail, y, r##"class="bar-detail" fill="#555""##);
         let (width, class) = match bar.bytes_per_item {
             Some(b) => (x(b), "bar"),
             None => (0.0, "bar bar-missing"),

@@ -80,6 +80,37 @@ struct Line {
     seconds: Option<f64>,
 }
 
+impl Line {
+    /// A repetition's line: its own figures, which are their own median, min and max.
+    #[allow(clippy::too_many_arguments)]
+    fn repetition(
+        number: u32,
+        items: u64,
+        commands: Option<u64>,
+        memory: (u64, u64, u64),
+        bytes_per_item: f64,
+        items_per_sec: f64,
+        commands_per_sec: f64,
+        seconds: f64,
+    ) -> Self {
+        let (baseline, used, rss) = memory;
+        let alone = |v: f64| Some((v, v, v));
+        Line {
+            repetition: Some(number),
+            items: Some(items),
+            commands,
+            baseline_used_memory: Some(baseline),
+            used_memory: Some(used as f64),
+            used_memory_rss: Some(rss),
+            bytes_per_item: alone(bytes_per_item),
+            items_per_sec: alone(items_per_sec),
+            commands_per_sec: alone(commands_per_sec),
+            seconds: Some(seconds),
+            ..Line::default()
+        }
+    }
+}
+
 fn text<T: ToString>(value: Option<T>) -> String {
     value.map_or_else(String::new, |v| v.to_string())
 }
@@ -152,23 +183,16 @@ pub fn rows_of_report(
         .repetitions
         .iter()
         .map(|r| {
-            let line = Line {
-                repetition: Some(r.repetition),
-                items: Some(r.items),
-                commands: Some(r.commands),
-                baseline_used_memory: Some(r.baseline_used_memory),
-                used_memory: Some(r.used_memory as f64),
-                used_memory_rss: Some(r.used_memory_rss),
-                bytes_per_item: Some((r.bytes_per_item, r.bytes_per_item, r.bytes_per_item)),
-                items_per_sec: Some((r.items_per_sec, r.items_per_sec, r.items_per_sec)),
-                commands_per_sec: Some((
-                    r.commands_per_sec,
-                    r.commands_per_sec,
-                    r.commands_per_sec,
-                )),
-                seconds: Some(r.seconds),
-                ..Line::default()
-            };
+            let line = Line::repetition(
+                r.repetition,
+                r.items,
+                Some(r.commands),
+                (r.baseline_used_memory, r.used_memory, r.used_memory_rss),
+                r.bytes_per_item,
+                r.items_per_sec,
+                r.commands_per_sec,
+                r.seconds,
+            );
             cells(labels, row, arch, &line)
         })
         .collect();
@@ -213,22 +237,16 @@ pub fn rows_of_status(
         .iter()
         .zip(1u32..)
         .map(|(r, number)| {
-            let line = Line {
-                repetition: Some(number),
-                items: Some(r.items),
-                baseline_used_memory: Some(r.baseline_used_memory),
-                used_memory: Some(r.used_memory as f64),
-                used_memory_rss: Some(r.used_memory_rss),
-                bytes_per_item: Some((r.bytes_per_item, r.bytes_per_item, r.bytes_per_item)),
-                items_per_sec: Some((r.items_per_sec, r.items_per_sec, r.items_per_sec)),
-                commands_per_sec: Some((
-                    r.commands_per_sec,
-                    r.commands_per_sec,
-                    r.commands_per_sec,
-                )),
-                seconds: Some(r.seconds),
-                ..Line::default()
-            };
+            let line = Line::repetition(
+                number,
+                r.items,
+                None,
+                (r.baseline_used_memory, r.used_memory, r.used_memory_rss),
+                r.bytes_per_item,
+                r.items_per_sec,
+                r.commands_per_sec,
+                r.seconds,
+            );
             cells(labels, row, &arch, &line)
         })
         .collect();

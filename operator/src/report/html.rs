@@ -113,20 +113,7 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
             })
         })
         .collect();
-    let first = comparison.engines.first();
-    let subtitle = format!(
-        "{}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs; the spec's instance type {} is not applied locally)",
-        first.map_or_else(
-            || workload.as_ref().map(|w| w.describe()).unwrap_or_default(),
-            |r| r.workload.description.clone()
-        ),
-        benchmark.spec.repetitions,
-        benchmark.spec.pipeline,
-        comparison.host.hostname,
-        comparison.host.arch,
-        comparison.host.cpus,
-        comparison.instance_type
-    );
+    let subtitle = local_run_subtitle(benchmark, comparison);
     Section {
         title: comparison.benchmark.clone(),
         subtitle,
@@ -139,6 +126,36 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
         bars,
         curves,
     }
+}
+
+/// What a local run loaded and where it ran, in a line: under the benchmark's name above its
+/// table and on its page.
+pub fn local_run_subtitle(benchmark: &MemoryBenchmark, comparison: &LocalComparison) -> String {
+    let workload = comparison.engines.first().map_or_else(
+        || {
+            Workload::from_spec(&benchmark.spec.workload)
+                .map(|w| w.describe())
+                .unwrap_or_default()
+        },
+        |r| r.workload.description.clone(),
+    );
+    let emulated = if comparison.arch != comparison.host.arch {
+        format!(
+            "; {} builds under qemu-user emulation: memory figures are the architecture's, rates are the emulator's",
+            comparison.arch
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{workload}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs; the spec's instanceType {} is not applied locally){emulated}",
+        benchmark.spec.repetitions,
+        benchmark.spec.pipeline,
+        comparison.host.hostname,
+        comparison.host.arch,
+        comparison.host.cpus,
+        comparison.instance_type
+    )
 }
 
 /// The section of a benchmark measured in a cluster (`membench report`), from its status.

@@ -62,7 +62,8 @@ const LAYOUT_PROBE: &str = r#"<script>
 
 /// What the browser made of a page.
 pub struct Rendered {
-    /// The DOM after loading, as `--dump-dom` prints it.
+    /// The DOM after loading, as `--dump-dom` prints it (for a framed page, the frame's
+    /// document as the page around it holds it, unescaped).
     pub dom: String,
     /// The layout the probe measured: `sections`, `bars`, `marks`, `curves`, `charts` (each
     /// element's `engine`, `value`, `colour`, `width`, `height`, `left`, `top`, `right`,
@@ -227,6 +228,11 @@ pub fn render_at(html: &str, name: &str, width: u32) -> Rendered {
         "{} is not a PNG",
         screenshot.display()
     );
+    let dom = if width < NARROWEST_WINDOW {
+        unescape_attribute(&dom)
+    } else {
+        dom
+    };
     Rendered {
         dom,
         layout,

@@ -133,6 +133,14 @@ pub fn missing_shared_build(wanted: &str, found: Option<PathBuf>, why_not: &str)
     }
 }
 
+/// The freshly built `membench` binary run with `args`, as a user runs it.
+pub fn membench(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(args)
+        .output()
+        .expect("membench runs")
+}
+
 /// A plain redis-crate connection to check what the load left in the engine.
 pub fn connect(address: &EngineAddress) -> redis::Connection {
     redis::Client::open(format!("redis://{}/", address.socket_addr()))

@@ -154,25 +154,22 @@ impl Harness {
         }
     }
 
+    /// The in-process operator's metric `name` (one without labels), as the registry holds it.
+    fn metric(&self, name: &str) -> Option<prometheus::proto::Metric> {
+        let families = self.metrics.registry().gather();
+        let family = families.into_iter().find(|family| family.name() == name)?;
+        family.get_metric().first().cloned()
+    }
+
     /// How many reconciles the in-process operator has finished.
     pub fn reconciles_finished(&self) -> u64 {
-        self.metrics
-            .registry()
-            .gather()
-            .iter()
-            .find(|family| family.name() == "membench_reconcile_duration_seconds")
-            .and_then(|family| family.get_metric().first())
+        self.metric("membench_reconcile_duration_seconds")
             .map_or(0, |metric| metric.get_histogram().get_sample_count())
     }
 
     /// How many reconciles the in-process operator has started.
     pub fn reconciles_started(&self) -> u64 {
-        self.metrics
-            .registry()
-            .gather()
-            .iter()
-            .find(|family| family.name() == "membench_reconciliations_total")
-            .and_then(|family| family.get_metric().first())
+        self.metric("membench_reconciliations_total")
             .map_or(0, |metric| metric.get_counter().value() as u64)
     }
 
