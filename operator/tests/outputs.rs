@@ -289,6 +289,8 @@ fn markdown_names_each_benchmark_and_sets_the_published_figure_beside_the_measur
 #[test]
 fn json_and_the_table_carry_the_published_figure_and_the_difference() {
     let json: Value = serde_json::from_str(&run_two_benchmarks("json")).unwrap();
+    assert_eq!(json[0]["published_table"], "sorted-set-50m");
+    assert!(json[1].get("published_table").is_none(), "{}", json[1]);
     let engines = json[0]["engines"].as_array().unwrap();
     for (engine, (published, version)) in engines.iter().zip([(96.6, "8.2.10"), (66.8, "9.1.2")]) {
         let figure = &engine["published"];

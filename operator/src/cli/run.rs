@@ -142,6 +142,9 @@ pub fn run_local(args: RunArgs) -> ExitCode {
             .map(|c| serde_json::to_value(c).expect("comparisons serialize"))
             .collect();
         for (value, rows) in values.iter_mut().zip(&published) {
+            if let Some(table) = rows.first().and_then(|r| r.published_table) {
+                value["published_table"] = table.into();
+            }
             for (engine, row) in value["engines"]
                 .as_array_mut()
                 .into_iter()
