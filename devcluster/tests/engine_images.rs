@@ -138,16 +138,21 @@ async fn an_official_allocator_build_stands_in_for_its_image_without_a_preload()
     ns.delete().await
 }
 
-/// The shared Dragonfly tarball for this machine's arch, if the shared builds are here.
-fn shared_dragonfly_tarball() -> Option<PathBuf> {
-    let dir = std::env::var_os("MEMBENCH_SHARED_ENGINES")
+/// The shared engine builds (`../shared/engines` beside the repository, or
+/// `$MEMBENCH_SHARED_ENGINES`).
+fn shared_engines_dir() -> PathBuf {
+    std::env::var_os("MEMBENCH_SHARED_ENGINES")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/engines"))
-        });
+        })
+}
+
+/// The shared Dragonfly tarball for this machine's arch, if the shared builds are here.
+fn shared_dragonfly_tarball() -> Option<PathBuf> {
     let suffix = format!("-linux-{}.tar.xz", std::env::consts::ARCH);
-    std::fs::read_dir(dir)
+    std::fs::read_dir(shared_engines_dir())
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| {
@@ -163,14 +168,19 @@ async fn the_dragonfly_image_runs_the_stores_dragonfly_on_its_pod_address() -> a
     }
     let store = membench_enginestore::EngineStore::open_default()?;
     let Some(build) = store.builds().iter().find(|b| b.engine == "dragonfly") else {
-        if let Some(tarball) = shared_dragonfly_tarball() {
-            panic!(
+        match shared_dragonfly_tarball() {
+            Some(tarball) => panic!(
                 "{} is here but the engine store has no Dragonfly: run hack/install-engines.sh",
                 tarball.display()
-            );
+            ),
+            None => panic!(
+                "this test needs the shared engine build dragonfly-*-linux-{}.tar.xz, which this \
+                 machine lacks (looked in {}): put the shared engine tarballs there (or set \
+                 MEMBENCH_SHARED_ENGINES to their directory), then run hack/install-engines.sh",
+                std::env::consts::ARCH,
+                shared_engines_dir().display()
+            ),
         }
-        eprintln!("dragonfly image: skipped, the engine store has no Dragonfly on this machine");
-        return Ok(());
     };
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "dragonfly-image").await?;

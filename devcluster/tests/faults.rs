@@ -11,7 +11,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::PostParams;
 use kube::{Api, ResourceExt};
 use membench_devcluster::faults::Faults;
-use membench_devcluster::wait::{TestNamespace, is_running_and_ready, wait_for_pod};
+use membench_devcluster::wait::{
+    TestNamespace, is_running_and_ready, wait_for_pod, wait_for_pod_deleted,
+};
 use serde_json::json;
 
 use common::{READY, cluster, redis_pod, skipped_outside_dev_cluster};
@@ -92,6 +94,18 @@ async fn a_node_added_runs_pods_and_once_silent_is_tainted_and_its_pods_evicted(
         );
         pods.create(&PostParams::default(), &pod).await?;
         wait_for_pod(&pods, "on-late-node", READY, "ready", is_running_and_ready).await?;
+        // The same pod on a node that keeps reporting, deleted when the silent one is evicted:
+        // its node confirms, so it goes, and shows what the silent node's pod would have done.
+        let control = redis_pod(
+            "on-live-node",
+            json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": [name]}
+                ]}]
+            }}}}),
+        );
+        pods.create(&PostParams::default(), &control).await?;
+        let control = wait_for_pod(&pods, "on-live-node", READY, "ready", is_running_and_ready).await?;
 
         faults.silence_node(name)?;
         let silenced = Instant::now();
@@ -115,7 +129,19 @@ async fn a_node_added_runs_pods_and_once_silent_is_tainted_and_its_pods_evicted(
             disruption.and_then(|c| c.reason).as_deref(),
             Some("DeletionByTaintManager")
         );
-        tokio::time::sleep(Duration::from_secs(8)).await;
+        pods.delete("on-live-node", &kube::api::DeleteParams::default())
+            .await?;
+        wait_for_pod_deleted(&pods, &control, Duration::from_secs(30)).await?;
+        // And past the end of its grace period, when a kubelet would have removed it.
+        let grace_ends = evicted.metadata.deletion_timestamp.clone().unwrap().0;
+        let now_ms = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64)
+        };
+        while now_ms() <= grace_ends.as_millisecond() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         assert!(
             pods.get_opt("on-late-node").await?.is_some(),
             "a silent node's pod disappeared: something acted for its kubelet"

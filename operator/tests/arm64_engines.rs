@@ -10,18 +10,12 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use common::membench;
 use membench::crd::EngineKind;
 use membench_enginestore::EngineStore;
 use serde_json::Value;
-
-fn membench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_membench"))
-        .args(args)
-        .output()
-        .expect("membench runs")
-}
 
 fn stdout_json(output: &Output) -> Value {
     assert!(
@@ -159,20 +153,15 @@ fn debian_redis_7_0_for_arm64_stores_a_key_in_the_same_bytes_as_for_x86() {
 
 #[test]
 fn valkey_9_1_for_arm64_stores_a_sorted_set_member_in_the_same_bytes_as_for_x86() {
-    if !store_has("valkey-9.1.2-upstream-arm64") {
-        let tarball = common::shared_tarball_for(EngineKind::Valkey, "9.1.2", "aarch64");
-        if let Some(tarball) = tarball {
-            panic!(
-                "{} is here, but the engine store lacks valkey-9.1.2-upstream-arm64: run hack/install-engines.sh",
-                tarball.display()
-            );
-        }
-        eprintln!(
-            "skipped: no shared arm64 build of Valkey 9.1.2 on this machine (looked in {})",
-            common::shared_engines_dir().display()
-        );
-        return;
-    }
+    assert!(
+        store_has("valkey-9.1.2-upstream-arm64"),
+        "{}",
+        common::missing_shared_build(
+            "valkey-9.1.2-linux-arm64.tar.xz",
+            common::shared_tarball_for(EngineKind::Valkey, "9.1.2", "aarch64"),
+            "the engine store has no valkey-9.1.2-upstream-arm64",
+        )
+    );
     let (amd64, arm64) = run_on_both_architectures(
         "upstream-valkey",
         "{engine: valkey, version: \"9.1.2\"}",

@@ -5,15 +5,9 @@ mod common;
 
 use std::process::{Command, Output};
 
+use common::membench;
 use membench::crd::EngineKind;
 use serde_json::Value;
-
-fn membench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_membench"))
-        .args(args)
-        .output()
-        .expect("membench runs")
-}
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -106,39 +100,69 @@ fn load_json_carries_the_fields_the_issue_names() {
     assert!(min <= median && median <= max);
 }
 
+/// `used_memory` as the server's own INFO reports it, on a connection of the test's.
+fn info_used_memory(connection: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("memory").query(connection).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no used_memory in {info}"))
+}
+
 #[test]
-fn each_workload_runs_from_its_documented_command() {
-    let valkey = common::start(EngineKind::Valkey, &[]);
-    let addr = valkey.address.socket_addr();
-    let cases: [&[&str]; 3] = [
-        &[
-            "--workload",
-            "random-strings",
-            "--requests",
-            "20000",
-            "--keyspace",
-            "20000",
-            "--value-size",
-            "16",
-        ],
-        &[
-            "--workload",
-            "strings",
-            "--keys",
-            "5000",
-            "--value-size",
-            "100",
-        ],
-        &[
-            "--workload",
-            "records",
-            "--records",
-            "3000",
-            "--layout",
-            "strings",
-        ],
+fn each_workload_runs_from_its_documented_command_and_its_figures_match_the_servers_own() {
+    // (arguments, keys the server holds afterwards, items, bytes of each value)
+    let cases: [(&[&str], u64, u64, usize); 3] = [
+        (
+            &[
+                "--workload",
+                "random-strings",
+                "--requests",
+                "20000",
+                "--keyspace",
+                "20000",
+                "--value-size",
+                "16",
+            ],
+            0, // as many as the server holds: distinct keys of a random draw
+            0,
+            16,
+        ),
+        (
+            &[
+                "--workload",
+                "strings",
+                "--keys",
+                "20000",
+                "--value-size",
+                "100",
+            ],
+            20_000,
+            20_000,
+            100,
+        ),
+        (
+            &[
+                "--workload",
+                "records",
+                "--records",
+                "6000",
+                "--layout",
+                "strings",
+            ],
+            24_000, // four string keys a record
+            6_000,
+            0,
+        ),
     ];
-    for case in cases {
+    for (case, keys, items, value_size) in cases {
+        // A fresh server per workload, read by a connection of the test's own before and after
+        // (closed during the load, which refuses to start beside another client).
+        // Without latency tracking, whose per-command histograms (allocated at a command's
+        // first use: membench's INFO, CLIENT LIST, FLUSHALL before its baseline) are not data.
+        let valkey = common::start(EngineKind::Valkey, &["--latency-tracking", "no"]);
+        let addr = valkey.address.socket_addr();
+        let before = info_used_memory(&mut common::connect(&valkey.address));
         let mut args = vec![
             "load",
             "--addr",
@@ -154,11 +178,38 @@ fn each_workload_runs_from_its_documented_command() {
         let json: Value = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(json["workload"]["kind"], case[1]);
         assert_eq!(json["engine"]["name"], "valkey");
+
+        let mut own = common::connect(&valkey.address);
+        let dbsize: u64 = redis::cmd("DBSIZE").query(&mut own).unwrap();
+        let after = info_used_memory(&mut own);
+        let reported_items = json["repetitions"][0]["items"].as_u64().unwrap();
+        let (keys, items) = if keys == 0 {
+            (dbsize, dbsize)
+        } else {
+            (keys, items)
+        };
+        assert_eq!(dbsize, keys, "{case:?}: keys the server holds");
+        assert_eq!(reported_items, items, "{case:?}: items");
+        if value_size > 0 {
+            let key: String = redis::cmd("RANDOMKEY").query(&mut own).unwrap();
+            let length: usize = redis::cmd("STRLEN").arg(&key).query(&mut own).unwrap();
+            assert_eq!(length, value_size, "{case:?}: {key}");
+        }
+        // The server's own growth per item, read without membench, against membench's figure:
+        // the two readings differ only by what membench's connection held.
+        let independent = (after - before) as f64 / items as f64;
+        let reported = json["summary"]["bytes_per_item"]["median"]
+            .as_f64()
+            .unwrap();
+        eprintln!(
+            "{}: membench {reported:.3} B/item, INFO {independent:.3} B/item",
+            case[1]
+        );
         assert!(
-            json["summary"]["bytes_per_item"]["median"]
-                .as_f64()
-                .unwrap()
-                > 0.0
+            (reported / independent - 1.0).abs() < 0.001,
+            "{case:?}: membench {reported:.2} B/item, the server's own INFO {independent:.2} B/item (before {before}, after {after}; membench {} and {})",
+            json["repetitions"][0]["baseline_used_memory"],
+            json["repetitions"][0]["used_memory"]
         );
     }
 }
@@ -486,9 +537,7 @@ fn run_refuses_a_build_of_another_version() {
 
 #[test]
 fn run_measures_dragonfly_and_leaves_what_it_cannot_report_absent() {
-    if common::from_shared(EngineKind::Dragonfly, "1").is_none() {
-        return;
-    }
+    common::shared_build(EngineKind::Dragonfly, "1");
     let spec = write_spec(
         "dragonfly",
         "  instanceType: x\n  engines:\n    - {engine: dragonfly, version: \"1.40\"}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 2\n",
@@ -654,8 +703,10 @@ fn the_example_specs_are_valid() {
 }
 
 #[test]
-fn the_sorted_set_table_shows_the_growth_curve() {
-    let redis = common::start(EngineKind::Redis, &[]);
+fn the_sorted_set_table_shows_the_growth_curve_the_server_reports() {
+    // Without latency tracking, whose per-command histograms are not data (see above).
+    let untracked = ["--latency-tracking", "no"];
+    let redis = common::start(EngineKind::Redis, &untracked);
     let output = membench(&[
         "load",
         "--addr",
@@ -671,10 +722,51 @@ fn the_sorted_set_table_shows_the_growth_curve() {
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = String::from_utf8_lossy(&output.stdout);
-    assert!(text.contains("used_memory during the load"), "{text}");
-    let curve: Vec<&str> = ["10000", "20000", "30000"]
-        .into_iter()
-        .filter(|n| text.lines().any(|l| l.trim_start().starts_with(n)))
+    let curve = text
+        .split("used_memory during the load")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no growth curve in {text}"));
+    // Rows: members, used_memory ("1.23 MB"), bytes per member.
+    let rows: Vec<(u64, f64)> = curve
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split_whitespace().collect();
+            let members = cells.first()?.parse().ok()?;
+            Some((members, cells.last()?.parse().ok()?))
+        })
         .collect();
-    assert_eq!(curve.len(), 3, "{text}");
+    assert_eq!(
+        rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [10_000, 20_000, 30_000],
+        "{text}"
+    );
+
+    // The same members (`m:<i>` at score i, as the load sends them) into a fresh server by the
+    // test's own ZADDs, read by INFO at the same points.
+    let fresh = common::start(EngineKind::Redis, &untracked);
+    let mut own = common::connect(&fresh.address);
+    let baseline = info_used_memory(&mut own);
+    for (members, shown) in rows {
+        let from = members - 10_000;
+        let mut zadd = redis::cmd("ZADD");
+        zadd.arg("membench:zset");
+        for i in from..members {
+            zadd.arg(i).arg(format!("m:{i}"));
+        }
+        let added: u64 = zadd.query(&mut own).unwrap();
+        assert_eq!(added, 10_000);
+        let added = (info_used_memory(&mut own) - baseline) as f64;
+        let shown_added = shown * members as f64;
+        eprintln!(
+            "{members} members: the table {shown} B/member, INFO {:.3}",
+            added / members as f64
+        );
+        // A sample is read while the load's own connection is open, so it also counts that
+        // connection's buffers (about 40 kB here, at most 64 KiB): a row labelled with the wrong
+        // count would be off by 10,000 members, over a megabyte.
+        assert!(
+            (shown_added - added).abs() < 65_536.0,
+            "at {members} members the table shows {shown} B/member ({shown_added:.0} B added), the server's own INFO {added} B added"
+        );
+    }
 }

@@ -131,9 +131,7 @@ fn valkey_9_1_with_jemalloc_stores_a_sorted_set_member_in_fewer_bytes_than_redis
 
 #[test]
 fn every_workload_runs_against_dragonfly_with_what_it_cannot_report_left_absent() {
-    let Some(spec) = common::from_shared(EngineKind::Dragonfly, "1") else {
-        return;
-    };
+    let spec = common::shared_build(EngineKind::Dragonfly, "1");
     let dragonfly = common::start_spec(&spec);
     let fields = membench::crd::default_record_fields();
     let workloads = [
@@ -308,8 +306,8 @@ fn a_local_engine_started_with_a_password_requires_it_and_keeps_it_off_its_comma
         membench::crd::EngineSpec::new(EngineKind::Redis, "7.0"),
         membench::crd::EngineSpec::new(EngineKind::Valkey, "9.1"),
     ];
-    // Dragonfly takes it from its environment; only where the store has it.
-    specs.extend(common::from_shared(EngineKind::Dragonfly, "1"));
+    // Dragonfly takes it from its environment.
+    specs.push(common::shared_build(EngineKind::Dragonfly, "1"));
     let password = membench::local::runner::run_password().unwrap();
     assert_eq!(password.len(), 32);
     for spec in specs {

@@ -52,7 +52,12 @@ async fn the_operator_killed_mid_run_again_and_again_measures_every_engine_exact
         );
         harness.operator.abort();
         kills += 1;
-        harness.operator = spawn_operator(&harness.client, harness.namespace.name(), settings());
+        harness.operator = spawn_operator(
+            &harness.client,
+            harness.namespace.name(),
+            settings(),
+            &harness.metrics,
+        );
     };
     recorder.abort();
     eprintln!("the operator was killed {kills} times");
@@ -437,7 +442,11 @@ async fn a_benchmark_created_again_under_its_name_waits_for_the_old_pods_and_nev
             |b| engine(b, 0).reason.as_deref() == Some("WaitingForOldPods"),
         )
         .await?;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // It decides again every second while it waits: three more decisions, and still waiting.
+    let reconciles = harness.reconciles_finished();
+    harness
+        .reconciled_again(reconciles, 3, Duration::from_secs(30))
+        .await?;
     let still = harness.benchmarks().get("again").await?;
     assert_eq!(
         engine(&still, 0).reason.as_deref(),

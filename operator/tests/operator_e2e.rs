@@ -153,7 +153,26 @@ async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on
         &[membench::report::cluster::comparison(&done)],
         membench::report::table::OutputFormat::Csv,
     );
-    assert!(report.contains("Valkey,9.1.2"), "{report}");
+    let cells = |line: &str| line.split(',').map(str::to_string).collect::<Vec<_>>();
+    let header = cells(report.lines().next().unwrap());
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let valkey = report
+        .lines()
+        .map(cells)
+        .find(|c| c[column("engine")] == "valkey" && c[column("row")] == "summary")
+        .unwrap_or_else(|| panic!("no valkey summary row: {report}"));
+    let status_valkey = done
+        .status
+        .as_ref()
+        .and_then(|s| s.engines.iter().find(|e| e.engine == "valkey"))
+        .and_then(|e| e.summary.clone())
+        .unwrap();
+    assert_eq!(valkey[column("version")], "9.1.2", "{report}");
+    assert_eq!(
+        valkey[column("bytes_per_item")].parse::<f64>().unwrap(),
+        status_valkey.bytes_per_item.median,
+        "{report}"
+    );
     harness.finish().await;
     Ok(())
 }
@@ -161,13 +180,11 @@ async fn a_two_engine_comparison_runs_one_engine_at_a_time_next_to_its_client_on
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dragonfly_is_measured_on_the_cluster_with_what_it_cannot_report_left_absent()
 -> anyhow::Result<()> {
-    let Some(dragonfly) = common::from_shared(membench::crd::EngineKind::Dragonfly, "1") else {
-        return Ok(());
-    };
+    let dragonfly = common::shared_build(membench::crd::EngineKind::Dragonfly, "1");
     let store = membench_enginestore::EngineStore::open_default()?;
     let build = store
         .get(dragonfly.build.as_deref().unwrap())
-        .context("the build from_shared chose")?;
+        .context("the build shared_build chose")?;
     let harness = Harness::start("op-dragonfly", settings()).await?;
     let body = format!(
         "  instanceType: r7i.4xlarge\n  engines:\n    - {{engine: dragonfly, version: \"{}\"}}\n  workload: {{sortedSet: {{members: 20000, sampleEvery: 0}}}}\n  repetitions: 2\n",
@@ -374,7 +391,12 @@ async fn an_operator_restarted_mid_run_resumes_without_duplicate_pods() -> anyho
         .await?;
     harness.operator.abort();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    harness.operator = spawn_operator(&harness.client, harness.namespace.name(), settings());
+    harness.operator = spawn_operator(
+        &harness.client,
+        harness.namespace.name(),
+        settings(),
+        &harness.metrics,
+    );
     let done = harness
         .finished("restart", Duration::from_secs(300))
         .await?;

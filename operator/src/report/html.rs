@@ -1,24 +1,28 @@
 //! `--output html` of `membench run` and `membench report`: one self-contained page per call,
 //! with, for each benchmark, a bar chart of bytes per item per engine (the published figure
-//! marked where the spec names a published table), the sorted set's growth curve, and the
-//! comparison table. Nothing is fetched: the charts are inline SVG, the style is inline CSS,
-//! and there are no scripts or fonts, so the page opens the same on a machine without a
-//! network, in a browser or attached to a decision document.
+//! marked where the spec names a published table), the sorted set's growth curve (both drawn
+//! by `charts.rs`), and the comparison table. Nothing is fetched: the charts are inline SVG,
+//! the style is inline CSS, and there are no scripts or fonts, so the page opens the same on a
+//! machine without a network, in a browser or attached to a decision document.
 //!
-//! The charts carry class names and `data-` attributes (`rect.bar[data-engine]`,
-//! `line.published-mark`, `polyline.growth-line`) so a test can read them back from the DOM.
+//! The page fits a phone's width as well as a desktop's: the charts scale with it, text wraps,
+//! and a table wider than the page scrolls in its own box, so the page itself never scrolls
+//! sideways.
 
 use std::fmt::Write as _;
 
 use crate::client::measure::MemorySample;
 use crate::client::result::GrowthColumn;
 use crate::client::workload::Workload;
-use crate::crd::{EngineKind, MemoryBenchmark};
+use crate::crd::MemoryBenchmark;
+use crate::report::charts::{self, escape};
 use crate::report::local_run::LocalComparison;
-use crate::report::published::{PublishedRow, PublishedTable, thousands};
+use crate::report::published::PublishedTable;
 use crate::report::table::{
-    ComparisonRow, Table, comparison_table, compute_changes, format_bytes, format_change,
+    ComparisonRow, Table, attach_published, comparison_table, compute_changes,
 };
+
+pub use crate::report::charts::{Bar, Curve, PublishedMark};
 
 /// The most points of one curve drawn: a line this dense is already smooth at page width.
 const MAX_DRAWN_POINTS: usize = 500;
@@ -38,92 +42,20 @@ pub struct Section {
     pub table: Table,
 }
 
-/// One engine's bar.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Bar {
-    /// The entry's name (`engines[].name`, or `<engine>-<version>`).
-    pub engine: String,
-    /// Engine, version and allocator, under the name.
-    pub detail: String,
-    /// Median bytes per item; `None` when the engine has no result.
-    pub bytes_per_item: Option<f64>,
-    /// The published figure of the engine's row, and which release it was published for.
-    pub published: Option<PublishedMark>,
-}
-
-/// A published figure marked on a bar.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PublishedMark {
-    pub bytes_per_item: f64,
-    /// The release the table measured (`8.1.9`), or empty when it names none.
-    pub version: String,
-}
-
-/// One engine's growth curve: used_memory during the first repetition's load, starting from
-/// the empty server's (at 0 items) when that is known.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Curve {
-    pub engine: String,
-    pub points: Vec<MemorySample>,
-}
-
-impl Curve {
-    fn new(engine: &str, baseline: Option<u64>, samples: Vec<MemorySample>) -> Self {
-        let empty = baseline.map(|used_memory| MemorySample {
-            items: 0,
-            used_memory,
-        });
-        Self {
-            engine: engine.to_string(),
-            points: empty.into_iter().chain(samples).collect(),
-        }
-    }
-}
-
-fn published_mark(
-    table: Option<&PublishedTable>,
-    engine: &str,
-    version: &str,
-    workload: Option<&Workload>,
-) -> Option<PublishedMark> {
-    let kind: EngineKind = engine.parse().ok()?;
-    let row: &PublishedRow = table?.row_for(kind, version, workload?)?;
-    Some(PublishedMark {
-        bytes_per_item: row.bytes_per_item,
-        version: row.version.to_string(),
-    })
-}
-
-/// The page's table: the comparison table with the published figure and the difference from
-/// it, when the spec names a published table.
-fn table_with_published(rows: &[ComparisonRow], bars: &[Bar], published: bool) -> Table {
-    let mut table = comparison_table(rows);
-    if !published {
-        return table;
-    }
-    // The note stays last.
-    let note_at = table.headers.len() - 1;
-    table.headers.splice(
-        note_at..note_at,
-        ["Published".into(), "vs published".into()],
-    );
-    for (row, bar) in table.rows.iter_mut().zip(bars) {
-        let (figure, change) = match &bar.published {
-            Some(mark) => (
-                if mark.version.is_empty() {
-                    format!("{:.2}", mark.bytes_per_item)
-                } else {
-                    format!("{:.2} ({})", mark.bytes_per_item, mark.version)
-                },
-                bar.bytes_per_item.map_or("-".into(), |b| {
-                    format_change((b / mark.bytes_per_item - 1.0) * 100.0)
-                }),
-            ),
-            None => ("-".into(), "-".into()),
-        };
-        row.splice(note_at..note_at, [figure, change]);
-    }
-    table
+/// One bar per comparison row, with the row's published figure as its mark.
+fn bars_of(rows: &[ComparisonRow]) -> Vec<Bar> {
+    rows.iter()
+        .map(|row| Bar {
+            engine: row.name.clone(),
+            kind: row.engine.clone(),
+            detail: engine_detail(row),
+            bytes_per_item: row.bytes_per_item,
+            published: row.published.as_ref().map(|p| PublishedMark {
+                bytes_per_item: p.bytes_per_item,
+                version: p.version.to_string(),
+            }),
+        })
+        .collect()
 }
 
 fn published_notes(
@@ -165,22 +97,8 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
         .map(|r| ComparisonRow::from_report(r, None))
         .collect();
     compute_changes(&mut rows);
-    let bars: Vec<Bar> = comparison
-        .engines
-        .iter()
-        .zip(&rows)
-        .map(|(report, row)| Bar {
-            engine: row.name.clone(),
-            detail: engine_detail(row),
-            bytes_per_item: row.bytes_per_item,
-            published: published_mark(
-                table,
-                &report.engine.name,
-                &report.engine.version,
-                workload.as_ref(),
-            ),
-        })
-        .collect();
+    attach_published(&mut rows, table, workload.as_ref());
+    let bars = bars_of(&rows);
     let curves = comparison
         .engines
         .iter()
@@ -195,20 +113,7 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
             })
         })
         .collect();
-    let first = comparison.engines.first();
-    let subtitle = format!(
-        "{}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs{})",
-        first.map_or_else(
-            || workload.as_ref().map(|w| w.describe()).unwrap_or_default(),
-            |r| r.workload.description.clone()
-        ),
-        benchmark.spec.repetitions,
-        benchmark.spec.pipeline,
-        comparison.host.hostname,
-        comparison.host.arch,
-        comparison.host.cpus,
-        comparison.instance_type_note()
-    );
+    let subtitle = local_run_subtitle(benchmark, comparison);
     Section {
         title: comparison.benchmark.clone(),
         subtitle,
@@ -217,10 +122,40 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
             .as_ref()
             .map_or("item", |w| w.item_noun())
             .to_string(),
-        table: table_with_published(&rows, &bars, table.is_some()),
+        table: comparison_table(&rows),
         bars,
         curves,
     }
+}
+
+/// What a local run loaded and where it ran, in a line: under the benchmark's name above its
+/// table and on its page.
+pub fn local_run_subtitle(benchmark: &MemoryBenchmark, comparison: &LocalComparison) -> String {
+    let workload = comparison.engines.first().map_or_else(
+        || {
+            Workload::from_spec(&benchmark.spec.workload)
+                .map(|w| w.describe())
+                .unwrap_or_default()
+        },
+        |r| r.workload.description.clone(),
+    );
+    let emulated = if comparison.arch != comparison.host.arch {
+        format!(
+            "; {} builds under qemu-user emulation: memory figures are the architecture's, rates are the emulator's",
+            comparison.arch
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{workload}; {} repetitions, pipeline {}; ran locally on {} ({}, {} CPUs{}){emulated}",
+        benchmark.spec.repetitions,
+        benchmark.spec.pipeline,
+        comparison.host.hostname,
+        comparison.host.arch,
+        comparison.host.cpus,
+        comparison.instance_type_note()
+    )
 }
 
 /// The section of a benchmark measured in a cluster (`membench report`), from its status.
@@ -229,16 +164,7 @@ pub fn section_from_status(benchmark: &MemoryBenchmark) -> Section {
     let workload = Workload::from_spec(&benchmark.spec.workload).ok();
     let table = benchmark.spec.published_table.map(|t| t.table());
     let status = benchmark.status.clone().unwrap_or_default();
-    let bars: Vec<Bar> = comparison
-        .rows
-        .iter()
-        .map(|row| Bar {
-            engine: row.name.clone(),
-            detail: engine_detail(row),
-            bytes_per_item: row.bytes_per_item,
-            published: published_mark(table, &row.engine, &row.version, workload.as_ref()),
-        })
-        .collect();
+    let bars = bars_of(&comparison.rows);
     let curves = status
         .engines
         .iter()
@@ -268,7 +194,7 @@ pub fn section_from_status(benchmark: &MemoryBenchmark) -> Section {
             .as_ref()
             .map_or("item", |w| w.item_noun())
             .to_string(),
-        table: table_with_published(&comparison.rows, &bars, table.is_some()),
+        table: comparison_table(&comparison.rows),
         bars,
         curves,
     }
@@ -292,43 +218,23 @@ fn drawn_points(samples: &[MemorySample]) -> Vec<MemorySample> {
         .unwrap_or_default()
 }
 
-/// Text made safe for HTML content and attribute values.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Distinct colours for up to twelve engines (then they repeat), readable on white.
-const PALETTE: [&str; 12] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
-    "#7f7f7f", "#bcbd22", "#393b79", "#637939",
-];
-
-fn colour(index: usize) -> &'static str {
-    PALETTE[index % PALETTE.len()]
-}
-
+/// The page's style: text wraps anywhere rather than widen the page; the charts take the
+/// page's width up to their own (`charts::CHART_WIDTH`), keeping their proportions; a table
+/// scrolls inside its own box.
 const STYLE: &str = "
-body { font-family: sans-serif; margin: 2em auto; max-width: 68em; padding: 0 1em; color: #222; }
+body { font-family: sans-serif; margin: 2em auto; max-width: 68em; padding: 0 1em; color: #222; overflow-wrap: anywhere; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2.5em; border-bottom: 1px solid #ccc; }
-p.subtitle { color: #555; } ul.notes { color: #444; font-size: 0.9em; }
+p.subtitle { color: #555; } ul.notes { color: #444; font-size: 0.9em; padding-left: 1.2em; }
 figure { margin: 1.5em 0; } figcaption { font-weight: bold; margin-bottom: 0.5em; }
-svg text { font-family: sans-serif; font-size: 12px; fill: #222; }
+svg.chart { display: block; width: 100%; max-width: 560px; height: auto; }
+svg text { font-family: sans-serif; font-size: 14px; fill: #222; }
 svg .axis { stroke: #888; stroke-width: 1; } svg .grid { stroke: #e4e4e4; stroke-width: 1; }
 svg .published-mark { stroke: #000; stroke-width: 3; }
 svg .growth-line { fill: none; stroke-width: 2; }
-table.comparison { border-collapse: collapse; font-size: 0.85em; }
-table.comparison th, table.comparison td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; }
+div.table-scroll { overflow-x: auto; max-width: 100%; }
+table.comparison { border-collapse: collapse; font-size: 0.85em; overflow-wrap: normal; }
+table.comparison th, table.comparison td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; white-space: nowrap; }
+table.comparison td:last-child { white-space: normal; min-width: 18em; }
 table.comparison td.number { text-align: right; font-variant-numeric: tabular-nums; }
 table.comparison th { background: #f3f3f3; }
 .legend span { display: inline-block; margin-right: 1.5em; font-size: 0.9em; }
@@ -367,258 +273,14 @@ fn render_section(page: &mut String, section: &Section) {
         }
         page.push_str("</ul>\n");
     }
-    render_bars(page, section);
-    render_curves(page, section);
+    charts::render_bars(page, &section.bars, &section.item);
+    charts::render_curves(page, &section.curves, &section.bars, &section.item);
     render_table(page, &section.table);
     page.push_str("</section>\n");
 }
 
-/// A round step for axis ticks: 1, 2, 2.5 or 5 times a power of ten, giving about `ticks`
-/// ticks.
-fn tick_step(max: f64, ticks: f64) -> f64 {
-    if max <= 0.0 {
-        return 1.0;
-    }
-    let raw = max / ticks;
-    let power = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 2.5, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * power)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * power)
-}
-
-fn render_bars(page: &mut String, section: &Section) {
-    const LABEL_WIDTH: f64 = 260.0;
-    const CHART_WIDTH: f64 = 520.0;
-    const ROW_HEIGHT: f64 = 34.0;
-    const TOP: f64 = 24.0;
-    let max = section
-        .bars
-        .iter()
-        .flat_map(|b| {
-            [
-                b.bytes_per_item,
-                b.published.as_ref().map(|p| p.bytes_per_item),
-            ]
-        })
-        .flatten()
-        .fold(0.0f64, f64::max);
-    let step = tick_step(max, 5.0);
-    let axis_max = (max / step).ceil().max(1.0) * step;
-    let x = |value: f64| LABEL_WIDTH + value / axis_max * CHART_WIDTH;
-    let height = TOP + ROW_HEIGHT * section.bars.len() as f64 + 30.0;
-    let width = LABEL_WIDTH + CHART_WIDTH + 190.0;
-    let _ = write!(
-        page,
-        "<figure class=\"bytes-per-item\">\n<figcaption>Bytes per {item} (median over the repetitions)</figcaption>\n<svg class=\"bar-chart\" role=\"img\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" data-bars=\"{}\">\n",
-        section.bars.len(),
-        item = escape(&section.item),
-    );
-    let bottom = TOP + ROW_HEIGHT * section.bars.len() as f64;
-    let mut tick = 0.0;
-    while tick <= axis_max + step / 2.0 {
-        let _ = writeln!(
-            page,
-            "<line class=\"grid\" x1=\"{x:.1}\" y1=\"{TOP}\" x2=\"{x:.1}\" y2=\"{bottom}\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            bottom + 16.0,
-            format_tick(tick),
-            x = x(tick),
-        );
-        tick += step;
-    }
-    for (i, bar) in section.bars.iter().enumerate() {
-        let y = TOP + ROW_HEIGHT * i as f64;
-        let _ = writeln!(
-            page,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\"><tspan font-weight=\"bold\">{}</tspan><tspan x=\"{:.1}\" dy=\"13\" fill=\"#555\">{}</tspan></text>",
-            LABEL_WIDTH - 8.0,
-            y + 13.0,
-            escape(&bar.engine),
-            LABEL_WIDTH - 8.0,
-            escape(&shorten(&bar.detail, 40)),
-        );
-        let (bar_width, mut value_text, class) = match bar.bytes_per_item {
-            Some(b) => (x(b) - LABEL_WIDTH, format!("{b:.2}"), "bar"),
-            None => (0.0, "no result".to_string(), "bar bar-missing"),
-        };
-        if let Some(mark) = &bar.published {
-            let _ = write!(value_text, " (published {:.2})", mark.bytes_per_item);
-        }
-        let _ = write!(
-            page,
-            "<rect class=\"{class}\" data-engine=\"{}\" data-value=\"{}\" x=\"{LABEL_WIDTH}\" y=\"{:.1}\" width=\"{bar_width:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{}: {}</title></rect>\n<text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
-            escape(&bar.engine),
-            bar.bytes_per_item.map_or(String::new(), |b| format!("{b}")),
-            y + 4.0,
-            ROW_HEIGHT - 10.0,
-            colour(i),
-            escape(&bar.engine),
-            value_text,
-            LABEL_WIDTH
-                + bar_width.max(
-                    bar.published
-                        .as_ref()
-                        .map_or(0.0, |m| x(m.bytes_per_item) - LABEL_WIDTH)
-                )
-                + 6.0,
-            y + 21.0,
-            value_text,
-        );
-        if let Some(mark) = &bar.published {
-            let at = x(mark.bytes_per_item);
-            let release = if mark.version.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", mark.version)
-            };
-            let _ = writeln!(
-                page,
-                "<line class=\"published-mark\" data-engine=\"{}\" data-value=\"{}\" x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\"><title>published{}: {:.2}</title></line>",
-                escape(&bar.engine),
-                mark.bytes_per_item,
-                y + 1.0,
-                y + ROW_HEIGHT - 3.0,
-                escape(&release),
-                mark.bytes_per_item,
-            );
-        }
-    }
-    page.push_str("</svg>\n");
-    if section.bars.iter().any(|b| b.published.is_some()) {
-        page.push_str("<div class=\"legend\"><span><i style=\"background:#000;width:3px\"></i>published figure of the engine's release line</span></div>\n");
-    }
-    page.push_str("</figure>\n");
-}
-
-fn format_tick(value: f64) -> String {
-    if value.fract() == 0.0 {
-        format!("{value:.0}")
-    } else {
-        format!("{value}")
-    }
-}
-
-fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let kept: String = text.chars().take(max - 1).collect();
-    format!("{kept}…")
-}
-
-fn render_curves(page: &mut String, section: &Section) {
-    if section.curves.is_empty() {
-        let _ = writeln!(
-            page,
-            "<p class=\"no-growth-curve\">No growth curve: only the sorted-set workload reads used_memory during the load (every <code>sampleEvery</code> members).</p>"
-        );
-        return;
-    }
-    const LEFT: f64 = 80.0;
-    const TOP: f64 = 16.0;
-    const PLOT_WIDTH: f64 = 640.0;
-    const PLOT_HEIGHT: f64 = 300.0;
-    let max_items = section
-        .curves
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p.items))
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
-    let max_used = section
-        .curves
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p.used_memory))
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
-    let x_step = tick_step(max_items, 5.0);
-    let y_step = tick_step(max_used, 5.0);
-    let x_max = (max_items / x_step).ceil() * x_step;
-    let y_max = (max_used / y_step).ceil() * y_step;
-    let x = |items: f64| LEFT + items / x_max * PLOT_WIDTH;
-    let y = |used: f64| TOP + PLOT_HEIGHT - used / y_max * PLOT_HEIGHT;
-    let width = LEFT + PLOT_WIDTH + 30.0;
-    let height = TOP + PLOT_HEIGHT + 44.0;
-    let _ = write!(
-        page,
-        "<figure class=\"growth\">\n<figcaption>used_memory during the load (first repetition)</figcaption>\n<svg class=\"growth-chart\" role=\"img\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" data-curves=\"{}\">\n",
-        section.curves.len()
-    );
-    let mut tick = 0.0;
-    while tick <= y_max + y_step / 2.0 {
-        let _ = writeln!(
-            page,
-            "<line class=\"grid\" x1=\"{LEFT}\" y1=\"{at:.1}\" x2=\"{:.1}\" y2=\"{at:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            LEFT + PLOT_WIDTH,
-            LEFT - 6.0,
-            y(tick) + 4.0,
-            escape(&format_bytes(tick)),
-            at = y(tick),
-        );
-        tick += y_step;
-    }
-    let mut tick = 0.0;
-    while tick <= x_max + x_step / 2.0 {
-        let _ = writeln!(
-            page,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            x(tick),
-            TOP + PLOT_HEIGHT + 16.0,
-            thousands(tick as u64),
-        );
-        tick += x_step;
-    }
-    let _ = write!(
-        page,
-        "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{bottom}\" x2=\"{:.1}\" y2=\"{bottom}\"/><line class=\"axis\" x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{bottom}\"/>\n<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}s loaded</text>\n",
-        LEFT + PLOT_WIDTH,
-        LEFT + PLOT_WIDTH / 2.0,
-        TOP + PLOT_HEIGHT + 36.0,
-        escape(&section.item),
-        bottom = TOP + PLOT_HEIGHT,
-    );
-    for curve in &section.curves {
-        let index = section
-            .bars
-            .iter()
-            .position(|b| b.engine == curve.engine)
-            .unwrap_or(0);
-        let points: Vec<String> = curve
-            .points
-            .iter()
-            .map(|p| format!("{:.1},{:.1}", x(p.items as f64), y(p.used_memory as f64)))
-            .collect();
-        let _ = writeln!(
-            page,
-            "<polyline class=\"growth-line\" data-engine=\"{}\" data-points=\"{}\" stroke=\"{}\" points=\"{}\"><title>{}</title></polyline>",
-            escape(&curve.engine),
-            curve.points.len(),
-            colour(index),
-            points.join(" "),
-            escape(&curve.engine),
-        );
-    }
-    page.push_str("</svg>\n<div class=\"legend\">");
-    for curve in &section.curves {
-        let index = section
-            .bars
-            .iter()
-            .position(|b| b.engine == curve.engine)
-            .unwrap_or(0);
-        let _ = write!(
-            page,
-            "<span><i style=\"background:{}\"></i>{}</span>",
-            colour(index),
-            escape(&curve.engine)
-        );
-    }
-    page.push_str("</div>\n</figure>\n");
-}
-
 fn render_table(page: &mut String, table: &Table) {
-    page.push_str("<table class=\"comparison\">\n<thead><tr>");
+    page.push_str("<div class=\"table-scroll\">\n<table class=\"comparison\">\n<thead><tr>");
     for header in &table.headers {
         let _ = write!(page, "<th>{}</th>", escape(header));
     }
@@ -635,9 +297,146 @@ fn render_table(page: &mut String, table: &Table) {
         }
         page.push_str("</tr>\n");
     }
-    page.push_str("</tbody>\n</table>\n");
+    page.push_str("</tbody>\n</table>\n</div>\n");
 }
 
 #[cfg(test)]
-#[path = "html_tests.rs"]
-mod tests;
+mod tests {
+    use super::*;
+    use crate::crd::{EngineStatus, GrowthPoint, MemoryBenchmarkStatus, Phase, SummaryStatus};
+    use crate::validation::spec_file::parse_specs;
+
+    fn engine(name: &str, kind: &str, version: &str, bytes: Option<f64>) -> EngineStatus {
+        EngineStatus {
+            name: name.into(),
+            engine: kind.into(),
+            requested_version: version.into(),
+            version: Some(version.into()),
+            allocator: Some("jemalloc-5.3.0".into()),
+            state: if bytes.is_some() {
+                "Succeeded"
+            } else {
+                "Failed"
+            }
+            .into(),
+            reason: bytes.is_none().then(|| "EngineCrashed".into()),
+            message: bytes
+                .is_none()
+                .then(|| "exited with <signal 9> & lost".into()),
+            summary: bytes.map(|b| SummaryStatus {
+                items: 50_000_000,
+                used_memory: (b * 5e7) as u64,
+                bytes_per_item: crate::crd::SpreadStatus {
+                    median: b,
+                    min: b,
+                    max: b,
+                    cv: 0.0,
+                },
+                ..Default::default()
+            }),
+            growth: bytes.map_or_else(Vec::new, |b| {
+                (1..=50)
+                    .map(|k| GrowthPoint {
+                        items: k * 1_000_000,
+                        used_memory: (b * (k * 1_000_000) as f64) as u64,
+                    })
+                    .collect()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn benchmark(published: bool) -> MemoryBenchmark {
+        let table = if published {
+            "  publishedTable: sorted-set-50m\n"
+        } else {
+            ""
+        };
+        let mut b = parse_specs(&format!("apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: zset, namespace: bench}}\nspec:\n  instanceType: r8g.4xlarge\n{table}  engines: [{{engine: redis, version: \"8.2\"}}, {{engine: valkey, version: \"9.1\"}}, {{engine: dragonfly, version: \"1.40.0\"}}]\n  workload: {{sortedSet: {{members: 50000000}}}}\n  repetitions: 1\n")).unwrap().remove(0);
+        b.status = Some(MemoryBenchmarkStatus {
+            phase: Some(Phase::Failed),
+            engines: vec![
+                engine("redis-8.2", "redis", "8.2.3", Some(96.59)),
+                engine("valkey-9.1", "valkey", "9.1.2", Some(66.82)),
+                engine("dragonfly-1.40.0", "dragonfly", "1.40.0", None),
+            ],
+            ..Default::default()
+        });
+        b
+    }
+
+    fn count(page: &str, needle: &str) -> usize {
+        page.matches(needle).count()
+    }
+
+    #[test]
+    fn every_engine_gets_a_bar_even_without_a_result() {
+        let page = render_page("t", &[section_from_status(&benchmark(true))]);
+        assert_eq!(count(&page, "<rect class=\"bar"), 3, "{page}");
+        assert_eq!(count(&page, "<rect class=\"bar bar-missing\""), 1);
+        assert!(page.contains("data-engine=\"valkey-9.1\" data-value=\"66.82\""));
+    }
+
+    #[test]
+    fn published_figures_are_marked_on_the_engines_of_their_release_line() {
+        let section = section_from_status(&benchmark(true));
+        let marks: Vec<Option<f64>> = section
+            .bars
+            .iter()
+            .map(|b| b.published.as_ref().map(|p| p.bytes_per_item))
+            .collect();
+        // Redis 8.2.10 and Valkey 9.1.2 published 4.83 and 3.34 GB; the table has no Dragonfly.
+        assert_eq!(marks, vec![Some(96.6), Some(66.8), None]);
+        let page = render_page("t", &[section]);
+        assert_eq!(count(&page, "<line class=\"published-mark\""), 2);
+        assert!(page.contains("No published figure for dragonfly-1.40.0"));
+        // The table sets the published figure beside the measured one.
+        assert!(
+            page.contains("<td class=\"number\">96.60 (8.2.10)</td>"),
+            "{page}"
+        );
+        assert!(page.contains("<td class=\"number\">-0.0%</td>"), "{page}");
+    }
+
+    #[test]
+    fn without_a_published_table_nothing_is_marked() {
+        let section = section_from_status(&benchmark(false));
+        assert!(section.bars.iter().all(|b| b.published.is_none()));
+        let page = render_page("t", &[section]);
+        assert_eq!(count(&page, "<line class=\"published-mark\""), 0);
+        assert!(!page.contains("<th>Published</th>"));
+    }
+
+    #[test]
+    fn the_growth_curve_is_drawn_for_each_engine_that_has_one() {
+        let page = render_page("t", &[section_from_status(&benchmark(true))]);
+        assert_eq!(count(&page, "<polyline class=\"growth-line\""), 2);
+        assert!(page.contains("data-engine=\"redis-8.2\" data-points=\"50\""));
+        let mut strings = benchmark(false);
+        strings.status.as_mut().unwrap().engines[0].growth.clear();
+        strings.status.as_mut().unwrap().engines[1].growth.clear();
+        let page = render_page("t", &[section_from_status(&strings)]);
+        assert!(page.contains("class=\"no-growth-curve\""));
+    }
+
+    #[test]
+    fn the_page_fetches_nothing() {
+        let page = render_page("t", &[section_from_status(&benchmark(true))]);
+        for forbidden in [
+            "<script", "src=", "href=", "url(", "@import", "http:", "https:",
+        ] {
+            assert!(!page.contains(forbidden), "the page holds {forbidden}");
+        }
+    }
+
+    #[test]
+    fn text_from_engines_and_errors_is_escaped() {
+        let page = render_page("a <b> & c", &[section_from_status(&benchmark(true))]);
+        assert!(page.contains("<title>a &lt;b&gt; &amp; c</title>"));
+        assert!(
+            page.contains("exited with &lt;signal 9&gt; &amp; lost"),
+            "{page}"
+        );
+        assert!(!page.contains("<signal 9>"));
+    }
+}

@@ -1,13 +1,16 @@
-//! Renderings of results: the published-style tables (`table`), the comparison of finished
-//! benchmarks read from their status in the cluster (`cluster`), the self-contained HTML page
-//! (`html`), what a local run measured (`local_run`) and the published tables that users quote
+//! Renderings of results: the published-style tables (`table`), every figure as one CSV table
+//! of raw numbers (`csv`), the comparison of finished benchmarks read from their status in the
+//! cluster (`cluster`), the self-contained HTML page (`html`) with its SVG charts (`charts`),
+//! what a local run measured (`local_run`) and the published tables that users quote
 //! (`published`).
 //!
 //! It may use the parts below it (`validation`, `client` for the measured results, `crd` and
 //! the leaves); never the controller or the local runner, which call it, nor the metrics, its
 //! peer (docs/architecture.md, `layout_tests.rs`).
 
+pub mod charts;
 pub mod cluster;
+pub mod csv;
 pub mod html;
 pub mod local_run;
 pub mod published;

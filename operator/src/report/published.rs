@@ -1,11 +1,14 @@
 //! The published tables that users quote (the project's seeds), as data: which workload each
 //! measured, at what size, and each row's figure. A spec names one in `spec.publishedTable`;
-//! `--output html` then marks each engine's published figure beside the measured one, and
-//! docs/results.md sets the full-size runs beside them.
+//! every output then sets each engine's published figure and the difference from it beside the
+//! measured one (the tables, JSON and CSV as columns, `--output html` also as a mark on the
+//! bar), and docs/results.md sets the full-size runs beside them.
 //!
 //! A row applies to an engine of the same kind and release line (`8.1.9` published applies to
 //! a measured `8.1.7`): the tables were measured on patch releases this machine may not have,
 //! and within a release line the data structures these workloads exercise do not change.
+
+use serde::Serialize;
 
 use crate::client::workload::Workload;
 use crate::crd::{EngineKind, PublishedTableName, RecordLayout};
@@ -153,6 +156,20 @@ impl PublishedTableName {
     }
 }
 
+/// The published figure that applies to one measured engine, and the difference from it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PublishedFigure {
+    /// The table's name (`spec.publishedTable`).
+    pub table: &'static str,
+    /// Bytes per item as published (for the sorted set, derived from its used_memory).
+    pub bytes_per_item: f64,
+    /// The release the table measured (`8.1.9`), or empty when it names none.
+    pub version: &'static str,
+    /// The measured median against the published figure, in percent (negative: smaller);
+    /// `None` without a measured figure.
+    pub difference_percent: Option<f64>,
+}
+
 /// Whether two versions are of one release line (`8.1.9` and `8.1.7`; `8.2` and `8.2.3`).
 pub fn same_release_line(a: &str, b: &str) -> bool {
     fn line(v: &str) -> Vec<&str> {
@@ -178,6 +195,25 @@ impl PublishedTable {
             row.engine == engine
                 && (row.version.is_empty() || same_release_line(row.version, version))
                 && (row.layout.is_none() || row.layout == layout)
+        })
+    }
+
+    /// The published figure for an engine of kind `engine` (`redis`) at `version`, measured at
+    /// `bytes_per_item`: `None` when the table has no row of its kind and release line.
+    pub fn figure_for(
+        &self,
+        engine: &str,
+        version: &str,
+        workload: &Workload,
+        bytes_per_item: Option<f64>,
+    ) -> Option<PublishedFigure> {
+        let kind: EngineKind = engine.parse().ok()?;
+        let row = self.row_for(kind, version, workload)?;
+        Some(PublishedFigure {
+            table: self.name,
+            bytes_per_item: row.bytes_per_item,
+            version: row.version,
+            difference_percent: bytes_per_item.map(|b| (b / row.bytes_per_item - 1.0) * 100.0),
         })
     }
 

@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::client::measure::BenchmarkReport;
+use crate::client::workload::Workload;
+use crate::report::published::{PublishedFigure, PublishedTable};
 
 /// Output formats of the commands that print results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -218,6 +220,13 @@ pub struct ComparisonRow {
     /// Why there are no figures, or what to keep in mind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The published table the spec names (`spec.publishedTable`), if it names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_table: Option<&'static str>,
+    /// That table's figure for this engine's kind and release line, and the difference from
+    /// it; `None` when the table has no such row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published: Option<PublishedFigure>,
 }
 
 impl ComparisonRow {
@@ -254,6 +263,8 @@ impl ComparisonRow {
             change_vs_first_percent: None,
             emulator: report.engine.emulator.clone(),
             note,
+            published_table: None,
+            published: None,
         }
     }
 }
@@ -277,6 +288,22 @@ pub fn change_percent(value: Option<f64>, first: Option<f64>) -> Option<f64> {
     }
 }
 
+/// Sets beside each row the published figure of its engine's kind and release line from
+/// `table` (the spec's `publishedTable`), and the difference from it.
+pub fn attach_published(
+    rows: &mut [ComparisonRow],
+    table: Option<&PublishedTable>,
+    workload: Option<&Workload>,
+) {
+    let (Some(table), Some(workload)) = (table, workload) else {
+        return;
+    };
+    for row in rows {
+        row.published_table = Some(table.name);
+        row.published = table.figure_for(&row.engine, &row.version, workload, row.bytes_per_item);
+    }
+}
+
 /// Fills in each row's change of bytes per item against the first row.
 pub fn compute_changes(rows: &mut [ComparisonRow]) {
     let first = rows.first().and_then(|r| r.bytes_per_item);
@@ -286,7 +313,8 @@ pub fn compute_changes(rows: &mut [ComparisonRow]) {
 }
 
 /// The comparison table: engine, version, allocator, used_memory, bytes per item, median
-/// items/s with its spread, median commands/s, change against the first engine.
+/// items/s with its spread, median commands/s, change against the first engine, and where the
+/// spec names a published table, the published figure and the difference from it.
 pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let item = rows.first().map_or("item", |r| r.item.as_str());
     let kind = rows.first().map_or("", |r| r.workload.as_str());
@@ -296,6 +324,7 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let with_instance = rows.iter().any(|r| r.instance_type.is_some());
     // Entries named in the spec (the same engine twice, say) need their names to be told apart.
     let with_name = rows.iter().any(|r| !r.has_default_name());
+    let with_published = rows.iter().any(|r| r.published_table.is_some());
     let mut headers = if with_name { vec!["Name"] } else { Vec::new() };
     headers.extend(["Engine", "Version", "Allocator"]);
     if with_instance {
@@ -308,8 +337,11 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         "Spread (min-max)",
         commands_rate_header.as_str(),
         "vs first",
-        "Note",
     ]);
+    if with_published {
+        headers.extend(["Published", "vs published"]);
+    }
+    headers.push("Note");
     let mut table = Table::new(&headers);
     let dash = || "-".to_string();
     for r in rows {
@@ -341,6 +373,15 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         });
         row.push(r.commands_per_sec_median.map_or_else(dash, rate));
         row.push(r.change_vs_first_percent.map_or_else(dash, format_change));
+        if with_published {
+            match &r.published {
+                Some(p) if p.version.is_empty() => row.push(format!("{:.2}", p.bytes_per_item)),
+                Some(p) => row.push(format!("{:.2} ({})", p.bytes_per_item, p.version)),
+                None => row.push(dash()),
+            }
+            let difference = r.published.as_ref().and_then(|p| p.difference_percent);
+            row.push(difference.map_or_else(dash, format_change));
+        }
         let mut note = r.note.clone().unwrap_or_default();
         if r.unstable && !note.starts_with("unstable") {
             note = format!("unstable: {note}");
@@ -463,6 +504,8 @@ mod tests {
             change_vs_first_percent: None,
             emulator: None,
             note: None,
+            published_table: None,
+            published: None,
         };
         let mut rows = vec![row(Some(100.0)), row(Some(75.0)), row(None)];
         compute_changes(&mut rows);
@@ -503,6 +546,8 @@ mod tests {
             change_vs_first_percent: None,
             emulator: emulator.map(String::from),
             note: None,
+            published_table: None,
+            published: None,
         };
         let table = comparison_table(&[row(None), row(Some("qemu-aarch64-static"))]);
         let rate = table

@@ -15,32 +15,62 @@ use serde_json::Value;
 /// The most a page may take to render before the test fails.
 const RENDER_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// Measures every chart element of the page into `body[data-layout]`.
+/// Measures every chart element of the page into `body[data-layout]`: each element's box as
+/// laid out, the colour it is drawn in, the text of every chart label with the box of the chart
+/// it belongs to, each table's scrolling box, and how wide the page is against the window.
 const LAYOUT_PROBE: &str = r#"<script>
 (function () {
   function box(el) {
     var r = el.getBoundingClientRect();
     return { engine: el.getAttribute('data-engine'), value: el.getAttribute('data-value'),
-             width: r.width, height: r.height, left: r.left, top: r.top };
+             colour: el.getAttribute('fill') || el.getAttribute('stroke'),
+             width: r.width, height: r.height, left: r.left, top: r.top,
+             right: r.right, bottom: r.bottom };
   }
   function all(selector) { return Array.prototype.map.call(document.querySelectorAll(selector), box); }
-  document.body.setAttribute('data-layout', JSON.stringify({
+  function label(el) {
+    var b = box(el), chart = box(el.ownerSVGElement);
+    b.text = el.textContent; b.chartLeft = chart.left; b.chartRight = chart.right;
+    b.chartTop = chart.top; b.chartBottom = chart.bottom;
+    return b;
+  }
+  function scroller(el) {
+    var b = box(el);
+    b.scrollWidth = el.scrollWidth; b.clientWidth = el.clientWidth;
+    b.overflowX = getComputedStyle(el).overflowX;
+    b.tableWidth = el.querySelector('table').getBoundingClientRect().width;
+    return b;
+  }
+  var root = document.documentElement;
+  // In a phone-sized frame (see `render_at`), the layout goes to the page around it.
+  var out = window.frameElement ? window.parent.document.body : document.body;
+  out.setAttribute('data-layout', JSON.stringify({
     sections: document.querySelectorAll('section.benchmark').length,
     bars: all('svg.bar-chart rect.bar'),
     marks: all('svg.bar-chart line.published-mark'),
     curves: all('svg.growth-chart polyline.growth-line'),
     charts: all('svg'),
-    tableRows: document.querySelectorAll('table.comparison tbody tr').length
+    labels: Array.prototype.map.call(document.querySelectorAll('svg text'), label),
+    tables: Array.prototype.map.call(document.querySelectorAll('.table-scroll'), scroller),
+    tableRows: document.querySelectorAll('table.comparison tbody tr').length,
+    windowWidth: window.innerWidth,
+    pageScrollWidth: Math.max(root.scrollWidth, document.body.scrollWidth),
+    pageClientWidth: root.clientWidth
   }));
 })();
 </script>"#;
 
 /// What the browser made of a page.
 pub struct Rendered {
-    /// The DOM after loading, as `--dump-dom` prints it.
+    /// The DOM after loading, as `--dump-dom` prints it (for a framed page, the frame's
+    /// document as the page around it holds it, unescaped).
     pub dom: String,
     /// The layout the probe measured: `sections`, `bars`, `marks`, `curves`, `charts` (each
-    /// element's `engine`, `value`, `width`, `height`, `left`, `top`) and `tableRows`.
+    /// element's `engine`, `value`, `colour`, `width`, `height`, `left`, `top`, `right`,
+    /// `bottom`), `labels` (each chart text's box, `text` and its chart's `chartLeft`,
+    /// `chartRight`, `chartTop`, `chartBottom`), `tables` (each `.table-scroll` box with its
+    /// `scrollWidth`, `clientWidth`, `overflowX` and `tableWidth`), `tableRows`, and the page's
+    /// `windowWidth`, `pageScrollWidth` and `pageClientWidth`.
     pub layout: Value,
     /// A screenshot of the page, kept under target/ as the test's artefact.
     pub screenshot: PathBuf,
@@ -62,8 +92,9 @@ pub fn artefact_dir() -> PathBuf {
     dir
 }
 
-/// Runs headless Chromium on a file with `extra` arguments and returns its stdout.
-fn run(page: &Path, extra: &[String]) -> String {
+/// Runs headless Chromium on a file in a window `width` px wide with `extra` arguments and
+/// returns its stdout.
+fn run(page: &Path, width: u32, extra: &[String]) -> String {
     let profile = tempfile_dir("chromium-profile");
     let mut child = Command::new(chromium())
         .args([
@@ -75,8 +106,8 @@ fn run(page: &Path, extra: &[String]) -> String {
             "--disable-component-update",
             "--disable-sync",
             "--hide-scrollbars",
-            "--window-size=1100,1600",
         ])
+        .arg(format!("--window-size={width},1600"))
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(extra)
         .arg(format!("file://{}", page.display()))
@@ -137,20 +168,45 @@ fn unescape_attribute(text: &str) -> String {
         .replace("&amp;", "&")
 }
 
-/// Renders `html` in headless Chromium: the DOM and layout of a probed copy, and a screenshot
-/// of the page itself kept as `<name>.png` (and the page as `<name>.html`) under target/.
+/// Renders `html` in headless Chromium in a window 1100 px wide; see [`render_at`].
 pub fn render(html: &str, name: &str) -> Rendered {
+    render_at(html, name, 1100)
+}
+
+/// Chromium's narrowest window: a narrower viewport is a frame of that width in a page.
+const NARROWEST_WINDOW: u32 = 500;
+
+/// `html` in a frame `width` px wide (and tall enough for any page here), as a phone's
+/// viewport: its own `window.innerWidth`, media queries and layout are the frame's.
+fn in_frame(html: &str, width: u32) -> String {
+    let source = html.replace('&', "&amp;").replace('"', "&quot;");
+    format!(
+        "<!DOCTYPE html>\n<html><body style=\"margin:0\"><iframe style=\"border:0;display:block;width:{width}px;height:8000px\" srcdoc=\"{source}\"></iframe></body></html>\n"
+    )
+}
+
+/// Renders `html` in headless Chromium in a viewport `width` px wide (420 for a phone, which
+/// is narrower than Chromium's narrowest window, so the page is then framed at that width):
+/// the DOM and layout of a probed copy, and a screenshot of the page itself kept as
+/// `<name>.png` (and the page as `<name>.html`) under target/.
+pub fn render_at(html: &str, name: &str, width: u32) -> Rendered {
     let dir = artefact_dir();
     let page = dir.join(format!("{name}.html"));
-    std::fs::write(&page, html).unwrap();
     let probed = dir.join(format!("{name}.probed.html"));
     let with_probe = match html.rfind("</body>") {
         Some(at) => format!("{}{LAYOUT_PROBE}{}", &html[..at], &html[at..]),
         None => panic!("the page has no </body>"),
     };
-    std::fs::write(&probed, with_probe).unwrap();
+    if width < NARROWEST_WINDOW {
+        std::fs::write(&page, in_frame(html, width)).unwrap();
+        std::fs::write(&probed, in_frame(&with_probe, width)).unwrap();
+    } else {
+        std::fs::write(&page, html).unwrap();
+        std::fs::write(&probed, with_probe).unwrap();
+    }
+    let window = width.max(NARROWEST_WINDOW);
 
-    let dom = run(&probed, &["--dump-dom".to_string()]);
+    let dom = run(&probed, window, &["--dump-dom".to_string()]);
     let attribute = dom
         .split("data-layout=\"")
         .nth(1)
@@ -160,7 +216,11 @@ pub fn render(html: &str, name: &str) -> Rendered {
 
     let screenshot = dir.join(format!("{name}.png"));
     let _ = std::fs::remove_file(&screenshot);
-    run(&page, &[format!("--screenshot={}", screenshot.display())]);
+    run(
+        &page,
+        window,
+        &[format!("--screenshot={}", screenshot.display())],
+    );
     let png = std::fs::read(&screenshot)
         .unwrap_or_else(|e| panic!("no screenshot at {}: {e}", screenshot.display()));
     assert!(
@@ -168,6 +228,11 @@ pub fn render(html: &str, name: &str) -> Rendered {
         "{} is not a PNG",
         screenshot.display()
     );
+    let dom = if width < NARROWEST_WINDOW {
+        unescape_attribute(&dom)
+    } else {
+        dom
+    };
     Rendered {
         dom,
         layout,

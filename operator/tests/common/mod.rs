@@ -82,11 +82,10 @@ pub fn shared_tarball_for(engine: EngineKind, version: &str, arch: &str) -> Opti
 }
 
 /// A build that only the shared tarballs provide (the Redis and Valkey versions of the
-/// published tables with their bundled jemalloc, Dragonfly): Some(spec) when the store has
-/// it. When it does not, the test fails if the shared tarball is on this machine (then
-/// hack/install-engines.sh installs it, and a build that does not run is a defect), and is
-/// skipped, saying so, on a machine without the shared builds.
-pub fn from_shared(engine: EngineKind, version: &str) -> Option<EngineSpec> {
+/// published tables with their bundled jemalloc, Dragonfly), as a spec naming it. A test that
+/// needs one fails without it, on every machine, naming the build and how to install it: a
+/// test that passed without its engine would have proven nothing about it.
+pub fn shared_build(engine: EngineKind, version: &str) -> EngineSpec {
     let store = EngineStore::open_default().unwrap_or_else(|e| panic!("{e}"));
     let request = Request {
         engine: engine.as_str(),
@@ -99,7 +98,7 @@ pub fn from_shared(engine: EngineKind, version: &str) -> Option<EngineSpec> {
         Ok(chosen) if chosen.build.official_allocator => {
             let mut spec = EngineSpec::new(engine, version);
             spec.build = Some(chosen.build.name.clone());
-            return Some(spec);
+            return spec;
         }
         Ok(chosen) => format!(
             "its only {engine} {version} is {}, without the official allocator",
@@ -107,17 +106,39 @@ pub fn from_shared(engine: EngineKind, version: &str) -> Option<EngineSpec> {
         ),
         Err(e) => e.to_string(),
     };
-    if let Some(tarball) = shared_tarball(engine, version) {
-        panic!(
+    let wanted = format!(
+        "{engine}-{version}*-linux-{}.tar.xz",
+        std::env::consts::ARCH
+    );
+    panic!(
+        "{}",
+        missing_shared_build(&wanted, shared_tarball(engine, version), &why_not)
+    );
+}
+
+/// What a test that needs the shared tarball `wanted` says when the engine store lacks its
+/// build: run hack/install-engines.sh when the tarball is here, else where to put it first.
+pub fn missing_shared_build(wanted: &str, found: Option<PathBuf>, why_not: &str) -> String {
+    match found {
+        Some(tarball) => format!(
             "{} is here, but the engine store lacks its build ({why_not}): run hack/install-engines.sh",
             tarball.display()
-        );
+        ),
+        None => format!(
+            "this test needs the shared engine build {wanted}, which this machine lacks ({why_not}; \
+             looked in {}): put the shared engine tarballs there (or set MEMBENCH_SHARED_ENGINES \
+             to their directory), then run hack/install-engines.sh",
+            shared_engines_dir().display()
+        ),
     }
-    eprintln!(
-        "skipped: no shared build of {engine} {version} on this machine (looked in {}), and {why_not}",
-        shared_engines_dir().display()
-    );
-    None
+}
+
+/// The freshly built `membench` binary run with `args`, as a user runs it.
+pub fn membench(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(args)
+        .output()
+        .expect("membench runs")
 }
 
 /// A plain redis-crate connection to check what the load left in the engine.
@@ -171,14 +192,6 @@ pub fn wait_for_repetitions(
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-}
-
-/// `membench ARGS` run to its end, as a user runs it.
-pub fn membench(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
-        .args(args)
-        .output()
-        .expect("membench runs")
 }
 
 pub fn stdout(output: &std::process::Output) -> String {

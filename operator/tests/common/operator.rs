@@ -50,6 +50,8 @@ pub struct Harness {
     pub client: Client,
     pub namespace: TestNamespace,
     pub operator: JoinHandle<()>,
+    /// The in-process operator's metrics, shared by every operator this harness spawns.
+    pub metrics: Metrics,
 }
 
 impl Harness {
@@ -57,11 +59,13 @@ impl Harness {
         let client = DevCluster::ensure().await?;
         install_crd(&client).await?;
         let namespace = TestNamespace::create(&client, prefix).await?;
-        let operator = spawn_operator(&client, namespace.name(), settings);
+        let metrics = Metrics::new();
+        let operator = spawn_operator(&client, namespace.name(), settings, &metrics);
         Ok(Harness {
             client,
             namespace,
             operator,
+            metrics,
         })
     }
 
@@ -74,6 +78,7 @@ impl Harness {
             client,
             namespace,
             operator: tokio::spawn(async {}),
+            metrics: Metrics::new(),
         })
     }
 
@@ -147,6 +152,71 @@ impl Harness {
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
+    }
+
+    /// The in-process operator's metric `name` (one without labels), as the registry holds it.
+    fn metric(&self, name: &str) -> Option<prometheus::proto::Metric> {
+        let families = self.metrics.registry().gather();
+        let family = families.into_iter().find(|family| family.name() == name)?;
+        family.get_metric().first().cloned()
+    }
+
+    /// How many reconciles the in-process operator has finished.
+    pub fn reconciles_finished(&self) -> u64 {
+        self.metric("membench_reconcile_duration_seconds")
+            .map_or(0, |metric| metric.get_histogram().get_sample_count())
+    }
+
+    /// How many reconciles the in-process operator has started.
+    pub fn reconciles_started(&self) -> u64 {
+        self.metric("membench_reconciliations_total")
+            .map_or(0, |metric| metric.get_counter().value() as u64)
+    }
+
+    /// Touches the benchmark `name` (an annotation, which the operator's watch sees like any
+    /// change) and waits until a reconcile started after it has finished and none is running:
+    /// the observable sign that the operator has decided again on what it sees now, for a
+    /// test that asserts what it did not do.
+    pub async fn decided_again(&self, name: &str, timeout: Duration) -> anyhow::Result<()> {
+        let started = self.reconciles_started();
+        let touch = serde_json::json!({"metadata": {"annotations": {
+            "membench.io/test-touched": started.to_string()
+        }}});
+        self.benchmarks()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&touch))
+            .await?;
+        let deadline = Instant::now() + timeout;
+        while self.reconciles_started() <= started
+            || self.reconciles_finished() < self.reconciles_started()
+        {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the operator did not decide again on {name} within {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
+    }
+
+    /// Waits until the operator has finished `more` reconciles after `since` (a reading of
+    /// [`Self::reconciles_finished`]): the observable sign that it has decided again, for a
+    /// test that asserts what it did not do.
+    pub async fn reconciled_again(
+        &self,
+        since: u64,
+        more: u64,
+        timeout: Duration,
+    ) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        while self.reconciles_finished() < since + more {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the operator finished {} reconciles in {timeout:?}, not {more}",
+                self.reconciles_finished() - since
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
     }
 
     pub async fn event_reasons(&self, name: &str) -> anyhow::Result<Vec<String>> {
@@ -236,14 +306,19 @@ pub fn finish_in_drop(cleanup: impl std::future::Future<Output = ()>) {
     }
 }
 
-pub fn spawn_operator(client: &Client, namespace: &str, settings: Settings) -> JoinHandle<()> {
+pub fn spawn_operator(
+    client: &Client,
+    namespace: &str,
+    settings: Settings,
+    metrics: &Metrics,
+) -> JoinHandle<()> {
     let client = client.clone();
     let scope = Scope::namespace(namespace);
+    let metrics = metrics.clone();
     tokio::spawn(async move {
         let ready = Arc::new(AtomicBool::new(false));
         let never = std::future::pending::<()>();
-        if let Err(e) = controller::run(client, scope, settings, Metrics::new(), ready, never).await
-        {
+        if let Err(e) = controller::run(client, scope, settings, metrics, ready, never).await {
             eprintln!("operator stopped: {e:#}");
         }
     })

@@ -46,8 +46,15 @@ pub async fn run_until_finished(
     }
 }
 
-/// The workload label of the finished sorted-set fixture.
-pub const SORTED_SET_WORKLOAD: &str = "sorted-set 1000 members";
+/// The workload label of the finished fixture: records stored as four string keys each, so
+/// that its items/s (records) are a quarter of its commands/s (SETs) and a panel that shows
+/// one for the other reads wrong.
+pub const FINISHED_WORKLOAD: &str = "records 1000 x 4 fields as strings";
+
+/// Commands sent per item in the fixtures: four SETs per record, and for the running strings
+/// benchmark (random keys, some repeated) a little over one.
+pub const FINISHED_COMMANDS_PER_ITEM: f64 = 4.0;
+const RUNNING_COMMANDS_PER_ITEM: f64 = 1.25;
 
 /// A tool from `$env_var`, else from PATH, else from one of `fallbacks`.
 pub fn find_binary(env_var: &str, name: &str, fallbacks: &[&str]) -> Option<PathBuf> {
@@ -157,9 +164,14 @@ async fn http_get_unbounded(addr: &str, path: &str) -> std::io::Result<(u16, Str
     Ok((status, body.to_string()))
 }
 
-/// A repetition of a workload that stores one item per command (the fixtures' sorted sets
-/// and strings), so items/s and commands/s are the same figure.
-fn repetition(bytes_per_item: f64, items: u64, per_sec: f64) -> serde_json::Value {
+/// A repetition that stored `items` at `per_sec` items a second with `commands_per_item`
+/// commands each.
+fn repetition(
+    bytes_per_item: f64,
+    items: u64,
+    per_sec: f64,
+    commands_per_item: f64,
+) -> serde_json::Value {
     let baseline = 900_000u64;
     let used = baseline + (bytes_per_item * items as f64) as u64;
     json!({
@@ -170,7 +182,7 @@ fn repetition(bytes_per_item: f64, items: u64, per_sec: f64) -> serde_json::Valu
         "memFragmentationRatio": 1.3,
         "items": items,
         "bytesPerItem": bytes_per_item,
-        "commandsPerSec": per_sec,
+        "commandsPerSec": per_sec * commands_per_item,
         "itemsPerSec": per_sec,
         "seconds": items as f64 / per_sec,
     })
@@ -183,8 +195,9 @@ fn engine(
     (instance_type, arch): (&str, &str),
     bytes_per_item: [f64; 3],
     per_sec: [f64; 3],
-    items: u64,
+    (items, commands_per_item): (u64, f64),
 ) -> serde_json::Value {
+    let commands = |i: usize| per_sec[i] * commands_per_item;
     json!({
         "name": name,
         "engine": engine,
@@ -197,40 +210,41 @@ fn engine(
         "instanceType": instance_type,
         "image": format!("{engine}:{version}"),
         "imageId": format!("docker.io/library/{engine}@sha256:0123"),
-        "repetitions": (0..3).map(|i| repetition(bytes_per_item[i], items, per_sec[i])).collect::<Vec<_>>(),
+        "repetitions": (0..3).map(|i| repetition(bytes_per_item[i], items, per_sec[i], commands_per_item)).collect::<Vec<_>>(),
         "summary": {
             "items": items,
             "usedMemory": 900_000 + (bytes_per_item[0] * items as f64) as u64,
             "bytesPerItem": {"median": bytes_per_item[0], "min": bytes_per_item[1], "max": bytes_per_item[2], "cv": 0.004},
-            "commandsPerSec": {"median": per_sec[0], "min": per_sec[1], "max": per_sec[2], "cv": 0.05},
+            "commandsPerSec": {"median": commands(0), "min": commands(1), "max": commands(2), "cv": 0.05},
             "itemsPerSec": {"median": per_sec[0], "min": per_sec[1], "max": per_sec[2], "cv": 0.05},
             "unstable": false,
         },
     })
 }
 
-/// Two benchmarks as the operator leaves them: a finished sorted-set comparison of Redis 7.0
-/// and Valkey 9.1 on Graviton4, and a strings run across three engines on x86 still running.
+/// Two benchmarks as the operator leaves them: a finished comparison of Redis 7.0 and Valkey
+/// 9.1 on Graviton4 (records as string keys), and a random-strings run across three engines on
+/// x86 still running. Neither stores one item per command, so items/s and commands/s differ.
 pub fn fixture_benchmarks() -> Vec<MemoryBenchmark> {
     let sorted_set = json!({
         "apiVersion": "membench.io/v1alpha1",
         "kind": "MemoryBenchmark",
-        "metadata": {"name": "sorted-set-r8g", "namespace": "membench"},
+        "metadata": {"name": "records-r8g", "namespace": "membench"},
         "spec": {
             "instanceType": "r8g.4xlarge",
             "arch": "arm64",
             "engines": [{"engine": "redis", "version": "7.0.15"}, {"engine": "valkey", "version": "9.1.2"}],
-            "workload": {"sortedSet": {"members": 1000}},
+            "workload": {"records": {"records": 1000, "layout": "strings"}},
             "repetitions": 3,
         },
         "status": {
             "phase": "Succeeded",
-            "workload": SORTED_SET_WORKLOAD,
+            "workload": FINISHED_WORKLOAD,
             "engines": [
                 engine("redis-7.0.15", "redis", "7.0.15", ("r8g.4xlarge", "arm64"),
-                       [112.3, 112.1, 112.6], [410_000.0, 395_000.0, 420_000.0], 1000),
+                       [112.3, 112.1, 112.6], [410_000.0, 395_000.0, 420_000.0], (1000, FINISHED_COMMANDS_PER_ITEM)),
                 engine("valkey-9.1.2", "valkey", "9.1.2", ("r8g.4xlarge", "arm64"),
-                       [70.1, 70.0, 70.4], [450_000.0, 440_000.0, 462_000.0], 1000),
+                       [70.1, 70.0, 70.4], [450_000.0, 440_000.0, 462_000.0], (1000, FINISHED_COMMANDS_PER_ITEM)),
             ],
         },
     });
@@ -241,10 +255,11 @@ pub fn fixture_benchmarks() -> Vec<MemoryBenchmark> {
         ("r7i.4xlarge", "amd64"),
         [0.0; 3],
         [0.0; 3],
-        1000,
+        (1000, RUNNING_COMMANDS_PER_ITEM),
     );
     running_dragonfly["state"] = json!("Running");
-    running_dragonfly["repetitions"] = json!([repetition(60.5, 1000, 800_000.0)]);
+    running_dragonfly["repetitions"] =
+        json!([repetition(60.5, 1000, 800_000.0, RUNNING_COMMANDS_PER_ITEM)]);
     running_dragonfly.as_object_mut().unwrap().remove("summary");
     let strings = json!({
         "apiVersion": "membench.io/v1alpha1",
@@ -257,17 +272,17 @@ pub fn fixture_benchmarks() -> Vec<MemoryBenchmark> {
                 {"engine": "valkey", "version": "9.1.2"},
                 {"engine": "dragonfly", "version": "1.34.2"},
             ],
-            "workload": {"strings": {"keys": 1000, "valueSize": 100}},
+            "workload": {"randomStrings": {"requests": 1250, "keyspace": 1250, "valueSize": 100}},
             "repetitions": 3,
         },
         "status": {
             "phase": "Running",
-            "workload": "strings 1000 keys 100 B values",
+            "workload": "random-strings 1250 SETs over 1250 keys, 100-byte values",
             "engines": [
                 engine("redis-8.2.1", "redis", "8.2.1", ("r7i.4xlarge", "amd64"),
-                       [180.2, 180.0, 181.0], [300_000.0, 290_000.0, 310_000.0], 1000),
+                       [180.2, 180.0, 181.0], [300_000.0, 290_000.0, 310_000.0], (1000, RUNNING_COMMANDS_PER_ITEM)),
                 engine("valkey-9.1.2", "valkey", "9.1.2", ("r7i.4xlarge", "amd64"),
-                       [164.0, 163.8, 164.5], [320_000.0, 300_000.0, 330_000.0], 1000),
+                       [164.0, 163.8, 164.5], [320_000.0, 300_000.0, 330_000.0], (1000, RUNNING_COMMANDS_PER_ITEM)),
                 running_dragonfly,
             ],
         },
