@@ -163,12 +163,14 @@ fn each_workload_runs_from_its_documented_command_and_its_figures_match_the_serv
         let valkey = common::start(EngineKind::Valkey, &["--latency-tracking", "no"]);
         let addr = valkey.address.socket_addr();
         let before = info_used_memory(&mut common::connect(&valkey.address));
+        // --keep-data: the test reads what was loaded after membench is done.
         let mut args = vec![
             "load",
             "--addr",
             &addr,
             "--repetitions",
             "1",
+            "--keep-data",
             "--output",
             "json",
         ];
