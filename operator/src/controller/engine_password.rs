@@ -11,16 +11,13 @@ use std::collections::BTreeMap;
 use std::io::Read;
 
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::ResourceExt;
 use kube::api::{Api, PostParams};
-use kube::{Resource, ResourceExt};
 
 use crate::auth::generated_password_secret;
 use crate::crd::MemoryBenchmark;
 
-use super::pods::{
-    APP_NAME, LABEL_BENCHMARK, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGER,
-};
+use super::pods::benchmark_object_metadata;
 
 /// Random bytes in a generated password (hex-encoded: twice as many characters).
 const PASSWORD_BYTES: usize = 32;
@@ -45,24 +42,8 @@ pub fn random_password() -> Result<String, std::io::Error> {
 /// The benchmark's password Secret holding `password`.
 pub fn engine_password_secret(benchmark: &MemoryBenchmark, password: String) -> Secret {
     let reference = generated_password_secret(benchmark);
-    let name = benchmark.name_any();
-    let labels = [
-        (LABEL_NAME, APP_NAME),
-        (LABEL_INSTANCE, name.as_str()),
-        (LABEL_MANAGED_BY, MANAGER),
-        (LABEL_BENCHMARK, name.as_str()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
     Secret {
-        metadata: ObjectMeta {
-            name: Some(reference.name),
-            namespace: benchmark.namespace(),
-            labels: Some(labels),
-            owner_references: benchmark.controller_owner_ref(&()).map(|r| vec![r]),
-            ..Default::default()
-        },
+        metadata: benchmark_object_metadata(benchmark, reference.name),
         type_: Some("Opaque".into()),
         immutable: Some(true),
         string_data: Some(BTreeMap::from([(reference.key, password)])),
@@ -87,6 +68,7 @@ pub async fn ensure(client: &kube::Client, benchmark: &MemoryBenchmark) -> Resul
 #[cfg(test)]
 mod tests {
     use super::super::pods::tests::benchmark;
+    use super::super::pods::{LABEL_MANAGED_BY, MANAGER};
     use super::*;
 
     #[test]

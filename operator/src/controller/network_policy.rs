@@ -19,17 +19,17 @@ use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer,
     NetworkPolicyPort, NetworkPolicySpec,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
-use kube::{Resource, ResourceExt};
 
 use crate::client::progress_endpoint::PROGRESS_PORT;
 use crate::crd::MemoryBenchmark;
 
 use super::pods::{
-    APP_NAME, Component, ENGINE_PORT, LABEL_BENCHMARK, LABEL_COMPONENT, LABEL_INSTANCE,
-    LABEL_MANAGED_BY, LABEL_NAME, MANAGER,
+    APP_NAME, Component, ENGINE_PORT, LABEL_BENCHMARK, LABEL_COMPONENT, LABEL_MANAGED_BY,
+    LABEL_NAME, MANAGER, benchmark_object_metadata,
 };
 
 /// The namespace label every namespace carries (Kubernetes sets it).
@@ -110,23 +110,8 @@ pub fn network_policy(
         }),
         ..Default::default()
     };
-    let labels = [
-        (LABEL_NAME, APP_NAME),
-        (LABEL_INSTANCE, name.as_str()),
-        (LABEL_MANAGED_BY, MANAGER),
-        (LABEL_BENCHMARK, name.as_str()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
     NetworkPolicy {
-        metadata: ObjectMeta {
-            name: Some(network_policy_name(benchmark)),
-            namespace: benchmark.namespace(),
-            labels: Some(labels),
-            owner_references: benchmark.controller_owner_ref(&()).map(|r| vec![r]),
-            ..Default::default()
-        },
+        metadata: benchmark_object_metadata(benchmark, network_policy_name(benchmark)),
         spec: Some(NetworkPolicySpec {
             pod_selector: Some(of_benchmark(None)),
             policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
@@ -267,6 +252,8 @@ pub async fn ensure(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube::Resource;
 
     fn benchmark() -> MemoryBenchmark {
         let mut b = crate::validation::spec_file::parse_specs(

@@ -203,6 +203,30 @@ fn image_pull_secrets(
     })
 }
 
+/// The metadata of an object the operator makes for a benchmark besides its pods (its
+/// NetworkPolicy, its password Secret): named `name`, in the benchmark's namespace, labelled as
+/// the benchmark's and managed by membench, owned by the benchmark (the garbage collector
+/// deletes it with it).
+pub fn benchmark_object_metadata(benchmark: &MemoryBenchmark, name: String) -> ObjectMeta {
+    let instance = benchmark.name_any();
+    let labels = [
+        (LABEL_NAME, APP_NAME),
+        (LABEL_INSTANCE, instance.as_str()),
+        (LABEL_MANAGED_BY, MANAGER),
+        (LABEL_BENCHMARK, instance.as_str()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    ObjectMeta {
+        name: Some(name),
+        namespace: benchmark.namespace(),
+        labels: Some(labels),
+        owner_references: benchmark.controller_owner_ref(&()).map(|r| vec![r]),
+        ..Default::default()
+    }
+}
+
 fn metadata(
     benchmark: &MemoryBenchmark,
     name: String,
