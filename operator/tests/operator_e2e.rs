@@ -349,8 +349,9 @@ async fn an_oom_killed_engine_is_reported_as_such_and_kept_with_keep_failed() ->
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_cannot_measure_fails_its_engine_with_the_clients_reason()
 -> anyhow::Result<()> {
-    // The engine wants a password the client does not have: a literal --requirepass, which
-    // only an operator started with --allow-open-engine-args accepts.
+    // The engine wants a password the client does not have: a literal --requirepass (which
+    // only an operator started with --allow-open-engine-args accepts) overrides the one the
+    // operator generated and gave the client.
     let mut settings = settings();
     settings.policy.allow_open_engine_args = true;
     let harness = Harness::start("op-auth", settings).await?;
@@ -360,7 +361,7 @@ async fn a_client_that_cannot_measure_fails_its_engine_with_the_clients_reason()
     let engine = &done.status.unwrap().engines[0];
     assert_eq!(
         engine.reason.as_deref(),
-        Some("AuthRequired"),
+        Some("AuthenticationFailed"),
         "{engine:#?}"
     );
     assert_eq!(engine.client_attempts, 1, "a refusal is not retried");

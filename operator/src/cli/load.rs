@@ -338,6 +338,8 @@ fn print_report(report: &BenchmarkReport, format: OutputFormat) {
             "{}",
             serde_json::to_string_pretty(report).expect("reports serialize")
         ),
+        // Nothing measured: the error says it all (as below); no header over no rows.
+        OutputFormat::Csv if report.repetitions.is_empty() => {}
         // The same table as `membench run`'s, without a title: no benchmark, one engine.
         OutputFormat::Csv => {
             let row = ComparisonRow::from_report(report, None);

@@ -50,15 +50,20 @@ pub fn engine_args(engine: &EngineSpec) -> Vec<String> {
 }
 
 /// The engine container's arguments: [`engine_args`] with Dragonfly's explicit `--maxmemory`
-/// (a share of the pod's limit, `validation/dragonfly_memory.rs`) before the spec's own, then
-/// the password reference (the spec's Secret, or the generated one).
+/// (a share of the pod's limit, `validation/dragonfly_memory.rs`) and the password reference
+/// (the spec's Secret, or the generated one) before the spec's own, which can override any of
+/// them (a literal `--requirepass` needs the operator's `--allow-open-engine-args`).
 fn pod_engine_args(engine: &EngineSpec, memory_bytes: u64) -> Vec<String> {
     let mut args = engine_args(engine);
+    let own = args.split_off(args.len() - engine.args.len());
     if engine.engine == EngineKind::Dragonfly {
-        let maxmemory = format!("--maxmemory={}", dragonfly_memory::maxmemory(memory_bytes));
-        args.insert(args.len() - engine.args.len(), maxmemory);
+        args.push(format!(
+            "--maxmemory={}",
+            dragonfly_memory::maxmemory(memory_bytes)
+        ));
     }
     args.extend(crate::auth::engine_args(engine.engine));
+    args.extend(own);
     args
 }
 

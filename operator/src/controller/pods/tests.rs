@@ -208,9 +208,15 @@ fn both_pods_take_the_password_from_the_specs_secret_or_the_generated_one_and_no
     let engine = engine_pod(&b, 1, 1 << 30, None, &PodSettings::default());
     let container = &engine.spec.as_ref().unwrap().containers[0];
     let args = container.args.clone().unwrap();
+    // The password reference, then the spec's own args (engine 1's `--maxmemory 1gb`).
     assert_eq!(
-        args[args.len() - 2..],
-        ["--requirepass", "$(MEMBENCH_ENGINE_PASSWORD)"]
+        args[args.len() - 4..],
+        [
+            "--requirepass",
+            "$(MEMBENCH_ENGINE_PASSWORD)",
+            "--maxmemory",
+            "1gb"
+        ]
     );
     let env = container.env.clone().unwrap();
     let secret = env[0]
@@ -251,9 +257,15 @@ fn both_pods_take_the_password_from_the_specs_secret_or_the_generated_one_and_no
     let engine = engine_pod(&open, 1, 1 << 30, None, &PodSettings::default());
     let container = &engine.spec.as_ref().unwrap().containers[0];
     let args = container.args.clone().unwrap();
+    // The password reference, then the spec's own args (engine 1's `--maxmemory 1gb`).
     assert_eq!(
-        args[args.len() - 2..],
-        ["--requirepass", "$(MEMBENCH_ENGINE_PASSWORD)"]
+        args[args.len() - 4..],
+        [
+            "--requirepass",
+            "$(MEMBENCH_ENGINE_PASSWORD)",
+            "--maxmemory",
+            "1gb"
+        ]
     );
     let secret_of = |env: &[EnvVar], name: &str| {
         let var = env.iter().find(|e| e.name == name).expect(name);
