@@ -267,13 +267,17 @@ localStorageCapacityIsolation: true
 failSwapOn: false
 makeIPTablesUtilChains: false
 maxPods: 20
-# Imported images cannot be pulled again: no image GC, no disk eviction worth the name.
+# Imported images cannot be pulled again: no image GC, no disk eviction worth the name. The
+# disk thresholds are absolute: the node's file system is this machine's, and 1% of a large
+# disk is gigabytes that a build beside the tests may well take (1% of this machine's 252 GB
+# is 2.5 GB: a CI run whose clone left less free saw every real-node test's engine end as if
+# stopped), while pods here write almost nothing.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:
   memory.available: "100Mi"
-  nodefs.available: "1%"
-  imagefs.available: "1%"
+  nodefs.available: "256Mi"
+  imagefs.available: "256Mi"
   nodefs.inodesFree: "1%"
 serializeImagePulls: false
 shutdownGracePeriod: 0s

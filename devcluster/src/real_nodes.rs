@@ -45,6 +45,15 @@ pub async fn ensure_real_node(options: &EnsureOptions) -> anyhow::Result<(Client
         })?;
     let client = crate::cluster::client_for(&kubeconfig).await?;
     let node = ready_real_node(&client, Duration::from_secs(90)).await?;
+    if let Some(pressure) = under_pressure(&node) {
+        anyhow::bail!(
+            "the real node {} reports {pressure}: its kubelet evicts pods below the evictionHard \
+             thresholds of hack/dev-cluster-real-nodes.sh (memory.available, nodefs.available \
+             of the file system under the state directory); free memory or disk (df -h) and run \
+             the test again",
+            node.name_any()
+        );
+    }
     Ok((client, node))
 }
 
@@ -82,6 +91,18 @@ pub async fn ready_real_node(client: &Client, timeout: Duration) -> anyhow::Resu
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// The node's pressure conditions that are on (`DiskPressure: kubelet has disk pressure`), if
+/// any: under pressure the kubelet evicts running pods and the scheduler places none.
+pub fn under_pressure(node: &Node) -> Option<String> {
+    let conditions = node.status.as_ref()?.conditions.as_ref()?;
+    let on: Vec<String> = conditions
+        .iter()
+        .filter(|c| c.type_.ends_with("Pressure") && c.status == "True")
+        .map(|c| format!("{}: {}", c.type_, c.message.as_deref().unwrap_or("no message")))
+        .collect();
+    (!on.is_empty()).then(|| on.join("; "))
 }
 
 fn is_ready(node: &Node) -> bool {

@@ -41,6 +41,9 @@ pub mod reason {
     pub const CLIENT_IMAGE_PULL_FAILED: &str = "ClientImagePullFailed";
     pub const ENGINE_OOM_KILLED: &str = "EngineOOMKilled";
     pub const ENGINE_CRASHED: &str = "EngineCrashed";
+    /// The kubelet evicted the engine's pod: node pressure (memory, disk) or a pod over its
+    /// ephemeral-storage or emptyDir limits; the message is the kubelet's.
+    pub const ENGINE_EVICTED: &str = "EngineEvicted";
     pub const ENGINE_NOT_READY: &str = "EngineNotReady";
     pub const ENGINE_POD_LOST: &str = "EnginePodLost";
     /// The node of the engine's pods stopped reporting: they were evicted and never confirmed

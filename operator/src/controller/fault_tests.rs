@@ -215,3 +215,36 @@ fn pods_of_an_earlier_benchmark_of_the_same_name_are_waited_for_never_adopted() 
     let plan = reconcile(&mut b, &[], 5, None);
     assert_eq!(engine_pod_of(&plan, 0).name_any(), "zset-0-engine");
 }
+
+/// What the kubelet leaves on a pod it evicts for node pressure: phase Failed, reason Evicted,
+/// its message, and the engine container ended by SIGTERM (Redis exits 0, `Completed`).
+fn evicted_by_the_kubelet(engine: Pod, at: i64) -> Pod {
+    let mut pod = terminated(engine, "r8g-1", 0, "Completed", "", at);
+    let status = pod.status.as_mut().unwrap();
+    status.phase = Some("Failed".into());
+    status.reason = Some("Evicted".into());
+    status.message = Some(
+        "The node was low on resource: ephemeral-storage. Threshold quantity: 2582Mi, available: 1964Mi."
+            .into(),
+    );
+    pod
+}
+
+#[test]
+fn an_engine_evicted_by_the_kubelet_fails_as_evicted_with_its_message_not_as_a_crash() {
+    let mut b = benchmark("");
+    let (engine, client) = measuring(&mut b, 0);
+    let evicted = evicted_by_the_kubelet(engine, 30);
+    let client = stopped(deleted_at(client, 40), 2, "Stopped", 31);
+    reconcile(&mut b, &[evicted, client], 32, None);
+    let first = engine_of(&b, 0);
+    assert_eq!(first.state, state::FAILED);
+    assert_eq!(first.reason.as_deref(), Some(reason::ENGINE_EVICTED));
+    let message = first.message.unwrap_or_default();
+    assert!(
+        message.starts_with("the kubelet evicted the engine pod from node r8g-1 after 2 of 3 repetitions: The node was low on resource: ephemeral-storage."),
+        "{message}"
+    );
+    assert!(!message.contains("exited with code 0"), "{message}");
+    assert_eq!(first.repetitions.len(), 2, "what the client measured is kept");
+}

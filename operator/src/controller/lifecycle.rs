@@ -23,6 +23,17 @@ use super::queue::{nodes_busy, waiting_message};
 use super::results::tail;
 use super::step::{KeptResult, NEVER_STARTED, Step, container_error_reason, never_started};
 
+/// How an engine container ended, as its pod tells it.
+pub(super) struct EngineEnd {
+    exit_code: i32,
+    /// The container's terminated reason (`OOMKilled`, `Error`, `Completed`).
+    why: Option<String>,
+    /// Its last words (the termination message, or its log's tail).
+    message: Option<String>,
+    /// The kubelet's message when it evicted the pod ([`pods::evicted`]).
+    evicted: Option<String>,
+}
+
 impl Step<'_, '_> {
     /// Waits in the node pool's queue: nodes exist but run other engines. No deadline but the
     /// benchmark's own timeoutSeconds.
@@ -208,7 +219,15 @@ impl Step<'_, '_> {
                 reason: why,
                 message,
                 finished_at,
-            } => self.engine_exited(status, index, exit_code, why, message, finished_at),
+            } => {
+                let end = EngineEnd {
+                    exit_code,
+                    why,
+                    message,
+                    evicted: pods::evicted(&pod),
+                };
+                self.engine_exited(status, index, end, finished_at)
+            }
         }
     }
 
@@ -264,11 +283,15 @@ impl Step<'_, '_> {
         &mut self,
         status: &mut MemoryBenchmarkStatus,
         index: usize,
-        exit_code: i32,
-        why: Option<String>,
-        message: Option<String>,
+        end: EngineEnd,
         finished_at: Option<Timestamp>,
     ) {
+        let EngineEnd {
+            exit_code,
+            why,
+            message,
+            evicted,
+        } = end;
         let client_runs = self.latest_client(status, index).is_some_and(|c| {
             has_started(&c) && !matches!(client_state(&c), PodState::Terminated { .. })
         });
@@ -298,25 +321,29 @@ impl Step<'_, '_> {
         let of = self.benchmark.spec.repetitions;
         let oom = why.as_deref() == Some("OOMKilled");
         let limit = self.engine_memory_limit(index);
-        let mut text = if oom {
-            format!(
+        let (why, mut text) = if let Some(kubelet_says) = evicted {
+            // The kubelet stopped it (SIGTERM): its exit code says nothing, the eviction does.
+            let node = status.engines[index].node_name.as_deref().unwrap_or("(unknown)");
+            let text = format!(
+                "the kubelet evicted the engine pod from node {node} after {done} of {of} repetitions: {kubelet_says}"
+            );
+            (reason::ENGINE_EVICTED, text)
+        } else if oom {
+            let text = format!(
                 "the engine was OOMKilled (memory limit {limit}) after {done} of {of} repetitions; set spec.engines[{index}].memory higher"
-            )
+            );
+            (reason::ENGINE_OOM_KILLED, text)
         } else {
-            format!(
+            let text = format!(
                 "the engine exited with code {exit_code}{} after {done} of {of} repetitions",
                 why.map(|w| format!(" ({w})")).unwrap_or_default()
-            )
+            );
+            (reason::ENGINE_CRASHED, text)
         };
         if let Some(last_words) = message.filter(|m| !m.trim().is_empty()) {
             text.push_str(": ");
             text.push_str(&tail(&last_words, 600));
         }
-        let why = if oom {
-            reason::ENGINE_OOM_KILLED
-        } else {
-            reason::ENGINE_CRASHED
-        };
         self.mark_failed(status, index, why, text, false);
     }
 

@@ -102,6 +102,21 @@ pub fn disruption(pod: &Pod) -> Option<String> {
     })
 }
 
+/// The kubelet's eviction of the pod (node pressure, or a pod over its ephemeral-storage or
+/// emptyDir limits), as the kubelet words it ("The node was low on resource:
+/// ephemeral-storage. ..."). The containers it stops end as on any SIGTERM (Redis and Valkey
+/// exit 0, `Completed`), so the pod's own reason is the only record of why they ended.
+pub fn evicted(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    (status.reason.as_deref() == Some("Evicted")).then(|| {
+        status
+            .message
+            .clone()
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or_else(|| "no reason given".into())
+    })
+}
+
 fn first_container(pod: &Pod) -> Option<&ContainerStatus> {
     pod.status.as_ref()?.container_statuses.as_ref()?.first()
 }

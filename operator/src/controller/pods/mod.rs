@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
 pub use super::pod_state::{
-    PodState, client_state, condition_since, disruption, has_started, image_id, node_name, pod_ip,
+    PodState, client_state, condition_since, disruption, evicted, has_started, image_id, node_name, pod_ip,
     pod_state, scheduled_at, stuck_deleting,
 };
 use crate::crd::{MemoryBenchmark, PlacementSpec};
