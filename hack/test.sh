@@ -57,10 +57,17 @@ phase() {
     exit 124
   fi
   if ((rc != 0)); then
-    echo "hack/test.sh: phase '$name' failed (exit $rc) after $((SECONDS - started))s" >&2
+    echo "hack/test.sh: phase '$name' failed (exit $rc) after $((SECONDS - started))s;" \
+      "free disk: $(free_disk)" >&2
     exit "$rc"
   fi
-  echo "hack/test.sh: phase '$name' done in $((SECONDS - started))s" >&2
+  echo "hack/test.sh: phase '$name' done in $((SECONDS - started))s; free disk: $(free_disk)" >&2
+}
+
+# free_disk: what is left on the file system of the checkout, where the builds and the dev
+# cluster's nodes write (a real node's kubelet evicts pods when it runs out).
+free_disk() {
+  df -h --output=avail . | tail -n 1 | tr -d ' '
 }
 
 # The engine store, with its arm64 builds under qemu-user on x86_64 (install-engines.sh installs
