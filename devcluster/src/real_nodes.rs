@@ -100,7 +100,13 @@ pub fn under_pressure(node: &Node) -> Option<String> {
     let on: Vec<String> = conditions
         .iter()
         .filter(|c| c.type_.ends_with("Pressure") && c.status == "True")
-        .map(|c| format!("{}: {}", c.type_, c.message.as_deref().unwrap_or("no message")))
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c.type_,
+                c.message.as_deref().unwrap_or("no message")
+            )
+        })
         .collect();
     (!on.is_empty()).then(|| on.join("; "))
 }

@@ -550,6 +550,9 @@ fn run_measures_dragonfly_and_leaves_what_it_cannot_report_absent() {
     let engine = &json["engines"][0];
     assert_eq!(engine["engine"]["name"], "dragonfly");
     assert!(engine["engine"].get("allocator").is_none(), "{engine}");
+    // The event loop it ran on is recorded: io_uring, or epoll where the kernel refuses it.
+    let io = engine["engine"]["multiplexing_api"].as_str();
+    assert!(matches!(io, Some("iouring" | "epoll")), "{engine}");
     for rep in engine["repetitions"].as_array().unwrap() {
         assert_eq!(rep["items"], 20000);
         assert!(rep.get("encoding").is_none(), "{rep}");

@@ -14,14 +14,13 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use common::operator::*;
+use common::real_node::{assert_same_bytes_per_item, run_locally};
 use kube::ResourceExt;
-use membench::crd::{EngineStatus, Phase};
+use membench::crd::Phase;
 use membench_devcluster::EnsureOptions;
-use membench_devcluster::agent::images::ImageResolver;
 use membench_devcluster::real_nodes::{
     REAL_NODE_INSTANCE_TYPE, TOLERATE_REAL_NODES, ensure_real_node,
 };
-use membench_enginestore::EngineStore;
 
 /// Redis 8.2.3 and Valkey 9.1.2, the like-for-like pair of operator_e2e, on the real node's
 /// instance type (its taint tolerated, [`TOLERATE_REAL_NODES`]). Small, so the node's 1750m
@@ -29,16 +28,6 @@ use membench_enginestore::EngineStore;
 /// buffers that differ between two runs stay well below the 0.5% compared (at 20,000 members
 /// they moved Valkey's figure by 0.34%).
 const TWO_ENGINES_ON_THE_REAL_NODE: &str = "  instanceType: r7i.xlarge\n  engines:\n    - {engine: redis, version: \"8.2.3\"}\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {sortedSet: {members: 100000, sampleEvery: 0}}\n  repetitions: 2\n  pipeline: 100\n";
-
-/// The engine store build the real node's image of `image` holds (hack/node-images.sh builds
-/// each image from the build the node agent would run for it).
-fn build_in_image(image: &str) -> anyhow::Result<String> {
-    let resolver = ImageResolver::new(EngineStore::default_root(), None, None);
-    let pulled = resolver
-        .pull(image, "amd64")
-        .with_context(|| format!("the engine store's build for {image}"))?;
-    pulled.build.context("an engine image has a build")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_two_engine_comparison_on_a_real_node_measures_what_a_local_run_of_the_same_builds_does()
@@ -109,65 +98,14 @@ async fn a_two_engine_comparison_on_a_real_node_measures_what_a_local_run_of_the
 
     // The same builds run locally (membench run's own path) measure the same bytes per item:
     // the node adds nothing to what the engine itself accounts.
-    let mut local_spec = membench::validation::spec_file::parse_specs(&yaml)
-        .map_err(anyhow::Error::msg)?
-        .remove(0);
-    let images = ["redis:8.2.3", "valkey/valkey:9.1.2"];
-    for (engine, image) in local_spec.spec.engines.iter_mut().zip(images) {
-        engine.build = Some(build_in_image(image)?);
-    }
-    let local = tokio::task::spawn_blocking(move || {
-        membench::local::runner::run_benchmark(
-            &local_spec,
-            Default::default(),
-            &membench::client::stop_request::StopRequest::new(),
-            &mut |_| {},
-            &mut |_| {},
-        )
-    })
-    .await?
-    .map_err(|e| anyhow::anyhow!("the local run: {e}"))?;
-    for (in_cluster, local) in status.engines.iter().zip(&local.engines) {
-        let cluster_bytes = bytes_per_item(in_cluster)?;
-        let local_bytes = local
-            .summary
-            .as_ref()
-            .with_context(|| {
-                format!(
-                    "the local run of {} measured nothing: {:?}",
-                    local.name, local.error
-                )
-            })?
-            .bytes_per_item
-            .median;
-        eprintln!(
-            "{}: {cluster_bytes:.2} B/item on the real node, {local_bytes:.2} locally ({})",
-            in_cluster.name,
-            local.engine.build.as_deref().unwrap_or("?")
-        );
-        let difference = (cluster_bytes - local_bytes).abs() / local_bytes;
-        assert!(
-            difference < 0.005,
-            "{}: {cluster_bytes:.2} B/item on the real node vs {local_bytes:.2} locally differ by {:.2}%",
-            in_cluster.name,
-            difference * 100.0
-        );
-    }
+    let local = run_locally(&yaml, &["redis:8.2.3", "valkey/valkey:9.1.2"]).await?;
+    assert_same_bytes_per_item(&status.engines, &local, 0.005)?;
     harness
         .pods_gone_within(Duration::from_secs(60))
         .await
         .context("after the benchmark finished")?;
     harness.finish().await;
     Ok(())
-}
-
-fn bytes_per_item(engine: &EngineStatus) -> anyhow::Result<f64> {
-    Ok(engine
-        .summary
-        .as_ref()
-        .with_context(|| format!("{} has no summary: {engine:#?}", engine.name))?
-        .bytes_per_item
-        .median)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -93,6 +93,11 @@ pub struct EngineInfo {
     /// `maxmemory` in bytes; 0 means no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maxmemory: Option<u64>,
+    /// `multiplexing_api` from `INFO server`: the event loop the server runs on (`epoll`;
+    /// Dragonfly `iouring`, or `epoll` where a seccomp profile such as containerd's
+    /// `RuntimeDefault` blocks the `io_uring_*` system calls and it falls back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplexing_api: Option<String>,
 }
 
 impl EngineInfo {
@@ -346,6 +351,10 @@ impl ControlConnection {
             save: self.config_get("save"),
             appendonly: self.config_get("appendonly").map(|v| v == "yes"),
             maxmemory: self.config_get("maxmemory").and_then(|v| v.parse().ok()),
+            multiplexing_api: server
+                .get("multiplexing_api")
+                .filter(|api| !api.is_empty())
+                .cloned(),
             ..EngineInfo::default()
         })
     }

@@ -246,5 +246,9 @@ fn an_engine_evicted_by_the_kubelet_fails_as_evicted_with_its_message_not_as_a_c
         "{message}"
     );
     assert!(!message.contains("exited with code 0"), "{message}");
-    assert_eq!(first.repetitions.len(), 2, "what the client measured is kept");
+    assert_eq!(
+        first.repetitions.len(),
+        2,
+        "what the client measured is kept"
+    );
 }

@@ -323,7 +323,10 @@ impl Step<'_, '_> {
         let limit = self.engine_memory_limit(index);
         let (why, mut text) = if let Some(kubelet_says) = evicted {
             // The kubelet stopped it (SIGTERM): its exit code says nothing, the eviction does.
-            let node = status.engines[index].node_name.as_deref().unwrap_or("(unknown)");
+            let node = status.engines[index]
+                .node_name
+                .as_deref()
+                .unwrap_or("(unknown)");
             let text = format!(
                 "the kubelet evicted the engine pod from node {node} after {done} of {of} repetitions: {kubelet_says}"
             );

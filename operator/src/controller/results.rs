@@ -48,6 +48,7 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
         engine.version = Some(result.engine.version.clone());
         engine.allocator = Some(result.engine.allocator.clone()).filter(|a| !a.is_empty());
         engine.arch = Some(result.engine.arch.clone()).filter(|a| !a.is_empty());
+        engine.multiplexing_api = result.engine.io.clone();
     }
     if listed.is_empty() || listed.len() < engine.repetitions.len() {
         return;

@@ -111,6 +111,11 @@ pub struct EngineStatus {
     /// The CPU architecture the engine reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arch: Option<String>,
+    /// The event loop the engine reported (`INFO server` `multiplexing_api`): Dragonfly runs
+    /// on `iouring`, or on `epoll` where the pod's seccomp profile (containerd's
+    /// `RuntimeDefault`) blocks io_uring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplexing_api: Option<String>,
     /// The node the engine ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,

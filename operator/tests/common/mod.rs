@@ -8,6 +8,7 @@ pub mod chromium;
 pub mod faults;
 pub mod operator;
 pub mod operator_process;
+pub mod real_node;
 
 use std::path::PathBuf;
 

@@ -110,6 +110,9 @@ impl ClientResult {
         for (field, value) in identity {
             bounded_text(field, value, MAX_IDENTITY)?;
         }
+        if let Some(io) = &self.engine.io {
+            bounded_text("engine.io", io, MAX_IDENTITY)?;
+        }
         if let Some(encoding) = &self.encoding {
             bounded_text("encoding", encoding, MAX_IDENTITY)?;
         }

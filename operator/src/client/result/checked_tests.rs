@@ -16,6 +16,7 @@ fn three() -> ClientResult {
             version: "7.0.15".into(),
             allocator: "jemalloc-5.3.0".into(),
             arch: "x86_64".into(),
+            io: Some("epoll".into()),
         },
         commands: 1000,
         encoding: Some("skiplist".into()),

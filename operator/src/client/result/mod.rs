@@ -83,6 +83,9 @@ pub struct EngineIdentity {
     pub version: String,
     pub allocator: String,
     pub arch: String,
+    /// The server's event loop (`INFO server` `multiplexing_api`), when it reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<String>,
 }
 
 /// How far a failed repetition got before it stopped.
@@ -327,6 +330,7 @@ impl ClientResult {
                 version: report.engine.version.clone(),
                 allocator: report.engine.allocator.clone(),
                 arch: report.engine.arch.clone(),
+                io: report.engine.multiplexing_api.clone(),
             },
             commands: report.repetitions.first().map_or(0, |r| r.commands),
             encoding: report.repetitions.last().and_then(|r| r.encoding.clone()),

@@ -11,8 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
 pub use super::pod_state::{
-    PodState, client_state, condition_since, disruption, evicted, has_started, image_id, node_name, pod_ip,
-    pod_state, scheduled_at, stuck_deleting,
+    PodState, client_state, condition_since, disruption, evicted, has_started, image_id, node_name,
+    pod_ip, pod_state, scheduled_at, stuck_deleting,
 };
 use crate::crd::{MemoryBenchmark, PlacementSpec};
 

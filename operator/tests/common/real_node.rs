@@ -1,0 +1,93 @@
+//! What real-node tests compare a benchmark on the dev cluster's real node with: the same
+//! engine store builds the node's images hold (`hack/node-images.sh`), run locally by
+//! `membench run`'s own path.
+
+use anyhow::Context as _;
+use membench::client::measure::BenchmarkReport;
+use membench::crd::EngineStatus;
+use membench_devcluster::agent::images::ImageResolver;
+use membench_enginestore::EngineStore;
+
+/// The engine store build the real node's image of `image` holds (hack/node-images.sh builds
+/// each image from the build the node agent would run for it).
+pub fn build_in_image(image: &str) -> anyhow::Result<String> {
+    let resolver = ImageResolver::new(EngineStore::default_root(), None, None);
+    let pulled = resolver
+        .pull(image, "amd64")
+        .with_context(|| format!("the engine store's build for {image}"))?;
+    pulled.build.context("an engine image has a build")
+}
+
+/// Runs the MemoryBenchmark `yaml` locally, each engine on the build of the image at its
+/// place in `images`; the engines' results in spec order.
+pub async fn run_locally(yaml: &str, images: &[&str]) -> anyhow::Result<Vec<BenchmarkReport>> {
+    let mut local_spec = membench::validation::spec_file::parse_specs(yaml)
+        .map_err(anyhow::Error::msg)?
+        .remove(0);
+    anyhow::ensure!(
+        local_spec.spec.engines.len() == images.len(),
+        "one image per engine of the spec"
+    );
+    for (engine, image) in local_spec.spec.engines.iter_mut().zip(images) {
+        engine.build = Some(build_in_image(image)?);
+    }
+    let local = tokio::task::spawn_blocking(move || {
+        membench::local::runner::run_benchmark(
+            &local_spec,
+            Default::default(),
+            &membench::client::stop_request::StopRequest::new(),
+            &mut |_| {},
+            &mut |_| {},
+        )
+    })
+    .await?
+    .map_err(|e| anyhow::anyhow!("the local run: {e}"))?;
+    Ok(local.engines)
+}
+
+/// The median bytes per item of an engine in a benchmark's status.
+pub fn bytes_per_item(engine: &EngineStatus) -> anyhow::Result<f64> {
+    Ok(engine
+        .summary
+        .as_ref()
+        .with_context(|| format!("{} has no summary: {engine:#?}", engine.name))?
+        .bytes_per_item
+        .median)
+}
+
+/// Asserts that each engine measured on the real node and locally stored the same bytes per
+/// item within `within` (a fraction): the node adds nothing to what the engine accounts.
+pub fn assert_same_bytes_per_item(
+    in_cluster: &[EngineStatus],
+    local: &[BenchmarkReport],
+    within: f64,
+) -> anyhow::Result<()> {
+    for (in_cluster, local) in in_cluster.iter().zip(local) {
+        let cluster_bytes = bytes_per_item(in_cluster)?;
+        let local_bytes = local
+            .summary
+            .as_ref()
+            .with_context(|| {
+                format!(
+                    "the local run of {} measured nothing: {:?}",
+                    local.name, local.error
+                )
+            })?
+            .bytes_per_item
+            .median;
+        eprintln!(
+            "{}: {cluster_bytes:.2} B/item on the real node, {local_bytes:.2} locally ({})",
+            in_cluster.name,
+            local.engine.build.as_deref().unwrap_or("?")
+        );
+        let difference = (cluster_bytes - local_bytes).abs() / local_bytes;
+        anyhow::ensure!(
+            difference < within,
+            "{}: {cluster_bytes:.2} B/item on the real node vs {local_bytes:.2} locally differ by {:.2}% (at most {:.2}%)",
+            in_cluster.name,
+            difference * 100.0,
+            within * 100.0
+        );
+    }
+    Ok(())
+}
