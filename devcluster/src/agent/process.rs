@@ -342,13 +342,17 @@ pub fn exit_code(status: &ExitStatus) -> i32 {
         .unwrap_or(-1)
 }
 
-/// The termination message the container wrote, capped like the kubelet's.
+/// The termination message the container wrote, capped like the kubelet's: its **last**
+/// 4096 bytes (kubelet `getTerminationMessage` reads the file with `tail.ReadAtMost`, which
+/// seeks to 4096 bytes before its end), so a message that outgrows the cap loses its start.
 pub fn read_termination_message(file: &Path) -> String {
     let mut buf = Vec::new();
-    if let Ok(f) = File::open(file) {
-        let _ = f
-            .take(MAX_TERMINATION_MESSAGE_BYTES as u64)
-            .read_to_end(&mut buf);
+    if let Ok(mut f) = File::open(file) {
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let _ = f.seek(SeekFrom::Start(
+            len.saturating_sub(MAX_TERMINATION_MESSAGE_BYTES as u64),
+        ));
+        let _ = f.read_to_end(&mut buf);
     }
     String::from_utf8_lossy(&buf).into_owned()
 }
@@ -476,6 +480,19 @@ mod tests {
         assert!(tail.ends_with("line 99\n"));
         let capped = tail_lines(&text, 80, 16);
         assert_eq!(capped, "line 98\nline 99\n");
+    }
+
+    #[test]
+    fn a_termination_message_over_the_cap_keeps_its_last_4096_bytes_as_the_kubelets_does() {
+        let dir = std::env::temp_dir().join(format!("membench-tm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("termination-log");
+        let message = format!("{}{}", "a".repeat(1000), "b".repeat(4096));
+        std::fs::write(&file, &message).unwrap();
+        assert_eq!(read_termination_message(&file), "b".repeat(4096));
+        std::fs::write(&file, "short").unwrap();
+        assert_eq!(read_termination_message(&file), "short");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
