@@ -321,6 +321,7 @@ impl Step<'_, '_> {
         let of = self.benchmark.spec.repetitions;
         let oom = why.as_deref() == Some("OOMKilled");
         let limit = self.engine_memory_limit(index);
+        let never_ran = done == 0 && status.engines[index].state != state::RUNNING;
         let (why, mut text) = if let Some(kubelet_says) = evicted {
             // The kubelet stopped it (SIGTERM): its exit code says nothing, the eviction does.
             let node = status.engines[index]
@@ -331,6 +332,16 @@ impl Step<'_, '_> {
                 "the kubelet evicted the engine pod from node {node} after {done} of {of} repetitions: {kubelet_says}"
             );
             (reason::ENGINE_EVICTED, text)
+        } else if never_ran && matches!(exit_code, 126 | 127) {
+            // A shell's codes for a program it cannot find (127) or execute (126): the image's
+            // entrypoint script ran, the server it starts did not. The same pod would fail the
+            // same way, as a missing entrypoint does (StartError).
+            let text = format!(
+                "the engine image's entrypoint could not {} the server (exit {exit_code}); spec.engines[{index}].image must start {} with the arguments it is given",
+                if exit_code == 127 { "find" } else { "execute" },
+                self.benchmark.spec.engines[index].engine.server_binary()
+            );
+            (reason::RUN_CONTAINER_ERROR, text)
         } else if oom {
             let text = format!(
                 "the engine was OOMKilled (memory limit {limit}) after {done} of {of} repetitions; set spec.engines[{index}].memory higher"

@@ -287,6 +287,33 @@ fn an_oom_killed_engine_keeps_its_partial_results_and_the_next_engine_still_runs
 }
 
 #[test]
+fn an_entrypoint_that_cannot_find_its_server_fails_as_a_start_error_not_a_crash() {
+    let mut b = benchmark("");
+    let plan = reconcile(&mut b, &[], 0, None);
+    let engine = created(engine_pod_of(&plan, 0), 0);
+    // An official image's docker-entrypoint.sh execs a program the image lacks: its shell
+    // exits 127, and the log tail is the container's last words.
+    let dead = terminated(
+        engine,
+        "r8g-1",
+        127,
+        "Error",
+        "/usr/local/bin/docker-entrypoint.sh: exec: redis-server: not found",
+        3,
+    );
+    reconcile(&mut b, &[dead], 4, None);
+    let engine = &b.status.as_ref().unwrap().engines[0];
+    assert_eq!(engine.state, state::FAILED);
+    assert_eq!(engine.reason.as_deref(), Some(reason::RUN_CONTAINER_ERROR));
+    let message = engine.message.as_deref().unwrap_or_default();
+    assert!(
+        message.starts_with("the engine image's entrypoint could not find the server (exit 127); spec.engines[0].image must start redis-server")
+            && message.ends_with("exec: redis-server: not found"),
+        "{message}"
+    );
+}
+
+#[test]
 fn keep_failed_leaves_a_failed_engines_pods_in_place_for_debugging() {
     let mut b = benchmark("  cleanupPolicy: KeepFailed\n");
     let engine = created(engine_pod_of(&reconcile(&mut b, &[], 0, None), 0), 0);
