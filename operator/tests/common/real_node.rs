@@ -91,3 +91,70 @@ pub fn assert_same_bytes_per_item(
     }
     Ok(())
 }
+
+/// A process of a pod's container, as this machine sees it: a real node's containers are
+/// processes of this machine's PID namespace, in the kubelet's cgroups.
+#[derive(Debug)]
+pub struct HostProcess {
+    pub pid: u32,
+    /// `/proc/<pid>/comm`: the program's name.
+    pub comm: String,
+    /// `/proc/<pid>/cmdline`, its arguments as anyone on the node can read them (`ps`).
+    pub cmdline: Vec<String>,
+    /// The real user id (`Uid:` of `/proc/<pid>/status`).
+    pub uid: u32,
+}
+
+impl HostProcess {
+    /// The container's root file system as the process sees it (`/proc/<pid>/root`).
+    pub fn root(&self) -> std::path::PathBuf {
+        std::path::PathBuf::from(format!("/proc/{}/root", self.pid))
+    }
+}
+
+/// The processes of `pod` named `comm`: those whose memory cgroup is below the pod's own
+/// (`.../kubepods/pod<uid>/<container>` with the kubelet's cgroupfs driver).
+pub fn host_processes(
+    pod: &k8s_openapi::api::core::v1::Pod,
+    comm: &str,
+) -> anyhow::Result<Vec<HostProcess>> {
+    let uid = pod
+        .metadata
+        .uid
+        .as_deref()
+        .context("a pod from the API has a UID")?;
+    let marker = format!("/pod{uid}/");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc")? {
+        let Ok(pid) = entry?.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let read = |file: &str| std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default();
+        let cgroups = String::from_utf8_lossy(&read("cgroup")).into_owned();
+        let in_pod = cgroups
+            .lines()
+            .any(|line| line.contains(":memory:") && line.contains(&marker));
+        let name = String::from_utf8_lossy(&read("comm")).trim().to_string();
+        if !in_pod || name != comm {
+            continue;
+        }
+        let status = String::from_utf8_lossy(&read("status")).into_owned();
+        let uid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|ids| ids.split_whitespace().next()?.parse().ok())
+            .with_context(|| format!("the Uid line of /proc/{pid}/status"))?;
+        let cmdline = read("cmdline")
+            .split(|b| *b == 0)
+            .filter(|arg| !arg.is_empty())
+            .map(|arg| String::from_utf8_lossy(arg).into_owned())
+            .collect();
+        found.push(HostProcess {
+            pid,
+            comm: name,
+            cmdline,
+            uid,
+        });
+    }
+    Ok(found)
+}
