@@ -110,15 +110,18 @@ async fn an_r8g_benchmark_runs_arm64_engine_and_client_code_and_matches_the_amd6
             .contains("emulator"),
         "{amd64:#?}"
     );
-    // The client pod ran the membench image's arm64 half, under the same emulator.
+    // The client pod ran the membench image's arm64 half, under the same emulator: the
+    // manifest of hack/build-image.sh's archive, not the agent's fallback of a cross-built
+    // binary (`local://<binary>@built-...`), which has the same platform and emulator.
     let ids = image_ids.lock().unwrap().clone();
     let client_image = ids
         .get("graviton-0-client")
         .unwrap_or_else(|| panic!("no imageID seen for the client: {ids:?}"));
     assert!(
-        client_image.contains("platform=linux/arm64")
+        client_image.starts_with("local://oci-archive:")
+            && client_image.contains("?platform=linux/arm64&manifest=sha256:")
             && client_image.ends_with("&emulator=qemu-aarch64-static"),
-        "{client_image}"
+        "the client did not run the arm64 image of the archive: {client_image}"
     );
     let intel_client = ids.get("intel-0-client").cloned().unwrap_or_default();
     assert!(
