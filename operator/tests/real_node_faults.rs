@@ -1,7 +1,9 @@
 //! Faults on a real node of the dev cluster (a kubelet with containerd and runc, see
 //! real_node_e2e.rs), where what happens is the kubelet's and the kernel's: a client pod
 //! deleted mid-run gets SIGTERM as PID 1 of its container's PID namespace, from the kubelet,
-//! and its partial result travels in the termination message the kubelet reads.
+//! and its partial result travels in the termination message the kubelet reads; an engine
+//! whose readiness probe the kubelet sees fail (new connections to it dropped inside its own
+//! pod's network namespace) while its client's connection goes on.
 //!
 //! These tests need the real node: when it cannot start they fail, naming what is missing.
 
@@ -72,6 +74,79 @@ async fn a_client_pod_deleted_mid_run_keeps_the_repetitions_it_finished() -> any
         6,
         "the second client measures only what the first did not: {first:#?}"
     );
+    harness.finish().await;
+    Ok(())
+}
+
+/// Runs `iptables ARGS` inside the network namespace of process `pid` (a pod's, which its
+/// node's CNI plugin created for this test's cluster; never this machine's own).
+fn iptables_in_pod(pid: u32, args: &[&str]) -> anyhow::Result<()> {
+    let status = std::process::Command::new("nsenter")
+        .arg(format!("--net=/proc/{pid}/ns/net"))
+        .arg("iptables")
+        .args(args)
+        .status()?;
+    anyhow::ensure!(
+        status.success(),
+        "iptables {args:?} in the pod's namespace: {status}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_failing_its_readiness_probe_mid_run_is_a_blip_its_running_client_outlasts()
+-> anyhow::Result<()> {
+    ensure_real_node(&EnsureOptions::default()).await?;
+    let harness = Harness::start("real-unready", real_node_settings()).await?;
+    let body = format!(
+        "  instanceType: r7i.xlarge\n  engines:\n    - {{engine: redis, version: \"8.2.3\"}}\n  workload: {{sortedSet: {{members: 20000, sampleEvery: 0}}}}\n  repetitions: 6\n  settleSeconds: 3\n{TOLERATE_REAL_NODES}"
+    );
+    harness.create(&spec("unready", &body)).await?;
+    wait_for_repetition(&harness, "unready", 0, 2).await?;
+    let engine_pod = harness.pods().get("unready-0-engine").await?;
+    let engines = common::real_node::host_processes(&engine_pod, "redis-server")?;
+    anyhow::ensure!(
+        engines.len() == 1,
+        "one redis-server process, found {engines:?}"
+    );
+    let pid = engines[0].pid;
+    // New connections to the engine are dropped: the kubelet's TCP probe times out, while the
+    // client's established connection carries on.
+    let rule = [
+        "INPUT", "-p", "tcp", "--dport", "6379", "--syn", "-j", "DROP",
+    ];
+    iptables_in_pod(pid, &[&["-I"], &rule[..]].concat())?;
+    let unready = harness
+        .wait_for(
+            "unready",
+            Duration::from_secs(60),
+            "reporting the engine's failing readiness probe",
+            |b| {
+                b.status.as_ref().is_some_and(|s| {
+                    s.engines.first().is_some_and(|e| {
+                        e.message.as_deref().is_some_and(|m| {
+                            m.contains("fails its readiness probe")
+                                && m.contains("its client carries on")
+                        })
+                    })
+                })
+            },
+        )
+        .await;
+    iptables_in_pod(pid, &[&["-D"], &rule[..]].concat())?;
+    let unready = unready?;
+    let blip = engine(&unready, 0);
+    assert_eq!(
+        blip.state, "Running",
+        "a blip does not fail the engine: {blip:#?}"
+    );
+
+    let done = harness
+        .finished("unready", Duration::from_secs(180))
+        .await?;
+    let first = engine(&done, 0);
+    assert_eq!(first.state, "Succeeded", "{}", status_of(&done));
+    assert_eq!(first.repetitions.len(), 6, "{first:#?}");
     harness.finish().await;
     Ok(())
 }
