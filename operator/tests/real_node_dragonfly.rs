@@ -41,7 +41,7 @@ async fn dragonfly_under_runtime_default_seccomp_runs_on_epoll_says_so_and_measu
         .unwrap_or_default();
     // The operator's explicit --maxmemory: 80% of the 1Gi limit, in bytes.
     assert!(
-        args.contains(&format!("--maxmemory={}", 1024 * 1024 * 1024 * 4 / 5)),
+        args.contains(&format!("--maxmemory={}", 1024_u64 * 1024 * 1024 * 4 / 5)),
         "{args:?}"
     );
     let done = harness.finished("dfly", Duration::from_secs(240)).await?;
