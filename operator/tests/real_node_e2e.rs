@@ -153,14 +153,7 @@ async fn an_engine_over_its_cgroup_limit_is_oom_killed_by_the_kernel_keeping_ear
         "the repetitions finished before the kill are kept: {first:#?}"
     );
     // The kubelet's record: the kernel's OOM kill (SIGKILL, 137).
-    let engine_pod = harness.pods().get("oom-0-engine").await?;
-    let terminated = engine_pod
-        .status
-        .and_then(|s| s.container_statuses)
-        .and_then(|c| c.into_iter().next())
-        .and_then(|c| c.state)
-        .and_then(|s| s.terminated)
-        .context("the engine container's terminated state (cleanupPolicy KeepFailed)")?;
+    let terminated = common::real_node::terminated_state(&harness.pods(), "oom-0-engine").await?;
     assert_eq!(
         terminated.reason.as_deref(),
         Some("OOMKilled"),

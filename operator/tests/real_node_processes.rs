@@ -128,14 +128,7 @@ async fn an_engine_killed_on_the_real_node_fails_as_crashed_not_oom_killed_keepi
         (2..6).contains(&first.repetitions.len()),
         "the repetitions finished before the kill are kept: {first:#?}"
     );
-    let engine_pod = harness.pods().get("kill-0-engine").await?;
-    let terminated = engine_pod
-        .status
-        .and_then(|s| s.container_statuses)
-        .and_then(|c| c.into_iter().next())
-        .and_then(|c| c.state)
-        .and_then(|s| s.terminated)
-        .context("the engine container's terminated state (cleanupPolicy KeepFailed)")?;
+    let terminated = common::real_node::terminated_state(&harness.pods(), "kill-0-engine").await?;
     assert_eq!(terminated.exit_code, 137, "{terminated:#?}");
     assert_ne!(
         terminated.reason.as_deref(),

@@ -158,3 +158,21 @@ pub fn host_processes(
     }
     Ok(found)
 }
+
+/// How the first container of `pod` ended, as the kubelet recorded it (the pod must still
+/// exist: `cleanupPolicy: KeepFailed`).
+pub async fn terminated_state(
+    pods: &kube::Api<k8s_openapi::api::core::v1::Pod>,
+    pod: &str,
+) -> anyhow::Result<k8s_openapi::api::core::v1::ContainerStateTerminated> {
+    pods.get(pod)
+        .await?
+        .status
+        .and_then(|s| s.container_statuses)
+        .and_then(|c| c.into_iter().next())
+        .and_then(|c| c.state)
+        .and_then(|s| s.terminated)
+        .with_context(|| {
+            format!("the terminated state of {pod}'s container (cleanupPolicy KeepFailed)")
+        })
+}
