@@ -94,6 +94,7 @@ fn benchmark(
             published_table: None,
             auth: None,
             image_pull_secrets: Vec::new(),
+            capacity: None,
         },
     );
     benchmark.metadata.namespace = Some(namespace.into());
