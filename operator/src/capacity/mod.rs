@@ -135,7 +135,8 @@ pub struct EngineCapacity {
     pub fragmentation_ratio: f64,
     /// projected_used_memory times the fragmentation ratio.
     pub projected_rss: u64,
-    /// The memory to give the engine: the band's top RSS over 1 - headroom.
+    /// The memory to give the engine: the band's top RSS (never below its used_memory) over
+    /// 1 - headroom.
     pub engine_memory: u64,
     /// engine_memory plus the reserve of the smallest instance type that holds it (of the
     /// largest type of the families, when none does).
@@ -233,7 +234,9 @@ pub fn plan_engine(
     let entries = request.items.saturating_mul(measurement.entries_per_item);
     let projection = projection::project(rule, &measurement.curve, entries)?;
     let ratio = measurement.fragmentation_ratio.unwrap_or(1.0);
-    let rss_high = projection.high as f64 * ratio;
+    // An RSS below used_memory (pages allocated but not yet touched, as a fresh bucket array
+    // is) is not planned for: the engine may touch them.
+    let rss_high = projection.high as f64 * ratio.max(1.0);
     let engine_memory =
         (rss_high / (1.0 - f64::from(request.headroom_percent) / 100.0)).ceil() as u64;
     let fits: Vec<InstanceFit> = request
@@ -310,6 +313,47 @@ pub fn plan(measurements: &[EngineMeasurement], request: &CapacityRequest) -> Ca
         not_projected,
         cheapest,
         smallest_instance_type,
+    }
+}
+
+/// The plan of a local run's engine reports; those that measured nothing are named in
+/// `not_projected`, with why.
+pub fn plan_reports(
+    reports: &[crate::client::measure::BenchmarkReport],
+    request: &CapacityRequest,
+) -> CapacityPlan {
+    let mut measurements = Vec::new();
+    let mut not_projected = Vec::new();
+    for report in reports {
+        match EngineMeasurement::from_report(report) {
+            Ok(m) => measurements.push(m),
+            Err(reason) => not_projected.push(NotProjected {
+                name: report.name.clone(),
+                reason,
+            }),
+        }
+    }
+    let mut plan = plan(&measurements, request);
+    plan.not_projected.extend(not_projected);
+    plan
+}
+
+impl CapacityPlan {
+    /// Adds the plan to a comparison's JSON (`membench run --output json`, its result file):
+    /// `capacity` beside `engines` (what was planned for, `cheapest`), and each engine's own
+    /// `capacity` (`projected_used_memory`, `required_node_memory`, `instance_types`, ...).
+    pub fn attach_to(&self, comparison: &mut serde_json::Value) {
+        let mut summary = serde_json::to_value(self).expect("plans serialize");
+        if let Some(summary) = summary.as_object_mut() {
+            summary.remove("engines");
+        }
+        comparison["capacity"] = summary;
+        for engine in comparison["engines"].as_array_mut().into_iter().flatten() {
+            let name = engine["name"].as_str().unwrap_or_default().to_string();
+            if let Some(e) = self.engines.iter().find(|e| e.name == name) {
+                engine["capacity"] = serde_json::to_value(e).expect("plans serialize");
+            }
+        }
     }
 }
 

@@ -27,7 +27,9 @@
 //!
 //! `per_entry`, `per_bucket` and `fixed` are fitted by least squares to the run's own curve;
 //! the band is twice the fit's standard error of prediction at N, plus a margin for what the
-//! model leaves out ([`KNOWN_RULE_MARGIN`], [`UNKNOWN_RULE_MARGIN`]).
+//! model leaves out ([`KNOWN_RULE_MARGIN`], [`UNKNOWN_RULE_MARGIN`]). For an unknown rule the
+//! band also spans every bytes-per-entry figure the run went through, times N: Dragonfly's
+//! curve swings by about a quarter between its steps (docs/results.md).
 
 use serde::{Deserialize, Serialize};
 
@@ -323,7 +325,26 @@ pub fn project(rule: GrowthRule, curve: &[CurvePoint], entries: u64) -> Result<P
         _ => KNOWN_RULE_MARGIN,
     };
     let half = 2.0 * variance.max(0.0).sqrt() + margin * data;
+    let mut low = point - half;
     let mut high = point + half;
+    if rule == GrowthRule::Unknown {
+        // A table that grows in steps the model does not know swings around any line: the
+        // band spans the bytes per entry the run itself went through (past its first quarter,
+        // where fixed costs still weigh), times N, widened by the margin.
+        let last = points.iter().map(|p| p.entries).max().unwrap_or(0);
+        let per_entry: Vec<f64> = points
+            .iter()
+            .filter(|p| p.entries * 4 >= last && p.entries > 0)
+            .map(|p| (p.used_memory as f64 - beta[0]) / p.entries as f64)
+            .collect();
+        let lowest = per_entry.iter().copied().fold(f64::INFINITY, f64::min);
+        let highest = per_entry.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if lowest.is_finite() && highest.is_finite() {
+            let n = entries as f64;
+            low = low.min(beta[0] + n * lowest * (1.0 - margin));
+            high = high.max(beta[0] + n * highest * (1.0 + margin));
+        }
+    }
     if let Some(old) = rule.old_buckets_within_window(entries) {
         high += beta[2] * old as f64;
         notes.push(format!(
@@ -336,7 +357,7 @@ pub fn project(rule: GrowthRule, curve: &[CurvePoint], entries: u64) -> Result<P
     }
     Ok(Projection {
         used_memory: point.round().max(0.0) as u64,
-        low: (point - half).round().max(0.0) as u64,
+        low: low.round().max(0.0) as u64,
         high: high.round().max(0.0) as u64,
         growth_rule: rule,
         per_entry_bytes: entry_cost,

@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use membench::report::table::OutputFormat;
 use membench::stats::StabilityThresholds;
 
+mod capacity;
 mod cluster;
 mod completions;
 mod engines;
@@ -16,6 +17,7 @@ mod operator;
 mod report;
 mod run;
 
+pub use capacity::{CapacityArgs, run_capacity};
 pub use cluster::KUBECTL_PLUGIN;
 pub use completions::{CompletionsArgs, run_completions};
 pub use engines::{EnginesArgs, run_engines};
