@@ -104,6 +104,20 @@ pub(super) fn render_plan(plan: &CapacityPlan, item: &str, format: OutputFormat)
 }
 
 pub fn run_capacity(args: CapacityArgs) -> ExitCode {
+    // The flags are checked before anything is read.
+    let flags = CapacityRequest {
+        items: args.items,
+        headroom_percent: args.headroom_percent,
+        families: Vec::new(),
+        prices: None,
+    };
+    if let Err(message) = flags.validate() {
+        return usage_error(
+            &message
+                .replace("capacity items", "--items")
+                .replace("capacity headroomPercent", "--headroom-percent"),
+        );
+    }
     let prices = match args.prices.as_deref().map(Prices::read).transpose() {
         Ok(p) => p,
         Err(message) => return usage_error(&message),
@@ -124,13 +138,6 @@ pub fn run_capacity(args: CapacityArgs) -> ExitCode {
             ),
             prices: prices.clone(),
         };
-        if let Err(message) = request.validate() {
-            return usage_error(
-                &message
-                    .replace("capacity items", "--items")
-                    .replace("capacity headroomPercent", "--headroom-percent"),
-            );
-        }
         let plan = plan_reports(&comparison.reports, &request);
         failed |= !plan.not_projected.is_empty();
         for missing in &plan.not_projected {
