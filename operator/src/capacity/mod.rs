@@ -4,7 +4,8 @@
 //! - [`instance_types`]: the embedded instance-type table and what a node keeps for itself;
 //! - [`projection`]: used_memory at N items from a run's growth curve, with a band;
 //! - [`prices`]: the user's prices file;
-//! - [`measurement`]: a run's result (a local report, a status) read as the model's input.
+//! - [`measurement`]: a run's result (a local report, a status) read as the model's input;
+//! - [`status`]: the plan from and for a benchmark's status (`status.capacity`).
 //!
 //! `membench run` (a spec with `capacity`), `membench capacity RESULT.json` and the operator all
 //! call [`plan`], so they do the same arithmetic.
@@ -19,6 +20,7 @@ pub mod instance_types;
 pub mod measurement;
 pub mod prices;
 pub mod projection;
+pub mod status;
 
 use serde::{Deserialize, Serialize};
 
