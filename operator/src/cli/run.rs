@@ -139,12 +139,7 @@ pub fn run_local(args: RunArgs) -> ExitCode {
                 failed = true;
             }
         }
-        if args.output == ComparisonOutput::Html {
-            sections.push(membench::report::html::section_from_local(
-                benchmark,
-                &comparison,
-            ));
-        }
+
         let mut rows: Vec<ComparisonRow> = comparison
             .engines
             .iter()
@@ -203,6 +198,13 @@ pub fn run_local(args: RunArgs) -> ExitCode {
                 }
                 _ => {}
             }
+        }
+        if args.output == ComparisonOutput::Html {
+            let mut section = membench::report::html::section_from_local(benchmark, &comparison);
+            section.capacity = plan
+                .as_ref()
+                .map(membench::report::html::CapacityChart::from_plan);
+            sections.push(section);
         }
         plans.push(plan);
         published.push(rows);
