@@ -36,7 +36,8 @@ enum ComparisonOutput {
     Markdown,
     Csv,
     /// One page (no network needed): bytes per item per engine as a bar chart with the
-    /// published figures marked, the sorted set's growth curve, and the table.
+    /// published figures marked, the growth curve, the capacity chart (with `spec.capacity`), and
+    /// the table.
     Html,
 }
 

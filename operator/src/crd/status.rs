@@ -204,8 +204,9 @@ pub struct EngineStatus {
     /// Median bytes per item relative to the first engine, in percent (negative: smaller).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change_vs_first_percent: Option<f64>,
-    /// The sorted set's growth curve: used_memory read during the first repetition's load,
-    /// every `spec.workload.sortedSet.sampleEvery` members. At most 64 points: a longer curve
+    /// The growth curve: used_memory read during the first repetition's load, every
+    /// `spec.workload.sortedSet.sampleEvery` members for the sorted set, about 100 times a load
+    /// for the other workloads (what `spec.capacity` projects from). At most 64 points: a longer curve
     /// is thinned evenly, counted back from the last point, which is the end of the load.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]

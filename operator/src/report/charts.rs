@@ -312,7 +312,7 @@ pub fn render_curves(page: &mut String, curves: &[Curve], bars: &[Bar], item: &s
     if curves.is_empty() {
         let _ = writeln!(
             page,
-            "<p class=\"no-growth-curve\">No growth curve: only the sorted-set workload reads used_memory during the load (every <code>sampleEvery</code> members).</p>"
+            "<p class=\"no-growth-curve\">No growth curve: the load read no used_memory (a sorted set with <code>sampleEvery: 0</code>, or a result from before every workload sampled).</p>"
         );
         return;
     }
