@@ -47,105 +47,117 @@ fn sample_entries(workload: &Workload, items: u64) -> u64 {
     }
 }
 
+/// The median of the finite ratios above zero.
 fn median(mut values: Vec<f64>) -> Option<f64> {
     values.retain(|v| v.is_finite() && *v > 0.0);
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len() % 2 == 0 {
-        (values[mid - 1] + values[mid]) / 2.0
-    } else {
-        values[mid]
-    })
+    crate::stats::Spread::of(&values).map(|s| s.median)
 }
 
-/// Adds the end of the load (verified entries, used_memory) unless a sample is already there.
-fn push_end(curve: &mut Vec<CurvePoint>, end: CurvePoint) {
-    if curve.last().is_none_or(|p| p.entries < end.entries) {
-        curve.push(end);
+/// What both sources give: a repetition's (used_memory, used_memory_rss, items).
+struct Reading {
+    used_memory: u64,
+    used_memory_rss: u64,
+    items: u64,
+}
+
+impl Reading {
+    fn new(used_memory: u64, used_memory_rss: u64, items: u64) -> Self {
+        Self {
+            used_memory,
+            used_memory_rss,
+            items,
+        }
     }
+}
+
+/// Who was measured: the entry's name, the engine's kind and version.
+struct Identity {
+    name: String,
+    engine: String,
+    version: String,
 }
 
 impl EngineMeasurement {
-    /// From a local run's report of one engine.
-    pub fn from_report(report: &BenchmarkReport) -> Result<Self, String> {
-        let workload = &report.workload.workload;
-        let first = report
-            .repetitions
+    /// The measurement of `samples` (items, used_memory) of the first repetition and every
+    /// repetition's final reading.
+    fn of(
+        who: Identity,
+        workload: &Workload,
+        samples: impl Iterator<Item = (u64, u64)>,
+        repetitions: &[Reading],
+    ) -> Result<Self, String> {
+        let first = repetitions
             .first()
-            .ok_or_else(|| format!("{}: no finished repetition to project from", report.name))?;
-        let mut curve: Vec<CurvePoint> = first
-            .samples
-            .iter()
-            .map(|s| CurvePoint {
-                entries: sample_entries(workload, s.items),
-                used_memory: s.used_memory,
+            .ok_or_else(|| format!("{}: no finished repetition to project from", who.name))?;
+        let mut curve: Vec<CurvePoint> = samples
+            .map(|(items, used_memory)| CurvePoint {
+                entries: sample_entries(workload, items),
+                used_memory,
             })
             .collect();
-        push_end(
-            &mut curve,
-            CurvePoint {
-                entries: first.items * entries_per_item(workload),
-                used_memory: first.used_memory,
-            },
-        );
+        // The end of the load (verified entries), unless a sample is already there.
+        let end = CurvePoint {
+            entries: first.items * entries_per_item(workload),
+            used_memory: first.used_memory,
+        };
+        if curve.last().is_none_or(|p| p.entries < end.entries) {
+            curve.push(end);
+        }
         let ratio = median(
-            report
-                .repetitions
+            repetitions
                 .iter()
                 .map(|r| r.used_memory_rss as f64 / r.used_memory.max(1) as f64)
                 .collect(),
         );
         Ok(Self {
-            name: report.name.clone(),
-            engine: report.engine.name.clone(),
-            version: report.engine.version.clone(),
+            name: who.name,
+            engine: who.engine,
+            version: who.version,
             curve,
             entries_per_item: entries_per_item(workload),
             fragmentation_ratio: ratio,
         })
+    }
+
+    /// From a local run's report of one engine.
+    pub fn from_report(report: &BenchmarkReport) -> Result<Self, String> {
+        let first = report.repetitions.first();
+        Self::of(
+            Identity {
+                name: report.name.clone(),
+                engine: report.engine.name.clone(),
+                version: report.engine.version.clone(),
+            },
+            &report.workload.workload,
+            first
+                .into_iter()
+                .flat_map(|r| r.samples.iter().map(|s| (s.items, s.used_memory))),
+            &report
+                .repetitions
+                .iter()
+                .map(|r| Reading::new(r.used_memory, r.used_memory_rss, r.items))
+                .collect::<Vec<_>>(),
+        )
     }
 
     /// From an engine's status (its growth curve holds at most 64 points).
     pub fn from_status(status: &EngineStatus, workload: &Workload) -> Result<Self, String> {
-        let first = status
-            .repetitions
-            .first()
-            .ok_or_else(|| format!("{}: no finished repetition to project from", status.name))?;
-        let mut curve: Vec<CurvePoint> = status
-            .growth
-            .iter()
-            .map(|g| CurvePoint {
-                entries: sample_entries(workload, g.items),
-                used_memory: g.used_memory,
-            })
-            .collect();
-        push_end(
-            &mut curve,
-            CurvePoint {
-                entries: first.items * entries_per_item(workload),
-                used_memory: first.used_memory,
+        Self::of(
+            Identity {
+                name: status.name.clone(),
+                engine: status.engine.clone(),
+                version: status
+                    .version
+                    .clone()
+                    .unwrap_or_else(|| status.requested_version.clone()),
             },
-        );
-        let ratio = median(
-            status
+            workload,
+            status.growth.iter().map(|g| (g.items, g.used_memory)),
+            &status
                 .repetitions
                 .iter()
-                .map(|r| r.used_memory_rss as f64 / r.used_memory.max(1) as f64)
-                .collect(),
-        );
-        Ok(Self {
-            name: status.name.clone(),
-            engine: status.engine.clone(),
-            version: status
-                .version
-                .clone()
-                .unwrap_or_else(|| status.requested_version.clone()),
-            curve,
-            entries_per_item: entries_per_item(workload),
-            fragmentation_ratio: ratio,
-        })
+                .map(|r| Reading::new(r.used_memory, r.used_memory_rss, r.items))
+                .collect::<Vec<_>>(),
+        )
     }
 }

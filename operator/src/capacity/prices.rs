@@ -40,10 +40,7 @@ impl Prices {
             if fields[0].eq_ignore_ascii_case("instanceType") {
                 continue;
             }
-            let name = instance_types::lookup(fields[0])
-                .map_err(|e| at(e))?
-                .name
-                .clone();
+            let name = instance_types::lookup(fields[0]).map_err(&at)?.name.clone();
             let price: f64 = fields[1].parse().map_err(|_| {
                 at(format!(
                     "'{}' is not a price: give USD per hour as a number, for example 1.0248",

@@ -192,11 +192,8 @@ pub fn run_local(args: RunArgs) -> ExitCode {
                 .engines
                 .first()
                 .map_or("item", |r| r.workload.item.as_str());
-            match text {
-                Some(format @ (OutputFormat::Table | OutputFormat::Markdown)) => {
-                    println!("{}", super::capacity::render_plan(plan, item, format));
-                }
-                _ => {}
+            if let Some(format @ (OutputFormat::Table | OutputFormat::Markdown)) = text {
+                println!("{}", super::capacity::render_plan(plan, item, format));
             }
         }
         if args.output == ComparisonOutput::Html {

@@ -40,15 +40,11 @@ impl CapacityChart {
                 .iter()
                 .map(|f| f.to_string())
                 .collect(),
-            bars: plan
-                .engines
-                .iter()
-                .map(|e| CapacityBar {
-                    engine: e.name.clone(),
-                    required_node_memory: e.required_node_memory,
-                    smallest_instance_type: e.smallest_instance_type.clone(),
-                })
-                .collect(),
+            bars: bars_of(
+                plan.engines
+                    .iter()
+                    .map(|e| (&e.name, e.required_node_memory, &e.smallest_instance_type)),
+            ),
         }
     }
 
@@ -56,17 +52,27 @@ impl CapacityChart {
         Self {
             items: status.items,
             families: status.instance_families.clone(),
-            bars: status
-                .engines
-                .iter()
-                .map(|e| CapacityBar {
-                    engine: e.name.clone(),
-                    required_node_memory: e.required_node_memory,
-                    smallest_instance_type: e.smallest_instance_type.clone(),
-                })
-                .collect(),
+            bars: bars_of(
+                status
+                    .engines
+                    .iter()
+                    .map(|e| (&e.name, e.required_node_memory, &e.smallest_instance_type)),
+            ),
         }
     }
+}
+
+/// One bar per (engine, required node memory, smallest instance type).
+fn bars_of<'a>(
+    engines: impl Iterator<Item = (&'a String, u64, &'a Option<String>)>,
+) -> Vec<CapacityBar> {
+    engines
+        .map(|(engine, required, smallest)| CapacityBar {
+            engine: engine.clone(),
+            required_node_memory: required,
+            smallest_instance_type: smallest.clone(),
+        })
+        .collect()
 }
 
 /// The instance sizes drawn: every size of the table up to the first that holds the largest
