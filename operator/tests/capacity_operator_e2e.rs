@@ -1,7 +1,8 @@
 //! The capacity plan in a cluster: the operator measures a small sorted set on the dev
 //! cluster's r7i nodes with `spec.capacity`, and the status carries each engine's projection
 //! at the planned size and the smallest instance type that holds it, which `kubectl get` shows
-//! in the `Fits on` column. The same arithmetic as `membench capacity` (tests/capacity.rs).
+//! in the `Fits on` column, with the costs of the prices in the ConfigMap the spec names. The
+//! same arithmetic as `membench capacity` (tests/capacity.rs).
 
 mod common;
 
@@ -25,7 +26,21 @@ async fn the_status_carries_the_plan_and_kubectl_shows_the_instance_type_that_fi
             "sortedSet: {members: 200000, sampleEvery: 5000}",
         )
         .replace("repetitions: 3", "repetitions: 1")
-        + &format!("  capacity: {{items: {PLANNED}, instanceFamilies: [r7i, r8g]}}\n");
+        + &format!(
+            "  capacity: {{items: {PLANNED}, instanceFamilies: [r7i, r8g], pricesConfigMapRef: {{name: node-prices}}}}\n"
+        );
+    // The user's prices, in the benchmark's namespace (placeholder figures).
+    let config_maps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(harness.client.clone(), harness.namespace.name());
+    config_maps
+        .create(
+            &kube::api::PostParams::default(),
+            &serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "node-prices"},
+                "data": {"prices.csv": "# placeholder figures\nr7i.large,0.5\nr8g.large,0.25\n"},
+            }))?,
+        )
+        .await?;
     anyhow::ensure!(body.contains("sampleEvery: 5000"), "{body}");
     harness.create(&spec("zcap", &body)).await?;
     let done = harness.finished("zcap", Duration::from_secs(300)).await?;
@@ -56,7 +71,19 @@ async fn the_status_carries_the_plan_and_kubectl_shows_the_instance_type_that_fi
         capacity.smallest_instance_type.as_deref(),
         Some("r7i.large")
     );
-    assert!(capacity.cheapest_engine.is_none(), "no prices, no cost");
+    // Both fit r8g.large too, priced lower: the cheapest is there, at 730 hours a month.
+    assert_eq!(capacity.message, None, "{capacity:#?}");
+    assert_eq!(
+        capacity.cheapest_instance_type.as_deref(),
+        Some("r8g.large")
+    );
+    assert_eq!(capacity.cheapest_monthly_usd, Some(0.25 * 730.0));
+    let cheapest = capacity.cheapest_engine.clone().expect("a cheapest engine");
+    assert!(capacity.engines.iter().any(|e| e.name == cheapest));
+    for engine in &capacity.engines {
+        // The smallest type listed first (r7i.large, 16 GiB like r8g.large) with its price.
+        assert_eq!(engine.monthly_usd, Some(0.5 * 730.0), "{engine:?}");
+    }
 
     let kubeconfig = DevCluster::kubeconfig_with(&EnsureOptions::default()).await?;
     let kubectl = membench_devcluster::tools::kubectl()?;

@@ -4,18 +4,19 @@
 use crate::client::workload::Workload;
 use crate::crd::{CapacityStatus, EngineCapacityStatus, MemoryBenchmark};
 
-use super::{CapacityPlan, CapacityRequest, EngineMeasurement, NotProjected, plan};
+use super::{CapacityPlan, CapacityRequest, EngineMeasurement, NotProjected, Prices, plan};
 
 /// The plan of the engines a benchmark's status has measured so far, when its spec has
-/// `capacity`. The operator does not read `pricesConfigMapRef` yet: the status says so, and
-/// shows no price.
+/// `capacity`, with the prices of its `pricesConfigMapRef` (or why there are none).
 pub fn status_of(
     benchmark: &MemoryBenchmark,
     engines: &[crate::crd::EngineStatus],
+    prices: Option<&Result<Prices, String>>,
 ) -> Option<CapacityStatus> {
     let capacity = benchmark.spec.capacity.as_ref()?;
     let instance_type = Some(benchmark.spec.instance_type.as_str()).filter(|t| !t.is_empty());
-    let request = match CapacityRequest::from_spec(capacity, instance_type, None) {
+    let given = prices.and_then(|p| p.as_ref().ok()).cloned();
+    let request = match CapacityRequest::from_spec(capacity, instance_type, given) {
         Ok(r) => r,
         Err(message) => {
             return Some(CapacityStatus {
@@ -53,10 +54,8 @@ pub fn status_of(
         .iter()
         .map(|n| format!("{}: not projected: {}", n.name, n.reason))
         .collect();
-    if capacity.prices_config_map_ref.is_some() {
-        messages.push(
-            "pricesConfigMapRef is not read by the operator yet: no cost is shown (membench capacity --prices FILE on a saved result gives one)".to_string(),
-        );
+    if let Some(Err(why)) = prices {
+        messages.push(format!("no prices: {why}"));
     }
     Some(to_status(
         &plan,

@@ -107,7 +107,9 @@ pub struct CapacitySpec {
     /// `instanceType,hourlyUSD` under the key `prices.csv` (the repository's
     /// `manifests/examples/prices.example.csv` shows the form; its figures are placeholders).
     /// With it, each instance type gets a monthly cost and the cheapest engine is named;
-    /// without it no price is shown. Local runs read the file given with `--prices` instead.
+    /// without it no price is shown. The operator reads it at each reconciliation; a missing
+    /// ConfigMap or a bad line gives no price and `status.capacity.message` says why. Local
+    /// runs read the file given with `--prices` instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prices_config_map_ref: Option<ConfigMapKeyRef>,
 }
