@@ -26,8 +26,10 @@ const RANKS: &[(&str, u32)] = &[
     // What results become: reports and metrics.
     ("report", 4),
     ("metrics", 4),
-    // A spec read and checked (it uses the workloads' sizes).
+    // A spec read and checked (it uses the workloads' sizes), and the capacity arithmetic
+    // (what a result needs at N items).
     ("validation", 3),
+    ("capacity", 3),
     // The load path, and how pods get the engines' password.
     ("client", 2),
     ("auth", 2),

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod capacity;
 pub mod client;
 pub mod controller;
 pub mod crd;

@@ -7,8 +7,8 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 mod cli;
 
 use cli::{
-    CompletionsArgs, EnginesArgs, LoadArgs, OperatorArgs, ReportArgs, RunArgs, run_completions,
-    run_engines, run_load, run_local, run_operator, run_report,
+    CapacityArgs, CompletionsArgs, EnginesArgs, LoadArgs, OperatorArgs, ReportArgs, RunArgs,
+    run_capacity, run_completions, run_engines, run_load, run_local, run_operator, run_report,
 };
 
 /// The exit codes every command shares, for `--help` (the README has the same list).
@@ -48,6 +48,10 @@ enum Command {
     Operator(OperatorArgs),
     /// Print the comparison table of finished MemoryBenchmarks in the cluster.
     Report(ReportArgs),
+    /// From a saved result (`membench run --result-file`), without measuring again: each
+    /// engine's projected memory at --items, the memory a node needs for it, the smallest
+    /// instance type of each family that holds it and, with --prices, what it costs a month.
+    Capacity(CapacityArgs),
     /// List the engine store: every build `membench run` can start (hack/install-engines.sh
     /// installs them).
     Engines(EnginesArgs),
@@ -74,7 +78,7 @@ fn program_name() -> &'static str {
 fn main() -> ExitCode {
     let name = program_name();
     // The commands that measure or read results exit with these codes too.
-    let command = ["load", "run", "report"]
+    let command = ["load", "run", "report", "capacity"]
         .into_iter()
         .fold(Cli::command().bin_name(name), |command, sub| {
             command.mut_subcommand(sub, |c| c.after_help(EXIT_CODES))
@@ -92,6 +96,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run_local(args),
         Command::Operator(args) => run_operator(args),
         Command::Report(args) => run_report(args),
+        Command::Capacity(args) => run_capacity(args),
         Command::Engines(args) => run_engines(args),
         Command::Completions(args) => run_completions(args, Cli::command(), name),
     }

@@ -559,3 +559,62 @@ async fn timeout_seconds_fires_even_when_no_pod_can_ever_be_created() -> anyhow:
     harness.finish().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crd_refuses_a_capacity_of_zero_items_or_an_unknown_instance_family()
+-> anyhow::Result<()> {
+    let harness = Harness::without_operator("adm-capacity").await?;
+    // Untyped: an unknown family is refused by membench's own types before it could be sent.
+    let resource = kube::api::ApiResource::erase::<MemoryBenchmark>(&());
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(harness.client.clone(), harness.namespace.name(), &resource);
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let with_capacity = |capacity: &str| -> anyhow::Result<kube::api::DynamicObject> {
+        Ok(serde_saphyr::from_str(&spec(
+            "capacity",
+            &format!("{VALID}  capacity: {capacity}\n"),
+        ))?)
+    };
+    api.create(
+        &dry_run,
+        &with_capacity("{items: 200000000, headroomPercent: 25, instanceFamilies: [r8g, r7i]}")?,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("a valid capacity is refused: {e}"))?;
+    let mut failures = Vec::new();
+    for (capacity, field, words) in [
+        (
+            "{items: 0}",
+            "spec.capacity.items",
+            "should be greater than or equal to 1",
+        ),
+        (
+            "{items: 1000, instanceFamilies: [m7g]}",
+            "spec.capacity.instanceFamilies[0]",
+            "Unsupported value: \"m7g\"",
+        ),
+        (
+            "{items: 1000, headroomPercent: 95}",
+            "spec.capacity.headroomPercent",
+            "should be less than or equal to 90",
+        ),
+    ] {
+        match api.create(&dry_run, &with_capacity(capacity)?).await {
+            Ok(_) => failures.push(format!("{capacity}: admitted")),
+            Err(e) => {
+                let text = e.to_string();
+                if !(text.contains(field) && text.contains(words)) {
+                    failures.push(format!(
+                        "{capacity}: expected {field} and {words:?} in: {text}"
+                    ));
+                }
+            }
+        }
+    }
+    harness.finish().await;
+    anyhow::ensure!(failures.is_empty(), "{}", failures.join("\n"));
+    Ok(())
+}

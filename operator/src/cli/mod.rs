@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use membench::report::table::OutputFormat;
 use membench::stats::StabilityThresholds;
 
+mod capacity;
 mod cluster;
 mod completions;
 mod engines;
@@ -16,6 +17,7 @@ mod operator;
 mod report;
 mod run;
 
+pub use capacity::{CapacityArgs, run_capacity};
 pub use cluster::KUBECTL_PLUGIN;
 pub use completions::{CompletionsArgs, run_completions};
 pub use engines::{EnginesArgs, run_engines};
@@ -34,7 +36,8 @@ enum ComparisonOutput {
     Markdown,
     Csv,
     /// One page (no network needed): bytes per item per engine as a bar chart with the
-    /// published figures marked, the sorted set's growth curve, and the table.
+    /// published figures marked, the growth curve, the capacity chart (with `spec.capacity`), and
+    /// the table.
     Html,
 }
 

@@ -27,6 +27,10 @@ pub struct RunArgs {
     /// stopped engine's error.category `Stopped`.
     #[arg(long, value_name = "PATH")]
     result_file: Option<std::path::PathBuf>,
+    /// Prices for a spec's `capacity`: a CSV of `instanceType,hourlyUSD` lines (a local run
+    /// does not read `capacity.pricesConfigMapRef`). Without it no cost is shown.
+    #[arg(long, value_name = "FILE")]
+    prices: Option<std::path::PathBuf>,
     #[command(flatten)]
     stability: StabilityArgs,
 }
@@ -38,6 +42,41 @@ pub fn run_local(args: RunArgs) -> ExitCode {
     };
     if let Err(message) = membench::local::runner::select_engines(&mut benchmarks, &args.engines) {
         return usage_error(&message);
+    }
+    let prices = match args
+        .prices
+        .as_deref()
+        .map(membench::capacity::Prices::read)
+        .transpose()
+    {
+        Ok(p) => p,
+        Err(message) => return usage_error(&message),
+    };
+    // Every benchmark's capacity request, checked before anything is measured.
+    let mut requests = Vec::new();
+    for benchmark in &benchmarks {
+        let name = benchmark.metadata.name.clone().unwrap_or_default();
+        let request = match &benchmark.spec.capacity {
+            None => None,
+            Some(capacity) => {
+                if capacity.prices_config_map_ref.is_some() && prices.is_none() {
+                    eprintln!(
+                        "note: {name}: spec.capacity.pricesConfigMapRef names a ConfigMap, which a local run does not read: give the prices with --prices FILE"
+                    );
+                }
+                let instance_type =
+                    Some(benchmark.spec.instance_type.as_str()).filter(|t| !t.is_empty());
+                match membench::capacity::CapacityRequest::from_spec(
+                    capacity,
+                    instance_type,
+                    prices.clone(),
+                ) {
+                    Ok(r) => Some(r),
+                    Err(message) => return usage_error(&format!("{name}: spec.{message}")),
+                }
+            }
+        };
+        requests.push(request);
     }
     let thresholds = args.stability.thresholds();
     // SIGINT and SIGTERM (Ctrl-C, `timeout`) end the engine under way with what it measured;
@@ -56,13 +95,15 @@ pub fn run_local(args: RunArgs) -> ExitCode {
     // Each benchmark's rows, with the published figures, for the JSON.
     let mut published = Vec::new();
     let mut sections = Vec::new();
+    // Each benchmark's capacity plan, when its spec asks for one.
+    let mut plans = Vec::new();
     // The text tables are printed as each benchmark finishes; JSON and the page at the end.
     let text = args.output.text().filter(|f| *f != OutputFormat::Json);
     // CSV is one table for every benchmark: the header first, then each one's rows as it ends.
     if text == Some(OutputFormat::Csv) {
         print!("{}", csv::header());
     }
-    for benchmark in &benchmarks {
+    for (benchmark, request) in benchmarks.iter().zip(&requests) {
         let name = benchmark.metadata.name.clone().unwrap_or_default();
         if let Some(auth) = &benchmark.spec.auth {
             let secret = &auth.password_secret_ref;
@@ -98,12 +139,7 @@ pub fn run_local(args: RunArgs) -> ExitCode {
                 failed = true;
             }
         }
-        if args.output == ComparisonOutput::Html {
-            sections.push(membench::report::html::section_from_local(
-                benchmark,
-                &comparison,
-            ));
-        }
+
         let mut rows: Vec<ComparisonRow> = comparison
             .engines
             .iter()
@@ -142,6 +178,32 @@ pub fn run_local(args: RunArgs) -> ExitCode {
             }
             None => {}
         }
+        let plan = request
+            .as_ref()
+            .map(|r| membench::capacity::plan_reports(&comparison.engines, r));
+        if let Some(plan) = &plan {
+            for missing in &plan.not_projected {
+                eprintln!(
+                    "warning: {}: not projected: {}",
+                    missing.name, missing.reason
+                );
+            }
+            let item = comparison
+                .engines
+                .first()
+                .map_or("item", |r| r.workload.item.as_str());
+            if let Some(format @ (OutputFormat::Table | OutputFormat::Markdown)) = text {
+                println!("{}", super::capacity::render_plan(plan, item, format));
+            }
+        }
+        if args.output == ComparisonOutput::Html {
+            let mut section = membench::report::html::section_from_local(benchmark, &comparison);
+            section.capacity = plan
+                .as_ref()
+                .map(membench::report::html::CapacityChart::from_plan);
+            sections.push(section);
+        }
+        plans.push(plan);
         published.push(rows);
         comparisons.push(comparison);
         if stop.requested() {
@@ -163,6 +225,11 @@ pub fn run_local(args: RunArgs) -> ExitCode {
             .iter()
             .map(|c| serde_json::to_value(c).expect("comparisons serialize"))
             .collect();
+        for (value, plan) in values.iter_mut().zip(&plans) {
+            if let Some(plan) = plan {
+                plan.attach_to(value);
+            }
+        }
         for (value, rows) in values.iter_mut().zip(&published) {
             if let Some(table) = rows.first().and_then(|r| r.published_table) {
                 value["published_table"] = table.into();

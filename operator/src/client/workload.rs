@@ -8,6 +8,7 @@ use crate::client::engine::ControlConnection;
 use crate::client::resp::{CommandBuffer, format_decimal, push_decimal};
 use crate::crd::{RecordLayout, WorkloadSpec, default_seed};
 use crate::error::BenchError;
+use crate::formats::MIN_SAMPLE_EVERY;
 
 /// Key names of the string workloads: `key:` and a 12-digit zero-padded number, as
 /// redis-benchmark and valkey-benchmark name `key:__rand_int__`.
@@ -50,6 +51,18 @@ fn invalid(field: &str, message: impl Into<String>) -> BenchError {
         message: message.into(),
     }
 }
+
+/// About [`AUTOMATIC_SAMPLES`] readings a load, never closer than [`MIN_SAMPLE_EVERY`] items,
+/// on a round number of items (a multiple of 1000) so curves of two runs line up.
+fn automatic_sample_every(items: u64) -> u64 {
+    (items / AUTOMATIC_SAMPLES)
+        .div_ceil(MIN_SAMPLE_EVERY)
+        .max(1)
+        .saturating_mul(MIN_SAMPLE_EVERY)
+}
+
+/// How many used_memory readings a load of the workloads without a `sampleEvery` takes.
+pub const AUTOMATIC_SAMPLES: u64 = 100;
 
 /// What a count of zero is told, wherever it is given (a spec, a flag).
 pub const AT_LEAST_ONE: &str = "must be at least 1";
@@ -249,11 +262,16 @@ impl Workload {
         }
     }
 
-    /// Read used_memory every this many items during the load (0: never).
+    /// Read used_memory every this many items during the load (0: never), for the growth
+    /// curve a capacity projection fits (`crate::capacity`). The sorted set takes its
+    /// `sampleEvery`; the other workloads read it about 100 times a load, at most every
+    /// [`MIN_SAMPLE_EVERY`] items (random keys: every so many SETs).
     pub fn sample_every(&self) -> u64 {
         match self {
             Workload::SortedSet { sample_every, .. } => *sample_every,
-            _ => 0,
+            Workload::RandomStrings { requests, .. } => automatic_sample_every(*requests),
+            Workload::Strings { keys, .. } => automatic_sample_every(*keys),
+            Workload::Records { records, .. } => automatic_sample_every(*records),
         }
     }
 

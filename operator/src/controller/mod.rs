@@ -18,6 +18,7 @@
 //! It may use the parts below it (`report`, `metrics`, `validation`, `client`, `auth`, `crd`
 //! and the leaves); never the local runner, its peer (docs/architecture.md, `layout_tests.rs`).
 
+mod capacity_prices;
 mod client_lifecycle;
 pub mod conditions;
 pub mod engine_password;
@@ -206,6 +207,7 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
         None => None,
     };
     let others: Vec<Arc<MemoryBenchmark>> = ctx.benchmarks.iter().flat_map(Store::state).collect();
+    let prices = capacity_prices::read(&ctx.client, &namespace, &benchmark).await;
     let now = Timestamp::now();
     let mut rejected: Vec<PodRejection> = Vec::new();
     // Each refusal fails an engine, so the plan settles within one pass per engine.
@@ -217,6 +219,7 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
             load,
             rejected: &rejected,
             others: &others,
+            prices: prices.as_ref(),
         };
         let plan = plan::plan(&observation, &ctx.settings);
         // The engines' password exists before the first pod that takes it (unless the spec

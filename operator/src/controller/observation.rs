@@ -86,6 +86,9 @@ pub struct Observation<'a> {
     pub rejected: &'a [PodRejection],
     /// The other benchmarks the operator watches, for the queue on a node pool.
     pub others: &'a [Arc<MemoryBenchmark>],
+    /// The prices of `spec.capacity.pricesConfigMapRef`, or why there are none; `None` when
+    /// the spec names no ConfigMap.
+    pub prices: Option<&'a Result<crate::capacity::Prices, String>>,
 }
 
 /// A pod the API server refused to create: admission (Pod Security, a ResourceQuota, a

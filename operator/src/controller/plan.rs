@@ -116,6 +116,7 @@ pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTa
         load: None,
         rejected: &[],
         others: &[],
+        prices: None,
     };
     let owned = owned(&observation);
     let engine = pods_of(&owned, index, Component::Engine)
@@ -248,7 +249,14 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         list.dedup();
     }
 
-    summarize(&mut status, benchmark, now, observation.load, &old);
+    summarize(
+        &mut status,
+        benchmark,
+        now,
+        observation.load,
+        &old,
+        observation.prices,
+    );
     if matches!(status.phase, Some(Phase::Succeeded | Phase::Failed)) {
         plan.requeue = None;
     } else if plan.requeue.is_none() {

@@ -1,5 +1,6 @@
 //! What the status says about the whole benchmark, derived from the engines' states: phase,
-//! progress, the best engine, each engine's change against the first, and the conditions.
+//! progress, the best engine, each engine's change against the first, the capacity plan
+//! (`crate::capacity::status`) and the conditions.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -17,6 +18,7 @@ pub(super) fn summarize(
     now: Timestamp,
     load: Option<LoadProbe>,
     old: &MemoryBenchmarkStatus,
+    prices: Option<&Result<crate::capacity::Prices, String>>,
 ) {
     let spec = &benchmark.spec;
     let n = status.engines.len() as u32;
@@ -40,6 +42,7 @@ pub(super) fn summarize(
         .min_by(|a, b| a.0.total_cmp(&b.0));
     status.best_bytes_per_item = best.as_ref().map(|b| (b.0 * 10.0).round() / 10.0);
     status.best_engine = best.map(|b| b.1);
+    status.capacity = crate::capacity::status::status_of(benchmark, &status.engines, prices);
 
     let succeeded = status
         .engines

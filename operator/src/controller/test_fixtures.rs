@@ -89,6 +89,7 @@ pub(super) fn reconcile_seeing(
             load,
             rejected,
             others,
+            prices: None,
         },
         &settings(),
     );

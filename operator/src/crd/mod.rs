@@ -10,6 +10,7 @@
 //! - [`workload_spec`]: the data to load;
 //! - [`placement`]: where the pods may run;
 //! - [`auth_spec`]: which Secret holds the engines' password;
+//! - [`capacity_spec`]: the size to plan for (`spec.capacity`);
 //! - [`status`]: what the operator reports back.
 //!
 //! Every type is re-exported here, so `crate::crd::EngineSpec` and the like keep working.
@@ -18,6 +19,7 @@
 //! reads anything else (docs/architecture.md, `layout_tests.rs`).
 
 mod auth_spec;
+mod capacity_spec;
 mod engine_spec;
 mod placement;
 mod spec;
@@ -27,14 +29,15 @@ mod tests;
 mod workload_spec;
 
 pub use auth_spec::{AuthSpec, SecretKeyRef};
+pub use capacity_spec::{CapacitySpec, ConfigMapKeyRef, InstanceFamily, default_headroom_percent};
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
 pub use placement::{PlacementSpec, TolerationSpec};
 pub use spec::{
     Arch, CleanupPolicy, ImagePullSecret, MemoryBenchmark, MemoryBenchmarkSpec, PublishedTableName,
 };
 pub use status::{
-    EngineStatus, GrowthPoint, MemoryBenchmarkStatus, Phase, Progress, RepetitionStatus,
-    SpreadStatus, SummaryStatus,
+    CapacityStatus, EngineCapacityStatus, EngineStatus, GrowthPoint, MemoryBenchmarkStatus, Phase,
+    Progress, RepetitionStatus, SpreadStatus, SummaryStatus,
 };
 pub use workload_spec::{
     RandomStringsWorkload, RecordLayout, RecordsWorkload, SortedSetWorkload, StringsWorkload,

@@ -4,7 +4,9 @@
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use super::{AuthSpec, EngineSpec, MemoryBenchmarkStatus, PlacementSpec, WorkloadSpec};
+use super::{
+    AuthSpec, CapacitySpec, EngineSpec, MemoryBenchmarkStatus, PlacementSpec, WorkloadSpec,
+};
 use crate::formats::{LABEL_VALUE, MAX_BENCHMARK_NAME, message};
 
 /// A comparison of how much memory in-memory engines need for the same data.
@@ -41,6 +43,12 @@ use crate::formats::{LABEL_VALUE, MAX_BENCHMARK_NAME, message};
         name = "Best engine",
         type_ = "string",
         json_path = ".status.bestEngine"
+    ),
+    printcolumn(
+        name = "Fits on",
+        type_ = "string",
+        json_path = ".status.capacity.smallestInstanceType",
+        description = "the smallest instance type that holds an engine at spec.capacity.items"
     ),
     printcolumn(
         name = "Age",
@@ -135,6 +143,12 @@ pub struct MemoryBenchmarkSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16))]
     pub image_pull_secrets: Vec<ImagePullSecret>,
+
+    /// The size to plan for: with it, every engine's result also carries its projected memory
+    /// at `capacity.items`, the memory a node needs for it and the smallest instance type of
+    /// each family that holds it (and, with prices, what that costs a month).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacitySpec>,
 }
 
 /// A Secret for pulling images, by name.

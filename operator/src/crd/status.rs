@@ -57,6 +57,72 @@ pub struct MemoryBenchmarkStatus {
     /// When the last engine finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Time>,
+
+    /// What the engines measured so far need at `spec.capacity.items` (when the spec asks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityStatus>,
+}
+
+/// The capacity plan of the engines measured so far (`spec.capacity`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacityStatus {
+    /// The items planned for (`spec.capacity.items`).
+    pub items: u64,
+    /// The instance families looked in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 5))]
+    pub instance_families: Vec<String>,
+    /// The smallest instance type that holds any engine at that size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smallest_instance_type: Option<String>,
+    /// The engine whose node costs least a month, with the prices given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cheapest_engine: Option<String>,
+    /// That engine's instance type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cheapest_instance_type: Option<String>,
+    /// That node's monthly cost in USD (730 hours at the given hourly price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cheapest_monthly_usd: Option<f64>,
+    /// Why there is no plan, or no price (prices not readable, an engine not projected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Each projected engine, in the order of `spec.engines`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub engines: Vec<EngineCapacityStatus>,
+}
+
+/// What one engine needs at `spec.capacity.items`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EngineCapacityStatus {
+    /// The engine entry's name.
+    pub name: String,
+    /// used_memory projected at that size, in bytes.
+    pub projected_used_memory: u64,
+    /// The low end of the projection's band, in bytes.
+    pub projected_used_memory_low: u64,
+    /// The high end of the projection's band, in bytes.
+    pub projected_used_memory_high: u64,
+    /// The projected RSS (used_memory times the measured fragmentation ratio), in bytes.
+    pub projected_rss: u64,
+    /// The memory a node needs for it: the band's top RSS plus headroom, plus kube-reserved and
+    /// the eviction threshold of the smallest instance type that holds it, in bytes.
+    pub required_node_memory: u64,
+    /// The smallest instance type of all families that holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smallest_instance_type: Option<String>,
+    /// How full that node would be, in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill_percent: Option<f64>,
+    /// That node's monthly cost in USD, when priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monthly_usd: Option<f64>,
+    /// The growth rule the projection used (`power-of-two-dict`, `bucketed-hashtable`,
+    /// `unknown`).
+    pub growth_rule: String,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -143,8 +209,9 @@ pub struct EngineStatus {
     /// Median bytes per item relative to the first engine, in percent (negative: smaller).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change_vs_first_percent: Option<f64>,
-    /// The sorted set's growth curve: used_memory read during the first repetition's load,
-    /// every `spec.workload.sortedSet.sampleEvery` members. At most 64 points: a longer curve
+    /// The growth curve: used_memory read during the first repetition's load, every
+    /// `spec.workload.sortedSet.sampleEvery` members for the sorted set, about 100 times a load
+    /// for the other workloads (what `spec.capacity` projects from). At most 64 points: a longer curve
     /// is thinned evenly, counted back from the last point, which is the end of the load.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]

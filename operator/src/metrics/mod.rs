@@ -267,7 +267,11 @@ impl Metrics {
             info.push(engine.image.clone().unwrap_or_default());
             now.info.insert(info);
             now.results.insert(labels.clone());
-            values.push((labels, ResultValues::of(engine)));
+            let capacity = status
+                .capacity
+                .as_ref()
+                .and_then(|c| c.engines.iter().find(|e| e.name == engine.name));
+            values.push((labels, ResultValues::of(engine, capacity)));
         }
 
         let key = (namespace, name);

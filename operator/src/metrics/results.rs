@@ -3,7 +3,7 @@
 
 use prometheus::{GaugeVec, Opts};
 
-use crate::crd::EngineStatus;
+use crate::crd::{EngineCapacityStatus, EngineStatus};
 
 /// The labels of every result series, in this order.
 pub const RESULT_LABELS: [&str; 8] = [
@@ -37,6 +37,10 @@ pub(super) struct ResultGauges {
     fragmentation: GaugeVec,
     repetitions_completed: GaugeVec,
     unstable: GaugeVec,
+    capacity_projected_used_memory: GaugeVec,
+    capacity_required_node_memory: GaugeVec,
+    capacity_node_fill: GaugeVec,
+    capacity_monthly_usd: GaugeVec,
 }
 
 impl ResultGauges {
@@ -114,10 +118,26 @@ impl ResultGauges {
                 "membench_result_unstable",
                 "1 when the repetitions disagree more than the stability thresholds allow.",
             ),
+            capacity_projected_used_memory: result(
+                "membench_capacity_projected_used_memory_bytes",
+                "used_memory projected at spec.capacity.items from the run's growth curve.",
+            ),
+            capacity_required_node_memory: result(
+                "membench_capacity_required_node_memory_bytes",
+                "The memory a node needs at spec.capacity.items: projected RSS plus headroom, plus kube-reserved and the eviction threshold of the smallest instance type that holds it.",
+            ),
+            capacity_node_fill: result(
+                "membench_capacity_node_fill_ratio",
+                "required node memory / the memory of the smallest instance type that holds it (status.capacity names the type).",
+            ),
+            capacity_monthly_usd: result(
+                "membench_capacity_monthly_usd",
+                "The monthly cost of that instance type at the prices given (absent without prices).",
+            ),
         }
     }
 
-    pub(super) fn all(&self) -> [&GaugeVec; 17] {
+    pub(super) fn all(&self) -> [&GaugeVec; 21] {
         [
             &self.memory_per_item_median,
             &self.memory_per_item_min,
@@ -136,6 +156,10 @@ impl ResultGauges {
             &self.fragmentation,
             &self.repetitions_completed,
             &self.unstable,
+            &self.capacity_projected_used_memory,
+            &self.capacity_required_node_memory,
+            &self.capacity_node_fill,
+            &self.capacity_monthly_usd,
         ]
     }
 
@@ -176,6 +200,10 @@ impl ResultGauges {
         set(&gauges.items, figures.items);
         set(&gauges.fragmentation, figures.fragmentation);
         set(&gauges.unstable, figures.unstable);
+        set(&gauges.capacity_projected_used_memory, figures.capacity[0]);
+        set(&gauges.capacity_required_node_memory, figures.capacity[1]);
+        set(&gauges.capacity_node_fill, figures.capacity[2]);
+        set(&gauges.capacity_monthly_usd, figures.capacity[3]);
     }
 }
 
@@ -195,10 +223,15 @@ pub(super) struct ResultValues {
     items: Option<f64>,
     fragmentation: Option<f64>,
     unstable: Option<f64>,
+    /// Projected used_memory, required node memory, node fill (0-1), monthly USD.
+    capacity: [Option<f64>; 4],
 }
 
 impl ResultValues {
-    pub(super) fn of(engine: &EngineStatus) -> ResultValues {
+    pub(super) fn of(
+        engine: &EngineStatus,
+        capacity: Option<&EngineCapacityStatus>,
+    ) -> ResultValues {
         let repetitions = &engine.repetitions;
         let median_of = |values: Vec<f64>| median(values);
         let summary = engine.summary.as_ref();
@@ -231,6 +264,15 @@ impl ResultValues {
             used_memory: summary.map(|s| s.used_memory as f64),
             items: summary.map(|s| s.items as f64),
             unstable: summary.map(|s| if s.unstable { 1.0 } else { 0.0 }),
+            capacity: match capacity {
+                Some(c) => [
+                    Some(c.projected_used_memory as f64),
+                    Some(c.required_node_memory as f64),
+                    c.fill_percent.map(|f| f / 100.0),
+                    c.monthly_usd,
+                ],
+                None => [None; 4],
+            },
             used_memory_rss: median_of(
                 repetitions
                     .iter()

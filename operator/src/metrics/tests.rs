@@ -94,6 +94,7 @@ fn benchmark(
             published_table: None,
             auth: None,
             image_pull_secrets: Vec::new(),
+            capacity: None,
         },
     );
     benchmark.metadata.namespace = Some(namespace.into());
@@ -432,4 +433,73 @@ fn every_metric_name_carries_the_prefix_and_a_unit_or_a_known_suffix() {
             }
         }
     }
+}
+
+#[test]
+fn a_capacity_plan_in_status_becomes_capacity_series_and_goes_with_it() {
+    let metrics = Metrics::new();
+    let mut bench = benchmark(
+        "bench",
+        "zset",
+        Phase::Succeeded,
+        vec![engine_status(
+            "valkey-9.1.2",
+            "valkey",
+            "9.1.2",
+            [70.25, 70.0, 71.0],
+        )],
+    );
+    let status = bench.status.as_mut().unwrap();
+    status.capacity = Some(crate::crd::CapacityStatus {
+        items: 50_000_000,
+        smallest_instance_type: Some("r8g.large".into()),
+        engines: vec![crate::crd::EngineCapacityStatus {
+            name: "valkey-9.1.2".into(),
+            projected_used_memory: 3_341_540_507,
+            required_node_memory: 5_368_709_120,
+            fill_percent: Some(31.3),
+            monthly_usd: None,
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    metrics.observe_benchmark(&bench);
+    let text = metrics.encode();
+    let valkey = [("entry", "valkey-9.1.2")];
+    assert_eq!(
+        sample(
+            &text,
+            "membench_capacity_projected_used_memory_bytes",
+            &valkey
+        ),
+        Some(3_341_540_507.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "membench_capacity_required_node_memory_bytes",
+            &valkey
+        ),
+        Some(5_368_709_120.0)
+    );
+    assert_eq!(
+        sample(&text, "membench_capacity_node_fill_ratio", &valkey),
+        Some(0.313)
+    );
+    // No prices: no cost series.
+    assert_eq!(
+        sample(&text, "membench_capacity_monthly_usd", &valkey),
+        None
+    );
+    bench.status.as_mut().unwrap().capacity = None;
+    metrics.observe_benchmark(&bench);
+    let text = metrics.encode();
+    assert_eq!(
+        sample(
+            &text,
+            "membench_capacity_projected_used_memory_bytes",
+            &valkey
+        ),
+        None
+    );
 }

@@ -24,7 +24,7 @@ pub const CHART_WIDTH: f64 = 560.0;
 /// Size of chart text in chart units (scaled with the chart: about 10 px on a 420 px phone).
 pub const FONT_SIZE: f64 = 14.0;
 /// Height of a line of chart text.
-const LINE_HEIGHT: f64 = 18.0;
+pub(super) const LINE_HEIGHT: f64 = 18.0;
 
 /// One engine's bar.
 #[derive(Clone, Debug, PartialEq)]
@@ -118,7 +118,7 @@ fn text_width(text: &str) -> f64 {
 /// `text` broken at spaces into lines of at most `width` chart units, estimating each
 /// character at 0.62 of the font size (0.68 in bold): generous for sans-serif fonts, so a
 /// line never runs past the chart. A word longer than a line is broken where it must be.
-fn wrap(text: &str, width: f64, bold: bool) -> Vec<String> {
+pub(super) fn wrap(text: &str, width: f64, bold: bool) -> Vec<String> {
     let per_char = FONT_SIZE * if bold { 0.68 } else { 0.62 };
     let max_chars = ((width / per_char).floor() as usize).max(8);
     let mut lines: Vec<String> = Vec::new();
@@ -162,7 +162,7 @@ pub fn tick_step(max: f64, ticks: f64) -> f64 {
         .unwrap_or(10.0 * power)
 }
 
-fn format_tick(value: f64) -> String {
+pub(super) fn format_tick(value: f64) -> String {
     if value.fract() == 0.0 {
         format!("{value:.0}")
     } else {
@@ -171,7 +171,7 @@ fn format_tick(value: f64) -> String {
 }
 
 /// The opening tag of a chart that scales with the page.
-fn open_svg(page: &mut String, class: &str, height: f64, data: &str) {
+pub(super) fn open_svg(page: &mut String, class: &str, height: f64, data: &str) {
     let _ = writeln!(
         page,
         "<svg class=\"chart {class}\" role=\"img\" viewBox=\"0 0 {CHART_WIDTH} {height:.0}\" width=\"{CHART_WIDTH}\" height=\"{height:.0}\" {data}>"
@@ -180,7 +180,7 @@ fn open_svg(page: &mut String, class: &str, height: f64, data: &str) {
 
 /// Writes `lines` as text from the chart's left edge, one under the other from `top`, each
 /// `<text>` with `attributes`; returns where the next line would start.
-fn text_lines(page: &mut String, lines: &[String], top: f64, attributes: &str) -> f64 {
+pub(super) fn text_lines(page: &mut String, lines: &[String], top: f64, attributes: &str) -> f64 {
     let mut y = top;
     for line in lines {
         y += LINE_HEIGHT;
@@ -312,7 +312,7 @@ pub fn render_curves(page: &mut String, curves: &[Curve], bars: &[Bar], item: &s
     if curves.is_empty() {
         let _ = writeln!(
             page,
-            "<p class=\"no-growth-curve\">No growth curve: only the sorted-set workload reads used_memory during the load (every <code>sampleEvery</code> members).</p>"
+            "<p class=\"no-growth-curve\">No growth curve: the load read no used_memory (a sorted set with <code>sampleEvery: 0</code>, or a result from before every workload sampled).</p>"
         );
         return;
     }

@@ -1,7 +1,8 @@
 //! `--output html` of `membench run` and `membench report`: one self-contained page per call,
 //! with, for each benchmark, a bar chart of bytes per item per engine (the published figure
-//! marked where the spec names a published table), the sorted set's growth curve (both drawn
-//! by `charts.rs`), and the comparison table. Nothing is fetched: the charts are inline SVG,
+//! marked where the spec names a published table), the growth curve (both drawn by
+//! `charts.rs`), the node memory each engine needs at `spec.capacity.items` against the
+//! instance sizes (`capacity_chart.rs`, when the spec asks), and the comparison table. Nothing is fetched: the charts are inline SVG,
 //! the style is inline CSS, and there are no scripts or fonts, so the page opens the same on a
 //! machine without a network, in a browser or attached to a decision document.
 //!
@@ -22,6 +23,8 @@ use crate::report::table::{
     ComparisonRow, Table, attach_published, comparison_table, compute_changes,
 };
 
+pub use crate::report::capacity_chart::CapacityChart;
+use crate::report::capacity_chart::render_capacity;
 pub use crate::report::charts::{Bar, Curve, PublishedMark};
 
 /// The most points of one curve drawn: a line this dense is already smooth at page width.
@@ -40,6 +43,8 @@ pub struct Section {
     pub bars: Vec<Bar>,
     pub curves: Vec<Curve>,
     pub table: Table,
+    /// The node memory each engine needs at `spec.capacity.items`, when the spec asks.
+    pub capacity: Option<CapacityChart>,
 }
 
 /// One bar per comparison row, with the row's published figure as its mark.
@@ -125,6 +130,7 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
         table: comparison_table(&rows),
         bars,
         curves,
+        capacity: None,
     }
 }
 
@@ -197,6 +203,7 @@ pub fn section_from_status(benchmark: &MemoryBenchmark) -> Section {
         table: comparison_table(&comparison.rows),
         bars,
         curves,
+        capacity: status.capacity.as_ref().map(CapacityChart::from_status),
     }
 }
 
@@ -275,6 +282,9 @@ fn render_section(page: &mut String, section: &Section) {
     }
     charts::render_bars(page, &section.bars, &section.item);
     charts::render_curves(page, &section.curves, &section.bars, &section.item);
+    if let Some(capacity) = &section.capacity {
+        render_capacity(page, capacity, &section.bars, &section.item);
+    }
     render_table(page, &section.table);
     page.push_str("</section>\n");
 }

@@ -1,4 +1,5 @@
-//! Renderings of results: the published-style tables (`table`), every figure as one CSV table
+//! Renderings of results: the published-style tables (`table`), the capacity plan (`capacity`, and its chart
+//! `capacity_chart`), every figure as one CSV table
 //! of raw numbers (`csv`), the comparison of finished benchmarks read from their status in the
 //! cluster (`cluster`), the self-contained HTML page (`html`) with its SVG charts (`charts`),
 //! what a local run measured (`local_run`) and the published tables that users quote
@@ -8,6 +9,8 @@
 //! the leaves); never the controller or the local runner, which call it, nor the metrics, its
 //! peer (docs/architecture.md, `layout_tests.rs`).
 
+pub mod capacity;
+pub mod capacity_chart;
 pub mod charts;
 pub mod cluster;
 pub mod csv;

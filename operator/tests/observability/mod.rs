@@ -246,6 +246,22 @@ pub fn fixture_benchmarks() -> Vec<MemoryBenchmark> {
                 engine("valkey-9.1.2", "valkey", "9.1.2", ("r8g.4xlarge", "arm64"),
                        [70.1, 70.0, 70.4], [450_000.0, 440_000.0, 462_000.0], (1000, FINISHED_COMMANDS_PER_ITEM)),
             ],
+            // What status.capacity holds for spec.capacity (items 50,000,000).
+            "capacity": {
+                "items": 50_000_000u64,
+                "instanceFamilies": ["r8g"],
+                "smallestInstanceType": "r8g.large",
+                "engines": [
+                    {"name": "redis-7.0.15", "projectedUsedMemory": 5_620_000_000u64,
+                     "projectedUsedMemoryLow": 5_560_000_000u64, "projectedUsedMemoryHigh": 5_680_000_000u64,
+                     "projectedRss": 5_900_000_000u64, "requiredNodeMemory": 8_700_000_000u64,
+                     "smallestInstanceType": "r8g.xlarge", "fillPercent": 25.3, "growthRule": "power-of-two-dict"},
+                    {"name": "valkey-9.1.2", "projectedUsedMemory": 3_510_000_000u64,
+                     "projectedUsedMemoryLow": 3_470_000_000u64, "projectedUsedMemoryHigh": 3_550_000_000u64,
+                     "projectedRss": 3_690_000_000u64, "requiredNodeMemory": 5_600_000_000u64,
+                     "smallestInstanceType": "r8g.large", "fillPercent": 32.6, "growthRule": "bucketed-hashtable"},
+                ],
+            },
         },
     });
     let mut running_dragonfly = engine(

@@ -1,0 +1,163 @@
+//! A run's result read as the model's input: the growth curve in table entries, and the
+//! fragmentation ratio. From a local report (`membench run`, its result file) or from an
+//! engine's status (the operator).
+
+use crate::client::measure::BenchmarkReport;
+use crate::client::workload::{Workload, expected_unique_keys};
+use crate::crd::{EngineStatus, RecordLayout};
+
+use super::projection::CurvePoint;
+
+/// What the model needs of one engine's run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineMeasurement {
+    pub name: String,
+    /// `redis`, `valkey` or `dragonfly`.
+    pub engine: String,
+    /// The engine's own version.
+    pub version: String,
+    /// used_memory against the table's entries: the first repetition's samples and its end.
+    pub curve: Vec<CurvePoint>,
+    /// Table entries per item (a record stored as strings is one key per field).
+    pub entries_per_item: u64,
+    /// Median used_memory_rss / used_memory over the repetitions.
+    pub fragmentation_ratio: Option<f64>,
+}
+
+/// Entries of the growing table per item of a workload.
+fn entries_per_item(workload: &Workload) -> u64 {
+    match workload {
+        Workload::Records {
+            layout: RecordLayout::Strings,
+            fields,
+            ..
+        } => fields.len() as u64,
+        _ => 1,
+    }
+}
+
+/// The table's entries after `items` items of a sample (random keys: the expected distinct
+/// keys after that many SETs).
+fn sample_entries(workload: &Workload, items: u64) -> u64 {
+    match workload {
+        Workload::RandomStrings { keyspace, .. } => {
+            expected_unique_keys(items, *keyspace).round() as u64
+        }
+        _ => items * entries_per_item(workload),
+    }
+}
+
+/// The median of the finite ratios above zero.
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.retain(|v| v.is_finite() && *v > 0.0);
+    crate::stats::Spread::of(&values).map(|s| s.median)
+}
+
+/// What both sources give: a repetition's (used_memory, used_memory_rss, items).
+struct Reading {
+    used_memory: u64,
+    used_memory_rss: u64,
+    items: u64,
+}
+
+impl Reading {
+    fn new(used_memory: u64, used_memory_rss: u64, items: u64) -> Self {
+        Self {
+            used_memory,
+            used_memory_rss,
+            items,
+        }
+    }
+}
+
+/// Who was measured: the entry's name, the engine's kind and version.
+struct Identity {
+    name: String,
+    engine: String,
+    version: String,
+}
+
+impl EngineMeasurement {
+    /// The measurement of `samples` (items, used_memory) of the first repetition and every
+    /// repetition's final reading.
+    fn of(
+        who: Identity,
+        workload: &Workload,
+        samples: impl Iterator<Item = (u64, u64)>,
+        repetitions: &[Reading],
+    ) -> Result<Self, String> {
+        let first = repetitions
+            .first()
+            .ok_or_else(|| format!("{}: no finished repetition to project from", who.name))?;
+        let mut curve: Vec<CurvePoint> = samples
+            .map(|(items, used_memory)| CurvePoint {
+                entries: sample_entries(workload, items),
+                used_memory,
+            })
+            .collect();
+        // The end of the load (verified entries), unless a sample is already there.
+        let end = CurvePoint {
+            entries: first.items * entries_per_item(workload),
+            used_memory: first.used_memory,
+        };
+        if curve.last().is_none_or(|p| p.entries < end.entries) {
+            curve.push(end);
+        }
+        let ratio = median(
+            repetitions
+                .iter()
+                .map(|r| r.used_memory_rss as f64 / r.used_memory.max(1) as f64)
+                .collect(),
+        );
+        Ok(Self {
+            name: who.name,
+            engine: who.engine,
+            version: who.version,
+            curve,
+            entries_per_item: entries_per_item(workload),
+            fragmentation_ratio: ratio,
+        })
+    }
+
+    /// From a local run's report of one engine.
+    pub fn from_report(report: &BenchmarkReport) -> Result<Self, String> {
+        let first = report.repetitions.first();
+        Self::of(
+            Identity {
+                name: report.name.clone(),
+                engine: report.engine.name.clone(),
+                version: report.engine.version.clone(),
+            },
+            &report.workload.workload,
+            first
+                .into_iter()
+                .flat_map(|r| r.samples.iter().map(|s| (s.items, s.used_memory))),
+            &report
+                .repetitions
+                .iter()
+                .map(|r| Reading::new(r.used_memory, r.used_memory_rss, r.items))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    /// From an engine's status (its growth curve holds at most 64 points).
+    pub fn from_status(status: &EngineStatus, workload: &Workload) -> Result<Self, String> {
+        Self::of(
+            Identity {
+                name: status.name.clone(),
+                engine: status.engine.clone(),
+                version: status
+                    .version
+                    .clone()
+                    .unwrap_or_else(|| status.requested_version.clone()),
+            },
+            workload,
+            status.growth.iter().map(|g| (g.items, g.used_memory)),
+            &status
+                .repetitions
+                .iter()
+                .map(|r| Reading::new(r.used_memory, r.used_memory_rss, r.items))
+                .collect::<Vec<_>>(),
+        )
+    }
+}

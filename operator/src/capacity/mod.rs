@@ -1,0 +1,363 @@
+//! Capacity: what an engine needs at the size a platform team plans for, the instance type that
+//! holds it, and, with the user's prices, what it costs a month.
+//!
+//! - [`instance_types`]: the embedded instance-type table and what a node keeps for itself;
+//! - [`projection`]: used_memory at N items from a run's growth curve, with a band;
+//! - [`prices`]: the user's prices file;
+//! - [`measurement`]: a run's result (a local report, a status) read as the model's input;
+//! - [`status`]: the plan from and for a benchmark's status (`status.capacity`).
+//!
+//! `membench run` (a spec with `capacity`), `membench capacity RESULT.json` and the operator all
+//! call [`plan`], so they do the same arithmetic.
+//!
+//! Per engine: the projected used_memory at N (and its band), the projected RSS (the run's own
+//! fragmentation ratio, used_memory_rss / used_memory), the memory given to the engine (the
+//! band's top RSS over 1 - headroom), and per instance type the memory the node needs (that,
+//! plus kube-reserved and the eviction threshold of the type, `instance_types`) and how full
+//! the node would be.
+
+pub mod instance_types;
+pub mod measurement;
+pub mod prices;
+pub mod projection;
+pub mod status;
+
+use serde::{Deserialize, Serialize};
+
+use crate::crd::{CapacitySpec, InstanceFamily};
+pub use measurement::EngineMeasurement;
+pub use prices::Prices;
+pub use projection::{GrowthRule, Projection};
+
+/// What to plan for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CapacityRequest {
+    pub items: u64,
+    pub headroom_percent: u32,
+    pub families: Vec<InstanceFamily>,
+    pub prices: Option<Prices>,
+}
+
+/// The most headroom a plan takes: beyond it the engine would get a tenth of its node.
+pub const MAX_HEADROOM_PERCENT: u32 = 90;
+
+impl CapacityRequest {
+    /// The request of a spec's `capacity`, with the families defaulted from the spec's
+    /// instance type (all the table's when it names none the table knows).
+    pub fn from_spec(
+        spec: &CapacitySpec,
+        instance_type: Option<&str>,
+        prices: Option<Prices>,
+    ) -> Result<Self, String> {
+        let request = Self {
+            items: spec.items,
+            headroom_percent: spec.headroom_percent,
+            families: default_families(&spec.instance_families, instance_type),
+            prices,
+        };
+        request.validate()?;
+        Ok(request)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.items == 0 {
+            return Err(
+                "capacity items must be at least 1: the number of items to plan for".into(),
+            );
+        }
+        if self.headroom_percent > MAX_HEADROOM_PERCENT {
+            return Err(format!(
+                "capacity headroomPercent must be between 0 and {MAX_HEADROOM_PERCENT}, not {}",
+                self.headroom_percent
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The families given, or the family of `instance_type`, or every family of the table.
+pub fn default_families(
+    given: &[InstanceFamily],
+    instance_type: Option<&str>,
+) -> Vec<InstanceFamily> {
+    if !given.is_empty() {
+        let mut families = given.to_vec();
+        families.dedup();
+        return families;
+    }
+    match instance_type.and_then(instance_types::family_of) {
+        Some(family) => vec![family],
+        None => InstanceFamily::ALL.to_vec(),
+    }
+}
+
+/// One instance type's fit for one engine.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct InstanceFit {
+    pub family: InstanceFamily,
+    /// The smallest type of the family that holds the engine; `None` when none does.
+    pub instance_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vcpus: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// kube-reserved plus the eviction threshold of that type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_reserve_bytes: Option<u64>,
+    /// The engine's memory plus the node's reserve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_node_memory: Option<u64>,
+    /// required_node_memory / the type's memory, in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill_percent: Option<f64>,
+    /// The monthly cost of one node, when the prices give the type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monthly_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The cheapest priced instance type that holds an engine.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Cheapest {
+    pub engine: String,
+    pub instance_type: String,
+    pub monthly_usd: f64,
+}
+
+/// What one engine needs at N items.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct EngineCapacity {
+    pub name: String,
+    /// used_memory projected at N items, in bytes.
+    pub projected_used_memory: u64,
+    /// The band around it: [low, high].
+    pub projected_used_memory_band: [u64; 2],
+    /// used_memory_rss / used_memory as the run measured it (median over repetitions).
+    pub fragmentation_ratio: f64,
+    /// projected_used_memory times the fragmentation ratio.
+    pub projected_rss: u64,
+    /// The memory to give the engine: the band's top RSS (never below its used_memory) over
+    /// 1 - headroom.
+    pub engine_memory: u64,
+    /// engine_memory plus the reserve of the smallest instance type that holds it (of the
+    /// largest type of the families, when none does).
+    pub required_node_memory: u64,
+    /// Per family: the smallest instance type that holds the engine.
+    pub instance_types: Vec<InstanceFit>,
+    /// The smallest instance type (least memory) of all families that holds the engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smallest_instance_type: Option<String>,
+    /// The cheapest priced instance type that holds it, when prices were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cheapest: Option<Cheapest>,
+    pub projection: Projection,
+}
+
+/// The capacity plan of one benchmark.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct CapacityPlan {
+    pub items: u64,
+    pub headroom_percent: u32,
+    pub instance_families: Vec<InstanceFamily>,
+    /// Where the prices came from, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<String>,
+    pub engines: Vec<EngineCapacity>,
+    /// Engines the plan could not project, with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_projected: Vec<NotProjected>,
+    /// The engine and instance type that cost least a month, when prices were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cheapest: Option<Cheapest>,
+    /// The smallest instance type that holds any engine, and which engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smallest_instance_type: Option<String>,
+}
+
+/// An engine without a projection.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct NotProjected {
+    pub name: String,
+    pub reason: String,
+}
+
+/// The fit of one engine needing `engine_memory` in one family.
+fn fit_in_family(
+    engine_memory: u64,
+    family: InstanceFamily,
+    prices: Option<&Prices>,
+) -> InstanceFit {
+    let holds = instance_types::of_family(family)
+        .find(|t| engine_memory + t.node_reserve_bytes() <= t.memory_bytes());
+    match holds {
+        Some(t) => {
+            let required = engine_memory + t.node_reserve_bytes();
+            InstanceFit {
+                family,
+                instance_type: Some(t.name.clone()),
+                vcpus: Some(t.vcpus),
+                memory_bytes: Some(t.memory_bytes()),
+                node_reserve_bytes: Some(t.node_reserve_bytes()),
+                required_node_memory: Some(required),
+                fill_percent: Some(required as f64 / t.memory_bytes() as f64 * 100.0),
+                monthly_usd: prices.and_then(|p| p.monthly_usd(&t.name)),
+                note: None,
+            }
+        }
+        None => {
+            let largest = instance_types::of_family(family)
+                .last()
+                .expect("every family has sizes");
+            InstanceFit {
+                family,
+                instance_type: None,
+                vcpus: None,
+                memory_bytes: None,
+                node_reserve_bytes: None,
+                required_node_memory: Some(engine_memory + largest.node_reserve_bytes()),
+                fill_percent: None,
+                monthly_usd: None,
+                note: Some(format!(
+                    "no {family} type holds it: {} has {} GiB",
+                    largest.name, largest.memory_gib
+                )),
+            }
+        }
+    }
+}
+
+/// What one engine needs at `request.items`.
+pub fn plan_engine(
+    measurement: &EngineMeasurement,
+    request: &CapacityRequest,
+) -> Result<EngineCapacity, String> {
+    let rule = GrowthRule::of(&measurement.engine, &measurement.version);
+    let entries = request.items.saturating_mul(measurement.entries_per_item);
+    let projection = projection::project(rule, &measurement.curve, entries)?;
+    let ratio = measurement.fragmentation_ratio.unwrap_or(1.0);
+    // An RSS below used_memory (pages allocated but not yet touched, as a fresh bucket array
+    // is) is not planned for: the engine may touch them.
+    let rss_high = projection.high as f64 * ratio.max(1.0);
+    let engine_memory =
+        (rss_high / (1.0 - f64::from(request.headroom_percent) / 100.0)).ceil() as u64;
+    let fits: Vec<InstanceFit> = request
+        .families
+        .iter()
+        .map(|&f| fit_in_family(engine_memory, f, request.prices.as_ref()))
+        .collect();
+    let smallest = fits
+        .iter()
+        .filter(|f| f.instance_type.is_some())
+        .min_by_key(|f| f.memory_bytes.unwrap_or(u64::MAX));
+    let required_node_memory = smallest
+        .and_then(|f| f.required_node_memory)
+        .or_else(|| fits.iter().filter_map(|f| f.required_node_memory).max())
+        .unwrap_or(engine_memory);
+    let cheapest = fits
+        .iter()
+        .filter_map(|f| Some((f.instance_type.clone()?, f.monthly_usd?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(instance_type, monthly_usd)| Cheapest {
+            engine: measurement.name.clone(),
+            instance_type,
+            monthly_usd,
+        });
+    Ok(EngineCapacity {
+        name: measurement.name.clone(),
+        projected_used_memory: projection.used_memory,
+        projected_used_memory_band: [projection.low, projection.high],
+        fragmentation_ratio: ratio,
+        projected_rss: (projection.used_memory as f64 * ratio).round() as u64,
+        engine_memory,
+        required_node_memory,
+        smallest_instance_type: smallest.and_then(|f| f.instance_type.clone()),
+        instance_types: fits,
+        cheapest,
+        projection,
+    })
+}
+
+/// The plan of every engine of a benchmark.
+pub fn plan(measurements: &[EngineMeasurement], request: &CapacityRequest) -> CapacityPlan {
+    let mut engines = Vec::new();
+    let mut not_projected = Vec::new();
+    for m in measurements {
+        match plan_engine(m, request) {
+            Ok(e) => engines.push(e),
+            Err(reason) => not_projected.push(NotProjected {
+                name: m.name.clone(),
+                reason,
+            }),
+        }
+    }
+    let cheapest = engines
+        .iter()
+        .filter_map(|e| e.cheapest.clone())
+        .min_by(|a, b| a.monthly_usd.total_cmp(&b.monthly_usd));
+    let smallest_instance_type = engines
+        .iter()
+        .filter_map(|e| {
+            let fit = e
+                .instance_types
+                .iter()
+                .find(|f| f.instance_type == e.smallest_instance_type)?;
+            Some((fit.memory_bytes?, e.smallest_instance_type.clone()?))
+        })
+        .min_by_key(|(bytes, _)| *bytes)
+        .map(|(_, name)| name);
+    CapacityPlan {
+        items: request.items,
+        headroom_percent: request.headroom_percent,
+        instance_families: request.families.clone(),
+        prices: request.prices.as_ref().map(|p| p.source.clone()),
+        engines,
+        not_projected,
+        cheapest,
+        smallest_instance_type,
+    }
+}
+
+/// The plan of a local run's engine reports; those that measured nothing are named in
+/// `not_projected`, with why.
+pub fn plan_reports(
+    reports: &[crate::client::measure::BenchmarkReport],
+    request: &CapacityRequest,
+) -> CapacityPlan {
+    let mut measurements = Vec::new();
+    let mut not_projected = Vec::new();
+    for report in reports {
+        match EngineMeasurement::from_report(report) {
+            Ok(m) => measurements.push(m),
+            Err(reason) => not_projected.push(NotProjected {
+                name: report.name.clone(),
+                reason,
+            }),
+        }
+    }
+    let mut plan = plan(&measurements, request);
+    plan.not_projected.extend(not_projected);
+    plan
+}
+
+impl CapacityPlan {
+    /// Adds the plan to a comparison's JSON (`membench run --output json`, its result file):
+    /// `capacity` beside `engines` (what was planned for, `cheapest`), and each engine's own
+    /// `capacity` (`projected_used_memory`, `required_node_memory`, `instance_types`, ...).
+    pub fn attach_to(&self, comparison: &mut serde_json::Value) {
+        let mut summary = serde_json::to_value(self).expect("plans serialize");
+        if let Some(summary) = summary.as_object_mut() {
+            summary.remove("engines");
+        }
+        comparison["capacity"] = summary;
+        for engine in comparison["engines"].as_array_mut().into_iter().flatten() {
+            let name = engine["name"].as_str().unwrap_or_default().to_string();
+            if let Some(e) = self.engines.iter().find(|e| e.name == name) {
+                engine["capacity"] = serde_json::to_value(e).expect("plans serialize");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,452 @@
+//! used_memory at N items, projected from a smaller run's growth curve.
+//!
+//! Bytes per item from a small run cannot be multiplied by N: the table every item goes into
+//! (the keyspace, or a sorted set's own dict) grows in steps. The model is
+//!
+//! ```text
+//! used_memory(n) = fixed + per_entry * entries(n) + per_bucket * buckets(entries(n))
+//! ```
+//!
+//! where `buckets` is the engine's growth rule, read from its source:
+//!
+//! - **Redis, and Valkey before 8.1** (`dict.c`, `_dictExpandIfNeeded`): a bucket array of
+//!   pointers, a power of two of at least 4 buckets, grown when an add finds as many entries
+//!   as buckets (load factor 1) to the next power of two above the count. 2^25 buckets hold
+//!   33,554,432 entries; the next one doubles the array.
+//! - **Valkey 8.1 and later** (`hashtable.c`, `hashtableExpandIfNeeded`, `resize`): 64-byte
+//!   buckets of 7 entries, a power of two of them, grown when an add would exceed 7 entries a
+//!   bucket on average (`MAX_FILL_PERCENT_SOFT` 100) to `ceil(n * 5 / 32)` buckets rounded
+//!   up to a power of two (twice as many).
+//! - **Dragonfly**: its dash table grows by segments, a rule the model does not know; the
+//!   projection is a straight line through the curve and says so, with a wider band.
+//!
+//! While a table grows both arrays are held until every old bucket is moved (incremental
+//! rehashing: a bucket per lookup and per add), so the memory just after a step is higher than
+//! the model's steady figure. Points that may be inside such a window are left out of the fit,
+//! and a projection that lands inside one widens its band up to both arrays.
+//!
+//! `per_entry`, `per_bucket` and `fixed` are fitted by least squares to the run's own curve;
+//! the band is twice the fit's standard error of prediction at N, plus a margin for what the
+//! model leaves out ([`KNOWN_RULE_MARGIN`], [`UNKNOWN_RULE_MARGIN`]). For an unknown rule the
+//! band also spans every bytes-per-entry figure the run went through, times N: Dragonfly's
+//! curve swings by about a quarter between its steps (docs/results.md).
+
+use serde::{Deserialize, Serialize};
+
+/// The margin added to the band, as a fraction of the projected data, when the growth rule is
+/// known: what the fit's own error does not see (allocator size classes, a Valkey bucket's
+/// child buckets, which depend on how full the table is).
+pub const KNOWN_RULE_MARGIN: f64 = 0.01;
+
+/// The margin when the growth rule is not known (Dragonfly): the straight line can be off by
+/// whatever the table's steps are.
+pub const UNKNOWN_RULE_MARGIN: f64 = 0.05;
+
+/// How an engine's main hash table grows.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum GrowthRule {
+    /// Redis's dict: pointer buckets, a power of two, load factor 1.
+    PowerOfTwoDict,
+    /// Valkey 8.1+'s hashtable: 64-byte buckets of 7 entries, a power of two of them.
+    BucketedHashtable,
+    /// Not known to the model (Dragonfly).
+    Unknown,
+}
+
+impl GrowthRule {
+    /// The rule of an engine (`redis`, `valkey`, `dragonfly`) at a version (`8.1.7`).
+    pub fn of(engine: &str, version: &str) -> Self {
+        let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        let major = parts.next().unwrap_or(0);
+        let minor = parts.next().unwrap_or(0);
+        match engine {
+            "redis" => GrowthRule::PowerOfTwoDict,
+            "valkey" if (major, minor) >= (8, 1) => GrowthRule::BucketedHashtable,
+            "valkey" => GrowthRule::PowerOfTwoDict,
+            _ => GrowthRule::Unknown,
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            GrowthRule::PowerOfTwoDict => {
+                "power-of-two dict (8-byte buckets, load factor 1, Redis dict.c)"
+            }
+            GrowthRule::BucketedHashtable => {
+                "bucketed hashtable (64-byte buckets of 7 entries, Valkey 8.1+ hashtable.c)"
+            }
+            GrowthRule::Unknown => {
+                "growth rule not known to the model: a straight line through the curve, with a wider band"
+            }
+        }
+    }
+
+    /// The bytes of one bucket, from the structure (the fit's fallback when the curve crosses
+    /// no step).
+    fn bucket_bytes(self) -> f64 {
+        match self {
+            GrowthRule::PowerOfTwoDict => 8.0,
+            GrowthRule::BucketedHashtable => 64.0,
+            GrowthRule::Unknown => 0.0,
+        }
+    }
+
+    /// Entries one bucket holds before the table grows.
+    fn entries_per_bucket(self) -> u64 {
+        match self {
+            GrowthRule::BucketedHashtable => 7,
+            _ => 1,
+        }
+    }
+
+    /// The buckets of the table once it holds `entries` and no resize is under way.
+    pub fn buckets(self, entries: u64) -> u64 {
+        match self {
+            GrowthRule::Unknown => 0,
+            GrowthRule::PowerOfTwoDict => entries.next_power_of_two().max(4),
+            GrowthRule::BucketedHashtable => entries.div_ceil(7).next_power_of_two().max(1),
+        }
+    }
+
+    /// When the table holds `entries` and may still hold its previous array: the previous
+    /// array's buckets. The previous array goes once every old bucket has moved. Every
+    /// workload's command looks its key (or member) up before adding it, and the lookup and the
+    /// add each move one bucket, so a window lasts at most half as many adds as the old array
+    /// has non-empty buckets (for a dict at load factor 1, 1 - 1/e of them; a Valkey bucket of
+    /// 7 entries is all but never empty). Redis's sorted set measured here agrees: 2^25 + 1
+    /// members grow the dict, 34M still hold both arrays, 50M one (docs/results.md).
+    pub fn old_buckets_within_window(self, entries: u64) -> Option<u64> {
+        if self == GrowthRule::Unknown {
+            return None;
+        }
+        let buckets = self.buckets(entries);
+        let old = buckets / 2;
+        if old == 0 || buckets == self.buckets(0) {
+            return None;
+        }
+        // The step happened at the add after old * entries_per_bucket entries.
+        let grew_at = old * self.entries_per_bucket() + 1;
+        let non_empty = match self {
+            GrowthRule::PowerOfTwoDict => (old as f64 * (1.0 - (-1f64).exp())).ceil() as u64,
+            _ => old,
+        };
+        let window = non_empty.div_ceil(2);
+        (entries >= grew_at && entries < grew_at + window).then_some(old)
+    }
+}
+
+/// One point of a growth curve, as the model reads it: the table's entries and used_memory.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CurvePoint {
+    pub entries: u64,
+    pub used_memory: u64,
+}
+
+/// used_memory projected at N, with its band.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Projection {
+    pub used_memory: u64,
+    pub low: u64,
+    pub high: u64,
+    pub growth_rule: GrowthRule,
+    /// Fitted bytes per entry (key, member, field) of the table.
+    pub per_entry_bytes: f64,
+    /// Fitted bytes per bucket of the table (0 for an unknown rule).
+    pub per_bucket_bytes: f64,
+    /// The curve's points the fit used.
+    pub points_fitted: usize,
+    /// What the reader should know about this projection (an unknown rule, a step inside the
+    /// band, a fallback), in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Least squares of `y` on the columns of `x` (each row one point), with the covariance
+/// factor `(X'X)^-1`. `None` when the columns are not independent.
+fn least_squares(x: &[Vec<f64>], y: &[f64]) -> Option<(Vec<f64>, Vec<Vec<f64>>, f64)> {
+    let k = x.first()?.len();
+    let mut xtx = vec![vec![0.0; k]; k];
+    let mut xty = vec![0.0; k];
+    for (row, yi) in x.iter().zip(y) {
+        for i in 0..k {
+            xty[i] += row[i] * yi;
+            for j in 0..k {
+                xtx[i][j] += row[i] * row[j];
+            }
+        }
+    }
+    let inverse = invert(&xtx)?;
+    let beta: Vec<f64> = (0..k)
+        .map(|i| (0..k).map(|j| inverse[i][j] * xty[j]).sum())
+        .collect();
+    let residuals: f64 = x
+        .iter()
+        .zip(y)
+        .map(|(row, yi)| {
+            let fit: f64 = row.iter().zip(&beta).map(|(a, b)| a * b).sum();
+            (yi - fit).powi(2)
+        })
+        .sum();
+    let dof = x.len().saturating_sub(k).max(1) as f64;
+    Some((beta, inverse, residuals / dof))
+}
+
+/// Gauss-Jordan inverse of a small matrix; `None` when it is (nearly) singular.
+fn invert(m: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
+    let n = m.len();
+    let mut a: Vec<Vec<f64>> = m
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let mut r = row.clone();
+            r.extend((0..n).map(|j| if i == j { 1.0 } else { 0.0 }));
+            r
+        })
+        .collect();
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&p, &q| a[p][col].abs().total_cmp(&a[q][col].abs()))?;
+        let scale = a.iter().map(|r| r[col].abs()).fold(0.0, f64::max);
+        if a[pivot][col].abs() <= scale * 1e-12 || a[pivot][col] == 0.0 {
+            return None;
+        }
+        a.swap(col, pivot);
+        let p = a[col][col];
+        for v in a[col].iter_mut() {
+            *v /= p;
+        }
+        for r in 0..n {
+            if r != col {
+                let f = a[r][col];
+                if f != 0.0 {
+                    let pivot_row = a[col].clone();
+                    for (v, pv) in a[r].iter_mut().zip(pivot_row) {
+                        *v -= f * pv;
+                    }
+                }
+            }
+        }
+    }
+    Some(a.into_iter().map(|r| r[n..].to_vec()).collect())
+}
+
+/// Projects used_memory at `entries` from a curve. Needs at least three points with different
+/// entry counts; says what it could not do in words otherwise.
+pub fn project(rule: GrowthRule, curve: &[CurvePoint], entries: u64) -> Result<Projection, String> {
+    let mut notes = Vec::new();
+    let steady: Vec<CurvePoint> = curve
+        .iter()
+        .copied()
+        .filter(|p| rule.old_buckets_within_window(p.entries).is_none())
+        .collect();
+    // With too few points outside the windows, the fit takes them all (and says so).
+    let points = if steady.len() >= 3 {
+        steady
+    } else {
+        if rule != GrowthRule::Unknown {
+            notes.push(
+                "too few points of the curve lie outside a table's resize; the fit uses all of them"
+                    .to_string(),
+            );
+        }
+        curve.to_vec()
+    };
+    let distinct: std::collections::BTreeSet<u64> = points.iter().map(|p| p.entries).collect();
+    if distinct.len() < 3 {
+        return Err(format!(
+            "the growth curve has {} distinct points; a projection needs at least 3 (sample used_memory more often: a smaller sampleEvery, or more items)",
+            distinct.len()
+        ));
+    }
+    let y: Vec<f64> = points.iter().map(|p| p.used_memory as f64).collect();
+    let buckets = |n: u64| rule.buckets(n) as f64;
+    // The full model, when the curve crosses at least one step of the table.
+    let steps: std::collections::BTreeSet<u64> =
+        points.iter().map(|p| rule.buckets(p.entries)).collect();
+    let mut fitted = None;
+    if rule != GrowthRule::Unknown && steps.len() >= 2 {
+        let x: Vec<Vec<f64>> = points
+            .iter()
+            .map(|p| vec![1.0, p.entries as f64, buckets(p.entries)])
+            .collect();
+        if let Some((beta, cov, s2)) = least_squares(&x, &y)
+            && beta[2] > 0.0
+        {
+            fitted = Some((beta, cov, s2, vec![1.0, entries as f64, buckets(entries)]));
+        } else {
+            notes.push(format!(
+                "the curve gives no positive cost per bucket; the structure's {} bytes a bucket are used instead",
+                rule.bucket_bytes()
+            ));
+        }
+    } else if rule != GrowthRule::Unknown {
+        notes.push(format!(
+            "the curve crosses no step of the table; the structure's {} bytes a bucket are used instead of a fitted cost",
+            rule.bucket_bytes()
+        ));
+    }
+    let (beta, cov, s2, at) = match fitted {
+        Some(f) => f,
+        None => {
+            // Per-bucket cost fixed: fit fixed + per_entry on what the buckets leave.
+            let c = rule.bucket_bytes();
+            let x: Vec<Vec<f64>> = points.iter().map(|p| vec![1.0, p.entries as f64]).collect();
+            let y: Vec<f64> = points
+                .iter()
+                .map(|p| p.used_memory as f64 - c * buckets(p.entries))
+                .collect();
+            let (mut beta, cov, s2) =
+                least_squares(&x, &y).ok_or("the growth curve's points do not determine a line")?;
+            beta.push(c);
+            // The fixed bucket cost's term is added to the projection below, outside the fit.
+            (beta, cov, s2, vec![1.0, entries as f64])
+        }
+    };
+    let bucket_term = if at.len() == 2 {
+        beta[2] * buckets(entries)
+    } else {
+        0.0
+    };
+    let point: f64 = at.iter().zip(&beta).map(|(a, b)| a * b).sum::<f64>() + bucket_term;
+    let variance: f64 = (0..at.len())
+        .map(|i| {
+            (0..at.len())
+                .map(|j| at[i] * cov[i][j] * at[j])
+                .sum::<f64>()
+        })
+        .sum::<f64>()
+        * s2;
+    let data = (point - beta[0]).max(0.0);
+    let margin = match rule {
+        GrowthRule::Unknown => {
+            notes.push(rule.describe().to_string());
+            UNKNOWN_RULE_MARGIN
+        }
+        _ => KNOWN_RULE_MARGIN,
+    };
+    let half = 2.0 * variance.max(0.0).sqrt() + margin * data;
+    let mut low = point - half;
+    let mut high = point + half;
+    if rule == GrowthRule::Unknown {
+        // A table that grows in steps the model does not know swings around any line: the
+        // band spans the bytes per entry the run itself went through (past its first quarter,
+        // where fixed costs still weigh), times N, widened by the margin.
+        let last = points.iter().map(|p| p.entries).max().unwrap_or(0);
+        let per_entry: Vec<f64> = points
+            .iter()
+            .filter(|p| p.entries * 4 >= last && p.entries > 0)
+            .map(|p| (p.used_memory as f64 - beta[0]) / p.entries as f64)
+            .collect();
+        let lowest = per_entry.iter().copied().fold(f64::INFINITY, f64::min);
+        let highest = per_entry.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if lowest.is_finite() && highest.is_finite() {
+            let n = entries as f64;
+            low = low.min(beta[0] + n * lowest * (1.0 - margin));
+            high = high.max(beta[0] + n * highest * (1.0 + margin));
+        }
+    }
+    if let Some(old) = rule.old_buckets_within_window(entries) {
+        high += beta[2] * old as f64;
+        notes.push(format!(
+            "{entries} entries may be inside the table's resize (both bucket arrays held): the band's top includes the previous array"
+        ));
+    }
+    let entry_cost = beta[1];
+    if entry_cost <= 0.0 {
+        return Err("the growth curve does not rise with the items loaded".to_string());
+    }
+    Ok(Projection {
+        used_memory: point.round().max(0.0) as u64,
+        low: low.round().max(0.0) as u64,
+        high: high.round().max(0.0) as u64,
+        growth_rule: rule,
+        per_entry_bytes: entry_cost,
+        per_bucket_bytes: beta[2],
+        points_fitted: points.len(),
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_growth_rules_step_where_the_engines_sources_say() {
+        let dict = GrowthRule::PowerOfTwoDict;
+        assert_eq!(dict.buckets(33_554_432), 1 << 25);
+        assert_eq!(dict.buckets(33_554_433), 1 << 26);
+        assert_eq!(dict.buckets(1), 4);
+        let table = GrowthRule::BucketedHashtable;
+        assert_eq!(table.buckets(7 << 22), 1 << 22);
+        assert_eq!(table.buckets((7 << 22) + 1), 1 << 23);
+        // 34M members: just after Redis's 2^25 step, both arrays may still be held.
+        assert_eq!(dict.old_buckets_within_window(34_000_000), Some(1 << 25));
+        assert_eq!(dict.old_buckets_within_window(50_000_000), None);
+        assert_eq!(GrowthRule::of("valkey", "8.1.7"), table);
+        assert_eq!(GrowthRule::of("valkey", "8.0.9"), dict);
+        assert_eq!(GrowthRule::of("redis", "8.6.3"), dict);
+        assert_eq!(GrowthRule::of("dragonfly", "1.40.0"), GrowthRule::Unknown);
+    }
+
+    /// A curve made by the model itself, so the fit must give its costs back.
+    fn model_curve(
+        rule: GrowthRule,
+        fixed: f64,
+        per_entry: f64,
+        per_bucket: f64,
+    ) -> Vec<CurvePoint> {
+        (1..=100)
+            .map(|i| {
+                let entries = i * 1000;
+                CurvePoint {
+                    entries,
+                    used_memory: (fixed
+                        + per_entry * entries as f64
+                        + per_bucket * rule.buckets(entries) as f64)
+                        as u64,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_fit_recovers_the_costs_of_a_curve_that_follows_the_model() {
+        let rule = GrowthRule::PowerOfTwoDict;
+        let curve = model_curve(rule, 900_000.0, 150.0, 8.0);
+        let p = project(rule, &curve, 1_000_000).unwrap();
+        assert!((p.per_entry_bytes - 150.0).abs() < 0.01, "{p:?}");
+        assert!((p.per_bucket_bytes - 8.0).abs() < 0.01, "{p:?}");
+        let expected = 900_000 + 150 * 1_000_000 + 8 * (1 << 20);
+        assert!(
+            (p.used_memory as i64 - expected as i64).abs() < 100,
+            "{p:?}"
+        );
+        assert!(p.low <= expected && p.high >= expected);
+        // A straight line's projection misses the step: the rule matters.
+        let naive = 150.0 * 1e6 + 8.0 * 131072.0 / 100_000.0 * 1e6;
+        assert!((naive - expected as f64).abs() > 1e5);
+    }
+
+    #[test]
+    fn an_unknown_rule_says_so_and_widens_the_band() {
+        let curve = model_curve(GrowthRule::PowerOfTwoDict, 900_000.0, 150.0, 0.0);
+        let known = project(GrowthRule::PowerOfTwoDict, &curve, 1_000_000).unwrap();
+        let unknown = project(GrowthRule::Unknown, &curve, 1_000_000).unwrap();
+        assert!(unknown.high - unknown.low > known.high - known.low);
+        assert!(
+            unknown.notes.iter().any(|n| n.contains("not known")),
+            "{unknown:?}"
+        );
+    }
+
+    #[test]
+    fn a_curve_of_too_few_points_is_refused_in_words() {
+        let curve = vec![CurvePoint {
+            entries: 1000,
+            used_memory: 10_000,
+        }];
+        let err = project(GrowthRule::PowerOfTwoDict, &curve, 10).unwrap_err();
+        assert!(err.contains("at least 3"), "{err}");
+    }
+}

@@ -1,0 +1,107 @@
+//! A benchmark's capacity plan from its status, and the plan as the status carries it
+//! (`status.capacity`, with the printer column's smallest instance type).
+
+use crate::client::workload::Workload;
+use crate::crd::{CapacityStatus, EngineCapacityStatus, MemoryBenchmark};
+
+use super::{CapacityPlan, CapacityRequest, EngineMeasurement, NotProjected, Prices, plan};
+
+/// The plan of the engines a benchmark's status has measured so far, when its spec has
+/// `capacity`, with the prices of its `pricesConfigMapRef` (or why there are none).
+pub fn status_of(
+    benchmark: &MemoryBenchmark,
+    engines: &[crate::crd::EngineStatus],
+    prices: Option<&Result<Prices, String>>,
+) -> Option<CapacityStatus> {
+    let capacity = benchmark.spec.capacity.as_ref()?;
+    let instance_type = Some(benchmark.spec.instance_type.as_str()).filter(|t| !t.is_empty());
+    let given = prices.and_then(|p| p.as_ref().ok()).cloned();
+    let request = match CapacityRequest::from_spec(capacity, instance_type, given) {
+        Ok(r) => r,
+        Err(message) => {
+            return Some(CapacityStatus {
+                items: capacity.items,
+                message: Some(message),
+                ..CapacityStatus::default()
+            });
+        }
+    };
+    let workload = match Workload::from_spec(&benchmark.spec.workload) {
+        Ok(w) => w,
+        Err(e) => {
+            return Some(CapacityStatus {
+                items: capacity.items,
+                message: Some(e.to_string()),
+                ..CapacityStatus::default()
+            });
+        }
+    };
+    let mut measurements = Vec::new();
+    let mut not_projected = Vec::new();
+    for engine in engines.iter().filter(|e| !e.repetitions.is_empty()) {
+        match EngineMeasurement::from_status(engine, &workload) {
+            Ok(m) => measurements.push(m),
+            Err(reason) => not_projected.push(NotProjected {
+                name: engine.name.clone(),
+                reason,
+            }),
+        }
+    }
+    let mut plan = plan(&measurements, &request);
+    plan.not_projected.extend(not_projected);
+    let mut messages: Vec<String> = plan
+        .not_projected
+        .iter()
+        .map(|n| format!("{}: not projected: {}", n.name, n.reason))
+        .collect();
+    if let Some(Err(why)) = prices {
+        messages.push(format!("no prices: {why}"));
+    }
+    Some(to_status(
+        &plan,
+        (!messages.is_empty()).then(|| messages.join("; ")),
+    ))
+}
+
+/// The plan as the status carries it.
+pub fn to_status(plan: &CapacityPlan, message: Option<String>) -> CapacityStatus {
+    CapacityStatus {
+        items: plan.items,
+        instance_families: plan
+            .instance_families
+            .iter()
+            .map(|f| f.to_string())
+            .collect(),
+        smallest_instance_type: plan.smallest_instance_type.clone(),
+        cheapest_engine: plan.cheapest.as_ref().map(|c| c.engine.clone()),
+        cheapest_instance_type: plan.cheapest.as_ref().map(|c| c.instance_type.clone()),
+        cheapest_monthly_usd: plan.cheapest.as_ref().map(|c| c.monthly_usd),
+        message,
+        engines: plan
+            .engines
+            .iter()
+            .map(|e| {
+                let smallest = e.instance_types.iter().find(|f| {
+                    f.instance_type.is_some() && f.instance_type == e.smallest_instance_type
+                });
+                EngineCapacityStatus {
+                    name: e.name.clone(),
+                    projected_used_memory: e.projected_used_memory,
+                    projected_used_memory_low: e.projected_used_memory_band[0],
+                    projected_used_memory_high: e.projected_used_memory_band[1],
+                    projected_rss: e.projected_rss,
+                    required_node_memory: e.required_node_memory,
+                    smallest_instance_type: e.smallest_instance_type.clone(),
+                    fill_percent: smallest
+                        .and_then(|f| f.fill_percent)
+                        .map(|f| (f * 10.0).round() / 10.0),
+                    monthly_usd: smallest.and_then(|f| f.monthly_usd),
+                    growth_rule: serde_json::to_value(e.projection.growth_rule)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default(),
+                }
+            })
+            .collect(),
+    }
+}

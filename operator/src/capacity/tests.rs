@@ -1,0 +1,127 @@
+//! The arithmetic of a plan on curves of known shape (the real engines' runs are in
+//! operator/tests/capacity.rs).
+
+use super::projection::CurvePoint;
+use super::*;
+
+const GIB: u64 = 1 << 30;
+
+/// A Redis-like curve: `per_entry` bytes per entry, 8 per bucket, 1 MB fixed, sampled every
+/// 10,000 entries.
+fn redis_like(name: &str, per_entry: u64) -> EngineMeasurement {
+    let rule = GrowthRule::PowerOfTwoDict;
+    EngineMeasurement {
+        name: name.into(),
+        engine: "redis".into(),
+        version: "8.2.3".into(),
+        curve: (1..=50)
+            .map(|i| {
+                let entries = i * 10_000;
+                CurvePoint {
+                    entries,
+                    used_memory: 1_000_000 + per_entry * entries + 8 * rule.buckets(entries),
+                }
+            })
+            .collect(),
+        entries_per_item: 1,
+        fragmentation_ratio: Some(1.1),
+    }
+}
+
+fn request(items: u64, prices: Option<Prices>) -> CapacityRequest {
+    CapacityRequest {
+        items,
+        headroom_percent: 25,
+        families: vec![InstanceFamily::R8g, InstanceFamily::R7i],
+        prices,
+    }
+}
+
+#[test]
+fn the_node_needs_rss_over_headroom_plus_what_the_node_keeps() {
+    let m = redis_like("redis-8.2", 120);
+    // 100M entries: 12 GB of entries, 2^27 buckets.
+    let e = plan_engine(&m, &request(100_000_000, None)).unwrap();
+    let expected_used = 1_000_000 + 120 * 100_000_000 + 8 * (1u64 << 27);
+    assert!(
+        e.projected_used_memory.abs_diff(expected_used) < 1000,
+        "{e:?}"
+    );
+    let high = e.projected_used_memory_band[1] as f64;
+    assert_eq!(e.engine_memory, (high * 1.1 / 0.75).ceil() as u64);
+    // About 18 GiB to the engine: r8g.xlarge (32 GiB) is the smallest r8g that holds it, and
+    // reserves 11 * 58 + 255 MiB plus the 100 MiB eviction threshold.
+    let r8g = &e.instance_types[0];
+    assert_eq!(r8g.instance_type.as_deref(), Some("r8g.xlarge"));
+    let reserve = (11 * 58 + 255 + 100) << 20;
+    assert_eq!(r8g.required_node_memory, Some(e.engine_memory + reserve));
+    let fill = r8g.fill_percent.unwrap();
+    assert!((fill - (e.engine_memory + reserve) as f64 / (32 * GIB) as f64 * 100.0).abs() < 1e-9);
+    assert_eq!(e.required_node_memory, e.engine_memory + reserve);
+    assert!(e.cheapest.is_none(), "no prices: no cost");
+    assert!(r8g.monthly_usd.is_none());
+}
+
+#[test]
+fn prices_name_the_cheapest_engine_and_no_other_price_is_shown() {
+    let prices = Prices::parse(
+        "p.csv",
+        "r8g.xlarge,0.2\nr8g.2xlarge,0.4\nr7i.2xlarge,0.5\n",
+    )
+    .unwrap();
+    let small = redis_like("small", 120);
+    let big = redis_like("big", 250);
+    let plan = plan(&[big, small], &request(100_000_000, Some(prices)));
+    let cheapest = plan.cheapest.as_ref().unwrap();
+    assert_eq!(cheapest.engine, "small");
+    assert_eq!(cheapest.instance_type, "r8g.xlarge");
+    assert!((cheapest.monthly_usd - 0.2 * 730.0).abs() < 1e-9);
+    // r7i.xlarge holds the small engine but has no price: none is shown for it.
+    let small = &plan.engines[1];
+    assert_eq!(
+        small.instance_types[1].instance_type.as_deref(),
+        Some("r7i.xlarge")
+    );
+    assert_eq!(small.instance_types[1].monthly_usd, None);
+    assert_eq!(plan.smallest_instance_type.as_deref(), Some("r8g.xlarge"));
+}
+
+#[test]
+fn an_engine_too_big_for_every_type_says_so() {
+    let e = plan_engine(&redis_like("huge", 100), &request(10_000_000_000, None)).unwrap();
+    assert!(e.smallest_instance_type.is_none());
+    for fit in &e.instance_types {
+        assert!(fit.instance_type.is_none());
+        assert!(
+            fit.note
+                .as_deref()
+                .unwrap()
+                .contains("16xlarge has 512 GiB"),
+            "{fit:?}"
+        );
+    }
+}
+
+#[test]
+fn families_default_to_the_spec_instance_types_family() {
+    assert_eq!(
+        default_families(&[], Some("r7g.4xlarge")),
+        vec![InstanceFamily::R7g]
+    );
+    assert_eq!(
+        default_families(&[], Some("m7g.4xlarge")),
+        InstanceFamily::ALL.to_vec()
+    );
+    assert_eq!(default_families(&[], None), InstanceFamily::ALL.to_vec());
+    assert_eq!(
+        default_families(&[InstanceFamily::R6i], Some("r7g.4xlarge")),
+        vec![InstanceFamily::R6i]
+    );
+    let err = InstanceFamily::parse("m7g").unwrap_err();
+    assert!(err.contains("r8g, r7g, r7i, r6g, r6i"), "{err}");
+    let zero = CapacityRequest {
+        items: 0,
+        ..request(1, None)
+    };
+    assert!(zero.validate().unwrap_err().contains("at least 1"));
+}

@@ -1,0 +1,182 @@
+//! `membench capacity RESULT.json --items N`: the capacity arithmetic of `membench run` on a
+//! saved result, without measuring again.
+
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use membench::capacity::{CapacityPlan, CapacityRequest, Prices, plan_reports};
+use membench::client::measure::BenchmarkReport;
+use membench::crd::InstanceFamily;
+use membench::report::capacity::{capacity_footer, capacity_heading, capacity_table};
+use membench::report::table::OutputFormat;
+
+use super::usage_error;
+
+#[derive(Args)]
+pub struct CapacityArgs {
+    /// A result file of `membench run --result-file` (or its `--output json`), or of
+    /// `membench load --output json`.
+    result: std::path::PathBuf,
+    /// How many items (members, keys or records, as the workload counts them) to plan for.
+    #[arg(long)]
+    items: u64,
+    /// A CSV of `instanceType,hourlyUSD` lines (manifests/examples/prices.example.csv shows the
+    /// form); without it no cost is shown.
+    #[arg(long, value_name = "FILE")]
+    prices: Option<std::path::PathBuf>,
+    /// The percent of the engine's memory kept free (ElastiCache's reserved-memory-percent).
+    #[arg(long, default_value_t = membench::crd::default_headroom_percent())]
+    headroom_percent: u32,
+    /// The instance families to look in, comma-separated (r8g, r7g, r7i, r6g, r6i); by default
+    /// the family of the result's instance type, or all of them.
+    #[arg(long, value_delimiter = ',', value_parser = parse_family)]
+    instance_families: Vec<InstanceFamily>,
+    #[arg(long, value_enum, default_value = "table")]
+    output: CapacityOutput,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum CapacityOutput {
+    Table,
+    Json,
+    Markdown,
+}
+
+fn parse_family(name: &str) -> Result<InstanceFamily, String> {
+    InstanceFamily::parse(name)
+}
+
+/// One benchmark of the result file: its name, instance type and engine reports.
+struct SavedComparison {
+    value: serde_json::Value,
+    benchmark: String,
+    instance_type: Option<String>,
+    reports: Vec<BenchmarkReport>,
+}
+
+fn read_comparisons(path: &std::path::Path) -> Result<Vec<SavedComparison>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the result {}: {e}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let values = match value {
+        serde_json::Value::Array(values) => values,
+        value => vec![value],
+    };
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, value)| {
+            let where_ = format!("{} (benchmark {})", path.display(), i + 1);
+            // `membench load --output json` prints one engine's report.
+            let value = if value.get("engines").is_none() && value.get("repetitions").is_some() {
+                serde_json::json!({ "benchmark": "", "engines": [value] })
+            } else {
+                value
+            };
+            let engines = value.get("engines").cloned().ok_or_else(|| {
+                format!("{where_} has no engines: give a result of membench run --result-file or membench load --output json")
+            })?;
+            let reports: Vec<BenchmarkReport> = serde_json::from_value(engines)
+                .map_err(|e| format!("{where_}: the engines are not membench reports: {e}"))?;
+            Ok(SavedComparison {
+                benchmark: value["benchmark"].as_str().unwrap_or_default().to_string(),
+                instance_type: value["instance_type"].as_str().map(String::from),
+                reports,
+                value,
+            })
+        })
+        .collect()
+}
+
+/// The table, its heading and its notes, in a text format.
+pub(super) fn render_plan(plan: &CapacityPlan, item: &str, format: OutputFormat) -> String {
+    let footer = capacity_footer(plan);
+    let mut text = format!(
+        "{}\n\n{}",
+        capacity_heading(plan, item),
+        capacity_table(plan).render(format)
+    );
+    if !footer.is_empty() {
+        text.push_str(&format!("\n{footer}\n"));
+    }
+    text
+}
+
+pub fn run_capacity(args: CapacityArgs) -> ExitCode {
+    // The flags are checked before anything is read.
+    let flags = CapacityRequest {
+        items: args.items,
+        headroom_percent: args.headroom_percent,
+        families: Vec::new(),
+        prices: None,
+    };
+    if let Err(message) = flags.validate() {
+        return usage_error(
+            &message
+                .replace("capacity items", "--items")
+                .replace("capacity headroomPercent", "--headroom-percent"),
+        );
+    }
+    let prices = match args.prices.as_deref().map(Prices::read).transpose() {
+        Ok(p) => p,
+        Err(message) => return usage_error(&message),
+    };
+    let comparisons = match read_comparisons(&args.result) {
+        Ok(c) => c,
+        Err(message) => return usage_error(&message),
+    };
+    let mut json = Vec::new();
+    let mut failed = false;
+    for mut comparison in comparisons {
+        let request = CapacityRequest {
+            items: args.items,
+            headroom_percent: args.headroom_percent,
+            families: membench::capacity::default_families(
+                &args.instance_families,
+                comparison.instance_type.as_deref(),
+            ),
+            prices: prices.clone(),
+        };
+        let plan = plan_reports(&comparison.reports, &request);
+        failed |= !plan.not_projected.is_empty();
+        for missing in &plan.not_projected {
+            eprintln!("error: {}: not projected: {}", missing.name, missing.reason);
+        }
+        let item = comparison
+            .reports
+            .first()
+            .map_or("item", |r| r.workload.item.as_str());
+        match args.output {
+            CapacityOutput::Json => {
+                plan.attach_to(&mut comparison.value);
+                json.push(comparison.value);
+            }
+            CapacityOutput::Table => {
+                if !comparison.benchmark.is_empty() {
+                    println!("{}:", comparison.benchmark);
+                }
+                println!("{}", render_plan(&plan, item, OutputFormat::Table));
+            }
+            CapacityOutput::Markdown => {
+                if !comparison.benchmark.is_empty() {
+                    println!("### {}\n", comparison.benchmark);
+                }
+                println!("{}", render_plan(&plan, item, OutputFormat::Markdown));
+            }
+        }
+    }
+    if args.output == CapacityOutput::Json {
+        let value = if json.len() == 1 {
+            json.remove(0)
+        } else {
+            serde_json::Value::Array(json)
+        };
+        println!("{}", serde_json::to_string_pretty(&value).expect("json"));
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

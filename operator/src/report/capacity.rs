@@ -1,0 +1,101 @@
+//! The capacity plan as a table: per engine and instance family, the projected memory at N,
+//! what the node needs, the smallest type that holds it, how full, and (priced) what it costs.
+
+use crate::capacity::{CapacityPlan, GrowthRule};
+
+use super::table::{Table, format_bytes};
+
+/// Bytes in GiB, as instance types give their memory.
+pub fn format_gib(bytes: u64) -> String {
+    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+fn rule_label(rule: GrowthRule) -> &'static str {
+    match rule {
+        GrowthRule::PowerOfTwoDict => "dict 2^k",
+        GrowthRule::BucketedHashtable => "hashtable 7/bucket",
+        GrowthRule::Unknown => "unknown (wide band)",
+    }
+}
+
+/// One row per engine and family.
+pub fn capacity_table(plan: &CapacityPlan) -> Table {
+    let mut table = Table::new(&[
+        "Engine",
+        "Growth rule",
+        "used_memory at N",
+        "band",
+        "RSS",
+        "Node needs",
+        "Family",
+        "Smallest type",
+        "Fill",
+        "$/month",
+    ]);
+    for engine in &plan.engines {
+        for fit in &engine.instance_types {
+            table.push(vec![
+                engine.name.clone(),
+                rule_label(engine.projection.growth_rule).to_string(),
+                format_bytes(engine.projected_used_memory as f64),
+                format!(
+                    "{} - {}",
+                    format_bytes(engine.projected_used_memory_band[0] as f64),
+                    format_bytes(engine.projected_used_memory_band[1] as f64)
+                ),
+                format_bytes(engine.projected_rss as f64),
+                fit.required_node_memory
+                    .map_or_else(String::new, format_gib),
+                fit.family.to_string(),
+                fit.instance_type
+                    .clone()
+                    .unwrap_or_else(|| "none holds it".to_string()),
+                fit.fill_percent
+                    .map_or_else(String::new, |f| format!("{f:.1}%")),
+                fit.monthly_usd
+                    .map_or_else(String::new, |m| format!("{m:.2}")),
+            ]);
+        }
+    }
+    for missing in &plan.not_projected {
+        let mut row = vec![
+            missing.name.clone(),
+            format!("not projected: {}", missing.reason),
+        ];
+        row.resize(10, String::new());
+        table.push(row);
+    }
+    table
+}
+
+/// The line above the table: what was planned for.
+pub fn capacity_heading(plan: &CapacityPlan, item: &str) -> String {
+    let families: Vec<&str> = plan.instance_families.iter().map(|f| f.as_str()).collect();
+    let prices = plan.prices.as_ref().map_or_else(
+        || "no prices given (--prices FILE or spec.capacity.pricesConfigMapRef)".to_string(),
+        |p| format!("prices from {p}"),
+    );
+    format!(
+        "capacity at {} {item}s, {}% headroom, families {}; {prices}",
+        plan.items,
+        plan.headroom_percent,
+        families.join(", ")
+    )
+}
+
+/// The lines under the table: the cheapest engine, and each engine's notes.
+pub fn capacity_footer(plan: &CapacityPlan) -> String {
+    let mut lines = Vec::new();
+    if let Some(c) = &plan.cheapest {
+        lines.push(format!(
+            "cheapest: {} on {} at {:.2} USD a month",
+            c.engine, c.instance_type, c.monthly_usd
+        ));
+    }
+    for engine in &plan.engines {
+        for note in &engine.projection.notes {
+            lines.push(format!("note: {}: {note}", engine.name));
+        }
+    }
+    lines.join("\n")
+}
