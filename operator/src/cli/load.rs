@@ -37,6 +37,11 @@ pub struct LoadArgs {
     /// it wrote, so the server is left as empty as it found it.
     #[arg(long)]
     keep_data: bool,
+    /// Engine settings to read back with CONFIG GET into the result's engine.config, comma
+    /// separated (the settings a spec's engines[].config changed; the operator's client pod
+    /// passes them). A setting the engine does not report lands in engine.config_unreported.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    read_config: Vec<String>,
     /// The engine's password, if it requires one.
     #[arg(long, env = "MEMBENCH_PASSWORD", hide_env_values = true)]
     password: Option<String>,
@@ -239,6 +244,7 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
     };
     let mut options = args.measurement.options();
     options.refuse_existing_keys = !args.flush;
+    options.read_config = args.read_config.clone();
     if let Err(e) = options.validate() {
         return usage_error(&e.to_string().replacen("invalid ", "invalid --", 1));
     }

@@ -1,7 +1,7 @@
 //! Talking to an engine outside the load path: who it is (`INFO server`), what memory it
 //! accounts (`INFO memory`), flushing, counting, and how it was configured.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
@@ -93,6 +93,16 @@ pub struct EngineInfo {
     /// `maxmemory` in bytes; 0 means no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maxmemory: Option<u64>,
+    /// The settings the spec changed (`engines[].config`, and allowlisted `args`), as the
+    /// engine reports them with `CONFIG GET` after it started: the effective value, in the
+    /// engine's own form (`8gb` reads back as `8589934592`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config: BTreeMap<String, String>,
+    /// Settings asked for that `CONFIG GET` does not report: Dragonfly answers it for some of
+    /// its flags only (`maxmemory`, the heartbeat eviction ones), so the others were passed as
+    /// the spec gave them but cannot be read back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_unreported: Vec<String>,
 }
 
 impl EngineInfo {
@@ -322,7 +332,25 @@ impl ControlConnection {
 
     fn config_get(&mut self, name: &str) -> Option<String> {
         let pairs: Vec<String> = self.query(redis::cmd("CONFIG").arg("GET").arg(name)).ok()?;
-        pairs.get(1).cloned()
+        // The pair of this very name (an alias may answer under its own), else the first.
+        pairs
+            .chunks(2)
+            .find(|pair| pair[0].eq_ignore_ascii_case(name))
+            .or_else(|| pairs.chunks(2).next())
+            .and_then(|pair| pair.get(1).cloned())
+    }
+
+    /// Reads `names` back with `CONFIG GET` into `info.config`, and the names the engine does
+    /// not report into `info.config_unreported`.
+    pub fn read_config(&mut self, names: &[String], info: &mut EngineInfo) {
+        for name in names {
+            match self.config_get(name) {
+                Some(value) => {
+                    info.config.insert(name.clone(), value);
+                }
+                None => info.config_unreported.push(name.clone()),
+            }
+        }
     }
 
     /// Who the engine is and how it is configured.

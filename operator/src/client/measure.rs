@@ -101,6 +101,9 @@ pub struct LoadOptions {
     /// with the first repetition's FLUSHALL: `membench load`, pointed at someone's server,
     /// unless asked to `--flush`. Engines the caller started itself are its own to empty.
     pub refuse_existing_keys: bool,
+    /// Engine settings to read back with `CONFIG GET` into the result's `engine.config`: the
+    /// ones the spec changed.
+    pub read_config: Vec<String>,
 }
 
 impl Default for LoadOptions {
@@ -115,6 +118,7 @@ impl Default for LoadOptions {
             other_clients_timeout: DEFAULT_OTHER_CLIENTS_TIMEOUT,
             stop: StopRequest::default(),
             refuse_existing_keys: false,
+            read_config: Vec::new(),
         }
     }
 }
@@ -398,7 +402,8 @@ pub fn measure_journaled(
         }
     };
     match control.identify() {
-        Ok(info) => {
+        Ok(mut info) => {
+            control.read_config(&options.read_config, &mut info);
             report.warnings = info.warnings();
             report.name = format!("{}-{}", info.name, info.version);
             report.engine = info;

@@ -7,6 +7,8 @@
 //!
 //! - [`spec`]: the resource and the fields of its spec as a whole;
 //! - [`engine_spec`]: one engine entry;
+//! - [`engine_settings`]: the engine settings an entry may change (`config`, and in a cluster
+//!   `args`);
 //! - [`workload_spec`]: the data to load;
 //! - [`placement`]: where the pods may run;
 //! - [`auth_spec`]: which Secret holds the engines' password;
@@ -18,6 +20,7 @@
 //! reads anything else (docs/architecture.md, `layout_tests.rs`).
 
 mod auth_spec;
+pub mod engine_settings;
 mod engine_spec;
 mod placement;
 mod spec;

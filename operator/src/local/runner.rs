@@ -184,7 +184,12 @@ impl LocalEngine {
             require_password(&mut command, engine.engine, &dir, password)?;
         }
         command
-            .args(server_args(engine.engine, port, &dir, &engine.args))
+            .args(server_args(
+                engine.engine,
+                port,
+                &dir,
+                &crate::validation::engine_config::entry_args(engine),
+            ))
             // Its own process group: Ctrl-C at the terminal reaches membench only, which stops
             // the engine itself after keeping what was measured.
             .process_group(0)
@@ -334,14 +339,23 @@ pub fn run_benchmark(
         stop: stop.clone(),
         ..LoadOptions::default()
     };
+    let read_back: Vec<Vec<String>> = spec
+        .engines
+        .iter()
+        .map(crate::validation::engine_config::settings_to_read_back)
+        .collect();
     // The Secret spec.auth names is a cluster object: locally, the engines require a password
     // made for this run, so the load authenticates as it does in a cluster.
     let password = spec.auth.as_ref().map(|_| run_password()).transpose()?;
     let mut engines = Vec::new();
-    for (engine, program) in spec.engines.iter().zip(&programs) {
+    for ((engine, program), read_back) in spec.engines.iter().zip(&programs).zip(read_back) {
         if stop.requested() {
             break;
         }
+        let options = LoadOptions {
+            read_config: read_back,
+            ..options.clone()
+        };
         on_engine(&engine.display_name());
         let mut report =
             match LocalEngine::start_with_password(engine, program, password.as_deref()) {

@@ -8,6 +8,7 @@
 //! runner and the controller above it call it (docs/architecture.md, `layout_tests.rs`).
 
 pub mod dragonfly_memory;
+pub mod engine_config;
 pub mod spec_file;
 
 use crate::client::workload::Workload;
@@ -189,6 +190,7 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
                 engine.version
             ));
         }
+        engine_config::check_config(i, engine)?;
         if !names.insert(engine.display_name()) {
             return Err(format!(
                 "spec.engines[{i}] is a second '{}': give entries with the same engine and version a different engines[].name",

@@ -19,6 +19,8 @@ pub use checked::{QUOTED_BYTES, ReadError, quote};
 
 use serde::{Deserialize, Serialize};
 
+use crate::crd::engine_settings::MAX_CONFIG_SETTINGS;
+
 use crate::client::measure::{
     BenchmarkReport, ErrorReport, MemorySample, RepetitionResult, Summary,
 };
@@ -83,6 +85,13 @@ pub struct EngineIdentity {
     pub version: String,
     pub allocator: String,
     pub arch: String,
+    /// The settings the spec changed, as `CONFIG GET` read them back (at most 16, each value
+    /// at most 64 bytes).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub config: std::collections::BTreeMap<String, String>,
+    /// Settings asked for that the engine does not report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_unreported: Vec<String>,
 }
 
 /// How far a failed repetition got before it stopped.
@@ -308,10 +317,15 @@ impl DecodedRepetition {
 }
 
 fn shorten(text: &str) -> String {
-    if text.len() <= MAX_TEXT {
+    shortened(text, MAX_TEXT)
+}
+
+/// `text` cut to at most `max` bytes (on a character boundary), marked with `…` when cut.
+fn shortened(text: &str, max: usize) -> String {
+    if text.len() <= max {
         return text.to_string();
     }
-    let mut end = MAX_TEXT;
+    let mut end = max;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
@@ -327,6 +341,20 @@ impl ClientResult {
                 version: report.engine.version.clone(),
                 allocator: report.engine.allocator.clone(),
                 arch: report.engine.arch.clone(),
+                config: report
+                    .engine
+                    .config
+                    .iter()
+                    .take(MAX_CONFIG_SETTINGS)
+                    .map(|(name, value)| (shortened(name, 64), shortened(value, 64)))
+                    .collect(),
+                config_unreported: report
+                    .engine
+                    .config_unreported
+                    .iter()
+                    .take(MAX_CONFIG_SETTINGS)
+                    .map(|name| shortened(name, 64))
+                    .collect(),
             },
             commands: report.repetitions.first().map_or(0, |r| r.commands),
             encoding: report.repetitions.last().and_then(|r| r.encoding.clone()),
