@@ -105,6 +105,7 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
             .clone()
             .unwrap_or_else(|| engine.requested_version.clone()),
         allocator: engine.allocator.clone().unwrap_or_default(),
+        config: engine.config.clone(),
         instance_type: engine.instance_type.clone(),
         workload: kind.to_string(),
         item: item.to_string(),

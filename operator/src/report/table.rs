@@ -217,6 +217,10 @@ pub struct ComparisonRow {
     /// so that no one compares them with native rates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub emulator: Option<String>,
+    /// The engine settings the spec changed, as the engine read them back (`CONFIG GET`):
+    /// shown in the note, so that two entries of one build differ visibly.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub config: std::collections::BTreeMap<String, String>,
     /// Why there are no figures, or what to keep in mind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -262,6 +266,7 @@ impl ComparisonRow {
             unstable: summary.is_some_and(|s| s.unstable),
             change_vs_first_percent: None,
             emulator: report.engine.emulator.clone(),
+            config: report.engine.config.clone(),
             note,
             published_table: None,
             published: None,
@@ -386,12 +391,19 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         if r.unstable && !note.starts_with("unstable") {
             note = format!("unstable: {note}");
         }
+        let mut extra = Vec::new();
+        if !r.config.is_empty() {
+            let settings: Vec<String> = r.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            extra.push(format!("config {}", settings.join(" ")));
+        }
         if let Some(emulator) = &r.emulator {
-            let emulated = format!("rates under {emulator}, not the architecture's");
+            extra.push(format!("rates under {emulator}, not the architecture's"));
+        }
+        for text in extra {
             note = if note.is_empty() {
-                emulated
+                text
             } else {
-                format!("{note}; {emulated}")
+                format!("{note}; {text}")
             };
         }
         row.push(note);
@@ -503,6 +515,7 @@ mod tests {
             unstable: false,
             change_vs_first_percent: None,
             emulator: None,
+            config: Default::default(),
             note: None,
             published_table: None,
             published: None,
@@ -545,6 +558,7 @@ mod tests {
             unstable: false,
             change_vs_first_percent: None,
             emulator: emulator.map(String::from),
+            config: Default::default(),
             note: None,
             published_table: None,
             published: None,
