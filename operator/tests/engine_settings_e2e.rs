@@ -1,0 +1,121 @@
+//! Engine settings in a cluster, on the dev cluster with the operator running: an entry's
+//! `config` reaches the engine pod and its effective value, read back by the client with
+//! CONFIG GET, lands in the engine's status; args outside the allowlist (Dragonfly's
+//! single-dash `-requirepass=x`, `--admin_port`, `--memcached_port`) are `InvalidSpec` naming
+//! them, and nothing is created.
+
+mod common;
+
+use std::time::Duration;
+
+use common::operator::{Harness, condition, settings, spec};
+use kube::api::ListParams;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entrys_config_reaches_its_engine_and_the_effective_values_land_in_status()
+-> anyhow::Result<()> {
+    let harness = Harness::start("ns-settings", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\", config: {hash-max-listpack-entries: \"0\", maxmemory: 900mb}}\n    - {engine: dragonfly, version: \"1.40.0\", config: {max_eviction_per_heartbeat: \"50\", list_max_listpack_size: \"-3\"}}\n  workload: {records: {records: 2000, layout: hash}}\n  repetitions: 1\n";
+    harness.create(&spec("settings", body)).await?;
+    let done = harness
+        .finished("settings", Duration::from_secs(240))
+        .await?;
+    let engines = done.status.unwrap().engines;
+    assert_eq!(engines[0].state, "Succeeded", "{:#?}", engines[0]);
+    assert_eq!(
+        engines[0]
+            .config
+            .get("hash-max-listpack-entries")
+            .map(String::as_str),
+        Some("0"),
+        "{:#?}",
+        engines[0]
+    );
+    assert_eq!(
+        engines[0].config.get("maxmemory").map(String::as_str),
+        Some("943718400"),
+        "900mb as Valkey reads it back"
+    );
+    assert_eq!(engines[1].state, "Succeeded", "{:#?}", engines[1]);
+    assert_eq!(
+        engines[1]
+            .config
+            .get("max_eviction_per_heartbeat")
+            .map(String::as_str),
+        Some("50"),
+        "{:#?}",
+        engines[1]
+    );
+    assert_eq!(engines[1].config_unreported, ["list_max_listpack_size"]);
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn args_outside_the_allowlist_are_invalid_spec_naming_them_and_nothing_is_created()
+-> anyhow::Result<()> {
+    let harness = Harness::start("ns-settings-args", settings()).await?;
+    let cases = [
+        (
+            "df-pass",
+            "dragonfly",
+            "1.40.0",
+            "[-requirepass=x]",
+            "'-requirepass=x' would open the engine again",
+        ),
+        (
+            "df-admin",
+            "dragonfly",
+            "1.40.0",
+            "[--admin_port=7000]",
+            "'--admin_port=7000' would open the engine again",
+        ),
+        (
+            "df-nopass",
+            "dragonfly",
+            "1.40.0",
+            "[--admin_nopass]",
+            "'--admin_nopass' would open the engine again",
+        ),
+        (
+            "df-memcached",
+            "dragonfly",
+            "1.40.0",
+            "[--memcached_port, \"11211\"]",
+            "'--memcached_port 11211' would open the engine again",
+        ),
+        (
+            "redis-threads",
+            "redis",
+            "7.0.15",
+            "[--io-threads, \"4\"]",
+            "'--io-threads 4' is not a memory-relevant setting",
+        ),
+    ];
+    for (name, engine, version, args, _) in cases {
+        let body = format!(
+            "  instanceType: r7i.4xlarge\n  engines: [{{engine: {engine}, version: \"{version}\", args: {args}}}]\n  workload: {{sortedSet: {{members: 1000, sampleEvery: 0}}}}\n"
+        );
+        harness.create(&spec(name, &body)).await?;
+    }
+    for (name, _, _, _, words) in cases {
+        let done = harness.finished(name, Duration::from_secs(60)).await?;
+        let failed = condition(&done, "Failed").expect("a Failed condition");
+        assert_eq!(
+            (failed.status.as_str(), failed.reason.as_str()),
+            ("True", "InvalidSpec"),
+            "{name}"
+        );
+        assert!(
+            failed.message.starts_with("spec.engines[0].args: ")
+                && failed.message.contains(words)
+                && failed.message.contains("--allow-open-engine-args"),
+            "{name}: {}",
+            failed.message
+        );
+    }
+    let pods = harness.pods().list(&ListParams::default()).await?.items;
+    assert!(pods.is_empty(), "{} pods were created", pods.len());
+    harness.finish().await;
+    Ok(())
+}
