@@ -223,14 +223,24 @@ pub fn identify(server: &HashMap<String, String>) -> (String, String) {
 /// as opposed to refusing it for another reason.
 /// The keys INFO keyspace counts, over its `db<N>:keys=K,expires=...` lines.
 pub fn keys_in_keyspace(keyspace: &HashMap<String, String>) -> u64 {
+    keyspace_sum(keyspace, "keys=")
+}
+
+/// Keys with an expiry in every database (`expires=` of `INFO keyspace`).
+pub fn keys_with_expiry_in_keyspace(keyspace: &HashMap<String, String>) -> u64 {
+    keyspace_sum(keyspace, "expires=")
+}
+
+/// The sum over the databases of one `INFO keyspace` field (`keys=`, `expires=`).
+fn keyspace_sum(keyspace: &HashMap<String, String>, field: &str) -> u64 {
     keyspace
         .iter()
         .filter(|(db, _)| db.starts_with("db"))
         .filter_map(|(_, fields)| {
             fields
                 .split(',')
-                .find_map(|field| field.strip_prefix("keys="))
-                .and_then(|keys| keys.parse::<u64>().ok())
+                .find_map(|f| f.strip_prefix(field))
+                .and_then(|n| n.parse::<u64>().ok())
         })
         .fold(0, u64::saturating_add)
 }
@@ -293,6 +303,11 @@ impl ControlConnection {
     /// the selected one only.
     pub fn keys_in_all_databases(&mut self) -> Result<u64, BenchError> {
         Ok(keys_in_keyspace(&self.info("keyspace")?))
+    }
+
+    /// Keys with a TTL in every database (INFO keyspace `expires=`).
+    pub fn keys_with_expiry(&mut self) -> Result<u64, BenchError> {
+        Ok(keys_with_expiry_in_keyspace(&self.info("keyspace")?))
     }
 
     pub fn zcard(&mut self, key: &str) -> Result<u64, BenchError> {

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ttl::Ttl;
 use crate::client::engine::ControlConnection;
 use crate::client::resp::{CommandBuffer, format_decimal, push_decimal};
 use crate::crd::{RecordLayout, WorkloadSpec, default_seed};
@@ -269,8 +270,34 @@ impl Workload {
         }
     }
 
+    /// How many keys the load leaves with an expiry under `ttl`: for records stored as
+    /// strings, every field key of a record with a TTL; for random keys, the distinct keys
+    /// sent that got one (`None` when they were not counted exactly).
+    pub fn keys_with_ttl(&self, ttl: &Ttl, distinct_with_ttl: Option<u64>) -> Option<u64> {
+        match self {
+            Workload::SortedSet { .. } => Some(1),
+            Workload::Strings { keys, .. } => Some(ttl.items_with_ttl(*keys)),
+            Workload::RandomStrings { .. } => distinct_with_ttl,
+            Workload::Records {
+                records,
+                layout: RecordLayout::Hash,
+                ..
+            } => Some(ttl.items_with_ttl(*records)),
+            Workload::Records {
+                records,
+                layout: RecordLayout::Strings,
+                fields,
+            } => Some(ttl.items_with_ttl(*records) * fields.len() as u64),
+        }
+    }
+
     pub fn encoder(&self) -> CommandEncoder {
-        CommandEncoder::new(self.clone())
+        CommandEncoder::new(self.clone(), None)
+    }
+
+    /// An encoder that gives the items `ttl` picks a TTL with their write.
+    pub fn encoder_with_ttl(&self, ttl: Option<Ttl>) -> CommandEncoder {
+        CommandEncoder::new(self.clone(), ttl)
     }
 
     /// Checks in the engine that the load stored what it should, and returns the verified
@@ -444,13 +471,22 @@ pub struct CommandEncoder {
     sent_keys: Option<Vec<u64>>,
     distinct_sent: u64,
     record_key: Vec<u8>,
+    /// The TTL given to the items it picks, and the SET template's parts with `EX` for them.
+    ttl: Option<Ttl>,
+    ttl_prefix: Vec<u8>,
+    ttl_suffix: Vec<u8>,
+    /// `EXPIRE` commands appended (their `:1` replies are not the workload's).
+    expires_sent: u64,
+    /// Distinct random keys sent with a TTL.
+    distinct_with_ttl: u64,
 }
 
-/// `SET key:<12 digits> <value>` up to the digits, and after them.
-fn set_template(value_size: u32) -> (Vec<u8>, Vec<u8>) {
+/// `SET key:<12 digits> <value>` up to the digits, and after them; with `EX <seconds>` after
+/// the value when `ttl_seconds` is given.
+fn set_template(value_size: u32, ttl_seconds: Option<u32>) -> (Vec<u8>, Vec<u8>) {
     let mut prefix = CommandBuffer::default();
     prefix
-        .array(3)
+        .array(if ttl_seconds.is_some() { 5 } else { 3 })
         .bulk(b"SET")
         .raw(b"$")
         .raw((KEY_PREFIX.len() + KEY_DIGITS).to_string().as_bytes())
@@ -458,11 +494,14 @@ fn set_template(value_size: u32) -> (Vec<u8>, Vec<u8>) {
         .raw(KEY_PREFIX);
     let mut suffix = CommandBuffer::default();
     suffix.raw(b"\r\n").bulk(&vec![b'x'; value_size as usize]);
+    if let Some(seconds) = ttl_seconds {
+        suffix.bulk(b"EX").bulk_decimal(u64::from(seconds));
+    }
     (prefix.as_bytes().to_vec(), suffix.as_bytes().to_vec())
 }
 
 impl CommandEncoder {
-    fn new(workload: Workload) -> Self {
+    fn new(workload: Workload, ttl: Option<Ttl>) -> Self {
         let (prefix, suffix, keys, sent_keys) = match &workload {
             Workload::SortedSet { key, .. } => {
                 let mut prefix = CommandBuffer::default();
@@ -484,7 +523,7 @@ impl CommandEncoder {
                 keyspace,
                 ..
             } => {
-                let (prefix, suffix) = set_template(*value_size);
+                let (prefix, suffix) = set_template(*value_size, None);
                 (
                     prefix,
                     suffix,
@@ -494,7 +533,7 @@ impl CommandEncoder {
                 )
             }
             Workload::Strings { value_size, .. } => {
-                let (prefix, suffix) = set_template(*value_size);
+                let (prefix, suffix) = set_template(*value_size, None);
                 (prefix, suffix, KeyGenerator::new(default_seed()), None)
             }
             Workload::Records { .. } => (
@@ -504,6 +543,13 @@ impl CommandEncoder {
                 None,
             ),
         };
+        let (ttl_prefix, ttl_suffix) = match (&workload, ttl) {
+            (
+                Workload::RandomStrings { value_size, .. } | Workload::Strings { value_size, .. },
+                Some(ttl),
+            ) => set_template(*value_size, Some(ttl.seconds)),
+            _ => (Vec::new(), Vec::new()),
+        };
         Self {
             workload,
             prefix,
@@ -512,7 +558,22 @@ impl CommandEncoder {
             sent_keys,
             distinct_sent: 0,
             record_key: Vec::with_capacity(64),
+            ttl,
+            ttl_prefix,
+            ttl_suffix,
+            expires_sent: 0,
+            distinct_with_ttl: 0,
         }
+    }
+
+    /// `EXPIRE` commands appended so far: each answers `:1`, which is not the workload's reply.
+    pub fn expires_sent(&self) -> u64 {
+        self.expires_sent
+    }
+
+    /// How many distinct random keys were sent with a TTL, when counted exactly.
+    pub fn distinct_with_ttl(&self) -> Option<u64> {
+        self.sent_keys.as_ref().map(|_| self.distinct_with_ttl)
     }
 
     /// How many distinct keys the random-strings load has sent, when counted exactly.
@@ -520,34 +581,53 @@ impl CommandEncoder {
         self.sent_keys.as_ref().map(|_| self.distinct_sent)
     }
 
-    /// Appends command number `index` (counted from 0; calls must come in order).
-    pub fn encode(&mut self, index: u64, out: &mut CommandBuffer) {
+    /// Appends command number `index` (counted from 0; calls must come in order), and the
+    /// `EXPIRE` that follows it when its item gets a TTL that way; returns how many replies
+    /// they will get (1 or 2).
+    pub fn encode(&mut self, index: u64, out: &mut CommandBuffer) -> usize {
+        let ttl = self.ttl;
+        let has_ttl = |item: u64| ttl.is_some_and(|ttl| ttl.applies_to(item));
+        let seconds = ttl.map_or(0, |ttl| ttl.seconds);
         match &self.workload {
-            Workload::SortedSet { .. } => {
+            Workload::SortedSet { key, .. } => {
                 // `$<n>\r\n<i>\r\n$<n+2>\r\nm:<i>\r\n` after the shared prefix.
                 let mut digits = [0u8; 20];
                 let number = format_decimal(index, &mut digits);
                 out.raw(&self.prefix)
                     .bulk(number)
                     .bulk_prefixed_digits(b"m:", number);
+                // The one key gets its TTL once it exists.
+                if index == 0 && has_ttl(0) {
+                    expire(out, key.as_bytes(), seconds);
+                    self.expires_sent += 1;
+                    return 2;
+                }
             }
             Workload::RandomStrings { keyspace, .. } => {
                 let k = self.keys.below(*keyspace);
+                let ttl = has_ttl(k);
                 if let Some(bits) = &mut self.sent_keys {
                     let (word, bit) = ((k / 64) as usize, 1u64 << (k % 64));
                     if bits[word] & bit == 0 {
                         bits[word] |= bit;
                         self.distinct_sent += 1;
+                        self.distinct_with_ttl += u64::from(ttl);
                     }
                 }
-                out.raw(&self.prefix)
-                    .padded_digits(k, KEY_DIGITS)
-                    .raw(&self.suffix);
+                let (prefix, suffix) = if ttl {
+                    (&self.ttl_prefix, &self.ttl_suffix)
+                } else {
+                    (&self.prefix, &self.suffix)
+                };
+                out.raw(prefix).padded_digits(k, KEY_DIGITS).raw(suffix);
             }
             Workload::Strings { .. } => {
-                out.raw(&self.prefix)
-                    .padded_digits(index, KEY_DIGITS)
-                    .raw(&self.suffix);
+                let (prefix, suffix) = if has_ttl(index) {
+                    (&self.ttl_prefix, &self.ttl_suffix)
+                } else {
+                    (&self.prefix, &self.suffix)
+                };
+                out.raw(prefix).padded_digits(index, KEY_DIGITS).raw(suffix);
             }
             Workload::Records { layout, fields, .. } => match layout {
                 RecordLayout::Hash => {
@@ -561,6 +641,11 @@ impl CommandEncoder {
                         out.bulk(field.as_bytes());
                         encode_field_value(out, field, index);
                     }
+                    if has_ttl(index) {
+                        expire(out, &self.record_key, seconds);
+                        self.expires_sent += 1;
+                        return 2;
+                    }
                 }
                 RecordLayout::Strings => {
                     let per = fields.len() as u64;
@@ -570,12 +655,27 @@ impl CommandEncoder {
                     push_decimal(&mut self.record_key, record);
                     self.record_key.push(b':');
                     self.record_key.extend_from_slice(field.as_bytes());
-                    out.array(3).bulk(b"SET").bulk(&self.record_key);
+                    let with_ttl = has_ttl(record);
+                    out.array(if with_ttl { 5 } else { 3 })
+                        .bulk(b"SET")
+                        .bulk(&self.record_key);
                     encode_field_value(out, field, record);
+                    if with_ttl {
+                        out.bulk(b"EX").bulk_decimal(u64::from(seconds));
+                    }
                 }
             },
         }
+        1
     }
+}
+
+/// `EXPIRE <key> <seconds>`, after the write of `key`.
+fn expire(out: &mut CommandBuffer, key: &[u8], seconds: u32) {
+    out.array(3)
+        .bulk(b"EXPIRE")
+        .bulk(key)
+        .bulk_decimal(u64::from(seconds));
 }
 
 /// The value of a record's field: the published example's kinds of values (a name, an age, a

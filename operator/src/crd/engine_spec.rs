@@ -134,6 +134,12 @@ pub struct EngineSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
 
+    /// Load this entry's workload without the workload's TTL (`ttlSeconds`), to set the bytes
+    /// per item with and without a TTL side by side: two entries of one engine, one of them
+    /// `withoutTtl: true`. Only with a workload that has `ttlSeconds`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub without_ttl: bool,
+
     /// Memory for the engine pod (request and limit, for Guaranteed QoS), as a Kubernetes
     /// quantity such as `16Gi`, at least `16Mi`. Defaults to an estimate from the workload's
     /// size.
@@ -190,6 +196,7 @@ impl EngineSpec {
             image: None,
             config: BTreeMap::new(),
             args: Vec::new(),
+            without_ttl: false,
             memory: None,
             binary: None,
             build: None,

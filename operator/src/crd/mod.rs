@@ -41,6 +41,6 @@ pub use status::{
 };
 pub use workload_spec::{
     RandomStringsWorkload, RecordLayout, RecordsWorkload, SortedSetWorkload, StringsWorkload,
-    WorkloadSpec, default_record_fields, default_sample_every, default_seed,
+    TtlSpec, WorkloadSpec, default_record_fields, default_sample_every, default_seed,
     default_sorted_set_key,
 };

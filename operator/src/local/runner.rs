@@ -354,6 +354,7 @@ pub fn run_benchmark(
         }
         let options = LoadOptions {
             read_config: read_back,
+            ttl: crate::validation::entry_ttl(spec, engine),
             ..options.clone()
         };
         on_engine(&engine.display_name());

@@ -221,6 +221,9 @@ pub struct ComparisonRow {
     /// shown in the note, so that two entries of one build differ visibly.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub config: std::collections::BTreeMap<String, String>,
+    /// The TTL the entry's items were loaded with (`seconds`, `share`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<crate::client::ttl::Ttl>,
     /// Why there are no figures, or what to keep in mind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -267,6 +270,7 @@ impl ComparisonRow {
             change_vs_first_percent: None,
             emulator: report.engine.emulator.clone(),
             config: report.engine.config.clone(),
+            ttl: report.ttl,
             note,
             published_table: None,
             published: None,
@@ -320,6 +324,29 @@ pub fn compute_changes(rows: &mut [ComparisonRow]) {
 /// The comparison table: engine, version, allocator, used_memory, bytes per item, median
 /// items/s with its spread, median commands/s, change against the first engine, and where the
 /// spec names a published table, the published figure and the difference from it.
+/// A TTL as the table shows it: `3600 s`, or `3600 s, 50%` for a share of the items.
+fn format_ttl(ttl: crate::client::ttl::Ttl) -> String {
+    if ttl.share >= 1.0 {
+        format!("{} s", ttl.seconds)
+    } else {
+        format!("{} s, {:.0}%", ttl.seconds, ttl.share * 100.0)
+    }
+}
+
+/// What the TTL costs per item on a row with one: its bytes per item minus those of the row
+/// without a TTL of the same engine, version, allocator and settings (a `withoutTtl` entry).
+fn ttl_cost(row: &ComparisonRow, rows: &[ComparisonRow]) -> Option<f64> {
+    row.ttl?;
+    let without = rows.iter().find(|other| {
+        other.ttl.is_none()
+            && other.engine == row.engine
+            && other.version == row.version
+            && other.allocator == row.allocator
+            && other.config == row.config
+    })?;
+    Some(row.bytes_per_item? - without.bytes_per_item?)
+}
+
 pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let item = rows.first().map_or("item", |r| r.item.as_str());
     let kind = rows.first().map_or("", |r| r.workload.as_str());
@@ -330,14 +357,17 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     // Entries named in the spec (the same engine twice, say) need their names to be told apart.
     let with_name = rows.iter().any(|r| !r.has_default_name());
     let with_published = rows.iter().any(|r| r.published_table.is_some());
+    let with_ttl = rows.iter().any(|r| r.ttl.is_some());
     let mut headers = if with_name { vec!["Name"] } else { Vec::new() };
     headers.extend(["Engine", "Version", "Allocator"]);
     if with_instance {
         headers.push("Instance type");
     }
+    headers.extend(["used_memory", bytes_header.as_str()]);
+    if with_ttl {
+        headers.extend(["TTL", "TTL cost"]);
+    }
     headers.extend([
-        "used_memory",
-        bytes_header.as_str(),
         items_rate_header.as_str(),
         "Spread (min-max)",
         commands_rate_header.as_str(),
@@ -365,6 +395,10 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         }
         row.push(r.used_memory.map_or_else(dash, format_bytes));
         row.push(r.bytes_per_item.map_or_else(dash, |b| format!("~{b:.1}")));
+        if with_ttl {
+            row.push(r.ttl.map_or_else(|| "none".to_string(), format_ttl));
+            row.push(ttl_cost(r, rows).map_or_else(dash, |c| format!("{c:+.1} B")));
+        }
         // An emulated engine's rates are the emulator's: marked in the cell itself, so that
         // no one reads them against a native row.
         let rate = |per_sec: f64| match r.emulator {
@@ -516,6 +550,7 @@ mod tests {
             change_vs_first_percent: None,
             emulator: None,
             config: Default::default(),
+            ttl: None,
             note: None,
             published_table: None,
             published: None,
@@ -559,6 +594,7 @@ mod tests {
             change_vs_first_percent: None,
             emulator: emulator.map(String::from),
             config: Default::default(),
+            ttl: None,
             note: None,
             published_table: None,
             published: None,

@@ -11,6 +11,7 @@ pub mod dragonfly_memory;
 pub mod engine_config;
 pub mod spec_file;
 
+use crate::client::ttl::Ttl;
 use crate::client::workload::Workload;
 use crate::crd::{Allocator, EngineKind, MemoryBenchmark, PlacementSpec, RecordLayout};
 use crate::formats::{
@@ -219,6 +220,14 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
         }
     }
     let workload = Workload::from_spec(&spec.workload).map_err(|e| e.to_string())?;
+    let ttl = Ttl::from_spec(&spec.workload, spec.settle_seconds).map_err(|e| e.to_string())?;
+    if ttl.is_none()
+        && let Some(i) = spec.engines.iter().position(|e| e.without_ttl)
+    {
+        return Err(format!(
+            "spec.engines[{i}].withoutTtl: the workload has no ttlSeconds, so every entry already loads it without a TTL; set the workload's ttlSeconds, or remove withoutTtl"
+        ));
+    }
     if let Some(table) = spec.published_table {
         table.table().check_workload(&workload)?;
     }
@@ -312,6 +321,20 @@ fn validate_placement(placement: &PlacementSpec) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The TTL an entry loads its workload with: the workload's, unless the entry is `withoutTtl`.
+/// The spec was validated ([`validate_spec`]).
+pub fn entry_ttl(
+    spec: &crate::crd::MemoryBenchmarkSpec,
+    engine: &crate::crd::EngineSpec,
+) -> Option<Ttl> {
+    if engine.without_ttl {
+        return None;
+    }
+    Ttl::from_spec(&spec.workload, spec.settle_seconds)
+        .ok()
+        .flatten()
 }
 
 /// Bytes of a Kubernetes memory quantity (`512Mi`, `16Gi`, `2G`, `1e9`, `1000000`).

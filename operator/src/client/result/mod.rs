@@ -505,6 +505,7 @@ mod tests {
             seconds: 92.5 + f64::from(i) * 0.137,
             encoding: Some("skiplist".into()),
             expected_unique_items: None,
+            keys_with_ttl: None,
             settled: settled.then(|| SettledMemory {
                 after_seconds: 5,
                 used_memory: used - 1_000_000,
@@ -543,6 +544,7 @@ mod tests {
                 sample_every: 1_000_000,
             }),
             pipeline: 100,
+            ttl: None,
             repetitions_requested: n,
             summary: Summary::of(&repetitions, &StabilityThresholds::default()),
             repetitions,

@@ -19,6 +19,7 @@ use crate::client::workload::Workload;
 use crate::controller::pod_security::{client_pod_security_context, restricted_container};
 use crate::crd::{MemoryBenchmark, RecordLayout};
 use crate::validation::engine_config::settings_to_read_back;
+use crate::validation::entry_ttl;
 
 /// The `membench load` arguments that load the spec's workload into the engine at `address`
 /// and leave the result in the termination message.
@@ -91,8 +92,9 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
     args
 }
 
-/// [`client_args`] for engine `index`, with the settings its entry changed to read back
-/// (`--read-config`), so the result records their effective values.
+/// [`client_args`] for engine `index`: with the workload's TTL unless the entry is
+/// `withoutTtl`, and the settings its entry changed to read back (`--read-config`), so the
+/// result records their effective values.
 fn client_args_reading_back(
     benchmark: &MemoryBenchmark,
     index: usize,
@@ -100,7 +102,16 @@ fn client_args_reading_back(
     address: &str,
 ) -> Vec<String> {
     let mut args = client_args(benchmark, workload, address);
-    let names = settings_to_read_back(&benchmark.spec.engines[index]);
+    let engine = &benchmark.spec.engines[index];
+    if let Some(ttl) = entry_ttl(&benchmark.spec, engine) {
+        args.extend([
+            "--ttl-seconds".into(),
+            ttl.seconds.to_string(),
+            "--ttl-share".into(),
+            ttl.share.to_string(),
+        ]);
+    }
+    let names = settings_to_read_back(engine);
     if !names.is_empty() {
         args.push("--read-config".into());
         args.push(names.join(","));
