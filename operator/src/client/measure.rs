@@ -558,7 +558,7 @@ fn run_repetition(
     let outcome = load(control, address, workload, options, state, progress)?;
     let verified = workload.verify(control, outcome.integer_replies, outcome.distinct_sent)?;
     let keys_with_ttl = match options.ttl {
-        Some(ttl) => Some(verify_keys_with_ttl(control, workload, ttl, &outcome)?),
+        Some(ttl) => Some(workload.verify_ttl(control, &ttl, outcome.distinct_with_ttl)?),
         None => None,
     };
     // The load connection is closed by now, but the server may not have let go of it yet.
@@ -614,38 +614,6 @@ fn run_repetition(
         settled,
         samples: std::mem::take(&mut state.samples),
     })
-}
-
-/// Checks that the keys the load gave a TTL hold one: `INFO keyspace` `expires=` against the
-/// count the load decided (exact, except for random keys over a key space too large to count,
-/// where it must be within a few standard deviations of the share of the keys).
-fn verify_keys_with_ttl(
-    control: &mut ControlConnection,
-    workload: &Workload,
-    ttl: Ttl,
-    outcome: &LoadOutcome,
-) -> Result<u64, BenchError> {
-    let holding = control.keys_with_expiry()?;
-    let mismatch = |expected: String| {
-        Err(BenchError::CountMismatch {
-            message: format!(
-                "INFO keyspace says {holding} keys have a TTL, expected {expected}: the TTL was not set with every write it was sent with (or keys expired already)"
-            ),
-        })
-    };
-    match workload.keys_with_ttl(&ttl, outcome.distinct_with_ttl) {
-        Some(expected) if expected != holding => mismatch(expected.to_string()),
-        Some(_) => Ok(holding),
-        None => {
-            let keys = control.keys_in_all_databases()? as f64;
-            let expected = keys * ttl.share;
-            let margin = 6.0 * (keys * ttl.share * (1.0 - ttl.share)).sqrt() + 10.0;
-            if (holding as f64 - expected).abs() > margin {
-                return mismatch(format!("about {expected:.0}"));
-            }
-            Ok(holding)
-        }
-    }
 }
 
 /// Batches larger than this go one at a time, whatever `batches_in_flight` says: the replies to

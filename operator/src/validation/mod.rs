@@ -660,6 +660,44 @@ mod tests {
     }
 
     #[test]
+    fn a_ttl_is_refused_when_it_could_expire_before_the_final_reading_or_has_no_use() {
+        let with = |workload: &str, engines: &str| {
+            let yaml = format!(
+                "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: t}}\nspec:\n  instanceType: r8g.4xlarge\n  engines: {engines}\n  workload: {workload}\n  settleSeconds: 30\n"
+            );
+            validate(&unchecked(&yaml))
+        };
+        let one = "[{engine: redis, version: \"7.0.15\"}]";
+        assert!(with("{strings: {keys: 10, ttlSeconds: 90}}", one).is_ok());
+        let err = with("{strings: {keys: 10, ttlSeconds: 89}}", one).unwrap_err();
+        assert!(
+            err.contains("spec.workload.strings.ttlSeconds: is 89")
+                && err.contains("between 90 and"),
+            "{err}"
+        );
+        let err = with("{records: {records: 10, ttlShare: 0.5}}", one).unwrap_err();
+        assert!(
+            err.contains("records.ttlShare: applies only with ttlSeconds"),
+            "{err}"
+        );
+        let err = with(
+            "{sortedSet: {members: 10, ttlSeconds: 600, ttlShare: 0.5}}",
+            one,
+        )
+        .unwrap_err();
+        assert!(err.contains("the sorted set is one key"), "{err}");
+        let err = with("{strings: {keys: 10, ttlSeconds: 600, ttlShare: 0}}", one).unwrap_err();
+        assert!(err.contains("above 0 and at most 1"), "{err}");
+        let without = "[{engine: redis, version: \"7.0.15\"}, {engine: redis, version: \"7.0.15\", name: plain, withoutTtl: true}]";
+        assert!(with("{strings: {keys: 10, ttlSeconds: 600}}", without).is_ok());
+        let err = with("{strings: {keys: 10}}", without).unwrap_err();
+        assert!(
+            err.starts_with("spec.engines[1].withoutTtl: the workload has no ttlSeconds"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_dragonfly_memory_limit_too_small_for_its_threads_is_refused_naming_the_minimum() {
         let error = validate(&benchmark(
             "df",

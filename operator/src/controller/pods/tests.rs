@@ -435,3 +435,34 @@ fn an_entrys_config_follows_membenchs_args_and_precedes_its_own_in_the_engine_po
         "{client_args}"
     );
 }
+
+#[test]
+fn the_client_gets_the_workloads_ttl_unless_its_entry_is_without_ttl() {
+    let mut b = parse_specs(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: ttl, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}, {engine: valkey, version: \"9.1.2\", name: plain, withoutTtl: true}]\n  workload: {strings: {keys: 1000, ttlSeconds: 3600, ttlShare: 0.25}}\n",
+    )
+    .unwrap()
+    .remove(0);
+    b.metadata.uid = Some("uid-1".into());
+    let args = |index: usize| {
+        let pod = client_pod(
+            &b,
+            index,
+            1,
+            &workload(&b),
+            "127.1.0.5",
+            &PodSettings::default(),
+        );
+        pod.spec.unwrap().containers[0]
+            .args
+            .clone()
+            .unwrap()
+            .join(" ")
+    };
+    assert!(
+        args(0).ends_with("--ttl-seconds 3600 --ttl-share 0.25"),
+        "{}",
+        args(0)
+    );
+    assert!(!args(1).contains("--ttl"), "{}", args(1));
+}
