@@ -32,6 +32,17 @@ fn run_json(name: &str, spec: &str) -> (Output, Value) {
     (output, json)
 }
 
+/// [`run_json`] of a spec that must run to the end.
+fn measured(name: &str, spec: &str) -> Value {
+    let (output, json) = run_json(name, spec);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    json
+}
+
 fn median_bytes(engine: &Value) -> f64 {
     engine["summary"]["bytes_per_item"]["median"]
         .as_f64()
@@ -43,16 +54,11 @@ fn a_hash_listpack_threshold_of_zero_costs_a_record_more_bytes_and_its_value_is_
     let build = common::shared_build(membench::crd::EngineKind::Valkey, "9.1")
         .build
         .unwrap();
-    let (output, json) = run_json(
+    let json = measured(
         "listpack",
         &format!(
             "  engines:\n    - {{engine: valkey, version: \"9.1\", build: {build}}}\n    - {{engine: valkey, version: \"9.1\", build: {build}, name: hashtable, config: {{hash-max-listpack-entries: \"0\"}}}}\n  workload: {{records: {{records: 20000, layout: hash}}}}\n  repetitions: 2\n"
         ),
-    );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
     );
     let engines = json["engines"].as_array().unwrap();
     assert!(
@@ -75,14 +81,9 @@ fn a_hash_listpack_threshold_of_zero_costs_a_record_more_bytes_and_its_value_is_
 
 #[test]
 fn a_sorted_set_threshold_keeps_the_set_a_listpack_as_object_encoding_reports() {
-    let (output, json) = run_json(
+    let json = measured(
         "zset-listpack",
         "  engines:\n    - {engine: redis, version: \"7.0\", config: {zset-max-listpack-entries: \"20000\", zset-max-listpack-value: \"64\"}}\n  workload: {sortedSet: {members: 5000, sampleEvery: 0}}\n  repetitions: 1\n",
-    );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
     );
     let engine = &json["engines"][0];
     assert_eq!(engine["repetitions"][0]["encoding"], "listpack", "{engine}");
@@ -98,16 +99,11 @@ fn dragonfly_reads_back_what_config_get_offers_and_names_the_flags_it_does_not()
     let build = common::shared_build(membench::crd::EngineKind::Dragonfly, "1.40")
         .build
         .unwrap();
-    let (output, json) = run_json(
+    let json = measured(
         "dragonfly",
         &format!(
             "  engines:\n    - {{engine: dragonfly, version: \"1.40\", build: {build}, config: {{maxmemory: \"2000000000\", list_max_listpack_size: \"-3\", max_eviction_per_heartbeat: \"50\"}}}}\n  workload: {{strings: {{keys: 2000, valueSize: 16}}}}\n  repetitions: 1\n"
         ),
-    );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
     );
     let engine = &json["engines"][0]["engine"];
     assert_eq!(engine["config"]["maxmemory"], "2000000000", "{engine}");
