@@ -45,6 +45,10 @@ pub struct LoadArgs {
     /// --ttl-seconds), spread evenly.
     #[arg(long, value_name = "SHARE")]
     ttl_share: Option<f64>,
+    /// Make the engine, a cluster-mode node that owns no slots, a one-node cluster owning all
+    /// 16384 slots (CLUSTER ADDSLOTSRANGE) before the first baseline.
+    #[arg(long)]
+    own_all_slots: bool,
     /// Engine settings to read back with CONFIG GET into the result's engine.config, comma
     /// separated (the settings a spec's engines[].config changed; the operator's client pod
     /// passes them). A setting the engine does not report lands in engine.config_unreported.
@@ -253,6 +257,7 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
     let mut options = args.measurement.options();
     options.refuse_existing_keys = !args.flush;
     options.read_config = args.read_config.clone();
+    options.own_all_slots = args.own_all_slots;
     let flag = |name: &str| match name {
         "ttlSeconds" => "--ttl-seconds".to_string(),
         _ => "--ttl-share".to_string(),

@@ -355,6 +355,55 @@ impl ControlConnection {
             .and_then(|pair| pair.get(1).cloned())
     }
 
+    /// Makes a cluster-mode node that owns no slots a one-node cluster owning all 16,384
+    /// (`CLUSTER ADDSLOTSRANGE 0 16383`, or `CLUSTER ADDSLOTS` of each where the engine has no
+    /// range form, as Redis 6.2), and waits up to 10 s for `cluster_state:ok`. A node that
+    /// already owns them (Dragonfly's emulated cluster) is left as it is.
+    pub fn own_all_slots(&mut self) -> Result<(), BenchError> {
+        let state = |control: &mut Self| -> Result<HashMap<String, String>, BenchError> {
+            let text: String = control.query(redis::cmd("CLUSTER").arg("INFO"))?;
+            Ok(parse_info(&text))
+        };
+        let info = state(self).map_err(|e| match e {
+            BenchError::EngineRejected { message, .. } => BenchError::EngineStart(format!(
+                "the engine is not in cluster mode (CLUSTER INFO: {message}); clusterMode starts it with cluster-enabled yes"
+            )),
+            other => other,
+        })?;
+        let assigned = info.get("cluster_slots_assigned").map(String::as_str);
+        if assigned != Some("16384") {
+            let range =
+                self.query::<String>(redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(0).arg(16383));
+            if let Err(BenchError::EngineRejected { .. }) = range {
+                let mut each = redis::cmd("CLUSTER");
+                each.arg("ADDSLOTS");
+                for slot in 0..16384u32 {
+                    each.arg(slot);
+                }
+                self.query::<String>(&mut each)?;
+            } else {
+                range?;
+            }
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let info = state(self)?;
+            if info.get("cluster_state").map(String::as_str) == Some("ok") {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(BenchError::EngineStart(format!(
+                    "the one-node cluster did not reach cluster_state:ok within 10 s (cluster_state:{}, cluster_slots_assigned:{})",
+                    info.get("cluster_state").cloned().unwrap_or_default(),
+                    info.get("cluster_slots_assigned")
+                        .cloned()
+                        .unwrap_or_default()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Reads `names` back with `CONFIG GET` into `info.config`, and the names the engine does
     /// not report into `info.config_unreported`.
     pub fn read_config(&mut self, names: &[String], info: &mut EngineInfo) {

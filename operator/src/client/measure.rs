@@ -107,6 +107,8 @@ pub struct LoadOptions {
     pub read_config: Vec<String>,
     /// A TTL to give the items it picks, set with their writes (`workload.*.ttlSeconds`).
     pub ttl: Option<Ttl>,
+    /// Make the engine, a cluster-mode node, own all 16,384 slots before the first baseline.
+    pub own_all_slots: bool,
 }
 
 impl Default for LoadOptions {
@@ -123,6 +125,7 @@ impl Default for LoadOptions {
             refuse_existing_keys: false,
             read_config: Vec::new(),
             ttl: None,
+            own_all_slots: false,
         }
     }
 }
@@ -342,6 +345,10 @@ pub struct BenchmarkReport {
     pub engine: EngineInfo,
     pub workload: WorkloadReport,
     pub pipeline: u32,
+    /// In cluster mode, the cluster's fixed cost: the empty one-node cluster's used_memory
+    /// (the first baseline) against the same build's in standalone mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterCost>,
     /// The TTL the load gave its items (`seconds`, `share`), when it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<Ttl>,
@@ -357,6 +364,16 @@ pub struct BenchmarkReport {
     pub error: Option<ErrorReport>,
 }
 
+/// What cluster mode costs before any data: the empty node's used_memory in cluster mode
+/// (owning every slot) and in standalone mode, same build.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClusterCost {
+    pub standalone_used_memory: u64,
+    pub cluster_used_memory: u64,
+    /// `cluster_used_memory - standalone_used_memory`.
+    pub fixed_cost_bytes: i64,
+}
+
 impl BenchmarkReport {
     /// A report of a run that has measured nothing yet.
     pub fn nothing_measured(workload: &Workload, options: &LoadOptions) -> Self {
@@ -365,6 +382,7 @@ impl BenchmarkReport {
             engine: EngineInfo::default(),
             workload: workload.into(),
             pipeline: options.pipeline,
+            cluster: None,
             ttl: options.ttl,
             repetitions_requested: options.repetitions,
             repetitions: Vec::new(),
@@ -415,6 +433,12 @@ pub fn measure_journaled(
     };
     match control.identify() {
         Ok(mut info) => {
+            if options.own_all_slots
+                && let Err(e) = control.own_all_slots()
+            {
+                report.error = Some((&e).into());
+                return report;
+            }
             control.read_config(&options.read_config, &mut info);
             report.warnings = info.warnings();
             report.name = format!("{}-{}", info.name, info.version);

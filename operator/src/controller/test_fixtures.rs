@@ -255,6 +255,7 @@ pub(super) fn result_message(
         }),
         pipeline: 100,
         ttl: None,
+        cluster: None,
         repetitions_requested: 3,
         summary: Summary::of(&repetitions, &StabilityThresholds::default()),
         repetitions,

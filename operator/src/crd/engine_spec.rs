@@ -134,6 +134,15 @@ pub struct EngineSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
 
+    /// Run the engine in cluster mode: Redis and Valkey with `cluster-enabled yes` and a cluster
+    /// config file in the engine's data directory, made a one-node cluster owning all 16,384
+    /// slots (`CLUSTER ADDSLOTSRANGE`) before the baseline is read, so the baseline holds the
+    /// cluster's fixed cost; Dragonfly with `--cluster_mode=emulated`. A local run also reads
+    /// the same build in standalone mode and reports the difference as the cluster's fixed
+    /// cost.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cluster_mode: bool,
+
     /// Load this entry's workload without the workload's TTL (`ttlSeconds`), to set the bytes
     /// per item with and without a TTL side by side: two entries of one engine, one of them
     /// `withoutTtl: true`. Only with a workload that has `ttlSeconds`.
@@ -196,6 +205,7 @@ impl EngineSpec {
             image: None,
             config: BTreeMap::new(),
             args: Vec::new(),
+            cluster_mode: false,
             without_ttl: false,
             memory: None,
             binary: None,

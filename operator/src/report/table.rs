@@ -221,6 +221,10 @@ pub struct ComparisonRow {
     /// shown in the note, so that two entries of one build differ visibly.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub config: std::collections::BTreeMap<String, String>,
+    /// In cluster mode, the empty one-node cluster's used_memory minus the same build's in
+    /// standalone mode (`membench run`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_fixed_cost_bytes: Option<i64>,
     /// The TTL the entry's items were loaded with (`seconds`, `share`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttl: Option<crate::client::ttl::Ttl>,
@@ -271,6 +275,7 @@ impl ComparisonRow {
             emulator: report.engine.emulator.clone(),
             config: report.engine.config.clone(),
             ttl: report.ttl,
+            cluster_fixed_cost_bytes: report.cluster.as_ref().map(|c| c.fixed_cost_bytes),
             note,
             published_table: None,
             published: None,
@@ -430,6 +435,13 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
             let settings: Vec<String> = r.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
             extra.push(format!("config {}", settings.join(" ")));
         }
+        if let Some(cost) = r.cluster_fixed_cost_bytes {
+            let sign = if cost < 0 { "-" } else { "+" };
+            extra.push(format!(
+                "cluster mode: {sign}{} against standalone when empty (in the baseline)",
+                format_bytes(cost.unsigned_abs() as f64)
+            ));
+        }
         if let Some(emulator) = &r.emulator {
             extra.push(format!("rates under {emulator}, not the architecture's"));
         }
@@ -551,6 +563,7 @@ mod tests {
             emulator: None,
             config: Default::default(),
             ttl: None,
+            cluster_fixed_cost_bytes: None,
             note: None,
             published_table: None,
             published: None,
@@ -595,6 +608,7 @@ mod tests {
             emulator: emulator.map(String::from),
             config: Default::default(),
             ttl: None,
+            cluster_fixed_cost_bytes: None,
             note: None,
             published_table: None,
             published: None,

@@ -370,10 +370,31 @@ pub fn config_args(engine: EngineKind, config: &BTreeMap<String, String>) -> Vec
     }
 }
 
-/// The arguments an entry asks for, after membench's own: its `config` as settings, then its
-/// `args` (which therefore win over both).
+/// The arguments that start an engine in cluster mode. The cluster config file is named
+/// relative to the engine's working directory, its data directory both locally and in pods.
+pub fn cluster_args(engine: EngineKind) -> Vec<String> {
+    match engine {
+        EngineKind::Redis | EngineKind::Valkey => [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+        ]
+        .map(String::from)
+        .to_vec(),
+        EngineKind::Dragonfly => vec!["--cluster_mode=emulated".into()],
+    }
+}
+
+/// The arguments an entry asks for, after membench's own: cluster mode when it asks for it,
+/// its `config` as settings, then its `args` (which therefore win over all of them).
 pub fn entry_args(engine: &EngineSpec) -> Vec<String> {
-    let mut args = config_args(engine.engine, &engine.config);
+    let mut args = if engine.cluster_mode {
+        cluster_args(engine.engine)
+    } else {
+        Vec::new()
+    };
+    args.extend(config_args(engine.engine, &engine.config));
     args.extend(engine.args.iter().cloned());
     args
 }

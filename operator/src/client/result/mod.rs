@@ -545,6 +545,7 @@ mod tests {
             }),
             pipeline: 100,
             ttl: None,
+            cluster: None,
             repetitions_requested: n,
             summary: Summary::of(&repetitions, &StabilityThresholds::default()),
             repetitions,

@@ -111,6 +111,9 @@ fn client_args_reading_back(
             ttl.share.to_string(),
         ]);
     }
+    if engine.cluster_mode {
+        args.push("--own-all-slots".into());
+    }
     let names = settings_to_read_back(engine);
     if !names.is_empty() {
         args.push("--read-config".into());
