@@ -119,3 +119,23 @@ async fn args_outside_the_allowlist_are_invalid_spec_naming_them_and_nothing_is_
     harness.finish().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_mode_engine_runs_as_a_one_node_cluster_in_its_pod() -> anyhow::Result<()> {
+    let harness = Harness::start("ns-cluster-mode", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\", clusterMode: true}\n    - {engine: redis, version: \"7.0.15\", clusterMode: true}\n    - {engine: dragonfly, version: \"1.40.0\", clusterMode: true}\n  workload: {strings: {keys: 5000, valueSize: 16}}\n  repetitions: 1\n";
+    harness.create(&spec("cluster", body)).await?;
+    let done = harness
+        .finished("cluster", Duration::from_secs(300))
+        .await?;
+    let status = done.status.unwrap();
+    for engine in &status.engines {
+        assert_eq!(engine.state, "Succeeded", "{engine:#?}");
+        assert_eq!(engine.repetitions[0].items, 5000, "{engine:#?}");
+    }
+    // The client made the node own every slot: a cluster node without slots refuses writes.
+    let pods = harness.pods().list(&ListParams::default()).await?.items;
+    assert!(pods.is_empty(), "the pods are gone once done");
+    harness.finish().await;
+    Ok(())
+}
