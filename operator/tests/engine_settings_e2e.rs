@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::operator::{Harness, condition, settings, spec};
+use common::operator::{Harness, invalid_spec_message, settings, spec};
 use kube::api::ListParams;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -100,18 +100,12 @@ async fn args_outside_the_allowlist_are_invalid_spec_naming_them_and_nothing_is_
     }
     for (name, _, _, _, words) in cases {
         let done = harness.finished(name, Duration::from_secs(60)).await?;
-        let failed = condition(&done, "Failed").expect("a Failed condition");
-        assert_eq!(
-            (failed.status.as_str(), failed.reason.as_str()),
-            ("True", "InvalidSpec"),
-            "{name}"
-        );
+        let message = invalid_spec_message(&done, name);
         assert!(
-            failed.message.starts_with("spec.engines[0].args: ")
-                && failed.message.contains(words)
-                && failed.message.contains("--allow-open-engine-args"),
-            "{name}: {}",
-            failed.message
+            message.starts_with("spec.engines[0].args: ")
+                && message.contains(words)
+                && message.contains("--allow-open-engine-args"),
+            "{name}: {message}"
         );
     }
     let pods = harness.pods().list(&ListParams::default()).await?.items;
