@@ -139,6 +139,12 @@ const BAD_SPECS: &[BadSpec] = &[
         field: "spec.engines[0].config",
         words: "config sets hash-max-listpack-entries, which is not a memory-relevant setting membench lets a benchmark change for dragonfly",
     },
+    BadSpec {
+        replace: "sampleEvery: 100000}",
+        with: "sampleEvery: 100000, ttlSeconds: 10}",
+        field: "spec.workload.sortedSet.ttlSeconds",
+        words: "greater than or equal to 60",
+    },
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
