@@ -86,6 +86,14 @@ pub enum BenchError {
     CountMismatch { message: String },
 
     #[error(
+        "the TTL of {ttl_seconds} s is too short: this repetition's load and readings took {elapsed_seconds:.0} s from its first write, so its first keys could expire before the final reading and the figure would count fewer than were written; raise ttlSeconds (--ttl-seconds) well above that"
+    )]
+    TtlTooShort {
+        ttl_seconds: u32,
+        elapsed_seconds: f64,
+    },
+
+    #[error(
         "stopped by {} ({}) after {items_sent} items of the running repetition; the finished repetitions are kept",
         cause.signal_name(),
         cause.why()
@@ -124,6 +132,7 @@ impl BenchError {
             BenchError::EngineRejected { .. } => "EngineRejected",
             BenchError::ConnectionLost { .. } => "ConnectionLost",
             BenchError::CountMismatch { .. } => "CountMismatch",
+            BenchError::TtlTooShort { .. } => "TtlTooShort",
             BenchError::Stopped { .. } => "Stopped",
             BenchError::OtherClientsConnected { .. } => "OtherClientsConnected",
             BenchError::Protocol(_) => "ProtocolError",

@@ -121,6 +121,30 @@ const BAD_SPECS: &[BadSpec] = &[
         field: "spec.workload.sortedSet",
         words: "at most 100000 readings per repetition",
     },
+    BadSpec {
+        replace: "memory: 1Gi",
+        with: "memory: 1Gi, config: {dir: tmp}",
+        field: "spec.engines[0].config",
+        words: "config sets dir, which is not a memory-relevant setting membench lets a benchmark change for redis",
+    },
+    BadSpec {
+        replace: "memory: 1Gi",
+        with: "memory: 1Gi, config: {hash-max-listpack-entries: \"5 12\"}",
+        field: "spec.engines[0].config",
+        words: "values are numbers and words",
+    },
+    BadSpec {
+        replace: "engine: redis, version",
+        with: "engine: dragonfly, config: {hash-max-listpack-entries: \"0\"}, version",
+        field: "spec.engines[0].config",
+        words: "config sets hash-max-listpack-entries, which is not a memory-relevant setting membench lets a benchmark change for dragonfly",
+    },
+    BadSpec {
+        replace: "sampleEvery: 100000}",
+        with: "sampleEvery: 100000, ttlSeconds: 10}",
+        field: "spec.workload.sortedSet.ttlSeconds",
+        words: "greater than or equal to 60",
+    },
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -37,6 +37,23 @@ pub struct LoadArgs {
     /// it wrote, so the server is left as empty as it found it.
     #[arg(long)]
     keep_data: bool,
+    /// Give items a TTL of this many seconds, set with the write (SET ... EX, EXPIRE after HSET
+    /// and after the sorted set's first ZADD); at least 60 more than --settle-seconds.
+    #[arg(long, value_name = "SECONDS")]
+    ttl_seconds: Option<u32>,
+    /// The share of items that get the TTL, above 0 and at most 1 (default 1 with
+    /// --ttl-seconds), spread evenly.
+    #[arg(long, value_name = "SHARE")]
+    ttl_share: Option<f64>,
+    /// Make the engine, a cluster-mode node that owns no slots, a one-node cluster owning all
+    /// 16384 slots (CLUSTER ADDSLOTSRANGE) before the first baseline.
+    #[arg(long)]
+    own_all_slots: bool,
+    /// Engine settings to read back with CONFIG GET into the result's engine.config, comma
+    /// separated (the settings a spec's engines[].config changed; the operator's client pod
+    /// passes them). A setting the engine does not report lands in engine.config_unreported.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    read_config: Vec<String>,
     /// The engine's password, if it requires one.
     #[arg(long, env = "MEMBENCH_PASSWORD", hide_env_values = true)]
     password: Option<String>,
@@ -239,6 +256,22 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
     };
     let mut options = args.measurement.options();
     options.refuse_existing_keys = !args.flush;
+    options.read_config = args.read_config.clone();
+    options.own_all_slots = args.own_all_slots;
+    let flag = |name: &str| match name {
+        "ttlSeconds" => "--ttl-seconds".to_string(),
+        _ => "--ttl-share".to_string(),
+    };
+    options.ttl = match membench::client::ttl::Ttl::checked(
+        args.ttl_seconds,
+        args.ttl_share,
+        options.settle_seconds,
+        workload.kind() == "sorted-set",
+        &flag,
+    ) {
+        Ok(ttl) => ttl,
+        Err(e) => return usage_error(&e.to_string()),
+    };
     if let Err(e) = options.validate() {
         return usage_error(&e.to_string().replacen("invalid ", "invalid --", 1));
     }

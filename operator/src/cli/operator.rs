@@ -90,9 +90,10 @@ pub struct OperatorArgs {
         value_name = "PATTERNS"
     )]
     allowed_images: Option<Vec<String>>,
-    /// Accept engine args that open an engine again (--protected-mode, --enable-debug-command,
-    /// --enable-module-command, --enable-protected-configs, --loadmodule, --rename-command
-    /// CONFIG, --requirepass); without it they are InvalidSpec.
+    /// Accept any engine args, those that open an engine again included (--protected-mode,
+    /// --enable-*-command, --loadmodule, --rename-command, --requirepass, --dir, Dragonfly's
+    /// -requirepass=x, --admin_port, --memcached_port); without it, args take only the
+    /// memory-relevant settings of engines[].config, and anything else is InvalidSpec.
     #[arg(long, env = "MEMBENCH_ALLOW_OPEN_ENGINE_ARGS")]
     allow_open_engine_args: bool,
     /// Accept tolerations without a key (operator Exists), which tolerate every taint; without

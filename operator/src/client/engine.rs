@@ -1,7 +1,7 @@
 //! Talking to an engine outside the load path: who it is (`INFO server`), what memory it
 //! accounts (`INFO memory`), flushing, counting, and how it was configured.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
@@ -98,6 +98,16 @@ pub struct EngineInfo {
     /// `RuntimeDefault` blocks the `io_uring_*` system calls and it falls back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multiplexing_api: Option<String>,
+    /// The settings the spec changed (`engines[].config`, and allowlisted `args`), as the
+    /// engine reports them with `CONFIG GET` after it started: the effective value, in the
+    /// engine's own form (`8gb` reads back as `8589934592`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config: BTreeMap<String, String>,
+    /// Settings asked for that `CONFIG GET` does not report: Dragonfly answers it for some of
+    /// its flags only (`maxmemory`, the heartbeat eviction ones), so the others were passed as
+    /// the spec gave them but cannot be read back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_unreported: Vec<String>,
 }
 
 impl EngineInfo {
@@ -218,14 +228,24 @@ pub fn identify(server: &HashMap<String, String>) -> (String, String) {
 /// as opposed to refusing it for another reason.
 /// The keys INFO keyspace counts, over its `db<N>:keys=K,expires=...` lines.
 pub fn keys_in_keyspace(keyspace: &HashMap<String, String>) -> u64 {
+    keyspace_sum(keyspace, "keys=")
+}
+
+/// Keys with an expiry in every database (`expires=` of `INFO keyspace`).
+pub fn keys_with_expiry_in_keyspace(keyspace: &HashMap<String, String>) -> u64 {
+    keyspace_sum(keyspace, "expires=")
+}
+
+/// The sum over the databases of one `INFO keyspace` field (`keys=`, `expires=`).
+fn keyspace_sum(keyspace: &HashMap<String, String>, field: &str) -> u64 {
     keyspace
         .iter()
         .filter(|(db, _)| db.starts_with("db"))
         .filter_map(|(_, fields)| {
             fields
                 .split(',')
-                .find_map(|field| field.strip_prefix("keys="))
-                .and_then(|keys| keys.parse::<u64>().ok())
+                .find_map(|f| f.strip_prefix(field))
+                .and_then(|n| n.parse::<u64>().ok())
         })
         .fold(0, u64::saturating_add)
 }
@@ -290,6 +310,11 @@ impl ControlConnection {
         Ok(keys_in_keyspace(&self.info("keyspace")?))
     }
 
+    /// Keys with a TTL in every database (INFO keyspace `expires=`).
+    pub fn keys_with_expiry(&mut self) -> Result<u64, BenchError> {
+        Ok(keys_with_expiry_in_keyspace(&self.info("keyspace")?))
+    }
+
     pub fn zcard(&mut self, key: &str) -> Result<u64, BenchError> {
         self.query(redis::cmd("ZCARD").arg(key))
     }
@@ -327,7 +352,74 @@ impl ControlConnection {
 
     fn config_get(&mut self, name: &str) -> Option<String> {
         let pairs: Vec<String> = self.query(redis::cmd("CONFIG").arg("GET").arg(name)).ok()?;
-        pairs.get(1).cloned()
+        // The pair of this very name (an alias may answer under its own), else the first.
+        pairs
+            .chunks(2)
+            .find(|pair| pair[0].eq_ignore_ascii_case(name))
+            .or_else(|| pairs.chunks(2).next())
+            .and_then(|pair| pair.get(1).cloned())
+    }
+
+    /// Makes a cluster-mode node that owns no slots a one-node cluster owning all 16,384
+    /// (`CLUSTER ADDSLOTSRANGE 0 16383`, or `CLUSTER ADDSLOTS` of each where the engine has no
+    /// range form, as Redis 6.2), and waits up to 10 s for `cluster_state:ok`. A node that
+    /// already owns them (Dragonfly's emulated cluster) is left as it is.
+    pub fn own_all_slots(&mut self) -> Result<(), BenchError> {
+        let state = |control: &mut Self| -> Result<HashMap<String, String>, BenchError> {
+            let text: String = control.query(redis::cmd("CLUSTER").arg("INFO"))?;
+            Ok(parse_info(&text))
+        };
+        let info = state(self).map_err(|e| match e {
+            BenchError::EngineRejected { message, .. } => BenchError::EngineStart(format!(
+                "the engine is not in cluster mode (CLUSTER INFO: {message}); clusterMode starts it with cluster-enabled yes"
+            )),
+            other => other,
+        })?;
+        let assigned = info.get("cluster_slots_assigned").map(String::as_str);
+        if assigned != Some("16384") {
+            let range =
+                self.query::<String>(redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(0).arg(16383));
+            if let Err(BenchError::EngineRejected { .. }) = range {
+                let mut each = redis::cmd("CLUSTER");
+                each.arg("ADDSLOTS");
+                for slot in 0..16384u32 {
+                    each.arg(slot);
+                }
+                self.query::<String>(&mut each)?;
+            } else {
+                range?;
+            }
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let info = state(self)?;
+            if info.get("cluster_state").map(String::as_str) == Some("ok") {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(BenchError::EngineStart(format!(
+                    "the one-node cluster did not reach cluster_state:ok within 10 s (cluster_state:{}, cluster_slots_assigned:{})",
+                    info.get("cluster_state").cloned().unwrap_or_default(),
+                    info.get("cluster_slots_assigned")
+                        .cloned()
+                        .unwrap_or_default()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Reads `names` back with `CONFIG GET` into `info.config`, and the names the engine does
+    /// not report into `info.config_unreported`.
+    pub fn read_config(&mut self, names: &[String], info: &mut EngineInfo) {
+        for name in names {
+            match self.config_get(name) {
+                Some(value) => {
+                    info.config.insert(name.clone(), value);
+                }
+                None => info.config_unreported.push(name.clone()),
+            }
+        }
     }
 
     /// Who the engine is and how it is configured.

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::client::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
 use crate::client::resp::{CommandBuffer, PipelinedConnection};
 use crate::client::stop_request::StopRequest;
+use crate::client::ttl::Ttl;
 use crate::client::workload::Workload;
 use crate::error::BenchError;
 use crate::stats::{Spread, StabilityThresholds};
@@ -101,6 +102,13 @@ pub struct LoadOptions {
     /// with the first repetition's FLUSHALL: `membench load`, pointed at someone's server,
     /// unless asked to `--flush`. Engines the caller started itself are its own to empty.
     pub refuse_existing_keys: bool,
+    /// Engine settings to read back with `CONFIG GET` into the result's `engine.config`: the
+    /// ones the spec changed.
+    pub read_config: Vec<String>,
+    /// A TTL to give the items it picks, set with their writes (`workload.*.ttlSeconds`).
+    pub ttl: Option<Ttl>,
+    /// Make the engine, a cluster-mode node, own all 16,384 slots before the first baseline.
+    pub own_all_slots: bool,
 }
 
 impl Default for LoadOptions {
@@ -115,6 +123,9 @@ impl Default for LoadOptions {
             other_clients_timeout: DEFAULT_OTHER_CLIENTS_TIMEOUT,
             stop: StopRequest::default(),
             refuse_existing_keys: false,
+            read_config: Vec::new(),
+            ttl: None,
+            own_all_slots: false,
         }
     }
 }
@@ -216,6 +227,10 @@ pub struct RepetitionResult {
     /// For random keys: the expected number of distinct keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_unique_items: Option<f64>,
+    /// With a TTL: the keys that hold an expiry (`INFO keyspace` `expires=`), verified
+    /// against what the load gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys_with_ttl: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled: Option<SettledMemory>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -330,6 +345,13 @@ pub struct BenchmarkReport {
     pub engine: EngineInfo,
     pub workload: WorkloadReport,
     pub pipeline: u32,
+    /// In cluster mode, the cluster's fixed cost: the empty one-node cluster's used_memory
+    /// (the first baseline) against the same build's in standalone mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterCost>,
+    /// The TTL the load gave its items (`seconds`, `share`), when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<Ttl>,
     pub repetitions_requested: u32,
     pub repetitions: Vec<RepetitionResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -342,6 +364,16 @@ pub struct BenchmarkReport {
     pub error: Option<ErrorReport>,
 }
 
+/// What cluster mode costs before any data: the empty node's used_memory in cluster mode
+/// (owning every slot) and in standalone mode, same build.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClusterCost {
+    pub standalone_used_memory: u64,
+    pub cluster_used_memory: u64,
+    /// `cluster_used_memory - standalone_used_memory`.
+    pub fixed_cost_bytes: i64,
+}
+
 impl BenchmarkReport {
     /// A report of a run that has measured nothing yet.
     pub fn nothing_measured(workload: &Workload, options: &LoadOptions) -> Self {
@@ -350,6 +382,8 @@ impl BenchmarkReport {
             engine: EngineInfo::default(),
             workload: workload.into(),
             pipeline: options.pipeline,
+            cluster: None,
+            ttl: options.ttl,
             repetitions_requested: options.repetitions,
             repetitions: Vec::new(),
             failed_repetition: None,
@@ -398,7 +432,14 @@ pub fn measure_journaled(
         }
     };
     match control.identify() {
-        Ok(info) => {
+        Ok(mut info) => {
+            if options.own_all_slots
+                && let Err(e) = control.own_all_slots()
+            {
+                report.error = Some((&e).into());
+                return report;
+            }
+            control.read_config(&options.read_config, &mut info);
             report.warnings = info.warnings();
             report.name = format!("{}-{}", info.name, info.version);
             report.engine = info;
@@ -496,8 +537,15 @@ impl RepetitionState {
 /// The result of the load itself, before verification.
 struct LoadOutcome {
     seconds: f64,
+    /// The workload's integer replies (those of its EXPIREs left out).
     integer_replies: u64,
     distinct_sent: Option<u64>,
+    /// EXPIRE commands sent after writes.
+    expires_sent: u64,
+    /// Distinct random keys sent with a TTL, when counted exactly.
+    distinct_with_ttl: Option<u64>,
+    /// When the first write went out: a TTL counts from there.
+    first_write: Instant,
 }
 
 fn run_repetition(
@@ -533,6 +581,10 @@ fn run_repetition(
 
     let outcome = load(control, address, workload, options, state, progress)?;
     let verified = workload.verify(control, outcome.integer_replies, outcome.distinct_sent)?;
+    let keys_with_ttl = match options.ttl {
+        Some(ttl) => Some(workload.verify_ttl(control, &ttl, outcome.distinct_with_ttl)?),
+        None => None,
+    };
     // The load connection is closed by now, but the server may not have let go of it yet.
     sole_client(control, "final")?;
     let after = control.memory()?;
@@ -554,7 +606,18 @@ fn run_repetition(
     } else {
         None
     };
-    let commands = workload.commands();
+    if let Some(ttl) = options.ttl {
+        // Readings taken after the first keys could have expired would count fewer keys than
+        // were verified: the repetition fails rather than report such a figure.
+        let elapsed = outcome.first_write.elapsed().as_secs_f64();
+        if elapsed >= f64::from(ttl.seconds) {
+            return Err(BenchError::TtlTooShort {
+                ttl_seconds: ttl.seconds,
+                elapsed_seconds: elapsed,
+            });
+        }
+    }
+    let commands = workload.commands() + outcome.expires_sent;
     Ok(RepetitionResult {
         repetition: state.repetition,
         baseline_used_memory: baseline.used_memory,
@@ -571,6 +634,7 @@ fn run_repetition(
         seconds: outcome.seconds,
         encoding: verified.encoding,
         expected_unique_items: verified.expected_unique,
+        keys_with_ttl,
         settled,
         samples: std::mem::take(&mut state.samples),
     })
@@ -582,11 +646,11 @@ fn run_repetition(
 pub const EARLY_BATCH_BYTES: usize = 64 * 1024;
 
 /// Whether a batch of `bytes` may be sent now, with `in_flight` batches unanswered.
-fn may_send_early(in_flight: &VecDeque<(u64, usize)>, bytes: usize, window: u32) -> bool {
+fn may_send_early(in_flight: &VecDeque<(u64, usize, usize)>, bytes: usize, window: u32) -> bool {
     if in_flight.is_empty() {
         return true;
     }
-    let queued: usize = in_flight.iter().map(|(_, b)| b).sum();
+    let queued: usize = in_flight.iter().map(|(_, b, _)| b).sum();
     in_flight.len() < window as usize && queued + bytes <= EARLY_BATCH_BYTES
 }
 
@@ -633,7 +697,7 @@ fn load(
     } else {
         u64::MAX
     };
-    let mut encoder = workload.encoder();
+    let mut encoder = workload.encoder_with_ttl(options.ttl);
     let mut integer_replies = 0u64;
     let mut paused = Duration::ZERO;
     let mut next_progress = PROGRESS_EVERY;
@@ -647,12 +711,15 @@ fn load(
             .min(total - done)
             .min(next_sample - done)
     };
-    let mut in_flight: VecDeque<(u64, usize)> = VecDeque::new();
+    // Each batch in flight: its commands (the workload's), bytes and replies (an EXPIRE after
+    // a write gets a reply of its own).
+    let mut in_flight: VecDeque<(u64, usize, usize)> = VecDeque::new();
     let mut dispatched = 0u64;
     let mut batch = batch_after(0, next_sample);
     buffer.clear();
+    let mut replies = 0usize;
     for index in 0..batch {
-        encoder.encode(index, &mut buffer);
+        replies += encoder.encode(index, &mut buffer);
     }
     let started = Instant::now();
     loop {
@@ -668,7 +735,7 @@ fn load(
         {
             options.stop.check(*sent)?;
             connection.send(&buffer).map_err(|e| lost(*sent, e))?;
-            in_flight.push_back((batch, buffer.as_bytes().len()));
+            in_flight.push_back((batch, buffer.as_bytes().len(), replies));
             dispatched += batch;
             let upcoming = if dispatched < total {
                 let boundary = if dispatched == next_sample {
@@ -681,17 +748,18 @@ fn load(
                 0
             };
             next.clear();
+            replies = 0;
             for index in dispatched..dispatched + upcoming {
-                encoder.encode(index, &mut next);
+                replies += encoder.encode(index, &mut next);
             }
             std::mem::swap(&mut buffer, &mut next);
             batch = upcoming;
         }
-        let Some((answered, _)) = in_flight.pop_front() else {
+        let Some((answered, _, answers)) = in_flight.pop_front() else {
             break;
         };
         let tally = connection
-            .read_replies(answered as usize)
+            .read_replies(answers)
             .map_err(|e| lost(*sent, e))?;
         *sent += answered;
         if let Some(reply) = tally.first_error {
@@ -725,8 +793,11 @@ fn load(
     let seconds = (started.elapsed() - paused).as_secs_f64().max(1e-9);
     Ok(LoadOutcome {
         seconds,
-        integer_replies,
+        integer_replies: integer_replies - encoder.expires_sent(),
         distinct_sent: encoder.distinct_sent(),
+        expires_sent: encoder.expires_sent(),
+        distinct_with_ttl: encoder.distinct_with_ttl(),
+        first_write: started,
     })
 }
 
@@ -739,13 +810,13 @@ mod tests {
         let mut in_flight = VecDeque::new();
         // Nothing in flight: any batch goes, however large.
         assert!(may_send_early(&in_flight, 10 * EARLY_BATCH_BYTES, 1));
-        in_flight.push_back((100, 4_000));
+        in_flight.push_back((100, 4_000, 100));
         assert!(
             !may_send_early(&in_flight, 4_000, 1),
             "one in flight is the window"
         );
         assert!(may_send_early(&in_flight, 4_000, 2));
-        in_flight.push_back((100, 4_000));
+        in_flight.push_back((100, 4_000, 100));
         assert!(!may_send_early(&in_flight, 4_000, 2));
         assert!(may_send_early(&in_flight, 4_000, 8));
         assert!(

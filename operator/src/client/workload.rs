@@ -4,20 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ttl::Ttl;
 use crate::client::engine::ControlConnection;
-use crate::client::resp::{CommandBuffer, format_decimal, push_decimal};
-use crate::crd::{RecordLayout, WorkloadSpec, default_seed};
+use crate::crd::{RecordLayout, WorkloadSpec};
 use crate::error::BenchError;
 use crate::formats::MIN_SAMPLE_EVERY;
-
-/// Key names of the string workloads: `key:` and a 12-digit zero-padded number, as
-/// redis-benchmark and valkey-benchmark name `key:__rand_int__`.
-const KEY_PREFIX: &[u8] = b"key:";
-const KEY_DIGITS: usize = 12;
-
-/// Above this key space the exact count of distinct random keys would need too large a bitmap
-/// (one bit per key), and the check falls back to the statistical expectation.
-const MAX_EXACT_KEYSPACE: u64 = 1 << 27;
 
 /// A validated workload.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -287,8 +278,57 @@ impl Workload {
         }
     }
 
-    pub fn encoder(&self) -> CommandEncoder {
-        CommandEncoder::new(self.clone())
+    /// Checks that the keys the load gave a TTL hold one: `INFO keyspace` `expires=` against the
+    /// count the load decided (exact, except for random keys over a key space too large to count,
+    /// where it must be within a few standard deviations of the share of the keys).
+    pub fn verify_ttl(
+        &self,
+        control: &mut ControlConnection,
+        ttl: &Ttl,
+        distinct_with_ttl: Option<u64>,
+    ) -> Result<u64, BenchError> {
+        let holding = control.keys_with_expiry()?;
+        let mismatch = |expected: String| {
+            Err(BenchError::CountMismatch {
+                message: format!(
+                    "INFO keyspace says {holding} keys have a TTL, expected {expected}: the TTL was not set with every write it was sent with (or keys expired already)"
+                ),
+            })
+        };
+        match self.keys_with_ttl(ttl, distinct_with_ttl) {
+            Some(expected) if expected != holding => mismatch(expected.to_string()),
+            Some(_) => Ok(holding),
+            None => {
+                let keys = control.keys_in_all_databases()? as f64;
+                let expected = keys * ttl.share;
+                let margin = 6.0 * (keys * ttl.share * (1.0 - ttl.share)).sqrt() + 10.0;
+                if (holding as f64 - expected).abs() > margin {
+                    return mismatch(format!("about {expected:.0}"));
+                }
+                Ok(holding)
+            }
+        }
+    }
+
+    /// How many keys the load leaves with an expiry under `ttl`: for records stored as
+    /// strings, every field key of a record with a TTL; for random keys, the distinct keys
+    /// sent that got one (`None` when they were not counted exactly).
+    pub fn keys_with_ttl(&self, ttl: &Ttl, distinct_with_ttl: Option<u64>) -> Option<u64> {
+        match self {
+            Workload::SortedSet { .. } => Some(1),
+            Workload::Strings { keys, .. } => Some(ttl.items_with_ttl(*keys)),
+            Workload::RandomStrings { .. } => distinct_with_ttl,
+            Workload::Records {
+                records,
+                layout: RecordLayout::Hash,
+                ..
+            } => Some(ttl.items_with_ttl(*records)),
+            Workload::Records {
+                records,
+                layout: RecordLayout::Strings,
+                fields,
+            } => Some(ttl.items_with_ttl(*records) * fields.len() as u64),
+        }
     }
 
     /// Checks in the engine that the load stored what it should, and returns the verified
@@ -413,211 +453,6 @@ pub fn expected_unique_keys(requests: u64, keyspace: u64) -> f64 {
     r * -f64::exp_m1(n * f64::ln_1p(-1.0 / r))
 }
 
-/// A small, fast generator for random keys (SplitMix64): the client must not spend more time
-/// drawing a key than the engine spends storing it.
-#[derive(Clone, Debug)]
-pub struct KeyGenerator {
-    state: u64,
-}
-
-impl KeyGenerator {
-    pub fn new(seed: u64) -> Self {
-        Self { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform draw from 0..bound (Lemire's multiply-shift; the bias is below 2^-40 for
-    /// key spaces up to 10^12).
-    pub fn below(&mut self, bound: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
-    }
-}
-
-const NAMES: [&str; 8] = [
-    "Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi",
-];
-const CITIES: [&str; 8] = [
-    "Toronto", "Berlin", "Tokyo", "Lyon", "Austin", "Dublin", "Seoul", "Lima",
-];
-
-/// Encodes the workload's commands in order, one call per command.
-pub struct CommandEncoder {
-    workload: Workload,
-    /// The RESP that every command shares up to its first varying byte, and after its last
-    /// one, encoded once: a SET is then the prefix, 12 digits and the suffix, and a ZADD the
-    /// prefix and its number twice, instead of a dozen length fields formatted per command.
-    /// Empty for records, whose commands share less.
-    prefix: Vec<u8>,
-    suffix: Vec<u8>,
-    keys: KeyGenerator,
-    /// One bit per key of a random-strings key space, to count exactly how many distinct keys
-    /// were sent.
-    sent_keys: Option<Vec<u64>>,
-    distinct_sent: u64,
-    record_key: Vec<u8>,
-}
-
-/// `SET key:<12 digits> <value>` up to the digits, and after them.
-fn set_template(value_size: u32) -> (Vec<u8>, Vec<u8>) {
-    let mut prefix = CommandBuffer::default();
-    prefix
-        .array(3)
-        .bulk(b"SET")
-        .raw(b"$")
-        .raw((KEY_PREFIX.len() + KEY_DIGITS).to_string().as_bytes())
-        .raw(b"\r\n")
-        .raw(KEY_PREFIX);
-    let mut suffix = CommandBuffer::default();
-    suffix.raw(b"\r\n").bulk(&vec![b'x'; value_size as usize]);
-    (prefix.as_bytes().to_vec(), suffix.as_bytes().to_vec())
-}
-
-impl CommandEncoder {
-    fn new(workload: Workload) -> Self {
-        let (prefix, suffix, keys, sent_keys) = match &workload {
-            Workload::SortedSet { key, .. } => {
-                let mut prefix = CommandBuffer::default();
-                prefix
-                    .array(5)
-                    .bulk(b"ZADD")
-                    .bulk(key.as_bytes())
-                    .bulk(b"NX");
-                (
-                    prefix.as_bytes().to_vec(),
-                    Vec::new(),
-                    KeyGenerator::new(default_seed()),
-                    None,
-                )
-            }
-            Workload::RandomStrings {
-                value_size,
-                seed,
-                keyspace,
-                ..
-            } => {
-                let (prefix, suffix) = set_template(*value_size);
-                (
-                    prefix,
-                    suffix,
-                    KeyGenerator::new(*seed),
-                    (*keyspace <= MAX_EXACT_KEYSPACE)
-                        .then(|| vec![0u64; keyspace.div_ceil(64) as usize]),
-                )
-            }
-            Workload::Strings { value_size, .. } => {
-                let (prefix, suffix) = set_template(*value_size);
-                (prefix, suffix, KeyGenerator::new(default_seed()), None)
-            }
-            Workload::Records { .. } => (
-                Vec::new(),
-                Vec::new(),
-                KeyGenerator::new(default_seed()),
-                None,
-            ),
-        };
-        Self {
-            workload,
-            prefix,
-            suffix,
-            keys,
-            sent_keys,
-            distinct_sent: 0,
-            record_key: Vec::with_capacity(64),
-        }
-    }
-
-    /// How many distinct keys the random-strings load has sent, when counted exactly.
-    pub fn distinct_sent(&self) -> Option<u64> {
-        self.sent_keys.as_ref().map(|_| self.distinct_sent)
-    }
-
-    /// Appends command number `index` (counted from 0; calls must come in order).
-    pub fn encode(&mut self, index: u64, out: &mut CommandBuffer) {
-        match &self.workload {
-            Workload::SortedSet { .. } => {
-                // `$<n>\r\n<i>\r\n$<n+2>\r\nm:<i>\r\n` after the shared prefix.
-                let mut digits = [0u8; 20];
-                let number = format_decimal(index, &mut digits);
-                out.raw(&self.prefix)
-                    .bulk(number)
-                    .bulk_prefixed_digits(b"m:", number);
-            }
-            Workload::RandomStrings { keyspace, .. } => {
-                let k = self.keys.below(*keyspace);
-                if let Some(bits) = &mut self.sent_keys {
-                    let (word, bit) = ((k / 64) as usize, 1u64 << (k % 64));
-                    if bits[word] & bit == 0 {
-                        bits[word] |= bit;
-                        self.distinct_sent += 1;
-                    }
-                }
-                out.raw(&self.prefix)
-                    .padded_digits(k, KEY_DIGITS)
-                    .raw(&self.suffix);
-            }
-            Workload::Strings { .. } => {
-                out.raw(&self.prefix)
-                    .padded_digits(index, KEY_DIGITS)
-                    .raw(&self.suffix);
-            }
-            Workload::Records { layout, fields, .. } => match layout {
-                RecordLayout::Hash => {
-                    self.record_key.clear();
-                    self.record_key.extend_from_slice(b"user:");
-                    push_decimal(&mut self.record_key, index);
-                    out.array(2 + 2 * fields.len())
-                        .bulk(b"HSET")
-                        .bulk(&self.record_key);
-                    for field in fields {
-                        out.bulk(field.as_bytes());
-                        encode_field_value(out, field, index);
-                    }
-                }
-                RecordLayout::Strings => {
-                    let per = fields.len() as u64;
-                    let (record, field) = (index / per, &fields[(index % per) as usize]);
-                    self.record_key.clear();
-                    self.record_key.extend_from_slice(b"user:");
-                    push_decimal(&mut self.record_key, record);
-                    self.record_key.push(b':');
-                    self.record_key.extend_from_slice(field.as_bytes());
-                    out.array(3).bulk(b"SET").bulk(&self.record_key);
-                    encode_field_value(out, field, record);
-                }
-            },
-        }
-    }
-}
-
-/// The value of a record's field: the published example's kinds of values (a name, an age, a
-/// city, a score), varied by record so that no value is shared.
-fn encode_field_value(out: &mut CommandBuffer, field: &str, record: u64) {
-    match field {
-        "name" => {
-            out.bulk(NAMES[(record % NAMES.len() as u64) as usize].as_bytes());
-        }
-        "age" => {
-            out.bulk_decimal(18 + record % 60);
-        }
-        "city" => {
-            out.bulk(CITIES[(record % CITIES.len() as u64) as usize].as_bytes());
-        }
-        "score" => {
-            out.bulk_decimal(record % 1000);
-        }
-        _ => {
-            out.bulk_prefixed_decimal(b"v", record % 100_000);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -626,134 +461,6 @@ mod tests {
     fn one_million_sets_over_one_million_keys_leave_about_632_thousand() {
         let expected = expected_unique_keys(1_000_000, 1_000_000);
         assert!((expected - 632_120.0).abs() < 1.0, "{expected}");
-    }
-
-    #[test]
-    fn random_keys_stay_in_the_key_space_and_are_counted_exactly() {
-        let workload = Workload::RandomStrings {
-            requests: 10_000,
-            keyspace: 1_000,
-            value_size: 3,
-            seed: 1,
-        };
-        let mut encoder = workload.encoder();
-        let mut out = CommandBuffer::default();
-        for i in 0..10_000 {
-            encoder.encode(i, &mut out);
-        }
-        // 10,000 draws over 1,000 keys miss almost none: 1000 * (1 - e^-10) ~ 999.95.
-        assert!(encoder.distinct_sent().unwrap() >= 995);
-        let text = String::from_utf8_lossy(out.as_bytes());
-        assert!(text.contains("$16\r\nkey:000000000"));
-        assert!(!text.contains("key:000000001000"));
-    }
-
-    /// Command `index` built argument by argument, the plain way, to check the encoder's
-    /// pre-encoded parts against.
-    fn built_argument_by_argument(workload: &Workload, index: u64, key: u64) -> Vec<u8> {
-        let mut out = CommandBuffer::default();
-        match workload {
-            Workload::SortedSet { key, .. } => {
-                out.array(5)
-                    .bulk(b"ZADD")
-                    .bulk(key.as_bytes())
-                    .bulk(b"NX")
-                    .bulk(index.to_string().as_bytes())
-                    .bulk(format!("m:{index}").as_bytes());
-            }
-            Workload::RandomStrings { value_size, .. } | Workload::Strings { value_size, .. } => {
-                out.array(3)
-                    .bulk(b"SET")
-                    .bulk(format!("key:{key:012}").as_bytes())
-                    .bulk(&vec![b'x'; *value_size as usize]);
-            }
-            Workload::Records { .. } => unreachable!("records are built argument by argument"),
-        }
-        out.as_bytes().to_vec()
-    }
-
-    #[test]
-    fn pre_encoded_commands_equal_commands_built_argument_by_argument() {
-        // Every digit count a key can have, on both sides of each change.
-        let mut boundaries: Vec<u64> = (0..12)
-            .flat_map(|digits| {
-                let n = 10u64.pow(digits);
-                [n - 1, n, n + 1]
-            })
-            .collect();
-        boundaries.push(999_999_999_999);
-        let sorted_set = Workload::SortedSet {
-            members: u64::MAX,
-            key: "a key".into(),
-            sample_every: 0,
-        };
-        let strings = Workload::Strings {
-            keys: 999_999_999_999,
-            value_size: 100,
-        };
-        for workload in [&sorted_set, &strings] {
-            let mut encoder = workload.encoder();
-            for &index in &boundaries {
-                let mut out = CommandBuffer::default();
-                encoder.encode(index, &mut out);
-                assert_eq!(
-                    out.as_bytes(),
-                    built_argument_by_argument(workload, index, index),
-                    "{workload:?} {index}"
-                );
-            }
-        }
-        // Random keys: the same draws, encoded both ways.
-        let random = Workload::RandomStrings {
-            requests: 1000,
-            keyspace: 999_999_999_999,
-            value_size: 16,
-            seed: 3,
-        };
-        let mut encoder = random.encoder();
-        let mut draws = KeyGenerator::new(3);
-        for index in 0..1000 {
-            let mut out = CommandBuffer::default();
-            encoder.encode(index, &mut out);
-            let key = draws.below(999_999_999_999);
-            assert_eq!(
-                out.as_bytes(),
-                built_argument_by_argument(&random, index, key)
-            );
-        }
-    }
-
-    #[test]
-    fn records_as_strings_send_one_set_per_field() {
-        let workload = Workload::Records {
-            records: 2,
-            layout: RecordLayout::Strings,
-            fields: crate::crd::default_record_fields(),
-        };
-        assert_eq!(workload.commands(), 8);
-        let mut encoder = workload.encoder();
-        let mut out = CommandBuffer::default();
-        encoder.encode(5, &mut out);
-        assert_eq!(
-            out.as_bytes(),
-            b"*3\r\n$3\r\nSET\r\n$10\r\nuser:1:age\r\n$2\r\n19\r\n"
-        );
-    }
-
-    #[test]
-    fn a_record_as_a_hash_is_one_hset_with_every_field() {
-        let workload = Workload::Records {
-            records: 1,
-            layout: RecordLayout::Hash,
-            fields: vec!["name".into(), "city".into()],
-        };
-        let mut encoder = workload.encoder();
-        let mut out = CommandBuffer::default();
-        encoder.encode(0, &mut out);
-        assert_eq!(
-            out.as_bytes(),
-            b"*6\r\n$4\r\nHSET\r\n$6\r\nuser:0\r\n$4\r\nname\r\n$5\r\nAlice\r\n$4\r\ncity\r\n$7\r\nToronto\r\n"
-        );
     }
 
     #[test]

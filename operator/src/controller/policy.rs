@@ -1,11 +1,13 @@
 //! What the operator lets a MemoryBenchmark's author do with the operator's pod rights. Whoever
 //! may create a MemoryBenchmark gets pods created for them, so the operator runs only the
-//! engine images its administrators allow, refuses server arguments that would open an engine
-//! to the cluster again, and refuses tolerations that would let benchmark pods onto every
+//! engine images its administrators allow, takes only the memory-relevant settings of
+//! `engines[].config` in server arguments (`validation::engine_config`; nothing that would open
+//! an engine to the cluster again, move its files or load code), and refuses tolerations that would let benchmark pods onto every
 //! tainted node. Each refusal is an `InvalidSpec` whose message names the setting that would
 //! allow it. Pure: checked by [`super::plan::plan`] after the spec's own validation.
 
 use crate::crd::MemoryBenchmarkSpec;
+use crate::validation::engine_config::{ArgsRefusal, check_args};
 
 /// The official images of each engine, by repository: any tag or digest of these.
 pub const OFFICIAL_IMAGES: [&str; 6] = [
@@ -24,7 +26,8 @@ pub struct Policy {
     /// pattern names a repository, `*` standing for any characters but `/`, and allows every
     /// tag and digest of it; a pattern with a tag or digest (`redis:7.4.1`) allows only that.
     pub allowed_images: Vec<String>,
-    /// Allow server arguments that open an engine again (`--allow-open-engine-args`).
+    /// Allow any server arguments, those that open an engine again included
+    /// (`--allow-open-engine-args`); without it, args take the settings of `config` only.
     pub allow_open_engine_args: bool,
     /// Allow tolerations without a key (`--allow-tolerate-everything`).
     pub allow_tolerate_everything: bool,
@@ -39,31 +42,6 @@ impl Default for Policy {
         }
     }
 }
-
-/// Server arguments (by name, `_` read as `-`) that undo what keeps an engine closed, and why.
-const OPENING_ARGS: [(&str, &str); 6] = [
-    (
-        "protected-mode",
-        "protected mode is the operator's to set: the engine is reached only by its client",
-    ),
-    (
-        "enable-debug-command",
-        "DEBUG lets any client that reaches the engine crash it or change it",
-    ),
-    (
-        "enable-module-command",
-        "MODULE LOAD lets any client that reaches the engine run code in it",
-    ),
-    (
-        "enable-protected-configs",
-        "it lets any client that reaches the engine move its files with CONFIG SET dir",
-    ),
-    ("loadmodule", "a module runs its own code inside the engine"),
-    (
-        "requirepass",
-        "a password in args is in the spec for anyone who can read the benchmark: use spec.auth.passwordSecretRef",
-    ),
-];
 
 impl Policy {
     /// Whether `image` matches one of the allowed patterns.
@@ -89,10 +67,22 @@ impl Policy {
                 ));
             }
             if !self.allow_open_engine_args
-                && let Some((arg, why)) = opening_arg(&engine.args)
+                && let Err(refusal) = check_args(engine.engine, &engine.args)
             {
+                let why = match refusal {
+                    ArgsRefusal::Unreadable(why) => why,
+                    ArgsRefusal::Opening { written, why } => {
+                        format!("'{written}' would open the engine again ({why})")
+                    }
+                    ArgsRefusal::NotAllowed { written, allowed } => format!(
+                        "'{written}' is not a memory-relevant setting; args take the settings of engines[].config: {allowed}"
+                    ),
+                    ArgsRefusal::BadValue { written, takes } => {
+                        format!("'{written}': the setting takes {takes}")
+                    }
+                };
                 return Err(format!(
-                    "spec.engines[{i}].args: '{arg}' would open the engine again ({why}); this operator refuses it unless started with --allow-open-engine-args (chart value allowOpenEngineArgs: true)"
+                    "spec.engines[{i}].args: {why}; this operator refuses it unless started with --allow-open-engine-args (chart value allowOpenEngineArgs: true)"
                 ));
             }
         }
@@ -108,35 +98,6 @@ impl Policy {
         }
         Ok(())
     }
-}
-
-/// The first argument that would open an engine, as written, and why it would.
-fn opening_arg(args: &[String]) -> Option<(String, &'static str)> {
-    args.iter().enumerate().find_map(|(at, arg)| {
-        let name = arg.strip_prefix("--")?;
-        let name = name
-            .split_once('=')
-            .map_or(name, |(n, _)| n)
-            .to_ascii_lowercase()
-            .replace('_', "-");
-        if name == "rename-command" {
-            let renamed = arg
-                .split_once('=')
-                .map(|(_, v)| v.split_whitespace().next().unwrap_or_default().to_string())
-                .or_else(|| args.get(at + 1).cloned())
-                .unwrap_or_default();
-            return renamed.eq_ignore_ascii_case("config").then(|| {
-                (
-                    format!("{arg} {renamed}"),
-                    "a renamed CONFIG hides the engine's configuration from membench's checks and leaves it under another name",
-                )
-            });
-        }
-        OPENING_ARGS
-            .iter()
-            .find(|(opening, _)| *opening == name)
-            .map(|(_, why)| (arg.clone(), *why))
-    })
 }
 
 /// The repository of an image reference: without its digest and tag.

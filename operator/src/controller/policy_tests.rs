@@ -72,23 +72,109 @@ fn patterns_allow_a_registry_path_with_a_star_and_pin_a_tag_when_they_name_one()
 #[test]
 fn args_that_open_the_engine_are_refused_unless_allowed() {
     let refused = [
-        "[--protected-mode, \"yes\"]",
-        "[--enable-debug-command, \"yes\"]",
-        "[--enable-module-command, local]",
-        "[--enable-protected-configs, \"yes\"]",
-        "[--loadmodule, /tmp/m.so]",
-        "[--rename-command, CONFIG, \"\"]",
-        "[--rename-command, config, hidden]",
-        "[--requirepass, secret]",
-        "[--Enable_Debug_Command=yes]",
+        (
+            "redis",
+            "[--protected-mode, \"yes\"]",
+            "would open the engine again",
+        ),
+        (
+            "redis",
+            "[--enable-debug-command, \"yes\"]",
+            "would open the engine again",
+        ),
+        (
+            "redis",
+            "[--enable-module-command, local]",
+            "would open the engine again",
+        ),
+        (
+            "redis",
+            "[--enable-protected-configs, \"yes\"]",
+            "would open the engine again",
+        ),
+        (
+            "redis",
+            "[--loadmodule, /tmp/m.so]",
+            "would open the engine again",
+        ),
+        (
+            "redis",
+            "[--rename-command, CONFIG, \"\"]",
+            "would open the engine again",
+        ),
+        (
+            "redis",
+            "[--rename-command, FLUSHDB, \"\"]",
+            "would open the engine again",
+        ),
+        (
+            "redis",
+            "[--requirepass, secret]",
+            "would open the engine again",
+        ),
+        (
+            "redis",
+            "[--Enable_Debug_Command=yes]",
+            "would open the engine again",
+        ),
+        ("redis", "[--dir, /tmp]", "would open the engine again"),
+        (
+            "redis",
+            "[--dbfilename, dump.rdb]",
+            "would open the engine again",
+        ),
+        ("redis", "[--bind, 0.0.0.0]", "would open the engine again"),
+        ("redis", "[-requirepass, x]", "single-dash"),
+        ("redis", "[/etc/redis.conf]", "comes before any setting"),
+        (
+            "redis",
+            "[--io-threads, \"4\"]",
+            "not a memory-relevant setting",
+        ),
+        (
+            "redis",
+            "[--hash-max-listpack-entries, lots]",
+            "takes a whole number",
+        ),
+        (
+            "dragonfly",
+            "[-requirepass=x]",
+            "would open the engine again",
+        ),
+        (
+            "dragonfly",
+            "[--admin_nopass]",
+            "would open the engine again",
+        ),
+        (
+            "dragonfly",
+            "[--admin_port=7000]",
+            "would open the engine again",
+        ),
+        (
+            "dragonfly",
+            "[-memcached_port=11211]",
+            "would open the engine again",
+        ),
+        (
+            "dragonfly",
+            "[--flagfile=/tmp/flags]",
+            "would open the engine again",
+        ),
+        (
+            "dragonfly",
+            "[--dbfilename=dump]",
+            "would open the engine again",
+        ),
     ];
-    for args in refused {
+    for (engine, args, words) in refused {
         let s = spec(
-            &format!("[{{engine: redis, version: \"7.4.1\", args: {args}}}]"),
+            &format!("[{{engine: {engine}, version: \"1.40.0\", args: {args}}}]"),
             "",
         );
         let err = Policy::default().check(&s).unwrap_err();
         assert!(err.starts_with("spec.engines[0].args"), "{args}: {err}");
+        assert!(err.contains(words), "{args}: {err}");
         assert!(
             err.contains("--allow-open-engine-args") && err.contains("allowOpenEngineArgs"),
             "{err}"
@@ -99,11 +185,11 @@ fn args_that_open_the_engine_are_refused_unless_allowed() {
         };
         assert_eq!(open.check(&s), Ok(()), "{args}");
     }
-    let harmless = spec(
-        "[{engine: redis, version: \"7.4.1\", args: [--maxmemory, 8gb, --rename-command, FLUSHDB, \"\", --hz, \"100\"]}]",
+    let memory_settings = spec(
+        "[{engine: redis, version: \"7.4.1\", args: [--maxmemory, 8gb, --hz, \"100\", --hash-max-listpack-entries, \"0\"]}, {engine: dragonfly, version: \"1.40.0\", args: [--proactor_threads=2, -cache_mode=true]}]",
         "",
     );
-    assert_eq!(Policy::default().check(&harmless), Ok(()));
+    assert_eq!(Policy::default().check(&memory_settings), Ok(()));
 }
 
 #[test]

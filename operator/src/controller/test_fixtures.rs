@@ -226,6 +226,7 @@ pub(super) fn repetition(i: u32, bytes_per_item: f64) -> RepetitionResult {
         seconds: 0.05,
         encoding: Some("skiplist".into()),
         expected_unique_items: None,
+        keys_with_ttl: None,
         settled: None,
         samples: vec![],
     }
@@ -254,6 +255,8 @@ pub(super) fn result_message(
             sample_every: 0,
         }),
         pipeline: 100,
+        ttl: None,
+        cluster: None,
         repetitions_requested: 3,
         summary: Summary::of(&repetitions, &StabilityThresholds::default()),
         repetitions,

@@ -1,7 +1,13 @@
 //! One engine entry of the spec: which engine, which version, and how to run it.
 
+use std::collections::BTreeMap;
+
 use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
+
+use super::engine_settings::{
+    CONFIG_VALUE, MAX_CONFIG_SETTINGS, MAX_CONFIG_VALUE, config_names_message, config_names_rule,
+};
 
 use crate::formats::{IMAGE_REFERENCE, MEMORY_QUANTITY, MIN_ENGINE_MEMORY, message};
 
@@ -82,6 +88,7 @@ impl std::str::FromStr for EngineKind {
 /// One engine of the comparison.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(config_names_rule()).message(Message::Expression(config_names_message())).field_path(".config"))]
 pub struct EngineSpec {
     /// The engine: `redis`, `valkey` or `dragonfly`.
     pub engine: EngineKind,
@@ -107,10 +114,40 @@ pub struct EngineSpec {
     #[x_kube(validation = Rule::new(format!("self.matches('{IMAGE_REFERENCE}')")).message(message::IMAGE))]
     pub image: Option<String>,
 
+    /// Engine settings that change how it lays data out in memory, passed to the engine at
+    /// start and read back with `CONFIG GET` into the results, for example
+    /// `{hash-max-listpack-entries: "512", activedefrag: "yes"}`. Only memory-relevant
+    /// settings are taken (encoding thresholds, active defragmentation, lazy freeing,
+    /// `maxmemory` and `maxmemory-policy`; Dragonfly's flags of the same kind, such as
+    /// `list_max_listpack_size` or `cache_mode`): README's "Engine settings" lists them. At
+    /// most 16; values are numbers and words.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = MAX_CONFIG_SETTINGS, "additionalProperties" = {"type": "string", "maxLength": MAX_CONFIG_VALUE}))]
+    #[x_kube(validation = Rule::new("self.all(k, size(k) <= 64)").message("config: a setting's name has at most 64 characters"))]
+    #[x_kube(validation = Rule::new(format!("self.all(k, self[k].matches('{CONFIG_VALUE}'))")).message("config: values are numbers and words (letters, digits, '.' and '-'), such as 512, 64mb, yes or allkeys-lru"))]
+    pub config: BTreeMap<String, String>,
+
     /// Extra server arguments, appended after membench's own (which turn persistence off and
-    /// set the port), for example `["--maxmemory", "8gb"]`.
+    /// set the port) and the entry's `config`, for example `["--maxmemory", "8gb"]`. In a
+    /// cluster they take the same settings as `config` (and Dragonfly's
+    /// `--proactor_threads`), unless the operator runs with `--allow-open-engine-args`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
+
+    /// Run the engine in cluster mode: Redis and Valkey with `cluster-enabled yes` and a cluster
+    /// config file in the engine's data directory, made a one-node cluster owning all 16,384
+    /// slots (`CLUSTER ADDSLOTSRANGE`) before the baseline is read, so the baseline holds the
+    /// cluster's fixed cost; Dragonfly with `--cluster_mode=emulated`. A local run also reads
+    /// the same build in standalone mode and reports the difference as the cluster's fixed
+    /// cost.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cluster_mode: bool,
+
+    /// Load this entry's workload without the workload's TTL (`ttlSeconds`), to set the bytes
+    /// per item with and without a TTL side by side: two entries of one engine, one of them
+    /// `withoutTtl: true`. Only with a workload that has `ttlSeconds`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub without_ttl: bool,
 
     /// Memory for the engine pod (request and limit, for Guaranteed QoS), as a Kubernetes
     /// quantity such as `16Gi`, at least `16Mi`. Defaults to an estimate from the workload's
@@ -166,7 +203,10 @@ impl EngineSpec {
             version: version.to_string(),
             name: None,
             image: None,
+            config: BTreeMap::new(),
             args: Vec::new(),
+            cluster_mode: false,
+            without_ttl: false,
             memory: None,
             binary: None,
             build: None,

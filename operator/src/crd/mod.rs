@@ -7,6 +7,8 @@
 //!
 //! - [`spec`]: the resource and the fields of its spec as a whole;
 //! - [`engine_spec`]: one engine entry;
+//! - [`engine_settings`]: the engine settings an entry may change (`config`, and in a cluster
+//!   `args`);
 //! - [`workload_spec`]: the data to load;
 //! - [`placement`]: where the pods may run;
 //! - [`auth_spec`]: which Secret holds the engines' password;
@@ -20,6 +22,7 @@
 
 mod auth_spec;
 mod capacity_spec;
+pub mod engine_settings;
 mod engine_spec;
 mod placement;
 mod spec;
@@ -41,6 +44,6 @@ pub use status::{
 };
 pub use workload_spec::{
     RandomStringsWorkload, RecordLayout, RecordsWorkload, SortedSetWorkload, StringsWorkload,
-    WorkloadSpec, default_record_fields, default_sample_every, default_seed,
+    TtlSpec, WorkloadSpec, default_record_fields, default_sample_every, default_seed,
     default_sorted_set_key,
 };

@@ -182,6 +182,14 @@ pub struct EngineStatus {
     /// `RuntimeDefault`) blocks io_uring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multiplexing_api: Option<String>,
+    /// The settings the spec changed (`engines[].config`, and allowlisted `args`), as the
+    /// engine reported them with `CONFIG GET` after it started: the effective values.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub config: std::collections::BTreeMap<String, String>,
+    /// Settings the spec changed that the engine does not report through `CONFIG GET`
+    /// (Dragonfly reports a few of its flags only): passed as the spec gave them, not read back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_unreported: Vec<String>,
     /// The node the engine ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,

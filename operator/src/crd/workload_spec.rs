@@ -52,6 +52,31 @@ pub struct SortedSetWorkload {
     #[schemars(range(max = 2_000_000_000u64))]
     #[x_kube(validation = Rule::new(format!("self == 0 || self >= {MIN_SAMPLE_EVERY}")).message(message::SAMPLE_EVERY))]
     pub sample_every: u64,
+
+    #[serde(flatten)]
+    pub ttl: TtlSpec,
+}
+
+/// Keys with a TTL, which every workload takes: the TTL is set with the write, and must outlive
+/// the load and its readings.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TtlSpec {
+    /// Give items a TTL of this many seconds, set with the write (`SET ... EX`, `EXPIRE` after
+    /// `HSET` and after the sorted set's first `ZADD`), to see what an expiry costs per item.
+    /// Nothing may expire before the final reading: at least 60 seconds more than
+    /// `settleSeconds`, and a repetition whose load and readings outlast it fails as
+    /// `TtlTooShort`. At most 315360000 (ten years).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 60, max = 315_360_000))]
+    pub ttl_seconds: Option<u32>,
+
+    /// The share of items that get the TTL, above 0 and at most 1 (the default with
+    /// `ttlSeconds`), spread evenly over the items. Only with `ttlSeconds`; the sorted set,
+    /// one key, takes 1 only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.000001, max = 1.0))]
+    pub ttl_share: Option<f64>,
 }
 
 pub fn default_sorted_set_key() -> String {
@@ -83,6 +108,9 @@ pub struct RandomStringsWorkload {
     /// Seed of the key generator, so a run can be repeated key for key.
     #[serde(default = "default_seed")]
     pub seed: u64,
+
+    #[serde(flatten)]
+    pub ttl: TtlSpec,
 }
 
 fn default_random_value_size() -> u32 {
@@ -105,6 +133,9 @@ pub struct StringsWorkload {
     #[serde(default = "default_strings_value_size")]
     #[schemars(range(min = 1, max = 536_870_912))]
     pub value_size: u32,
+
+    #[serde(flatten)]
+    pub ttl: TtlSpec,
 }
 
 fn default_strings_value_size() -> u32 {
@@ -130,6 +161,9 @@ pub struct RecordsWorkload {
     #[schemars(length(min = 1, max = 64))]
     #[x_kube(merge_strategy = ListMerge::Set)]
     pub fields: Vec<String>,
+
+    #[serde(flatten)]
+    pub ttl: TtlSpec,
 }
 
 pub fn default_record_fields() -> Vec<String> {

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::client::engine::{ControlConnection, EngineAddress};
-use crate::client::measure::{BenchmarkReport, LoadOptions, LoadProgress, measure};
+use crate::client::measure::{BenchmarkReport, ClusterCost, LoadOptions, LoadProgress, measure};
 use crate::client::stop_request::StopRequest;
 use crate::client::workload::Workload;
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
@@ -184,7 +184,12 @@ impl LocalEngine {
             require_password(&mut command, engine.engine, &dir, password)?;
         }
         command
-            .args(server_args(engine.engine, port, &dir, &engine.args))
+            .args(server_args(
+                engine.engine,
+                port,
+                &dir,
+                &crate::validation::engine_config::entry_args(engine),
+            ))
             // Its own process group: Ctrl-C at the terminal reaches membench only, which stops
             // the engine itself after keeping what was measured.
             .process_group(0)
@@ -334,14 +339,30 @@ pub fn run_benchmark(
         stop: stop.clone(),
         ..LoadOptions::default()
     };
+    let read_back: Vec<Vec<String>> = spec
+        .engines
+        .iter()
+        .map(crate::validation::engine_config::settings_to_read_back)
+        .collect();
     // The Secret spec.auth names is a cluster object: locally, the engines require a password
     // made for this run, so the load authenticates as it does in a cluster.
     let password = spec.auth.as_ref().map(|_| run_password()).transpose()?;
     let mut engines = Vec::new();
-    for (engine, program) in spec.engines.iter().zip(&programs) {
+    for ((engine, program), read_back) in spec.engines.iter().zip(&programs).zip(read_back) {
         if stop.requested() {
             break;
         }
+        let options = LoadOptions {
+            read_config: read_back,
+            ttl: crate::validation::entry_ttl(spec, engine),
+            own_all_slots: engine.cluster_mode,
+            ..options.clone()
+        };
+        // Cluster mode's fixed cost needs the same build's empty standalone node beside it.
+        let standalone = match engine.cluster_mode {
+            true => Some(standalone_used_memory(engine, program, password.as_deref())),
+            false => None,
+        };
         on_engine(&engine.display_name());
         let mut report =
             match LocalEngine::start_with_password(engine, program, password.as_deref()) {
@@ -358,6 +379,19 @@ pub fn run_benchmark(
             };
         report.name = engine.display_name();
         program.record_in(&mut report.engine);
+        match (standalone, report.repetitions.first()) {
+            (Some(Ok(standalone)), Some(first)) => {
+                report.cluster = Some(ClusterCost {
+                    standalone_used_memory: standalone,
+                    cluster_used_memory: first.baseline_used_memory,
+                    fixed_cost_bytes: first.baseline_used_memory as i64 - standalone as i64,
+                });
+            }
+            (Some(Err(e)), _) => report.warnings.push(format!(
+                "the cluster's fixed cost is unknown: the standalone reading failed ({e})"
+            )),
+            _ => {}
+        }
         engines.push(report);
     }
     let medians: Vec<Option<f64>> = engines
@@ -377,6 +411,28 @@ pub fn run_benchmark(
         engines,
         change_vs_first_percent,
     })
+}
+
+/// The used_memory of `engine`'s build started empty in standalone mode, with only the
+/// control connection, as the measurement reads a baseline.
+fn standalone_used_memory(
+    engine: &EngineSpec,
+    program: &LocalProgram,
+    password: Option<&str>,
+) -> Result<u64, BenchError> {
+    let standalone = EngineSpec {
+        cluster_mode: false,
+        ..engine.clone()
+    };
+    let server = LocalEngine::start_with_password(&standalone, program, password)?;
+    let used = ControlConnection::open(&server.address, Duration::from_secs(5))
+        .and_then(|mut control| {
+            control.flush_all()?;
+            control.memory()
+        })
+        .map(|m| m.used_memory);
+    server.stop();
+    used
 }
 
 /// A report for an engine that could not be started: no figures, only the error.

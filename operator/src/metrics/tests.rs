@@ -82,6 +82,7 @@ fn benchmark(
                     members: 1000,
                     key: "membench:zset".into(),
                     sample_every: 0,
+                    ttl: Default::default(),
                 }),
                 ..WorkloadSpec::default()
             },

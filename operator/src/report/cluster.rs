@@ -53,7 +53,16 @@ pub fn comparison(benchmark: &MemoryBenchmark) -> BenchmarkComparison {
     let mut rows: Vec<ComparisonRow> = status
         .engines
         .iter()
-        .map(|e| row(e, &kind, &item, benchmark.spec.repetitions))
+        .map(|e| {
+            let mut row = row(e, &kind, &item, benchmark.spec.repetitions);
+            row.ttl = benchmark
+                .spec
+                .engines
+                .iter()
+                .find(|entry| entry.display_name() == e.name)
+                .and_then(|entry| crate::validation::entry_ttl(&benchmark.spec, entry));
+            row
+        })
         .collect();
     attach_published(
         &mut rows,
@@ -105,6 +114,9 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
             .clone()
             .unwrap_or_else(|| engine.requested_version.clone()),
         allocator: engine.allocator.clone().unwrap_or_default(),
+        config: engine.config.clone(),
+        ttl: None,
+        cluster_fixed_cost_bytes: None,
         instance_type: engine.instance_type.clone(),
         workload: kind.to_string(),
         item: item.to_string(),

@@ -217,6 +217,17 @@ pub struct ComparisonRow {
     /// so that no one compares them with native rates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub emulator: Option<String>,
+    /// The engine settings the spec changed, as the engine read them back (`CONFIG GET`):
+    /// shown in the note, so that two entries of one build differ visibly.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub config: std::collections::BTreeMap<String, String>,
+    /// In cluster mode, the empty one-node cluster's used_memory minus the same build's in
+    /// standalone mode (`membench run`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_fixed_cost_bytes: Option<i64>,
+    /// The TTL the entry's items were loaded with (`seconds`, `share`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<crate::client::ttl::Ttl>,
     /// Why there are no figures, or what to keep in mind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -262,6 +273,9 @@ impl ComparisonRow {
             unstable: summary.is_some_and(|s| s.unstable),
             change_vs_first_percent: None,
             emulator: report.engine.emulator.clone(),
+            config: report.engine.config.clone(),
+            ttl: report.ttl,
+            cluster_fixed_cost_bytes: report.cluster.as_ref().map(|c| c.fixed_cost_bytes),
             note,
             published_table: None,
             published: None,
@@ -315,6 +329,29 @@ pub fn compute_changes(rows: &mut [ComparisonRow]) {
 /// The comparison table: engine, version, allocator, used_memory, bytes per item, median
 /// items/s with its spread, median commands/s, change against the first engine, and where the
 /// spec names a published table, the published figure and the difference from it.
+/// A TTL as the table shows it: `3600 s`, or `3600 s, 50%` for a share of the items.
+fn format_ttl(ttl: crate::client::ttl::Ttl) -> String {
+    if ttl.share >= 1.0 {
+        format!("{} s", ttl.seconds)
+    } else {
+        format!("{} s, {:.0}%", ttl.seconds, ttl.share * 100.0)
+    }
+}
+
+/// What the TTL costs per item on a row with one: its bytes per item minus those of the row
+/// without a TTL of the same engine, version, allocator and settings (a `withoutTtl` entry).
+fn ttl_cost(row: &ComparisonRow, rows: &[ComparisonRow]) -> Option<f64> {
+    row.ttl?;
+    let without = rows.iter().find(|other| {
+        other.ttl.is_none()
+            && other.engine == row.engine
+            && other.version == row.version
+            && other.allocator == row.allocator
+            && other.config == row.config
+    })?;
+    Some(row.bytes_per_item? - without.bytes_per_item?)
+}
+
 pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let item = rows.first().map_or("item", |r| r.item.as_str());
     let kind = rows.first().map_or("", |r| r.workload.as_str());
@@ -325,14 +362,17 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     // Entries named in the spec (the same engine twice, say) need their names to be told apart.
     let with_name = rows.iter().any(|r| !r.has_default_name());
     let with_published = rows.iter().any(|r| r.published_table.is_some());
+    let with_ttl = rows.iter().any(|r| r.ttl.is_some());
     let mut headers = if with_name { vec!["Name"] } else { Vec::new() };
     headers.extend(["Engine", "Version", "Allocator"]);
     if with_instance {
         headers.push("Instance type");
     }
+    headers.extend(["used_memory", bytes_header.as_str()]);
+    if with_ttl {
+        headers.extend(["TTL", "TTL cost"]);
+    }
     headers.extend([
-        "used_memory",
-        bytes_header.as_str(),
         items_rate_header.as_str(),
         "Spread (min-max)",
         commands_rate_header.as_str(),
@@ -360,6 +400,10 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         }
         row.push(r.used_memory.map_or_else(dash, format_bytes));
         row.push(r.bytes_per_item.map_or_else(dash, |b| format!("~{b:.1}")));
+        if with_ttl {
+            row.push(r.ttl.map_or_else(|| "none".to_string(), format_ttl));
+            row.push(ttl_cost(r, rows).map_or_else(dash, |c| format!("{c:+.1} B")));
+        }
         // An emulated engine's rates are the emulator's: marked in the cell itself, so that
         // no one reads them against a native row.
         let rate = |per_sec: f64| match r.emulator {
@@ -386,12 +430,26 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         if r.unstable && !note.starts_with("unstable") {
             note = format!("unstable: {note}");
         }
+        let mut extra = Vec::new();
+        if !r.config.is_empty() {
+            let settings: Vec<String> = r.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            extra.push(format!("config {}", settings.join(" ")));
+        }
+        if let Some(cost) = r.cluster_fixed_cost_bytes {
+            let sign = if cost < 0 { "-" } else { "+" };
+            extra.push(format!(
+                "cluster mode: {sign}{} against standalone when empty (in the baseline)",
+                format_bytes(cost.unsigned_abs() as f64)
+            ));
+        }
         if let Some(emulator) = &r.emulator {
-            let emulated = format!("rates under {emulator}, not the architecture's");
+            extra.push(format!("rates under {emulator}, not the architecture's"));
+        }
+        for text in extra {
             note = if note.is_empty() {
-                emulated
+                text
             } else {
-                format!("{note}; {emulated}")
+                format!("{note}; {text}")
             };
         }
         row.push(note);
@@ -503,6 +561,9 @@ mod tests {
             unstable: false,
             change_vs_first_percent: None,
             emulator: None,
+            config: Default::default(),
+            ttl: None,
+            cluster_fixed_cost_bytes: None,
             note: None,
             published_table: None,
             published: None,
@@ -545,6 +606,9 @@ mod tests {
             unstable: false,
             change_vs_first_percent: None,
             emulator: emulator.map(String::from),
+            config: Default::default(),
+            ttl: None,
+            cluster_fixed_cost_bytes: None,
             note: None,
             published_table: None,
             published: None,

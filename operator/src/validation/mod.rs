@@ -8,8 +8,10 @@
 //! runner and the controller above it call it (docs/architecture.md, `layout_tests.rs`).
 
 pub mod dragonfly_memory;
+pub mod engine_config;
 pub mod spec_file;
 
+use crate::client::ttl::Ttl;
 use crate::client::workload::Workload;
 use crate::crd::{Allocator, EngineKind, MemoryBenchmark, PlacementSpec, RecordLayout};
 use crate::formats::{
@@ -189,6 +191,7 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
                 engine.version
             ));
         }
+        engine_config::check_config(i, engine)?;
         if !names.insert(engine.display_name()) {
             return Err(format!(
                 "spec.engines[{i}] is a second '{}': give entries with the same engine and version a different engines[].name",
@@ -217,6 +220,14 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
         }
     }
     let workload = Workload::from_spec(&spec.workload).map_err(|e| e.to_string())?;
+    let ttl = Ttl::from_spec(&spec.workload, spec.settle_seconds).map_err(|e| e.to_string())?;
+    if ttl.is_none()
+        && let Some(i) = spec.engines.iter().position(|e| e.without_ttl)
+    {
+        return Err(format!(
+            "spec.engines[{i}].withoutTtl: the workload has no ttlSeconds, so every entry already loads it without a TTL; set the workload's ttlSeconds, or remove withoutTtl"
+        ));
+    }
     if let Some(table) = spec.published_table {
         table.table().check_workload(&workload)?;
     }
@@ -310,6 +321,20 @@ fn validate_placement(placement: &PlacementSpec) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The TTL an entry loads its workload with: the workload's, unless the entry is `withoutTtl`.
+/// The spec was validated ([`validate_spec`]).
+pub fn entry_ttl(
+    spec: &crate::crd::MemoryBenchmarkSpec,
+    engine: &crate::crd::EngineSpec,
+) -> Option<Ttl> {
+    if engine.without_ttl {
+        return None;
+    }
+    Ttl::from_spec(&spec.workload, spec.settle_seconds)
+        .ok()
+        .flatten()
 }
 
 /// Bytes of a Kubernetes memory quantity (`512Mi`, `16Gi`, `2G`, `1e9`, `1000000`).
@@ -632,6 +657,44 @@ mod tests {
             assert!(err.contains(field), "{with}: {err}");
             assert!(err.contains(words), "{with}: {err}");
         }
+    }
+
+    #[test]
+    fn a_ttl_is_refused_when_it_could_expire_before_the_final_reading_or_has_no_use() {
+        let with = |workload: &str, engines: &str| {
+            let yaml = format!(
+                "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: t}}\nspec:\n  instanceType: r8g.4xlarge\n  engines: {engines}\n  workload: {workload}\n  settleSeconds: 30\n"
+            );
+            validate(&unchecked(&yaml))
+        };
+        let one = "[{engine: redis, version: \"7.0.15\"}]";
+        assert!(with("{strings: {keys: 10, ttlSeconds: 90}}", one).is_ok());
+        let err = with("{strings: {keys: 10, ttlSeconds: 89}}", one).unwrap_err();
+        assert!(
+            err.contains("spec.workload.strings.ttlSeconds: is 89")
+                && err.contains("between 90 and"),
+            "{err}"
+        );
+        let err = with("{records: {records: 10, ttlShare: 0.5}}", one).unwrap_err();
+        assert!(
+            err.contains("records.ttlShare: applies only with ttlSeconds"),
+            "{err}"
+        );
+        let err = with(
+            "{sortedSet: {members: 10, ttlSeconds: 600, ttlShare: 0.5}}",
+            one,
+        )
+        .unwrap_err();
+        assert!(err.contains("the sorted set is one key"), "{err}");
+        let err = with("{strings: {keys: 10, ttlSeconds: 600, ttlShare: 0}}", one).unwrap_err();
+        assert!(err.contains("above 0 and at most 1"), "{err}");
+        let without = "[{engine: redis, version: \"7.0.15\"}, {engine: redis, version: \"7.0.15\", name: plain, withoutTtl: true}]";
+        assert!(with("{strings: {keys: 10, ttlSeconds: 600}}", without).is_ok());
+        let err = with("{strings: {keys: 10}}", without).unwrap_err();
+        assert!(
+            err.starts_with("spec.engines[1].withoutTtl: the workload has no ttlSeconds"),
+            "{err}"
+        );
     }
 
     #[test]

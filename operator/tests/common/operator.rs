@@ -368,6 +368,19 @@ pub fn condition(
         .cloned()
 }
 
+/// The message of a benchmark the operator refused as `InvalidSpec` (its `Failed` condition
+/// true with that reason); panics naming `name` otherwise.
+pub fn invalid_spec_message(benchmark: &MemoryBenchmark, name: &str) -> String {
+    let failed =
+        condition(benchmark, "Failed").unwrap_or_else(|| panic!("{name}: no Failed condition"));
+    assert_eq!(
+        (failed.status.as_str(), failed.reason.as_str()),
+        ("True", "InvalidSpec"),
+        "{name}"
+    );
+    failed.message
+}
+
 /// Every pod the benchmark's namespace held while a task watched it: which pods existed at the
 /// same time, and where each ran. A watch sees every change, so even a client pod that lives
 /// for a fraction of a second is recorded.

@@ -7,6 +7,7 @@
 //! operator panic or overflow.
 
 use super::{ClientResult, DecodedRepetition, MAX_TEXT, TERMINATION_MESSAGE_LIMIT};
+use crate::crd::engine_settings::MAX_CONFIG_SETTINGS;
 use crate::stats::Spread;
 
 /// How much of a refused message the engine's status quotes.
@@ -115,6 +116,26 @@ impl ClientResult {
         }
         if let Some(encoding) = &self.encoding {
             bounded_text("encoding", encoding, MAX_IDENTITY)?;
+        }
+        let settings = self.engine.config.len() + self.engine.config_unreported.len();
+        if settings > 2 * MAX_CONFIG_SETTINGS {
+            return Err(format!(
+                "engine.config has {settings} settings, more than the {} a client sends",
+                2 * MAX_CONFIG_SETTINGS
+            ));
+        }
+        let setting_texts = self
+            .engine
+            .config
+            .iter()
+            .flat_map(|(name, value)| [name, value])
+            .chain(&self.engine.config_unreported);
+        for text in setting_texts {
+            bounded_text(
+                "an engine.config setting",
+                text,
+                MAX_IDENTITY + '…'.len_utf8(),
+            )?;
         }
         if self.warnings.len() > MAX_WARNINGS {
             return Err(format!(

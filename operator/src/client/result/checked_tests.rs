@@ -17,6 +17,8 @@ fn three() -> ClientResult {
             allocator: "jemalloc-5.3.0".into(),
             arch: "x86_64".into(),
             io: Some("epoll".into()),
+            config: [("hash-max-listpack-entries".to_string(), "512".to_string())].into(),
+            config_unreported: Vec::new(),
         },
         commands: 1000,
         encoding: Some("skiplist".into()),
@@ -148,6 +150,15 @@ fn strings_longer_than_a_client_sends_are_refused() {
         message: "x".into(),
     });
     assert!(invalid(&result, 3).contains("CamelCase"));
+    let mut result = three();
+    result
+        .engine
+        .config
+        .insert("hash-max-listpack-value".into(), "6".repeat(100));
+    assert!(invalid(&result, 3).contains("an engine.config setting"));
+    let mut result = three();
+    result.engine.config_unreported = (0..40).map(|i| format!("s{i}")).collect();
+    assert!(invalid(&result, 3).contains("engine.config has 41 settings"));
 }
 
 #[test]

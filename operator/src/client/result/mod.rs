@@ -19,6 +19,8 @@ pub use checked::{QUOTED_BYTES, ReadError, quote};
 
 use serde::{Deserialize, Serialize};
 
+use crate::crd::engine_settings::MAX_CONFIG_SETTINGS;
+
 use crate::client::measure::{
     BenchmarkReport, ErrorReport, MemorySample, RepetitionResult, Summary,
 };
@@ -86,6 +88,13 @@ pub struct EngineIdentity {
     /// The server's event loop (`INFO server` `multiplexing_api`), when it reports one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io: Option<String>,
+    /// The settings the spec changed, as `CONFIG GET` read them back (at most 16, each value
+    /// at most 64 bytes).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub config: std::collections::BTreeMap<String, String>,
+    /// Settings asked for that the engine does not report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_unreported: Vec<String>,
 }
 
 /// How far a failed repetition got before it stopped.
@@ -311,10 +320,15 @@ impl DecodedRepetition {
 }
 
 fn shorten(text: &str) -> String {
-    if text.len() <= MAX_TEXT {
+    shortened(text, MAX_TEXT)
+}
+
+/// `text` cut to at most `max` bytes (on a character boundary), marked with `…` when cut.
+fn shortened(text: &str, max: usize) -> String {
+    if text.len() <= max {
         return text.to_string();
     }
-    let mut end = MAX_TEXT;
+    let mut end = max;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
@@ -331,6 +345,20 @@ impl ClientResult {
                 allocator: report.engine.allocator.clone(),
                 arch: report.engine.arch.clone(),
                 io: report.engine.multiplexing_api.clone(),
+                config: report
+                    .engine
+                    .config
+                    .iter()
+                    .take(MAX_CONFIG_SETTINGS)
+                    .map(|(name, value)| (shortened(name, 64), shortened(value, 64)))
+                    .collect(),
+                config_unreported: report
+                    .engine
+                    .config_unreported
+                    .iter()
+                    .take(MAX_CONFIG_SETTINGS)
+                    .map(|name| shortened(name, 64))
+                    .collect(),
             },
             commands: report.repetitions.first().map_or(0, |r| r.commands),
             encoding: report.repetitions.last().and_then(|r| r.encoding.clone()),
@@ -481,6 +509,7 @@ mod tests {
             seconds: 92.5 + f64::from(i) * 0.137,
             encoding: Some("skiplist".into()),
             expected_unique_items: None,
+            keys_with_ttl: None,
             settled: settled.then(|| SettledMemory {
                 after_seconds: 5,
                 used_memory: used - 1_000_000,
@@ -519,6 +548,8 @@ mod tests {
                 sample_every: 1_000_000,
             }),
             pipeline: 100,
+            ttl: None,
+            cluster: None,
             repetitions_requested: n,
             summary: Summary::of(&repetitions, &StabilityThresholds::default()),
             repetitions,

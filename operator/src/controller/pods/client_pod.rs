@@ -18,6 +18,8 @@ use crate::client::progress_endpoint::PROGRESS_PORT;
 use crate::client::workload::Workload;
 use crate::controller::pod_security::{client_pod_security_context, restricted_container};
 use crate::crd::{MemoryBenchmark, RecordLayout};
+use crate::validation::engine_config::settings_to_read_back;
+use crate::validation::entry_ttl;
 
 /// The `membench load` arguments that load the spec's workload into the engine at `address`
 /// and leave the result in the termination message.
@@ -87,6 +89,36 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
     // was (--keep-data).
     args.push("--flush".into());
     args.push("--keep-data".into());
+    args
+}
+
+/// [`client_args`] for engine `index`: with the workload's TTL unless the entry is
+/// `withoutTtl`, and the settings its entry changed to read back (`--read-config`), so the
+/// result records their effective values.
+fn client_args_reading_back(
+    benchmark: &MemoryBenchmark,
+    index: usize,
+    workload: &Workload,
+    address: &str,
+) -> Vec<String> {
+    let mut args = client_args(benchmark, workload, address);
+    let engine = &benchmark.spec.engines[index];
+    if let Some(ttl) = entry_ttl(&benchmark.spec, engine) {
+        args.extend([
+            "--ttl-seconds".into(),
+            ttl.seconds.to_string(),
+            "--ttl-share".into(),
+            ttl.share.to_string(),
+        ]);
+    }
+    if engine.cluster_mode {
+        args.push("--own-all-slots".into());
+    }
+    let names = settings_to_read_back(engine);
+    if !names.is_empty() {
+        args.push("--read-config".into());
+        args.push(names.join(","));
+    }
     args
 }
 
@@ -166,7 +198,12 @@ pub fn client_pod(
             containers: vec![Container {
                 name: "client".into(),
                 image: Some(settings.client_image.clone()),
-                args: Some(client_args(benchmark, workload, &engine_address(engine_ip))),
+                args: Some(client_args_reading_back(
+                    benchmark,
+                    index,
+                    workload,
+                    &engine_address(engine_ip),
+                )),
                 // The progress endpoint listens on the pod's own address.
                 env: Some(client_env(benchmark)),
                 ports: Some(vec![ContainerPort {

@@ -17,10 +17,11 @@ use crate::controller::pod_security::{
     restricted_container,
 };
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
+use crate::validation::engine_config::entry_args;
 use crate::validation::{dragonfly_memory, mebibytes};
 
 /// The arguments an engine starts with: port 6379, persistence off, reachable over the pod
-/// network, then the spec's own (which can override any of these).
+/// network, then the spec's own ([`entry_args`], which can override any of these).
 pub fn engine_args(engine: &EngineSpec) -> Vec<String> {
     let mut args: Vec<String> = match engine.engine {
         EngineKind::Redis | EngineKind::Valkey => [
@@ -45,7 +46,7 @@ pub fn engine_args(engine: &EngineSpec) -> Vec<String> {
         .map(String::from)
         .to_vec(),
     };
-    args.extend(engine.args.iter().cloned());
+    args.extend(entry_args(engine));
     args
 }
 
@@ -55,7 +56,7 @@ pub fn engine_args(engine: &EngineSpec) -> Vec<String> {
 /// them (a literal `--requirepass` needs the operator's `--allow-open-engine-args`).
 fn pod_engine_args(engine: &EngineSpec, memory_bytes: u64) -> Vec<String> {
     let mut args = engine_args(engine);
-    let own = args.split_off(args.len() - engine.args.len());
+    let own = args.split_off(args.len() - entry_args(engine).len());
     if engine.engine == EngineKind::Dragonfly {
         args.push(format!(
             "--maxmemory={}",

@@ -156,7 +156,8 @@ fn the_client_runs_next_to_its_engine_and_writes_its_result_to_the_termination_m
     let args = container.args.clone().unwrap().join(" ");
     assert_eq!(
         args,
-        "load --addr 127.1.0.5:6379 --workload sorted-set --members 20000 --key membench:zset --sample-every 1000000 --pipeline 100 --repetitions 3 --settle-seconds 0 --output json --result-file /dev/termination-log --progress-port 9121 --flush --keep-data"
+        "load --addr 127.1.0.5:6379 --workload sorted-set --members 20000 --key membench:zset --sample-every 1000000 --pipeline 100 --repetitions 3 --settle-seconds 0 --output json --result-file /dev/termination-log --progress-port 9121 --flush --keep-data --read-config maxmemory",
+        "the setting the entry's args change is read back"
     );
     assert_eq!(
         container.termination_message_path.as_deref(),
@@ -385,4 +386,83 @@ fn a_dragonfly_pod_gets_maxmemory_at_80_percent_of_its_limit_before_the_specs_ow
         ours < theirs,
         "the spec's own flag must come last and win: {args:?}"
     );
+}
+
+#[test]
+fn an_entrys_config_follows_membenchs_args_and_precedes_its_own_in_the_engine_pod() {
+    let mut b = benchmark("");
+    b.spec.engines[1].config = [("hash-max-listpack-entries".to_string(), "0".to_string())].into();
+    let pod = engine_pod(&b, 1, 1 << 30, None, &PodSettings::default());
+    let args = pod.spec.unwrap().containers[0].args.clone().unwrap();
+    let joined = args.join(" ");
+    assert!(
+        joined.ends_with("--requirepass $(MEMBENCH_ENGINE_PASSWORD) --hash-max-listpack-entries 0 --maxmemory 1gb"),
+        "{joined}"
+    );
+    let mut dragonfly = benchmark("");
+    dragonfly.spec.engines[1].engine = EngineKind::Dragonfly;
+    dragonfly.spec.engines[1].args = vec!["--proactor_threads=1".into()];
+    dragonfly.spec.engines[1].config = [("maxmemory".to_string(), "2G".to_string())].into();
+    let pod = engine_pod(&dragonfly, 1, 1 << 30, None, &PodSettings::default());
+    let args = pod.spec.unwrap().containers[0].args.clone().unwrap();
+    let computed = args
+        .iter()
+        .position(|a| a.starts_with("--maxmemory=") && a != "--maxmemory=2G");
+    let given = args.iter().position(|a| a == "--maxmemory=2G");
+    assert!(
+        computed < given && given.is_some(),
+        "the spec's maxmemory comes later and wins: {args:?}"
+    );
+    assert_eq!(
+        args.last().map(String::as_str),
+        Some("--proactor_threads=1")
+    );
+    let client = client_pod(
+        &dragonfly,
+        1,
+        1,
+        &workload(&dragonfly),
+        "127.1.0.5",
+        &PodSettings::default(),
+    );
+    let client_args = client.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap()
+        .join(" ");
+    assert!(
+        client_args.ends_with("--read-config maxmemory,proactor_threads"),
+        "{client_args}"
+    );
+}
+
+#[test]
+fn the_client_gets_the_workloads_ttl_unless_its_entry_is_without_ttl() {
+    let mut b = parse_specs(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: ttl, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}, {engine: valkey, version: \"9.1.2\", name: plain, withoutTtl: true}]\n  workload: {strings: {keys: 1000, ttlSeconds: 3600, ttlShare: 0.25}}\n",
+    )
+    .unwrap()
+    .remove(0);
+    b.metadata.uid = Some("uid-1".into());
+    let args = |index: usize| {
+        let pod = client_pod(
+            &b,
+            index,
+            1,
+            &workload(&b),
+            "127.1.0.5",
+            &PodSettings::default(),
+        );
+        pod.spec.unwrap().containers[0]
+            .args
+            .clone()
+            .unwrap()
+            .join(" ")
+    };
+    assert!(
+        args(0).ends_with("--ttl-seconds 3600 --ttl-share 0.25"),
+        "{}",
+        args(0)
+    );
+    assert!(!args(1).contains("--ttl"), "{}", args(1));
 }
