@@ -39,6 +39,12 @@ pub fn run_local(args: RunArgs) -> ExitCode {
     if let Err(message) = membench::local::runner::select_engines(&mut benchmarks, &args.engines) {
         return usage_error(&message);
     }
+    if let Some(message) = benchmarks
+        .iter()
+        .find_map(|b| membench::local::runner::refuse_cluster_only(b).err())
+    {
+        return usage_error(&message);
+    }
     let thresholds = args.stability.thresholds();
     // SIGINT and SIGTERM (Ctrl-C, `timeout`) end the engine under way with what it measured;
     // its engine is stopped and the run goes on to print and write what it has. Should the
@@ -70,6 +76,9 @@ pub fn run_local(args: RunArgs) -> ExitCode {
                 "note: {name}: spec.auth names the Kubernetes Secret {:?} (key {:?}), which a local run does not read: the local engines require a password made for this run",
                 secret.name, secret.key
             );
+        }
+        for note in membench::local::runner::local_notes(benchmark) {
+            eprintln!("note: {name}: {note}");
         }
         // Both callbacks draw on the same bar.
         let progress = std::cell::RefCell::new(ProgressReporter::new(&name));

@@ -233,7 +233,7 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
                 .map_err(Error::CreateNetworkPolicy)?;
         }
         let refused = create_pods(&pods_api, &plan.create).await?;
-        if refused.is_empty() || rejected.len() > benchmark.spec.engines.len() {
+        if refused.is_empty() || rejected.len() > benchmark.spec.runs() {
             break plan;
         }
         rejected.extend(refused);
