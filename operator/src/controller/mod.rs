@@ -32,6 +32,8 @@ pub mod network_policy;
 #[cfg(test)]
 mod never_stuck_tests;
 pub mod observation;
+#[cfg(test)]
+mod parallel_tests;
 pub mod plan;
 pub mod pod_security;
 pub mod pod_state;

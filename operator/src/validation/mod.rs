@@ -481,9 +481,38 @@ mod tests {
         validate_spec(&spec).expect("a local run needs no instance type");
         let err = validate(&spec).unwrap_err();
         assert!(err.starts_with("spec.instanceType is missing"), "{err}");
+        assert!(err.contains("instanceTypes"), "{err}");
         spec.spec.instance_type = "r8g 4xlarge".into();
         let err = validate_spec(&spec).unwrap_err();
         assert!(err.contains(message::INSTANCE_TYPE), "{err}");
+    }
+
+    #[test]
+    fn instance_types_and_parallelism_are_checked_as_the_schema_checks_them() {
+        let mut spec = benchmark("types", "[{engine: redis, version: \"7.0.15\"}]");
+        spec.spec.instance_types = vec!["r7i.4xlarge".into()];
+        let err = validate_spec(&spec).unwrap_err();
+        assert!(err.contains(message::BOTH_INSTANCE_TYPE_FIELDS), "{err}");
+        spec.spec.instance_type = String::new();
+        spec.spec.instance_types = vec!["r8g.4xlarge".into(), "r7i.4xlarge".into()];
+        validate(&spec).expect("two instance types");
+        spec.spec.instance_types.push("r8g.4xlarge".into());
+        let err = validate_spec(&spec).unwrap_err();
+        assert!(
+            err.starts_with("spec.instanceTypes[2] 'r8g.4xlarge'")
+                && err.contains(message::INSTANCE_TYPES_DISTINCT),
+            "{err}"
+        );
+        spec.spec.instance_types = vec!["r8g 4xlarge".into()];
+        let err = validate_spec(&spec).unwrap_err();
+        assert!(err.contains(message::INSTANCE_TYPES), "{err}");
+        spec.spec.instance_types = vec!["r8g.4xlarge".into()];
+        spec.spec.parallelism = 0;
+        let err = validate_spec(&spec).unwrap_err();
+        assert!(
+            err.starts_with("spec.parallelism is 0: parallelism must be at least 1"),
+            "{err}"
+        );
     }
 
     #[test]
