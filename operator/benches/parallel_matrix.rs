@@ -27,14 +27,16 @@
 //! ratio is that of this machine, not of 4 real nodes.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 use membench::crd::{MemoryBenchmark, Phase};
+
+#[path = "common/dev_cluster.rs"]
+mod dev_cluster;
+use dev_cluster::Cluster;
 
 #[allow(dead_code)]
 #[path = "../tests/common/operator_process.rs"]
@@ -65,10 +67,6 @@ const BUILDS: [(&str, &str); 11] = [
     ("valkey", "9.1.2"),
 ];
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-}
-
 fn option(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
@@ -76,61 +74,6 @@ fn option(name: &str, default: u64) -> u64 {
         .and_then(|i| args.get(i + 1))
         .and_then(|n| n.parse().ok())
         .unwrap_or(default)
-}
-
-/// The dev cluster of this run; stopped when dropped if this run started it.
-struct Cluster {
-    dir: PathBuf,
-    started_here: bool,
-}
-
-impl Cluster {
-    fn up() -> anyhow::Result<Self> {
-        let dir = std::env::var_os("MEMBENCH_DEV_CLUSTER_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var("HOME").unwrap_or_default())
-                    .join(".cache/membench/parallel-matrix")
-            });
-        let nodes =
-            std::env::var("MEMBENCH_DEV_CLUSTER_NODES").unwrap_or_else(|_| DEFAULT_NODES.into());
-        let script = repo_root().join("hack/dev-cluster.sh");
-        let was_up = Command::new(&script)
-            .arg("status")
-            .env("MEMBENCH_DEV_CLUSTER_DIR", &dir)
-            .output()
-            .map(|o| o.status.success() && dir.join("kubeconfig").is_file())
-            .unwrap_or(false);
-        let status = Command::new(&script)
-            .arg("up")
-            .env("MEMBENCH_DEV_CLUSTER_DIR", &dir)
-            .env("MEMBENCH_DEV_CLUSTER_NODES", &nodes)
-            .env("MEMBENCH_BIN", env!("CARGO_BIN_EXE_membench"))
-            .env_remove("MEMBENCH_DEV_CLUSTER_OPERATOR")
-            .stdout(Stdio::null())
-            .status()?;
-        anyhow::ensure!(status.success(), "hack/dev-cluster.sh up failed");
-        Ok(Self {
-            dir,
-            started_here: !was_up,
-        })
-    }
-
-    fn kubeconfig(&self) -> PathBuf {
-        self.dir.join("kubeconfig")
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if self.started_here {
-            let _ = Command::new(repo_root().join("hack/dev-cluster.sh"))
-                .arg("down")
-                .env("MEMBENCH_DEV_CLUSTER_DIR", &self.dir)
-                .stdout(Stdio::null())
-                .status();
-        }
-    }
 }
 
 fn matrix(
@@ -214,7 +157,7 @@ async fn main() -> anyhow::Result<()> {
     let members = option("--members", 1_000_000);
     let repetitions = option("--repetitions", 3);
     let settle = option("--settle-seconds", 2);
-    let cluster = Cluster::up()?;
+    let cluster = Cluster::up("parallel-matrix", DEFAULT_NODES)?;
     let client = membench_devcluster::cluster::client_for(&cluster.kubeconfig()).await?;
     let nodes = Api::<Node>::all(client.clone())
         .list(
@@ -241,8 +184,9 @@ async fn main() -> anyhow::Result<()> {
         },
     )?;
     println!(
-        "cluster: {} ({nodes} {INSTANCE_TYPE} nodes); machine: {} CPUs; workload: sorted set of {members} members, {repetitions} repetitions, settleSeconds {settle}, {} builds",
+        "cluster: {} (asked for {}; it has {nodes} {INSTANCE_TYPE} nodes); machine: {} CPUs; workload: sorted set of {members} members, {repetitions} repetitions, settleSeconds {settle}, {} builds",
         cluster.dir.display(),
+        cluster.nodes,
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         BUILDS.len()
     );

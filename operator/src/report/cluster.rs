@@ -267,24 +267,21 @@ mod tests {
         b.status = Some(MemoryBenchmarkStatus {
             phase: Some(Phase::Succeeded),
             workload: Some("sorted-set 50000000 members".into()),
-            engines: vec![
+            engines: [
+                ("redis", 96.6, "r8g.4xlarge"),
+                ("valkey", 66.6, "r8g.4xlarge"),
+                ("redis", 96.7, "r7i.4xlarge"),
+                ("valkey", 66.8, "r7i.4xlarge"),
+            ]
+            .into_iter()
+            .map(|(kind, median, t)| {
+                let version = if kind == "redis" { "7.0.15" } else { "9.1.2" };
                 on(
-                    engine("redis-7.0.15", "redis", "7.0.15", 96.6),
-                    "r8g.4xlarge",
-                ),
-                on(
-                    engine("valkey-9.1.2", "valkey", "9.1.2", 66.6),
-                    "r8g.4xlarge",
-                ),
-                on(
-                    engine("redis-7.0.15", "redis", "7.0.15", 96.7),
-                    "r7i.4xlarge",
-                ),
-                on(
-                    engine("valkey-9.1.2", "valkey", "9.1.2", 66.8),
-                    "r7i.4xlarge",
-                ),
-            ],
+                    engine(&format!("{kind}-{version}"), kind, version, median),
+                    t,
+                )
+            })
+            .collect(),
             ..Default::default()
         });
         b
