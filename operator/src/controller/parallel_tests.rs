@@ -72,6 +72,26 @@ fn parallelism_creates_that_many_engine_pods_at_once_and_no_more() {
         "{:?}",
         status.progress
     );
+    // Both measuring: a reconciliation without a fresh progress reading keeps the last one,
+    // and the note of how many run at once is not repeated.
+    let clients: Vec<_> = plan
+        .create
+        .iter()
+        .filter(|p| p.name_any().contains("client"))
+        .map(|p| ready(created(p.clone(), 2), "r8g-1", "127.1.0.3"))
+        .collect();
+    let all: Vec<_> = running.iter().chain(&clients).cloned().collect();
+    let probe = super::observation::LoadProbe {
+        repetitions_begun: Some(1),
+        loaded_percent: Some(40),
+    };
+    reconcile(&mut b, &all, 3, Some(probe));
+    reconcile(&mut b, &all, 4, None);
+    let summary = b.status.as_ref().unwrap().progress.clone().unwrap().summary;
+    assert_eq!(
+        summary,
+        "1/3 redis-7.0.15: rep 1/3, 40% loaded (2 engines under way at once)"
+    );
 }
 
 #[test]

@@ -9,6 +9,9 @@ use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase, Pr
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
 use super::observation::{LoadProbe, current_engine, is_terminal};
 
+/// The end of progress's note of how many engines run at once: " (4 engines under way at once)".
+const AT_ONCE: &str = " engines under way at once)";
+
 /// Phase, progress, the best engine, changes against the first engine, and conditions, all
 /// derived from the engines' states.
 pub(super) fn summarize(
@@ -146,10 +149,16 @@ pub(super) fn summarize(
             status.finished_at = None;
             let mut progress = running_progress(status, index, spec, load, old);
             let at_once = if under_way > 1 {
-                format!(" ({under_way} engines under way at once)")
+                format!(" ({under_way}{AT_ONCE}")
             } else {
                 String::new()
             };
+            // A progress kept from the last reading already carries the count: replace it.
+            if progress.summary.ends_with(AT_ONCE)
+                && let Some(start) = progress.summary.rfind(" (")
+            {
+                progress.summary.truncate(start);
+            }
             progress.summary.push_str(&at_once);
             // A run that waits because the pool has fewer nodes than spec.parallelism says so in
             // the condition, whichever run is first.
