@@ -38,7 +38,7 @@ use membench::crd::{MemoryBenchmark, Phase};
 
 #[path = "common/dev_cluster.rs"]
 mod dev_cluster;
-use dev_cluster::Cluster;
+use dev_cluster::{Cluster, create_namespace, verdict};
 
 // Shared with the tests; `kill` is for the leader hand-over test only.
 #[allow(dead_code)]
@@ -197,17 +197,6 @@ fn watch_pods(
     })
 }
 
-async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
-    let namespace: Namespace = serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": name, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
-    }))?;
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await?;
-    Ok(())
-}
-
 /// Benchmark `i` of a run: engines and workloads take turns, as do the two instance types.
 fn benchmark(name: &str, i: usize, dragonfly: bool) -> anyhow::Result<MemoryBenchmark> {
     let engines = [
@@ -276,14 +265,6 @@ fn median(values: &mut [f64]) -> f64 {
         values[n / 2]
     } else {
         (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "meets the target"
-    } else {
-        "MISSES the target"
     }
 }
 

@@ -37,13 +37,13 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, Node};
+use kube::Api;
 use kube::api::{ListParams, PostParams};
-use kube::{Api, Client};
 use membench::crd::{MemoryBenchmark, Phase};
 
 #[path = "common/dev_cluster.rs"]
 mod dev_cluster;
-use dev_cluster::Cluster;
+use dev_cluster::{Cluster, create_namespace, verdict};
 
 #[allow(dead_code)]
 #[path = "../tests/common/operator_process.rs"]
@@ -146,14 +146,6 @@ fn bytes_per_member(benchmark: &MemoryBenchmark) -> BTreeMap<String, (Option<f64
             (e.name.clone(), (mean, first))
         })
         .collect()
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "meets the target"
-    } else {
-        "MISSES the target"
-    }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -284,16 +276,5 @@ async fn main() -> anyhow::Result<()> {
     let _ = Api::<Namespace>::all(client)
         .delete(&namespace, &Default::default())
         .await;
-    Ok(())
-}
-
-async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
-    let namespace: Namespace = serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": name, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
-    }))?;
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await?;
     Ok(())
 }

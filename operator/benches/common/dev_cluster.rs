@@ -1,5 +1,6 @@
-//! The private dev cluster a bench on the dev cluster runs against, shared by
-//! benches/operator_at_scale.rs and benches/parallel_matrix.rs through a `#[path]` include:
+//! What the benches on the dev cluster share (benches/operator_at_scale.rs and
+//! benches/parallel_matrix.rs, through a `#[path]` include): a namespace of their own, the
+//! verdict printed beside a figure, and the private dev cluster they run against,
 //! `MEMBENCH_DEV_CLUSTER_DIR` (default `~/.cache/membench/<default_dir>`) with
 //! `MEMBENCH_DEV_CLUSTER_NODES` (default the bench's own), started through `hack/dev-cluster.sh
 //! up` when it is not up (a cluster already up keeps its nodes), and stopped when dropped if
@@ -7,6 +8,32 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::PostParams;
+use kube::{Api, Client};
+
+/// A figure's verdict: nothing fails on a figure, it is printed beside its target.
+pub fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "meets the target"
+    } else {
+        "MISSES the target"
+    }
+}
+
+/// A namespace for the bench's benchmarks, enforcing Pod Security `restricted` as a platform
+/// team's would.
+pub async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
+    let namespace: Namespace = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
+    }))?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await?;
+    Ok(())
+}
 
 pub fn repo_root() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
