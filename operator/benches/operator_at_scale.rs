@@ -26,8 +26,6 @@
 //! (`hack/build-tools.sh`, the engine store).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,6 +35,10 @@ use kube::api::{ListParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use membench::crd::{MemoryBenchmark, Phase};
+
+#[path = "common/dev_cluster.rs"]
+mod dev_cluster;
+use dev_cluster::{Cluster, create_namespace, verdict};
 
 // Shared with the tests; `kill` is for the leader hand-over test only.
 #[allow(dead_code)]
@@ -49,10 +51,6 @@ const DEFAULT_NODES: &str = "r8g.4xlarge=4,r7i.4xlarge=4";
 const LATENCY_SAMPLES: usize = 10;
 const RSS_TARGET_MIB: f64 = 64.0;
 const IDLE_SECONDS: u64 = 60;
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-}
 
 struct Options {
     benchmarks: usize,
@@ -67,62 +65,6 @@ fn options() -> Options {
         .and_then(|n| n.parse().ok())
         .unwrap_or(200);
     Options { benchmarks }
-}
-
-/// The private dev cluster of this run; stopped when dropped if this run started it.
-struct Cluster {
-    dir: PathBuf,
-    started_here: bool,
-}
-
-impl Cluster {
-    fn up() -> anyhow::Result<Self> {
-        let dir = std::env::var_os("MEMBENCH_DEV_CLUSTER_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var("HOME").unwrap_or_default())
-                    .join(".cache/membench/operator-at-scale")
-            });
-        let nodes =
-            std::env::var("MEMBENCH_DEV_CLUSTER_NODES").unwrap_or_else(|_| DEFAULT_NODES.into());
-        let script = repo_root().join("hack/dev-cluster.sh");
-        let was_up = Command::new(&script)
-            .arg("status")
-            .env("MEMBENCH_DEV_CLUSTER_DIR", &dir)
-            .output()
-            .map(|o| o.status.success() && dir.join("kubeconfig").is_file())
-            .unwrap_or(false);
-        let status = Command::new(&script)
-            .arg("up")
-            .env("MEMBENCH_DEV_CLUSTER_DIR", &dir)
-            .env("MEMBENCH_DEV_CLUSTER_NODES", &nodes)
-            .env("MEMBENCH_BIN", env!("CARGO_BIN_EXE_membench"))
-            .env_remove("MEMBENCH_DEV_CLUSTER_OPERATOR")
-            .stdout(Stdio::null())
-            .status()?;
-        anyhow::ensure!(status.success(), "hack/dev-cluster.sh up failed");
-        println!("cluster: {} ({nodes})", dir.display());
-        Ok(Self {
-            dir,
-            started_here: !was_up,
-        })
-    }
-
-    fn kubeconfig(&self) -> PathBuf {
-        self.dir.join("kubeconfig")
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if self.started_here {
-            let _ = Command::new(repo_root().join("hack/dev-cluster.sh"))
-                .arg("down")
-                .env("MEMBENCH_DEV_CLUSTER_DIR", &self.dir)
-                .stdout(Stdio::null())
-                .status();
-        }
-    }
 }
 
 /// Warning and error lines of the operator's log, counted by level and message.
@@ -255,17 +197,6 @@ fn watch_pods(
     })
 }
 
-async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
-    let namespace: Namespace = serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": name, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
-    }))?;
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await?;
-    Ok(())
-}
-
 /// Benchmark `i` of a run: engines and workloads take turns, as do the two instance types.
 fn benchmark(name: &str, i: usize, dragonfly: bool) -> anyhow::Result<MemoryBenchmark> {
     let engines = [
@@ -337,21 +268,14 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "meets the target"
-    } else {
-        "MISSES the target"
-    }
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let options = options();
     if std::env::args().any(|a| a == "--list") {
         return Ok(());
     }
-    let cluster = Cluster::up()?;
+    let cluster = Cluster::up("operator-at-scale", DEFAULT_NODES)?;
+    println!("cluster: {} ({})", cluster.dir.display(), cluster.nodes);
     let client = membench_devcluster::cluster::client_for(&cluster.kubeconfig()).await?;
     let dragonfly = membench_enginestore::EngineStore::open_default()
         .map(|s| s.builds().iter().any(|b| b.engine == "dragonfly"))

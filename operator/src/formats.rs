@@ -80,6 +80,12 @@ pub fn is_memory_quantity(quantity: &str) -> bool {
 /// a local run says what the API server would.
 pub mod message {
     pub const NAME_LENGTH: &str = "metadata.name may have at most 48 characters: the operator names the benchmark's pods after it (adding up to 15 characters, such as -12-client-3) and labels them with it; choose a shorter name";
+    pub const INSTANCE_TYPES: &str = "every instanceTypes entry must be a node label value, such as r8g.4xlarge: letters, digits, '-', '_' and '.', starting and ending with a letter or digit";
+    pub const INSTANCE_TYPES_DISTINCT: &str =
+        "instanceTypes lists an instance type twice: name each one once";
+    pub const BOTH_INSTANCE_TYPE_FIELDS: &str = "set instanceType (one instance type) or instanceTypes (several), not both: move instanceType into the instanceTypes list";
+    pub const NO_INSTANCE_TYPE: &str = "instanceType is missing: a cluster runs the engines on a node of this instance type (or set instanceTypes to run them on several)";
+    pub const PARALLELISM: &str = "parallelism must be at least 1 (engines at once on each instance type; 1 runs them one after another)";
     pub const INSTANCE_TYPE: &str = "instanceType must be a node label value, such as r8g.4xlarge: letters, digits, '-', '_' and '.', starting and ending with a letter or digit";
     pub const IMAGE: &str = "image must be an image reference such as valkey/valkey:9.1.2 or registry.example.com/team/redis:7.4@sha256:<digest>: an optional registry host, a lowercase repository path, then an optional :tag and @digest, without spaces or a scheme";
     pub const MEMORY_QUANTITY: &str = "memory must be a memory quantity such as 512Mi, 16Gi, 2G or 1.5Gi (bytes, k, M, G, T, Ki, Mi, Gi or Ti)";

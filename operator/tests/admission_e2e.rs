@@ -33,6 +33,30 @@ const VALID: &str = "  instanceType: r8g.4xlarge\n  engines: [{engine: redis, ve
 const BAD_SPECS: &[BadSpec] = &[
     BadSpec {
         replace: "instanceType: r8g.4xlarge",
+        with: "instanceType: r8g.4xlarge\n  instanceTypes: [r7i.4xlarge]",
+        field: "spec",
+        words: "set instanceType (one instance type) or instanceTypes (several), not both",
+    },
+    BadSpec {
+        replace: "instanceType: r8g.4xlarge",
+        with: "instanceTypes: [r8g.4xlarge, r7i.4xlarge, r8g.4xlarge]",
+        field: "spec.instanceTypes",
+        words: "lists an instance type twice",
+    },
+    BadSpec {
+        replace: "instanceType: r8g.4xlarge",
+        with: "instanceTypes: [\"r8g 4xlarge\"]",
+        field: "spec.instanceTypes",
+        words: "must be a node label value",
+    },
+    BadSpec {
+        replace: "instanceType: r8g.4xlarge",
+        with: "instanceType: r8g.4xlarge\n  parallelism: 0",
+        field: "spec.parallelism",
+        words: "greater than or equal to 1",
+    },
+    BadSpec {
+        replace: "instanceType: r8g.4xlarge",
         with: "instanceType: \"r8g 4xlarge\"",
         field: "spec.instanceType",
         words: "must be a node label value",

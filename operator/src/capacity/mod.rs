@@ -43,16 +43,16 @@ pub const MAX_HEADROOM_PERCENT: u32 = 90;
 
 impl CapacityRequest {
     /// The request of a spec's `capacity`, with the families defaulted from the spec's
-    /// instance type (all the table's when it names none the table knows).
+    /// instance types (all the table's when it names none the table knows).
     pub fn from_spec(
         spec: &CapacitySpec,
-        instance_type: Option<&str>,
+        instance_types: &[&str],
         prices: Option<Prices>,
     ) -> Result<Self, String> {
         let request = Self {
             items: spec.items,
             headroom_percent: spec.headroom_percent,
-            families: default_families(&spec.instance_families, instance_type),
+            families: default_families(&spec.instance_families, instance_types),
             prices,
         };
         request.validate()?;
@@ -75,19 +75,24 @@ impl CapacityRequest {
     }
 }
 
-/// The families given, or the family of `instance_type`, or every family of the table.
-pub fn default_families(
-    given: &[InstanceFamily],
-    instance_type: Option<&str>,
-) -> Vec<InstanceFamily> {
+/// The families given, or the families of `instance_types` (a benchmark's `instanceType`, or
+/// each of its `instanceTypes`), or every family of the table when it knows none of them.
+pub fn default_families(given: &[InstanceFamily], instance_types: &[&str]) -> Vec<InstanceFamily> {
     if !given.is_empty() {
         let mut families = given.to_vec();
         families.dedup();
         return families;
     }
-    match instance_type.and_then(instance_types::family_of) {
-        Some(family) => vec![family],
-        None => InstanceFamily::ALL.to_vec(),
+    let mut families: Vec<InstanceFamily> = Vec::new();
+    for family in instance_types.iter().filter_map(|t| instance_types::family_of(t)) {
+        if !families.contains(&family) {
+            families.push(family);
+        }
+    }
+    if families.is_empty() {
+        InstanceFamily::ALL.to_vec()
+    } else {
+        families
     }
 }
 

@@ -14,9 +14,10 @@ pub fn status_of(
     prices: Option<&Result<Prices, String>>,
 ) -> Option<CapacityStatus> {
     let capacity = benchmark.spec.capacity.as_ref()?;
-    let instance_type = Some(benchmark.spec.instance_type.as_str()).filter(|t| !t.is_empty());
+    let types = benchmark.spec.instance_types();
+    let types: Vec<&str> = types.iter().map(String::as_str).collect();
     let given = prices.and_then(|p| p.as_ref().ok()).cloned();
-    let request = match CapacityRequest::from_spec(capacity, instance_type, given) {
+    let request = match CapacityRequest::from_spec(capacity, &types, given) {
         Ok(r) => r,
         Err(message) => {
             return Some(CapacityStatus {

@@ -105,16 +105,21 @@ fn an_engine_too_big_for_every_type_says_so() {
 #[test]
 fn families_default_to_the_spec_instance_types_family() {
     assert_eq!(
-        default_families(&[], Some("r7g.4xlarge")),
+        default_families(&[], &["r7g.4xlarge"]),
         vec![InstanceFamily::R7g]
     );
+    // instanceTypes: each type's family, once, in the spec's order.
     assert_eq!(
-        default_families(&[], Some("m7g.4xlarge")),
+        default_families(&[], &["r8g.4xlarge", "r7i.4xlarge", "r8g.2xlarge"]),
+        vec![InstanceFamily::R8g, InstanceFamily::R7i]
+    );
+    assert_eq!(
+        default_families(&[], &["m7g.4xlarge"]),
         InstanceFamily::ALL.to_vec()
     );
-    assert_eq!(default_families(&[], None), InstanceFamily::ALL.to_vec());
+    assert_eq!(default_families(&[], &[]), InstanceFamily::ALL.to_vec());
     assert_eq!(
-        default_families(&[InstanceFamily::R6i], Some("r7g.4xlarge")),
+        default_families(&[InstanceFamily::R6i], &["r7g.4xlarge"]),
         vec![InstanceFamily::R6i]
     );
     let err = InstanceFamily::parse("m7g").unwrap_err();

@@ -134,7 +134,11 @@ pub fn run_capacity(args: CapacityArgs) -> ExitCode {
             headroom_percent: args.headroom_percent,
             families: membench::capacity::default_families(
                 &args.instance_families,
-                comparison.instance_type.as_deref(),
+                &comparison
+                    .instance_type
+                    .as_deref()
+                    .map(|types| types.split(", ").collect::<Vec<_>>())
+                    .unwrap_or_default(),
             ),
             prices: prices.clone(),
         };

@@ -43,6 +43,12 @@ pub fn run_local(args: RunArgs) -> ExitCode {
     if let Err(message) = membench::local::runner::select_engines(&mut benchmarks, &args.engines) {
         return usage_error(&message);
     }
+    if let Some(message) = benchmarks
+        .iter()
+        .find_map(|b| membench::local::runner::refuse_cluster_only(b).err())
+    {
+        return usage_error(&message);
+    }
     let prices = match args
         .prices
         .as_deref()
@@ -64,11 +70,11 @@ pub fn run_local(args: RunArgs) -> ExitCode {
                         "note: {name}: spec.capacity.pricesConfigMapRef names a ConfigMap, which a local run does not read: give the prices with --prices FILE"
                     );
                 }
-                let instance_type =
-                    Some(benchmark.spec.instance_type.as_str()).filter(|t| !t.is_empty());
+                let types = benchmark.spec.instance_types();
+                let types: Vec<&str> = types.iter().map(String::as_str).collect();
                 match membench::capacity::CapacityRequest::from_spec(
                     capacity,
-                    instance_type,
+                    &types,
                     prices.clone(),
                 ) {
                     Ok(r) => Some(r),
@@ -111,6 +117,9 @@ pub fn run_local(args: RunArgs) -> ExitCode {
                 "note: {name}: spec.auth names the Kubernetes Secret {:?} (key {:?}), which a local run does not read: the local engines require a password made for this run",
                 secret.name, secret.key
             );
+        }
+        for note in membench::local::runner::local_notes(benchmark) {
+            eprintln!("note: {name}: {note}");
         }
         // Both callbacks draw on the same bar.
         let progress = std::cell::RefCell::new(ProgressReporter::new(&name));

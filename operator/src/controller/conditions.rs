@@ -16,6 +16,9 @@ pub mod reason {
     pub const WAITING_FOR_NODE: &str = "WaitingForNode";
     /// Nodes of the pool exist, but each runs another benchmark's engine: wait in the queue.
     pub const WAITING_FOR_FREE_NODE: &str = "WaitingForFreeNode";
+    /// More engines of the benchmark would run at once (`spec.parallelism`) than its instance
+    /// type's pool has nodes: the engine waits for one of the benchmark's own to finish.
+    pub const PARALLELISM_ABOVE_NODES: &str = "ParallelismAboveNodes";
     /// The node cannot pull the image yet; the kubelet retries with back-off.
     pub const WAITING_FOR_IMAGE: &str = "WaitingForImage";
     /// The node cannot create the container yet: a Secret or ConfigMap it names is missing.

@@ -47,7 +47,12 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
         let before = old.engines.get(i).filter(|b| b.name == engine.name);
         let was = |f: &dyn Fn(&EngineStatus) -> bool| before.is_some_and(f);
         let n = new.engines.len();
-        let who = format!("engine {}/{n} {}", i + 1, engine.name);
+        let who = format!(
+            "engine {}/{n} {}{}",
+            i + 1,
+            engine.name,
+            on_type(new, engine)
+        );
         if engine.started_at.is_some() && !was(&|b| b.started_at.is_some()) {
             events.push(normal(
                 "EngineCreated",
@@ -71,7 +76,11 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
         }
         // Waiting in the node pool's queue, or for the node to pull the image: once, when it
         // begins (the count of benchmarks ahead changes, the reason does not).
-        for waiting in [reason::WAITING_FOR_FREE_NODE, reason::WAITING_FOR_IMAGE] {
+        for waiting in [
+            reason::WAITING_FOR_FREE_NODE,
+            reason::PARALLELISM_ABOVE_NODES,
+            reason::WAITING_FOR_IMAGE,
+        ] {
             if engine.reason.as_deref() == Some(waiting)
                 && !was(&|b| b.reason.as_deref() == Some(waiting))
             {
@@ -137,4 +146,20 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
         }
     }
     events
+}
+
+/// " on r7i.4xlarge" for a run of a benchmark of several instance types; nothing otherwise.
+fn on_type(status: &MemoryBenchmarkStatus, engine: &EngineStatus) -> String {
+    let first = status
+        .engines
+        .first()
+        .and_then(|e| e.instance_type.as_ref());
+    let several = status
+        .engines
+        .iter()
+        .any(|e| e.instance_type.as_ref() != first);
+    match &engine.instance_type {
+        Some(t) if several => format!(" on {t}"),
+        _ => String::new(),
+    }
 }

@@ -19,7 +19,7 @@ use super::pods::{
     self, Component, PodState, client_state, disruption, engine_index, has_started, pod_state,
     stuck_deleting,
 };
-use super::queue::{nodes_busy, waiting_message};
+use super::queue::{busy_nodes, nodes_busy, waiting_message};
 use super::results::tail;
 use super::step::{KeptResult, NEVER_STARTED, Step, container_error_reason, never_started};
 
@@ -38,7 +38,8 @@ impl Step<'_, '_> {
     /// Waits in the node pool's queue: nodes exist but run other engines. No deadline but the
     /// benchmark's own timeoutSeconds.
     fn wait_for_free_node(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) {
-        let message = waiting_message(&self.benchmark.spec.instance_type, self.benchmarks_ahead);
+        let instance_type = self.benchmark.spec.instance_type_of_run(index);
+        let message = waiting_message(&instance_type, self.benchmarks_ahead(index));
         self.wait(
             status,
             index,
@@ -46,6 +47,57 @@ impl Step<'_, '_> {
             message,
             self.settings.poll_interval,
         );
+    }
+
+    /// The scheduler found every node of the pool that could take run `index`'s engine busy.
+    /// When this benchmark's own engines hold all of them and it asks for more at once
+    /// (`spec.parallelism`), the pool is smaller than the parallelism: the run waits for one of
+    /// them (no deadline but timeoutSeconds), saying how many nodes of the type there are.
+    /// Otherwise it waits in the pool's queue behind other benchmarks' engines.
+    fn wait_for_busy_node(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        scheduler_message: &str,
+    ) {
+        let spec = &self.benchmark.spec;
+        let instance_type = spec.instance_type_of_run(index);
+        let own = self.own_engines_on_nodes(&instance_type);
+        let busy = busy_nodes(scheduler_message);
+        match busy {
+            Some(nodes)
+                if spec.parallelism > 1 && nodes <= own && nodes < spec.parallelism as usize =>
+            {
+                let message = format!(
+                    "spec.parallelism is {}, but the pool of instance type {instance_type} has {nodes} {} that can take an engine, each running one of this benchmark's engines: this engine waits for one of them to finish; set parallelism to {nodes} or add nodes of the type (the scheduler: {})",
+                    spec.parallelism,
+                    if nodes == 1 { "node" } else { "nodes" },
+                    tail(scheduler_message, 300)
+                );
+                let after = self.settings.poll_interval;
+                self.wait(
+                    status,
+                    index,
+                    reason::PARALLELISM_ABOVE_NODES,
+                    message,
+                    after,
+                );
+            }
+            _ => self.wait_for_free_node(status, index),
+        }
+    }
+
+    /// How many of this benchmark's engine pods are bound to a node of `instance_type`.
+    fn own_engines_on_nodes(&self, instance_type: &str) -> usize {
+        let spec = &self.benchmark.spec;
+        self.pods
+            .iter()
+            .filter(|p| pods::component(p) == Some(Component::Engine))
+            .filter(|p| {
+                engine_index(p).is_some_and(|i| spec.instance_type_of_run(i) == instance_type)
+            })
+            .filter(|p| pods::node_name(p).is_some())
+            .count()
     }
 
     pub(super) fn engine(
@@ -81,14 +133,17 @@ impl Step<'_, '_> {
             if self.blocked_by_earlier_pod(status, index, &name) {
                 return;
             }
-            if self.benchmarks_ahead > 0 {
+            if self.benchmarks_ahead(index) > 0 {
                 self.wait_for_free_node(status, index);
                 return;
             }
-            // Later engines prefer the node the first one ran on, so their figures (items/s
-            // above all) compare like with like.
+            // Later engines prefer the node the first one of their instance type ran on, so
+            // their figures (items/s above all) compare like with like (with parallelism above
+            // 1 that node is often busy, and the scheduler takes another).
+            let instance_type = self.benchmark.spec.instance_type_of_run(index);
             let first_node = status.engines[..index]
                 .iter()
+                .filter(|e| e.instance_type.as_deref() == Some(instance_type.as_str()))
                 .find_map(|e| e.node_name.clone());
             let pod = pods::engine_pod(
                 self.benchmark,
@@ -127,11 +182,11 @@ impl Step<'_, '_> {
             PodState::Unscheduled { message } => {
                 let message = message.unwrap_or_else(|| "waiting for the scheduler".into());
                 if nodes_busy(&message) {
-                    self.wait_for_free_node(status, index);
+                    self.wait_for_busy_node(status, index, &message);
                 } else if elapsed_since(self.now, created) >= self.settings.scheduling_timeout {
                     let message = format!(
                         "no node of instance type {} took the engine pod within {} s: {message}",
-                        self.benchmark.spec.instance_type,
+                        self.benchmark.spec.instance_type_of_run(index),
                         self.settings.scheduling_timeout.as_secs()
                     );
                     self.fail(status, index, reason::UNSCHEDULABLE, message, true);

@@ -33,6 +33,8 @@ pub mod network_policy;
 #[cfg(test)]
 mod never_stuck_tests;
 pub mod observation;
+#[cfg(test)]
+mod parallel_tests;
 pub mod plan;
 pub mod pod_security;
 pub mod pod_state;
@@ -236,7 +238,7 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
                 .map_err(Error::CreateNetworkPolicy)?;
         }
         let refused = create_pods(&pods_api, &plan.create).await?;
-        if refused.is_empty() || rejected.len() > benchmark.spec.engines.len() {
+        if refused.is_empty() || rejected.len() > benchmark.spec.runs() {
             break plan;
         }
         rejected.extend(refused);

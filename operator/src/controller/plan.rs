@@ -35,7 +35,6 @@ use super::pods::{
     self, Component, PodState, client_attempt, client_state, engine_index, holds_result, owned_by,
     pod_state, stuck_deleting,
 };
-use super::queue::benchmarks_ahead;
 use super::step::Step;
 use super::summary::summarize;
 use crate::validation::validate;
@@ -186,7 +185,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
             .engines
             .iter()
             .zip(&fresh)
-            .all(|(a, b)| a.name == b.name);
+            .all(|(a, b)| a.name == b.name && a.instance_type == b.instance_type);
     if !same_entries {
         status.engines = fresh;
     }
@@ -202,7 +201,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         workload: &valid.workload,
         rejected: observation.rejected,
         foreign: &foreign,
-        benchmarks_ahead: benchmarks_ahead(benchmark, observation.others),
+        others: observation.others,
     };
 
     let finished = matches!(status.phase, Some(Phase::Succeeded | Phase::Failed))
@@ -216,31 +215,25 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
     } else if !finished {
         let started_at = status.started_at.get_or_insert(Time(now)).0;
         let deadline = started_at + seconds(Duration::from_secs(spec.timeout_seconds.into()));
-        let timed_out = now >= deadline;
-        if timed_out && let Some(index) = current_engine(&status) {
-            // A client that finished before this look still counts; one that runs is stopped
-            // and its partial result kept (see `Step::fail`).
-            let message = format!(
-                "the benchmark did not finish within timeoutSeconds ({} s)",
-                spec.timeout_seconds
-            );
-            step.fail(&mut status, index, reason::TIMEOUT, message, true);
-        } else if let Some(index) = current_engine(&status) {
-            // One engine at a time: the pods of the engines before must be gone (unless kept
-            // for debugging) before the next engine starts.
-            let (to_delete, waiting) = step.leftovers(&status, index);
-            if waiting {
-                step.plan.delete.extend(to_delete);
+        if now >= deadline {
+            time_out(&mut step, &mut status);
+        } else {
+            let (to_delete, leftover_runs) = step.leftovers(&status);
+            step.plan.delete.extend(to_delete);
+            let probed = current_engine(&status);
+            for index in runs_to_step(&status, spec, &pods, &leftover_runs) {
+                let memory = valid.engine_memory[index % spec.engines.len()];
+                let load = observation.load.filter(|_| Some(index) == probed);
+                step.engine(&mut status, index, memory, load);
+            }
+            if !leftover_runs.is_empty() {
                 step.requeue(Duration::from_secs(1));
-            } else {
-                let memory = valid.engine_memory[index];
-                step.engine(&mut status, index, memory, observation.load);
             }
         }
     }
     // Finished benchmarks keep no pods but the kept ones (also after an operator restart).
     if current_engine(&status).is_none() {
-        let (to_delete, _) = step.leftovers(&status, status.engines.len());
+        let (to_delete, _) = step.leftovers(&status);
         step.plan.delete.extend(to_delete);
     }
     give_up_and_release(&mut plan, &status, &pods, &foreign, now, settings);
@@ -266,19 +259,107 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
     plan
 }
 
-fn initial_engines(benchmark: &MemoryBenchmark) -> Vec<EngineStatus> {
-    benchmark
-        .spec
-        .engines
+/// Whether run `index` has begun: its engine pod was created (the status says so, or a pod
+/// created just before an operator restart does).
+fn has_begun(status: &MemoryBenchmarkStatus, pods: &[&Pod], index: usize) -> bool {
+    status.engines[index].started_at.is_some()
+        || pods.iter().any(|p| engine_index(p) == Some(index))
+}
+
+/// The runs this reconciliation looks after, in order: every run under way, and on each
+/// instance type the next ones that have not begun while fewer than `spec.parallelism` of that
+/// type's runs hold a node (runs under way, and ended runs whose pods are still being
+/// deleted). With parallelism 1 that is one run at a time, each after the pods of the one
+/// before are gone. A run given its turn that cannot start yet (other benchmarks come first in
+/// the pool's queue) keeps its slot, so no later run of the same type overtakes it.
+fn runs_to_step(
+    status: &MemoryBenchmarkStatus,
+    spec: &crate::crd::MemoryBenchmarkSpec,
+    pods: &[&Pod],
+    leftover_runs: &[usize],
+) -> Vec<usize> {
+    let mut chosen = Vec::new();
+    for instance_type in spec.instance_types() {
+        let of_type: Vec<usize> = (0..status.engines.len())
+            .filter(|&i| spec.instance_type_of_run(i) == instance_type)
+            .collect();
+        let under_way: Vec<usize> = of_type
+            .iter()
+            .copied()
+            .filter(|&i| !is_terminal(&status.engines[i]) && has_begun(status, pods, i))
+            .collect();
+        let holding = under_way.len()
+            + leftover_runs
+                .iter()
+                .filter(|&&i| spec.instance_type_of_run(i) == instance_type)
+                .count();
+        let free = (spec.parallelism as usize).saturating_sub(holding);
+        let next = of_type
+            .iter()
+            .copied()
+            .filter(|&i| !is_terminal(&status.engines[i]) && !has_begun(status, pods, i))
+            .take(free);
+        chosen.extend(under_way);
+        chosen.extend(next);
+    }
+    chosen.sort();
+    chosen
+}
+
+/// The benchmark ran out of time (timeoutSeconds): every run under way fails as Timeout,
+/// keeping what its client measured (see `Step::fail`), and the runs that never began are not
+/// run. When none had begun, the first run fails as Timeout and the rest are not run.
+fn time_out(step: &mut Step, status: &mut MemoryBenchmarkStatus) {
+    let message = format!(
+        "the benchmark did not finish within timeoutSeconds ({} s)",
+        step.benchmark.spec.timeout_seconds
+    );
+    let open: Vec<usize> = (0..status.engines.len())
+        .filter(|&i| !is_terminal(&status.engines[i]))
+        .collect();
+    let begun: Vec<usize> = open
         .iter()
-        .map(|e| EngineStatus {
-            name: e.display_name(),
-            engine: e.engine.to_string(),
-            requested_version: e.version.clone(),
-            state: state::PENDING.into(),
-            image: Some(e.image()),
-            instance_type: Some(benchmark.spec.instance_type.clone()),
-            ..Default::default()
+        .copied()
+        .filter(|&i| has_begun(status, step.pods, i))
+        .collect();
+    let failing = if begun.is_empty() {
+        open.first().copied().into_iter().collect()
+    } else {
+        begun
+    };
+    for &index in &failing {
+        step.fail(status, index, reason::TIMEOUT, message.clone(), false);
+    }
+    let cause = failing
+        .first()
+        .map(|&i| status.engines[i].name.clone())
+        .unwrap_or_default();
+    for index in open {
+        let engine = &mut status.engines[index];
+        if !failing.contains(&index) && !is_terminal(engine) {
+            engine.state = state::FAILED.into();
+            engine.reason = Some(reason::NOT_RUN.into());
+            engine.message = Some(format!("not run: {cause} ended with {}", reason::TIMEOUT));
+        }
+    }
+}
+
+/// One entry per run: every engine on every instance type (`spec.instanceTypes`), all engines
+/// on the first type, then all on the next.
+fn initial_engines(benchmark: &MemoryBenchmark) -> Vec<EngineStatus> {
+    let spec = &benchmark.spec;
+    (0..spec.runs())
+        .map(|run| {
+            let e = spec.engine_of_run(run);
+            EngineStatus {
+                name: e.display_name(),
+                engine: e.engine.to_string(),
+                requested_version: e.version.clone(),
+                state: state::PENDING.into(),
+                image: Some(e.image()),
+                instance_type: Some(spec.instance_type_of_run(run)),
+                ..Default::default()
+            }
         })
         .collect()
 }

@@ -21,9 +21,10 @@ use kube::ResourceExt;
 use crate::crd::{Arch, MemoryBenchmark};
 
 use super::conditions::{reason, state};
-use super::observation::{current_engine, is_terminal};
+use super::observation::is_terminal;
 
-/// The nodes a benchmark can use: its instance type, arch and extra node labels.
+/// The nodes a benchmark's run can use: its instance type, arch and extra node labels. A
+/// benchmark of several instance types (`spec.instanceTypes`) wants one pool per type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodePool {
     pub instance_type: String,
@@ -32,10 +33,10 @@ pub struct NodePool {
 }
 
 impl NodePool {
-    pub fn of(benchmark: &MemoryBenchmark) -> NodePool {
+    pub fn of(benchmark: &MemoryBenchmark, instance_type: &str) -> NodePool {
         let spec = &benchmark.spec;
         NodePool {
-            instance_type: spec.instance_type.clone(),
+            instance_type: instance_type.to_string(),
             arch: spec.arch,
             node_selector: spec
                 .placement
@@ -61,17 +62,38 @@ pub fn nodes_busy(scheduler_message: &str) -> bool {
         .any(|r| scheduler_message.contains(r))
 }
 
-/// Whether a benchmark's status says it waits for a free node.
-pub fn waits_for_free_node(benchmark: &MemoryBenchmark) -> bool {
+/// How many nodes the scheduler's message counts as taken by another engine ("2 node(s)
+/// didn't match pod anti-affinity rules"), in its verdict on the nodes (not its note on
+/// preemption). The scheduler gives each node the first filter it fails, so the nodes of the
+/// pool that could take the engine but for the engine already there are these.
+pub fn busy_nodes(scheduler_message: &str) -> Option<usize> {
+    let verdict = scheduler_message
+        .split("preemption:")
+        .next()
+        .unwrap_or_default();
+    let counts: Vec<usize> = verdict
+        .split([',', ':', '.'])
+        .filter(|part| BUSY_NODE_REASONS.iter().any(|r| part.contains(r)))
+        .filter_map(|part| part.split_whitespace().next()?.parse().ok())
+        .collect();
+    (!counts.is_empty()).then(|| counts.iter().sum())
+}
+
+/// Whether a benchmark's status says one of its runs waits for a free node of `pool`: the
+/// nodes are taken by other engines, or by its own (more `parallelism` than nodes).
+pub fn waits_for_free_node(benchmark: &MemoryBenchmark, pool: &NodePool) -> bool {
     let Some(status) = &benchmark.status else {
         return false;
     };
     benchmark.metadata.deletion_timestamp.is_none()
-        && current_engine(status).is_some_and(|i| {
-            let engine = &status.engines[i];
+        && status.engines.iter().enumerate().any(|(run, engine)| {
             !is_terminal(engine)
                 && engine.state == state::PENDING
-                && engine.reason.as_deref() == Some(reason::WAITING_FOR_FREE_NODE)
+                && matches!(
+                    engine.reason.as_deref(),
+                    Some(reason::WAITING_FOR_FREE_NODE | reason::PARALLELISM_ABOVE_NODES)
+                )
+                && NodePool::of(benchmark, &benchmark.spec.instance_type_of_run(run)) == *pool
         })
 }
 
@@ -84,15 +106,19 @@ fn queue_order(b: &MemoryBenchmark) -> (Option<k8s_openapi::jiff::Timestamp>, St
     )
 }
 
-/// How many benchmarks wait for a free node of `benchmark`'s pool and came before it.
-pub fn benchmarks_ahead(benchmark: &MemoryBenchmark, others: &[Arc<MemoryBenchmark>]) -> usize {
-    let pool = NodePool::of(benchmark);
+/// How many benchmarks wait for a free node of `benchmark`'s pool of `instance_type` and came
+/// before it.
+pub fn benchmarks_ahead(
+    benchmark: &MemoryBenchmark,
+    instance_type: &str,
+    others: &[Arc<MemoryBenchmark>],
+) -> usize {
+    let pool = NodePool::of(benchmark, instance_type);
     let mine = queue_order(benchmark);
     others
         .iter()
         .filter(|other| other.uid() != benchmark.uid())
-        .filter(|other| waits_for_free_node(other))
-        .filter(|other| NodePool::of(other) == pool)
+        .filter(|other| waits_for_free_node(other, &pool))
         .filter(|other| queue_order(other) < mine)
         .count()
 }
@@ -155,7 +181,7 @@ mod tests {
         .into_iter()
         .map(Arc::new)
         .collect();
-        assert_eq!(benchmarks_ahead(&me, &others), 2);
+        assert_eq!(benchmarks_ahead(&me, "r8g.4xlarge", &others), 2);
     }
 
     #[test]
@@ -163,8 +189,8 @@ mod tests {
         let a = benchmark("a", 1, "r8g.4xlarge", true);
         let b = benchmark("b", 1, "r8g.4xlarge", true);
         let both = [Arc::new(a.clone()), Arc::new(b.clone())];
-        assert_eq!(benchmarks_ahead(&a, &both), 0);
-        assert_eq!(benchmarks_ahead(&b, &both), 1);
+        assert_eq!(benchmarks_ahead(&a, "r8g.4xlarge", &both), 0);
+        assert_eq!(benchmarks_ahead(&b, "r8g.4xlarge", &both), 1);
     }
 
     #[test]
@@ -181,6 +207,47 @@ mod tests {
         assert!(!nodes_busy(
             "0/4 nodes are available: 2 Insufficient memory, 2 node(s) didn't match Pod's node affinity/selector."
         ));
+    }
+
+    #[test]
+    fn the_busy_nodes_are_counted_from_the_verdict_not_from_the_preemption_note() {
+        assert_eq!(
+            busy_nodes(
+                "0/6 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 3 node(s) didn't match pod anti-affinity rules, 1 node(s) didn't satisfy existing pods anti-affinity rules. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
+            ),
+            Some(4)
+        );
+        assert_eq!(
+            busy_nodes(
+                "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector."
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_run_waiting_on_its_own_parallelism_holds_its_pool_and_only_that_pool() {
+        let mut both = benchmark("both", 1, "r8g.4xlarge", false);
+        both.spec.instance_type = String::new();
+        both.spec.instance_types = vec!["r8g.4xlarge".into(), "r7i.4xlarge".into()];
+        let status = both.status.as_mut().unwrap();
+        status.engines = vec![
+            EngineStatus {
+                state: state::RUNNING.into(),
+                instance_type: Some("r8g.4xlarge".into()),
+                ..Default::default()
+            },
+            EngineStatus {
+                state: state::PENDING.into(),
+                reason: Some(reason::PARALLELISM_ABOVE_NODES.into()),
+                instance_type: Some("r7i.4xlarge".into()),
+                ..Default::default()
+            },
+        ];
+        let later = benchmark("later", 5, "r7i.4xlarge", false);
+        let others = [Arc::new(both.clone()), Arc::new(later.clone())];
+        assert_eq!(benchmarks_ahead(&later, "r7i.4xlarge", &others), 1);
+        assert_eq!(benchmarks_ahead(&later, "r8g.4xlarge", &others), 0);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! [`super::client_lifecycle`] (its client's pods) both end engines through these, and this
 //! module imports neither of them. Pure.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -22,6 +23,7 @@ use super::observation::{
 use super::pods::{
     Component, PodState, client_attempt, client_state, engine_index, has_started, stuck_deleting,
 };
+use super::queue::benchmarks_ahead;
 use super::results::{absorb, result_note, tail};
 
 /// Terminated reasons of a container that never ran: the runtime could not start its program
@@ -50,11 +52,17 @@ pub(super) struct Step<'a, 'p> {
     /// Pods with this benchmark's labels that an earlier benchmark of the same name (another
     /// UID) left behind: never this one's, and in the way of pods of the same name.
     pub(super) foreign: &'a [&'p Pod],
-    /// Benchmarks of the same node pool that wait for a free node and came first.
-    pub(super) benchmarks_ahead: usize,
+    /// The other benchmarks the operator watches, for the queue on each node pool.
+    pub(super) others: &'a [Arc<MemoryBenchmark>],
 }
 
 impl Step<'_, '_> {
+    /// Benchmarks that wait for a free node of run `index`'s pool and came first.
+    pub(super) fn benchmarks_ahead(&self, index: usize) -> usize {
+        let instance_type = self.benchmark.spec.instance_type_of_run(index);
+        benchmarks_ahead(self.benchmark, &instance_type, self.others)
+    }
+
     pub(super) fn requeue(&mut self, after: Duration) {
         self.plan.requeue = Some(self.plan.requeue.map_or(after, |r| r.min(after)));
     }
@@ -91,26 +99,27 @@ impl Step<'_, '_> {
                 .is_some_and(|e| e.state == state::FAILED)
     }
 
-    /// Pods of engines before `index` that should be gone: those to delete now, and whether
-    /// any is still there (deleting takes a moment).
-    pub(super) fn leftovers(
-        &self,
-        status: &MemoryBenchmarkStatus,
-        index: usize,
-    ) -> (Vec<String>, bool) {
+    /// Pods of ended runs that should be gone (all but the ones kept for debugging): those to
+    /// delete now, and the runs whose pods are still there (deleting takes a moment, and until
+    /// the pods are gone their node is not free for the next engine).
+    pub(super) fn leftovers(&self, status: &MemoryBenchmarkStatus) -> (Vec<String>, Vec<usize>) {
+        let ended = |i: usize| {
+            status.engines.get(i).is_some_and(is_terminal) && !self.keeps_pods_of(status, i)
+        };
         let leftovers: Vec<&&Pod> = self
             .pods
             .iter()
-            .filter(|p| {
-                engine_index(p).is_some_and(|i| i < index && !self.keeps_pods_of(status, i))
-            })
+            .filter(|p| engine_index(p).is_some_and(ended))
             .collect();
         let to_delete = leftovers
             .iter()
             .filter(|p| p.metadata.deletion_timestamp.is_none())
             .map(|p| p.name_any())
             .collect();
-        (to_delete, !leftovers.is_empty())
+        let mut runs: Vec<usize> = leftovers.iter().filter_map(|p| engine_index(p)).collect();
+        runs.sort();
+        runs.dedup();
+        (to_delete, runs)
     }
 
     fn delete_pods_of(&mut self, index: usize) {
@@ -193,11 +202,18 @@ impl Step<'_, '_> {
         self.requeue(Duration::from_secs(1));
     }
 
-    /// The engines after `index` will not run: `why` ended the benchmark at engine `index`.
+    /// The runs after `index` on its instance type that have not started will not run: `why`
+    /// ended the benchmark there (its pods cannot be placed on that type). Runs already under
+    /// way (`parallelism` above 1) go on, and end on their own.
     fn not_run_after(&mut self, status: &mut MemoryBenchmarkStatus, index: usize, why: &str) {
         let name = status.engines[index].name.clone();
-        for later in status.engines.iter_mut().skip(index + 1) {
-            if !is_terminal(later) {
+        let spec = &self.benchmark.spec;
+        let instance_type = spec.instance_type_of_run(index);
+        for (run, later) in status.engines.iter_mut().enumerate().skip(index + 1) {
+            if !is_terminal(later)
+                && later.started_at.is_none()
+                && spec.instance_type_of_run(run) == instance_type
+            {
                 later.state = state::FAILED.into();
                 later.reason = Some(reason::NOT_RUN.into());
                 later.message = Some(format!("not run: {name} ended with {why}"));

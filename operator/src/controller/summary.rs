@@ -8,7 +8,10 @@ use k8s_openapi::jiff::Timestamp;
 use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase, Progress};
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
-use super::observation::{LoadProbe, current_engine};
+use super::observation::{LoadProbe, current_engine, is_terminal};
+
+/// The end of progress's note of how many engines run at once: " (4 engines under way at once)".
+const AT_ONCE: &str = " engines under way at once)";
 
 /// Phase, progress, the best engine, changes against the first engine, and conditions, all
 /// derived from the engines' states.
@@ -22,22 +25,28 @@ pub(super) fn summarize(
 ) {
     let spec = &benchmark.spec;
     let n = status.engines.len() as u32;
-    let first = status
-        .engines
-        .first()
-        .and_then(|e| e.summary.as_ref())
-        .map(|s| s.bytes_per_item.median);
-    for engine in &mut status.engines {
+    // Each run is compared with the first engine on its own instance type.
+    let firsts: Vec<Option<f64>> = (0..status.engines.len())
+        .map(|i| {
+            let first = i - i % spec.engines.len().max(1);
+            status.engines[first]
+                .summary
+                .as_ref()
+                .map(|s| s.bytes_per_item.median)
+        })
+        .collect();
+    for (engine, first) in status.engines.iter_mut().zip(firsts) {
         let median = engine.summary.as_ref().map(|s| s.bytes_per_item.median);
         engine.change_vs_first_percent = crate::report::table::change_percent(median, first);
     }
+    let several_types = spec.instance_types().len() > 1;
     let best = status
         .engines
         .iter()
         .filter_map(|e| {
             e.summary
                 .as_ref()
-                .map(|s| (s.bytes_per_item.median, e.name.clone()))
+                .map(|s| (s.bytes_per_item.median, run_name(e, several_types)))
         })
         .min_by(|a, b| a.0.total_cmp(&b.0));
     status.best_bytes_per_item = best.as_ref().map(|b| (b.0 * 10.0).round() / 10.0);
@@ -129,14 +138,40 @@ pub(super) fn summarize(
         }
         Some(index) => {
             let engine = &status.engines[index];
-            let started = engine.state == state::RUNNING || index > 0;
+            let under_way = status
+                .engines
+                .iter()
+                .filter(|e| e.state == state::RUNNING)
+                .count();
+            let started = engine.state == state::RUNNING || index > 0 || under_way > 0;
             status.phase = Some(if started {
                 Phase::Running
             } else {
                 Phase::Pending
             });
             status.finished_at = None;
-            let progress = running_progress(status, index, spec, load, old);
+            let mut progress = running_progress(status, index, spec, load, old);
+            let at_once = if under_way > 1 {
+                format!(" ({under_way}{AT_ONCE}")
+            } else {
+                String::new()
+            };
+            // A progress kept from the last reading already carries the count: replace it.
+            if progress.summary.ends_with(AT_ONCE)
+                && let Some(start) = progress.summary.rfind(" (")
+            {
+                progress.summary.truncate(start);
+            }
+            progress.summary.push_str(&at_once);
+            // A run that waits because the pool has fewer nodes than spec.parallelism says so in
+            // the condition, whichever run is first.
+            let index = status
+                .engines
+                .iter()
+                .position(|e| {
+                    !is_terminal(e) && e.reason.as_deref() == Some(reason::PARALLELISM_ABOVE_NODES)
+                })
+                .unwrap_or(index);
             let engine = &status.engines[index];
             let why = engine
                 .reason
@@ -147,9 +182,10 @@ pub(super) fn summarize(
                 .as_ref()
                 .map(|n| format!(" on node {n}"))
                 .unwrap_or_default();
+            let who = run_name(engine, several_types);
             let message = match &engine.message {
-                Some(m) => format!("engine {}/{n} ({}){node}: {m}", index + 1, engine.name),
-                None => format!("engine {}/{n} ({}){node}", index + 1, engine.name),
+                Some(m) => format!("engine {}/{n} ({who}){node}{at_once}: {m}", index + 1),
+                None => format!("engine {}/{n} ({who}){node}{at_once}", index + 1),
             };
             status.progress = Some(progress);
             stamp.set(
@@ -181,7 +217,11 @@ fn running_progress(
     let n = status.engines.len() as u32;
     let engine = &status.engines[index];
     let k = spec.repetitions;
-    let head = format!("{}/{n} {}", index + 1, engine.name);
+    let head = format!(
+        "{}/{n} {}",
+        index + 1,
+        run_name(engine, spec.instance_types().len() > 1)
+    );
     let measuring = engine.reason.as_deref() == Some(reason::MEASURING);
     match (measuring, load) {
         (true, Some(probe)) => {
@@ -243,5 +283,14 @@ fn running_progress(
                 summary: format!("{head}: {what}"),
             }
         }
+    }
+}
+
+/// A run's name: the engine's, and its instance type when the benchmark has several
+/// (`valkey-9.1.2 on r8g.4xlarge`).
+fn run_name(engine: &EngineStatus, several_types: bool) -> String {
+    match &engine.instance_type {
+        Some(t) if several_types => format!("{} on {t}", engine.name),
+        _ => engine.name.clone(),
     }
 }

@@ -59,15 +59,39 @@ use crate::formats::{LABEL_VALUE, MAX_BENCHMARK_NAME, message};
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self.engines.all(a, self.engines.exists_one(b, (has(a.name) ? a.name : a.engine + '-' + a.version) == (has(b.name) ? b.name : b.engine + '-' + b.version)))").message("each engine needs a distinct name: give two entries with the same engine and version a different engines[].name"))]
+#[x_kube(validation = Rule::new("!(has(self.instanceType) && has(self.instanceTypes))").message(message::BOTH_INSTANCE_TYPE_FIELDS))]
+#[x_kube(validation = Rule::new("has(self.instanceType) || has(self.instanceTypes)").message(message::NO_INSTANCE_TYPE))]
 #[x_kube(validation = Rule::new("self == oldSelf").message("spec is immutable: results always describe the spec they were measured with; delete the MemoryBenchmark and create it again (or create one under a new name) to measure something else"))]
 pub struct MemoryBenchmarkSpec {
     /// The node instance type to run the engines on, as in the node label
     /// `node.kubernetes.io/instance-type` (for example `r8g.4xlarge` for AWS Graviton4 or
-    /// `r7i.4xlarge` for x86). Required in a cluster; local runs (`membench run`) need none,
-    /// and record it when given, but run on this machine.
+    /// `r7i.4xlarge` for x86). A cluster needs this or `instanceTypes`, not both; local runs
+    /// (`membench run`) need none, and record it when given, but run on this machine.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schemars(length(min = 1, max = 63))]
     #[x_kube(validation = Rule::new(format!("self.matches('{LABEL_VALUE}')")).message(message::INSTANCE_TYPE))]
     pub instance_type: String,
+
+    /// Several instance types, instead of `instanceType`: every engine runs on a node of each
+    /// (the same engines, the same workload), and every result is keyed by engine and instance
+    /// type, for example `[r8g.4xlarge, r7i.4xlarge]` to compare arm64 and x86 in one
+    /// benchmark. `parallelism` applies to each instance type's pool. Leave `arch` out when the
+    /// types differ in architecture. Local runs (`membench run`) have one machine and refuse
+    /// more than one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 1, max = 4), extend("items" = {"type": "string", "minLength": 1, "maxLength": 63}))]
+    #[x_kube(validation = Rule::new(format!("self.all(t, t.matches('{LABEL_VALUE}'))")).message(message::INSTANCE_TYPES))]
+    #[x_kube(validation = Rule::new("self.all(t, self.exists_one(u, u == t))").message(message::INSTANCE_TYPES_DISTINCT))]
+    pub instance_types: Vec<String>,
+
+    /// How many engines run at once on each instance type, each alone on its own node of the
+    /// type (one engine per node stays the rule, also across benchmarks). 1 (the default)
+    /// runs them one after another. With more than the pool has nodes, the engines beyond it
+    /// wait for a node, and the status says how many nodes of the type there are. Local runs
+    /// (`membench run`) measure one engine at a time whatever it says.
+    #[serde(default = "default_parallelism")]
+    #[schemars(range(min = 1, max = 32))]
+    pub parallelism: u32,
 
     /// The CPU architecture of the node (`amd64` or `arm64`), matched against the node label
     /// `kubernetes.io/arch`. Leave it out to accept whatever the instance type is. Local runs
@@ -151,12 +175,46 @@ pub struct MemoryBenchmarkSpec {
     pub capacity: Option<CapacitySpec>,
 }
 
+impl MemoryBenchmarkSpec {
+    /// The instance types the engines run on: `instanceTypes`, else `instanceType` (empty in a
+    /// local run that names none).
+    pub fn instance_types(&self) -> Vec<String> {
+        if self.instance_types.is_empty() {
+            vec![self.instance_type.clone()]
+        } else {
+            self.instance_types.clone()
+        }
+    }
+
+    /// How many runs the benchmark makes: every engine on every instance type. Run `r` is
+    /// engine `r % engines` on instance type `r / engines` (all engines on the first type,
+    /// then all on the next), the order of `status.engines` and of the pods' engine index.
+    pub fn runs(&self) -> usize {
+        self.engines.len() * self.instance_types().len()
+    }
+
+    /// The engine entry of run `run`.
+    pub fn engine_of_run(&self, run: usize) -> &EngineSpec {
+        &self.engines[run % self.engines.len().max(1)]
+    }
+
+    /// The instance type of run `run`.
+    pub fn instance_type_of_run(&self, run: usize) -> String {
+        let types = self.instance_types();
+        types[(run / self.engines.len().max(1)).min(types.len() - 1)].clone()
+    }
+}
+
 /// A Secret for pulling images, by name.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
 pub struct ImagePullSecret {
     /// The Secret's name, in the benchmark's namespace.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
+}
+
+fn default_parallelism() -> u32 {
+    1
 }
 
 fn default_repetitions() -> u32 {

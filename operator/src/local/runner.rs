@@ -56,6 +56,35 @@ pub fn select_engines(
     Ok(())
 }
 
+/// What a local run cannot do with a spec, said before anything runs: this machine is one
+/// instance, so `instanceTypes` may name at most one (which is then recorded, as
+/// `instanceType` is). `parallelism` is not refused: a local run measures one engine at a time
+/// whatever it says (engines beside each other on one machine would share its cores), and
+/// [`local_notes`] says so.
+pub fn refuse_cluster_only(benchmark: &MemoryBenchmark) -> Result<(), String> {
+    let types = &benchmark.spec.instance_types;
+    if types.len() > 1 {
+        return Err(format!(
+            "spec.instanceTypes names {} instance types ({}): a local run has one machine, so it cannot run the engines on each; run the benchmark in a cluster (kubectl apply -f), or keep one instance type to record",
+            types.len(),
+            types.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// Notes on what a local run does differently from a cluster with this spec.
+pub fn local_notes(benchmark: &MemoryBenchmark) -> Vec<String> {
+    let mut notes = Vec::new();
+    if benchmark.spec.parallelism > 1 {
+        notes.push(format!(
+            "spec.parallelism is {}: a local run measures one engine at a time on this machine (in a cluster, up to {} run at once, each on its own node)",
+            benchmark.spec.parallelism, benchmark.spec.parallelism
+        ));
+    }
+    notes
+}
+
 /// The arguments membench starts an engine with: its port on loopback, persistence off,
 /// then the spec's own arguments (which can override any of these).
 pub fn server_args(kind: EngineKind, port: u16, dir: &Path, extra: &[String]) -> Vec<String> {
@@ -405,7 +434,11 @@ pub fn run_benchmark(
         .collect();
     Ok(LocalComparison {
         benchmark: benchmark.metadata.name.clone().unwrap_or_default(),
-        instance_type: Some(spec.instance_type.clone()).filter(|t| !t.is_empty()),
+        instance_type: spec
+            .instance_types()
+            .first()
+            .cloned()
+            .filter(|t| !t.is_empty()),
         arch: crate::local::engine_store::store_arch_of(spec.arch).to_string(),
         host: HostInfo::current(),
         engines,

@@ -75,6 +75,8 @@ fn benchmark(
         name,
         MemoryBenchmarkSpec {
             instance_type: "r8g.4xlarge".into(),
+            instance_types: Vec::new(),
+            parallelism: 1,
             arch: None,
             engines: vec![EngineSpec::new(EngineKind::Redis, "7.0.15")],
             workload: WorkloadSpec {

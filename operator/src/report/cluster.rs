@@ -15,6 +15,8 @@ pub struct BenchmarkComparison {
     pub namespace: String,
     pub benchmark: String,
     pub phase: String,
+    /// The instance type, or the instance types (`spec.instanceTypes`) joined by ", "; each
+    /// row names its own.
     pub instance_type: String,
     pub workload: String,
     pub repetitions: u32,
@@ -73,7 +75,7 @@ pub fn comparison(benchmark: &MemoryBenchmark) -> BenchmarkComparison {
         namespace: benchmark.metadata.namespace.clone().unwrap_or_default(),
         benchmark: benchmark.metadata.name.clone().unwrap_or_default(),
         phase: phase_name(status.phase).to_string(),
-        instance_type: benchmark.spec.instance_type.clone(),
+        instance_type: benchmark.spec.instance_types().join(", "),
         workload: status
             .workload
             .clone()
@@ -265,6 +267,98 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("4.83 GB"), "{text}");
+    }
+
+    /// The same two engines on r8g.4xlarge and on r7i.4xlarge (`spec.instanceTypes`).
+    fn two_instance_types() -> MemoryBenchmark {
+        let mut b = parse_specs("apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: arm-vs-x86, namespace: bench}\nspec:\n  instanceTypes: [r8g.4xlarge, r7i.4xlarge]\n  engines: [{engine: redis, version: \"7.0.15\"}, {engine: valkey, version: \"9.1.2\"}]\n  workload: {sortedSet: {members: 50000000}}\n").unwrap().remove(0);
+        let on = |mut e: EngineStatus, t: &str| {
+            e.instance_type = Some(t.into());
+            e
+        };
+        b.status = Some(MemoryBenchmarkStatus {
+            phase: Some(Phase::Succeeded),
+            workload: Some("sorted-set 50000000 members".into()),
+            engines: [
+                ("redis", 96.6, "r8g.4xlarge"),
+                ("valkey", 66.6, "r8g.4xlarge"),
+                ("redis", 96.7, "r7i.4xlarge"),
+                ("valkey", 66.8, "r7i.4xlarge"),
+            ]
+            .into_iter()
+            .map(|(kind, median, t)| {
+                let version = if kind == "redis" { "7.0.15" } else { "9.1.2" };
+                on(
+                    engine(&format!("{kind}-{version}"), kind, version, median),
+                    t,
+                )
+            })
+            .collect(),
+            ..Default::default()
+        });
+        b
+    }
+
+    #[test]
+    fn every_report_keys_a_result_by_engine_and_instance_type() {
+        let comparisons = [comparison(&two_instance_types())];
+        assert_eq!(comparisons[0].instance_type, "r8g.4xlarge, r7i.4xlarge");
+        let keys: Vec<(String, Option<String>)> = comparisons[0]
+            .rows
+            .iter()
+            .map(|r| (r.name.clone(), r.instance_type.clone()))
+            .collect();
+        assert_eq!(keys.len(), 4);
+        let distinct: std::collections::BTreeSet<_> = keys.iter().collect();
+        assert_eq!(distinct.len(), 4, "{keys:?}");
+
+        let text = render(&comparisons, OutputFormat::Table);
+        let valkey_lines: Vec<&str> = text.lines().filter(|l| l.contains("Valkey")).collect();
+        assert_eq!(valkey_lines.len(), 2, "{text}");
+        assert!(
+            valkey_lines[0].contains("r8g.4xlarge") && valkey_lines[0].contains("~66.6"),
+            "{text}"
+        );
+        assert!(
+            valkey_lines[1].contains("r7i.4xlarge") && valkey_lines[1].contains("~66.8"),
+            "{text}"
+        );
+        let markdown = render(&comparisons, OutputFormat::Markdown);
+        assert_eq!(markdown.matches("r7i.4xlarge |").count(), 2, "{markdown}");
+
+        let json: serde_json::Value =
+            serde_json::from_str(&render(&comparisons, OutputFormat::Json)).unwrap();
+        let rows = json[0]["rows"].as_array().unwrap();
+        assert_eq!(rows[3]["instance_type"], "r7i.4xlarge", "{json}");
+        assert_eq!(rows[3]["name"], "valkey-9.1.2", "{json}");
+
+        let csv = render(&comparisons, OutputFormat::Csv);
+        let column = csv::HEADER
+            .iter()
+            .position(|h| *h == "instance_type")
+            .unwrap();
+        let types: Vec<&str> = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(column).unwrap())
+            .collect();
+        assert_eq!(
+            types,
+            ["r8g.4xlarge", "r8g.4xlarge", "r7i.4xlarge", "r7i.4xlarge"],
+            "{csv}"
+        );
+
+        let section = crate::report::html::section_from_status(&two_instance_types());
+        let bars: Vec<&str> = section.bars.iter().map(|b| b.engine.as_str()).collect();
+        assert_eq!(
+            bars,
+            [
+                "redis-7.0.15 on r8g.4xlarge",
+                "valkey-9.1.2 on r8g.4xlarge",
+                "redis-7.0.15 on r7i.4xlarge",
+                "valkey-9.1.2 on r7i.4xlarge"
+            ]
+        );
     }
 
     #[test]

@@ -170,14 +170,23 @@ pub fn section_from_status(benchmark: &MemoryBenchmark) -> Section {
     let workload = Workload::from_spec(&benchmark.spec.workload).ok();
     let table = benchmark.spec.published_table.map(|t| t.table());
     let status = benchmark.status.clone().unwrap_or_default();
-    let bars = bars_of(&comparison.rows);
+    // A benchmark of several instance types has one bar and one curve per engine and type.
+    let several_types = benchmark.spec.instance_types().len() > 1;
+    let label = |name: &str, instance_type: Option<&String>| match instance_type {
+        Some(t) if several_types => format!("{name} on {t}"),
+        _ => name.to_string(),
+    };
+    let mut bars = bars_of(&comparison.rows);
+    for (bar, row) in bars.iter_mut().zip(&comparison.rows) {
+        bar.engine = label(&row.name, row.instance_type.as_ref());
+    }
     let curves = status
         .engines
         .iter()
         .filter(|e| !e.growth.is_empty())
         .map(|e| {
             Curve::new(
-                &e.name,
+                &label(&e.name, e.instance_type.as_ref()),
                 e.repetitions.first().map(|r| r.baseline_used_memory),
                 e.growth
                     .iter()

@@ -15,8 +15,9 @@ use crate::client::ttl::Ttl;
 use crate::client::workload::Workload;
 use crate::crd::{Allocator, EngineKind, MemoryBenchmark, PlacementSpec, RecordLayout};
 use crate::formats::{
-    MAX_BENCHMARK_NAME, MAX_NODE_SELECTOR, MAX_SAMPLES, MAX_TOLERATIONS, MIN_SAMPLE_EVERY,
-    is_image_reference, is_label_key, is_label_value, is_memory_quantity, message,
+    LABEL_VALUE_MAX, MAX_BENCHMARK_NAME, MAX_NODE_SELECTOR, MAX_SAMPLES, MAX_TOLERATIONS,
+    MIN_SAMPLE_EVERY, is_image_reference, is_label_key, is_label_value, is_memory_quantity,
+    message,
 };
 
 const MIB: u64 = 1 << 20;
@@ -34,9 +35,10 @@ pub struct ValidSpec {
 /// on the machine that runs `membench run`).
 pub fn validate(benchmark: &MemoryBenchmark) -> Result<ValidSpec, String> {
     validate_spec(benchmark)?;
-    if benchmark.spec.instance_type.is_empty() {
+    if benchmark.spec.instance_type.is_empty() && benchmark.spec.instance_types.is_empty() {
         return Err(format!(
-            "spec.instanceType is missing: a cluster runs the engines on a node of this instance type ({})",
+            "spec.{} ({})",
+            message::NO_INSTANCE_TYPE,
             message::INSTANCE_TYPE
         ));
     }
@@ -104,6 +106,37 @@ fn refuse_local_only_fields(benchmark: &MemoryBenchmark) -> Result<(), String> {
     Ok(())
 }
 
+/// `instanceType` or `instanceTypes`, each entry a label value, none twice, not both fields.
+fn instance_types(spec: &crate::crd::MemoryBenchmarkSpec) -> Result<(), String> {
+    if !spec.instance_type.is_empty() && !spec.instance_types.is_empty() {
+        return Err(format!("spec: {}", message::BOTH_INSTANCE_TYPE_FIELDS));
+    }
+    if spec.instance_types.len() > 4 {
+        return Err(format!(
+            "spec.instanceTypes has {} entries: at most 4 instance types per benchmark",
+            spec.instance_types.len()
+        ));
+    }
+    for (i, instance_type) in spec.instance_types.iter().enumerate() {
+        if instance_type.is_empty()
+            || instance_type.len() > LABEL_VALUE_MAX
+            || !is_label_value(instance_type)
+        {
+            return Err(format!(
+                "spec.instanceTypes[{i}]: invalid value '{instance_type}': {}",
+                message::INSTANCE_TYPES
+            ));
+        }
+        if spec.instance_types[..i].contains(instance_type) {
+            return Err(format!(
+                "spec.instanceTypes[{i}] '{instance_type}': {}",
+                message::INSTANCE_TYPES_DISTINCT
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The schema's limits and CEL rules, checked locally with the same wording. An instance type
 /// is optional here (a local run does not use one; [`validate`] requires it), but must be a
 /// label value when given.
@@ -143,6 +176,14 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
             &spec.instance_type,
             message::INSTANCE_TYPE,
         );
+    }
+    instance_types(spec)?;
+    if spec.parallelism < 1 || spec.parallelism > 32 {
+        return Err(format!(
+            "spec.parallelism is {}: {} and at most 32",
+            spec.parallelism,
+            message::PARALLELISM
+        ));
     }
     let mut names = std::collections::BTreeSet::new();
     for (i, engine) in spec.engines.iter().enumerate() {
@@ -465,9 +506,38 @@ mod tests {
         validate_spec(&spec).expect("a local run needs no instance type");
         let err = validate(&spec).unwrap_err();
         assert!(err.starts_with("spec.instanceType is missing"), "{err}");
+        assert!(err.contains("instanceTypes"), "{err}");
         spec.spec.instance_type = "r8g 4xlarge".into();
         let err = validate_spec(&spec).unwrap_err();
         assert!(err.contains(message::INSTANCE_TYPE), "{err}");
+    }
+
+    #[test]
+    fn instance_types_and_parallelism_are_checked_as_the_schema_checks_them() {
+        let mut spec = benchmark("types", "[{engine: redis, version: \"7.0.15\"}]");
+        spec.spec.instance_types = vec!["r7i.4xlarge".into()];
+        let err = validate_spec(&spec).unwrap_err();
+        assert!(err.contains(message::BOTH_INSTANCE_TYPE_FIELDS), "{err}");
+        spec.spec.instance_type = String::new();
+        spec.spec.instance_types = vec!["r8g.4xlarge".into(), "r7i.4xlarge".into()];
+        validate(&spec).expect("two instance types");
+        spec.spec.instance_types.push("r8g.4xlarge".into());
+        let err = validate_spec(&spec).unwrap_err();
+        assert!(
+            err.starts_with("spec.instanceTypes[2] 'r8g.4xlarge'")
+                && err.contains(message::INSTANCE_TYPES_DISTINCT),
+            "{err}"
+        );
+        spec.spec.instance_types = vec!["r8g 4xlarge".into()];
+        let err = validate_spec(&spec).unwrap_err();
+        assert!(err.contains(message::INSTANCE_TYPES), "{err}");
+        spec.spec.instance_types = vec!["r8g.4xlarge".into()];
+        spec.spec.parallelism = 0;
+        let err = validate_spec(&spec).unwrap_err();
+        assert!(
+            err.starts_with("spec.parallelism is 0: parallelism must be at least 1"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -55,13 +55,8 @@ fn parse_specs_named(text: &str, name: &str) -> Result<Vec<MemoryBenchmark>, Str
                     "expected kind MemoryBenchmark with apiVersion membench.io/v1alpha1, found kind '{kind}', apiVersion '{api_version}'"
                 ));
             }
-            // A local run needs no instance type (the CRD requires one in a cluster).
-            let mut document = document.clone();
-            if let Some(spec) = document.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.entry("instanceType")
-                    .or_insert_with(|| Value::String(String::new()));
-            }
-            let document = &document;
+            // A local run needs no instance type (a cluster needs instanceType or
+            // instanceTypes): a missing one reads as empty.
             let benchmark: MemoryBenchmark = serde_json::from_value(document.clone())
                 .map_err(|e| describe_type_error(document, &e))?;
             let typed = serde_json::to_value(&benchmark).expect("specs serialize");

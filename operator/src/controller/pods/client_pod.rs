@@ -185,7 +185,7 @@ pub fn client_pod(
             automount_service_account_token: Some(false),
             enable_service_links: Some(false),
             image_pull_secrets: image_pull_secrets(benchmark, settings),
-            node_selector: Some(node_selector(benchmark)),
+            node_selector: Some(node_selector(benchmark, index)),
             tolerations: tolerations(&placement),
             affinity: Some(Affinity {
                 pod_affinity: Some(PodAffinity {

@@ -82,7 +82,7 @@ pub fn engine_pod(
     settings: &PodSettings,
 ) -> Pod {
     let name = benchmark.name_any();
-    let engine = &benchmark.spec.engines[index];
+    let engine = benchmark.spec.engine_of_run(index);
     let placement = benchmark.spec.placement.clone().unwrap_or_default();
     let user_affinity = placement.affinity.clone().unwrap_or_default();
 
@@ -146,7 +146,7 @@ pub fn engine_pod(
             automount_service_account_token: Some(false),
             enable_service_links: Some(false),
             image_pull_secrets: image_pull_secrets(benchmark, settings),
-            node_selector: Some(node_selector(benchmark)),
+            node_selector: Some(node_selector(benchmark, index)),
             tolerations: tolerations(&placement),
             affinity: Some(Affinity {
                 node_affinity,

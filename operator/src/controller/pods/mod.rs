@@ -140,15 +140,18 @@ fn labels(benchmark: &str, index: usize, component: Component) -> BTreeMap<Strin
     .collect()
 }
 
-/// The node labels both pods require: the instance type, the arch when given, and the spec's
-/// extra node selector.
-fn node_selector(benchmark: &MemoryBenchmark) -> BTreeMap<String, String> {
+/// The node labels both pods of run `index` require: the run's instance type, the arch when
+/// given, and the spec's extra node selector.
+fn node_selector(benchmark: &MemoryBenchmark, index: usize) -> BTreeMap<String, String> {
     let spec = &benchmark.spec;
     let mut selector = BTreeMap::new();
     if let Some(placement) = &spec.placement {
         selector.extend(placement.node_selector.clone());
     }
-    selector.insert(INSTANCE_TYPE_LABEL.to_string(), spec.instance_type.clone());
+    selector.insert(
+        INSTANCE_TYPE_LABEL.to_string(),
+        spec.instance_type_of_run(index),
+    );
     if let Some(arch) = spec.arch {
         selector.insert(ARCH_LABEL.to_string(), arch.as_str().to_string());
     }
