@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::client::draws::KeyGenerator;
 use crate::client::engine::ControlConnection;
+use crate::client::profile_workload::{ProfileEncoder, ProfileWorkload};
 use crate::client::resp::{CommandBuffer, format_decimal, push_decimal};
 use crate::crd::{RecordLayout, WorkloadSpec, default_seed};
 use crate::error::BenchError;
@@ -42,6 +44,8 @@ pub enum Workload {
         layout: RecordLayout,
         fields: Vec<String>,
     },
+    /// A keyspace rebuilt from its profile (`membench profile`).
+    Profile(ProfileWorkload),
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> BenchError {
@@ -166,6 +170,7 @@ impl Workload {
             Workload::RandomStrings { .. } => "random-strings",
             Workload::Strings { .. } => "strings",
             Workload::Records { .. } => "records",
+            Workload::Profile(_) => "profile",
         }
     }
 
@@ -195,6 +200,7 @@ impl Workload {
                     layout.as_str()
                 )
             }
+            Workload::Profile(profile) => profile.describe(),
         }
     }
 
@@ -202,7 +208,9 @@ impl Workload {
     pub fn item_noun(&self) -> &'static str {
         match self {
             Workload::SortedSet { .. } => "member",
-            Workload::RandomStrings { .. } | Workload::Strings { .. } => "key",
+            Workload::RandomStrings { .. } | Workload::Strings { .. } | Workload::Profile(_) => {
+                "key"
+            }
             Workload::Records { .. } => "record",
         }
     }
@@ -223,6 +231,7 @@ impl Workload {
                 layout: RecordLayout::Strings,
                 fields,
             } => records * fields.len() as u64,
+            Workload::Profile(profile) => profile.commands,
         }
     }
 
@@ -246,6 +255,7 @@ impl Workload {
             Workload::RandomStrings { .. } => None,
             Workload::Strings { keys, .. } => Some(*keys),
             Workload::Records { records, .. } => Some(*records),
+            Workload::Profile(profile) => Some(profile.keys),
         }
     }
 
@@ -265,6 +275,9 @@ impl Workload {
                 layout: RecordLayout::Hash,
                 ..
             } => "HSET",
+            Workload::Profile(_) => {
+                "a rebuild command (SET, HSET, RPUSH, SADD, ZADD, XADD, PEXPIRE)"
+            }
             _ => "SET",
         }
     }
@@ -345,6 +358,20 @@ impl Workload {
                     expected_unique: None,
                 })
             }
+            Workload::Profile(profile) => {
+                let dbsize = control.dbsize()?;
+                if dbsize != profile.keys {
+                    return mismatch(format!(
+                        "DBSIZE is {dbsize}, expected the {} keys the profile asks for",
+                        profile.keys
+                    ));
+                }
+                Ok(Verified {
+                    items: dbsize,
+                    encoding: None,
+                    expected_unique: None,
+                })
+            }
             Workload::Records {
                 records,
                 layout,
@@ -395,33 +422,6 @@ pub fn expected_unique_keys(requests: u64, keyspace: u64) -> f64 {
     r * -f64::exp_m1(n * f64::ln_1p(-1.0 / r))
 }
 
-/// A small, fast generator for random keys (SplitMix64): the client must not spend more time
-/// drawing a key than the engine spends storing it.
-#[derive(Clone, Debug)]
-pub struct KeyGenerator {
-    state: u64,
-}
-
-impl KeyGenerator {
-    pub fn new(seed: u64) -> Self {
-        Self { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform draw from 0..bound (Lemire's multiply-shift; the bias is below 2^-40 for
-    /// key spaces up to 10^12).
-    pub fn below(&mut self, bound: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
-    }
-}
-
 const NAMES: [&str; 8] = [
     "Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi",
 ];
@@ -444,6 +444,7 @@ pub struct CommandEncoder {
     sent_keys: Option<Vec<u64>>,
     distinct_sent: u64,
     record_key: Vec<u8>,
+    profile: Option<ProfileEncoder>,
 }
 
 /// `SET key:<12 digits> <value>` up to the digits, and after them.
@@ -497,12 +498,16 @@ impl CommandEncoder {
                 let (prefix, suffix) = set_template(*value_size);
                 (prefix, suffix, KeyGenerator::new(default_seed()), None)
             }
-            Workload::Records { .. } => (
+            Workload::Records { .. } | Workload::Profile(_) => (
                 Vec::new(),
                 Vec::new(),
                 KeyGenerator::new(default_seed()),
                 None,
             ),
+        };
+        let profile = match &workload {
+            Workload::Profile(profile) => Some(profile.encoder()),
+            _ => None,
         };
         Self {
             workload,
@@ -512,6 +517,7 @@ impl CommandEncoder {
             sent_keys,
             distinct_sent: 0,
             record_key: Vec::with_capacity(64),
+            profile,
         }
     }
 
@@ -522,6 +528,10 @@ impl CommandEncoder {
 
     /// Appends command number `index` (counted from 0; calls must come in order).
     pub fn encode(&mut self, index: u64, out: &mut CommandBuffer) {
+        if let Some(profile) = &mut self.profile {
+            profile.encode_next(out);
+            return;
+        }
         match &self.workload {
             Workload::SortedSet { .. } => {
                 // `$<n>\r\n<i>\r\n$<n+2>\r\nm:<i>\r\n` after the shared prefix.
@@ -549,6 +559,7 @@ impl CommandEncoder {
                     .padded_digits(index, KEY_DIGITS)
                     .raw(&self.suffix);
             }
+            Workload::Profile(_) => unreachable!("a profile is encoded by its own encoder"),
             Workload::Records { layout, fields, .. } => match layout {
                 RecordLayout::Hash => {
                     self.record_key.clear();
@@ -649,7 +660,9 @@ mod tests {
                     .bulk(format!("key:{key:012}").as_bytes())
                     .bulk(&vec![b'x'; *value_size as usize]);
             }
-            Workload::Records { .. } => unreachable!("records are built argument by argument"),
+            Workload::Records { .. } | Workload::Profile(_) => {
+                unreachable!("records and profiles are built argument by argument")
+            }
         }
         out.as_bytes().to_vec()
     }

@@ -194,6 +194,11 @@ pub struct ValueShape {
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub integer_share: f64,
+    /// Among the integers, the share that are negative (a sign takes more room in a compact
+    /// encoding than the digit it replaces).
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub negative_share: f64,
     /// Lengths in bytes of the elements that are not integers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_length: Option<Distribution>,
@@ -323,6 +328,7 @@ impl ValueShape {
     fn check(&self, at: &str) -> Result<(), String> {
         check_share(&format!("{at}.integerKeys"), self.integer_keys)?;
         check_share(&format!("{at}.integerShare"), self.integer_share)?;
+        check_share(&format!("{at}.negativeShare"), self.negative_share)?;
         let wants_text = self.integer_keys < 1.0 && self.integer_share < 1.0;
         let wants_integers = self.integer_keys > 0.0 || self.integer_share > 0.0;
         match (&self.text_length, wants_text) {

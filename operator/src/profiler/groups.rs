@@ -23,6 +23,8 @@ struct ValueTally {
     all_integer_keys: u64,
     other_elements: u64,
     other_integers: u64,
+    integers: u64,
+    negative_integers: u64,
     text_lengths: BTreeMap<u64, u64>,
     integer_lengths: BTreeMap<u64, u64>,
 }
@@ -40,6 +42,8 @@ impl ValueTally {
             self.other_integers += elements.iter().filter(|e| e.integer).count() as u64;
         }
         for e in elements {
+            self.integers += u64::from(e.integer);
+            self.negative_integers += u64::from(e.negative);
             let lengths = if e.integer {
                 &mut self.integer_lengths
             } else {
@@ -60,6 +64,7 @@ impl ValueTally {
         ValueShape {
             integer_keys: share(self.all_integer_keys, self.keys),
             integer_share: share(self.other_integers, self.other_elements),
+            negative_share: share(self.negative_integers, self.integers),
             text_length: distribution(&self.text_lengths),
             integer_length: distribution(&self.integer_lengths),
         }

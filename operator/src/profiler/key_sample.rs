@@ -26,6 +26,7 @@ const LONGEST_INTEGER: u64 = 20;
 pub struct Element {
     pub length: u32,
     pub integer: bool,
+    pub negative: bool,
 }
 
 impl Element {
@@ -33,6 +34,7 @@ impl Element {
         Self {
             length: u32::try_from(bytes.len()).unwrap_or(u32::MAX),
             integer: is_integer(bytes),
+            negative: bytes.first() == Some(&b'-') && is_integer(bytes),
         }
     }
 }
@@ -254,13 +256,17 @@ pub fn sample_key(session: &mut Session<'_>, key: &[u8]) -> Result<Sampled, Prof
                     cmd("GET").arg(key),
                     "which strings are integers is not known: all are taken as text",
                 )?;
-                value.is_some_and(|v| is_integer(&v))
+                // Some(whether it is negative) for an integer.
+                value
+                    .filter(|v| is_integer(v))
+                    .map(|v| v.first() == Some(&b'-'))
             } else {
-                false
+                None
             };
             key_sample.values = vec![Element {
                 length: u32::try_from(length).unwrap_or(u32::MAX),
-                integer,
+                integer: integer.is_some(),
+                negative: integer.is_some_and(|negative| negative),
             }];
         }
         KeyType::Hash => {

@@ -368,6 +368,7 @@ pub fn estimated_engine_memory(workload: &Workload, engine: EngineKind) -> u64 {
             layout: RecordLayout::Strings,
             fields,
         } => records.saturating_mul(fields.len() as u64 * 120),
+        Workload::Profile(profile) => profile.estimated_bytes(),
     };
     let base = match engine {
         EngineKind::Dragonfly => 1024 * MIB,

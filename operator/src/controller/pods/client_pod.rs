@@ -21,6 +21,9 @@ use crate::crd::{MemoryBenchmark, RecordLayout};
 
 /// The `membench load` arguments that load the spec's workload into the engine at `address`
 /// and leave the result in the termination message.
+/// Where the client pod reads a profile workload's profile (a ConfigMap's key, mounted).
+pub const PROFILE_PATH: &str = "/etc/membench/profile/profile.yaml";
+
 pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &str) -> Vec<String> {
     let spec = &benchmark.spec;
     let mut args: Vec<String> = vec![
@@ -74,6 +77,12 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
                 .into(),
             );
             flag("fields", fields.join(","));
+        }
+        Workload::Profile(profile) => {
+            flag("profile", PROFILE_PATH.into());
+            flag("scale", profile.scale.to_string());
+            flag("element-scale", profile.element_scale.to_string());
+            flag("seed", profile.seed.to_string());
         }
     }
     flag("pipeline", spec.pipeline.to_string());
