@@ -226,7 +226,6 @@ fn rebuilt_data(report: &serde_json::Value) -> (u64, f64) {
 }
 
 #[test]
-#[ignore = "not met yet: on Valkey 9.1.2 the rebuild lands 2.2-2.3% under the source (docs/results.md); run with --ignored"]
 fn nycflights13_rebuilt_from_its_profile_lands_within_two_percent_of_the_source() {
     let spec = common::shared_build(EngineKind::Valkey, "9.1");
     let dir = tempdir();

@@ -83,6 +83,69 @@ fn chance(share: f64, rng: &mut KeyGenerator) -> bool {
     share > 0.0 && (share >= 1.0 || (rng.next_u64() as f64 / u64::MAX as f64) < share)
 }
 
+/// Where an element stands among its key's elements of one kind (fields, values or scores):
+/// element `index` of `count`, and the key's three offsets (0 to 1) that place it. Elements
+/// are drawn systematically, not independently: the integers are spread evenly over the
+/// key's elements (`integerShare` of them, rounded up or down), and the integers' and the
+/// texts' lengths step evenly through their distributions. Each key still follows the
+/// distributions exactly (the offsets vary by key), but a key's total size varies as little
+/// as a schema's keys do (the same fields in every hash): independent draws would spread the
+/// sizes, and allocators round sizes to classes, so a spread changes the memory.
+#[derive(Clone, Copy)]
+struct Stratum {
+    index: u64,
+    count: u64,
+    offsets: [f64; 3],
+}
+
+fn unit(rng: &mut KeyGenerator) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl Stratum {
+    /// Whether the element is an integer, and its place among the integers or the texts as a
+    /// quantile.
+    fn place(self, integer_share: f64) -> (bool, f64) {
+        let [o_integer, o_integer_length, o_text_length] = self.offsets;
+        let p = integer_share.clamp(0.0, 1.0);
+        let before = |j: u64| ((j as f64) * p + o_integer).floor() as u64;
+        let integer = before(self.index + 1) > before(self.index);
+        let integers = before(self.count) - before(0);
+        let integer_rank = before(self.index) - before(0);
+        if integer {
+            (
+                true,
+                (integer_rank as f64 + o_integer_length) / integers.max(1) as f64,
+            )
+        } else {
+            let texts = self.count - integers;
+            let text_rank = self.index - integer_rank;
+            (
+                false,
+                (text_rank as f64 + o_text_length) / texts.max(1) as f64,
+            )
+        }
+    }
+
+    fn of(self, index: u64, count: u64) -> Self {
+        Self {
+            index,
+            count: count.max(1),
+            ..self
+        }
+    }
+}
+
+/// The offsets that place a group's keys (see [`KeyShape::draw`]).
+fn group_stratum(seed: u64, group: usize) -> Stratum {
+    let mut rng = key_generator(seed ^ 0x6772_6f75_7073, group as u64);
+    Stratum {
+        index: 0,
+        count: 1,
+        offsets: [unit(&mut rng), unit(&mut rng), unit(&mut rng)],
+    }
+}
+
 /// One key's shape.
 struct KeyShape {
     key_length: usize,
@@ -91,21 +154,35 @@ struct KeyShape {
     integer_fields: bool,
     integer_values: bool,
     integer_scores: bool,
+    /// The offsets of the key's fields, values and scores.
+    strata: [Stratum; 3],
 }
 
 impl KeyShape {
-    fn draw(group: &KeyGroup, element_scale: f64, rng: &mut KeyGenerator) -> Self {
+    /// The shape of the key `place` puts among its group's keys: which keys have a TTL and
+    /// how many elements each has step evenly through the group's share and distribution, as
+    /// a key's elements do (see [`Stratum`]), so that a small group rebuilds as it was.
+    fn draw(group: &KeyGroup, element_scale: f64, place: Stratum, rng: &mut KeyGenerator) -> Self {
         let key_length = draw(&group.key_length, rng) as usize;
-        let ttl = group.ttl.as_ref().is_some_and(|t| chance(t.share, rng));
+        let ttl = group.ttl.as_ref().is_some_and(|t| place.place(t.share).0);
         let elements = group.elements.as_ref().map_or(1, |d| {
-            ((draw(d, rng) as f64 * element_scale).round() as u64).clamp(1, MAX_ELEMENTS_PER_KEY)
+            let quantile = (place.index as f64 + place.offsets[1]) / place.count as f64;
+            ((d.quantile(quantile) as f64 * element_scale).round() as u64)
+                .clamp(1, MAX_ELEMENTS_PER_KEY)
         });
         let mut integer_keys =
             |shape: Option<&ValueShape>| shape.is_some_and(|s| chance(s.integer_keys, rng));
         let integer_fields = integer_keys(group.fields.as_ref());
         let integer_values = integer_keys(Some(&group.values));
         let integer_scores = integer_keys(group.scores.as_ref());
+        let mut stratum = || Stratum {
+            index: 0,
+            count: 1,
+            offsets: [unit(rng), unit(rng), unit(rng)],
+        };
+        let strata = [stratum(), stratum(), stratum()];
         Self {
+            strata,
             key_length,
             ttl,
             elements,
@@ -171,9 +248,11 @@ impl ProfileWorkload {
         let mut commands = 0u64;
         let mut ttl_keys = 0u64;
         let mut k = 0u64;
-        for (group, count) in profile.groups.iter().zip(&group_keys) {
-            for _ in 0..*count {
-                let shape = KeyShape::draw(group, element_scale, &mut key_generator(seed, k));
+        for (g, (group, count)) in profile.groups.iter().zip(&group_keys).enumerate() {
+            for rank in 0..*count {
+                let place = group_stratum(seed, g).of(rank, *count);
+                let shape =
+                    KeyShape::draw(group, element_scale, place, &mut key_generator(seed, k));
                 commands = commands.saturating_add(shape.commands(group.key_type));
                 ttl_keys += u64::from(shape.ttl);
                 k += 1;
@@ -309,14 +388,20 @@ fn element(
     shape: &ValueShape,
     all_integer: bool,
     unique: Option<u64>,
+    stratum: Stratum,
     rng: &mut KeyGenerator,
     out: &mut Vec<u8>,
 ) {
     out.clear();
-    let integer = all_integer || chance(shape.integer_share, rng);
+    let share = if all_integer {
+        1.0
+    } else {
+        shape.integer_share
+    };
+    let (integer, quantile) = stratum.place(share);
     match (integer, &shape.integer_length, &shape.text_length) {
         (true, Some(lengths), _) | (false, Some(lengths), None) => {
-            let length = draw(lengths, rng).clamp(1, 19) as usize;
+            let length = lengths.quantile(quantile).clamp(1, 19) as usize;
             match unique {
                 // "1" and the number, zero-padded: distinct numbers, no leading zero.
                 Some(j) => {
@@ -339,7 +424,7 @@ fn element(
             }
         }
         (_, _, Some(lengths)) => {
-            let length = draw(lengths, rng) as usize;
+            let length = lengths.quantile(quantile) as usize;
             match unique {
                 // The number in letters g..z, padded with g: no digit, so never an integer.
                 Some(mut j) => {
@@ -376,14 +461,25 @@ fn push_number(digits: usize, rng: &mut KeyGenerator, out: &mut Vec<u8>) {
 
 /// A score of the length drawn: an integer, or a decimal fraction the server prints back the
 /// same way (no trailing zero, at most 17 significant digits).
-fn score(shape: &ValueShape, all_integer: bool, rng: &mut KeyGenerator, out: &mut Vec<u8>) {
+fn score(
+    shape: &ValueShape,
+    all_integer: bool,
+    stratum: Stratum,
+    rng: &mut KeyGenerator,
+    out: &mut Vec<u8>,
+) {
     out.clear();
-    let integer = all_integer || chance(shape.integer_share, rng);
+    let share = if all_integer {
+        1.0
+    } else {
+        shape.integer_share
+    };
+    let (integer, quantile) = stratum.place(share);
     if integer || shape.text_length.is_none() {
         let length = shape
             .integer_length
             .as_ref()
-            .map_or(1, |d| draw(d, rng))
+            .map_or(1, |d| d.quantile(quantile))
             .clamp(1, 15) as usize;
         let negative = length > 1 && chance(shape.negative_share, rng);
         if negative {
@@ -394,7 +490,7 @@ fn score(shape: &ValueShape, all_integer: bool, rng: &mut KeyGenerator, out: &mu
         let length = shape
             .text_length
             .as_ref()
-            .map_or(3, |d| draw(d, rng))
+            .map_or(3, |d| d.quantile(quantile))
             .clamp(3, 17) as usize;
         out.extend_from_slice(b"0.");
         for _ in 2..length - 1 {
@@ -430,6 +526,7 @@ impl ProfileEncoder {
                     &group.values,
                     current.shape.integer_values,
                     None,
+                    current.shape.strata[1].of(0, 1),
                     rng,
                     element_buffer,
                 );
@@ -460,6 +557,7 @@ impl ProfileEncoder {
                         &field_shape,
                         current.shape.integer_fields,
                         Some(f),
+                        current.shape.strata[0].of(f, fields),
                         rng,
                         element_buffer,
                     );
@@ -468,6 +566,7 @@ impl ProfileEncoder {
                         &group.values,
                         current.shape.integer_values,
                         None,
+                        current.shape.strata[1].of(f, fields),
                         rng,
                         element_buffer,
                     );
@@ -484,6 +583,7 @@ impl ProfileEncoder {
                     _ => (b"ZADD", 2),
                 };
                 out.array(2 + per_element * n as usize).bulk(name).bulk(key);
+                let elements = current.shape.elements;
                 for i in 0..n {
                     let j = current.elements_sent + i;
                     match key_type {
@@ -493,6 +593,7 @@ impl ProfileEncoder {
                                 fields,
                                 current.shape.integer_fields,
                                 Some(j),
+                                current.shape.strata[0].of(j, elements),
                                 rng,
                                 element_buffer,
                             );
@@ -501,6 +602,7 @@ impl ProfileEncoder {
                                 &group.values,
                                 current.shape.integer_values,
                                 None,
+                                current.shape.strata[1].of(j, elements),
                                 rng,
                                 element_buffer,
                             );
@@ -510,6 +612,7 @@ impl ProfileEncoder {
                                 &group.values,
                                 current.shape.integer_values,
                                 None,
+                                current.shape.strata[1].of(j, elements),
                                 rng,
                                 element_buffer,
                             );
@@ -519,18 +622,26 @@ impl ProfileEncoder {
                                 &group.values,
                                 current.shape.integer_values,
                                 Some(j),
+                                current.shape.strata[1].of(j, elements),
                                 rng,
                                 element_buffer,
                             );
                         }
                         _ => {
                             let scores = group.scores.as_ref().expect("a checked zset has scores");
-                            score(scores, current.shape.integer_scores, rng, element_buffer);
+                            score(
+                                scores,
+                                current.shape.integer_scores,
+                                current.shape.strata[2].of(j, elements),
+                                rng,
+                                element_buffer,
+                            );
                             out.bulk(element_buffer);
                             element(
                                 &group.values,
                                 current.shape.integer_values,
                                 Some(j),
+                                current.shape.strata[1].of(j, elements),
                                 rng,
                                 element_buffer,
                             );
@@ -555,7 +666,9 @@ impl ProfileEncoder {
         }
         let group = &self.profile.groups[self.group];
         let mut rng = key_generator(self.seed, self.k);
-        let shape = KeyShape::draw(group, self.element_scale, &mut rng);
+        let count = self.group_keys[self.group];
+        let place = group_stratum(self.seed, self.group).of(count - self.left_in_group, count);
+        let shape = KeyShape::draw(group, self.element_scale, place, &mut rng);
         self.key.clear();
         self.templates[self.group].render(self.k, shape.key_length, &mut self.key);
         self.current = Some(CurrentKey {

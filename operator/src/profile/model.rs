@@ -292,6 +292,25 @@ impl Distribution {
         self.max()
     }
 
+    /// The value at quantile `u` (0 to 1): the bucket holding that share of the observations,
+    /// and the place in its range as far in as `u` is into the bucket's count.
+    pub fn quantile(&self, u: f64) -> u64 {
+        let total = self.observations();
+        if total == 0 {
+            return 0;
+        }
+        let mut target = u.clamp(0.0, 1.0) * total as f64;
+        for [min, max, count] in &self.buckets {
+            let count = *count as f64;
+            if target < count {
+                let width = (max - min + 1) as f64;
+                return (min + (target / count * width) as u64).min(*max);
+            }
+            target -= count;
+        }
+        self.max()
+    }
+
     fn check(&self, at: &str) -> Result<(), String> {
         if self.buckets.is_empty() {
             return Err(format!("{at}: a distribution needs at least one bucket"));
