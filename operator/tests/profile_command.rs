@@ -371,3 +371,23 @@ fn a_server_that_goes_away_mid_profile_leaves_the_profile_of_what_was_sampled() 
     );
     assert!(profile.source.stopped_by.unwrap().contains("went away"));
 }
+
+#[test]
+fn dragonfly_is_profiled_without_object_and_says_so() {
+    let engine = common::start_spec(&common::shared_build(EngineKind::Dragonfly, "1"));
+    let mut connection = common::connect(&engine.address);
+    fill(&mut connection);
+    let (output, profile) = profile_json(&engine.address.socket_addr(), &[]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let profile = profile.expect("a profile");
+    profile.check().expect("a valid profile");
+    assert_eq!(profile.source.engine.as_deref(), Some("dragonfly"));
+    assert_eq!(profile.source.sampled_keys, 661);
+    let notes = profile.notes.join("\n");
+    assert!(notes.contains("OBJECT unknown to this server"), "{notes}");
+    let flights = group(&profile, "flight:{n}", KeyType::Hash);
+    assert_eq!(
+        flights.elements.as_ref().unwrap().buckets,
+        vec![[3, 3, 300]]
+    );
+}

