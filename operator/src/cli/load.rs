@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use membench::client::engine::EngineAddress;
 use membench::client::measure::{BenchmarkReport, LoadOptions, measure_journaled};
-use membench::client::profile_workload::ProfileWorkload;
+use membench::client::profile_workload::{PROFILE_ENV, ProfileWorkload};
 use membench::client::progress::ProgressReporter;
 use membench::client::stop::{
     Journal, ResultFile, STOP_DEADLINE, stop_on_signals, write_journal_and_exit,
@@ -241,13 +241,20 @@ impl LoadArgs {
                     ("--records", self.records.is_some()),
                     ("--value-size", self.value_size.is_some()),
                 ])?;
-                let path = self.profile.as_ref().ok_or(
-                    "--workload profile needs --profile FILE (what `membench profile` prints)",
-                )?;
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read --profile {}: {e}", path.display()))?;
-                let profile = Profile::parse(&text)
-                    .map_err(|e| format!("--profile {}: {e}", path.display()))?;
+                // A client pod has its profile in the environment, from the spec.
+                let (text, origin) = match (&self.profile, std::env::var(PROFILE_ENV)) {
+                    (Some(path), _) => (
+                        std::fs::read_to_string(path).map_err(|e| {
+                            format!("cannot read --profile {}: {e}", path.display())
+                        })?,
+                        format!("--profile {}", path.display()),
+                    ),
+                    (None, Ok(text)) => (text, format!("the profile in ${PROFILE_ENV}")),
+                    (None, Err(_)) => {
+                        return Err("--workload profile needs --profile FILE (what `membench profile` prints)".into());
+                    }
+                };
+                let profile = Profile::parse(&text).map_err(|e| format!("{origin}: {e}"))?;
                 Workload::Profile(
                     ProfileWorkload::new(
                         profile,
@@ -255,7 +262,7 @@ impl LoadArgs {
                         self.element_scale.unwrap_or(1.0),
                         self.seed,
                     )
-                    .map_err(|e| format!("--profile {}: {e}", path.display()))?,
+                    .map_err(|e| format!("{origin}: {e}"))?,
                 )
             }
             WorkloadKind::Records => {

@@ -19,6 +19,10 @@ use crate::client::resp::CommandBuffer;
 use crate::profile::model::{Distribution, KeyGroup, KeyType, Profile, ValueShape};
 use crate::profile::templates::KeyTemplate;
 
+/// The environment variable a client pod finds its profile in (JSON), when `membench load`
+/// has no --profile file.
+pub const PROFILE_ENV: &str = "MEMBENCH_PROFILE";
+
 /// How many elements one command of a rebuild adds at most.
 pub const ELEMENTS_PER_COMMAND: u64 = 512;
 /// The TTL of every rebuilt key that has one: 30 days, far beyond any run.
@@ -110,7 +114,7 @@ impl Stratum {
         let p = integer_share.clamp(0.0, 1.0);
         let before = |j: u64| ((j as f64) * p + o_integer).floor() as u64;
         let integer = before(self.index + 1) > before(self.index);
-        let integers = before(self.count) - before(0);
+        let integers = self.with_integers(p, self.count);
         let integer_rank = before(self.index) - before(0);
         if integer {
             (
@@ -125,6 +129,14 @@ impl Stratum {
                 (text_rank as f64 + o_text_length) / texts.max(1) as f64,
             )
         }
+    }
+
+    /// How many of `count` elements are integers at `integer_share` (the same count
+    /// `place` gives, without placing each).
+    fn with_integers(self, integer_share: f64, count: u64) -> u64 {
+        let p = integer_share.clamp(0.0, 1.0);
+        let before = |j: u64| ((j as f64) * p + self.offsets[0]).floor() as u64;
+        before(count) - before(0)
     }
 
     fn of(self, index: u64, count: u64) -> Self {
@@ -247,16 +259,46 @@ impl ProfileWorkload {
         let group_keys = allocate(keys, &shares);
         let mut commands = 0u64;
         let mut ttl_keys = 0u64;
-        let mut k = 0u64;
+        let mut first_key = 0u64;
         for (g, (group, count)) in profile.groups.iter().zip(&group_keys).enumerate() {
-            for rank in 0..*count {
-                let place = group_stratum(seed, g).of(rank, *count);
-                let shape =
-                    KeyShape::draw(group, element_scale, place, &mut key_generator(seed, k));
-                commands = commands.saturating_add(shape.commands(group.key_type));
-                ttl_keys += u64::from(shape.ttl);
-                k += 1;
+            let place = group_stratum(seed, g);
+            // Which keys get a TTL follows from the group's offset alone (KeyShape::draw):
+            // counted without drawing a key.
+            let with_ttl = group
+                .ttl
+                .as_ref()
+                .map_or(0, |t| place.with_integers(t.share, *count));
+            let largest = group
+                .elements
+                .as_ref()
+                .map_or(1.0, |d| d.max() as f64 * element_scale);
+            let one_command_each = group.key_type == KeyType::String
+                || (group.key_type != KeyType::Stream
+                    && largest.round() <= ELEMENTS_PER_COMMAND as f64);
+            if one_command_each {
+                // A SET carries its TTL; any other key adds a PEXPIRE.
+                let expires = if group.key_type == KeyType::String {
+                    0
+                } else {
+                    with_ttl
+                };
+                commands = commands.saturating_add(count + expires);
+                ttl_keys += with_ttl;
+            } else {
+                // Keys of several commands: counted key by key.
+                for rank in 0..*count {
+                    let k = first_key + rank;
+                    let shape = KeyShape::draw(
+                        group,
+                        element_scale,
+                        place.of(rank, *count),
+                        &mut key_generator(seed, k),
+                    );
+                    commands = commands.saturating_add(shape.commands(group.key_type));
+                    ttl_keys += u64::from(shape.ttl);
+                }
             }
+            first_key += count;
         }
         let source = format!(
             "{} {} db{}, {} keys",
@@ -678,5 +720,95 @@ impl ProfileEncoder {
             sent: 0,
             elements_sent: 0,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(yaml_groups: &str) -> Profile {
+        Profile::parse(&format!(
+            "format: 1\nsource: {{keys: 40}}\ngroups:\n{yaml_groups}"
+        ))
+        .unwrap()
+    }
+
+    const MIXED: &str = r#"- template: "s:{n}"
+  type: string
+  share: 0.25
+  keyLength: {buckets: [[5, 8, 4]]}
+  ttl: {share: 0.5, millis: {buckets: [[1000, 1000, 1]]}}
+  values: {integerShare: 0.5, textLength: {buckets: [[10, 10, 1]]}, integerLength: {buckets: [[3, 3, 1]]}}
+- template: "h:{n}"
+  type: hash
+  share: 0.25
+  keyLength: {buckets: [[5, 5, 1]]}
+  ttl: {share: 0.3, millis: {buckets: [[1000, 1000, 1]]}}
+  elements: {buckets: [[3, 3, 1]]}
+  fields: {textLength: {buckets: [[4, 4, 1]]}}
+  values: {textLength: {buckets: [[4, 4, 1]]}}
+- template: "l:{n}"
+  type: list
+  share: 0.25
+  keyLength: {buckets: [[5, 5, 1]]}
+  ttl: {share: 0.5, millis: {buckets: [[1000, 1000, 1]]}}
+  elements: {buckets: [[10, 10, 1], [1500, 1500, 1]]}
+  values: {integerKeys: 1.0, integerLength: {buckets: [[4, 4, 1]]}}
+- template: "x:{n}"
+  type: stream
+  share: 0.25
+  keyLength: {buckets: [[5, 5, 1]]}
+  elements: {buckets: [[2, 3, 1]]}
+  entryFields: {buckets: [[2, 2, 1]]}
+  fields: {textLength: {buckets: [[3, 3, 1]]}}
+  values: {textLength: {buckets: [[3, 3, 1]]}}
+"#;
+
+    #[test]
+    fn the_commands_counted_before_the_load_are_the_commands_it_sends() {
+        let workload = ProfileWorkload::new(profile(MIXED), 2.0, 1.0, 42).unwrap();
+        assert_eq!(workload.keys, 80);
+        let mut encoder = workload.encoder();
+        let mut out = CommandBuffer::default();
+        for _ in 0..workload.commands {
+            encoder.encode_next(&mut out);
+        }
+        // The last command ends the last key.
+        assert_eq!(encoder.k, workload.keys - 1);
+        let last = encoder.current.as_ref().unwrap();
+        assert_eq!(last.sent, last.commands);
+        let text = String::from_utf8_lossy(out.as_bytes());
+        let ttls = text.matches("PEXPIRE").count() + text.matches("\r\nPX\r\n").count();
+        assert_eq!(ttls as u64, workload.ttl_keys);
+        // Shares of 0.5 and 0.3 of 20 keys each: exactly 10 + 6 + 10.
+        assert_eq!(workload.ttl_keys, 26);
+    }
+
+    #[test]
+    fn the_same_seed_is_the_same_data_and_another_seed_is_not() {
+        let encode = |seed| {
+            let workload = ProfileWorkload::new(profile(MIXED), 1.0, 1.0, seed).unwrap();
+            let mut encoder = workload.encoder();
+            let mut out = CommandBuffer::default();
+            for _ in 0..workload.commands {
+                encoder.encode_next(&mut out);
+            }
+            out.as_bytes().to_vec()
+        };
+        assert_eq!(encode(1), encode(1));
+        assert_ne!(encode(1), encode(2));
+    }
+
+    #[test]
+    fn integers_are_spread_evenly_over_a_keys_elements() {
+        let stratum = Stratum {
+            index: 0,
+            count: 10,
+            offsets: [0.37, 0.5, 0.5],
+        };
+        let integers = (0..10).filter(|j| stratum.of(*j, 10).place(0.3).0).count();
+        assert_eq!(integers, 3);
+        assert_eq!(stratum.with_integers(0.3, 10), 3);
     }
 }

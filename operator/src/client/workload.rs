@@ -74,6 +74,7 @@ impl Workload {
             spec.random_strings.is_some(),
             spec.strings.is_some(),
             spec.records.is_some(),
+            spec.profile.is_some(),
         ]
         .iter()
         .filter(|s| **s)
@@ -82,7 +83,7 @@ impl Workload {
             return Err(invalid(
                 "spec.workload",
                 format!(
-                    "set exactly one of sortedSet, randomStrings, strings, records ({set} are set)"
+                    "set exactly one of sortedSet, randomStrings, strings, records, profile ({set} are set)"
                 ),
             ));
         }
@@ -110,6 +111,11 @@ impl Workload {
                 layout: w.layout,
                 fields: w.fields.clone(),
             }
+        } else if let Some(w) = &spec.profile {
+            Workload::Profile(
+                ProfileWorkload::new(w.profile(), w.scale, w.element_scale, w.seed)
+                    .map_err(|message| invalid("spec.workload.profile", message))?,
+            )
         } else {
             unreachable!("exactly one workload is set")
         };

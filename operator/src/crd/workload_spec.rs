@@ -4,11 +4,12 @@ use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::formats::{MAX_SAMPLES, MIN_SAMPLE_EVERY, message};
+use crate::profile::model::{KeyGroup, PROFILE_FORMAT, Profile, ProfileSource};
 
 /// The data to load. Exactly one of the workloads must be set.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("[has(self.sortedSet), has(self.randomStrings), has(self.strings), has(self.records)].filter(x, x).size() == 1").message("set exactly one of workload.sortedSet, workload.randomStrings, workload.strings, workload.records"))]
+#[x_kube(validation = Rule::new("[has(self.sortedSet), has(self.randomStrings), has(self.strings), has(self.records), has(self.profile)].filter(x, x).size() == 1").message("set exactly one of workload.sortedSet, workload.randomStrings, workload.strings, workload.records, workload.profile"))]
 pub struct WorkloadSpec {
     /// N members `m:{i}` with integer scores `i` added to ONE sorted set by pipelined
     /// `ZADD key NX score member` (the published 50-million-member sorted-set benchmark).
@@ -29,6 +30,60 @@ pub struct WorkloadSpec {
     /// field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub records: Option<RecordsWorkload>,
+
+    /// A keyspace rebuilt from its profile (what `membench profile` prints), inline: its
+    /// `format`, `source` and `groups`, with `scale`, `elementScale` and `seed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileWorkloadSpec>,
+}
+
+/// A profile to rebuild, and how.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileWorkloadSpec {
+    /// The profile format (1).
+    #[serde(default = "default_profile_format")]
+    pub format: u32,
+    /// Where the profile was taken: `keys` (its DBSIZE) is how many keys a rebuild stores,
+    /// times `scale`.
+    pub source: ProfileSource,
+    /// The keys by key-name template and type; their shares add up to 1.
+    #[schemars(length(min = 1, max = 10_000))]
+    pub groups: Vec<KeyGroup>,
+    /// What the profiler noted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Store this many times the profile's keys.
+    #[serde(default = "default_scale")]
+    #[x_kube(validation = Rule::new("self > 0.0 && self <= 1000000.0").message("scale is a factor above 0 (1 keeps the profile's size), at most 1000000"))]
+    pub scale: f64,
+    /// Grow the element counts of hashes, sets, sorted sets, lists and streams by this factor.
+    #[serde(default = "default_scale")]
+    #[x_kube(validation = Rule::new("self > 0.0 && self <= 1000000.0").message("elementScale is a factor above 0 (1 keeps the profile's element counts), at most 1000000"))]
+    pub element_scale: f64,
+    /// Seed of the rebuild's draws: the same seed is the same data on every engine.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+fn default_profile_format() -> u32 {
+    PROFILE_FORMAT
+}
+
+fn default_scale() -> f64 {
+    1.0
+}
+
+impl ProfileWorkloadSpec {
+    /// The profile the spec holds.
+    pub fn profile(&self) -> Profile {
+        Profile {
+            format: self.format,
+            source: self.source.clone(),
+            groups: self.groups.clone(),
+            notes: self.notes.clone(),
+        }
+    }
 }
 
 /// Members into one sorted set.

@@ -134,6 +134,7 @@ pub struct KeyGroup {
     /// `}}` are literal braces.
     #[schemars(length(min = 1, max = 1024))]
     pub template: String,
+    /// The keys' type, as `TYPE` answers: string, hash, list, set, zset or stream.
     #[serde(rename = "type")]
     pub key_type: KeyType,
     /// The group's share of the keys (0 to 1).
@@ -172,6 +173,7 @@ pub struct KeyGroup {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TtlShape {
+    /// The share of the group's keys that have a TTL (0 to 1).
     #[schemars(range(min = 0.0, max = 1.0))]
     pub share: f64,
     /// Remaining TTL in milliseconds (`PTTL`) of the keys that have one.

@@ -217,6 +217,24 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
         }
     }
     let workload = Workload::from_spec(&spec.workload).map_err(|e| e.to_string())?;
+    if let Workload::Profile(profile) = &workload {
+        // A rebuild that cannot fit ends in an engine out of memory midway: refused first.
+        let needs = profile.estimated_bytes();
+        for (i, engine) in spec.engines.iter().enumerate() {
+            let Some(memory) = &engine.memory else {
+                continue;
+            };
+            if parse_memory_quantity(memory).is_some_and(|limit| limit < needs) {
+                return Err(format!(
+                    "spec.engines[{i}].memory is {memory}, but the profile's rebuild ({} keys, scale {}, elementScale {}) needs about {} of data: raise memory, or lower workload.profile.scale or elementScale",
+                    profile.keys,
+                    profile.scale,
+                    profile.element_scale,
+                    mebibytes(needs)
+                ));
+            }
+        }
+    }
     if let Some(table) = spec.published_table {
         table.table().check_workload(&workload)?;
     }

@@ -21,9 +21,6 @@ use crate::crd::{MemoryBenchmark, RecordLayout};
 
 /// The `membench load` arguments that load the spec's workload into the engine at `address`
 /// and leave the result in the termination message.
-/// Where the client pod reads a profile workload's profile (a ConfigMap's key, mounted).
-pub const PROFILE_PATH: &str = "/etc/membench/profile/profile.yaml";
-
 pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &str) -> Vec<String> {
     let spec = &benchmark.spec;
     let mut args: Vec<String> = vec![
@@ -79,7 +76,6 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
             flag("fields", fields.join(","));
         }
         Workload::Profile(profile) => {
-            flag("profile", PROFILE_PATH.into());
             flag("scale", profile.scale.to_string());
             flag("element-scale", profile.element_scale.to_string());
             flag("seed", profile.seed.to_string());
@@ -214,5 +210,16 @@ fn client_env(benchmark: &MemoryBenchmark) -> Vec<EnvVar> {
     env.push(crate::auth::client_env(&crate::auth::effective_auth(
         benchmark,
     )));
+    // A profile workload's profile, whole: `membench load --workload profile` reads it from
+    // here when no --profile file is given (the spec holds it, so no other object is needed).
+    if let Some(profile) = &benchmark.spec.workload.profile {
+        env.push(EnvVar {
+            name: crate::client::profile_workload::PROFILE_ENV.into(),
+            value: Some(
+                serde_json::to_string(&profile.profile()).expect("a profile always serializes"),
+            ),
+            ..Default::default()
+        });
+    }
     env
 }
