@@ -298,6 +298,7 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
             verbs(&["create", "patch"]),
         ),
         ("".into(), "secrets".into(), verbs(&["create"])),
+        ("".into(), "configmaps".into(), verbs(&["get"])),
         (
             "membench.io".into(),
             "memorybenchmarks".into(),

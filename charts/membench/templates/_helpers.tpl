@@ -79,6 +79,10 @@ app.kubernetes.io/component: operator
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["create"]
+# get only: a profile workload's configMapRef, read before anything starts.
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get"]
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   # get and delete: a policy of the benchmark's name left by an earlier benchmark of that name

@@ -113,8 +113,14 @@ impl Workload {
             }
         } else if let Some(w) = &spec.profile {
             Workload::Profile(
-                ProfileWorkload::new(w.profile(), w.scale, w.element_scale, w.seed)
-                    .map_err(|message| invalid("spec.workload.profile", message))?,
+                ProfileWorkload::new(
+                    w.profile()
+                        .map_err(|message| invalid("spec.workload.profile", message))?,
+                    w.scale,
+                    w.element_scale,
+                    w.seed,
+                )
+                .map_err(|message| invalid("spec.workload.profile", message))?,
             )
         } else {
             unreachable!("exactly one workload is set")

@@ -37,7 +37,7 @@ pub use status::{
     SpreadStatus, SummaryStatus,
 };
 pub use workload_spec::{
-    RandomStringsWorkload, RecordLayout, RecordsWorkload, SortedSetWorkload, StringsWorkload,
-    WorkloadSpec, default_record_fields, default_sample_every, default_seed,
-    default_sorted_set_key,
+    ProfileConfigMapRef, ProfileWorkloadSpec, RandomStringsWorkload, RecordLayout, RecordsWorkload,
+    SortedSetWorkload, StringsWorkload, WorkloadSpec, default_record_fields, default_sample_every,
+    default_seed, default_sorted_set_key,
 };

@@ -31,14 +31,21 @@ pub struct WorkloadSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub records: Option<RecordsWorkload>,
 
-    /// A keyspace rebuilt from its profile (what `membench profile` prints), inline: its
-    /// `format`, `source` and `groups`, with `scale`, `elementScale` and `seed`.
+    /// A keyspace rebuilt from its profile (what `membench profile` prints): inline (its
+    /// `format`, `source` and `groups`) or from a ConfigMap (`configMapRef`), with `scale`,
+    /// `elementScale` and `seed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("has(self.groups) != has(self.configMapRef)").message("set workload.profile inline (source and groups) or as configMapRef, not both"))]
+    #[x_kube(validation = Rule::new("has(self.groups) == has(self.source)").message("an inline workload.profile has both source and groups"))]
+    #[x_kube(validation = Rule::new("!has(self.scale) || (self.scale > 0.0 && self.scale <= 1000000.0)").message("workload.profile.scale is a factor above 0 (1 keeps the profile's size), at most 1000000"))]
+    #[x_kube(validation = Rule::new("!has(self.elementScale) || (self.elementScale > 0.0 && self.elementScale <= 1000000.0)").message("workload.profile.elementScale is a factor above 0 (1 keeps the profile's element counts), at most 1000000"))]
     pub profile: Option<ProfileWorkloadSpec>,
 }
 
 /// A profile to rebuild, and how.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+// Its CEL rules are WorkloadSpec's: a struct with a field the schema skips cannot derive
+// KubeSchema.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProfileWorkloadSpec {
     /// The profile format (1).
@@ -46,24 +53,51 @@ pub struct ProfileWorkloadSpec {
     pub format: u32,
     /// Where the profile was taken: `keys` (its DBSIZE) is how many keys a rebuild stores,
     /// times `scale`.
-    pub source: ProfileSource,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ProfileSource>,
     /// The keys by key-name template and type; their shares add up to 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 10_000))]
-    pub groups: Vec<KeyGroup>,
+    pub groups: Option<Vec<KeyGroup>>,
     /// What the profiler noted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// Store this many times the profile's keys.
     #[serde(default = "default_scale")]
-    #[x_kube(validation = Rule::new("self > 0.0 && self <= 1000000.0").message("scale is a factor above 0 (1 keeps the profile's size), at most 1000000"))]
     pub scale: f64,
     /// Grow the element counts of hashes, sets, sorted sets, lists and streams by this factor.
     #[serde(default = "default_scale")]
-    #[x_kube(validation = Rule::new("self > 0.0 && self <= 1000000.0").message("elementScale is a factor above 0 (1 keeps the profile's element counts), at most 1000000"))]
     pub element_scale: f64,
+    /// The profile in a ConfigMap of the benchmark's namespace, instead of inline: the
+    /// operator reads it before anything starts (a profile is often larger than a spec
+    /// should be).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map_ref: Option<ProfileConfigMapRef>,
     /// Seed of the rebuild's draws: the same seed is the same data on every engine.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// Why the ConfigMap's profile could not be read, when the operator could not: set by
+    /// the operator, never by a spec.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub unresolved: Option<String>,
+}
+
+/// A ConfigMap key holding a profile.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileConfigMapRef {
+    /// The ConfigMap's name, in the benchmark's namespace.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The key whose value is the profile (YAML or JSON).
+    #[serde(default = "default_profile_key")]
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
+}
+
+pub fn default_profile_key() -> String {
+    "profile.yaml".to_string()
 }
 
 fn default_profile_format() -> u32 {
@@ -75,14 +109,40 @@ fn default_scale() -> f64 {
 }
 
 impl ProfileWorkloadSpec {
-    /// The profile the spec holds.
-    pub fn profile(&self) -> Profile {
-        Profile {
-            format: self.format,
-            source: self.source.clone(),
-            groups: self.groups.clone(),
-            notes: self.notes.clone(),
+    /// The profile the spec holds (inline, or read from its ConfigMap by the operator), or
+    /// why there is none.
+    pub fn profile(&self) -> Result<Profile, String> {
+        match (&self.source, &self.groups, &self.config_map_ref) {
+            (Some(source), Some(groups), _) => Ok(Profile {
+                format: self.format,
+                source: source.clone(),
+                groups: groups.clone(),
+                notes: self.notes.clone(),
+            }),
+            (_, _, Some(reference)) => Err(self.unresolved.clone().unwrap_or_else(|| {
+                format!(
+                    "the profile of configMapRef {}/{} is read by the operator in a cluster; membench run needs the profile inline (source and groups)",
+                    reference.name, reference.key
+                )
+            })),
+            _ => Err("set the profile inline (source and groups) or configMapRef".into()),
         }
+    }
+
+    /// The spec with `profile` (read from the ConfigMap) inline, or with why it could not be
+    /// read.
+    pub fn resolved(&self, profile: Result<Profile, String>) -> Self {
+        let mut spec = self.clone();
+        match profile {
+            Ok(profile) => {
+                spec.format = profile.format;
+                spec.source = Some(profile.source);
+                spec.groups = Some(profile.groups);
+                spec.notes = profile.notes;
+            }
+            Err(why) => spec.unresolved = Some(why),
+        }
+        spec
     }
 }
 

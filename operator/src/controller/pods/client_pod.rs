@@ -212,12 +212,16 @@ fn client_env(benchmark: &MemoryBenchmark) -> Vec<EnvVar> {
     )));
     // A profile workload's profile, whole: `membench load --workload profile` reads it from
     // here when no --profile file is given (the spec holds it, so no other object is needed).
-    if let Some(profile) = &benchmark.spec.workload.profile {
+    if let Some(Ok(profile)) = benchmark
+        .spec
+        .workload
+        .profile
+        .as_ref()
+        .map(|p| p.profile())
+    {
         env.push(EnvVar {
             name: crate::client::profile_workload::PROFILE_ENV.into(),
-            value: Some(
-                serde_json::to_string(&profile.profile()).expect("a profile always serializes"),
-            ),
+            value: Some(serde_json::to_string(&profile).expect("a profile always serializes")),
             ..Default::default()
         });
     }

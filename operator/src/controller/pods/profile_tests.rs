@@ -58,7 +58,10 @@ fn an_inline_profile_becomes_the_load_flags_and_the_profile_in_the_client_pods_e
         .and_then(|e| e.value.clone())
         .expect("the profile in the client's environment");
     let carried = Profile::parse(&carried).unwrap();
-    assert_eq!(carried, b.spec.workload.profile.as_ref().unwrap().profile());
+    assert_eq!(
+        carried,
+        b.spec.workload.profile.as_ref().unwrap().profile().unwrap()
+    );
 }
 
 #[test]
