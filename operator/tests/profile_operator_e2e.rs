@@ -96,3 +96,33 @@ async fn a_profile_from_a_config_map_is_rebuilt_and_measured_like_any_workload()
     harness.finish().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_server_refuses_a_profile_both_inline_and_from_a_config_map_or_of_scale_zero()
+-> anyhow::Result<()> {
+    let harness = Harness::start("adm-profile", settings()).await?;
+    let inline = "      source: {keys: 10}\n      groups:\n      - {template: \"k:{n}\", type: string, share: 1.0, keyLength: {buckets: [[4, 4, 1]]}, values: {textLength: {buckets: [[3, 3, 1]]}}}\n";
+    for (name, extra, expected) in [
+        (
+            "both",
+            format!("{inline}      configMapRef: {{name: shop-profile}}\n"),
+            "set workload.profile inline (source and groups) or as configMapRef, not both",
+        ),
+        (
+            "zero",
+            format!("{inline}      scale: 0\n"),
+            "workload.profile.scale is a factor above 0",
+        ),
+    ] {
+        let body = format!(
+            "  instanceType: r7i.4xlarge\n  engines: [{{engine: valkey, version: \"9.1.2\"}}]\n  workload:\n    profile:\n{extra}"
+        );
+        let err = harness
+            .create(&spec(name, &body))
+            .await
+            .expect_err("the API server refuses it");
+        assert!(err.to_string().contains(expected), "{name}: {err}");
+    }
+    harness.finish().await;
+    Ok(())
+}
