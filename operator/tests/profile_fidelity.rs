@@ -182,18 +182,8 @@ fn load_and_profile(engine: &LocalEngine, dir: &Path) -> (u64, u64, PathBuf) {
     // The loading connection is closed; its buffers are gone.
     std::thread::sleep(std::time::Duration::from_millis(200));
     let data = used_memory(&engine.address) - empty;
-    let output = common::membench(&[
-        "profile",
-        "--addr",
-        &engine.address.socket_addr(),
-        "--output",
-        "yaml",
-        "--max-commands-per-sec",
-        "1000000",
-    ]);
-    assert!(output.status.success(), "{}", common::stderr(&output));
     let path = dir.join("nycflights13.profile.yaml");
-    std::fs::write(&path, &output.stdout).unwrap();
+    profile_to_file(engine, &path);
     (keys, data, path)
 }
 
@@ -374,6 +364,7 @@ fn load_published(engine: &LocalEngine, workload: &[&str]) -> f64 {
     (rep["used_memory"].as_u64().unwrap() - rep["baseline_used_memory"].as_u64().unwrap()) as f64
 }
 
+/// `membench profile` of `engine`, written to `path`.
 fn profile_to_file(engine: &LocalEngine, path: &Path) {
     let output = common::membench(&[
         "profile",

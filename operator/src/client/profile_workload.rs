@@ -424,6 +424,40 @@ pub struct ProfileEncoder {
 const TEXT_FILL: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
 const TEXT_ALPHABET: &[u8] = b"ghijklmnopqrstuvwxyz";
 
+/// Field `place.0` of `place.1` and its value, as a hash or a stream entry has them.
+fn field_and_value(
+    fields: &ValueShape,
+    values: &ValueShape,
+    key: &KeyShape,
+    (index, count): (u64, u64),
+    rng: &mut KeyGenerator,
+    buffer: &mut Vec<u8>,
+    out: &mut CommandBuffer,
+) {
+    let field_place = key.strata[0].of(index, count);
+    element(
+        fields,
+        key.integer_fields,
+        Some(index),
+        field_place,
+        rng,
+        buffer,
+    );
+    out.bulk(buffer);
+    let value_place = key.strata[1].of(index, count);
+    element(values, key.integer_values, None, value_place, rng, buffer);
+    out.bulk(buffer);
+}
+
+/// The share of integers among a key's elements: all, in a key of integers.
+fn integer_share(shape: &ValueShape, all_integer: bool) -> f64 {
+    if all_integer {
+        1.0
+    } else {
+        shape.integer_share
+    }
+}
+
 /// An element of `length` bytes; `unique` makes it distinct from every other element of the
 /// key given another `unique` (fields, set and sorted-set members).
 fn element(
@@ -435,12 +469,7 @@ fn element(
     out: &mut Vec<u8>,
 ) {
     out.clear();
-    let share = if all_integer {
-        1.0
-    } else {
-        shape.integer_share
-    };
-    let (integer, quantile) = stratum.place(share);
+    let (integer, quantile) = stratum.place(integer_share(shape, all_integer));
     match (integer, &shape.integer_length, &shape.text_length) {
         (true, Some(lengths), _) | (false, Some(lengths), None) => {
             let length = lengths.quantile(quantile).clamp(1, 19) as usize;
@@ -511,12 +540,7 @@ fn score(
     out: &mut Vec<u8>,
 ) {
     out.clear();
-    let share = if all_integer {
-        1.0
-    } else {
-        shape.integer_share
-    };
-    let (integer, quantile) = stratum.place(share);
+    let (integer, quantile) = stratum.place(integer_share(shape, all_integer));
     if integer || shape.text_length.is_none() {
         let length = shape
             .integer_length
@@ -595,24 +619,17 @@ impl ProfileEncoder {
                     .bulk(b"*");
                 let field_shape = group.fields.clone().unwrap_or_default();
                 for f in 0..fields {
-                    element(
-                        &field_shape,
-                        current.shape.integer_fields,
-                        Some(f),
-                        current.shape.strata[0].of(f, fields),
+                    let place = (f, fields);
+                    let (fields, values) = (&field_shape, &group.values);
+                    field_and_value(
+                        fields,
+                        values,
+                        &current.shape,
+                        place,
                         rng,
                         element_buffer,
+                        out,
                     );
-                    out.bulk(element_buffer);
-                    element(
-                        &group.values,
-                        current.shape.integer_values,
-                        None,
-                        current.shape.strata[1].of(f, fields),
-                        rng,
-                        element_buffer,
-                    );
-                    out.bulk(element_buffer);
                 }
                 current.elements_sent += 1;
             }
@@ -631,23 +648,18 @@ impl ProfileEncoder {
                     match key_type {
                         KeyType::Hash => {
                             let fields = group.fields.as_ref().expect("a checked hash has fields");
-                            element(
+                            let place = (j, elements);
+                            let values = &group.values;
+                            field_and_value(
                                 fields,
-                                current.shape.integer_fields,
-                                Some(j),
-                                current.shape.strata[0].of(j, elements),
+                                values,
+                                &current.shape,
+                                place,
                                 rng,
                                 element_buffer,
+                                out,
                             );
-                            out.bulk(element_buffer);
-                            element(
-                                &group.values,
-                                current.shape.integer_values,
-                                None,
-                                current.shape.strata[1].of(j, elements),
-                                rng,
-                                element_buffer,
-                            );
+                            continue;
                         }
                         KeyType::List => {
                             element(

@@ -1,5 +1,6 @@
 //! Reading one key's shape with bounded commands: its type, TTL, encoding, size, and the
-//! lengths of at most [`ELEMENTS_PER_KEY`] of its elements. Only lengths and integer-ness are
+//! lengths of a bounded number of its elements ([`elements_per_key`]: 16 in a large keyspace,
+//! up to 1024 in a small one). Only lengths and integer-ness are
 //! kept; the names and values read go no further than this function. Every command passes
 //! the rate limit, and a command the server refuses or does not know is left out once, with a
 //! note, when the profile can go without it.
@@ -14,8 +15,18 @@ use crate::profile::model::KeyType;
 
 use super::error::ProfileError;
 
-/// How many elements of one key are read, at most.
+/// How many elements of one key are read at least, and at most.
 pub const ELEMENTS_PER_KEY: usize = 16;
+pub const MOST_ELEMENTS_PER_KEY: usize = 1024;
+/// The elements a whole profile reads, about: a keyspace of few keys has each read more
+/// deeply (one sorted set of millions is one key), still in one bounded command per key.
+const ELEMENT_BUDGET: u64 = 200_000;
+
+/// How many elements of each key a profile of `keys` keys reads.
+pub fn elements_per_key(keys: u64) -> usize {
+    (ELEMENT_BUDGET / keys.max(1)).clamp(ELEMENTS_PER_KEY as u64, MOST_ELEMENTS_PER_KEY as u64)
+        as usize
+}
 /// How many entries of a stream are read.
 const STREAM_ENTRIES: usize = 4;
 /// A string is read (GET) only when it is short enough to be an integer.
@@ -222,8 +233,12 @@ fn pairs_of(flat: &[Vec<u8>]) -> (Vec<Element>, Vec<Element>) {
     (firsts, seconds)
 }
 
-/// Reads one key.
-pub fn sample_key(session: &mut Session<'_>, key: &[u8]) -> Result<Sampled, ProfileError> {
+/// Reads one key, with at most `n` of its elements.
+pub fn sample_key(
+    session: &mut Session<'_>,
+    key: &[u8],
+    n: usize,
+) -> Result<Sampled, ProfileError> {
     let type_reply: String = session.required("TYPE", cmd("TYPE").arg(key))?;
     if type_reply == "none" {
         return Ok(Sampled::Vanished);
@@ -246,7 +261,6 @@ pub fn sample_key(session: &mut Session<'_>, key: &[u8]) -> Result<Sampled, Prof
         cmd("OBJECT").arg("ENCODING").arg(key),
         "encodings are left out",
     )?;
-    let n = ELEMENTS_PER_KEY;
     match key_type {
         KeyType::String => {
             let length: u64 = session.required("STRLEN", cmd("STRLEN").arg(key))?;

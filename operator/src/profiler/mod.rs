@@ -19,7 +19,7 @@ use crate::profile::model::{PROFILE_FORMAT, Profile, ProfileSource};
 use crate::profile::templates::TemplateBuilder;
 
 pub use error::ProfileError;
-pub use key_sample::{ELEMENTS_PER_KEY, is_integer};
+pub use key_sample::{ELEMENTS_PER_KEY, MOST_ELEMENTS_PER_KEY, elements_per_key, is_integer};
 use key_sample::{Sampled, Session, sample_key};
 
 /// How much `SCAN` asks for per call.
@@ -143,6 +143,7 @@ pub fn profile_server(
     }
 
     let target = options.sample_keys.min(dbsize);
+    let per_key = elements_per_key(target);
     let mut templates = TemplateBuilder::default();
     let mut refs = Vec::new();
     let mut keys = Vec::new();
@@ -184,7 +185,7 @@ pub fn profile_server(
             if !seen.insert(hasher.hash_one(&key)) {
                 continue;
             }
-            match sample_key(&mut session, &key) {
+            match sample_key(&mut session, &key, per_key) {
                 Ok(Sampled::Key(observation)) => {
                     refs.push(templates.add(&key));
                     keys.push(observation);
@@ -234,6 +235,7 @@ pub fn profile_server(
             keys.len()
         ));
     }
+    notes.push(format!("at most {per_key} elements read per key"));
     notes.extend(session.left_out.iter().cloned());
     notes.push(format!(
         "{} commands in {:.1} s (at most {} per second)",
