@@ -300,12 +300,14 @@ impl ProfileWorkload {
             }
             first_key += count;
         }
+        let server = match (&profile.source.engine, &profile.source.version) {
+            (Some(engine), Some(version)) => format!("{engine} {version}"),
+            (Some(engine), None) => engine.clone(),
+            _ => "a server".to_string(),
+        };
         let source = format!(
-            "{} {} db{}, {} keys",
-            profile.source.engine.as_deref().unwrap_or("a server"),
-            profile.source.version.as_deref().unwrap_or(""),
-            profile.source.db,
-            profile.source.keys
+            "{server} db{}, {} keys",
+            profile.source.db, profile.source.keys
         );
         Ok(Self {
             keys,
