@@ -475,3 +475,26 @@ fn a_profile_taken_on_valkey_rebuilt_on_dragonfly_lands_within_three_percent_of_
         error * 100.0
     );
 }
+
+#[test]
+fn membench_run_rebuilds_an_inline_profile_on_each_engine_with_the_same_keys() {
+    let dir = tempdir();
+    let groups = small_profile()
+        .split_once("groups:\n")
+        .map(|(_, groups)| groups.replace("\n", "\n    "))
+        .unwrap();
+    let spec = format!(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: shop}}\nspec:\n  engines: [{{engine: valkey, version: \"9.1\"}}, {{engine: redis, version: \"8.6\"}}]\n  repetitions: 1\n  workload:\n   profile:\n    scale: 5\n    seed: 3\n    source: {{keys: 10}}\n    groups:\n    {groups}"
+    );
+    let path = dir.join("inline-profile.yaml");
+    std::fs::write(&path, spec).unwrap();
+    let output = common::membench(&["run", path.to_str().unwrap(), "--output", "json"]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let engines = report["engines"].as_array().unwrap();
+    assert_eq!(engines.len(), 2);
+    for engine in engines {
+        let text = engine.to_string();
+        assert!(text.contains("\"items\":50"), "{text}");
+    }
+}
