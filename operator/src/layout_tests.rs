@@ -26,10 +26,12 @@ const RANKS: &[(&str, u32)] = &[
     // What results become: reports and metrics.
     ("report", 4),
     ("metrics", 4),
-    // A spec read and checked (it uses the workloads' sizes), and the capacity arithmetic
-    // (what a result needs at N items).
+    // A spec read and checked (it uses the workloads' sizes), the capacity arithmetic (what a
+    // result needs at N items), and a live server's keyspace read into a profile (over the
+    // client's control connection).
     ("validation", 3),
     ("capacity", 3),
+    ("profiler", 3),
     // The load path, and how pods get the engines' password.
     ("client", 2),
     ("auth", 2),
@@ -39,6 +41,8 @@ const RANKS: &[(&str, u32)] = &[
     ("stats", 0),
     ("formats", 0),
     ("error", 0),
+    // A profile's data and key-name templates, which the CRD embeds.
+    ("profile", 0),
 ];
 
 fn rank(part: &str) -> Option<u32> {

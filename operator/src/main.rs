@@ -7,8 +7,9 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 mod cli;
 
 use cli::{
-    CapacityArgs, CompletionsArgs, EnginesArgs, LoadArgs, OperatorArgs, ReportArgs, RunArgs,
-    run_capacity, run_completions, run_engines, run_load, run_local, run_operator, run_report,
+    CapacityArgs, CompletionsArgs, EnginesArgs, LoadArgs, OperatorArgs, ProfileArgs, ReportArgs,
+    RunArgs, run_capacity, run_completions, run_engines, run_load, run_local, run_operator,
+    run_profile, run_report,
 };
 
 /// The exit codes every command shares, for `--help` (the README has the same list).
@@ -40,6 +41,10 @@ enum Command {
     Crd,
     /// Load a workload into a running engine and measure its memory.
     Load(LoadArgs),
+    /// Read the shape of a live server's keyspace (types, sizes, key-name templates, TTLs;
+    /// never a name or value) and print it as a profile, which `load --workload profile`
+    /// rebuilds on any engine at any scale. Read-only, rate-limited and time-bounded.
+    Profile(ProfileArgs),
     /// Run a MemoryBenchmark spec locally: start each engine as a local process, one at a
     /// time, measure it, stop it, and compare.
     Run(RunArgs),
@@ -78,7 +83,7 @@ fn program_name() -> &'static str {
 fn main() -> ExitCode {
     let name = program_name();
     // The commands that measure or read results exit with these codes too.
-    let command = ["load", "run", "report", "capacity"]
+    let command = ["load", "run", "report", "capacity", "profile"]
         .into_iter()
         .fold(Cli::command().bin_name(name), |command, sub| {
             command.mut_subcommand(sub, |c| c.after_help(EXIT_CODES))
@@ -93,6 +98,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Load(args) => run_load(args),
+        Command::Profile(args) => run_profile(args),
         Command::Run(args) => run_local(args),
         Command::Operator(args) => run_operator(args),
         Command::Report(args) => run_report(args),

@@ -79,7 +79,8 @@ app.kubernetes.io/component: operator
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["create"]
-# get only: the prices a benchmark's spec.capacity.pricesConfigMapRef names, read by name.
+# get only, by name: the prices a benchmark's spec.capacity.pricesConfigMapRef names, and a
+# profile workload's configMapRef, read before anything starts.
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["get"]

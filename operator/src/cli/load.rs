@@ -5,12 +5,14 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use membench::client::engine::EngineAddress;
 use membench::client::measure::{BenchmarkReport, LoadOptions, measure_journaled};
+use membench::client::profile_workload::{PROFILE_ENV, ProfileWorkload};
 use membench::client::progress::ProgressReporter;
 use membench::client::stop::{
     Journal, ResultFile, STOP_DEADLINE, stop_on_signals, write_journal_and_exit,
 };
 use membench::client::workload::Workload;
 use membench::crd::RecordLayout;
+use membench::profile::Profile;
 use membench::report::table::{ComparisonRow, OutputFormat, comparison_table, repetitions_table};
 
 use super::{StabilityArgs, usage_error};
@@ -21,6 +23,8 @@ enum WorkloadKind {
     RandomStrings,
     Strings,
     Records,
+    /// A keyspace rebuilt from a profile (`membench profile`), with --profile FILE.
+    Profile,
 }
 
 #[derive(Args)]
@@ -75,9 +79,20 @@ pub struct LoadArgs {
     /// random-strings: the key space the keys are drawn from (valkey-benchmark -r).
     #[arg(long)]
     keyspace: Option<u64>,
-    /// random-strings: seed of the key generator.
+    /// random-strings and profile: seed of the generator (a profile's rebuild is the same data
+    /// for the same seed, on every engine).
     #[arg(long, default_value_t = membench::crd::default_seed())]
     seed: u64,
+    /// profile: the profile to rebuild (YAML or JSON, as `membench profile` prints it).
+    #[arg(long, value_name = "FILE")]
+    profile: Option<std::path::PathBuf>,
+    /// profile: store this many times the profile's keys.
+    #[arg(long)]
+    scale: Option<f64>,
+    /// profile: grow the element counts of hashes, sets, sorted sets, lists and streams by
+    /// this factor (for data that grows inside its keys).
+    #[arg(long)]
+    element_scale: Option<f64>,
     /// strings: how many distinct keys to store.
     #[arg(long)]
     keys: Option<u64>,
@@ -190,6 +205,13 @@ impl LoadArgs {
                 None => Ok(()),
             }
         };
+        if self.workload != WorkloadKind::Profile {
+            stray(&[
+                ("--profile", self.profile.is_some()),
+                ("--scale", self.scale.is_some()),
+                ("--element-scale", self.element_scale.is_some()),
+            ])?;
+        }
         let workload = match self.workload {
             WorkloadKind::SortedSet => {
                 stray(&[
@@ -227,6 +249,38 @@ impl LoadArgs {
                     keys: required(self.keys, "--keys", "strings")?,
                     value_size: self.value_size.unwrap_or(100),
                 }
+            }
+            WorkloadKind::Profile => {
+                stray(&[
+                    ("--members", self.members.is_some()),
+                    ("--requests", self.requests.is_some()),
+                    ("--keys", self.keys.is_some()),
+                    ("--records", self.records.is_some()),
+                    ("--value-size", self.value_size.is_some()),
+                ])?;
+                // A client pod has its profile in the environment, from the spec.
+                let (text, origin) = match (&self.profile, std::env::var(PROFILE_ENV)) {
+                    (Some(path), _) => (
+                        std::fs::read_to_string(path).map_err(|e| {
+                            format!("cannot read --profile {}: {e}", path.display())
+                        })?,
+                        format!("--profile {}", path.display()),
+                    ),
+                    (None, Ok(text)) => (text, format!("the profile in ${PROFILE_ENV}")),
+                    (None, Err(_)) => {
+                        return Err("--workload profile needs --profile FILE (what `membench profile` prints)".into());
+                    }
+                };
+                let profile = Profile::parse(&text).map_err(|e| format!("{origin}: {e}"))?;
+                Workload::Profile(
+                    ProfileWorkload::new(
+                        profile,
+                        self.scale.unwrap_or(1.0),
+                        self.element_scale.unwrap_or(1.0),
+                        self.seed,
+                    )
+                    .map_err(|e| format!("{origin}: {e}"))?,
+                )
             }
             WorkloadKind::Records => {
                 stray(&[

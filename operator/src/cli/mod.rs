@@ -14,6 +14,7 @@ mod completions;
 mod engines;
 mod load;
 mod operator;
+mod profile;
 mod report;
 mod run;
 
@@ -23,6 +24,7 @@ pub use completions::{CompletionsArgs, run_completions};
 pub use engines::{EnginesArgs, run_engines};
 pub use load::{LoadArgs, run_load};
 pub use operator::{OperatorArgs, run_operator};
+pub use profile::{ProfileArgs, run_profile};
 pub use report::{ReportArgs, run_report};
 pub use run::{RunArgs, run_local};
 

@@ -2,6 +2,8 @@
 //! from parts encoded once (a SET is a shared prefix, 12 digits and a shared suffix), with the
 //! TTL the items it picks get, and the generator of random keys.
 
+use super::draws::KeyGenerator;
+use super::profile_workload::ProfileEncoder;
 use super::ttl::Ttl;
 use super::workload::Workload;
 use crate::client::resp::{CommandBuffer, format_decimal, push_decimal};
@@ -27,33 +29,6 @@ impl Workload {
     }
 }
 
-/// A small, fast generator for random keys (SplitMix64): the client must not spend more time
-/// drawing a key than the engine spends storing it.
-#[derive(Clone, Debug)]
-pub struct KeyGenerator {
-    state: u64,
-}
-
-impl KeyGenerator {
-    pub fn new(seed: u64) -> Self {
-        Self { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform draw from 0..bound (Lemire's multiply-shift; the bias is below 2^-40 for
-    /// key spaces up to 10^12).
-    pub fn below(&mut self, bound: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
-    }
-}
-
 const NAMES: [&str; 8] = [
     "Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi",
 ];
@@ -76,6 +51,8 @@ pub struct CommandEncoder {
     sent_keys: Option<Vec<u64>>,
     distinct_sent: u64,
     record_key: Vec<u8>,
+    /// A profile's rebuild, which draws its keys and commands itself.
+    profile: Option<ProfileEncoder>,
     /// The TTL given to the items it picks, and the SET template's parts with `EX` for them.
     ttl: Option<Ttl>,
     ttl_prefix: Vec<u8>,
@@ -141,12 +118,16 @@ impl CommandEncoder {
                 let (prefix, suffix) = set_template(*value_size, None);
                 (prefix, suffix, KeyGenerator::new(default_seed()), None)
             }
-            Workload::Records { .. } => (
+            Workload::Records { .. } | Workload::Profile(_) => (
                 Vec::new(),
                 Vec::new(),
                 KeyGenerator::new(default_seed()),
                 None,
             ),
+        };
+        let profile = match &workload {
+            Workload::Profile(profile) => Some(profile.encoder()),
+            _ => None,
         };
         let (ttl_prefix, ttl_suffix) = match (&workload, ttl) {
             (
@@ -163,6 +144,7 @@ impl CommandEncoder {
             sent_keys,
             distinct_sent: 0,
             record_key: Vec::with_capacity(64),
+            profile,
             ttl,
             ttl_prefix,
             ttl_suffix,
@@ -190,6 +172,11 @@ impl CommandEncoder {
     /// `EXPIRE` that follows it when its item gets a TTL that way; returns how many replies
     /// they will get (1 or 2).
     pub fn encode(&mut self, index: u64, out: &mut CommandBuffer) -> usize {
+        // A profile's rebuild counts its PEXPIREs among its commands: one reply each.
+        if let Some(profile) = &mut self.profile {
+            profile.encode_next(out);
+            return 1;
+        }
         let ttl = self.ttl;
         let has_ttl = |item: u64| ttl.is_some_and(|ttl| ttl.applies_to(item));
         let seconds = ttl.map_or(0, |ttl| ttl.seconds);
@@ -234,6 +221,7 @@ impl CommandEncoder {
                 };
                 out.raw(prefix).padded_digits(index, KEY_DIGITS).raw(suffix);
             }
+            Workload::Profile(_) => unreachable!("a profile is encoded by its own encoder"),
             Workload::Records { layout, fields, .. } => match layout {
                 RecordLayout::Hash => {
                     self.record_key.clear();
@@ -348,7 +336,9 @@ mod tests {
                     .bulk(format!("key:{key:012}").as_bytes())
                     .bulk(&vec![b'x'; *value_size as usize]);
             }
-            Workload::Records { .. } => unreachable!("records are built argument by argument"),
+            Workload::Records { .. } | Workload::Profile(_) => {
+                unreachable!("records and profiles are built argument by argument")
+            }
         }
         out.as_bytes().to_vec()
     }

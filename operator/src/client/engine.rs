@@ -224,8 +224,6 @@ pub fn identify(server: &HashMap<String, String>) -> (String, String) {
     ("redis".into(), v)
 }
 
-/// Whether an error reply says the engine does not know the command (`ERR unknown command`),
-/// as opposed to refusing it for another reason.
 /// The keys INFO keyspace counts, over its `db<N>:keys=K,expires=...` lines.
 pub fn keys_in_keyspace(keyspace: &HashMap<String, String>) -> u64 {
     keyspace_sum(keyspace, "keys=")
@@ -250,7 +248,9 @@ fn keyspace_sum(keyspace: &HashMap<String, String>, field: &str) -> u64 {
         .fold(0, u64::saturating_add)
 }
 
-fn is_unknown_command(message: &str) -> bool {
+/// Whether an error reply says the engine does not know the command (`ERR unknown command`),
+/// as opposed to refusing it for another reason.
+pub fn is_unknown_command(message: &str) -> bool {
     message.to_ascii_lowercase().contains("unknown command")
 }
 
@@ -289,6 +289,19 @@ impl ControlConnection {
     fn query<T: redis::FromRedisValue>(&mut self, cmd: &mut redis::Cmd) -> Result<T, BenchError> {
         cmd.query(&mut self.connection)
             .map_err(|e| BenchError::from_redis(&self.address, e))
+    }
+
+    /// A command whose error the caller classifies itself (the profiler tells a command the
+    /// server's ACL refuses from one it does not know, and both from the server going away).
+    pub fn query_unclassified<T: redis::FromRedisValue>(
+        &mut self,
+        cmd: &redis::Cmd,
+    ) -> redis::RedisResult<T> {
+        cmd.query(&mut self.connection)
+    }
+
+    pub fn address(&self) -> &EngineAddress {
+        &self.address
     }
 
     pub fn info(&mut self, section: &str) -> Result<HashMap<String, String>, BenchError> {

@@ -1,16 +1,18 @@
 //! The benchmark client's load path, the code that also runs inside the client pod
 //! (`membench load`): the wire protocol (`resp`), the workloads (`workload`) and their commands (`encoder`), the measurement
-//! protocol (`measure`), the control commands to an engine (`engine`), progress on a terminal
+//! protocol (`measure`), a profile's rebuild (`profile_workload`), the seeded draws (`draws`), the control commands to an engine (`engine`), progress on a terminal
 //! (`progress`) and on the pod's HTTP endpoint (`progress_endpoint`), keys with a TTL (`ttl`), leaving on SIGINT
 //! and SIGTERM (`stop`, `stop_request`), and the result in the container's termination message (`result`).
 //!
-//! It may use only `crd` and the leaves (`stats`, `formats`, `error`): nothing in it knows
+//! It may use only `crd` and the leaves (`stats`, `formats`, `error`, `profile`): nothing in it knows
 //! about the validation, the reports, the controller or the local runner
 //! (docs/architecture.md, `layout_tests.rs`).
 
+pub mod draws;
 pub mod encoder;
 pub mod engine;
 pub mod measure;
+pub mod profile_workload;
 pub mod progress;
 pub mod progress_endpoint;
 pub mod resp;

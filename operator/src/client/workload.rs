@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ttl::Ttl;
 use crate::client::engine::ControlConnection;
+use crate::client::profile_workload::ProfileWorkload;
 use crate::crd::{RecordLayout, WorkloadSpec};
 use crate::error::BenchError;
 use crate::formats::MIN_SAMPLE_EVERY;
@@ -34,6 +35,8 @@ pub enum Workload {
         layout: RecordLayout,
         fields: Vec<String>,
     },
+    /// A keyspace rebuilt from its profile (`membench profile`).
+    Profile(ProfileWorkload),
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> BenchError {
@@ -74,6 +77,7 @@ impl Workload {
             spec.random_strings.is_some(),
             spec.strings.is_some(),
             spec.records.is_some(),
+            spec.profile.is_some(),
         ]
         .iter()
         .filter(|s| **s)
@@ -82,7 +86,7 @@ impl Workload {
             return Err(invalid(
                 "spec.workload",
                 format!(
-                    "set exactly one of sortedSet, randomStrings, strings, records ({set} are set)"
+                    "set exactly one of sortedSet, randomStrings, strings, records, profile ({set} are set)"
                 ),
             ));
         }
@@ -110,6 +114,17 @@ impl Workload {
                 layout: w.layout,
                 fields: w.fields.clone(),
             }
+        } else if let Some(w) = &spec.profile {
+            Workload::Profile(
+                ProfileWorkload::new(
+                    w.profile()
+                        .map_err(|message| invalid("spec.workload.profile", message))?,
+                    w.scale,
+                    w.element_scale,
+                    w.seed,
+                )
+                .map_err(|message| invalid("spec.workload.profile", message))?,
+            )
         } else {
             unreachable!("exactly one workload is set")
         };
@@ -170,6 +185,7 @@ impl Workload {
             Workload::RandomStrings { .. } => "random-strings",
             Workload::Strings { .. } => "strings",
             Workload::Records { .. } => "records",
+            Workload::Profile(_) => "profile",
         }
     }
 
@@ -199,6 +215,7 @@ impl Workload {
                     layout.as_str()
                 )
             }
+            Workload::Profile(profile) => profile.describe(),
         }
     }
 
@@ -206,7 +223,9 @@ impl Workload {
     pub fn item_noun(&self) -> &'static str {
         match self {
             Workload::SortedSet { .. } => "member",
-            Workload::RandomStrings { .. } | Workload::Strings { .. } => "key",
+            Workload::RandomStrings { .. } | Workload::Strings { .. } | Workload::Profile(_) => {
+                "key"
+            }
             Workload::Records { .. } => "record",
         }
     }
@@ -227,6 +246,7 @@ impl Workload {
                 layout: RecordLayout::Strings,
                 fields,
             } => records * fields.len() as u64,
+            Workload::Profile(profile) => profile.commands,
         }
     }
 
@@ -250,6 +270,7 @@ impl Workload {
             Workload::RandomStrings { .. } => None,
             Workload::Strings { keys, .. } => Some(*keys),
             Workload::Records { records, .. } => Some(*records),
+            Workload::Profile(profile) => Some(profile.keys),
         }
     }
 
@@ -263,6 +284,9 @@ impl Workload {
             Workload::RandomStrings { requests, .. } => automatic_sample_every(*requests),
             Workload::Strings { keys, .. } => automatic_sample_every(*keys),
             Workload::Records { records, .. } => automatic_sample_every(*records),
+            // A rebuild's commands are not one per key (a key takes several, and PEXPIREs),
+            // so the load's item counter does not step by keys: no growth curve.
+            Workload::Profile(_) => 0,
         }
     }
 
@@ -274,6 +298,9 @@ impl Workload {
                 layout: RecordLayout::Hash,
                 ..
             } => "HSET",
+            Workload::Profile(_) => {
+                "a rebuild command (SET, HSET, RPUSH, SADD, ZADD, XADD, PEXPIRE)"
+            }
             _ => "SET",
         }
     }
@@ -328,6 +355,8 @@ impl Workload {
                 layout: RecordLayout::Strings,
                 fields,
             } => Some(ttl.items_with_ttl(*records) * fields.len() as u64),
+            // A profile carries its own TTLs (the workload's ttlSeconds does not apply).
+            Workload::Profile(_) => None,
         }
     }
 
@@ -395,6 +424,20 @@ impl Workload {
                 if dbsize != *keys {
                     return mismatch(format!(
                         "DBSIZE is {dbsize}, expected exactly {keys} distinct keys (a load with overlapping key ranges stores fewer)"
+                    ));
+                }
+                Ok(Verified {
+                    items: dbsize,
+                    encoding: None,
+                    expected_unique: None,
+                })
+            }
+            Workload::Profile(profile) => {
+                let dbsize = control.dbsize()?;
+                if dbsize != profile.keys {
+                    return mismatch(format!(
+                        "DBSIZE is {dbsize}, expected the {} keys the profile asks for",
+                        profile.keys
                     ));
                 }
                 Ok(Verified {

@@ -40,6 +40,7 @@ pub mod pod_security;
 pub mod pod_state;
 pub mod pods;
 pub mod policy;
+pub mod profile_config_map;
 pub mod progress;
 pub mod queue;
 pub mod results;
@@ -141,6 +142,8 @@ pub enum Error {
     CreateNetworkPolicy(#[source] network_policy::EnsureError),
     #[error("cannot create the benchmark's engine password Secret: {0}")]
     CreateEnginePassword(#[source] engine_password::EnsureError),
+    #[error("cannot read the profile's ConfigMap: {0}")]
+    ReadProfile(#[source] kube::Error),
 }
 
 impl Error {
@@ -153,6 +156,7 @@ impl Error {
             Error::WriteStatus(_) => "WriteStatus",
             Error::ReadBenchmark(_) => "ReadBenchmark",
             Error::ReleasePod { .. } => "ReleasePod",
+            Error::ReadProfile(_) => "ReadProfile",
             Error::CreateNetworkPolicy(_) => "CreateNetworkPolicy",
             Error::CreateEnginePassword(_) => "CreateEnginePassword",
         }
@@ -191,6 +195,10 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
     let Some(benchmark) = api.get_opt(&name).await.map_err(Error::ReadBenchmark)? else {
         return Ok(Action::await_change());
     };
+    // A profile from a ConfigMap is decided from inline, like any other spec.
+    let benchmark = profile_config_map::resolve(&ctx.client, benchmark)
+        .await
+        .map_err(Error::ReadProfile)?;
     let pods = pods_api
         .list(&ListParams::default().labels(&pods::benchmark_pods_selector(&name)))
         .await

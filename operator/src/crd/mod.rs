@@ -43,7 +43,7 @@ pub use status::{
     Progress, RepetitionStatus, SpreadStatus, SummaryStatus,
 };
 pub use workload_spec::{
-    RandomStringsWorkload, RecordLayout, RecordsWorkload, SortedSetWorkload, StringsWorkload,
-    TtlSpec, WorkloadSpec, default_record_fields, default_sample_every, default_seed,
-    default_sorted_set_key,
+    ProfileConfigMapRef, ProfileWorkloadSpec, RandomStringsWorkload, RecordLayout, RecordsWorkload,
+    SortedSetWorkload, StringsWorkload, TtlSpec, WorkloadSpec, default_record_fields,
+    default_sample_every, default_seed, default_sorted_set_key,
 };

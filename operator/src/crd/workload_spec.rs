@@ -4,11 +4,12 @@ use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::formats::{MAX_SAMPLES, MIN_SAMPLE_EVERY, message};
+use crate::profile::model::{KeyGroup, PROFILE_FORMAT, Profile, ProfileSource};
 
 /// The data to load. Exactly one of the workloads must be set.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("[has(self.sortedSet), has(self.randomStrings), has(self.strings), has(self.records)].filter(x, x).size() == 1").message("set exactly one of workload.sortedSet, workload.randomStrings, workload.strings, workload.records"))]
+#[x_kube(validation = Rule::new("[has(self.sortedSet), has(self.randomStrings), has(self.strings), has(self.records), has(self.profile)].filter(x, x).size() == 1").message("set exactly one of workload.sortedSet, workload.randomStrings, workload.strings, workload.records, workload.profile"))]
 pub struct WorkloadSpec {
     /// N members `m:{i}` with integer scores `i` added to ONE sorted set by pipelined
     /// `ZADD key NX score member` (the published 50-million-member sorted-set benchmark).
@@ -29,6 +30,120 @@ pub struct WorkloadSpec {
     /// field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub records: Option<RecordsWorkload>,
+
+    /// A keyspace rebuilt from its profile (what `membench profile` prints): inline (its
+    /// `format`, `source` and `groups`) or from a ConfigMap (`configMapRef`), with `scale`,
+    /// `elementScale` and `seed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("has(self.groups) != has(self.configMapRef)").message("set workload.profile inline (source and groups) or as configMapRef, not both"))]
+    #[x_kube(validation = Rule::new("has(self.groups) == has(self.source)").message("an inline workload.profile has both source and groups"))]
+    #[x_kube(validation = Rule::new("!has(self.scale) || (self.scale > 0.0 && self.scale <= 1000000.0)").message("workload.profile.scale is a factor above 0 (1 keeps the profile's size), at most 1000000"))]
+    #[x_kube(validation = Rule::new("!has(self.elementScale) || (self.elementScale > 0.0 && self.elementScale <= 1000000.0)").message("workload.profile.elementScale is a factor above 0 (1 keeps the profile's element counts), at most 1000000"))]
+    pub profile: Option<ProfileWorkloadSpec>,
+}
+
+/// A profile to rebuild, and how.
+// Its CEL rules are WorkloadSpec's: a struct with a field the schema skips cannot derive
+// KubeSchema.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileWorkloadSpec {
+    /// The profile format (1).
+    #[serde(default = "default_profile_format")]
+    pub format: u32,
+    /// Where the profile was taken: `keys` (its DBSIZE) is how many keys a rebuild stores,
+    /// times `scale`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ProfileSource>,
+    /// The keys by key-name template and type; their shares add up to 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 10_000))]
+    pub groups: Option<Vec<KeyGroup>>,
+    /// What the profiler noted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Store this many times the profile's keys.
+    #[serde(default = "default_scale")]
+    pub scale: f64,
+    /// Grow the element counts of hashes, sets, sorted sets, lists and streams by this factor.
+    #[serde(default = "default_scale")]
+    pub element_scale: f64,
+    /// The profile in a ConfigMap of the benchmark's namespace, instead of inline: the
+    /// operator reads it before anything starts (a profile is often larger than a spec
+    /// should be).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map_ref: Option<ProfileConfigMapRef>,
+    /// Seed of the rebuild's draws: the same seed is the same data on every engine.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Why the ConfigMap's profile could not be read, when the operator could not: set by
+    /// the operator, never by a spec.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub unresolved: Option<String>,
+}
+
+/// A ConfigMap key holding a profile.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileConfigMapRef {
+    /// The ConfigMap's name, in the benchmark's namespace.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The key whose value is the profile (YAML or JSON).
+    #[serde(default = "default_profile_key")]
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
+}
+
+pub fn default_profile_key() -> String {
+    "profile.yaml".to_string()
+}
+
+fn default_profile_format() -> u32 {
+    PROFILE_FORMAT
+}
+
+fn default_scale() -> f64 {
+    1.0
+}
+
+impl ProfileWorkloadSpec {
+    /// The profile the spec holds (inline, or read from its ConfigMap by the operator), or
+    /// why there is none.
+    pub fn profile(&self) -> Result<Profile, String> {
+        match (&self.source, &self.groups, &self.config_map_ref) {
+            (Some(source), Some(groups), _) => Ok(Profile {
+                format: self.format,
+                source: source.clone(),
+                groups: groups.clone(),
+                notes: self.notes.clone(),
+            }),
+            (_, _, Some(reference)) => Err(self.unresolved.clone().unwrap_or_else(|| {
+                format!(
+                    "the profile of configMapRef {}/{} is read by the operator in a cluster; membench run needs the profile inline (source and groups)",
+                    reference.name, reference.key
+                )
+            })),
+            _ => Err("set the profile inline (source and groups) or configMapRef".into()),
+        }
+    }
+
+    /// The spec with `profile` (read from the ConfigMap) inline, or with why it could not be
+    /// read.
+    pub fn resolved(&self, profile: Result<Profile, String>) -> Self {
+        let mut spec = self.clone();
+        match profile {
+            Ok(profile) => {
+                spec.format = profile.format;
+                spec.source = Some(profile.source);
+                spec.groups = Some(profile.groups);
+                spec.notes = profile.notes;
+            }
+            Err(why) => spec.unresolved = Some(why),
+        }
+        spec
+    }
 }
 
 /// Members into one sorted set.

@@ -264,6 +264,7 @@ fn run_size(workload: &Workload) -> (u64, &'static str) {
         Workload::RandomStrings { requests, .. } => (*requests, "request"),
         Workload::Strings { keys, .. } => (*keys, "key"),
         Workload::Records { records, .. } => (*records, "record"),
+        Workload::Profile(profile) => (profile.keys, "key"),
     }
 }
 

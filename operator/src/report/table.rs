@@ -168,8 +168,8 @@ pub fn format_change(percent: f64) -> String {
 pub fn command_rate_label(kind: &str) -> &'static str {
     match kind {
         "sorted-set" => "ZADDs/s",
-        // One HSET per record, or one SET per field.
-        "records" => "commands/s",
+        // One HSET per record, or one SET per field; a profile's SETs, HSETs, ZADDs, ...
+        "records" | "profile" => "commands/s",
         _ => "SETs/s",
     }
 }

@@ -269,6 +269,24 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
             "spec.engines[{i}].withoutTtl: the workload has no ttlSeconds, so every entry already loads it without a TTL; set the workload's ttlSeconds, or remove withoutTtl"
         ));
     }
+    if let Workload::Profile(profile) = &workload {
+        // A rebuild that cannot fit ends in an engine out of memory midway: refused first.
+        let needs = profile.estimated_bytes();
+        for (i, engine) in spec.engines.iter().enumerate() {
+            let Some(memory) = &engine.memory else {
+                continue;
+            };
+            if parse_memory_quantity(memory).is_some_and(|limit| limit < needs) {
+                return Err(format!(
+                    "spec.engines[{i}].memory is {memory}, but the profile's rebuild ({} keys, scale {}, elementScale {}) needs about {} of data: raise memory, or lower workload.profile.scale or elementScale",
+                    profile.keys,
+                    profile.scale,
+                    profile.element_scale,
+                    mebibytes(needs)
+                ));
+            }
+        }
+    }
     if let Some(table) = spec.published_table {
         table.table().check_workload(&workload)?;
     }
@@ -434,6 +452,7 @@ pub fn estimated_engine_memory(workload: &Workload, engine: EngineKind) -> u64 {
             layout: RecordLayout::Strings,
             fields,
         } => records.saturating_mul(fields.len() as u64 * 120),
+        Workload::Profile(profile) => profile.estimated_bytes(),
     };
     let base = match engine {
         EngineKind::Dragonfly => 1024 * MIB,

@@ -77,6 +77,11 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
             );
             flag("fields", fields.join(","));
         }
+        Workload::Profile(profile) => {
+            flag("scale", profile.scale.to_string());
+            flag("element-scale", profile.element_scale.to_string());
+            flag("seed", profile.seed.to_string());
+        }
     }
     flag("pipeline", spec.pipeline.to_string());
     flag("repetitions", spec.repetitions.to_string());
@@ -242,5 +247,20 @@ fn client_env(benchmark: &MemoryBenchmark) -> Vec<EnvVar> {
     env.push(crate::auth::client_env(&crate::auth::effective_auth(
         benchmark,
     )));
+    // A profile workload's profile, whole: `membench load --workload profile` reads it from
+    // here when no --profile file is given (the spec holds it, so no other object is needed).
+    if let Some(Ok(profile)) = benchmark
+        .spec
+        .workload
+        .profile
+        .as_ref()
+        .map(|p| p.profile())
+    {
+        env.push(EnvVar {
+            name: crate::client::profile_workload::PROFILE_ENV.into(),
+            value: Some(serde_json::to_string(&profile).expect("a profile always serializes")),
+            ..Default::default()
+        });
+    }
     env
 }

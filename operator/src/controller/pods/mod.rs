@@ -19,6 +19,8 @@ use crate::crd::{MemoryBenchmark, PlacementSpec};
 mod client_pod;
 mod engine_pod;
 #[cfg(test)]
+mod profile_tests;
+#[cfg(test)]
 pub(crate) mod tests;
 
 pub use client_pod::{client_args, client_pod, engine_address};

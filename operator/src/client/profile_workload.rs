@@ -1,0 +1,828 @@
+//! The `profile` workload: a profile's keyspace rebuilt, key by key on the fly (client memory
+//! stays flat at any scale). Each key's shape (its group, name length, TTL, element count,
+//! whether its elements are integers) is drawn from its own generator seeded by the workload's
+//! seed and the key's number, so the commands are known before they are sent (a first pass
+//! counts them without encoding) and the same seed gives the same data on every engine.
+//!
+//! A key is one command (`SET`, or `HSET`/`RPUSH`/`SADD`/`ZADD` of up to
+//! [`ELEMENTS_PER_COMMAND`] elements, or one `XADD` per stream entry) or several, then a
+//! `PEXPIRE` when it has a TTL. Every TTL is [`REBUILD_TTL_MILLIS`]: a key with a TTL costs its
+//! entry in the expires table whatever the TTL is, and one that expired mid-run would be a lost
+//! item.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::draws::KeyGenerator;
+use crate::client::resp::CommandBuffer;
+use crate::profile::model::{Distribution, KeyGroup, KeyType, Profile, ValueShape};
+use crate::profile::templates::KeyTemplate;
+
+/// The environment variable a client pod finds its profile in (JSON), when `membench load`
+/// has no --profile file.
+pub const PROFILE_ENV: &str = "MEMBENCH_PROFILE";
+
+/// How many elements one command of a rebuild adds at most.
+pub const ELEMENTS_PER_COMMAND: u64 = 512;
+/// The TTL of every rebuilt key that has one: 30 days, far beyond any run.
+pub const REBUILD_TTL_MILLIS: u64 = 30 * 24 * 3600 * 1000;
+/// The largest element count a key may be given (after `elementScale`).
+pub const MAX_ELEMENTS_PER_KEY: u64 = 100_000_000;
+
+/// A profile to rebuild, at a scale, with a seed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProfileWorkload {
+    /// Keys to store: the profile's DBSIZE times `scale`.
+    pub keys: u64,
+    pub scale: f64,
+    pub element_scale: f64,
+    pub seed: u64,
+    /// Commands the load sends.
+    pub commands: u64,
+    /// Keys given a TTL (of [`REBUILD_TTL_MILLIS`]).
+    pub ttl_keys: u64,
+    /// Groups of the profile.
+    pub groups: usize,
+    /// Where the profile was taken (engine, version, keys).
+    pub source: String,
+    /// The profile itself; absent in a report read back, which never loads again.
+    #[serde(skip)]
+    pub profile: Option<Arc<Profile>>,
+    /// Keys per group, in the profile's order.
+    #[serde(skip)]
+    group_keys: Vec<u64>,
+}
+
+impl PartialEq for ProfileWorkload {
+    fn eq(&self, other: &Self) -> bool {
+        (
+            self.keys,
+            self.commands,
+            self.ttl_keys,
+            self.seed,
+            &self.source,
+        ) == (
+            other.keys,
+            other.commands,
+            other.ttl_keys,
+            other.seed,
+            &other.source,
+        ) && self.scale == other.scale
+            && self.element_scale == other.element_scale
+    }
+}
+
+/// The generator of key `k`'s shape (and of its elements, drawn after its shape).
+fn key_generator(seed: u64, k: u64) -> KeyGenerator {
+    let mut mix = KeyGenerator::new(seed ^ k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    KeyGenerator::new(mix.next_u64())
+}
+
+fn draw(d: &Distribution, rng: &mut KeyGenerator) -> u64 {
+    d.draw(|bound| rng.below(bound))
+}
+
+fn chance(share: f64, rng: &mut KeyGenerator) -> bool {
+    share > 0.0 && (share >= 1.0 || (rng.next_u64() as f64 / u64::MAX as f64) < share)
+}
+
+/// Where an element stands among its key's elements of one kind (fields, values or scores):
+/// element `index` of `count`, and the key's three offsets (0 to 1) that place it. Elements
+/// are drawn systematically, not independently: the integers are spread evenly over the
+/// key's elements (`integerShare` of them, rounded up or down), and the integers' and the
+/// texts' lengths step evenly through their distributions. Each key still follows the
+/// distributions exactly (the offsets vary by key), but a key's total size varies as little
+/// as a schema's keys do (the same fields in every hash): independent draws would spread the
+/// sizes, and allocators round sizes to classes, so a spread changes the memory.
+#[derive(Clone, Copy)]
+struct Stratum {
+    index: u64,
+    count: u64,
+    offsets: [f64; 3],
+}
+
+fn unit(rng: &mut KeyGenerator) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl Stratum {
+    /// Whether the element is an integer, and its place among the integers or the texts as a
+    /// quantile.
+    fn place(self, integer_share: f64) -> (bool, f64) {
+        let [o_integer, o_integer_length, o_text_length] = self.offsets;
+        let p = integer_share.clamp(0.0, 1.0);
+        let before = |j: u64| ((j as f64) * p + o_integer).floor() as u64;
+        let integer = before(self.index + 1) > before(self.index);
+        let integers = self.with_integers(p, self.count);
+        let integer_rank = before(self.index) - before(0);
+        if integer {
+            (
+                true,
+                (integer_rank as f64 + o_integer_length) / integers.max(1) as f64,
+            )
+        } else {
+            let texts = self.count - integers;
+            let text_rank = self.index - integer_rank;
+            (
+                false,
+                (text_rank as f64 + o_text_length) / texts.max(1) as f64,
+            )
+        }
+    }
+
+    /// How many of `count` elements are integers at `integer_share` (the same count
+    /// `place` gives, without placing each).
+    fn with_integers(self, integer_share: f64, count: u64) -> u64 {
+        let p = integer_share.clamp(0.0, 1.0);
+        let before = |j: u64| ((j as f64) * p + self.offsets[0]).floor() as u64;
+        before(count) - before(0)
+    }
+
+    fn of(self, index: u64, count: u64) -> Self {
+        Self {
+            index,
+            count: count.max(1),
+            ..self
+        }
+    }
+}
+
+/// The offsets that place a group's keys (see [`KeyShape::draw`]).
+fn group_stratum(seed: u64, group: usize) -> Stratum {
+    let mut rng = key_generator(seed ^ 0x6772_6f75_7073, group as u64);
+    Stratum {
+        index: 0,
+        count: 1,
+        offsets: [unit(&mut rng), unit(&mut rng), unit(&mut rng)],
+    }
+}
+
+/// One key's shape.
+struct KeyShape {
+    key_length: usize,
+    ttl: bool,
+    elements: u64,
+    integer_fields: bool,
+    integer_values: bool,
+    integer_scores: bool,
+    /// The offsets of the key's fields, values and scores.
+    strata: [Stratum; 3],
+}
+
+impl KeyShape {
+    /// The shape of the key `place` puts among its group's keys: which keys have a TTL and
+    /// how many elements each has step evenly through the group's share and distribution, as
+    /// a key's elements do (see [`Stratum`]), so that a small group rebuilds as it was.
+    fn draw(group: &KeyGroup, element_scale: f64, place: Stratum, rng: &mut KeyGenerator) -> Self {
+        let key_length = draw(&group.key_length, rng) as usize;
+        let ttl = group.ttl.as_ref().is_some_and(|t| place.place(t.share).0);
+        let elements = group.elements.as_ref().map_or(1, |d| {
+            let quantile = (place.index as f64 + place.offsets[1]) / place.count as f64;
+            ((d.quantile(quantile) as f64 * element_scale).round() as u64)
+                .clamp(1, MAX_ELEMENTS_PER_KEY)
+        });
+        let mut integer_keys =
+            |shape: Option<&ValueShape>| shape.is_some_and(|s| chance(s.integer_keys, rng));
+        let integer_fields = integer_keys(group.fields.as_ref());
+        let integer_values = integer_keys(Some(&group.values));
+        let integer_scores = integer_keys(group.scores.as_ref());
+        let mut stratum = || Stratum {
+            index: 0,
+            count: 1,
+            offsets: [unit(rng), unit(rng), unit(rng)],
+        };
+        let strata = [stratum(), stratum(), stratum()];
+        Self {
+            strata,
+            key_length,
+            ttl,
+            elements,
+            integer_fields,
+            integer_values,
+            integer_scores,
+        }
+    }
+
+    fn commands(&self, key_type: KeyType) -> u64 {
+        let writes = match key_type {
+            KeyType::String => return 1,
+            KeyType::Stream => self.elements,
+            _ => self.elements.div_ceil(ELEMENTS_PER_COMMAND),
+        };
+        writes + u64::from(self.ttl)
+    }
+}
+
+/// Splits `keys` over shares by largest remainder, so the counts add up exactly.
+fn allocate(keys: u64, shares: &[f64]) -> Vec<u64> {
+    let exact: Vec<f64> = shares.iter().map(|s| s * keys as f64).collect();
+    let mut counts: Vec<u64> = exact.iter().map(|e| e.floor() as u64).collect();
+    let mut left = keys.saturating_sub(counts.iter().sum());
+    let mut order: Vec<usize> = (0..shares.len()).collect();
+    order.sort_by(|a, b| {
+        (exact[*b] - exact[*b].floor()).total_cmp(&(exact[*a] - exact[*a].floor()))
+    });
+    for i in order.into_iter().cycle() {
+        if left == 0 {
+            break;
+        }
+        counts[i] += 1;
+        left -= 1;
+    }
+    counts
+}
+
+impl ProfileWorkload {
+    /// Checks the profile and the scales, and counts what the rebuild sends.
+    pub fn new(
+        profile: Profile,
+        scale: f64,
+        element_scale: f64,
+        seed: u64,
+    ) -> Result<Self, String> {
+        profile.check()?;
+        for (name, value) in [("scale", scale), ("elementScale", element_scale)] {
+            if !(value.is_finite() && value > 0.0 && value <= 1_000_000.0) {
+                return Err(format!(
+                    "{name} is {value}: it is a factor above 0 (1 keeps the profile's size)"
+                ));
+            }
+        }
+        let keys = (profile.source.keys as f64 * scale).round().max(1.0) as u64;
+        if keys > 2_000_000_000 {
+            return Err(format!(
+                "the rebuild would store {keys} keys: at most 2000000000"
+            ));
+        }
+        let shares: Vec<f64> = profile.groups.iter().map(|g| g.share).collect();
+        let group_keys = allocate(keys, &shares);
+        let mut commands = 0u64;
+        let mut ttl_keys = 0u64;
+        let mut first_key = 0u64;
+        for (g, (group, count)) in profile.groups.iter().zip(&group_keys).enumerate() {
+            let place = group_stratum(seed, g);
+            // Which keys get a TTL follows from the group's offset alone (KeyShape::draw):
+            // counted without drawing a key.
+            let with_ttl = group
+                .ttl
+                .as_ref()
+                .map_or(0, |t| place.with_integers(t.share, *count));
+            let largest = group
+                .elements
+                .as_ref()
+                .map_or(1.0, |d| d.max() as f64 * element_scale);
+            let one_command_each = group.key_type == KeyType::String
+                || (group.key_type != KeyType::Stream
+                    && largest.round() <= ELEMENTS_PER_COMMAND as f64);
+            if one_command_each {
+                // A SET carries its TTL; any other key adds a PEXPIRE.
+                let expires = if group.key_type == KeyType::String {
+                    0
+                } else {
+                    with_ttl
+                };
+                commands = commands.saturating_add(count + expires);
+                ttl_keys += with_ttl;
+            } else {
+                // Keys of several commands: counted key by key.
+                for rank in 0..*count {
+                    let k = first_key + rank;
+                    let shape = KeyShape::draw(
+                        group,
+                        element_scale,
+                        place.of(rank, *count),
+                        &mut key_generator(seed, k),
+                    );
+                    commands = commands.saturating_add(shape.commands(group.key_type));
+                    ttl_keys += u64::from(shape.ttl);
+                }
+            }
+            first_key += count;
+        }
+        let server = match (&profile.source.engine, &profile.source.version) {
+            (Some(engine), Some(version)) => format!("{engine} {version}"),
+            (Some(engine), None) => engine.clone(),
+            _ => "a server".to_string(),
+        };
+        let source = format!(
+            "{server} db{}, {} keys",
+            profile.source.db, profile.source.keys
+        );
+        Ok(Self {
+            keys,
+            scale,
+            element_scale,
+            seed,
+            commands,
+            ttl_keys,
+            groups: profile.groups.len(),
+            source,
+            profile: Some(Arc::new(profile)),
+            group_keys,
+        })
+    }
+
+    /// A generous guess of the data's size in bytes, for an engine pod's memory: per key its
+    /// name and about 64 bytes of overhead, per element its lengths and about 24 bytes, per
+    /// TTL 32 bytes.
+    pub fn estimated_bytes(&self) -> u64 {
+        let Some(profile) = &self.profile else {
+            return 0;
+        };
+        let mean = |shape: Option<&ValueShape>| {
+            shape.map_or(0.0, |s| {
+                let text = s.text_length.as_ref().map_or(0.0, Distribution::mean);
+                let integer = s.integer_length.as_ref().map_or(0.0, Distribution::mean);
+                text.max(integer)
+            })
+        };
+        let bytes: f64 = profile
+            .groups
+            .iter()
+            .zip(&self.group_keys)
+            .map(|(group, keys)| {
+                let elements = group
+                    .elements
+                    .as_ref()
+                    .map_or(1.0, |d| d.mean() * self.element_scale);
+                let per_element = mean(group.fields.as_ref())
+                    + mean(Some(&group.values))
+                    + mean(group.scores.as_ref())
+                    + 24.0;
+                let per_key = group.key_length.mean() + 64.0 + elements * per_element;
+                *keys as f64 * per_key
+            })
+            .sum();
+        (bytes + self.ttl_keys as f64 * 32.0) as u64
+    }
+
+    pub fn describe(&self) -> String {
+        let ttl = if self.ttl_keys > 0 {
+            format!(
+                "; {} keys with a {}-day TTL, so none expires during the run",
+                self.ttl_keys,
+                REBUILD_TTL_MILLIS / 86_400_000
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "profile of {}: {} keys in {} groups (scale {}, elementScale {}, seed {}){ttl}",
+            self.source, self.keys, self.groups, self.scale, self.element_scale, self.seed
+        )
+    }
+
+    pub fn encoder(&self) -> ProfileEncoder {
+        let profile = self
+            .profile
+            .clone()
+            .expect("a profile workload that loads holds its profile");
+        let templates = profile
+            .groups
+            .iter()
+            .map(|g| KeyTemplate::parse(&g.template).expect("a checked profile's templates parse"))
+            .collect();
+        ProfileEncoder {
+            profile,
+            templates,
+            group_keys: self.group_keys.clone(),
+            element_scale: self.element_scale,
+            seed: self.seed,
+            group: 0,
+            left_in_group: self.group_keys.first().copied().unwrap_or(0),
+            k: 0,
+            current: None,
+            key: Vec::with_capacity(128),
+            element: Vec::with_capacity(128),
+        }
+    }
+}
+
+/// The key being written: its shape, its generator, and how far it got.
+struct CurrentKey {
+    shape: KeyShape,
+    rng: KeyGenerator,
+    commands: u64,
+    sent: u64,
+    elements_sent: u64,
+}
+
+/// Encodes a profile's commands in order.
+pub struct ProfileEncoder {
+    profile: Arc<Profile>,
+    templates: Vec<KeyTemplate>,
+    group_keys: Vec<u64>,
+    element_scale: f64,
+    seed: u64,
+    group: usize,
+    left_in_group: u64,
+    k: u64,
+    current: Option<CurrentKey>,
+    key: Vec<u8>,
+    element: Vec<u8>,
+}
+
+const TEXT_FILL: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
+const TEXT_ALPHABET: &[u8] = b"ghijklmnopqrstuvwxyz";
+
+/// Field `place.0` of `place.1` and its value, as a hash or a stream entry has them.
+fn field_and_value(
+    fields: &ValueShape,
+    values: &ValueShape,
+    key: &KeyShape,
+    (index, count): (u64, u64),
+    rng: &mut KeyGenerator,
+    buffer: &mut Vec<u8>,
+    out: &mut CommandBuffer,
+) {
+    let field_place = key.strata[0].of(index, count);
+    element(
+        fields,
+        key.integer_fields,
+        Some(index),
+        field_place,
+        rng,
+        buffer,
+    );
+    out.bulk(buffer);
+    let value_place = key.strata[1].of(index, count);
+    element(values, key.integer_values, None, value_place, rng, buffer);
+    out.bulk(buffer);
+}
+
+/// The share of integers among a key's elements: all, in a key of integers.
+fn integer_share(shape: &ValueShape, all_integer: bool) -> f64 {
+    if all_integer {
+        1.0
+    } else {
+        shape.integer_share
+    }
+}
+
+/// An element of `length` bytes; `unique` makes it distinct from every other element of the
+/// key given another `unique` (fields, set and sorted-set members).
+fn element(
+    shape: &ValueShape,
+    all_integer: bool,
+    unique: Option<u64>,
+    stratum: Stratum,
+    rng: &mut KeyGenerator,
+    out: &mut Vec<u8>,
+) {
+    out.clear();
+    let (integer, quantile) = stratum.place(integer_share(shape, all_integer));
+    match (integer, &shape.integer_length, &shape.text_length) {
+        (true, Some(lengths), _) | (false, Some(lengths), None) => {
+            let length = lengths.quantile(quantile).clamp(1, 19) as usize;
+            match unique {
+                // "1" and the number, zero-padded: distinct numbers, no leading zero.
+                Some(j) => {
+                    out.push(b'1');
+                    let digits = j.to_string();
+                    let width = length.saturating_sub(1).max(1);
+                    out.extend(std::iter::repeat_n(
+                        b'0',
+                        width.saturating_sub(digits.len()),
+                    ));
+                    out.extend_from_slice(digits.as_bytes());
+                }
+                None => {
+                    let negative = length > 1 && chance(shape.negative_share, rng);
+                    if negative {
+                        out.push(b'-');
+                    }
+                    push_number(length - usize::from(negative), rng, out);
+                }
+            }
+        }
+        (_, _, Some(lengths)) => {
+            let length = lengths.quantile(quantile) as usize;
+            match unique {
+                // The number in letters g..z, padded with g: no digit, so never an integer.
+                Some(mut j) => {
+                    let start = out.len();
+                    loop {
+                        out.push(TEXT_ALPHABET[(j % 20) as usize]);
+                        j /= 20;
+                        if j == 0 {
+                            break;
+                        }
+                    }
+                    while out.len() - start < length {
+                        out.push(b'g');
+                    }
+                    out[start..].reverse();
+                }
+                None => {
+                    let offset = rng.below(26) as usize;
+                    out.extend((0..length).map(|i| TEXT_FILL[(offset + i) % 26]));
+                }
+            }
+        }
+        (_, None, None) => out.push(b'x'),
+    }
+}
+
+/// A positive number of `digits` digits, without a leading zero.
+fn push_number(digits: usize, rng: &mut KeyGenerator, out: &mut Vec<u8>) {
+    out.push(b'1' + rng.below(9) as u8);
+    for _ in 1..digits {
+        out.push(b'0' + rng.below(10) as u8);
+    }
+}
+
+/// A score of the length drawn: an integer, or a decimal fraction the server prints back the
+/// same way (no trailing zero, at most 17 significant digits).
+fn score(
+    shape: &ValueShape,
+    all_integer: bool,
+    stratum: Stratum,
+    rng: &mut KeyGenerator,
+    out: &mut Vec<u8>,
+) {
+    out.clear();
+    let (integer, quantile) = stratum.place(integer_share(shape, all_integer));
+    if integer || shape.text_length.is_none() {
+        let length = shape
+            .integer_length
+            .as_ref()
+            .map_or(1, |d| d.quantile(quantile))
+            .clamp(1, 15) as usize;
+        let negative = length > 1 && chance(shape.negative_share, rng);
+        if negative {
+            out.push(b'-');
+        }
+        push_number(length - usize::from(negative), rng, out);
+    } else {
+        let length = shape
+            .text_length
+            .as_ref()
+            .map_or(3, |d| d.quantile(quantile))
+            .clamp(3, 17) as usize;
+        out.extend_from_slice(b"0.");
+        for _ in 2..length - 1 {
+            out.push(b'0' + rng.below(10) as u8);
+        }
+        out.push(b'1' + rng.below(9) as u8);
+    }
+}
+
+impl ProfileEncoder {
+    /// Appends the next command.
+    pub fn encode_next(&mut self, out: &mut CommandBuffer) {
+        if self.current.as_ref().is_none_or(|c| c.sent == c.commands) {
+            self.start_next_key();
+        }
+        let group = &self.profile.groups[self.group];
+        let current = self.current.as_mut().expect("a key under way");
+        let key = &self.key;
+        let element_buffer = &mut self.element;
+        let ttl_command = current.shape.ttl && current.sent == current.commands - 1;
+        if ttl_command && group.key_type != KeyType::String {
+            out.array(3)
+                .bulk(b"PEXPIRE")
+                .bulk(key)
+                .bulk_decimal(REBUILD_TTL_MILLIS);
+            current.sent += 1;
+            return;
+        }
+        let rng = &mut current.rng;
+        match group.key_type {
+            KeyType::String => {
+                element(
+                    &group.values,
+                    current.shape.integer_values,
+                    None,
+                    current.shape.strata[1].of(0, 1),
+                    rng,
+                    element_buffer,
+                );
+                if current.shape.ttl {
+                    out.array(5)
+                        .bulk(b"SET")
+                        .bulk(key)
+                        .bulk(element_buffer)
+                        .bulk(b"PX")
+                        .bulk_decimal(REBUILD_TTL_MILLIS);
+                } else {
+                    out.array(3).bulk(b"SET").bulk(key).bulk(element_buffer);
+                }
+            }
+            KeyType::Stream => {
+                let fields = group
+                    .entry_fields
+                    .as_ref()
+                    .map_or(1, |d| draw(d, rng))
+                    .max(1);
+                out.array(3 + 2 * fields as usize)
+                    .bulk(b"XADD")
+                    .bulk(key)
+                    .bulk(b"*");
+                let field_shape = group.fields.clone().unwrap_or_default();
+                for f in 0..fields {
+                    let place = (f, fields);
+                    let (fields, values) = (&field_shape, &group.values);
+                    field_and_value(
+                        fields,
+                        values,
+                        &current.shape,
+                        place,
+                        rng,
+                        element_buffer,
+                        out,
+                    );
+                }
+                current.elements_sent += 1;
+            }
+            key_type => {
+                let n = (current.shape.elements - current.elements_sent).min(ELEMENTS_PER_COMMAND);
+                let (name, per_element): (&[u8], usize) = match key_type {
+                    KeyType::Hash => (b"HSET", 2),
+                    KeyType::List => (b"RPUSH", 1),
+                    KeyType::Set => (b"SADD", 1),
+                    _ => (b"ZADD", 2),
+                };
+                out.array(2 + per_element * n as usize).bulk(name).bulk(key);
+                let elements = current.shape.elements;
+                for i in 0..n {
+                    let j = current.elements_sent + i;
+                    match key_type {
+                        KeyType::Hash => {
+                            let fields = group.fields.as_ref().expect("a checked hash has fields");
+                            let place = (j, elements);
+                            let values = &group.values;
+                            field_and_value(
+                                fields,
+                                values,
+                                &current.shape,
+                                place,
+                                rng,
+                                element_buffer,
+                                out,
+                            );
+                            continue;
+                        }
+                        KeyType::List => {
+                            element(
+                                &group.values,
+                                current.shape.integer_values,
+                                None,
+                                current.shape.strata[1].of(j, elements),
+                                rng,
+                                element_buffer,
+                            );
+                        }
+                        KeyType::Set => {
+                            element(
+                                &group.values,
+                                current.shape.integer_values,
+                                Some(j),
+                                current.shape.strata[1].of(j, elements),
+                                rng,
+                                element_buffer,
+                            );
+                        }
+                        _ => {
+                            let scores = group.scores.as_ref().expect("a checked zset has scores");
+                            score(
+                                scores,
+                                current.shape.integer_scores,
+                                current.shape.strata[2].of(j, elements),
+                                rng,
+                                element_buffer,
+                            );
+                            out.bulk(element_buffer);
+                            element(
+                                &group.values,
+                                current.shape.integer_values,
+                                Some(j),
+                                current.shape.strata[1].of(j, elements),
+                                rng,
+                                element_buffer,
+                            );
+                        }
+                    }
+                    out.bulk(element_buffer);
+                }
+                current.elements_sent += n;
+            }
+        }
+        current.sent += 1;
+    }
+
+    fn start_next_key(&mut self) {
+        if self.current.is_some() {
+            self.k += 1;
+            self.left_in_group -= 1;
+        }
+        while self.left_in_group == 0 {
+            self.group += 1;
+            self.left_in_group = self.group_keys[self.group];
+        }
+        let group = &self.profile.groups[self.group];
+        let mut rng = key_generator(self.seed, self.k);
+        let count = self.group_keys[self.group];
+        let place = group_stratum(self.seed, self.group).of(count - self.left_in_group, count);
+        let shape = KeyShape::draw(group, self.element_scale, place, &mut rng);
+        self.key.clear();
+        self.templates[self.group].render(self.k, shape.key_length, &mut self.key);
+        self.current = Some(CurrentKey {
+            commands: shape.commands(group.key_type),
+            shape,
+            rng,
+            sent: 0,
+            elements_sent: 0,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(yaml_groups: &str) -> Profile {
+        Profile::parse(&format!(
+            "format: 1\nsource: {{keys: 40}}\ngroups:\n{yaml_groups}"
+        ))
+        .unwrap()
+    }
+
+    const MIXED: &str = r#"- template: "s:{n}"
+  type: string
+  share: 0.25
+  keyLength: {buckets: [[5, 8, 4]]}
+  ttl: {share: 0.5, millis: {buckets: [[1000, 1000, 1]]}}
+  values: {integerShare: 0.5, textLength: {buckets: [[10, 10, 1]]}, integerLength: {buckets: [[3, 3, 1]]}}
+- template: "h:{n}"
+  type: hash
+  share: 0.25
+  keyLength: {buckets: [[5, 5, 1]]}
+  ttl: {share: 0.3, millis: {buckets: [[1000, 1000, 1]]}}
+  elements: {buckets: [[3, 3, 1]]}
+  fields: {textLength: {buckets: [[4, 4, 1]]}}
+  values: {textLength: {buckets: [[4, 4, 1]]}}
+- template: "l:{n}"
+  type: list
+  share: 0.25
+  keyLength: {buckets: [[5, 5, 1]]}
+  ttl: {share: 0.5, millis: {buckets: [[1000, 1000, 1]]}}
+  elements: {buckets: [[10, 10, 1], [1500, 1500, 1]]}
+  values: {integerKeys: 1.0, integerLength: {buckets: [[4, 4, 1]]}}
+- template: "x:{n}"
+  type: stream
+  share: 0.25
+  keyLength: {buckets: [[5, 5, 1]]}
+  elements: {buckets: [[2, 3, 1]]}
+  entryFields: {buckets: [[2, 2, 1]]}
+  fields: {textLength: {buckets: [[3, 3, 1]]}}
+  values: {textLength: {buckets: [[3, 3, 1]]}}
+"#;
+
+    #[test]
+    fn the_commands_counted_before_the_load_are_the_commands_it_sends() {
+        let workload = ProfileWorkload::new(profile(MIXED), 2.0, 1.0, 42).unwrap();
+        assert_eq!(workload.keys, 80);
+        let mut encoder = workload.encoder();
+        let mut out = CommandBuffer::default();
+        for _ in 0..workload.commands {
+            encoder.encode_next(&mut out);
+        }
+        // The last command ends the last key.
+        assert_eq!(encoder.k, workload.keys - 1);
+        let last = encoder.current.as_ref().unwrap();
+        assert_eq!(last.sent, last.commands);
+        let text = String::from_utf8_lossy(out.as_bytes());
+        let ttls = text.matches("PEXPIRE").count() + text.matches("\r\nPX\r\n").count();
+        assert_eq!(ttls as u64, workload.ttl_keys);
+        // Shares of 0.5 and 0.3 of 20 keys each: exactly 10 + 6 + 10.
+        assert_eq!(workload.ttl_keys, 26);
+    }
+
+    #[test]
+    fn the_same_seed_is_the_same_data_and_another_seed_is_not() {
+        let encode = |seed| {
+            let workload = ProfileWorkload::new(profile(MIXED), 1.0, 1.0, seed).unwrap();
+            let mut encoder = workload.encoder();
+            let mut out = CommandBuffer::default();
+            for _ in 0..workload.commands {
+                encoder.encode_next(&mut out);
+            }
+            out.as_bytes().to_vec()
+        };
+        assert_eq!(encode(1), encode(1));
+        assert_ne!(encode(1), encode(2));
+    }
+
+    #[test]
+    fn integers_are_spread_evenly_over_a_keys_elements() {
+        let stratum = Stratum {
+            index: 0,
+            count: 10,
+            offsets: [0.37, 0.5, 0.5],
+        };
+        let integers = (0..10).filter(|j| stratum.of(*j, 10).place(0.3).0).count();
+        assert_eq!(integers, 3);
+        assert_eq!(stratum.with_integers(0.3, 10), 3);
+    }
+}

@@ -1,0 +1,87 @@
+//! A profile workload in a spec: validated before anything starts, and carried whole into the
+//! client pod, which rebuilds it with `membench load --workload profile`.
+
+use super::*;
+use crate::client::profile_workload::PROFILE_ENV;
+use crate::client::workload::Workload;
+use crate::profile::Profile;
+use crate::validation::spec_file::parse_specs;
+
+/// A MemoryBenchmark with a small inline profile (1000 hashes of 4 fields), at `scale`, with a
+/// group share and an engine memory to spoil it.
+fn with_profile(share: &str, scale: &str, memory: &str) -> Result<MemoryBenchmark, String> {
+    let yaml = format!(
+        r#"apiVersion: membench.io/v1alpha1
+kind: MemoryBenchmark
+metadata: {{name: shop, namespace: bench}}
+spec:
+  instanceType: r8g.4xlarge
+  engines: [{{engine: valkey, version: "9.1.2"{memory}}}]
+  workload:
+    profile:
+      source: {{keys: 1000}}
+      scale: {scale}
+      seed: 9
+      groups:
+      - template: "user:{{n}}"
+        type: hash
+        share: {share}
+        keyLength: {{buckets: [[9, 9, 1]]}}
+        elements: {{buckets: [[4, 4, 1]]}}
+        fields: {{textLength: {{buckets: [[5, 5, 1]]}}}}
+        values: {{integerShare: 0.5, textLength: {{buckets: [[6, 6, 1]]}}, integerLength: {{buckets: [[2, 2, 1]]}}}}
+"#
+    );
+    let mut b = parse_specs(&yaml)?.remove(0);
+    b.metadata.uid = Some("uid-1".into());
+    Ok(b)
+}
+
+#[test]
+fn an_inline_profile_becomes_the_load_flags_and_the_profile_in_the_client_pods_environment() {
+    let b = with_profile("1.0", "3", "").unwrap();
+    let workload = Workload::from_spec(&b.spec.workload).unwrap();
+    let Workload::Profile(profile) = &workload else {
+        panic!("{workload:?}")
+    };
+    assert_eq!(profile.keys, 3000);
+    let args = client_args(&b, &workload, "h:1").join(" ");
+    assert!(
+        args.contains("--workload profile --scale 3 --element-scale 1 --seed 9"),
+        "{args}"
+    );
+    let pod = client_pod(&b, 0, 1, &workload, "127.1.0.5", &PodSettings::default());
+    let env = pod.spec.unwrap().containers[0].env.clone().unwrap();
+    let carried = env
+        .iter()
+        .find(|e| e.name == PROFILE_ENV)
+        .and_then(|e| e.value.clone())
+        .expect("the profile in the client's environment");
+    let carried = Profile::parse(&carried).unwrap();
+    assert_eq!(
+        carried,
+        b.spec.workload.profile.as_ref().unwrap().profile().unwrap()
+    );
+}
+
+#[test]
+fn a_profile_whose_shares_do_not_add_up_is_refused_naming_the_field() {
+    let err = with_profile("0.6", "3", "").unwrap_err();
+    assert!(
+        err.contains("spec.workload.profile") && err.contains("add up to 0.6000"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_rebuild_larger_than_the_engine_pods_memory_is_refused_before_it_starts() {
+    // 1000 hashes of 4 fields, 100,000 times: about 30 GiB, not in 1 GiB.
+    let err = with_profile("1.0", "100000", ", memory: 1Gi")
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        err.contains("spec.engines[0].memory is 1Gi") && err.contains("needs about"),
+        "{err}"
+    );
+    with_profile("1.0", "3", ", memory: 1Gi").expect("3000 keys fit");
+}

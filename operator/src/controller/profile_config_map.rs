@@ -1,0 +1,118 @@
+//! A profile workload's `configMapRef`: the operator reads the ConfigMap before it decides
+//! anything, and puts the profile inline into the spec it decides from (and so into the
+//! client pod). A ConfigMap that is missing, lacks the key or holds no valid profile makes
+//! the spec invalid, with a message saying which and what to do; nothing starts.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use kube::{Client, ResourceExt};
+
+use crate::crd::{MemoryBenchmark, ProfileConfigMapRef};
+use crate::profile::Profile;
+
+/// The profile a ConfigMap (or its absence) gives.
+pub fn profile_from(
+    reference: &ProfileConfigMapRef,
+    namespace: &str,
+    config_map: Option<&ConfigMap>,
+) -> Result<Profile, String> {
+    let name = &reference.name;
+    let key = &reference.key;
+    let Some(config_map) = config_map else {
+        return Err(format!(
+            "workload.profile.configMapRef: ConfigMap {name} is not in namespace {namespace}: create it with the profile under key {key} (kubectl create configmap {name} -n {namespace} --from-file={key}=profile.yaml)"
+        ));
+    };
+    let data = config_map.data.clone().unwrap_or_default();
+    let Some(text) = data.get(key) else {
+        let keys: Vec<&String> = data.keys().collect();
+        return Err(format!(
+            "workload.profile.configMapRef: ConfigMap {name} has no key {key} (its keys: {keys:?}): set configMapRef.key to the key that holds the profile"
+        ));
+    };
+    Profile::parse(text)
+        .map_err(|e| format!("workload.profile.configMapRef: ConfigMap {name} key {key}: {e}"))
+}
+
+/// The benchmark with its ConfigMap's profile inline, or with why it could not be read. An
+/// API error other than a refusal is returned, to be retried.
+pub async fn resolve(
+    client: &Client,
+    mut benchmark: MemoryBenchmark,
+) -> Result<MemoryBenchmark, kube::Error> {
+    let Some(spec) = &benchmark.spec.workload.profile else {
+        return Ok(benchmark);
+    };
+    let Some(reference) = &spec.config_map_ref else {
+        return Ok(benchmark);
+    };
+    let namespace = benchmark.namespace().unwrap_or_default();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    let profile = match api.get_opt(&reference.name).await {
+        Ok(config_map) => profile_from(reference, &namespace, config_map.as_ref()),
+        Err(kube::Error::Api(status)) if status.code == 403 => Err(format!(
+            "workload.profile.configMapRef: the operator may not read ConfigMap {} in namespace {namespace} ({}): grant it get on configmaps (the chart's RBAC does)",
+            reference.name, status.message
+        )),
+        Err(e) => return Err(e),
+    };
+    let resolved = spec.resolved(profile);
+    benchmark.spec.workload.profile = Some(resolved);
+    Ok(benchmark)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference() -> ProfileConfigMapRef {
+        ProfileConfigMapRef {
+            name: "shop-profile".into(),
+            key: "profile.yaml".into(),
+        }
+    }
+
+    fn config_map(key: &str, text: &str) -> ConfigMap {
+        ConfigMap {
+            data: Some([(key.to_string(), text.to_string())].into()),
+            ..ConfigMap::default()
+        }
+    }
+
+    const PROFILE: &str = "format: 1\nsource: {keys: 5}\ngroups:\n- {template: \"k:{n}\", type: string, share: 1.0, keyLength: {buckets: [[4, 4, 1]]}, values: {textLength: {buckets: [[3, 3, 1]]}}}\n";
+
+    #[test]
+    fn a_missing_config_map_or_key_says_how_to_create_it() {
+        let err = profile_from(&reference(), "bench", None).unwrap_err();
+        assert!(err.contains("kubectl create configmap shop-profile -n bench --from-file=profile.yaml=profile.yaml"), "{err}");
+        let err =
+            profile_from(&reference(), "bench", Some(&config_map("other", PROFILE))).unwrap_err();
+        assert!(
+            err.contains("has no key profile.yaml") && err.contains("\"other\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_config_maps_profile_is_checked_and_put_inline() {
+        let profile = profile_from(
+            &reference(),
+            "bench",
+            Some(&config_map("profile.yaml", PROFILE)),
+        )
+        .unwrap();
+        assert_eq!(profile.source.keys, 5);
+        let bad = PROFILE.replace("share: 1.0", "share: 0.5");
+        let err = profile_from(
+            &reference(),
+            "bench",
+            Some(&config_map("profile.yaml", &bad)),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("ConfigMap shop-profile key profile.yaml")
+                && err.contains("add up to 0.5000"),
+            "{err}"
+        );
+    }
+}

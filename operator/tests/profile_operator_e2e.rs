@@ -1,0 +1,128 @@
+//! A profile workload in the cluster, end to end on the dev cluster: a MemoryBenchmark whose
+//! profile comes from a ConfigMap runs like any other (the client pod rebuilds it and the
+//! status has bytes per key), and one whose ConfigMap is missing fails as InvalidSpec before
+//! any pod exists.
+
+mod common;
+
+use std::time::Duration;
+
+use common::operator::*;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, PostParams};
+use membench::crd::Phase;
+
+/// 400 hashes of 3 fields (a third of them with a TTL) and 600 strings, as `membench
+/// profile` would print them.
+const PROFILE: &str = r#"format: 1
+source: {engine: valkey, version: "9.1.2", keys: 1000}
+groups:
+- template: "flight:{n}"
+  type: hash
+  share: 0.4
+  keyLength: {buckets: [[10, 11, 1]]}
+  ttl: {share: 0.33, millis: {buckets: [[60000, 60000, 1]]}}
+  elements: {buckets: [[3, 3, 1]]}
+  fields: {textLength: {buckets: [[5, 8, 1]]}}
+  values: {integerShare: 0.5, textLength: {buckets: [[3, 12, 1]]}, integerLength: {buckets: [[1, 4, 1]]}}
+- template: "plane:{s}"
+  type: string
+  share: 0.6
+  keyLength: {buckets: [[12, 12, 1]]}
+  values: {textLength: {buckets: [[60, 90, 1]]}}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_from_a_config_map_is_rebuilt_and_measured_like_any_workload()
+-> anyhow::Result<()> {
+    let harness = Harness::start("op-profile", settings()).await?;
+    let config_maps: Api<ConfigMap> =
+        Api::namespaced(harness.client.clone(), harness.namespace.name());
+    let config_map = ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some("shop-profile".into()),
+            ..Default::default()
+        },
+        data: Some([("profile.yaml".to_string(), PROFILE.to_string())].into()),
+        ..Default::default()
+    };
+    config_maps
+        .create(&PostParams::default(), &config_map)
+        .await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n  workload:\n    profile:\n      configMapRef: {name: shop-profile}\n      scale: 2\n      seed: 7\n  repetitions: 2\n";
+    harness.create(&spec("shop", body)).await?;
+    // The same, with a ConfigMap that does not exist.
+    let missing = body.replace("shop-profile", "no-such-profile");
+    harness.create(&spec("lost", &missing)).await?;
+
+    let done = harness.finished("shop", Duration::from_secs(240)).await?;
+    let status = done.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+    let workload = status.workload.clone().unwrap_or_default();
+    assert!(
+        workload.contains("2000 keys") && workload.contains("seed 7"),
+        "{workload}"
+    );
+    let engine = &status.engines[0];
+    assert_eq!(engine.repetitions.len(), 2, "{engine:#?}");
+    for rep in &engine.repetitions {
+        // DBSIZE verified: the profile's 1000 keys, twice.
+        assert_eq!(rep.items, 2000);
+        // Bytes per key: 60-90 byte strings and 3-field hashes weigh more than 50 B a key.
+        assert!(
+            rep.bytes_per_item > 50.0 && rep.bytes_per_item < 1000.0,
+            "{rep:#?}"
+        );
+    }
+
+    let lost = harness.finished("lost", Duration::from_secs(60)).await?;
+    let failed = condition(&lost, "Failed").expect("a Failed condition");
+    assert_eq!(
+        (failed.status.as_str(), failed.reason.as_str()),
+        ("True", "InvalidSpec")
+    );
+    assert!(
+        failed.message.contains("ConfigMap no-such-profile")
+            && failed.message.contains("kubectl create configmap"),
+        "{}",
+        failed.message
+    );
+    let lost_pods = harness
+        .pods()
+        .list(&ListParams::default().labels("membench.io/benchmark=lost"))
+        .await?
+        .items;
+    assert!(lost_pods.is_empty(), "{lost_pods:?}");
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_server_refuses_a_profile_both_inline_and_from_a_config_map_or_of_scale_zero()
+-> anyhow::Result<()> {
+    let harness = Harness::start("adm-profile", settings()).await?;
+    let inline = "      source: {keys: 10}\n      groups:\n      - {template: \"k:{n}\", type: string, share: 1.0, keyLength: {buckets: [[4, 4, 1]]}, values: {textLength: {buckets: [[3, 3, 1]]}}}\n";
+    for (name, extra, expected) in [
+        (
+            "both",
+            format!("{inline}      configMapRef: {{name: shop-profile}}\n"),
+            "set workload.profile inline (source and groups) or as configMapRef, not both",
+        ),
+        (
+            "zero",
+            format!("{inline}      scale: 0\n"),
+            "workload.profile.scale is a factor above 0",
+        ),
+    ] {
+        let body = format!(
+            "  instanceType: r7i.4xlarge\n  engines: [{{engine: valkey, version: \"9.1.2\"}}]\n  workload:\n    profile:\n{extra}"
+        );
+        let err = harness
+            .create(&spec(name, &body))
+            .await
+            .expect_err("the API server refuses it");
+        assert!(err.to_string().contains(expected), "{name}: {err}");
+    }
+    harness.finish().await;
+    Ok(())
+}
