@@ -84,7 +84,10 @@ pub fn default_families(given: &[InstanceFamily], instance_types: &[&str]) -> Ve
         return families;
     }
     let mut families: Vec<InstanceFamily> = Vec::new();
-    for family in instance_types.iter().filter_map(|t| instance_types::family_of(t)) {
+    for family in instance_types
+        .iter()
+        .filter_map(|t| instance_types::family_of(t))
+    {
         if !families.contains(&family) {
             families.push(family);
         }
