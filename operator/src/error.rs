@@ -176,7 +176,9 @@ impl BenchError {
             };
         }
         if let Some(code) = e.code() {
-            if code == "OOM" {
+            let dragonfly_oom =
+                code == "ERR" && e.detail().is_some_and(|d| d.starts_with("Out of memory"));
+            if code == "OOM" || dragonfly_oom {
                 return BenchError::OutOfMemory {
                     message: text,
                     items_sent: 0,
@@ -191,13 +193,17 @@ impl BenchError {
     }
 
     /// Classifies an error reply received during the load.
+    ///
+    /// An engine at its `maxmemory` refuses writes: Redis and Valkey with `-OOM command not
+    /// allowed when used memory > 'maxmemory'`, Dragonfly with `-ERR Out of memory` (seen with
+    /// 1.40.0 at the `--maxmemory` its pod is given).
     pub fn from_load_reply(
         command: &str,
         reply: String,
         items_sent: u64,
         address: &impl Display,
     ) -> Self {
-        if reply.starts_with("OOM") {
+        if is_out_of_memory(&reply) {
             BenchError::OutOfMemory {
                 message: reply,
                 items_sent,
@@ -216,5 +222,37 @@ impl BenchError {
                 message: reply,
             }
         }
+    }
+}
+
+/// Whether an error reply says the engine is at its memory limit (see
+/// [`BenchError::from_load_reply`]).
+fn is_out_of_memory(reply: &str) -> bool {
+    let reply = reply.trim_start_matches('-');
+    reply.starts_with("OOM") || reply.starts_with("ERR Out of memory")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_engines_refusal_at_its_maxmemory_is_out_of_memory() {
+        let address = "127.0.0.1:6379";
+        for reply in [
+            "OOM command not allowed when used memory > 'maxmemory'.",
+            "ERR Out of memory",
+        ] {
+            let error = BenchError::from_load_reply("SET", reply.to_string(), 7, &address);
+            assert!(
+                matches!(error, BenchError::OutOfMemory { items_sent: 7, .. }),
+                "{reply}: {error:?}"
+            );
+        }
+        let other = BenchError::from_load_reply("SET", "ERR syntax error".into(), 7, &address);
+        assert!(
+            matches!(other, BenchError::EngineRejected { .. }),
+            "{other:?}"
+        );
     }
 }

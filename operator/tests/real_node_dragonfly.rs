@@ -87,3 +87,44 @@ async fn dragonfly_under_runtime_default_seccomp_runs_on_epoll_says_so_and_measu
     harness.finish().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dragonfly_at_its_maxmemory_refuses_writes_before_the_kernel_kills_it_and_says_so()
+-> anyhow::Result<()> {
+    ensure_real_node(&EnsureOptions::default()).await?;
+    let harness = Harness::start("real-dfly-oom", real_node_settings()).await?;
+    // One thread in 384Mi: --maxmemory is 80% of it, about 307 MiB, and 400,000 keys of 1,000
+    // bytes need more. Dragonfly answers -OOM at its maxmemory, well below the cgroup's limit.
+    let body = format!(
+        "  instanceType: r7i.xlarge\n  engines:\n    - {{engine: dragonfly, version: \"1.40.0\", memory: 384Mi, args: [\"--proactor_threads=1\"]}}\n  workload: {{strings: {{keys: 400000, valueSize: 1000}}}}\n  repetitions: 2\n  pipeline: 100\n  cleanupPolicy: KeepFailed\n{TOLERATE_REAL_NODES}"
+    );
+    harness.create(&spec("dfly-oom", &body)).await?;
+    let done = harness
+        .finished("dfly-oom", Duration::from_secs(240))
+        .await?;
+    let first = engine(&done, 0);
+    assert_eq!(
+        first.reason.as_deref(),
+        Some("EngineOutOfMemory"),
+        "{}",
+        common::faults::status_of(&done)
+    );
+    assert!(first.repetitions.is_empty(), "{first:#?}");
+    // The engine itself stayed up: the kernel never had to kill it.
+    let engine_pod = harness.pods().get("dfly-oom-0-engine").await?;
+    let state = engine_pod
+        .status
+        .and_then(|s| s.container_statuses)
+        .and_then(|c| c.into_iter().next())
+        .and_then(|c| c.state)
+        .context("the engine container's state (cleanupPolicy KeepFailed)")?;
+    assert!(
+        state
+            .terminated
+            .as_ref()
+            .is_none_or(|t| t.reason.as_deref() != Some("OOMKilled")),
+        "{state:#?}"
+    );
+    harness.finish().await;
+    Ok(())
+}
