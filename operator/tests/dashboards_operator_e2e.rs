@@ -48,6 +48,9 @@ spec:
       layout: strings
   repetitions: 2
   timeoutSeconds: 600
+  # The comparison dashboard's capacity panels read what the operator plans at this size.
+  capacity:
+    items: 1000000
 ";
 
 async fn install_crd(client: &Client) -> anyhow::Result<()> {
