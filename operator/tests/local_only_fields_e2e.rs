@@ -75,7 +75,7 @@ async fn the_api_server_still_requires_an_instance_type() -> anyhow::Result<()> 
         .expect_err("a MemoryBenchmark without instanceType is refused");
     let message = refused.to_string();
     assert!(
-        message.contains("spec.instanceType") && message.contains("Required"),
+        message.contains("instanceType is missing") && message.contains("set instanceTypes"),
         "{message}"
     );
     harness.finish().await;

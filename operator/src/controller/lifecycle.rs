@@ -376,6 +376,8 @@ impl Step<'_, '_> {
         let of = self.benchmark.spec.repetitions;
         let oom = why.as_deref() == Some("OOMKilled");
         let limit = self.engine_memory_limit(index);
+        // The spec's entry this run is of (runs repeat the entries per instance type).
+        let entry = index % self.benchmark.spec.engines.len().max(1);
         let never_ran = done == 0 && status.engines[index].state != state::RUNNING;
         let (why, mut text) = if let Some(kubelet_says) = evicted {
             // The kubelet stopped it (SIGTERM): its exit code says nothing, the eviction does.
@@ -392,14 +394,18 @@ impl Step<'_, '_> {
             // entrypoint script ran, the server it starts did not. The same pod would fail the
             // same way, as a missing entrypoint does (StartError).
             let text = format!(
-                "the engine image's entrypoint could not {} the server (exit {exit_code}); spec.engines[{index}].image must start {} with the arguments it is given",
+                "the engine image's entrypoint could not {} the server (exit {exit_code}); spec.engines[{entry}].image must start {} with the arguments it is given",
                 if exit_code == 127 { "find" } else { "execute" },
-                self.benchmark.spec.engines[index].engine.server_binary()
+                self.benchmark
+                    .spec
+                    .engine_of_run(index)
+                    .engine
+                    .server_binary()
             );
             (reason::RUN_CONTAINER_ERROR, text)
         } else if oom {
             let text = format!(
-                "the engine was OOMKilled (memory limit {limit}) after {done} of {of} repetitions; set spec.engines[{index}].memory higher"
+                "the engine was OOMKilled (memory limit {limit}) after {done} of {of} repetitions; set spec.engines[{entry}].memory higher"
             );
             (reason::ENGINE_OOM_KILLED, text)
         } else {

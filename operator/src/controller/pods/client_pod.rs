@@ -97,7 +97,7 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
     args
 }
 
-/// [`client_args`] for engine `index`: with the workload's TTL unless the entry is
+/// [`client_args`] for run `index` (its engine entry: `spec.engine_of_run`): with the workload's TTL unless the entry is
 /// `withoutTtl`, and the settings its entry changed to read back (`--read-config`), so the
 /// result records their effective values.
 fn client_args_reading_back(
@@ -107,7 +107,7 @@ fn client_args_reading_back(
     address: &str,
 ) -> Vec<String> {
     let mut args = client_args(benchmark, workload, address);
-    let engine = &benchmark.spec.engines[index];
+    let engine = benchmark.spec.engine_of_run(index);
     if let Some(ttl) = entry_ttl(&benchmark.spec, engine) {
         args.extend([
             "--ttl-seconds".into(),
