@@ -466,3 +466,40 @@ fn the_client_gets_the_workloads_ttl_unless_its_entry_is_without_ttl() {
     );
     assert!(!args(1).contains("--ttl"), "{}", args(1));
 }
+
+#[test]
+fn a_run_on_a_later_instance_type_takes_its_own_entrys_settings() {
+    let mut b = parse_specs(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: both, namespace: bench}\nspec:\n  instanceTypes: [r8g.4xlarge, r7i.4xlarge]\n  engines: [{engine: redis, version: \"7.0.15\"}, {engine: valkey, version: \"9.1.2\", config: {hash-max-listpack-entries: \"64\"}}]\n  workload: {sortedSet: {members: 20000}}\n  repetitions: 3\n",
+    )
+    .unwrap()
+    .remove(0);
+    b.metadata.uid = Some("uid-2".into());
+    let args_of = |run: usize| {
+        let pod = client_pod(
+            &b,
+            run,
+            1,
+            &workload(&b),
+            "127.1.0.5",
+            &PodSettings::default(),
+        );
+        pod.spec.unwrap().containers[0]
+            .args
+            .clone()
+            .unwrap_or_default()
+    };
+    // Runs 2 and 3 are the two entries again, on r7i.4xlarge.
+    assert!(
+        !args_of(2).contains(&"--read-config".to_string()),
+        "{:?}",
+        args_of(2)
+    );
+    let valkey = args_of(3);
+    let at = valkey.iter().position(|a| a == "--read-config");
+    assert_eq!(
+        at.and_then(|i| valkey.get(i + 1)).map(String::as_str),
+        Some("hash-max-listpack-entries"),
+        "{valkey:?}"
+    );
+}
