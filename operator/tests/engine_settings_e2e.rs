@@ -9,6 +9,8 @@ mod common;
 
 use std::time::Duration;
 
+use anyhow::Context as _;
+
 use common::operator::{Harness, invalid_spec_message, settings, spec};
 use kube::api::ListParams;
 
@@ -129,8 +131,11 @@ async fn a_cluster_mode_engine_runs_as_a_one_node_cluster_in_its_pod() -> anyhow
         assert_eq!(engine.repetitions[0].items, 5000, "{engine:#?}");
     }
     // The client made the node own every slot: a cluster node without slots refuses writes.
-    let pods = harness.pods().list(&ListParams::default()).await?.items;
-    assert!(pods.is_empty(), "the pods are gone once done");
+    // The pods go after the status says done (their deletion takes a moment).
+    harness
+        .pods_gone_within(Duration::from_secs(60))
+        .await
+        .context("the pods are gone once done")?;
     harness.finish().await;
     Ok(())
 }
