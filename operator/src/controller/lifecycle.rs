@@ -377,7 +377,7 @@ impl Step<'_, '_> {
         let oom = why.as_deref() == Some("OOMKilled");
         let limit = self.engine_memory_limit(index);
         // The spec's entry this run is of (runs repeat the entries per instance type).
-        let entry = index % self.benchmark.spec.engines.len().max(1);
+        let entry = self.benchmark.spec.entry_of_run(index);
         let never_ran = done == 0 && status.engines[index].state != state::RUNNING;
         let (why, mut text) = if let Some(kubelet_says) = evicted {
             // The kubelet stopped it (SIGTERM): its exit code says nothing, the eviction does.

@@ -222,7 +222,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
             step.plan.delete.extend(to_delete);
             let probed = current_engine(&status);
             for index in runs_to_step(&status, spec, &pods, &leftover_runs) {
-                let memory = valid.engine_memory[index % spec.engines.len()];
+                let memory = valid.engine_memory[spec.entry_of_run(index)];
                 let load = observation.load.filter(|_| Some(index) == probed);
                 step.engine(&mut status, index, memory, load);
             }

@@ -28,7 +28,7 @@ pub(super) fn summarize(
     // Each run is compared with the first engine on its own instance type.
     let firsts: Vec<Option<f64>> = (0..status.engines.len())
         .map(|i| {
-            let first = i - i % spec.engines.len().max(1);
+            let first = i - spec.entry_of_run(i);
             status.engines[first]
                 .summary
                 .as_ref()

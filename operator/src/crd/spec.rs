@@ -193,9 +193,14 @@ impl MemoryBenchmarkSpec {
         self.engines.len() * self.instance_types().len()
     }
 
+    /// The index in `engines` of run `run`'s entry.
+    pub fn entry_of_run(&self, run: usize) -> usize {
+        run % self.engines.len().max(1)
+    }
+
     /// The engine entry of run `run`.
     pub fn engine_of_run(&self, run: usize) -> &EngineSpec {
-        &self.engines[run % self.engines.len().max(1)]
+        &self.engines[self.entry_of_run(run)]
     }
 
     /// The instance type of run `run`.

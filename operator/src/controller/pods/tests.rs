@@ -22,6 +22,29 @@ fn workload(b: &MemoryBenchmark) -> Workload {
     Workload::from_spec(&b.spec.workload).unwrap()
 }
 
+/// A benchmark from a whole spec file's `yaml`, with a UID as the API server gives it.
+fn parsed(yaml: &str) -> MemoryBenchmark {
+    let mut b = parse_specs(yaml).unwrap().remove(0);
+    b.metadata.uid = Some("uid-1".into());
+    b
+}
+
+/// The client container's arguments of run `run` (first attempt).
+fn client_args_of(b: &MemoryBenchmark, run: usize) -> Vec<String> {
+    let pod = client_pod(
+        b,
+        run,
+        1,
+        &workload(b),
+        "127.1.0.5",
+        &PodSettings::default(),
+    );
+    pod.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap_or_default()
+}
+
 #[test]
 fn the_engine_pod_is_pinned_to_the_instance_type_and_arch_with_guaranteed_qos() {
     let b = benchmark(
@@ -438,27 +461,10 @@ fn an_entrys_config_follows_membenchs_args_and_precedes_its_own_in_the_engine_po
 
 #[test]
 fn the_client_gets_the_workloads_ttl_unless_its_entry_is_without_ttl() {
-    let mut b = parse_specs(
+    let b = parsed(
         "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: ttl, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}, {engine: valkey, version: \"9.1.2\", name: plain, withoutTtl: true}]\n  workload: {strings: {keys: 1000, ttlSeconds: 3600, ttlShare: 0.25}}\n",
-    )
-    .unwrap()
-    .remove(0);
-    b.metadata.uid = Some("uid-1".into());
-    let args = |index: usize| {
-        let pod = client_pod(
-            &b,
-            index,
-            1,
-            &workload(&b),
-            "127.1.0.5",
-            &PodSettings::default(),
-        );
-        pod.spec.unwrap().containers[0]
-            .args
-            .clone()
-            .unwrap()
-            .join(" ")
-    };
+    );
+    let args = |index: usize| client_args_of(&b, index).join(" ");
     assert!(
         args(0).ends_with("--ttl-seconds 3600 --ttl-share 0.25"),
         "{}",
@@ -469,26 +475,10 @@ fn the_client_gets_the_workloads_ttl_unless_its_entry_is_without_ttl() {
 
 #[test]
 fn a_run_on_a_later_instance_type_takes_its_own_entrys_settings() {
-    let mut b = parse_specs(
+    let b = parsed(
         "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: both, namespace: bench}\nspec:\n  instanceTypes: [r8g.4xlarge, r7i.4xlarge]\n  engines: [{engine: redis, version: \"7.0.15\"}, {engine: valkey, version: \"9.1.2\", config: {hash-max-listpack-entries: \"64\"}}]\n  workload: {sortedSet: {members: 20000}}\n  repetitions: 3\n",
-    )
-    .unwrap()
-    .remove(0);
-    b.metadata.uid = Some("uid-2".into());
-    let args_of = |run: usize| {
-        let pod = client_pod(
-            &b,
-            run,
-            1,
-            &workload(&b),
-            "127.1.0.5",
-            &PodSettings::default(),
-        );
-        pod.spec.unwrap().containers[0]
-            .args
-            .clone()
-            .unwrap_or_default()
-    };
+    );
+    let args_of = |run: usize| client_args_of(&b, run);
     // Runs 2 and 3 are the two entries again, on r7i.4xlarge.
     assert!(
         !args_of(2).contains(&"--read-config".to_string()),
