@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use common::operator::*;
-use common::real_node::{assert_same_bytes_per_item, run_locally};
+use common::real_node::assert_a_local_run_measures_the_same;
 use kube::ResourceExt;
 use membench::crd::Phase;
 use membench_devcluster::EnsureOptions;
@@ -70,16 +70,12 @@ async fn dragonfly_under_runtime_default_seccomp_runs_on_epoll_says_so_and_measu
     );
     // The same build run locally (io_uring where the kernel allows it) stores the same bytes
     // per item: the event loop and the node change nothing in the engine's accounting.
-    let local = run_locally(
-        &yaml,
-        &["docker.dragonflydb.io/dragonflydb/dragonfly:v1.40.0"],
-    )
-    .await?;
+    let images = ["docker.dragonflydb.io/dragonflydb/dragonfly:v1.40.0"];
+    let local = assert_a_local_run_measures_the_same(&yaml, &images, &status.engines).await?;
     eprintln!(
         "dragonfly locally ran on {:?}",
         local[0].engine.multiplexing_api
     );
-    assert_same_bytes_per_item(&status.engines, &local, 0.005)?;
     harness
         .pods_gone_within(Duration::from_secs(60))
         .await

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use common::operator::*;
-use common::real_node::{assert_same_bytes_per_item, run_locally};
+use common::real_node::assert_a_local_run_measures_the_same;
 use kube::ResourceExt;
 use membench::crd::Phase;
 use membench_devcluster::EnsureOptions;
@@ -98,8 +98,8 @@ async fn a_two_engine_comparison_on_a_real_node_measures_what_a_local_run_of_the
 
     // The same builds run locally (membench run's own path) measure the same bytes per item:
     // the node adds nothing to what the engine itself accounts.
-    let local = run_locally(&yaml, &["redis:8.2.3", "valkey/valkey:9.1.2"]).await?;
-    assert_same_bytes_per_item(&status.engines, &local, 0.005)?;
+    let images = ["redis:8.2.3", "valkey/valkey:9.1.2"];
+    assert_a_local_run_measures_the_same(&yaml, &images, &status.engines).await?;
     harness
         .pods_gone_within(Duration::from_secs(60))
         .await

@@ -55,9 +55,22 @@ pub fn bytes_per_item(engine: &EngineStatus) -> anyhow::Result<f64> {
         .median)
 }
 
+/// Runs `yaml` locally on the builds of `images` ([`run_locally`]) and asserts that each engine
+/// stores the bytes per item it did on the real node within 0.5%: the node adds nothing to what
+/// the engine accounts. Returns the local results.
+pub async fn assert_a_local_run_measures_the_same(
+    yaml: &str,
+    images: &[&str],
+    in_cluster: &[EngineStatus],
+) -> anyhow::Result<Vec<BenchmarkReport>> {
+    let local = run_locally(yaml, images).await?;
+    assert_same_bytes_per_item(in_cluster, &local, 0.005)?;
+    Ok(local)
+}
+
 /// Asserts that each engine measured on the real node and locally stored the same bytes per
 /// item within `within` (a fraction): the node adds nothing to what the engine accounts.
-pub fn assert_same_bytes_per_item(
+fn assert_same_bytes_per_item(
     in_cluster: &[EngineStatus],
     local: &[BenchmarkReport],
     within: f64,
