@@ -51,6 +51,11 @@ pub const MAX_TOLERATIONS: usize = 16;
 /// and must stay within 63, and the name is a label value on every pod.
 pub const MAX_BENCHMARK_NAME: usize = 48;
 
+/// A sharded cluster (`engines[].shards`) has at least 2 shards and at most this many, each on
+/// a node of its own: more shards than that are more nodes than a memory comparison needs.
+pub const MIN_SHARDS: u32 = 2;
+pub const MAX_SHARDS: u32 = 16;
+
 fn compiled(pattern: &str) -> Regex {
     Regex::new(pattern).expect("the pattern compiles")
 }
@@ -101,6 +106,12 @@ pub mod message {
     pub const TOLERATION_SECONDS: &str = "tolerationSeconds needs effect NoExecute (it is how long a pod stays on a node after a NoExecute taint appears)";
     pub const TOLERATION_KEY: &str =
         "a toleration key must be a label key such as dedicated or example.com/benchmarks";
+    pub const SHARDS_RANGE: &str = "shards must be between 2 and 16: a sharded cluster has at least 2 shards, each an engine alone on its own node; for a one-node cluster leave shards out and set clusterMode: true";
+    pub const SHARDS_WITHOUT_CLUSTER_MODE: &str = "shards runs a cluster, so clusterMode: false contradicts it: remove clusterMode (shards implies cluster mode) or remove shards";
+    pub const SHARDS_DRAGONFLY: &str = "shards needs redis or valkey: Dragonfly has no multi-node cluster membench can join (its cluster mode is emulated on one node); remove shards, or set clusterMode: true for Dragonfly's emulated cluster";
+    pub const SHARDS_SORTED_SET: &str = "engines[].shards cannot measure the sortedSet workload: a sorted set is one key, so all of it lands on one shard; use strings, records, randomStrings or a profile with shards, or remove shards";
+    pub const TTL_SHARE_WITHOUT_SECONDS: &str =
+        "ttlShare applies only with ttlSeconds: set ttlSeconds too, or remove ttlShare";
     pub const TOLERATION_VALUE: &str = "a toleration value must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
 }
 

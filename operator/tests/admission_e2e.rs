@@ -169,27 +169,86 @@ const BAD_SPECS: &[BadSpec] = &[
         field: "spec.workload.sortedSet.ttlSeconds",
         words: "greater than or equal to 60",
     },
+    BadSpec {
+        replace: "sampleEvery: 100000}",
+        with: "sampleEvery: 100000, ttlShare: 0.5}",
+        field: "spec.workload.sortedSet.ttlShare",
+        words: "ttlShare applies only with ttlSeconds",
+    },
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_crd_rejects_each_value_the_pod_api_would_refuse_naming_the_field() -> anyhow::Result<()>
-{
-    let harness = Harness::start("adm-crd", settings()).await?;
-    let api = harness.benchmarks();
+/// A sharded Valkey benchmark the CRD admits, and what it must refuse of it.
+const VALID_SHARDED: &str = "  instanceType: r8g.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\", shards: 3, memory: 1Gi}]\n  workload: {strings: {keys: 1000}}\n";
+
+const BAD_SHARDED_SPECS: &[BadSpec] = &[
+    BadSpec {
+        replace: "shards: 3",
+        with: "shards: 1",
+        field: "spec.engines[0].shards",
+        words: "shards must be between 2 and 16",
+    },
+    BadSpec {
+        replace: "shards: 3",
+        with: "shards: 17",
+        field: "spec.engines[0].shards",
+        words: "shards must be between 2 and 16",
+    },
+    BadSpec {
+        replace: "shards: 3",
+        with: "shards: 3, clusterMode: false",
+        field: "spec.engines[0].clusterMode",
+        words: "clusterMode: false contradicts it",
+    },
+    BadSpec {
+        replace: "engine: valkey, version: \"9.1.2\"",
+        with: "engine: dragonfly, version: \"1.34.2\"",
+        field: "spec.engines[0].shards",
+        words: "Dragonfly has no multi-node cluster membench can join",
+    },
+    BadSpec {
+        replace: "workload: {strings: {keys: 1000}}",
+        with: "workload: {sortedSet: {members: 1000}}",
+        field: "spec.engines",
+        words: "a sorted set is one key, so all of it lands on one shard",
+    },
+    BadSpec {
+        replace: "{keys: 1000}",
+        with: "{keys: 1000, ttlShare: 0.5}",
+        field: "spec.workload.strings.ttlShare",
+        words: "ttlShare applies only with ttlSeconds",
+    },
+];
+
+/// Creates (dry run) `valid`, which must be admitted, then each of `bad` made of it, which must
+/// be refused naming its field with its words; returns what was not.
+async fn refusals_missing(
+    api: &Api<MemoryBenchmark>,
+    valid: &str,
+    bad: &[BadSpec],
+) -> anyhow::Result<Vec<String>> {
     let dry_run = PostParams {
         dry_run: true,
         ..Default::default()
     };
-    let valid: MemoryBenchmark = serde_saphyr::from_str(&spec("valid", VALID))?;
-    api.create(&dry_run, &valid)
+    let benchmark: MemoryBenchmark = serde_saphyr::from_str(&spec("valid", valid))?;
+    api.create(&dry_run, &benchmark)
         .await
         .map_err(|e| anyhow::anyhow!("the valid spec is refused: {e}"))?;
     let mut failures = Vec::new();
-    for bad in BAD_SPECS {
-        anyhow::ensure!(VALID.contains(bad.replace), "{}", bad.replace);
-        let yaml = spec("bad", &VALID.replace(bad.replace, bad.with));
-        let benchmark: MemoryBenchmark = serde_saphyr::from_str(&yaml)?;
-        match api.create(&dry_run, &benchmark).await {
+    for bad in bad {
+        anyhow::ensure!(valid.contains(bad.replace), "{}", bad.replace);
+        let yaml = spec("bad", &valid.replace(bad.replace, bad.with));
+        // Untyped: `clusterMode: false` must reach the API server as written (the typed spec
+        // would drop a false clusterMode when it is serialized).
+        let benchmark: serde_json::Value = serde_saphyr::from_str(&yaml)?;
+        let benchmark: kube::api::DynamicObject = serde_json::from_value(benchmark)?;
+        let resource = kube::api::ApiResource::erase::<MemoryBenchmark>(&());
+        let untyped: Api<kube::api::DynamicObject> = Api::namespaced_with(
+            api.clone().into_client(),
+            api.namespace().unwrap_or_default(),
+            &resource,
+        );
+        match untyped.create(&dry_run, &benchmark).await {
             Ok(_) => failures.push(format!("{}: admitted", bad.with)),
             Err(e) => {
                 let text = e.to_string();
@@ -202,6 +261,39 @@ async fn the_crd_rejects_each_value_the_pod_api_would_refuse_naming_the_field() 
             }
         }
     }
+    Ok(failures)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crd_refuses_shards_it_cannot_run_naming_the_field() -> anyhow::Result<()> {
+    let harness = Harness::without_operator("adm-shards").await?;
+    let api = harness.benchmarks();
+    let mut failures = refusals_missing(&api, VALID_SHARDED, BAD_SHARDED_SPECS).await?;
+    // clusterMode: true beside shards says the same twice, and is admitted.
+    let both = VALID_SHARDED.replace("shards: 3", "shards: 3, clusterMode: true");
+    let benchmark: MemoryBenchmark = serde_saphyr::from_str(&spec("both", &both))?;
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    if let Err(e) = api.create(&dry_run, &benchmark).await {
+        failures.push(format!("shards with clusterMode: true: refused: {e}"));
+    }
+    harness.finish().await;
+    anyhow::ensure!(failures.is_empty(), "{}", failures.join("\n"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crd_rejects_each_value_the_pod_api_would_refuse_naming_the_field() -> anyhow::Result<()>
+{
+    let harness = Harness::start("adm-crd", settings()).await?;
+    let api = harness.benchmarks();
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let mut failures = refusals_missing(&api, VALID, BAD_SPECS).await?;
     // The name: pods are named after it and labelled with it.
     let long = "n".repeat(49);
     let benchmark: MemoryBenchmark = serde_saphyr::from_str(&spec(&long, VALID))?;

@@ -9,7 +9,9 @@ use super::engine_settings::{
     CONFIG_VALUE, MAX_CONFIG_SETTINGS, MAX_CONFIG_VALUE, config_names_message, config_names_rule,
 };
 
-use crate::formats::{IMAGE_REFERENCE, MEMORY_QUANTITY, MIN_ENGINE_MEMORY, message};
+use crate::formats::{
+    IMAGE_REFERENCE, MAX_SHARDS, MEMORY_QUANTITY, MIN_ENGINE_MEMORY, MIN_SHARDS, message,
+};
 
 /// The in-memory engines membench knows how to start and measure.
 #[derive(
@@ -89,6 +91,9 @@ impl std::str::FromStr for EngineKind {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new(config_names_rule()).message(Message::Expression(config_names_message())).field_path(".config"))]
+#[x_kube(validation = Rule::new(format!("!has(self.shards) || (self.shards >= {MIN_SHARDS} && self.shards <= {MAX_SHARDS})")).message(message::SHARDS_RANGE).field_path(".shards"))]
+#[x_kube(validation = Rule::new("!has(self.shards) || !has(self.clusterMode) || self.clusterMode").message(message::SHARDS_WITHOUT_CLUSTER_MODE).field_path(".clusterMode"))]
+#[x_kube(validation = Rule::new("!has(self.shards) || self.engine != 'dragonfly'").message(message::SHARDS_DRAGONFLY).field_path(".shards"))]
 pub struct EngineSpec {
     /// The engine: `redis`, `valkey` or `dragonfly`.
     pub engine: EngineKind,
@@ -142,6 +147,13 @@ pub struct EngineSpec {
     /// cost.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cluster_mode: bool,
+
+    /// Run the engine as a sharded cluster of this many nodes (at least 2; cluster mode is
+    /// implied and `clusterMode: false` is refused): each shard its own engine (in a cluster, its
+    /// own pod alone on its own node of the instance type), joined by the client with
+    /// `CLUSTER MEET`, the 16,384 slots split evenly. Redis and Valkey only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<u32>,
 
     /// Load this entry's workload without the workload's TTL (`ttlSeconds`), to set the bytes
     /// per item with and without a TTL side by side: two entries of one engine, one of them
@@ -206,6 +218,7 @@ impl EngineSpec {
             config: BTreeMap::new(),
             args: Vec::new(),
             cluster_mode: false,
+            shards: None,
             without_ttl: false,
             memory: None,
             binary: None,
@@ -213,6 +226,11 @@ impl EngineSpec {
             allocator: None,
             ld_preload: None,
         }
+    }
+
+    /// Whether the engine runs in cluster mode: `clusterMode`, or a sharded cluster (`shards`).
+    pub fn is_cluster(&self) -> bool {
+        self.cluster_mode || self.shards.is_some()
     }
 
     /// The name this engine carries in results: `name`, or `<engine>-<version>`.

@@ -61,6 +61,7 @@ use crate::formats::{LABEL_VALUE, MAX_BENCHMARK_NAME, message};
 #[x_kube(validation = Rule::new("self.engines.all(a, self.engines.exists_one(b, (has(a.name) ? a.name : a.engine + '-' + a.version) == (has(b.name) ? b.name : b.engine + '-' + b.version)))").message("each engine needs a distinct name: give two entries with the same engine and version a different engines[].name"))]
 #[x_kube(validation = Rule::new("!(has(self.instanceType) && has(self.instanceTypes))").message(message::BOTH_INSTANCE_TYPE_FIELDS))]
 #[x_kube(validation = Rule::new("has(self.instanceType) || has(self.instanceTypes)").message(message::NO_INSTANCE_TYPE))]
+#[x_kube(validation = Rule::new("!has(self.workload.sortedSet) || self.engines.all(e, !has(e.shards))").message(message::SHARDS_SORTED_SET).field_path(".engines"))]
 #[x_kube(validation = Rule::new("self == oldSelf").message("spec is immutable: results always describe the spec they were measured with; delete the MemoryBenchmark and create it again (or create one under a new name) to measure something else"))]
 pub struct MemoryBenchmarkSpec {
     /// The node instance type to run the engines on, as in the node label

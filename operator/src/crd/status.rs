@@ -224,6 +224,24 @@ pub struct EngineStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
     pub growth: Vec<GrowthPoint>,
+    /// A sharded run's shards (`engines[].shards`), in shard order: each shard's pod and the
+    /// node it ran on (each its own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub shards: Vec<ShardStatus>,
+}
+
+/// One shard of a sharded run.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardStatus {
+    /// The shard's index, from 0; shard i owns slots i*16384/N to (i+1)*16384/N - 1.
+    pub shard: u32,
+    /// Its engine pod.
+    pub pod: String,
+    /// The node that pod ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
 }
 
 /// One point of a growth curve.

@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 use crate::formats::{MAX_SAMPLES, MIN_SAMPLE_EVERY, message};
 use crate::profile::model::{KeyGroup, PROFILE_FORMAT, Profile, ProfileSource};
 
+/// The CEL rule of every workload with a TTL: `ttlShare` only with `ttlSeconds` (the share of
+/// items that get a TTL means nothing without one).
+const TTL_SHARE_RULE: &str = "!has(self.ttlShare) || has(self.ttlSeconds)";
+
 /// The data to load. Exactly one of the workloads must be set.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]
 #[serde(rename_all = "camelCase")]
@@ -149,6 +153,7 @@ impl ProfileWorkloadSpec {
 /// Members into one sorted set.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(TTL_SHARE_RULE).message(message::TTL_SHARE_WITHOUT_SECONDS).field_path(".ttlShare"))]
 #[x_kube(validation = Rule::new(format!("!has(self.sampleEvery) || self.sampleEvery == 0 || self.members / self.sampleEvery <= {MAX_SAMPLES}")).message(message::SAMPLES_PER_REPETITION))]
 pub struct SortedSetWorkload {
     /// How many members to add (the published benchmark used 50,000,000).
@@ -203,8 +208,9 @@ pub fn default_sample_every() -> u64 {
 }
 
 /// SETs of random keys, as `valkey-benchmark -t set -r` sends them.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(TTL_SHARE_RULE).message(message::TTL_SHARE_WITHOUT_SECONDS).field_path(".ttlShare"))]
 pub struct RandomStringsWorkload {
     /// How many SET commands to send (`-n`).
     #[schemars(range(min = 1, max = 2_000_000_000u64))]
@@ -237,8 +243,9 @@ pub fn default_seed() -> u64 {
 }
 
 /// Exactly N distinct keys.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(TTL_SHARE_RULE).message(message::TTL_SHARE_WITHOUT_SECONDS).field_path(".ttlShare"))]
 pub struct StringsWorkload {
     /// How many distinct keys to store (`key:` and a 12-digit zero-padded number, 0 to N-1).
     #[schemars(range(min = 1, max = 2_000_000_000u64))]
@@ -260,6 +267,7 @@ fn default_strings_value_size() -> u32 {
 /// User records of a few fields.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(TTL_SHARE_RULE).message(message::TTL_SHARE_WITHOUT_SECONDS).field_path(".ttlShare"))]
 pub struct RecordsWorkload {
     /// How many records to store.
     #[schemars(range(min = 1, max = 2_000_000_000u64))]
