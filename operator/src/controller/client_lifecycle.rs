@@ -39,7 +39,12 @@ impl Step<'_, '_> {
         true
     }
 
-    fn start_client(&mut self, status: &mut MemoryBenchmarkStatus, index: usize, engine_ip: &str) {
+    fn start_client(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        engine_ips: &[String],
+    ) {
         let attempt = status.engines[index].client_attempts + 1;
         let name = pods::client_pod_name(&self.benchmark.name_any(), index, attempt);
         if let Some(refusal) = self.rejection(&name) {
@@ -50,12 +55,12 @@ impl Step<'_, '_> {
         if self.blocked_by_earlier_pod(status, index, &name) {
             return;
         }
-        self.plan.create.push(pods::client_pod(
+        self.plan.create.push(pods::client_pod_of_shards(
             self.benchmark,
             index,
             attempt,
             self.workload,
-            engine_ip,
+            engine_ips,
             &self.settings.pods,
         ));
         let engine = &mut status.engines[index];
@@ -68,17 +73,17 @@ impl Step<'_, '_> {
         &mut self,
         status: &mut MemoryBenchmarkStatus,
         index: usize,
-        engine_ip: &str,
+        engine_ips: &[String],
         load: Option<LoadProbe>,
     ) {
         let client = self.latest_client(status, index);
         let attempts = status.engines[index].client_attempts;
         let Some(client) = client else {
             if attempts == 0 {
-                self.start_client(status, index, engine_ip);
+                self.start_client(status, index, engine_ips);
             } else {
                 let message = "the client pod disappeared before it finished".to_string();
-                self.client_failed(status, index, engine_ip, message, None);
+                self.client_failed(status, index, engine_ips, message, None);
             }
             return;
         };
@@ -217,7 +222,13 @@ impl Step<'_, '_> {
                             (Ok(_), None) => format!("exit code {exit_code}"),
                             (Err(e), None) => format!("exit code {exit_code}: {e}"),
                         };
-                        self.client_failed(status, index, engine_ip, message, parsed.as_ref().ok());
+                        self.client_failed(
+                            status,
+                            index,
+                            engine_ips,
+                            message,
+                            parsed.as_ref().ok(),
+                        );
                     }
                 }
             }
@@ -230,7 +241,7 @@ impl Step<'_, '_> {
         &mut self,
         status: &mut MemoryBenchmarkStatus,
         index: usize,
-        engine_ip: &str,
+        engine_ips: &[String],
         message: String,
         result: Option<&ClientResult>,
     ) {
@@ -251,7 +262,7 @@ impl Step<'_, '_> {
                     .collect();
                 self.plan.delete.extend(names);
             }
-            self.start_client(status, index, engine_ip);
+            self.start_client(status, index, engine_ips);
             status.engines[index].message = Some(format!(
                 "client attempt {attempts} of {} failed: {}",
                 self.settings.client_attempts,

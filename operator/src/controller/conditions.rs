@@ -19,6 +19,9 @@ pub mod reason {
     /// More engines of the benchmark would run at once (`spec.parallelism`) than its instance
     /// type's pool has nodes: the engine waits for one of the benchmark's own to finish.
     pub const PARALLELISM_ABOVE_NODES: &str = "ParallelismAboveNodes";
+    /// A sharded run (`engines[].shards`) needs a node of its instance type per shard at once,
+    /// and the pool has fewer that can take an engine: its shards wait for more.
+    pub const SHARDS_ABOVE_NODES: &str = "ShardsAboveNodes";
     /// The node cannot pull the image yet; the kubelet retries with back-off.
     pub const WAITING_FOR_IMAGE: &str = "WaitingForImage";
     /// The node cannot create the container yet: a Secret or ConfigMap it names is missing.

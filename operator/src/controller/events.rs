@@ -79,6 +79,7 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
         for waiting in [
             reason::WAITING_FOR_FREE_NODE,
             reason::PARALLELISM_ABOVE_NODES,
+            reason::SHARDS_ABOVE_NODES,
             reason::WAITING_FOR_IMAGE,
         ] {
             if engine.reason.as_deref() == Some(waiting)

@@ -37,7 +37,7 @@ pub(super) struct EngineEnd {
 impl Step<'_, '_> {
     /// Waits in the node pool's queue: nodes exist but run other engines. No deadline but the
     /// benchmark's own timeoutSeconds.
-    fn wait_for_free_node(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) {
+    pub(super) fn wait_for_free_node(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) {
         let instance_type = self.benchmark.spec.instance_type_of_run(index);
         let message = waiting_message(&instance_type, self.benchmarks_ahead(index));
         self.wait(
@@ -64,7 +64,18 @@ impl Step<'_, '_> {
         let instance_type = spec.instance_type_of_run(index);
         let own = self.own_engines_on_nodes(&instance_type);
         let busy = busy_nodes(scheduler_message);
+        let shards = spec.engine_of_run(index).shards.unwrap_or(1) as usize;
         match busy {
+            Some(nodes) if shards > 1 && nodes <= own && nodes < shards => {
+                let message = format!(
+                    "spec.engines[{}].shards is {shards}: the run needs {shards} nodes of instance type {instance_type} at once, one per shard, and the pool has {nodes} {} that can take an engine, each running one of this benchmark's engines: the shards wait for more; add nodes of the type (at least {shards}) or lower shards (the scheduler: {})",
+                    spec.entry_of_run(index),
+                    if nodes == 1 { "node" } else { "nodes" },
+                    tail(scheduler_message, 300)
+                );
+                let after = self.settings.poll_interval;
+                self.wait(status, index, reason::SHARDS_ABOVE_NODES, message, after);
+            }
             Some(nodes)
                 if spec.parallelism > 1 && nodes <= own && nodes < spec.parallelism as usize =>
             {
@@ -107,59 +118,56 @@ impl Step<'_, '_> {
         memory: u64,
         load: Option<LoadProbe>,
     ) {
-        if self.node_lost(status, index) {
+        let engines = self.engine_pods(index);
+        let sharded = self.shard_count(index) > 1;
+        let lost_shard = engines
+            .iter()
+            .find(|p| stuck_deleting(p, self.now, self.settings.lost_pod_margin))
+            .filter(|_| sharded);
+        if self.naming_shard(status, index, lost_shard, |step, status| {
+            step.node_lost(status, index)
+        }) {
             return;
         }
-        let engine_pod = pods_of(self.pods, index, Component::Engine)
-            .into_iter()
-            .next();
-        let Some(pod) = engine_pod else {
+        self.record_shards(status, index, &engines);
+        if let Some((shard, name)) = self.missing_shard(index, &engines) {
             if status.engines[index].started_at.is_some() {
-                self.fail(
-                    status,
-                    index,
-                    reason::ENGINE_POD_LOST,
-                    "the engine pod disappeared before the engine finished (deleted by someone else, or evicted)".into(),
-                    false,
-                );
-                return;
+                let message = if sharded {
+                    format!(
+                        "shard {shard} (pod {name}): the engine pod disappeared before the engine finished (deleted by someone else, or evicted)"
+                    )
+                } else {
+                    "the engine pod disappeared before the engine finished (deleted by someone else, or evicted)".into()
+                };
+                self.fail(status, index, reason::ENGINE_POD_LOST, message, false);
+            } else {
+                self.create_engine_pods(status, index, memory, &engines);
             }
-            let name = pods::engine_pod_name(&self.benchmark.name_any(), index);
-            if let Some(refusal) = self.rejection(&name) {
-                let message = format!("the API server rejected the engine pod {name}: {refusal}");
-                self.fail(status, index, reason::POD_REJECTED, message, false);
-                return;
-            }
-            if self.blocked_by_earlier_pod(status, index, &name) {
-                return;
-            }
-            if self.benchmarks_ahead(index) > 0 {
-                self.wait_for_free_node(status, index);
-                return;
-            }
-            // Later engines prefer the node the first one of their instance type ran on, so
-            // their figures (items/s above all) compare like with like (with parallelism above
-            // 1 that node is often busy, and the scheduler takes another).
-            let instance_type = self.benchmark.spec.instance_type_of_run(index);
-            let first_node = status.engines[..index]
-                .iter()
-                .filter(|e| e.instance_type.as_deref() == Some(instance_type.as_str()))
-                .find_map(|e| e.node_name.clone());
-            let pod = pods::engine_pod(
-                self.benchmark,
-                index,
-                memory,
-                first_node.as_deref(),
-                &self.settings.pods,
-            );
-            self.plan.create.push(pod);
-            let engine = &mut status.engines[index];
-            engine.started_at = Some(Time(self.now));
-            engine.reason = Some(reason::WAITING_FOR_NODE.into());
-            engine.message = Some("the engine pod was created".into());
-            self.requeue(Duration::from_secs(2));
+            return;
+        }
+        let Some(pod) = Self::followed_shard(&engines) else {
             return;
         };
+        if let Some(node) = engines.first().and_then(pods::node_name) {
+            status.engines[index].node_name = Some(node);
+        }
+        let addresses = Self::shard_addresses(&engines);
+        let named = (sharded && pod_state(&pod) != PodState::Ready).then_some(&pod);
+        self.naming_shard(status, index, named, |step, status| {
+            step.engine_pod(status, index, &pod, addresses, load)
+        });
+    }
+
+    /// What run `index` does about its engine pod `pod` (a sharded run's followed shard), with
+    /// the addresses of all its engine pods once each has one.
+    fn engine_pod(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        pod: &Pod,
+        addresses: Option<Vec<String>>,
+        load: Option<LoadProbe>,
+    ) {
         let created = pod
             .metadata
             .creation_timestamp
@@ -168,10 +176,7 @@ impl Step<'_, '_> {
         status.engines[index]
             .started_at
             .get_or_insert(Time(created));
-        if let Some(node) = pods::node_name(&pod) {
-            status.engines[index].node_name = Some(node);
-        }
-        match pod_state(&pod) {
+        match pod_state(pod) {
             PodState::Deleting => self.fail(
                 status,
                 index,
@@ -201,7 +206,7 @@ impl Step<'_, '_> {
                 permanent,
             } => {
                 let image = status.engines[index].image.clone().unwrap_or_default();
-                let since = pods::scheduled_at(&pod).unwrap_or(created);
+                let since = pods::scheduled_at(pod).unwrap_or(created);
                 match self.pull_verdict(since, permanent) {
                     Some(retried) => self.fail(
                         status,
@@ -226,7 +231,7 @@ impl Step<'_, '_> {
                 self.fail(status, index, why, message, false);
             }
             PodState::ConfigError { message } => {
-                let since = pods::scheduled_at(&pod).unwrap_or(created);
+                let since = pods::scheduled_at(pod).unwrap_or(created);
                 self.config_error(status, index, "engine", &message, since, false);
             }
             PodState::Starting { since } if status.engines[index].state != state::RUNNING => {
@@ -249,15 +254,17 @@ impl Step<'_, '_> {
             // a readiness blip, never a startup timeout.
             PodState::Starting { .. } => {
                 let since = pods::condition_since(&pod, "Ready", "False");
-                self.engine_unready(status, index, &pod, since, load);
+                self.engine_unready(status, index, since, addresses.as_deref(), load);
             }
-            PodState::Unready { since } => self.engine_unready(status, index, &pod, since, load),
+            PodState::Unready { since } => {
+                self.engine_unready(status, index, since, addresses.as_deref(), load)
+            }
             PodState::Ready => {
                 let engine = &mut status.engines[index];
                 engine.state = state::RUNNING.into();
-                engine.image_id = pods::image_id(&pod);
-                match pods::pod_ip(&pod) {
-                    Some(ip) => self.client(status, index, &ip, load),
+                engine.image_id = pods::image_id(pod);
+                match addresses {
+                    Some(addresses) => self.client(status, index, &addresses, load),
                     None => self.requeue(Duration::from_secs(2)),
                 }
             }
@@ -279,7 +286,7 @@ impl Step<'_, '_> {
                     exit_code,
                     why,
                     message,
-                    evicted: pods::evicted(&pod),
+                    evicted: pods::evicted(pod),
                 };
                 self.engine_exited(status, index, end, finished_at)
             }
@@ -287,14 +294,14 @@ impl Step<'_, '_> {
     }
 
     /// An engine that was ready and no longer passes its readiness probe (busy, or a network
-    /// blip). A client that runs against it decides what happened; without one, the engine
+    /// blip), its run's engines at `addresses` (once each pod has one). A client that runs against it decides what happened; without one, the engine
     /// gets the startup timeout again, counted from the moment it turned unready.
     fn engine_unready(
         &mut self,
         status: &mut MemoryBenchmarkStatus,
         index: usize,
-        pod: &Pod,
         since: Option<Timestamp>,
+        addresses: Option<&[String]>,
         load: Option<LoadProbe>,
     ) {
         let since_note = since
@@ -302,9 +309,9 @@ impl Step<'_, '_> {
             .unwrap_or_default();
         let has_client = !pods_of(self.pods, index, Component::Client).is_empty()
             || status.engines[index].client_attempts > 0;
-        match pods::pod_ip(pod) {
-            Some(ip) if has_client => {
-                self.client(status, index, &ip, load);
+        match addresses {
+            Some(addresses) if has_client => {
+                self.client(status, index, addresses, load);
                 let engine = &mut status.engines[index];
                 if engine.reason.as_deref() == Some(reason::MEASURING) {
                     engine.message = Some(format!(

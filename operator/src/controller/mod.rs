@@ -44,6 +44,9 @@ pub mod profile_config_map;
 pub mod progress;
 pub mod queue;
 pub mod results;
+mod shards;
+#[cfg(test)]
+mod shards_tests;
 mod step;
 pub mod summary;
 #[cfg(test)]

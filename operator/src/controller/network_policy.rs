@@ -5,7 +5,10 @@
 //! - the engine takes connections on 6379 from this benchmark's client pods only;
 //! - the client takes connections on its progress port from the operator only;
 //! - the pods reach nothing but this benchmark's engine on 6379 (no DNS: the client connects
-//!   to the engine's pod IP).
+//!   to the engine's pod IP);
+//! - with a sharded entry (`engines[].shards`), the engines also reach each other, and only
+//!   each other, on the cluster bus (16379), where the shards of a run gossip; the client
+//!   reaches every shard on 6379 by the rules above.
 //!
 //! So no other pod in the cluster can write into an engine and skew its figures, or reach an
 //! engine old enough to allow `CONFIG SET dir` or `MODULE LOAD`. A network plugin that enforces
@@ -28,8 +31,8 @@ use crate::client::progress_endpoint::PROGRESS_PORT;
 use crate::crd::MemoryBenchmark;
 
 use super::pods::{
-    APP_NAME, Component, ENGINE_PORT, LABEL_BENCHMARK, LABEL_COMPONENT, LABEL_MANAGED_BY,
-    LABEL_NAME, MANAGER, benchmark_object_metadata,
+    APP_NAME, CLUSTER_BUS_PORT, Component, ENGINE_PORT, LABEL_BENCHMARK, LABEL_COMPONENT,
+    LABEL_MANAGED_BY, LABEL_NAME, MANAGER, benchmark_object_metadata,
 };
 
 /// The namespace label every namespace carries (Kubernetes sets it).
@@ -110,31 +113,47 @@ pub fn network_policy(
         }),
         ..Default::default()
     };
+    let engines = || {
+        Some(vec![NetworkPolicyPeer {
+            pod_selector: Some(of_benchmark(Some(Component::Engine))),
+            ..Default::default()
+        }])
+    };
+    let mut ingress = vec![
+        NetworkPolicyIngressRule {
+            from: Some(vec![NetworkPolicyPeer {
+                pod_selector: Some(of_benchmark(Some(Component::Client))),
+                ..Default::default()
+            }]),
+            ports: Some(tcp(ENGINE_PORT)),
+        },
+        NetworkPolicyIngressRule {
+            from: Some(vec![operator]),
+            ports: Some(tcp(PROGRESS_PORT.into())),
+        },
+    ];
+    let mut egress = vec![NetworkPolicyEgressRule {
+        to: engines(),
+        ports: Some(tcp(ENGINE_PORT)),
+    }];
+    // The shards of a sharded run gossip over the cluster bus, to each other only.
+    if benchmark.spec.engines.iter().any(|e| e.shards.is_some()) {
+        ingress.push(NetworkPolicyIngressRule {
+            from: engines(),
+            ports: Some(tcp(CLUSTER_BUS_PORT)),
+        });
+        egress.push(NetworkPolicyEgressRule {
+            to: engines(),
+            ports: Some(tcp(CLUSTER_BUS_PORT)),
+        });
+    }
     NetworkPolicy {
         metadata: benchmark_object_metadata(benchmark, network_policy_name(benchmark)),
         spec: Some(NetworkPolicySpec {
             pod_selector: Some(of_benchmark(None)),
             policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
-            ingress: Some(vec![
-                NetworkPolicyIngressRule {
-                    from: Some(vec![NetworkPolicyPeer {
-                        pod_selector: Some(of_benchmark(Some(Component::Client))),
-                        ..Default::default()
-                    }]),
-                    ports: Some(tcp(ENGINE_PORT)),
-                },
-                NetworkPolicyIngressRule {
-                    from: Some(vec![operator]),
-                    ports: Some(tcp(PROGRESS_PORT.into())),
-                },
-            ]),
-            egress: Some(vec![NetworkPolicyEgressRule {
-                to: Some(vec![NetworkPolicyPeer {
-                    pod_selector: Some(of_benchmark(Some(Component::Engine))),
-                    ..Default::default()
-                }]),
-                ports: Some(tcp(ENGINE_PORT)),
-            }]),
+            ingress: Some(ingress),
+            egress: Some(egress),
         }),
     }
 }

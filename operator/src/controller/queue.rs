@@ -80,7 +80,8 @@ pub fn busy_nodes(scheduler_message: &str) -> Option<usize> {
 }
 
 /// Whether a benchmark's status says one of its runs waits for a free node of `pool`: the
-/// nodes are taken by other engines, or by its own (more `parallelism` than nodes).
+/// nodes are taken by other engines, or by its own (more `parallelism` than nodes, or more
+/// shards).
 pub fn waits_for_free_node(benchmark: &MemoryBenchmark, pool: &NodePool) -> bool {
     let Some(status) = &benchmark.status else {
         return false;
@@ -91,7 +92,11 @@ pub fn waits_for_free_node(benchmark: &MemoryBenchmark, pool: &NodePool) -> bool
                 && engine.state == state::PENDING
                 && matches!(
                     engine.reason.as_deref(),
-                    Some(reason::WAITING_FOR_FREE_NODE | reason::PARALLELISM_ABOVE_NODES)
+                    Some(
+                        reason::WAITING_FOR_FREE_NODE
+                            | reason::PARALLELISM_ABOVE_NODES
+                            | reason::SHARDS_ABOVE_NODES
+                    )
                 )
                 && NodePool::of(benchmark, &benchmark.spec.instance_type_of_run(run)) == *pool
         })

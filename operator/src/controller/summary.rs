@@ -163,13 +163,17 @@ pub(super) fn summarize(
                 progress.summary.truncate(start);
             }
             progress.summary.push_str(&at_once);
-            // A run that waits because the pool has fewer nodes than spec.parallelism says so in
-            // the condition, whichever run is first.
+            // A run that waits because the pool has fewer nodes than spec.parallelism (or its
+            // shards) says so in the condition, whichever run is first.
             let index = status
                 .engines
                 .iter()
                 .position(|e| {
-                    !is_terminal(e) && e.reason.as_deref() == Some(reason::PARALLELISM_ABOVE_NODES)
+                    !is_terminal(e)
+                        && matches!(
+                            e.reason.as_deref(),
+                            Some(reason::PARALLELISM_ABOVE_NODES | reason::SHARDS_ABOVE_NODES)
+                        )
                 })
                 .unwrap_or(index);
             let engine = &status.engines[index];

@@ -1,5 +1,5 @@
-//! The client pod: next to its engine, loading the workload into it, its result in the
-//! termination message.
+//! The client pod: next to its engine (a sharded run's shard 0), loading the workload into it
+//! (every shard), its result in the termination message.
 
 use k8s_openapi::api::core::v1::{
     Affinity, Container, ContainerPort, EnvVar, EnvVarSource, ObjectFieldSelector, Pod,
@@ -10,9 +10,9 @@ use kube::ResourceExt;
 
 use super::{
     ANNOTATION_CLIENT_OF, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_BENCHMARK,
-    LABEL_CLIENT_ATTEMPT, LABEL_COMPONENT, LABEL_ENGINE_INDEX, PodSettings, RESULT_FINALIZER,
-    TERMINATION_MESSAGE_PATH, client_of, client_pod_name, guaranteed, image_pull_secrets, labels,
-    metadata, node_selector, tolerations,
+    LABEL_CLIENT_ATTEMPT, LABEL_COMPONENT, LABEL_ENGINE_INDEX, LABEL_SHARD, PodSettings,
+    RESULT_FINALIZER, TERMINATION_MESSAGE_PATH, client_of, client_pod_name, guaranteed,
+    image_pull_secrets, labels, metadata, node_selector, tolerations,
 };
 use crate::client::progress_endpoint::PROGRESS_PORT;
 use crate::client::workload::Workload;
@@ -100,13 +100,21 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
 /// [`client_args`] for run `index` (its engine entry: `spec.engine_of_run`): with the workload's TTL unless the entry is
 /// `withoutTtl`, and the settings its entry changed to read back (`--read-config`), so the
 /// result records their effective values.
+/// A sharded run's client gets one `--addr` per shard, in shard order, right after the first
+/// (`membench load` joins them into one cluster before its first baseline).
 fn client_args_reading_back(
     benchmark: &MemoryBenchmark,
     index: usize,
     workload: &Workload,
-    address: &str,
+    addresses: &[String],
 ) -> Vec<String> {
-    let mut args = client_args(benchmark, workload, address);
+    let first = addresses.first().map(String::as_str).unwrap_or_default();
+    let mut args = client_args(benchmark, workload, first);
+    let more = addresses
+        .iter()
+        .skip(1)
+        .flat_map(|a| ["--addr".to_string(), a.clone()]);
+    args.splice(3..3, more);
     let engine = benchmark.spec.engine_of_run(index);
     if let Some(ttl) = entry_ttl(&benchmark.spec, engine) {
         args.extend([
@@ -116,7 +124,7 @@ fn client_args_reading_back(
             ttl.share.to_string(),
         ]);
     }
-    if engine.cluster_mode {
+    if engine.is_cluster() {
         args.push("--own-all-slots".into());
     }
     let names = settings_to_read_back(engine);
@@ -148,6 +156,20 @@ pub fn client_pod(
     engine_ip: &str,
     settings: &PodSettings,
 ) -> Pod {
+    let engine_ips = [engine_ip.to_string()];
+    client_pod_of_shards(benchmark, index, attempt, workload, &engine_ips, settings)
+}
+
+/// [`client_pod`] for engine pods at `engine_ips`, in shard order: a sharded run's client runs
+/// on shard 0's node and loads every shard.
+pub fn client_pod_of_shards(
+    benchmark: &MemoryBenchmark,
+    index: usize,
+    attempt: u32,
+    workload: &Workload,
+    engine_ips: &[String],
+    settings: &PodSettings,
+) -> Pod {
     let name = benchmark.name_any();
     let placement = benchmark.spec.placement.clone().unwrap_or_default();
     let mut labels = labels(&name, index, Component::Client);
@@ -162,19 +184,21 @@ pub fn client_pod(
     );
     // Keeps the pod readable after it is deleted, until its result is in the status.
     metadata.finalizers = Some(vec![RESULT_FINALIZER.into()]);
+    let mut engine_labels: std::collections::BTreeMap<String, String> = [
+        (LABEL_BENCHMARK.to_string(), name.clone()),
+        (LABEL_ENGINE_INDEX.to_string(), index.to_string()),
+        (
+            LABEL_COMPONENT.to_string(),
+            Component::Engine.as_str().to_string(),
+        ),
+    ]
+    .into();
+    if benchmark.spec.engine_of_run(index).shards.is_some() {
+        engine_labels.insert(LABEL_SHARD.to_string(), "0".to_string());
+    }
     let next_to_engine = PodAffinityTerm {
         label_selector: Some(LabelSelector {
-            match_labels: Some(
-                [
-                    (LABEL_BENCHMARK.to_string(), name.clone()),
-                    (LABEL_ENGINE_INDEX.to_string(), index.to_string()),
-                    (
-                        LABEL_COMPONENT.to_string(),
-                        Component::Engine.as_str().to_string(),
-                    ),
-                ]
-                .into(),
-            ),
+            match_labels: Some(engine_labels),
             ..Default::default()
         }),
         topology_key: HOSTNAME_LABEL.to_string(),
@@ -207,7 +231,10 @@ pub fn client_pod(
                     benchmark,
                     index,
                     workload,
-                    &engine_address(engine_ip),
+                    &engine_ips
+                        .iter()
+                        .map(|ip| engine_address(ip))
+                        .collect::<Vec<_>>(),
                 )),
                 // The progress endpoint listens on the pod's own address.
                 env: Some(client_env(benchmark)),

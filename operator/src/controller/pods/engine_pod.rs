@@ -9,8 +9,9 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
 use super::{
-    APP_NAME, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_COMPONENT, LABEL_NAME, PodSettings,
-    engine_pod_name, guaranteed, image_pull_secrets, labels, metadata, node_selector, tolerations,
+    APP_NAME, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_COMPONENT, LABEL_NAME, LABEL_SHARD,
+    PodSettings, guaranteed, image_pull_secrets, labels, metadata, node_selector, shard_pod_name,
+    tolerations,
 };
 use crate::controller::pod_security::{
     ENGINE_DATA_DIR, engine_data_mount, engine_data_volume, engine_pod_security_context,
@@ -81,6 +82,60 @@ pub fn engine_pod(
     preferred_node: Option<&str>,
     settings: &PodSettings,
 ) -> Pod {
+    build(
+        benchmark,
+        index,
+        None,
+        memory_bytes,
+        preferred_node,
+        settings,
+    )
+}
+
+/// The engine pods of run `index`: its one [`engine_pod`], or for an entry with `shards: N`
+/// one pod per shard, in shard order, each labelled with its shard ([`super::LABEL_SHARD`])
+/// and kept off every node another membench engine runs on, its own shards' included, so each
+/// shard is alone on its own node of the instance type. Only shard 0 prefers
+/// `preferred_node`: the client runs beside it.
+pub fn shard_pods(
+    benchmark: &MemoryBenchmark,
+    index: usize,
+    memory_bytes: u64,
+    preferred_node: Option<&str>,
+    settings: &PodSettings,
+) -> Vec<Pod> {
+    match benchmark.spec.engine_of_run(index).shards {
+        None => vec![engine_pod(
+            benchmark,
+            index,
+            memory_bytes,
+            preferred_node,
+            settings,
+        )],
+        Some(shards) => (0..shards as usize)
+            .map(|shard| {
+                let preferred = preferred_node.filter(|_| shard == 0);
+                build(
+                    benchmark,
+                    index,
+                    Some(shard),
+                    memory_bytes,
+                    preferred,
+                    settings,
+                )
+            })
+            .collect(),
+    }
+}
+
+fn build(
+    benchmark: &MemoryBenchmark,
+    index: usize,
+    shard: Option<usize>,
+    memory_bytes: u64,
+    preferred_node: Option<&str>,
+    settings: &PodSettings,
+) -> Pod {
     let name = benchmark.name_any();
     let engine = benchmark.spec.engine_of_run(index);
     let placement = benchmark.spec.placement.clone().unwrap_or_default();
@@ -134,11 +189,15 @@ pub fn engine_pod(
     }
 
     let memory = mebibytes(memory_bytes);
+    let mut pod_labels = labels(&name, index, Component::Engine);
+    if let Some(shard) = shard {
+        pod_labels.insert(LABEL_SHARD.into(), shard.to_string());
+    }
     Pod {
         metadata: metadata(
             benchmark,
-            engine_pod_name(&name, index),
-            labels(&name, index, Component::Engine),
+            shard_pod_name(&name, index, shard.unwrap_or(0)),
+            pod_labels,
         ),
         spec: Some(PodSpec {
             restart_policy: Some("Never".into()),

@@ -23,8 +23,8 @@ mod profile_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use client_pod::{client_args, client_pod, engine_address};
-pub use engine_pod::{engine_args, engine_pod};
+pub use client_pod::{client_args, client_pod, client_pod_of_shards, engine_address};
+pub use engine_pod::{engine_args, engine_pod, shard_pods};
 
 pub const LABEL_NAME: &str = "app.kubernetes.io/name";
 pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
@@ -33,6 +33,8 @@ pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const LABEL_BENCHMARK: &str = "membench.io/benchmark";
 pub const LABEL_ENGINE_INDEX: &str = "membench.io/engine-index";
 pub const LABEL_CLIENT_ATTEMPT: &str = "membench.io/client-attempt";
+/// On the engine pods of a sharded run (`engines[].shards`): which shard, from 0.
+pub const LABEL_SHARD: &str = "membench.io/shard";
 /// On client pods: `<benchmark UID>/<engine index>/<attempt>`, written by the operator when it
 /// creates the pod. Only a pod whose name, owner and this annotation all agree is read as a
 /// client (see [`owned_by`]).
@@ -46,6 +48,9 @@ pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
 /// The port every engine listens on inside its pod.
 pub const ENGINE_PORT: i32 = 6379;
+/// The cluster bus of a cluster-mode engine: its port + 10000, where a sharded run's shards
+/// gossip with each other.
+pub const CLUSTER_BUS_PORT: i32 = ENGINE_PORT + 10000;
 /// Where the client leaves its result (the container's terminationMessagePath).
 pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
 /// The finalizer on every client pod: a client pod that is deleted (by the operator to stop it,
@@ -117,6 +122,17 @@ pub fn default_client_image() -> String {
 /// `<benchmark>-<i>-engine`.
 pub fn engine_pod_name(benchmark: &str, index: usize) -> String {
     format!("{benchmark}-{index}-engine")
+}
+
+/// Shard `shard` of run `index`: [`engine_pod_name`] for shard 0, `<benchmark>-<i>-engine-<s>`
+/// for the others (the way client attempts are named), so an unsharded run's one pod and a
+/// sharded run's first are found under the same name.
+pub fn shard_pod_name(benchmark: &str, index: usize, shard: usize) -> String {
+    if shard == 0 {
+        engine_pod_name(benchmark, index)
+    } else {
+        format!("{benchmark}-{index}-engine-{shard}")
+    }
 }
 
 /// `<benchmark>-<i>-client` for the first attempt, `<benchmark>-<i>-client-<n>` for retries.
@@ -251,6 +267,15 @@ pub fn engine_index(pod: &Pod) -> Option<usize> {
     pod.labels().get(LABEL_ENGINE_INDEX)?.parse().ok()
 }
 
+/// Which shard of its run an engine pod is, from its label; 0 for the one engine of a run that
+/// is not sharded.
+pub fn shard_index(pod: &Pod) -> usize {
+    pod.labels()
+        .get(LABEL_SHARD)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Whether a pod is an engine or a client.
 pub fn component(pod: &Pod) -> Option<Component> {
     match pod.labels().get(LABEL_COMPONENT)?.as_str() {
@@ -295,7 +320,9 @@ pub fn owned_by(pod: &Pod, benchmark: &MemoryBenchmark) -> bool {
     let benchmark_name = benchmark.name_any();
     controlled
         && match component(pod) {
-            Some(Component::Engine) => pod.name_any() == engine_pod_name(&benchmark_name, index),
+            Some(Component::Engine) => {
+                pod.name_any() == shard_pod_name(&benchmark_name, index, shard_index(pod))
+            }
             Some(Component::Client) => client_attempt(pod).is_some_and(|attempt| {
                 pod.name_any() == client_pod_name(&benchmark_name, index, attempt)
                     && pod.annotations().get(ANNOTATION_CLIENT_OF)

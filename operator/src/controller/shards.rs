@@ -1,0 +1,200 @@
+//! What a run's engine pods need beyond one engine's when its entry is sharded
+//! (`engines[].shards: N`): all N shard pods are created at once, each alone on its own node of
+//! the instance type (the engine pods' anti-affinity against every membench engine), and the
+//! run follows the shard that needs attention most: a shard that failed or was deleted before
+//! one still starting, one still starting before the ready ones. That shard goes through the
+//! one-engine path of [`super::lifecycle`] unchanged (the same waits, failures and kept
+//! results), its messages prefixed with the shard's index and pod, so a shard that dies
+//! mid-load fails the run naming it and keeping what was measured; once every shard is ready,
+//! the client starts on shard 0's node with every shard's address, in shard order. Part of the
+//! pure decision, like `lifecycle`.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+
+use crate::crd::{MemoryBenchmarkStatus, ShardStatus};
+
+use super::conditions::reason;
+use super::observation::pods_of;
+use super::pods::{self, Component, PodState, pod_state, shard_index};
+use super::step::Step;
+
+/// How much a shard pod's state needs the run's attention: lower first. A shard that ended
+/// or is being deleted decides the run's fate whatever the others do.
+fn urgency(state: &PodState) -> u8 {
+    match state {
+        PodState::Deleting | PodState::Terminated { .. } => 0,
+        PodState::ContainerError { .. }
+        | PodState::ImagePullFailed { .. }
+        | PodState::ConfigError { .. } => 1,
+        PodState::Unscheduled { .. } => 2,
+        PodState::Unready { .. } => 3,
+        PodState::Starting { .. } => 4,
+        PodState::Ready => 5,
+    }
+}
+
+/// The words that name a shard in its run's messages.
+pub(super) fn shard_label(pod: &Pod) -> String {
+    format!("shard {} (pod {})", shard_index(pod), pod.name_any())
+}
+
+impl Step<'_, '_> {
+    /// How many engine pods run `index` has: its entry's shards, or 1.
+    pub(super) fn shard_count(&self, index: usize) -> usize {
+        self.benchmark
+            .spec
+            .engine_of_run(index)
+            .shards
+            .map_or(1, |n| n as usize)
+    }
+
+    /// Run `index`'s engine pods, in shard order.
+    pub(super) fn engine_pods(&self, index: usize) -> Vec<Pod> {
+        let mut engines = pods_of(self.pods, index, Component::Engine);
+        engines.sort_by_key(shard_index);
+        engines
+    }
+
+    /// The engine pod run `index` follows now (see the module documentation): the one with
+    /// the most urgent state, the first in shard order among equals.
+    pub(super) fn followed_shard(engines: &[Pod]) -> Option<Pod> {
+        engines
+            .iter()
+            .min_by_key(|p| (urgency(&pod_state(p)), shard_index(p)))
+            .cloned()
+    }
+
+    /// The first shard of run `index` that has no pod (shard 0 of a run that has none), and
+    /// the name its pod has.
+    pub(super) fn missing_shard(&self, index: usize, engines: &[Pod]) -> Option<(usize, String)> {
+        (0..self.shard_count(index))
+            .find(|s| !engines.iter().any(|p| shard_index(p) == *s))
+            .map(|s| {
+                (
+                    s,
+                    pods::shard_pod_name(&self.benchmark.name_any(), index, s),
+                )
+            })
+    }
+
+    /// Runs `act` on run `index` for the shard pod `shard` (`None`: an unsharded run, or every
+    /// shard ready), then prefixes the engine's message with the shard's name, so whatever the
+    /// one-engine path says about that pod says which shard it is.
+    pub(super) fn naming_shard<T>(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        shard: Option<&Pod>,
+        act: impl FnOnce(&mut Self, &mut MemoryBenchmarkStatus) -> T,
+    ) -> T {
+        let outcome = act(self, status);
+        if let Some(pod) = shard {
+            let prefix = format!("{}: ", shard_label(pod));
+            let engine = &mut status.engines[index];
+            if let Some(message) = engine.message.as_mut()
+                && !message.starts_with(&prefix)
+            {
+                message.insert_str(0, &prefix);
+            }
+        }
+        outcome
+    }
+
+    /// Creates run `index`'s engine pods that do not exist yet (all of them, or the shards an
+    /// operator that stopped mid-way did not create), unless the API server refused one, a
+    /// pod of an earlier benchmark of the same name is in the way, or other benchmarks come
+    /// first in the pool's queue. Returns whether it created them.
+    pub(super) fn create_engine_pods(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        memory: u64,
+        existing: &[Pod],
+    ) -> bool {
+        // Later engines prefer the node the first one of their instance type ran on, so
+        // their figures (items/s above all) compare like with like (with parallelism above
+        // 1 that node is often busy, and the scheduler takes another).
+        let instance_type = self.benchmark.spec.instance_type_of_run(index);
+        let first_node = status.engines[..index]
+            .iter()
+            .filter(|e| e.instance_type.as_deref() == Some(instance_type.as_str()))
+            .find_map(|e| e.node_name.clone());
+        let wanted: Vec<Pod> = pods::shard_pods(
+            self.benchmark,
+            index,
+            memory,
+            first_node.as_deref(),
+            &self.settings.pods,
+        )
+        .into_iter()
+        .filter(|p| !existing.iter().any(|e| e.name_any() == p.name_any()))
+        .collect();
+        for pod in &wanted {
+            let name = pod.name_any();
+            if let Some(refusal) = self.rejection(&name) {
+                let message = format!("the API server rejected the engine pod {name}: {refusal}");
+                self.fail(status, index, reason::POD_REJECTED, message, false);
+                return false;
+            }
+            if self.blocked_by_earlier_pod(status, index, &name) {
+                return false;
+            }
+        }
+        if existing.is_empty() && self.benchmarks_ahead(index) > 0 {
+            self.wait_for_free_node(status, index);
+            return false;
+        }
+        let created = wanted.len();
+        self.plan.create.extend(wanted);
+        let engine = &mut status.engines[index];
+        engine.started_at = Some(Time(self.now));
+        engine.reason = Some(reason::WAITING_FOR_NODE.into());
+        engine.message = Some(if self.shard_count(index) > 1 {
+            format!("{created} engine pods were created, one per shard")
+        } else {
+            "the engine pod was created".into()
+        });
+        self.requeue(Duration::from_secs(2));
+        true
+    }
+
+    /// Records where a sharded run's shards are: each shard's pod and node, in shard order.
+    pub(super) fn record_shards(
+        &self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        engines: &[Pod],
+    ) {
+        if self.shard_count(index) < 2 {
+            return;
+        }
+        let recorded = &mut status.engines[index].shards;
+        for pod in engines {
+            let shard = shard_index(pod) as u32;
+            let entry = match recorded.iter_mut().find(|s| s.shard == shard) {
+                Some(entry) => entry,
+                None => {
+                    recorded.push(ShardStatus {
+                        shard,
+                        ..Default::default()
+                    });
+                    recorded.last_mut().expect("just pushed")
+                }
+            };
+            entry.pod = pod.name_any();
+            if let Some(node) = pods::node_name(pod) {
+                entry.node_name = Some(node);
+            }
+        }
+        recorded.sort_by_key(|s| s.shard);
+    }
+
+    /// Every engine pod's address, in shard order, once each has one.
+    pub(super) fn shard_addresses(engines: &[Pod]) -> Option<Vec<String>> {
+        engines.iter().map(pods::pod_ip).collect()
+    }
+}
