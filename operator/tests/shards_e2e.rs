@@ -1,0 +1,136 @@
+//! A sharded cluster across nodes (`engines[].shards`), on the dev cluster with the node agent
+//! and the operator in-process: a 3-shard Valkey 9.1 benchmark, each shard alone on its own
+//! node of a pool of 3, stores a key in the same bytes as a one-node cluster-mode Valkey 9.1
+//! (within 1%); and a shard killed mid-load fails the run naming the shard, keeping the
+//! repetitions measured before, with no pod left behind. The pool (`r7i.2xlarge=3`) is added
+//! to the dev cluster's when it starts.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use common::faults::{container_pid, signal, status_of, wait_for_repetition};
+use common::operator::*;
+
+/// A pool of three nodes no other test uses, so the three shards find a node each.
+const POOL: (&str, usize) = ("r7i.2xlarge", 3);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_valkey_shards_on_three_nodes_store_a_key_in_the_bytes_of_a_one_node_cluster()
+-> anyhow::Result<()> {
+    let harness = Harness::start_with_pools("shards", settings(), &[POOL]).await?;
+    let (recorder, history) = record_pods(harness.pods());
+    let body = format!(
+        "  instanceType: {}\n  engines:\n    - {{engine: valkey, version: \"9.1.2\", name: valkey-3-shards, shards: 3}}\n    - {{engine: valkey, version: \"9.1.2\", name: valkey-one-node, clusterMode: true}}\n  workload: {{strings: {{keys: 200000, valueSize: 32}}}}\n  repetitions: 1\n",
+        POOL.0
+    );
+    harness.create(&spec("shards", &body)).await?;
+    let done = harness.finished("shards", Duration::from_secs(600)).await?;
+    recorder.abort();
+    let sharded = engine(&done, 0);
+    let one_node = engine(&done, 1);
+    for run in [&sharded, &one_node] {
+        assert_eq!(run.state, "Succeeded", "{}", status_of(&done));
+        assert_eq!(run.repetitions[0].items, 200_000, "{run:#?}");
+    }
+    let per_key = |run: &membench::crd::EngineStatus| run.repetitions[0].bytes_per_item;
+    let (across, alone) = (per_key(&sharded), per_key(&one_node));
+    eprintln!("bytes per key: 3 shards {across:.2}, one cluster-mode node {alone:.2}");
+    assert!(
+        (across - alone).abs() <= alone * 0.01,
+        "3 shards store a key in {across:.2} bytes, one cluster-mode node in {alone:.2}: more than 1% apart"
+    );
+
+    // Every shard on a node of its own, of the pool's type; the client beside shard 0.
+    let nodes = history.lock().unwrap().nodes.clone();
+    let shard_pods = ["shards-0-engine", "shards-0-engine-1", "shards-0-engine-2"];
+    let shard_nodes: Vec<String> = shard_pods
+        .iter()
+        .map(|p| {
+            nodes
+                .get(*p)
+                .cloned()
+                .with_context(|| format!("{p} never ran"))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let distinct: BTreeSet<&String> = shard_nodes.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        3,
+        "the shards shared nodes: {shard_nodes:?}"
+    );
+    for node in &shard_nodes {
+        assert_eq!(instance_type_of(&harness.client, node).await?, POOL.0);
+    }
+    assert_eq!(
+        nodes.get("shards-0-client"),
+        Some(&shard_nodes[0]),
+        "the client runs on shard 0's node"
+    );
+    let recorded: Vec<(u32, String, Option<String>)> = sharded
+        .shards
+        .iter()
+        .map(|s| (s.shard, s.pod.clone(), s.node_name.clone()))
+        .collect();
+    let expected: Vec<(u32, String, Option<String>)> = (0..3)
+        .map(|s: usize| {
+            (
+                s as u32,
+                shard_pods[s].to_string(),
+                Some(shard_nodes[s].clone()),
+            )
+        })
+        .collect();
+    assert_eq!(recorded, expected, "the status says where each shard ran");
+
+    harness
+        .pods_gone_within(Duration::from_secs(60))
+        .await
+        .context("the pods are gone once done")?;
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_killed_mid_load_fails_the_run_naming_it_and_keeps_the_repetitions_before()
+-> anyhow::Result<()> {
+    let harness = Harness::start_with_pools("shards-kill", settings(), &[POOL]).await?;
+    // settleSeconds stretches each repetition, so the kill lands after some have finished.
+    let body = format!(
+        "  instanceType: {}\n  engines:\n    - {{engine: valkey, version: \"9.1.2\", shards: 3}}\n  workload: {{strings: {{keys: 20000, valueSize: 32}}}}\n  repetitions: 6\n  settleSeconds: 3\n",
+        POOL.0
+    );
+    harness.create(&spec("kill", &body)).await?;
+    wait_for_repetition(&harness, "kill", 0, 3).await?;
+    let shard_1 = harness.pods().get("kill-0-engine-1").await?;
+    let pid = container_pid(&shard_1).context("shard 1's engine process")?;
+    signal(pid, libc::SIGKILL)?;
+
+    let done = harness.finished("kill", Duration::from_secs(180)).await?;
+    let run = engine(&done, 0);
+    assert_eq!(run.state, "Failed", "{}", status_of(&done));
+    assert_eq!(
+        run.reason.as_deref(),
+        Some("EngineCrashed"),
+        "{}",
+        status_of(&done)
+    );
+    let message = run.message.clone().unwrap_or_default();
+    eprintln!("the run's message: {message}");
+    assert!(
+        message.starts_with("shard 1 (pod kill-0-engine-1): the engine exited"),
+        "{message}"
+    );
+    assert!(
+        (2..6).contains(&run.repetitions.len()),
+        "the repetitions finished before the kill are kept: {run:#?}"
+    );
+    harness
+        .pods_gone_within(Duration::from_secs(60))
+        .await
+        .context("no pod is left behind")?;
+    harness.finish().await;
+    Ok(())
+}
