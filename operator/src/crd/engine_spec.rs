@@ -143,6 +143,13 @@ pub struct EngineSpec {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cluster_mode: bool,
 
+    /// Run the engine as a sharded cluster of this many nodes (at least 2; cluster mode is
+    /// implied and `clusterMode: false` is refused): each shard its own engine (in a cluster, its
+    /// own pod alone on its own node of the instance type), joined by the client with
+    /// `CLUSTER MEET`, the 16,384 slots split evenly. Redis and Valkey only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<u32>,
+
     /// Load this entry's workload without the workload's TTL (`ttlSeconds`), to set the bytes
     /// per item with and without a TTL side by side: two entries of one engine, one of them
     /// `withoutTtl: true`. Only with a workload that has `ttlSeconds`.
@@ -206,6 +213,7 @@ impl EngineSpec {
             config: BTreeMap::new(),
             args: Vec::new(),
             cluster_mode: false,
+            shards: None,
             without_ttl: false,
             memory: None,
             binary: None,
@@ -213,6 +221,11 @@ impl EngineSpec {
             allocator: None,
             ld_preload: None,
         }
+    }
+
+    /// Whether the engine runs in cluster mode: `clusterMode`, or `shards` (which implies it).
+    pub fn is_cluster(&self) -> bool {
+        self.cluster_mode || self.shards.is_some()
     }
 
     /// The name this engine carries in results: `name`, or `<engine>-<version>`.

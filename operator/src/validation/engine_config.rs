@@ -389,7 +389,7 @@ pub fn cluster_args(engine: EngineKind) -> Vec<String> {
 /// The arguments an entry asks for, after membench's own: cluster mode when it asks for it,
 /// its `config` as settings, then its `args` (which therefore win over all of them).
 pub fn entry_args(engine: &EngineSpec) -> Vec<String> {
-    let mut args = if engine.cluster_mode {
+    let mut args = if engine.is_cluster() {
         cluster_args(engine.engine)
     } else {
         Vec::new()
