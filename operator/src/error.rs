@@ -82,6 +82,19 @@ pub enum BenchError {
     )]
     ConnectionLost { items_sent: u64, detail: String },
 
+    #[error(
+        "{shard} answered {redirection} for slot {slot} (to {target}) during the load: the slot is not where membench joined it, so the cluster's slots moved (a resharding, a failover) or another client changed them. The slots must stay put during a benchmark: give membench cluster-mode nodes that nothing else reshards"
+    )]
+    SlotMoved {
+        /// `MOVED` or `ASK`.
+        redirection: String,
+        slot: u16,
+        /// The shard that answered, as `shard I (HOST:PORT)`.
+        shard: String,
+        /// Where the reply sent the key.
+        target: String,
+    },
+
     #[error("count check failed: {message}")]
     CountMismatch { message: String },
 
@@ -131,6 +144,7 @@ impl BenchError {
             BenchError::OutOfMemory { .. } => "OutOfMemory",
             BenchError::EngineRejected { .. } => "EngineRejected",
             BenchError::ConnectionLost { .. } => "ConnectionLost",
+            BenchError::SlotMoved { .. } => "SlotMoved",
             BenchError::CountMismatch { .. } => "CountMismatch",
             BenchError::TtlTooShort { .. } => "TtlTooShort",
             BenchError::Stopped { .. } => "Stopped",

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use membench::client::engine::EngineAddress;
-use membench::client::measure::{BenchmarkReport, LoadOptions, measure_journaled};
+use membench::client::measure::{BenchmarkReport, LoadOptions, measure_shards_journaled};
 use membench::client::profile_workload::{PROFILE_ENV, ProfileWorkload};
 use membench::client::progress::ProgressReporter;
 use membench::client::stop::{
@@ -29,9 +29,13 @@ enum WorkloadKind {
 
 #[derive(Args)]
 pub struct LoadArgs {
-    /// The engine's address, HOST:PORT.
-    #[arg(long)]
-    addr: String,
+    /// The engine's address, HOST:PORT. Given 2 to 16 times, the shards of a cluster, shard i
+    /// at the i-th: cluster-mode nodes that own no slots, which membench joins (CLUSTER MEET,
+    /// the 16384 slots split evenly) before the first baseline, or a cluster those nodes
+    /// already form; the load goes over one connection per shard, and the figures are the sums
+    /// over the shards.
+    #[arg(long, required = true, value_name = "HOST:PORT")]
+    addr: Vec<String>,
     /// Empty a server that already holds keys (FLUSHALL: every database) before measuring.
     /// Without it, a server that is not empty is refused (exit 2), naming how many keys it
     /// holds: a benchmark starts each repetition with FLUSHALL.
@@ -50,7 +54,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "SHARE")]
     ttl_share: Option<f64>,
     /// Make the engine, a cluster-mode node that owns no slots, a one-node cluster owning all
-    /// 16384 slots (CLUSTER ADDSLOTSRANGE) before the first baseline.
+    /// 16384 slots (CLUSTER ADDSLOTSRANGE) before the first baseline. With several --addr, the
+    /// shards are joined whether it is given or not.
     #[arg(long)]
     own_all_slots: bool,
     /// Engine settings to read back with CONFIG GET into the result's engine.config, comma
@@ -329,9 +334,28 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
     if let Err(e) = options.validate() {
         return usage_error(&e.to_string().replacen("invalid ", "invalid --", 1));
     }
-    let address = match EngineAddress::parse(&args.addr, args.password.clone()) {
+    let addresses = match args
+        .addr
+        .iter()
+        .map(|addr| EngineAddress::parse(addr, args.password.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|addresses| {
+            membench::client::shards::check_shard_count(addresses.len()).map(|_| addresses)
+        }) {
         Ok(a) => a,
         Err(e) => return usage_error(&e.to_string()),
+    };
+    let target = match addresses.as_slice() {
+        [only] => only.to_string(),
+        shards => format!(
+            "{} shards ({})",
+            shards.len(),
+            shards
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
     // SIGINT and SIGTERM (Ctrl-C, `timeout`, the pod being deleted) end the run with what it
     // measured, printed and written below; a run that cannot end in time has its journal
@@ -363,7 +387,7 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
             "warning: cannot handle SIGINT and SIGTERM ({e}); a stopped run would leave no result"
         );
     }
-    let mut progress = ProgressReporter::new(&format!("{} at {address}", workload.kind()));
+    let mut progress = ProgressReporter::new(&format!("{} at {target}", workload.kind()));
     let endpoint =
         std::sync::Arc::new(membench::client::progress_endpoint::ProgressEndpoint::default());
     if let Some(port) = args.progress_port {
@@ -373,8 +397,8 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
             eprintln!("warning: cannot serve progress on {at}: {e}");
         }
     }
-    let report = measure_journaled(
-        &address,
+    let report = measure_shards_journaled(
+        &addresses,
         &workload,
         &options,
         &mut |p| {
@@ -390,7 +414,9 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         .as_ref()
         .is_some_and(|e| e.category == "ServerNotEmpty");
     if !args.keep_data && !refused {
-        flush_what_was_written(&address, &report);
+        for address in &addresses {
+            flush_what_was_written(address, &report);
+        }
     }
     for warning in &report.warnings {
         eprintln!("warning: {warning}");

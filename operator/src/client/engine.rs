@@ -286,7 +286,10 @@ impl ControlConnection {
         Ok(control)
     }
 
-    fn query<T: redis::FromRedisValue>(&mut self, cmd: &mut redis::Cmd) -> Result<T, BenchError> {
+    pub(crate) fn query<T: redis::FromRedisValue>(
+        &mut self,
+        cmd: &mut redis::Cmd,
+    ) -> Result<T, BenchError> {
         cmd.query(&mut self.connection)
             .map_err(|e| BenchError::from_redis(&self.address, e))
     }
@@ -373,39 +376,52 @@ impl ControlConnection {
             .and_then(|pair| pair.get(1).cloned())
     }
 
+    /// `CLUSTER INFO`, parsed; an engine not in cluster mode is an `EngineStart` error saying so.
+    pub fn cluster_info(&mut self) -> Result<HashMap<String, String>, BenchError> {
+        match self.query::<String>(redis::cmd("CLUSTER").arg("INFO")) {
+            Ok(text) => Ok(parse_info(&text)),
+            Err(BenchError::EngineRejected { message, .. }) => {
+                Err(BenchError::EngineStart(format!(
+                    "the engine is not in cluster mode (CLUSTER INFO: {message}); clusterMode starts it with cluster-enabled yes"
+                )))
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Gives the node the slots `first` to `last` (`CLUSTER ADDSLOTSRANGE`, or `CLUSTER
+    /// ADDSLOTS` of each where the engine has no range form, as Redis 6.2).
+    pub fn add_slots(&mut self, first: u16, last: u16) -> Result<(), BenchError> {
+        let range = self.query::<String>(
+            redis::cmd("CLUSTER")
+                .arg("ADDSLOTSRANGE")
+                .arg(first)
+                .arg(last),
+        );
+        if let Err(BenchError::EngineRejected { .. }) = range {
+            let mut each = redis::cmd("CLUSTER");
+            each.arg("ADDSLOTS");
+            for slot in first..=last {
+                each.arg(slot);
+            }
+            self.query::<String>(&mut each)?;
+            return Ok(());
+        }
+        range.map(|_| ())
+    }
+
     /// Makes a cluster-mode node that owns no slots a one-node cluster owning all 16,384
-    /// (`CLUSTER ADDSLOTSRANGE 0 16383`, or `CLUSTER ADDSLOTS` of each where the engine has no
-    /// range form, as Redis 6.2), and waits up to 10 s for `cluster_state:ok`. A node that
-    /// already owns them (Dragonfly's emulated cluster) is left as it is.
+    /// ([`ControlConnection::add_slots`]), and waits up to 10 s for `cluster_state:ok`. A node
+    /// that already owns them (Dragonfly's emulated cluster) is left as it is.
     pub fn own_all_slots(&mut self) -> Result<(), BenchError> {
-        let state = |control: &mut Self| -> Result<HashMap<String, String>, BenchError> {
-            let text: String = control.query(redis::cmd("CLUSTER").arg("INFO"))?;
-            Ok(parse_info(&text))
-        };
-        let info = state(self).map_err(|e| match e {
-            BenchError::EngineRejected { message, .. } => BenchError::EngineStart(format!(
-                "the engine is not in cluster mode (CLUSTER INFO: {message}); clusterMode starts it with cluster-enabled yes"
-            )),
-            other => other,
-        })?;
+        let info = self.cluster_info()?;
         let assigned = info.get("cluster_slots_assigned").map(String::as_str);
         if assigned != Some("16384") {
-            let range =
-                self.query::<String>(redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(0).arg(16383));
-            if let Err(BenchError::EngineRejected { .. }) = range {
-                let mut each = redis::cmd("CLUSTER");
-                each.arg("ADDSLOTS");
-                for slot in 0..16384u32 {
-                    each.arg(slot);
-                }
-                self.query::<String>(&mut each)?;
-            } else {
-                range?;
-            }
+            self.add_slots(0, 16383)?;
         }
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         loop {
-            let info = state(self)?;
+            let info = self.cluster_info()?;
             if info.get("cluster_state").map(String::as_str) == Some("ok") {
                 return Ok(());
             }

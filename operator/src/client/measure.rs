@@ -14,15 +14,23 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+pub use crate::client::measured::{
+    BenchmarkReport, ClusterCost, ErrorReport, FailedRepetition, MemorySample, RepetitionResult,
+    SettledMemory, ShardReading, ShardSpread, Summary, WorkloadReport,
+};
 
 use crate::client::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
-use crate::client::resp::{CommandBuffer, PipelinedConnection};
+use crate::client::resp::CommandBuffer;
+use crate::client::shards::{
+    JOIN_TIMEOUT, LoadConnections, LoadFailure, ShardSet, check_shard_count, shard_name,
+    total_memory,
+};
+use crate::client::slots::redirected_slot;
 use crate::client::stop_request::StopRequest;
 use crate::client::ttl::Ttl;
 use crate::client::workload::Workload;
 use crate::error::BenchError;
-use crate::stats::{Spread, StabilityThresholds};
+use crate::stats::StabilityThresholds;
 
 /// Long enough for the connections that come and go around a benchmark (a TCP readiness
 /// probe, the operator's progress reading, which gives up after 3 s, the load connection
@@ -161,219 +169,6 @@ pub struct LoadProgress {
     pub commands_total: u64,
 }
 
-/// The workload as reported: its parameters, a description and what one item is.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct WorkloadReport {
-    #[serde(flatten)]
-    pub workload: Workload,
-    pub description: String,
-    /// What one item is: `member`, `key` or `record`.
-    pub item: String,
-}
-
-impl From<&Workload> for WorkloadReport {
-    fn from(workload: &Workload) -> Self {
-        Self {
-            workload: workload.clone(),
-            description: workload.describe(),
-            item: workload.item_noun().to_string(),
-        }
-    }
-}
-
-/// used_memory read during a load, for a growth curve.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MemorySample {
-    pub items: u64,
-    pub used_memory: u64,
-}
-
-/// A second memory reading after `settle_seconds`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SettledMemory {
-    pub after_seconds: u32,
-    pub used_memory: u64,
-    pub used_memory_rss: u64,
-    pub bytes_per_item: f64,
-}
-
-/// One verified repetition.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RepetitionResult {
-    /// Counted from 1.
-    pub repetition: u32,
-    pub baseline_used_memory: u64,
-    pub baseline_used_memory_rss: u64,
-    pub used_memory: u64,
-    pub used_memory_rss: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub used_memory_dataset: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mem_fragmentation_ratio: Option<f64>,
-    /// Items verified in the engine (ZCARD, DBSIZE).
-    pub items: u64,
-    pub bytes_per_item: f64,
-    /// Commands sent per second during the load (ZADDs, SETs or HSETs).
-    pub commands_per_sec: f64,
-    /// Verified items per second: `items` / `seconds`. Below `commands_per_sec` for records
-    /// stored as strings (one SET per field) and for random keys (SETs that repeat a key store
-    /// nothing new).
-    pub items_per_sec: f64,
-    pub commands: u64,
-    pub seconds: f64,
-    /// `OBJECT ENCODING` of the sorted set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub encoding: Option<String>,
-    /// For random keys: the expected number of distinct keys.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected_unique_items: Option<f64>,
-    /// With a TTL: the keys that hold an expiry (`INFO keyspace` `expires=`), verified
-    /// against what the load gave one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub keys_with_ttl: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settled: Option<SettledMemory>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub samples: Vec<MemorySample>,
-}
-
-/// What is known of a repetition that did not finish. No bytes per item: the count is not
-/// verified.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FailedRepetition {
-    pub repetition: u32,
-    /// Commands sent before the load stopped.
-    pub commands_sent: u64,
-    pub baseline_used_memory: Option<u64>,
-    /// used_memory when the load stopped, if the engine still answered.
-    pub used_memory: Option<u64>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub samples: Vec<MemorySample>,
-}
-
-/// Median, min and max over the verified repetitions.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    /// Items per repetition (the median, should repetitions differ).
-    pub items: u64,
-    pub repetitions: u32,
-    pub used_memory: Spread,
-    pub bytes_per_item: Spread,
-    /// Read under its former name too, so that an operator reads the result of a client from
-    /// before the rename.
-    #[serde(alias = "ops_per_sec")]
-    pub commands_per_sec: Spread,
-    /// Always present in reports. Left out of a client's termination message (`None`), where
-    /// the reader derives it from `commands_per_sec`: every repetition stores the same items
-    /// with the same commands, so the two differ by a constant factor.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub items_per_sec: Option<Spread>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settled_bytes_per_item: Option<Spread>,
-    /// True when the repetitions disagree more than the thresholds allow.
-    pub unstable: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unstable_reason: Option<String>,
-}
-
-impl Summary {
-    pub fn of(repetitions: &[RepetitionResult], thresholds: &StabilityThresholds) -> Option<Self> {
-        let figure = |f: fn(&RepetitionResult) -> f64| {
-            Spread::of(&repetitions.iter().map(f).collect::<Vec<_>>())
-        };
-        let bytes_per_item = figure(|r| r.bytes_per_item)?;
-        let commands_per_sec = figure(|r| r.commands_per_sec)?;
-        let items_per_sec = figure(|r| r.items_per_sec);
-        let used_memory = figure(|r| r.used_memory as f64)?;
-        let items = figure(|r| r.items as f64)?.median.round() as u64;
-        let settled: Vec<f64> = repetitions
-            .iter()
-            .filter_map(|r| r.settled.as_ref().map(|s| s.bytes_per_item))
-            .collect();
-        let mut reasons = Vec::new();
-        if bytes_per_item.cv > thresholds.bytes_per_item_cv {
-            reasons.push(format!(
-                "bytes per item vary by {:.1}% (CV), more than {:.1}%",
-                bytes_per_item.cv * 100.0,
-                thresholds.bytes_per_item_cv * 100.0
-            ));
-        }
-        // The load rate's variation: items/s and commands/s vary alike (one is a constant
-        // multiple of the other).
-        if commands_per_sec.cv > thresholds.rate_cv {
-            reasons.push(format!(
-                "load rates vary by {:.1}% (CV), more than {:.1}%",
-                commands_per_sec.cv * 100.0,
-                thresholds.rate_cv * 100.0
-            ));
-        }
-        Some(Self {
-            items,
-            repetitions: repetitions.len() as u32,
-            used_memory,
-            bytes_per_item,
-            commands_per_sec,
-            items_per_sec,
-            settled_bytes_per_item: Spread::of(&settled),
-            unstable: !reasons.is_empty(),
-            unstable_reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
-        })
-    }
-}
-
-/// An error in a report: a bounded category and the message.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ErrorReport {
-    pub category: String,
-    pub message: String,
-}
-
-impl From<&BenchError> for ErrorReport {
-    fn from(e: &BenchError) -> Self {
-        Self {
-            category: e.category().to_string(),
-            message: e.to_string(),
-        }
-    }
-}
-
-/// Everything measured of one engine.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BenchmarkReport {
-    /// The entry's name in a comparison (`<engine>-<version>` unless the spec names it).
-    pub name: String,
-    pub engine: EngineInfo,
-    pub workload: WorkloadReport,
-    pub pipeline: u32,
-    /// In cluster mode, the cluster's fixed cost: the empty one-node cluster's used_memory
-    /// (the first baseline) against the same build's in standalone mode.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cluster: Option<ClusterCost>,
-    /// The TTL the load gave its items (`seconds`, `share`), when it gave one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl: Option<Ttl>,
-    pub repetitions_requested: u32,
-    pub repetitions: Vec<RepetitionResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed_repetition: Option<FailedRepetition>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<Summary>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorReport>,
-}
-
-/// What cluster mode costs before any data: the empty node's used_memory in cluster mode
-/// (owning every slot) and in standalone mode, same build.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ClusterCost {
-    pub standalone_used_memory: u64,
-    pub cluster_used_memory: u64,
-    /// `cluster_used_memory - standalone_used_memory`.
-    pub fixed_cost_bytes: i64,
-}
-
 impl BenchmarkReport {
     /// A report of a run that has measured nothing yet.
     pub fn nothing_measured(workload: &Workload, options: &LoadOptions) -> Self {
@@ -391,10 +186,6 @@ impl BenchmarkReport {
             warnings: Vec::new(),
             error: None,
         }
-    }
-
-    pub fn succeeded(&self) -> bool {
-        self.error.is_none()
     }
 }
 
@@ -419,52 +210,45 @@ pub fn measure_journaled(
     progress: &mut dyn FnMut(LoadProgress),
     journal: &mut dyn FnMut(&BenchmarkReport),
 ) -> BenchmarkReport {
+    measure_shards_journaled(
+        std::slice::from_ref(address),
+        workload,
+        options,
+        progress,
+        journal,
+    )
+}
+
+/// [`measure_journaled`] of one engine (one address) or of a sharded cluster (2 to
+/// [`MAX_SHARDS`](crate::client::shards::MAX_SHARDS) addresses, shard i at the i-th): the
+/// shards are joined into one cluster before the first baseline, every reading is taken on
+/// every shard and summed, and the load goes over one pipelined connection per shard.
+pub fn measure_shards_journaled(
+    addresses: &[EngineAddress],
+    workload: &Workload,
+    options: &LoadOptions,
+    progress: &mut dyn FnMut(LoadProgress),
+    journal: &mut dyn FnMut(&BenchmarkReport),
+) -> BenchmarkReport {
     let mut report = BenchmarkReport::nothing_measured(workload, options);
-    if let Err(e) = options.validate().and_then(|_| workload.validate()) {
+    if let Err(e) = options
+        .validate()
+        .and_then(|_| workload.validate())
+        .and_then(|_| check_shard_count(addresses.len()))
+    {
         report.error = Some((&e).into());
         return report;
     }
-    let mut control = match ControlConnection::open(address, options.connect_timeout) {
-        Ok(control) => control,
+    let mut shards = match ShardSet::open(addresses, options.connect_timeout) {
+        Ok(shards) => shards,
         Err(e) => {
             report.error = Some((&e).into());
             return report;
         }
     };
-    match control.identify() {
-        Ok(mut info) => {
-            if options.own_all_slots
-                && let Err(e) = control.own_all_slots()
-            {
-                report.error = Some((&e).into());
-                return report;
-            }
-            control.read_config(&options.read_config, &mut info);
-            report.warnings = info.warnings();
-            report.name = format!("{}-{}", info.name, info.version);
-            report.engine = info;
-        }
-        Err(e) => {
-            report.error = Some((&e).into());
-            return report;
-        }
-    }
-    if options.refuse_existing_keys {
-        match control.keys_in_all_databases() {
-            Ok(0) => {}
-            Ok(keys) => {
-                let e = BenchError::ServerNotEmpty {
-                    address: address.to_string(),
-                    keys,
-                };
-                report.error = Some((&e).into());
-                return report;
-            }
-            Err(e) => {
-                report.error = Some((&e).into());
-                return report;
-            }
-        }
+    if let Err(e) = prepare(&mut shards, options, &mut report) {
+        report.error = Some((&e).into());
+        return report;
     }
     journal(&report);
     for repetition in 1..=options.repetitions {
@@ -474,14 +258,7 @@ pub fn measure_journaled(
             baseline: None,
             samples: Vec::new(),
         };
-        let outcome = run_repetition(
-            &mut control,
-            address,
-            workload,
-            options,
-            &mut state,
-            progress,
-        );
+        let outcome = run_repetition(&mut shards, workload, options, &mut state, progress);
         match outcome {
             Ok(result) => {
                 report.repetitions.push(result);
@@ -500,7 +277,7 @@ pub fn measure_journaled(
                 } else {
                     error.after_connected(state.sent)
                 };
-                report.failed_repetition = Some(state.partial(&mut control));
+                report.failed_repetition = Some(state.partial(&mut shards));
                 report.error = Some((&error).into());
                 break;
             }
@@ -508,6 +285,51 @@ pub fn measure_journaled(
     }
     report.summary = Summary::of(&report.repetitions, &options.thresholds);
     report
+}
+
+/// Before the first repetition: who the engine is (shard 0 for a cluster, whose shards must
+/// all run the same engine and version), the cluster made (one node owning every slot, or the
+/// shards joined), the settings read back, and a server that holds keys refused when asked.
+fn prepare(
+    shards: &mut ShardSet,
+    options: &LoadOptions,
+    report: &mut BenchmarkReport,
+) -> Result<(), BenchError> {
+    let mut info = shards.first().identify()?;
+    if shards.is_sharded() {
+        let identities = shards.each(|control, _| control.identify())?;
+        if let Some((index, other)) = identities
+            .iter()
+            .enumerate()
+            .find(|(_, other)| (&other.name, &other.version) != (&info.name, &info.version))
+        {
+            return Err(BenchError::EngineStart(format!(
+                "{} runs {} {}, but shard 0 runs {} {}: every shard of a cluster must run the same engine and version",
+                shard_name(index, &shards.shards()[index].address),
+                other.name,
+                other.version,
+                info.name,
+                info.version
+            )));
+        }
+        shards.join(JOIN_TIMEOUT)?;
+    } else if options.own_all_slots {
+        shards.first().own_all_slots()?;
+    }
+    shards.first().read_config(&options.read_config, &mut info);
+    report.warnings = info.warnings();
+    report.name = format!("{}-{}", info.name, info.version);
+    report.engine = info;
+    if options.refuse_existing_keys {
+        let held = shards.each(|control, _| control.keys_in_all_databases())?;
+        if let Some(index) = held.iter().position(|keys| *keys > 0) {
+            return Err(BenchError::ServerNotEmpty {
+                address: shards.shards()[index].address.to_string(),
+                keys: held.iter().sum(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// What is known of the repetition under way, kept outside it so that a failure anywhere in it
@@ -521,14 +343,14 @@ struct RepetitionState {
 }
 
 impl RepetitionState {
-    /// What is known of the repetition that failed. used_memory is read if the engine still
-    /// answers (it may have gone, which is often why the repetition failed).
-    fn partial(&mut self, control: &mut ControlConnection) -> FailedRepetition {
+    /// What is known of the repetition that failed. used_memory is read if the engine (every
+    /// shard) still answers (it may have gone, which is often why the repetition failed).
+    fn partial(&mut self, shards: &mut ShardSet) -> FailedRepetition {
         FailedRepetition {
             repetition: self.repetition,
             commands_sent: self.sent,
             baseline_used_memory: self.baseline.as_ref().map(|b| b.used_memory),
-            used_memory: control.memory().ok().map(|m| m.used_memory),
+            used_memory: shards.memory().ok().map(|m| total_memory(&m).used_memory),
             samples: std::mem::take(&mut self.samples),
         }
     }
@@ -549,45 +371,72 @@ struct LoadOutcome {
 }
 
 fn run_repetition(
-    control: &mut ControlConnection,
-    address: &EngineAddress,
+    shards: &mut ShardSet,
     workload: &Workload,
     options: &LoadOptions,
     state: &mut RepetitionState,
     progress: &mut dyn FnMut(LoadProgress),
 ) -> Result<RepetitionResult, BenchError> {
     options.stop.check(0)?;
-    control.flush_all()?;
-    let leftover = control.dbsize()?;
-    if leftover != 0 {
+    shards.each(|control, _| control.flush_all())?;
+    let leftover = shards.each(|control, _| control.dbsize())?;
+    if let Some(index) = leftover.iter().position(|keys| *keys != 0) {
+        let at = if shards.is_sharded() {
+            format!(" ({})", shard_name(index, &shards.shards()[index].address))
+        } else {
+            String::new()
+        };
         return Err(BenchError::CountMismatch {
             message: format!(
-                "the server still holds {leftover} keys after FLUSHALL; is another client writing to it?"
+                "the server{at} still holds {} keys after FLUSHALL; is another client writing to it?",
+                leftover[index]
             ),
         });
     }
-    let sole_client = |control: &mut ControlConnection, reading| {
-        wait_until_sole_client(
-            control,
-            address,
-            options.other_clients_timeout,
-            reading,
-            &options.stop,
-        )
+    let sole_client = |shards: &mut ShardSet, reading| {
+        shards.each(|control, address| {
+            wait_until_sole_client(
+                control,
+                address,
+                options.other_clients_timeout,
+                reading,
+                &options.stop,
+            )
+        })
     };
-    sole_client(control, "baseline")?;
-    let baseline = control.memory()?;
+    sole_client(shards, "baseline")?;
+    let baselines = shards.memory()?;
+    let baseline = total_memory(&baselines);
     state.baseline = Some(baseline.clone());
 
-    let outcome = load(control, address, workload, options, state, progress)?;
-    let verified = workload.verify(control, outcome.integer_replies, outcome.distinct_sent)?;
+    let outcome = load(shards, workload, options, state, progress)?;
+    let verified = workload.verify(shards, outcome.integer_replies, outcome.distinct_sent)?;
     let keys_with_ttl = match options.ttl {
-        Some(ttl) => Some(workload.verify_ttl(control, &ttl, outcome.distinct_with_ttl)?),
+        Some(ttl) => Some(workload.verify_ttl(shards, &ttl, outcome.distinct_with_ttl)?),
         None => None,
     };
     // The load connection is closed by now, but the server may not have let go of it yet.
-    sole_client(control, "final")?;
-    let after = control.memory()?;
+    sole_client(shards, "final")?;
+    let finals = shards.memory()?;
+    let after = total_memory(&finals);
+    let shard_readings = if shards.is_sharded() {
+        let keys = shards.each(|control, _| control.dbsize())?;
+        shards
+            .shards()
+            .iter()
+            .zip(baselines.iter().zip(&finals).zip(keys))
+            .enumerate()
+            .map(|(index, (shard, ((baseline, after), keys)))| ShardReading {
+                shard: index as u32,
+                address: shard.address.to_string(),
+                baseline_used_memory: baseline.used_memory,
+                used_memory: after.used_memory,
+                keys,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let bytes_per_item = |m: &MemoryInfo| {
         (m.used_memory as f64 - baseline.used_memory as f64) / verified.items as f64
     };
@@ -595,8 +444,8 @@ fn run_repetition(
         options
             .stop
             .sleep(Duration::from_secs(u64::from(options.settle_seconds)))?;
-        sole_client(control, "settled")?;
-        let m = control.memory()?;
+        sole_client(shards, "settled")?;
+        let m = total_memory(&shards.memory()?);
         Some(SettledMemory {
             after_seconds: options.settle_seconds,
             used_memory: m.used_memory,
@@ -637,6 +486,7 @@ fn run_repetition(
         keys_with_ttl,
         settled,
         samples: std::mem::take(&mut state.samples),
+        shards: shard_readings,
     })
 }
 
@@ -645,21 +495,50 @@ fn run_repetition(
 /// that waits on the client to read.
 pub const EARLY_BATCH_BYTES: usize = 64 * 1024;
 
+/// A batch sent and not yet answered: its commands (the workload's), its bytes, and the
+/// replies each shard owes for it (an EXPIRE after a write gets a reply of its own).
+struct InFlight {
+    commands: u64,
+    bytes: usize,
+    owed: Vec<usize>,
+}
+
 /// Whether a batch of `bytes` may be sent now, with `in_flight` batches unanswered.
-fn may_send_early(in_flight: &VecDeque<(u64, usize, usize)>, bytes: usize, window: u32) -> bool {
+fn may_send_early(in_flight: &VecDeque<InFlight>, bytes: usize, window: u32) -> bool {
     if in_flight.is_empty() {
         return true;
     }
-    let queued: usize = in_flight.iter().map(|(_, b, _)| b).sum();
+    let queued: usize = in_flight.iter().map(|batch| batch.bytes).sum();
     in_flight.len() < window as usize && queued + bytes <= EARLY_BATCH_BYTES
 }
 
-/// Sends the workload over a fresh connection in batches of `pipeline` commands. Memory
-/// samples are read on the control connection between batches, and their time is not counted
-/// as load time.
+/// The error of an error reply to the load: a redirection (`MOVED`, `ASK`) names its slot and
+/// the shard that sent it; anything else is classified as for one engine.
+fn load_reply_error(
+    workload: &Workload,
+    connections: &LoadConnections,
+    reply: String,
+    shard: usize,
+    sent: u64,
+) -> BenchError {
+    let address = connections.address(shard);
+    match redirected_slot(&reply) {
+        Some((redirection, slot, target)) => BenchError::SlotMoved {
+            redirection: redirection.to_string(),
+            slot,
+            shard: shard_name(shard, address),
+            target,
+        },
+        None => BenchError::from_load_reply(workload.command_name(), reply, sent, address),
+    }
+}
+
+/// Sends the workload over fresh connections (one per shard) in batches of `pipeline`
+/// commands, each batch split over the shards by the owner of each command's key. Memory
+/// samples are read on the control connections between batches, and their time is not
+/// counted as load time.
 fn load(
-    control: &mut ControlConnection,
-    address: &EngineAddress,
+    shards: &mut ShardSet,
     workload: &Workload,
     options: &LoadOptions,
     state: &mut RepetitionState,
@@ -668,26 +547,13 @@ fn load(
     let repetition = state.repetition;
     let sent = &mut state.sent;
     let samples = &mut state.samples;
-    let lost = |sent: u64, e: std::io::Error| BenchError::ConnectionLost {
-        items_sent: sent,
-        detail: e.to_string(),
-    };
-    let mut connection =
-        PipelinedConnection::connect(&address.socket_addr(), options.connect_timeout).map_err(
-            |e| BenchError::EngineUnreachable {
-                address: address.to_string(),
-                detail: e.to_string(),
-            },
-        )?;
-    let mut buffer = CommandBuffer::with_capacity(64 * 1024);
-    if let Some(password) = &address.password {
-        buffer.array(2).bulk(b"AUTH").bulk(password.as_bytes());
-        connection.send(&buffer).map_err(|e| lost(0, e))?;
-        let tally = connection.read_replies(1).map_err(|e| lost(0, e))?;
-        if let Some(reply) = tally.first_error {
-            return Err(BenchError::from_load_reply("AUTH", reply, 0, address));
+    let mut connections = LoadConnections::connect(shards, options.connect_timeout)?;
+    let lost = |connections: &LoadConnections, sent: u64, failure: LoadFailure| {
+        BenchError::ConnectionLost {
+            items_sent: sent,
+            detail: connections.describe(&failure),
         }
-    }
+    };
 
     let total = workload.commands();
     let per_item = workload.commands_per_item();
@@ -705,18 +571,16 @@ fn load(
     // the client's own work overlaps the engine's instead of adding to it. Up to
     // `batches_in_flight` batches are sent before the first one's replies are read (small
     // batches only: their replies can never fill the socket buffers while a send waits).
+    let mut buffer = CommandBuffer::with_capacity(64 * 1024);
     let mut next = CommandBuffer::with_capacity(64 * 1024);
     let batch_after = |done: u64, next_sample: u64| {
         u64::from(options.pipeline)
             .min(total - done)
             .min(next_sample - done)
     };
-    // Each batch in flight: its commands (the workload's), bytes and replies (an EXPIRE after
-    // a write gets a reply of its own).
-    let mut in_flight: VecDeque<(u64, usize, usize)> = VecDeque::new();
+    let mut in_flight: VecDeque<InFlight> = VecDeque::new();
     let mut dispatched = 0u64;
     let mut batch = batch_after(0, next_sample);
-    buffer.clear();
     let mut replies = 0usize;
     for index in 0..batch {
         replies += encoder.encode(index, &mut buffer);
@@ -734,8 +598,14 @@ fn load(
             )
         {
             options.stop.check(*sent)?;
-            connection.send(&buffer).map_err(|e| lost(*sent, e))?;
-            in_flight.push_back((batch, buffer.as_bytes().len(), replies));
+            let owed = connections
+                .send(&buffer, replies)
+                .map_err(|f| lost(&connections, *sent, f))?;
+            in_flight.push_back(InFlight {
+                commands: batch,
+                bytes: buffer.as_bytes().len(),
+                owed,
+            });
             dispatched += batch;
             let upcoming = if dispatched < total {
                 let boundary = if dispatched == next_sample {
@@ -755,19 +625,20 @@ fn load(
             std::mem::swap(&mut buffer, &mut next);
             batch = upcoming;
         }
-        let Some((answered, _, answers)) = in_flight.pop_front() else {
+        let Some(answered) = in_flight.pop_front() else {
             break;
         };
-        let tally = connection
-            .read_replies(answers)
-            .map_err(|e| lost(*sent, e))?;
-        *sent += answered;
+        let (tally, error_shard) = connections
+            .read(&answered.owed)
+            .map_err(|f| lost(&connections, *sent, f))?;
+        *sent += answered.commands;
         if let Some(reply) = tally.first_error {
-            return Err(BenchError::from_load_reply(
-                workload.command_name(),
+            return Err(load_reply_error(
+                workload,
+                &connections,
                 reply,
+                error_shard,
                 *sent,
-                address,
             ));
         }
         integer_replies += tally.integer_sum;
@@ -775,7 +646,7 @@ fn load(
             let pause = Instant::now();
             samples.push(MemorySample {
                 items: *sent / per_item,
-                used_memory: control.memory()?.used_memory,
+                used_memory: total_memory(&shards.memory()?).used_memory,
             });
             next_sample = next_sample.saturating_add(sample_every);
             paused += pause.elapsed();
@@ -808,15 +679,20 @@ mod tests {
     #[test]
     fn batches_go_early_only_within_the_window_and_the_byte_bound() {
         let mut in_flight = VecDeque::new();
+        let batch = |bytes| InFlight {
+            commands: 100,
+            bytes,
+            owed: vec![100],
+        };
         // Nothing in flight: any batch goes, however large.
         assert!(may_send_early(&in_flight, 10 * EARLY_BATCH_BYTES, 1));
-        in_flight.push_back((100, 4_000, 100));
+        in_flight.push_back(batch(4_000));
         assert!(
             !may_send_early(&in_flight, 4_000, 1),
             "one in flight is the window"
         );
         assert!(may_send_early(&in_flight, 4_000, 2));
-        in_flight.push_back((100, 4_000, 100));
+        in_flight.push_back(batch(4_000));
         assert!(!may_send_early(&in_flight, 4_000, 2));
         assert!(may_send_early(&in_flight, 4_000, 8));
         assert!(

@@ -1,6 +1,6 @@
 //! The benchmark client's load path, the code that also runs inside the client pod
 //! (`membench load`): the wire protocol (`resp`), the workloads (`workload`) and their commands (`encoder`), the measurement
-//! protocol (`measure`), a profile's rebuild (`profile_workload`), the seeded draws (`draws`), the control commands to an engine (`engine`), progress on a terminal
+//! protocol (`measure`) and what it reports (`measured`), a sharded cluster's join and routing (`shards`, `slots`), a profile's rebuild (`profile_workload`), the seeded draws (`draws`), the control commands to an engine (`engine`), progress on a terminal
 //! (`progress`) and on the pod's HTTP endpoint (`progress_endpoint`), keys with a TTL (`ttl`), leaving on SIGINT
 //! and SIGTERM (`stop`, `stop_request`), and the result in the container's termination message (`result`).
 //!
@@ -12,11 +12,14 @@ pub mod draws;
 pub mod encoder;
 pub mod engine;
 pub mod measure;
+pub mod measured;
 pub mod profile_workload;
 pub mod progress;
 pub mod progress_endpoint;
 pub mod resp;
 pub mod result;
+pub mod shards;
+pub mod slots;
 pub mod stop;
 pub mod stop_request;
 pub mod ttl;

@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 /// Appends commands in RESP to a buffer. Each command is an array of bulk strings.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct CommandBuffer {
     bytes: Vec<u8>,
 }

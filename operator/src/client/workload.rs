@@ -310,7 +310,7 @@ impl Workload {
     /// where it must be within a few standard deviations of the share of the keys).
     pub fn verify_ttl(
         &self,
-        control: &mut ControlConnection,
+        control: &mut impl KeyCounts,
         ttl: &Ttl,
         distinct_with_ttl: Option<u64>,
     ) -> Result<u64, BenchError> {
@@ -364,7 +364,7 @@ impl Workload {
     /// number of items. `integer_replies` is the sum of the load's integer replies.
     pub fn verify(
         &self,
-        control: &mut ControlConnection,
+        control: &mut impl KeyCounts,
         integer_replies: u64,
         distinct_sent: Option<u64>,
     ) -> Result<Verified, BenchError> {
@@ -475,6 +475,39 @@ impl Workload {
                 })
             }
         }
+    }
+}
+
+/// What verification reads of the engine: one engine's counts, or a sharded cluster's summed
+/// over its shards (`crate::client::shards::ShardSet`).
+pub trait KeyCounts {
+    /// Keys in the selected database (DBSIZE).
+    fn dbsize(&mut self) -> Result<u64, BenchError>;
+    /// Keys in every database (INFO keyspace).
+    fn keys_in_all_databases(&mut self) -> Result<u64, BenchError>;
+    /// Keys with a TTL in every database (INFO keyspace `expires=`).
+    fn keys_with_expiry(&mut self) -> Result<u64, BenchError>;
+    /// ZCARD of a key.
+    fn zcard(&mut self, key: &str) -> Result<u64, BenchError>;
+    /// `OBJECT ENCODING` of a key; None when the engine has no such command.
+    fn object_encoding(&mut self, key: &str) -> Result<Option<String>, BenchError>;
+}
+
+impl KeyCounts for ControlConnection {
+    fn dbsize(&mut self) -> Result<u64, BenchError> {
+        ControlConnection::dbsize(self)
+    }
+    fn keys_in_all_databases(&mut self) -> Result<u64, BenchError> {
+        ControlConnection::keys_in_all_databases(self)
+    }
+    fn keys_with_expiry(&mut self) -> Result<u64, BenchError> {
+        ControlConnection::keys_with_expiry(self)
+    }
+    fn zcard(&mut self, key: &str) -> Result<u64, BenchError> {
+        ControlConnection::zcard(self, key)
+    }
+    fn object_encoding(&mut self, key: &str) -> Result<Option<String>, BenchError> {
+        ControlConnection::object_encoding(self, key)
     }
 }
 

@@ -228,7 +228,7 @@ impl EngineSpec {
         }
     }
 
-    /// Whether the engine runs in cluster mode: `clusterMode`, or a sharded cluster (`shards`).
+    /// Whether the engine runs in cluster mode: `clusterMode`, or `shards` (which implies it).
     pub fn is_cluster(&self) -> bool {
         self.cluster_mode || self.shards.is_some()
     }

@@ -41,6 +41,7 @@ fn three() -> ClientResult {
             settled_bytes_per_item: None,
             unstable: false,
             unstable_reason: None,
+            shards: None,
         }),
         ..Default::default()
     }

@@ -1,0 +1,326 @@
+//! What a measurement reports: each verified repetition (with each shard's readings, when the
+//! engine is a sharded cluster), what is known of one that failed, the summary over the
+//! repetitions, and the report of one engine that holds them. `measure` fills them in.
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::engine::EngineInfo;
+use crate::client::ttl::Ttl;
+use crate::client::workload::Workload;
+use crate::error::BenchError;
+use crate::stats::{Spread, StabilityThresholds};
+
+/// The workload as reported: its parameters, a description and what one item is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadReport {
+    #[serde(flatten)]
+    pub workload: Workload,
+    pub description: String,
+    /// What one item is: `member`, `key` or `record`.
+    pub item: String,
+}
+
+impl From<&Workload> for WorkloadReport {
+    fn from(workload: &Workload) -> Self {
+        Self {
+            workload: workload.clone(),
+            description: workload.describe(),
+            item: workload.item_noun().to_string(),
+        }
+    }
+}
+
+/// used_memory read during a load, for a growth curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemorySample {
+    pub items: u64,
+    pub used_memory: u64,
+}
+
+/// A second memory reading after `settle_seconds`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SettledMemory {
+    pub after_seconds: u32,
+    pub used_memory: u64,
+    pub used_memory_rss: u64,
+    pub bytes_per_item: f64,
+}
+
+/// One verified repetition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RepetitionResult {
+    /// Counted from 1.
+    pub repetition: u32,
+    pub baseline_used_memory: u64,
+    pub baseline_used_memory_rss: u64,
+    pub used_memory: u64,
+    pub used_memory_rss: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_memory_dataset: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_fragmentation_ratio: Option<f64>,
+    /// Items verified in the engine (ZCARD, DBSIZE).
+    pub items: u64,
+    pub bytes_per_item: f64,
+    /// Commands sent per second during the load (ZADDs, SETs or HSETs).
+    pub commands_per_sec: f64,
+    /// Verified items per second: `items` / `seconds`. Below `commands_per_sec` for records
+    /// stored as strings (one SET per field) and for random keys (SETs that repeat a key store
+    /// nothing new).
+    pub items_per_sec: f64,
+    pub commands: u64,
+    pub seconds: f64,
+    /// `OBJECT ENCODING` of the sorted set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
+    /// For random keys: the expected number of distinct keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_unique_items: Option<f64>,
+    /// With a TTL: the keys that hold an expiry (`INFO keyspace` `expires=`), verified
+    /// against what the load gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys_with_ttl: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<SettledMemory>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<MemorySample>,
+    /// A sharded cluster's readings, shard by shard (empty for one engine): the figures above
+    /// are their sums.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardReading>,
+}
+
+/// What is known of a repetition that did not finish. No bytes per item: the count is not
+/// verified.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailedRepetition {
+    pub repetition: u32,
+    /// Commands sent before the load stopped.
+    pub commands_sent: u64,
+    pub baseline_used_memory: Option<u64>,
+    /// used_memory when the load stopped, if the engine still answered.
+    pub used_memory: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<MemorySample>,
+}
+
+/// Median, min and max over the verified repetitions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Items per repetition (the median, should repetitions differ).
+    pub items: u64,
+    pub repetitions: u32,
+    pub used_memory: Spread,
+    pub bytes_per_item: Spread,
+    /// Read under its former name too, so that an operator reads the result of a client from
+    /// before the rename.
+    #[serde(alias = "ops_per_sec")]
+    pub commands_per_sec: Spread,
+    /// Always present in reports. Left out of a client's termination message (`None`), where
+    /// the reader derives it from `commands_per_sec`: every repetition stores the same items
+    /// with the same commands, so the two differ by a constant factor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items_per_sec: Option<Spread>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_bytes_per_item: Option<Spread>,
+    /// True when the repetitions disagree more than the thresholds allow.
+    pub unstable: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unstable_reason: Option<String>,
+    /// How the data spread over the shards of a sharded cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardSpread>,
+}
+
+impl Summary {
+    pub fn of(repetitions: &[RepetitionResult], thresholds: &StabilityThresholds) -> Option<Self> {
+        let figure = |f: fn(&RepetitionResult) -> f64| {
+            Spread::of(&repetitions.iter().map(f).collect::<Vec<_>>())
+        };
+        let bytes_per_item = figure(|r| r.bytes_per_item)?;
+        let commands_per_sec = figure(|r| r.commands_per_sec)?;
+        let items_per_sec = figure(|r| r.items_per_sec);
+        let used_memory = figure(|r| r.used_memory as f64)?;
+        let items = figure(|r| r.items as f64)?.median.round() as u64;
+        let settled: Vec<f64> = repetitions
+            .iter()
+            .filter_map(|r| r.settled.as_ref().map(|s| s.bytes_per_item))
+            .collect();
+        let mut reasons = Vec::new();
+        if bytes_per_item.cv > thresholds.bytes_per_item_cv {
+            reasons.push(format!(
+                "bytes per item vary by {:.1}% (CV), more than {:.1}%",
+                bytes_per_item.cv * 100.0,
+                thresholds.bytes_per_item_cv * 100.0
+            ));
+        }
+        // The load rate's variation: items/s and commands/s vary alike (one is a constant
+        // multiple of the other).
+        if commands_per_sec.cv > thresholds.rate_cv {
+            reasons.push(format!(
+                "load rates vary by {:.1}% (CV), more than {:.1}%",
+                commands_per_sec.cv * 100.0,
+                thresholds.rate_cv * 100.0
+            ));
+        }
+        Some(Self {
+            items,
+            repetitions: repetitions.len() as u32,
+            used_memory,
+            bytes_per_item,
+            commands_per_sec,
+            items_per_sec,
+            settled_bytes_per_item: Spread::of(&settled),
+            unstable: !reasons.is_empty(),
+            unstable_reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
+            shards: ShardSpread::of(repetitions),
+        })
+    }
+}
+
+/// An error in a report: a bounded category and the message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorReport {
+    pub category: String,
+    pub message: String,
+}
+
+impl From<&BenchError> for ErrorReport {
+    fn from(e: &BenchError) -> Self {
+        Self {
+            category: e.category().to_string(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Everything measured of one engine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkReport {
+    /// The entry's name in a comparison (`<engine>-<version>` unless the spec names it).
+    pub name: String,
+    pub engine: EngineInfo,
+    pub workload: WorkloadReport,
+    pub pipeline: u32,
+    /// In cluster mode, the cluster's fixed cost: the empty one-node cluster's used_memory
+    /// (the first baseline) against the same build's in standalone mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterCost>,
+    /// The TTL the load gave its items (`seconds`, `share`), when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<Ttl>,
+    pub repetitions_requested: u32,
+    pub repetitions: Vec<RepetitionResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_repetition: Option<FailedRepetition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorReport>,
+}
+
+/// What cluster mode costs before any data: the empty node's used_memory in cluster mode
+/// (owning every slot) and in standalone mode, same build.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClusterCost {
+    pub standalone_used_memory: u64,
+    pub cluster_used_memory: u64,
+    /// `cluster_used_memory - standalone_used_memory`.
+    pub fixed_cost_bytes: i64,
+}
+
+impl BenchmarkReport {
+    pub fn succeeded(&self) -> bool {
+        self.error.is_none()
+    }
+}
+
+/// One shard's readings in a repetition of a sharded cluster.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShardReading {
+    /// The shard's index, from 0, in the order of the `--addr` flags.
+    pub shard: u32,
+    pub address: String,
+    pub baseline_used_memory: u64,
+    pub used_memory: u64,
+    /// The keys the shard holds after the load (DBSIZE).
+    pub keys: u64,
+}
+
+impl ShardReading {
+    /// What the load added to the shard's used_memory.
+    pub fn data_bytes(&self) -> i64 {
+        self.used_memory as i64 - self.baseline_used_memory as i64
+    }
+}
+
+/// How evenly a sharded cluster's data spread: each shard's median figures over the
+/// repetitions, in shard order, and the largest shard against the smallest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShardSpread {
+    /// Each shard's median baseline used_memory.
+    pub baseline_used_memory: Vec<u64>,
+    /// Each shard's median final used_memory.
+    pub used_memory: Vec<u64>,
+    /// Each shard's median key count.
+    pub keys: Vec<u64>,
+    /// The most keys a shard holds over the fewest (1: an even spread); `None` when a shard
+    /// holds none.
+    pub keys_max_over_min: Option<f64>,
+    /// The most data a shard's used_memory grew by over the least (final - baseline); `None`
+    /// when a shard's did not grow.
+    pub data_max_over_min: Option<f64>,
+}
+
+impl ShardSpread {
+    /// The spread of the repetitions' shard readings; `None` for one engine.
+    pub fn of(repetitions: &[RepetitionResult]) -> Option<Self> {
+        let shards = repetitions.first()?.shards.len();
+        if shards == 0 || repetitions.iter().any(|r| r.shards.len() != shards) {
+            return None;
+        }
+        let median = |shard: usize, f: fn(&ShardReading) -> f64| {
+            let values: Vec<f64> = repetitions.iter().map(|r| f(&r.shards[shard])).collect();
+            Spread::of(&values).map_or(0.0, |s| s.median)
+        };
+        let column = |f: fn(&ShardReading) -> f64| -> Vec<f64> {
+            (0..shards).map(|shard| median(shard, f)).collect()
+        };
+        let baseline = column(|r| r.baseline_used_memory as f64);
+        let used = column(|r| r.used_memory as f64);
+        let keys = column(|r| r.keys as f64);
+        let data: Vec<f64> = used.iter().zip(&baseline).map(|(u, b)| u - b).collect();
+        Some(Self {
+            baseline_used_memory: baseline.iter().map(|v| v.round() as u64).collect(),
+            used_memory: used.iter().map(|v| v.round() as u64).collect(),
+            keys: keys.iter().map(|v| v.round() as u64).collect(),
+            keys_max_over_min: max_over_min(&keys),
+            data_max_over_min: max_over_min(&data),
+        })
+    }
+
+    /// Each shard's share of the keys, from 0 to 1.
+    pub fn key_shares(&self) -> Vec<f64> {
+        let total: u64 = self.keys.iter().sum();
+        self.keys
+            .iter()
+            .map(|k| {
+                if total == 0 {
+                    0.0
+                } else {
+                    *k as f64 / total as f64
+                }
+            })
+            .collect()
+    }
+}
+
+/// The largest value over the smallest; `None` when the smallest is not above 0 (a shard that
+/// got nothing has no ratio a JSON number can hold).
+fn max_over_min(values: &[f64]) -> Option<f64> {
+    let max = values.iter().copied().fold(f64::MIN, f64::max);
+    let min = values.iter().copied().fold(f64::MAX, f64::min);
+    (min > 0.0).then(|| max / min)
+}
