@@ -68,6 +68,24 @@ fn a_sharded_run_creates_one_cluster_mode_engine_pod_per_shard_each_alone_on_a_n
         assert_eq!(pod.labels().get(LABEL_SHARD), Some(&s.to_string()));
         let args = args(pod).join(" ");
         assert!(args.contains("--cluster-enabled yes"), "{args}");
+        // Each shard announces its pod address to the others.
+        assert!(
+            args.contains("--cluster-announce-ip $(MEMBENCH_POD_IP)"),
+            "{args}"
+        );
+        let env = pod.spec.as_ref().unwrap().containers[0]
+            .env
+            .clone()
+            .unwrap();
+        assert!(
+            env.iter().any(|e| e.name == "MEMBENCH_POD_IP"
+                && e.value_from
+                    .as_ref()
+                    .and_then(|v| v.field_ref.as_ref())
+                    .map(|f| f.field_path.as_str())
+                    == Some("status.podIP")),
+            "{env:?}"
+        );
         let anti = pod.spec.as_ref().unwrap().affinity.as_ref().unwrap();
         let terms = anti
             .pod_anti_affinity

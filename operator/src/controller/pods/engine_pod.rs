@@ -1,8 +1,9 @@
 //! The engine pod: pinned to a node of the instance type, alone on it, Guaranteed QoS.
 
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PodAffinityTerm, PodSpec, PreferredSchedulingTerm, Probe, TCPSocketAction,
+    Affinity, Container, ContainerPort, EnvVar, EnvVarSource, NodeSelectorRequirement,
+    NodeSelectorTerm, ObjectFieldSelector, Pod, PodAffinityTerm, PodSpec, PreferredSchedulingTerm,
+    Probe, TCPSocketAction,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -55,7 +56,7 @@ pub fn engine_args(engine: &EngineSpec) -> Vec<String> {
 /// (a share of the pod's limit, `validation/dragonfly_memory.rs`) and the password reference
 /// (the spec's Secret, or the generated one) before the spec's own, which can override any of
 /// them (a literal `--requirepass` needs the operator's `--allow-open-engine-args`).
-fn pod_engine_args(engine: &EngineSpec, memory_bytes: u64) -> Vec<String> {
+fn pod_engine_args(engine: &EngineSpec, memory_bytes: u64, sharded: bool) -> Vec<String> {
     let mut args = engine_args(engine);
     let own = args.split_off(args.len() - entry_args(engine).len());
     if engine.engine == EngineKind::Dragonfly {
@@ -63,6 +64,16 @@ fn pod_engine_args(engine: &EngineSpec, memory_bytes: u64) -> Vec<String> {
             "--maxmemory={}",
             dragonfly_memory::maxmemory(memory_bytes)
         ));
+    }
+    if sharded {
+        // A shard tells the others its own address (the pod's), rather than leaving them to
+        // take the source address of its cluster bus connections: shard 0 never receives a
+        // MEET, so without it the others only know it by where its connections come from,
+        // which on a host whose pods share one network (the dev cluster's) is not its address.
+        args.extend([
+            "--cluster-announce-ip".to_string(),
+            format!("$({POD_IP_ENV})"),
+        ]);
     }
     args.extend(crate::auth::engine_args(engine.engine));
     args.extend(own);
@@ -217,11 +228,8 @@ fn build(
             containers: vec![Container {
                 name: "engine".into(),
                 image: Some(engine.image()),
-                args: Some(pod_engine_args(engine, memory_bytes)),
-                env: Some(vec![crate::auth::engine_env(
-                    engine.engine,
-                    &crate::auth::effective_auth(benchmark),
-                )]),
+                args: Some(pod_engine_args(engine, memory_bytes, shard.is_some())),
+                env: Some(engine_env(benchmark, engine, shard.is_some())),
                 working_dir: Some(ENGINE_DATA_DIR.into()),
                 volume_mounts: Some(vec![engine_data_mount()]),
                 security_context: Some(restricted_container()),
@@ -248,4 +256,30 @@ fn build(
         }),
         status: None,
     }
+}
+
+/// The variable a shard's pod address is in, for `--cluster-announce-ip` (the kubelet expands
+/// `$(NAME)` in a container's arguments from its environment).
+const POD_IP_ENV: &str = "MEMBENCH_POD_IP";
+
+/// The engine container's environment: the password, and a shard's own pod address.
+fn engine_env(benchmark: &MemoryBenchmark, engine: &EngineSpec, sharded: bool) -> Vec<EnvVar> {
+    let mut env = vec![crate::auth::engine_env(
+        engine.engine,
+        &crate::auth::effective_auth(benchmark),
+    )];
+    if sharded {
+        env.push(EnvVar {
+            name: POD_IP_ENV.into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: "status.podIP".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+    }
+    env
 }
