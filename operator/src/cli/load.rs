@@ -488,6 +488,11 @@ fn print_report(report: &BenchmarkReport, format: OutputFormat) {
                 }
                 let rows = vec![ComparisonRow::from_report(report, None)];
                 print!("{}", comparison_table(&rows).render(format));
+                for (heading, table) in
+                    membench::report::shards::shard_tables(std::slice::from_ref(report))
+                {
+                    println!("\n{heading}:\n{}", table.render(format));
+                }
             }
         }
     }

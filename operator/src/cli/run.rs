@@ -184,6 +184,10 @@ pub fn run_local(args: RunArgs) -> ExitCode {
                     _ => println!("{name}: {title}\n"),
                 }
                 println!("{}", comparison_table(&rows).render(format));
+                for (heading, table) in membench::report::shards::shard_tables(&comparison.engines)
+                {
+                    println!("{heading}:\n{}", table.render(format));
+                }
             }
             None => {}
         }

@@ -222,13 +222,34 @@ pub struct BenchmarkReport {
 }
 
 /// What cluster mode costs before any data: the empty node's used_memory in cluster mode
-/// (owning every slot) and in standalone mode, same build.
+/// (owning every slot, or its share of them in a sharded cluster) and in standalone mode, same
+/// build. For a sharded cluster the figures are per node: `cluster_used_memory` is the mean of
+/// the shards' first baselines, each shard paying the cost once (the cluster's total is
+/// `shards` times it).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClusterCost {
     pub standalone_used_memory: u64,
     pub cluster_used_memory: u64,
     /// `cluster_used_memory - standalone_used_memory`.
     pub fixed_cost_bytes: i64,
+    /// The shards of a sharded cluster, whose figures above are per node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<u32>,
+}
+
+impl ClusterCost {
+    /// The cost against `standalone`'s used_memory, from the first repetition's baseline: the
+    /// one node's, or the mean of the shards'.
+    pub fn per_node(standalone: u64, first: &RepetitionResult) -> Self {
+        let nodes = first.shards.len().max(1) as u64;
+        let cluster = (first.baseline_used_memory as f64 / nodes as f64).round() as u64;
+        Self {
+            standalone_used_memory: standalone,
+            cluster_used_memory: cluster,
+            fixed_cost_bytes: cluster as i64 - standalone as i64,
+            shards: (nodes > 1).then_some(nodes as u32),
+        }
+    }
 }
 
 impl BenchmarkReport {
@@ -288,17 +309,48 @@ impl ShardSpread {
         let column = |f: fn(&ShardReading) -> f64| -> Vec<f64> {
             (0..shards).map(|shard| median(shard, f)).collect()
         };
-        let baseline = column(|r| r.baseline_used_memory as f64);
-        let used = column(|r| r.used_memory as f64);
-        let keys = column(|r| r.keys as f64);
-        let data: Vec<f64> = used.iter().zip(&baseline).map(|(u, b)| u - b).collect();
-        Some(Self {
-            baseline_used_memory: baseline.iter().map(|v| v.round() as u64).collect(),
-            used_memory: used.iter().map(|v| v.round() as u64).collect(),
-            keys: keys.iter().map(|v| v.round() as u64).collect(),
-            keys_max_over_min: max_over_min(&keys),
+        let round = |values: Vec<f64>| values.iter().map(|v| v.round() as u64).collect();
+        Some(Self::from_medians(
+            round(column(|r| r.baseline_used_memory as f64)),
+            round(column(|r| r.used_memory as f64)),
+            round(column(|r| r.keys as f64)),
+        ))
+    }
+
+    /// The spread of each shard's median baseline and final used_memory and keys.
+    pub fn from_medians(baseline: Vec<u64>, used: Vec<u64>, keys: Vec<u64>) -> Self {
+        let data: Vec<f64> = used
+            .iter()
+            .zip(&baseline)
+            .map(|(u, b)| *u as f64 - *b as f64)
+            .collect();
+        let key_counts: Vec<f64> = keys.iter().map(|k| *k as f64).collect();
+        Self {
+            keys_max_over_min: max_over_min(&key_counts),
             data_max_over_min: max_over_min(&data),
-        })
+            baseline_used_memory: baseline,
+            used_memory: used,
+            keys,
+        }
+    }
+
+    /// `3 shards, keys 33.4% / 33.2% / 33.4% (most over fewest 1.01), data most over least 1.01`.
+    pub fn describe(&self) -> String {
+        let shares: Vec<String> = self
+            .key_shares()
+            .iter()
+            .map(|share| format!("{:.1}%", share * 100.0))
+            .collect();
+        let ratio = |r: Option<f64>| {
+            r.map_or_else(|| "a shard got none".to_string(), |r| format!("{r:.3}"))
+        };
+        format!(
+            "{} shards, keys {} (most over fewest {}), data most over least {}",
+            self.keys.len(),
+            shares.join(" / "),
+            ratio(self.keys_max_over_min),
+            ratio(self.data_max_over_min)
+        )
     }
 
     /// Each shard's share of the keys, from 0 to 1.

@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::client::engine::{ControlConnection, EngineAddress};
-use crate::client::measure::{BenchmarkReport, ClusterCost, LoadOptions, LoadProgress, measure};
+use crate::client::measure::{
+    BenchmarkReport, ClusterCost, LoadOptions, LoadProgress, measure_shards_journaled,
+};
 use crate::client::stop_request::StopRequest;
 use crate::client::workload::Workload;
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
@@ -199,7 +201,12 @@ impl LocalEngine {
         program: &LocalProgram,
         password: Option<&str>,
     ) -> Result<Self, BenchError> {
-        let port = free_port()?;
+        // A cluster node also listens on its cluster bus, the port + 10000.
+        let port = if engine.is_cluster() {
+            free_port_with_bus()?
+        } else {
+            free_port()?
+        };
         let dir = std::env::temp_dir().join(format!("membench-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| {
             BenchError::EngineStart(format!("cannot create {}: {e}", dir.display()))
@@ -341,6 +348,49 @@ fn free_port() -> Result<u16, BenchError> {
         .port())
 }
 
+/// A free loopback port whose cluster bus port (+ 10000) is free too, for a cluster-mode node.
+fn free_port_with_bus() -> Result<u16, BenchError> {
+    for _ in 0..64 {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| BenchError::EngineStart(format!("no free loopback port: {e}")))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| BenchError::EngineStart(e.to_string()))?
+            .port();
+        if let Some(bus) = port.checked_add(10000)
+            && TcpListener::bind(("127.0.0.1", bus)).is_ok()
+        {
+            return Ok(port);
+        }
+    }
+    Err(BenchError::EngineStart(
+        "no free loopback port whose cluster bus port (+10000) is free too, after 64 tries".into(),
+    ))
+}
+
+/// Starts an entry's engines: one, or each shard of a sharded cluster (`shards`), every one a
+/// process of its own. A shard that fails to start stops those started before it.
+pub fn start_engines(
+    engine: &EngineSpec,
+    program: &LocalProgram,
+    password: Option<&str>,
+) -> Result<Vec<LocalEngine>, BenchError> {
+    let count = engine.shards.unwrap_or(1).max(1) as usize;
+    let mut started = Vec::with_capacity(count);
+    for index in 0..count {
+        match LocalEngine::start_with_password(engine, program, password) {
+            Ok(server) => started.push(server),
+            Err(e) if count > 1 => {
+                return Err(BenchError::EngineStart(format!(
+                    "shard {index} of {count} did not start: {e}"
+                )));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(started)
+}
+
 /// Runs one benchmark: checks every engine's program first (so a missing one fails before
 /// anything runs), then starts, measures and stops the engines one at a time. A stop asked
 /// for through `stop` ends the engine under way with what it measured (`Stopped`), stops it,
@@ -384,37 +434,42 @@ pub fn run_benchmark(
         let options = LoadOptions {
             read_config: read_back,
             ttl: crate::validation::entry_ttl(spec, engine),
-            own_all_slots: engine.cluster_mode,
+            own_all_slots: engine.is_cluster(),
             ..options.clone()
         };
         // Cluster mode's fixed cost needs the same build's empty standalone node beside it.
-        let standalone = match engine.cluster_mode {
+        let standalone = match engine.is_cluster() {
             true => Some(standalone_used_memory(engine, program, password.as_deref())),
             false => None,
         };
         on_engine(&engine.display_name());
-        let mut report =
-            match LocalEngine::start_with_password(engine, program, password.as_deref()) {
-                Ok(server) => {
-                    let report = measure(&server.address, &workload, &options, progress);
+        let mut report = match start_engines(engine, program, password.as_deref()) {
+            Ok(servers) => {
+                let addresses: Vec<EngineAddress> =
+                    servers.iter().map(|s| s.address.clone()).collect();
+                let report = measure_shards_journaled(
+                    &addresses,
+                    &workload,
+                    &options,
+                    progress,
+                    &mut |_| {},
+                );
+                for server in servers {
                     server.stop();
-                    report
                 }
-                // An engine killed at start by a stop is stopped, not broken.
-                Err(e) => {
-                    let e = stop.check(0).err().unwrap_or(e);
-                    failed_start_report(engine, &workload, &options, &e)
-                }
-            };
+                report
+            }
+            // An engine killed at start by a stop is stopped, not broken.
+            Err(e) => {
+                let e = stop.check(0).err().unwrap_or(e);
+                failed_start_report(engine, &workload, &options, &e)
+            }
+        };
         report.name = engine.display_name();
         program.record_in(&mut report.engine);
         match (standalone, report.repetitions.first()) {
             (Some(Ok(standalone)), Some(first)) => {
-                report.cluster = Some(ClusterCost {
-                    standalone_used_memory: standalone,
-                    cluster_used_memory: first.baseline_used_memory,
-                    fixed_cost_bytes: first.baseline_used_memory as i64 - standalone as i64,
-                });
+                report.cluster = Some(ClusterCost::per_node(standalone, first));
             }
             (Some(Err(e)), _) => report.warnings.push(format!(
                 "the cluster's fixed cost is unknown: the standalone reading failed ({e})"
@@ -455,6 +510,7 @@ fn standalone_used_memory(
 ) -> Result<u64, BenchError> {
     let standalone = EngineSpec {
         cluster_mode: false,
+        shards: None,
         ..engine.clone()
     };
     let server = LocalEngine::start_with_password(&standalone, program, password)?;

@@ -119,6 +119,7 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         config: engine.config.clone(),
         ttl: None,
         cluster_fixed_cost_bytes: None,
+        shards: None,
         instance_type: engine.instance_type.clone(),
         workload: kind.to_string(),
         item: item.to_string(),

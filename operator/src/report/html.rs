@@ -43,6 +43,8 @@ pub struct Section {
     pub bars: Vec<Bar>,
     pub curves: Vec<Curve>,
     pub table: Table,
+    /// Each sharded engine's shards (`report::shards`), under a heading each.
+    pub shard_tables: Vec<(String, Table)>,
     /// The node memory each engine needs at `spec.capacity.items`, when the spec asks.
     pub capacity: Option<CapacityChart>,
 }
@@ -128,6 +130,7 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
             .map_or("item", |w| w.item_noun())
             .to_string(),
         table: comparison_table(&rows),
+        shard_tables: crate::report::shards::shard_tables(&comparison.engines),
         bars,
         curves,
         capacity: None,
@@ -210,6 +213,7 @@ pub fn section_from_status(benchmark: &MemoryBenchmark) -> Section {
             .map_or("item", |w| w.item_noun())
             .to_string(),
         table: comparison_table(&comparison.rows),
+        shard_tables: Vec::new(),
         bars,
         curves,
         capacity: status.capacity.as_ref().map(CapacityChart::from_status),
@@ -295,6 +299,10 @@ fn render_section(page: &mut String, section: &Section) {
         render_capacity(page, capacity, &section.bars, &section.item);
     }
     render_table(page, &section.table);
+    for (heading, table) in &section.shard_tables {
+        let _ = writeln!(page, "<p class=\"shards\">{}</p>", escape(heading));
+        render_table(page, table);
+    }
     page.push_str("</section>\n");
 }
 

@@ -3,7 +3,7 @@
 //! of raw numbers (`csv`), the comparison of finished benchmarks read from their status in the
 //! cluster (`cluster`), the self-contained HTML page (`html`) with its SVG charts (`charts`),
 //! what a local run measured (`local_run`) and the published tables that users quote
-//! (`published`).
+//! (`published`), and a sharded cluster's shards (`shards`).
 //!
 //! It may use the parts below it (`validation`, `client` for the measured results, `crd` and
 //! the leaves); never the controller or the local runner, which call it, nor the metrics, its
@@ -17,4 +17,5 @@ pub mod csv;
 pub mod html;
 pub mod local_run;
 pub mod published;
+pub mod shards;
 pub mod table;

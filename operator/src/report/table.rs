@@ -225,6 +225,9 @@ pub struct ComparisonRow {
     /// standalone mode (`membench run`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_fixed_cost_bytes: Option<i64>,
+    /// A sharded cluster's spread over its shards (the fixed cost above is then per shard).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards: Option<crate::client::measure::ShardSpread>,
     /// The TTL the entry's items were loaded with (`seconds`, `share`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttl: Option<crate::client::ttl::Ttl>,
@@ -276,6 +279,7 @@ impl ComparisonRow {
             config: report.engine.config.clone(),
             ttl: report.ttl,
             cluster_fixed_cost_bytes: report.cluster.as_ref().map(|c| c.fixed_cost_bytes),
+            shards: summary.and_then(|s| s.shards.clone()),
             note,
             published_table: None,
             published: None,
@@ -437,10 +441,17 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         }
         if let Some(cost) = r.cluster_fixed_cost_bytes {
             let sign = if cost < 0 { "-" } else { "+" };
+            let (per, baseline) = match r.shards {
+                Some(_) => (" per shard", "each shard's baseline"),
+                None => ("", "the baseline"),
+            };
             extra.push(format!(
-                "cluster mode: {sign}{} against standalone when empty (in the baseline)",
+                "cluster mode: {sign}{}{per} against standalone when empty (in {baseline})",
                 format_bytes(cost.unsigned_abs() as f64)
             ));
+        }
+        if let Some(spread) = &r.shards {
+            extra.push(spread.describe());
         }
         if let Some(emulator) = &r.emulator {
             extra.push(format!("rates under {emulator}, not the architecture's"));
@@ -564,6 +575,7 @@ mod tests {
             config: Default::default(),
             ttl: None,
             cluster_fixed_cost_bytes: None,
+            shards: None,
             note: None,
             published_table: None,
             published: None,
@@ -609,6 +621,7 @@ mod tests {
             config: Default::default(),
             ttl: None,
             cluster_fixed_cost_bytes: None,
+            shards: None,
             note: None,
             published_table: None,
             published: None,

@@ -9,6 +9,7 @@
 
 pub mod dragonfly_memory;
 pub mod engine_config;
+pub mod shards;
 pub mod spec_file;
 
 use crate::client::ttl::Ttl;
@@ -261,6 +262,9 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
         }
     }
     let workload = Workload::from_spec(&spec.workload).map_err(|e| e.to_string())?;
+    for (i, engine) in spec.engines.iter().enumerate() {
+        shards::check_shards(i, engine, &workload)?;
+    }
     let ttl = Ttl::from_spec(&spec.workload, spec.settle_seconds).map_err(|e| e.to_string())?;
     if ttl.is_none()
         && let Some(i) = spec.engines.iter().position(|e| e.without_ttl)

@@ -55,6 +55,7 @@ fn parse_specs_named(text: &str, name: &str) -> Result<Vec<MemoryBenchmark>, Str
                     "expected kind MemoryBenchmark with apiVersion membench.io/v1alpha1, found kind '{kind}', apiVersion '{api_version}'"
                 ));
             }
+            super::shards::refuse_cluster_mode_off_with_shards(document)?;
             // A local run needs no instance type (a cluster needs instanceType or
             // instanceTypes): a missing one reads as empty.
             let benchmark: MemoryBenchmark = serde_json::from_value(document.clone())

@@ -168,6 +168,12 @@ impl ClientResult {
                 self.omitted
             ));
         }
+        if let Some(shards) = &self.shards {
+            shards.check()?;
+        }
+        if self.summary.as_ref().is_some_and(|s| s.shards.is_some()) {
+            return Err("summary.shards: a client sends the shards' figures in shards".into());
+        }
         let decoded = self.checked_repetitions(repetitions)?;
         if self.commands == 0 && !decoded.is_empty() {
             return Err("repetitions without a single command sent".into());

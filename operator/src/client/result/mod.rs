@@ -14,6 +14,9 @@
 //! says how many were left out of the list.
 
 mod checked;
+mod shard_columns;
+
+pub use shard_columns::ShardColumns;
 
 pub use checked::{QUOTED_BYTES, ReadError, quote};
 
@@ -72,6 +75,10 @@ pub struct ClientResult {
     pub error: Option<ErrorReport>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// A sharded cluster's figures, shard by shard ([`ShardColumns`]); the summary's own
+    /// `shards` is left out of the message, this carries it. None for one engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardColumns>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -379,6 +386,11 @@ impl ClientResult {
                 message: shorten(&e.message),
             }),
             warnings: report.warnings.iter().take(3).map(|w| shorten(w)).collect(),
+            shards: report
+                .summary
+                .as_ref()
+                .and_then(|s| s.shards.as_ref())
+                .map(ShardColumns::of),
         };
         if let Some(summary) = &mut result.summary {
             if let Some(reason) = &summary.unstable_reason {
@@ -387,6 +399,7 @@ impl ClientResult {
             // The reader derives items/s from commands/s and the counts (see
             // `ClientResult::items_per_command`); sending both would spend the budget twice.
             summary.items_per_sec = None;
+            summary.shards = None;
         }
         result.fit(&report.repetitions);
         result
@@ -482,7 +495,7 @@ impl ClientResult {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::client::engine::EngineInfo;
     use crate::client::measure::{SettledMemory, WorkloadReport};
@@ -532,7 +545,7 @@ mod tests {
             .collect()
     }
 
-    fn report(n: u32, settled: bool) -> BenchmarkReport {
+    pub(super) fn report(n: u32, settled: bool) -> BenchmarkReport {
         let repetitions: Vec<RepetitionResult> = (1..=n).map(|i| repetition(i, settled)).collect();
         BenchmarkReport {
             name: "redis-7.0.15".into(),
