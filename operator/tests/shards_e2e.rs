@@ -1,7 +1,8 @@
 //! A sharded cluster across nodes (`engines[].shards`), on the dev cluster with the node agent
 //! and the operator in-process: a 3-shard Valkey 9.1 benchmark, each shard alone on its own
 //! node of a pool of 3, stores a key in the same bytes as a one-node cluster-mode Valkey 9.1
-//! (within 1%); and a shard killed mid-load fails the run naming the shard, keeping the
+//! (within 1%), with each shard's figures, the spread and the cluster's fixed cost (against a
+//! standalone entry of the same build) in the status; and a shard killed mid-load fails the run naming the shard, keeping the
 //! repetitions measured before, with no pod left behind. The pool (`r7i.2xlarge=3`) is added
 //! to the dev cluster's when it starts.
 
@@ -23,7 +24,7 @@ async fn three_valkey_shards_on_three_nodes_store_a_key_in_the_bytes_of_a_one_no
     let harness = Harness::start_with_pools("shards", settings(), &[POOL]).await?;
     let (recorder, history) = record_pods(harness.pods());
     let body = format!(
-        "  instanceType: {}\n  engines:\n    - {{engine: valkey, version: \"9.1.2\", name: valkey-3-shards, shards: 3}}\n    - {{engine: valkey, version: \"9.1.2\", name: valkey-one-node, clusterMode: true}}\n  workload: {{strings: {{keys: 200000, valueSize: 32}}}}\n  repetitions: 1\n",
+        "  instanceType: {}\n  engines:\n    - {{engine: valkey, version: \"9.1.2\", name: valkey-3-shards, shards: 3}}\n    - {{engine: valkey, version: \"9.1.2\", name: valkey-one-node, clusterMode: true}}\n    - {{engine: valkey, version: \"9.1.2\", name: valkey-standalone}}\n  workload: {{strings: {{keys: 200000, valueSize: 32}}}}\n  repetitions: 1\n",
         POOL.0
     );
     harness.create(&spec("shards", &body)).await?;
@@ -31,7 +32,8 @@ async fn three_valkey_shards_on_three_nodes_store_a_key_in_the_bytes_of_a_one_no
     recorder.abort();
     let sharded = engine(&done, 0);
     let one_node = engine(&done, 1);
-    for run in [&sharded, &one_node] {
+    let standalone = engine(&done, 2);
+    for run in [&sharded, &one_node, &standalone] {
         assert_eq!(run.state, "Succeeded", "{}", status_of(&done));
         assert_eq!(run.repetitions[0].items, 200_000, "{run:#?}");
     }
@@ -84,6 +86,46 @@ async fn three_valkey_shards_on_three_nodes_store_a_key_in_the_bytes_of_a_one_no
         })
         .collect();
     assert_eq!(recorded, expected, "the status says where each shard ran");
+
+    // Each shard's used_memory, and how even the spread was: the slots split evenly, so the
+    // keys do too (within a few percent).
+    let keys: u64 = sharded.shards.iter().filter_map(|s| s.keys).sum();
+    assert_eq!(keys, 200_000, "{:#?}", sharded.shards);
+    for shard in &sharded.shards {
+        let (Some(baseline), Some(used)) = (shard.baseline_used_memory, shard.used_memory) else {
+            panic!(
+                "shard {} has no figures: {:#?}",
+                shard.shard, sharded.shards
+            );
+        };
+        assert!(used > baseline, "{shard:?}");
+    }
+    let spread = sharded.shard_spread.clone().context("the shards' spread")?;
+    eprintln!("spread over the shards: {spread:?}");
+    assert!(
+        spread
+            .keys_max_over_min
+            .is_some_and(|r| (1.0..1.05).contains(&r)),
+        "{spread:?}"
+    );
+
+    // The cluster's fixed cost, against the standalone entry of the same build: per shard for
+    // the sharded run.
+    for (run, shards) in [(&sharded, Some(3)), (&one_node, None)] {
+        let cost = run
+            .cluster_fixed_cost
+            .clone()
+            .with_context(|| format!("{}: no cluster fixed cost", run.name))?;
+        eprintln!("{}: cluster fixed cost {cost:?}", run.name);
+        assert_eq!(cost.standalone_entry, "valkey-standalone");
+        assert_eq!(cost.shards, shards);
+        assert_eq!(
+            cost.standalone_used_memory,
+            standalone.repetitions[0].baseline_used_memory
+        );
+        assert!(cost.fixed_cost_bytes > 0, "{cost:?}");
+    }
+    assert!(standalone.cluster_fixed_cost.is_none());
 
     harness
         .pods_gone_within(Duration::from_secs(60))

@@ -17,8 +17,8 @@ use crate::client::workload::KeyCounts;
 use crate::error::BenchError;
 
 /// The most shards a benchmark joins: the compact result's per-shard figures are sized for
-/// this many (`client::result`).
-pub const MAX_SHARDS: usize = 16;
+/// this many (`client::result`); the CRD's rule on `engines[].shards` says the same.
+pub const MAX_SHARDS: usize = crate::formats::MAX_SHARDS as usize;
 
 /// How long the join waits for every shard to agree on the cluster.
 pub const JOIN_TIMEOUT: Duration = Duration::from_secs(30);

@@ -20,6 +20,7 @@
 
 mod capacity_prices;
 mod client_lifecycle;
+mod cluster_cost;
 pub mod conditions;
 pub mod engine_password;
 pub mod events;

@@ -1,8 +1,10 @@
 //! A client's result taken into the engine's status: identity, repetitions and summary, and
 //! which client errors are worth another client.
 
-use crate::client::result::{ClientResult, MAX_GROWTH_POINTS};
-use crate::crd::{EngineStatus, GrowthPoint, RepetitionStatus, SpreadStatus, SummaryStatus};
+use crate::client::result::{ClientResult, MAX_GROWTH_POINTS, ShardColumns};
+use crate::crd::{
+    EngineStatus, GrowthPoint, RepetitionStatus, ShardSpreadStatus, SpreadStatus, SummaryStatus,
+};
 use crate::stats::Spread;
 
 /// Client errors worth another client: the engine could not be reached or the connection
@@ -93,6 +95,9 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
             })
             .collect();
     }
+    if let Some(columns) = &result.shards {
+        absorb_shards(engine, columns);
+    }
     let items_per_command = result.items_per_command().unwrap_or(1.0);
     engine.summary = result.summary.as_ref().map(|s| SummaryStatus {
         items: s.items,
@@ -105,6 +110,28 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
             None => spread(&s.commands_per_sec, items_per_command),
         },
         unstable: s.unstable,
+    });
+}
+
+/// A sharded run's per-shard figures (each shard's medians) and their spread, beside the
+/// shards' pods and nodes the operator recorded.
+fn absorb_shards(engine: &mut EngineStatus, columns: &ShardColumns) {
+    let spread = columns.spread();
+    for (i, ((baseline, used), keys)) in columns
+        .baseline
+        .iter()
+        .zip(&columns.used)
+        .zip(&columns.keys)
+        .enumerate()
+    {
+        let status = engine.shard_mut(i as u32);
+        status.baseline_used_memory = Some(*baseline);
+        status.used_memory = Some(*used);
+        status.keys = Some(*keys);
+    }
+    engine.shard_spread = Some(ShardSpreadStatus {
+        keys_max_over_min: spread.keys_max_over_min,
+        data_max_over_min: spread.data_max_over_min,
     });
 }
 

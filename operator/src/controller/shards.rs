@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use crate::crd::{MemoryBenchmarkStatus, ShardStatus};
+use crate::crd::MemoryBenchmarkStatus;
 
 use super::conditions::reason;
 use super::observation::pods_of;
@@ -172,25 +172,14 @@ impl Step<'_, '_> {
         if self.shard_count(index) < 2 {
             return;
         }
-        let recorded = &mut status.engines[index].shards;
+        let engine = &mut status.engines[index];
         for pod in engines {
-            let shard = shard_index(pod) as u32;
-            let entry = match recorded.iter_mut().find(|s| s.shard == shard) {
-                Some(entry) => entry,
-                None => {
-                    recorded.push(ShardStatus {
-                        shard,
-                        ..Default::default()
-                    });
-                    recorded.last_mut().expect("just pushed")
-                }
-            };
-            entry.pod = pod.name_any();
+            let shard = engine.shard_mut(shard_index(pod) as u32);
+            shard.pod = pod.name_any();
             if let Some(node) = pods::node_name(pod) {
-                entry.node_name = Some(node);
+                shard.node_name = Some(node);
             }
         }
-        recorded.sort_by_key(|s| s.shard);
     }
 
     /// Every engine pod's address, in shard order, once each has one.

@@ -5,6 +5,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
+use crate::client::measured::ShardReading;
 use crate::controller::conditions::{PROGRESSING, reason, state};
 use crate::controller::network_policy::{NetworkPolicySettings, network_policy};
 use crate::controller::pods::{LABEL_SHARD, shard_index};
@@ -266,6 +267,96 @@ fn a_shard_that_crashes_mid_load_fails_the_run_naming_it_keeping_the_measured_re
         ],
         "no pod is left behind"
     );
+}
+
+#[test]
+fn a_finished_sharded_run_shows_each_shards_used_memory_and_how_even_the_spread_was() {
+    let mut b = sharded();
+    let pods = shard_pods(&mut b);
+    let ready = all_ready(&pods);
+    let plan = reconcile(&mut b, &ready, 3, None);
+    let client = created(plan.create[0].clone(), 3);
+    // Shard 2 holds a little more than the others: 7,000 keys against 6,500.
+    let repetitions = (1..=3)
+        .map(|i| {
+            let mut r = repetition(i, 60.0);
+            r.shards = [
+                (6_500u64, 1_000_000u64),
+                (6_500, 1_000_000),
+                (7_000, 1_100_000),
+            ]
+            .iter()
+            .enumerate()
+            .map(|(s, (keys, grew))| ShardReading {
+                shard: s as u32,
+                address: format!("127.1.0.{}:6379", 10 + s),
+                baseline_used_memory: 1_500_000,
+                used_memory: 1_500_000 + grew,
+                keys: *keys,
+            })
+            .collect();
+            r
+        })
+        .collect();
+    let client = terminated(
+        client,
+        "r8g-0",
+        0,
+        "Completed",
+        &message_of("valkey", "9.1.2", repetitions, None),
+        20,
+    );
+    let mut seen = ready.clone();
+    seen.push(client);
+    reconcile(&mut b, &seen, 21, None);
+    let engine = &b.status.as_ref().unwrap().engines[0];
+    assert_eq!(engine.state, state::SUCCEEDED, "{engine:#?}");
+    let figures: Vec<(u32, &str, Option<u64>, Option<u64>, Option<u64>)> = engine
+        .shards
+        .iter()
+        .map(|s| {
+            (
+                s.shard,
+                s.pod.as_str(),
+                s.baseline_used_memory,
+                s.used_memory,
+                s.keys,
+            )
+        })
+        .collect();
+    assert_eq!(
+        figures,
+        [
+            (
+                0,
+                "zset-0-engine",
+                Some(1_500_000),
+                Some(2_500_000),
+                Some(6_500)
+            ),
+            (
+                1,
+                "zset-0-engine-1",
+                Some(1_500_000),
+                Some(2_500_000),
+                Some(6_500)
+            ),
+            (
+                2,
+                "zset-0-engine-2",
+                Some(1_500_000),
+                Some(2_600_000),
+                Some(7_000)
+            ),
+        ]
+    );
+    let spread = engine.shard_spread.clone().expect("the spread");
+    let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-9);
+    assert!(
+        close(spread.keys_max_over_min, 7_000.0 / 6_500.0),
+        "{spread:?}"
+    );
+    assert!(close(spread.data_max_over_min, 1.1), "{spread:?}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! What the status says about the whole benchmark, derived from the engines' states: phase,
-//! progress, the best engine, each engine's change against the first, the capacity plan
+//! progress, the best engine, each engine's change against the first and its cluster's fixed
+//! cost ([`super::cluster_cost`]), the capacity plan
 //! (`crate::capacity::status`) and the conditions.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -39,6 +40,7 @@ pub(super) fn summarize(
         let median = engine.summary.as_ref().map(|s| s.bytes_per_item.median);
         engine.change_vs_first_percent = crate::report::table::change_percent(median, first);
     }
+    super::cluster_cost::cluster_fixed_costs(status, spec);
     let several_types = spec.instance_types().len() > 1;
     let best = status
         .engines

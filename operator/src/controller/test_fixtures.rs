@@ -241,6 +241,16 @@ pub(super) fn result_message(
     error: Option<&str>,
 ) -> String {
     let repetitions: Vec<RepetitionResult> = (1..=done).map(|i| repetition(i, bytes)).collect();
+    message_of(engine, version, repetitions, error)
+}
+
+/// The result of a client that measured `repetitions`, with `error` when it ended early.
+pub(super) fn message_of(
+    engine: &str,
+    version: &str,
+    repetitions: Vec<RepetitionResult>,
+    error: Option<&str>,
+) -> String {
     let report = BenchmarkReport {
         name: format!("{engine}-{version}"),
         engine: EngineInfo {

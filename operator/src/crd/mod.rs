@@ -39,8 +39,9 @@ pub use spec::{
     Arch, CleanupPolicy, ImagePullSecret, MemoryBenchmark, MemoryBenchmarkSpec, PublishedTableName,
 };
 pub use status::{
-    CapacityStatus, EngineCapacityStatus, EngineStatus, GrowthPoint, MemoryBenchmarkStatus, Phase,
-    Progress, RepetitionStatus, ShardStatus, SpreadStatus, SummaryStatus,
+    CapacityStatus, ClusterFixedCostStatus, EngineCapacityStatus, EngineStatus, GrowthPoint,
+    MemoryBenchmarkStatus, Phase, Progress, RepetitionStatus, ShardSpreadStatus, ShardStatus,
+    SpreadStatus, SummaryStatus,
 };
 pub use workload_spec::{
     ProfileConfigMapRef, ProfileWorkloadSpec, RandomStringsWorkload, RecordLayout, RecordsWorkload,

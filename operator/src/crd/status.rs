@@ -225,10 +225,72 @@ pub struct EngineStatus {
     #[schemars(length(max = 64))]
     pub growth: Vec<GrowthPoint>,
     /// A sharded run's shards (`engines[].shards`), in shard order: each shard's pod and the
-    /// node it ran on (each its own).
+    /// node it ran on (each its own), and once measured its median used_memory and keys.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16))]
     pub shards: Vec<ShardStatus>,
+    /// How evenly a sharded run's data spread over its shards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_spread: Option<ShardSpreadStatus>,
+    /// What cluster mode costs before any data, for a cluster-mode run (`clusterMode` or
+    /// `shards`) whose spec also has a standalone entry of the same build (engine, image,
+    /// `config` and `args`) on the same instance type: the empty cluster-mode node's
+    /// used_memory (its first baseline; for shards, the mean of the shards') against that
+    /// entry's first baseline. Absent without such an entry: add one to see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_fixed_cost: Option<ClusterFixedCostStatus>,
+}
+
+/// The cluster's fixed cost, per node, against a standalone run of the same build.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterFixedCostStatus {
+    /// The standalone entry it is measured against (its name in `engines`).
+    pub standalone_entry: String,
+    /// That entry's empty node's used_memory (its first baseline).
+    pub standalone_used_memory: u64,
+    /// The empty cluster-mode node's used_memory (per shard for a sharded run).
+    pub cluster_used_memory: u64,
+    /// `clusterUsedMemory - standaloneUsedMemory`, in bytes (per shard for a sharded run,
+    /// each of which pays it).
+    pub fixed_cost_bytes: i64,
+    /// A sharded run's shards, whose figures above are per node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<u32>,
+}
+
+impl EngineStatus {
+    /// Shard `shard`'s entry in [`EngineStatus::shards`], added in shard order if missing.
+    pub fn shard_mut(&mut self, shard: u32) -> &mut ShardStatus {
+        let at = match self.shards.binary_search_by_key(&shard, |s| s.shard) {
+            Ok(at) => at,
+            Err(at) => {
+                self.shards.insert(
+                    at,
+                    ShardStatus {
+                        shard,
+                        ..Default::default()
+                    },
+                );
+                at
+            }
+        };
+        &mut self.shards[at]
+    }
+}
+
+/// How evenly a sharded run's data spread: the largest shard against the smallest (1 is an
+/// even spread).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardSpreadStatus {
+    /// The most keys a shard holds over the fewest; absent when a shard holds none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys_max_over_min: Option<f64>,
+    /// The most a shard's used_memory grew by in the load over the least; absent when a
+    /// shard's did not grow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_max_over_min: Option<f64>,
 }
 
 /// One shard of a sharded run.
@@ -242,6 +304,15 @@ pub struct ShardStatus {
     /// The node that pod ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
+    /// The shard's median used_memory before the load, over the repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_used_memory: Option<u64>,
+    /// The shard's median used_memory after the load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_memory: Option<u64>,
+    /// The shard's median key count after the load (DBSIZE).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<u64>,
 }
 
 /// One point of a growth curve.
