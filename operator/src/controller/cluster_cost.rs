@@ -89,27 +89,26 @@ mod tests {
             ..Default::default()
         };
         cluster_fixed_costs(&mut status, &spec);
-        let costs: Vec<Option<(String, u64, u64, i64, Option<u32>)>> = status
+        let costs: Vec<Option<ClusterFixedCostStatus>> = status
             .engines
             .iter()
-            .map(|e| {
-                e.cluster_fixed_cost.as_ref().map(|c| {
-                    (
-                        c.standalone_entry.clone(),
-                        c.standalone_used_memory,
-                        c.cluster_used_memory,
-                        c.fixed_cost_bytes,
-                        c.shards,
-                    )
-                })
-            })
+            .map(|e| e.cluster_fixed_cost.clone())
             .collect();
+        let against_alone = |cluster: u64, fixed: i64, shards: Option<u32>| {
+            Some(ClusterFixedCostStatus {
+                standalone_entry: "alone".into(),
+                standalone_used_memory: 900_000,
+                cluster_used_memory: cluster,
+                fixed_cost_bytes: fixed,
+                shards,
+            })
+        };
         assert_eq!(
             costs,
             [
                 None,
-                Some(("alone".into(), 900_000, 2_100_000, 1_200_000, None)),
-                Some(("alone".into(), 900_000, 1_500_000, 600_000, Some(3))),
+                against_alone(2_100_000, 1_200_000, None),
+                against_alone(1_500_000, 600_000, Some(3)),
                 // Another config is another build's figure: no twin.
                 None,
                 // No standalone Redis in the spec.

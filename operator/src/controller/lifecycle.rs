@@ -253,7 +253,7 @@ impl Step<'_, '_> {
             // It was ready before (the status says so even when the pod's timestamps cannot):
             // a readiness blip, never a startup timeout.
             PodState::Starting { .. } => {
-                let since = pods::condition_since(&pod, "Ready", "False");
+                let since = pods::condition_since(pod, "Ready", "False");
                 self.engine_unready(status, index, since, addresses.as_deref(), load);
             }
             PodState::Unready { since } => {

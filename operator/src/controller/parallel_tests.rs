@@ -32,14 +32,7 @@ fn parallelism_creates_that_many_engine_pods_at_once_and_no_more() {
     // Both keep a node to themselves: the anti-affinity that holds across benchmarks holds
     // between them too.
     for pod in &plan.create {
-        let anti = pod.spec.as_ref().unwrap().affinity.as_ref().unwrap();
-        let terms = anti
-            .pod_anti_affinity
-            .as_ref()
-            .unwrap()
-            .required_during_scheduling_ignored_during_execution
-            .as_ref()
-            .unwrap();
+        let terms = required_anti_affinity(pod);
         assert!(
             terms
                 .iter()

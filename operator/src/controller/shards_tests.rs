@@ -10,7 +10,7 @@ use crate::controller::conditions::{PROGRESSING, reason, state};
 use crate::controller::network_policy::{NetworkPolicySettings, network_policy};
 use crate::controller::pods::{LABEL_SHARD, shard_index};
 use crate::controller::test_fixtures::*;
-use crate::crd::MemoryBenchmark;
+use crate::crd::{MemoryBenchmark, ShardStatus};
 use crate::validation::spec_file::parse_specs;
 
 /// A 3-shard Valkey benchmark of 20,000 strings, its first status written at time 0.
@@ -87,14 +87,7 @@ fn a_sharded_run_creates_one_cluster_mode_engine_pod_per_shard_each_alone_on_a_n
                     == Some("status.podIP")),
             "{env:?}"
         );
-        let anti = pod.spec.as_ref().unwrap().affinity.as_ref().unwrap();
-        let terms = anti
-            .pod_anti_affinity
-            .as_ref()
-            .unwrap()
-            .required_during_scheduling_ignored_during_execution
-            .as_ref()
-            .unwrap();
+        let terms = required_anti_affinity(pod);
         // Against every membench engine (its own shards among them), one per node.
         assert!(
             terms.iter().any(|t| {
@@ -311,43 +304,20 @@ fn a_finished_sharded_run_shows_each_shards_used_memory_and_how_even_the_spread_
     reconcile(&mut b, &seen, 21, None);
     let engine = &b.status.as_ref().unwrap().engines[0];
     assert_eq!(engine.state, state::SUCCEEDED, "{engine:#?}");
-    let figures: Vec<(u32, &str, Option<u64>, Option<u64>, Option<u64>)> = engine
-        .shards
-        .iter()
-        .map(|s| {
-            (
-                s.shard,
-                s.pod.as_str(),
-                s.baseline_used_memory,
-                s.used_memory,
-                s.keys,
-            )
-        })
-        .collect();
+    let figures = |shard: u32, pod: &str, used: u64, keys: u64| ShardStatus {
+        shard,
+        pod: pod.into(),
+        node_name: Some(format!("r8g-{shard}")),
+        baseline_used_memory: Some(1_500_000),
+        used_memory: Some(used),
+        keys: Some(keys),
+    };
     assert_eq!(
-        figures,
+        engine.shards,
         [
-            (
-                0,
-                "zset-0-engine",
-                Some(1_500_000),
-                Some(2_500_000),
-                Some(6_500)
-            ),
-            (
-                1,
-                "zset-0-engine-1",
-                Some(1_500_000),
-                Some(2_500_000),
-                Some(6_500)
-            ),
-            (
-                2,
-                "zset-0-engine-2",
-                Some(1_500_000),
-                Some(2_600_000),
-                Some(7_000)
-            ),
+            figures(0, "zset-0-engine", 2_500_000, 6_500),
+            figures(1, "zset-0-engine-1", 2_500_000, 6_500),
+            figures(2, "zset-0-engine-2", 2_600_000, 7_000),
         ]
     );
     let spread = engine.shard_spread.clone().expect("the spread");

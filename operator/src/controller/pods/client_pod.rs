@@ -2,8 +2,7 @@
 //! (every shard), its result in the termination message.
 
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, EnvVar, EnvVarSource, ObjectFieldSelector, Pod,
-    PodAffinity, PodAffinityTerm, PodSpec,
+    Affinity, Container, ContainerPort, EnvVar, Pod, PodAffinity, PodAffinityTerm, PodSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt;
@@ -12,7 +11,7 @@ use super::{
     ANNOTATION_CLIENT_OF, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_BENCHMARK,
     LABEL_CLIENT_ATTEMPT, LABEL_COMPONENT, LABEL_ENGINE_INDEX, LABEL_SHARD, PodSettings,
     RESULT_FINALIZER, TERMINATION_MESSAGE_PATH, client_of, client_pod_name, guaranteed,
-    image_pull_secrets, labels, metadata, node_selector, tolerations,
+    image_pull_secrets, labels, metadata, node_selector, pod_ip_env, tolerations,
 };
 use crate::client::progress_endpoint::PROGRESS_PORT;
 use crate::client::workload::Workload;
@@ -260,17 +259,7 @@ pub fn client_pod_of_shards(
 /// The client's environment: its pod address for the progress endpoint, and the engine's
 /// password from the spec's Secret or the generated one.
 fn client_env(benchmark: &MemoryBenchmark) -> Vec<EnvVar> {
-    let mut env = vec![EnvVar {
-        name: "MEMBENCH_POD_IP".into(),
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: "status.podIP".into(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }];
+    let mut env = vec![pod_ip_env()];
     env.push(crate::auth::client_env(&crate::auth::effective_auth(
         benchmark,
     )));

@@ -1,9 +1,8 @@
 //! The engine pod: pinned to a node of the instance type, alone on it, Guaranteed QoS.
 
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, EnvVar, EnvVarSource, NodeSelectorRequirement,
-    NodeSelectorTerm, ObjectFieldSelector, Pod, PodAffinityTerm, PodSpec, PreferredSchedulingTerm,
-    Probe, TCPSocketAction,
+    Affinity, Container, ContainerPort, EnvVar, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    PodAffinityTerm, PodSpec, PreferredSchedulingTerm, Probe, TCPSocketAction,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -11,8 +10,8 @@ use kube::ResourceExt;
 
 use super::{
     APP_NAME, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_COMPONENT, LABEL_NAME, LABEL_SHARD,
-    PodSettings, guaranteed, image_pull_secrets, labels, metadata, node_selector, shard_pod_name,
-    tolerations,
+    POD_IP_ENV, PodSettings, guaranteed, image_pull_secrets, labels, metadata, node_selector,
+    pod_ip_env, shard_pod_name, tolerations,
 };
 use crate::controller::pod_security::{
     ENGINE_DATA_DIR, engine_data_mount, engine_data_volume, engine_pod_security_context,
@@ -72,6 +71,7 @@ fn pod_engine_args(engine: &EngineSpec, memory_bytes: u64, sharded: bool) -> Vec
         // which on a host whose pods share one network (the dev cluster's) is not its address.
         args.extend([
             "--cluster-announce-ip".to_string(),
+            // The kubelet expands $(NAME) in arguments from the container's environment.
             format!("$({POD_IP_ENV})"),
         ]);
     }
@@ -258,10 +258,6 @@ fn build(
     }
 }
 
-/// The variable a shard's pod address is in, for `--cluster-announce-ip` (the kubelet expands
-/// `$(NAME)` in a container's arguments from its environment).
-const POD_IP_ENV: &str = "MEMBENCH_POD_IP";
-
 /// The engine container's environment: the password, and a shard's own pod address.
 fn engine_env(benchmark: &MemoryBenchmark, engine: &EngineSpec, sharded: bool) -> Vec<EnvVar> {
     let mut env = vec![crate::auth::engine_env(
@@ -269,17 +265,7 @@ fn engine_env(benchmark: &MemoryBenchmark, engine: &EngineSpec, sharded: bool) -
         &crate::auth::effective_auth(benchmark),
     )];
     if sharded {
-        env.push(EnvVar {
-            name: POD_IP_ENV.into(),
-            value_from: Some(EnvVarSource {
-                field_ref: Some(ObjectFieldSelector {
-                    field_path: "status.podIP".into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
+        env.push(pod_ip_env());
     }
     env
 }

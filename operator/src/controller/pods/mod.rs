@@ -5,7 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{LocalObjectReference, Pod, ResourceRequirements, Toleration};
+use k8s_openapi::api::core::v1::{
+    EnvVar, EnvVarSource, LocalObjectReference, ObjectFieldSelector, Pod, ResourceRequirements,
+    Toleration,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
@@ -117,6 +120,24 @@ impl Default for PodSettings {
 /// The membench image of this build's version.
 pub fn default_client_image() -> String {
     format!("ghcr.io/membench/membench:{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The variable that holds a pod's own address (the downward API's `status.podIP`): the
+/// client's progress endpoint listens on it, and a shard announces it to the others.
+pub const POD_IP_ENV: &str = "MEMBENCH_POD_IP";
+
+fn pod_ip_env() -> EnvVar {
+    EnvVar {
+        name: POD_IP_ENV.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: "status.podIP".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
 }
 
 /// `<benchmark>-<i>-engine`.
