@@ -460,8 +460,18 @@ impl Step<'_, '_> {
             .filter(|p| p.engine == index as u32 + 1)
             .map(|p| format!("; the last progress reading: {}", p.summary))
             .unwrap_or_default();
+        // A sharded run's client runs on shard 0's node: another shard's node going loses
+        // nothing the client measured, and the client is stopped to keep it.
+        let client_lost = lost
+            .iter()
+            .any(|p| pods::component(p) == Some(Component::Client));
+        let measured = if client_lost {
+            ", so what the client measured there is lost"
+        } else {
+            ""
+        };
         let message = format!(
-            "node {node} stopped reporting: {} deleted{cause} and the node had not confirmed it stopped {} s after the grace period ended, so what the client measured there is lost{progress}",
+            "node {node} stopped reporting: {} deleted{cause} and the node had not confirmed it stopped {} s after the grace period ended{measured}{progress}",
             match names.as_slice() {
                 [one] => format!("{one} was"),
                 many => format!("{} were", many.join(" and ")),

@@ -10,8 +10,9 @@ use crate::controller::conditions::{PROGRESSING, reason, state};
 use crate::controller::network_policy::{NetworkPolicySettings, network_policy};
 use crate::controller::pods::{LABEL_SHARD, shard_index};
 use crate::controller::test_fixtures::*;
-use crate::crd::{MemoryBenchmark, ShardStatus};
+use crate::crd::{EngineKind, MemoryBenchmark, ShardStatus};
 use crate::validation::spec_file::parse_specs;
+use crate::validation::{estimated_engine_memory, estimated_shard_memory, mebibytes};
 
 /// A 3-shard Valkey benchmark of 20,000 strings, its first status written at time 0.
 fn sharded() -> MemoryBenchmark {
@@ -65,8 +66,23 @@ fn a_sharded_run_creates_one_cluster_mode_engine_pod_per_shard_each_alone_on_a_n
         names,
         ["zset-0-engine", "zset-0-engine-1", "zset-0-engine-2"]
     );
+    // Each shard's pod is sized for its share of the data, beside the engine's fixed part.
+    let workload = crate::client::workload::Workload::Strings {
+        keys: 20_000,
+        value_size: 100,
+    };
+    let per_shard = estimated_shard_memory(&workload, EngineKind::Valkey, 3);
+    assert!(per_shard < estimated_engine_memory(&workload, EngineKind::Valkey));
     for (s, pod) in pods.iter().enumerate() {
         assert_eq!(pod.labels().get(LABEL_SHARD), Some(&s.to_string()));
+        let limits = pod.spec.as_ref().unwrap().containers[0]
+            .resources
+            .as_ref()
+            .unwrap()
+            .limits
+            .clone()
+            .unwrap();
+        assert_eq!(limits["memory"].0, mebibytes(per_shard));
         let args = args(pod).join(" ");
         assert!(args.contains("--cluster-enabled yes"), "{args}");
         // Each shard announces its pod address to the others.
@@ -327,6 +343,68 @@ fn a_finished_sharded_run_shows_each_shards_used_memory_and_how_even_the_spread_
         "{spread:?}"
     );
     assert!(close(spread.data_max_over_min, 1.1), "{spread:?}");
+}
+
+#[test]
+fn a_shard_whose_node_stops_reporting_fails_the_run_as_node_lost_naming_the_shard() {
+    let mut b = sharded();
+    let pods = shard_pods(&mut b);
+    let ready = all_ready(&pods);
+    let plan = reconcile(&mut b, &ready, 3, None);
+    let client = ready_client(created(plan.create[0].clone(), 3));
+    let mut seen = ready.clone();
+    seen.push(client);
+    reconcile(&mut b, &seen, 4, None);
+    // Shard 2's pod was deleted (its node went), and no kubelet confirms it stopped.
+    seen[2].metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(30)));
+    // The client, on shard 0's node, still runs: it is stopped to keep what it measured.
+    let plan = reconcile(&mut b, &seen, 46, None);
+    let engine = &b.status.as_ref().unwrap().engines[0];
+    assert_eq!(engine.reason.as_deref(), Some(reason::STOPPING_CLIENT));
+    assert!(
+        plan.delete.contains(&"zset-0-client".to_string()),
+        "{plan:?}"
+    );
+    assert_eq!(plan.force_delete, ["zset-0-engine-2"]);
+    seen[3] = terminated(
+        seen[3].clone(),
+        "r8g-0",
+        1,
+        "Error",
+        &result_message("valkey", "9.1.2", 60.0, 1, Some("Stopped")),
+        47,
+    );
+    let plan = reconcile(&mut b, &seen, 48, None);
+    let engine = &b.status.as_ref().unwrap().engines[0];
+    assert_eq!(
+        engine.reason.as_deref(),
+        Some(reason::NODE_LOST),
+        "{engine:#?}"
+    );
+    let message = engine.message.clone().unwrap_or_default();
+    assert!(
+        message.starts_with("shard 2 (pod zset-0-engine-2): node r8g-2 stopped reporting: zset-0-engine-2 was deleted and the node had not confirmed it stopped 15 s after the grace period ended;"),
+        "{message}"
+    );
+    assert!(!message.contains("is lost"), "{message}");
+    assert_eq!(
+        engine.repetitions.len(),
+        1,
+        "what the client measured is kept"
+    );
+    let mut deleted = plan.delete.clone();
+    deleted.sort();
+    assert_eq!(
+        deleted,
+        ["zset-0-client", "zset-0-engine", "zset-0-engine-1"],
+        "the other shards and the client go too"
+    );
+}
+
+/// The client pod running on shard 0's node.
+fn ready_client(client: Pod) -> Pod {
+    ready(client, "r8g-0", "127.1.0.20")
 }
 
 #[test]

@@ -162,8 +162,8 @@ pub struct EngineSpec {
     pub without_ttl: bool,
 
     /// Memory for the engine pod (request and limit, for Guaranteed QoS), as a Kubernetes
-    /// quantity such as `16Gi`, at least `16Mi`. Defaults to an estimate from the workload's
-    /// size.
+    /// quantity such as `16Gi`, at least `16Mi`; with `shards`, for each shard's pod. Defaults
+    /// to an estimate from the workload's size (with `shards`, from each shard's share).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 32))]
     #[x_kube(validation = Rule::new(format!("self.matches('{MEMORY_QUANTITY}')")).message(message::MEMORY_QUANTITY))]

@@ -57,7 +57,12 @@ pub fn validate(benchmark: &MemoryBenchmark) -> Result<ValidSpec, String> {
                     dragonfly_memory::minimum_limit(dragonfly_memory::threads(engine)),
                 )
             }
-            None => estimated_engine_memory(&workload, engine.engine),
+            // Each shard holds its share of the data (the slots split evenly), beside the
+            // fixed part every engine needs.
+            None => match engine.shards {
+                Some(shards) => estimated_shard_memory(&workload, engine.engine, shards),
+                None => estimated_engine_memory(&workload, engine.engine),
+            },
         })
         .collect();
     Ok(ValidSpec {
@@ -430,6 +435,24 @@ pub fn mebibytes(bytes: u64) -> String {
     format!("{}Mi", bytes.div_ceil(MIB))
 }
 
+/// The pod memory of one of `shards` shards: [`estimated_engine_memory`]'s fixed part, and
+/// its share of the data, rounded up to a mebibyte.
+pub fn estimated_shard_memory(workload: &Workload, engine: EngineKind, shards: u32) -> u64 {
+    let whole = estimated_engine_memory(workload, engine);
+    let base = engine_memory_base(engine);
+    let share = whole
+        .saturating_sub(base)
+        .div_ceil(u64::from(shards.max(1)));
+    (base + share).div_ceil(MIB) * MIB
+}
+
+fn engine_memory_base(engine: EngineKind) -> u64 {
+    match engine {
+        EngineKind::Dragonfly => 1024 * MIB,
+        _ => 256 * MIB,
+    }
+}
+
 /// Memory for an engine pod when the spec names none: a generous guess of the data's size
 /// (about 1.5 times what the published runs measured per item, since RSS exceeds used_memory
 /// and hash tables double while they grow) plus room for the server itself. Dragonfly refuses
@@ -458,11 +481,7 @@ pub fn estimated_engine_memory(workload: &Workload, engine: EngineKind) -> u64 {
         } => records.saturating_mul(fields.len() as u64 * 120),
         Workload::Profile(profile) => profile.estimated_bytes(),
     };
-    let base = match engine {
-        EngineKind::Dragonfly => 1024 * MIB,
-        _ => 256 * MIB,
-    };
-    let bytes = base.saturating_add(data.saturating_mul(3) / 2);
+    let bytes = engine_memory_base(engine).saturating_add(data.saturating_mul(3) / 2);
     bytes.div_ceil(MIB) * MIB
 }
 
