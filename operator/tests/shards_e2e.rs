@@ -176,3 +176,48 @@ async fn a_shard_killed_mid_load_fails_the_run_naming_it_and_keeps_the_repetitio
     harness.finish().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_of_two_nodes_keeps_a_three_shard_run_waiting_saying_it_needs_three()
+-> anyhow::Result<()> {
+    // The dev cluster's r7i.4xlarge pool has 2 nodes.
+    let harness = Harness::start("shards-few", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\", shards: 3}\n  workload: {strings: {keys: 1000}}\n  repetitions: 1\n";
+    harness.create(&spec("few", body)).await?;
+    let waiting = harness
+        .wait_for(
+            "few",
+            Duration::from_secs(90),
+            "waiting for a third node",
+            |b| {
+                b.status.as_ref().is_some_and(|s| {
+                    s.conditions
+                        .iter()
+                        .any(|c| c.type_ == "Progressing" && c.reason == "ShardsAboveNodes")
+                })
+            },
+        )
+        .await?;
+    let progressing = condition(&waiting, "Progressing").context("no Progressing condition")?;
+    eprintln!("Progressing: {}", progressing.message);
+    assert!(
+        progressing
+            .message
+            .contains("the run needs 3 nodes of instance type r7i.4xlarge at once")
+            && progressing.message.contains("the pool has 2 nodes"),
+        "{progressing:?}"
+    );
+    let run = engine(&waiting, 0);
+    assert_eq!(run.state, "Pending", "{run:#?}");
+    assert_eq!(run.client_attempts, 0, "no client before every shard runs");
+    harness
+        .benchmarks()
+        .delete("few", &Default::default())
+        .await?;
+    harness
+        .pods_gone_within(Duration::from_secs(60))
+        .await
+        .context("the shards go with the benchmark")?;
+    harness.finish().await;
+    Ok(())
+}
