@@ -7,8 +7,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use membench::client::engine::{ControlConnection, EngineAddress};
@@ -38,18 +37,11 @@ fn addresses(nodes: &[LocalEngine]) -> Vec<EngineAddress> {
 }
 
 fn write_spec(name: &str, spec: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "membench-shards-{}-{name}.yaml",
-        std::process::id()
-    ));
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: {name}}}\nspec:\n{spec}"
-        ),
+    common::write_spec(
+        &std::env::temp_dir(),
+        &format!("membench-shards-{}-{name}", std::process::id()),
+        spec,
     )
-    .unwrap();
-    path
 }
 
 #[test]
@@ -230,23 +222,6 @@ fn a_slot_moved_under_the_load_fails_it_naming_the_slot_and_the_shard() {
     }
 }
 
-fn start_load(addresses: &[EngineAddress], keys: u64, repetitions: u32, result: &Path) -> Child {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_membench"));
-    command.arg("load");
-    for address in addresses {
-        command.args(["--addr", &address.socket_addr()]);
-    }
-    command
-        .args(["--workload", "strings", "--keys", &keys.to_string()])
-        .args(["--repetitions", &repetitions.to_string()])
-        .args(["--output", "json", "--result-file"])
-        .arg(result)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("membench runs")
-}
-
 #[test]
 fn a_shard_killed_mid_run_fails_the_repetition_naming_it_and_keeps_the_finished_ones() {
     let nodes = start_nodes(3);
@@ -254,7 +229,12 @@ fn a_shard_killed_mid_run_fails_the_repetition_naming_it_and_keeps_the_finished_
     let dir = std::env::temp_dir().join(format!("membench-shards-killed-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let result = dir.join("termination-log");
-    let mut client = start_load(&addresses, 100_000, 40, &result);
+    let mut client = common::start_load(
+        &addresses,
+        &["--workload", "strings", "--keys", "100000"],
+        40,
+        &result,
+    );
     common::wait_for_repetitions(&addresses[0], &mut client, 2);
     common::send_signal(nodes[1].pid(), libc::SIGKILL).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -116,6 +116,7 @@ pub struct LoadOptions {
     /// A TTL to give the items it picks, set with their writes (`workload.*.ttlSeconds`).
     pub ttl: Option<Ttl>,
     /// Make the engine, a cluster-mode node, own all 16,384 slots before the first baseline.
+    /// Several shards are joined whether it is set or not.
     pub own_all_slots: bool,
 }
 
