@@ -351,3 +351,60 @@ fn bad_shard_inputs_are_refused_before_anything_starts() {
         common::stderr(&output)
     );
 }
+
+#[test]
+fn the_table_and_the_html_page_show_each_shard() {
+    let build = cluster_node_spec().build.unwrap();
+    let spec = write_spec(
+        "html",
+        &format!(
+            "  repetitions: 1\n  engines:\n    - {{engine: valkey, version: \"9.1\", build: {build}, shards: 2, name: two}}\n  workload: {{strings: {{keys: 3000}}}}\n"
+        ),
+    );
+    let html = common::membench(&["run", spec.to_str().unwrap(), "--output", "html"]);
+    let _ = std::fs::remove_file(&spec);
+    assert!(html.status.success(), "{}", common::stderr(&html));
+    let page = common::stdout(&html);
+    assert!(
+        page.contains("two: each shard&#39;s median over the repetitions (2 shards, keys "),
+        "{page}"
+    );
+    assert!(page.contains("<th>Share of keys</th>"), "{page}");
+
+    let nodes = start_nodes(2);
+    let mut args = vec![
+        "load",
+        "--workload",
+        "strings",
+        "--keys",
+        "3000",
+        "--repetitions",
+        "1",
+    ];
+    let flags: Vec<String> = nodes
+        .iter()
+        .flat_map(|n| ["--addr".to_string(), n.address.socket_addr()])
+        .collect();
+    args.extend(flags.iter().map(String::as_str));
+    let table = common::membench(&args);
+    assert!(table.status.success(), "{}", common::stderr(&table));
+    let text = common::stdout(&table);
+    for node in &nodes {
+        let row = text
+            .lines()
+            .find(|line| line.contains(&node.address.socket_addr()))
+            .unwrap_or_else(|| panic!("no row of the shard at {}: {text}", node.address));
+        assert!(row.contains('%'), "{row}");
+    }
+    assert!(text.contains("2 shards, keys "), "{text}");
+    // membench load flushes what it wrote from every shard.
+    for node in &nodes {
+        let mut connection = common::connect(&node.address);
+        let keys: u64 = redis::cmd("DBSIZE").query(&mut connection).unwrap();
+        assert_eq!(
+            keys, 0,
+            "the shard at {} keeps the benchmark's keys",
+            node.address
+        );
+    }
+}
