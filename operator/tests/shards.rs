@@ -1,7 +1,8 @@
 //! `engines[].shards` and `membench load --addr ... --addr ...` against real Valkey 9.1 cluster
 //! nodes from the engine store: the client's slots are the engine's own, three local shards
 //! measure the bytes per key one cluster-mode node measures with the keys spread over all
-//! three, a slot moved under the load fails it naming the slot and the shard, a shard killed
+//! three, a slot moved under the load fails it naming the slot and the shard, shards that
+//! cannot reach each other fail the bounded join naming the shard, a shard killed
 //! mid-run fails that repetition naming the shard and keeps the ones before, and the bad
 //! inputs are refused before anything starts.
 
@@ -407,4 +408,35 @@ fn the_table_and_the_html_page_show_each_shard() {
             node.address
         );
     }
+}
+
+#[test]
+fn shards_that_cannot_reach_each_others_bus_fail_the_join_naming_the_shard() {
+    // Shard 1 listens for the cluster bus elsewhere than its port + 10000, where shard 0 looks.
+    let bus = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let bus_port = bus.local_addr().unwrap().port().to_string();
+    drop(bus);
+    let mut elsewhere = cluster_node_spec();
+    elsewhere.args = vec!["--cluster-port".into(), bus_port];
+    let nodes = [
+        common::start_spec(&cluster_node_spec()),
+        common::start_spec(&elsewhere),
+    ];
+    let addresses: Vec<EngineAddress> = nodes.iter().map(|n| n.address.clone()).collect();
+    let mut shards = ShardSet::open(&addresses, Duration::from_secs(5)).unwrap();
+    let started = Instant::now();
+    let err = shards.join(Duration::from_secs(3)).unwrap_err().to_string();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the wait is bounded"
+    );
+    // Shard 0, first in order, sees shard 1 only in its handshake and half the slots.
+    assert!(
+        err.contains(&format!(
+            "shard 0 ({}) did not join the 2-shard cluster within 3 s",
+            addresses[0]
+        )) && err.contains("cluster_slots_assigned:8192")
+            && err.contains("cluster bus port"),
+        "{err}"
+    );
 }
