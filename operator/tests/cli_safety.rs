@@ -30,20 +30,6 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// A MemoryBenchmark named `name` with `spec` (YAML lines indented by two, not necessarily
-/// valid), written to `dir`.
-fn write_spec(dir: &std::path::Path, name: &str, spec: &str) -> PathBuf {
-    let path = dir.join(format!("{name}.yaml"));
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: {name}}}\nspec:\n{spec}"
-        ),
-    )
-    .unwrap();
-    path
-}
-
 fn query<T: redis::FromRedisValue>(connection: &mut redis::Connection, args: &[&str]) -> T {
     let mut cmd = redis::cmd(args[0]);
     for arg in &args[1..] {
@@ -174,7 +160,7 @@ fn a_count_of_zero_is_refused_by_every_flag_and_spec_in_the_same_words() {
         assert!(!stdout(&output).contains("NaN"));
     }
     let dir = scratch("zero");
-    let spec = write_spec(
+    let spec = common::write_spec(
         &dir,
         "zero",
         "  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {strings: {keys: 0}}\n",
@@ -251,7 +237,7 @@ fn an_unreachable_server_prints_the_error_and_no_empty_table_row() {
 #[test]
 fn a_yaml_error_names_the_file_and_says_error_once() {
     let dir = scratch("yaml");
-    let spec = write_spec(
+    let spec = common::write_spec(
         &dir,
         "t",
         "  engines: [{engine: redis, version: \"7.0\"}\n  workload: {strings: {keys: 10}}\n",
@@ -285,7 +271,7 @@ fn an_unknown_engine_lists_each_engine_of_the_spec_once() {
 #[test]
 fn an_instance_type_is_optional_for_a_local_run() {
     let dir = scratch("instance-type");
-    let spec = write_spec(
+    let spec = common::write_spec(
         &dir,
         "local",
         "  engines: [{engine: redis, version: \"7.0\"}]\n  workload: {strings: {keys: 1000}}\n  repetitions: 1\n",

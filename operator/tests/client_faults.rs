@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use membench::client::engine::EngineAddress;
@@ -20,17 +20,20 @@ const CLIENT_POD_GRACE: Duration = Duration::from_secs(5);
 
 /// `membench load` of a sorted set, as a client pod runs it, writing its result to `result`.
 fn start_load(address: &EngineAddress, members: u64, repetitions: u32, result: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_membench"))
-        .args(["load", "--addr", &address.socket_addr()])
-        .args(["--workload", "sorted-set", "--sample-every", "0"])
-        .args(["--members", &members.to_string()])
-        .args(["--repetitions", &repetitions.to_string()])
-        .args(["--output", "json", "--result-file"])
-        .arg(result)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("membench runs")
+    let members = members.to_string();
+    common::start_load(
+        std::slice::from_ref(address),
+        &[
+            "--workload",
+            "sorted-set",
+            "--sample-every",
+            "0",
+            "--members",
+            &members,
+        ],
+        repetitions,
+        result,
+    )
 }
 
 fn signal(pid: u32, signal: libc::c_int) {

@@ -1,14 +1,14 @@
 //! `engines[].shards` and `membench load --addr ... --addr ...` against real Valkey 9.1 cluster
 //! nodes from the engine store: the client's slots are the engine's own, three local shards
 //! measure the bytes per key one cluster-mode node measures with the keys spread over all
-//! three, a slot moved under the load fails it naming the slot and the shard, a shard killed
+//! three, a slot moved under the load fails it naming the slot and the shard, shards that
+//! cannot reach each other fail the bounded join naming the shard, a shard killed
 //! mid-run fails that repetition naming the shard and keeps the ones before, and the bad
 //! inputs are refused before anything starts.
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use membench::client::engine::{ControlConnection, EngineAddress};
@@ -38,18 +38,11 @@ fn addresses(nodes: &[LocalEngine]) -> Vec<EngineAddress> {
 }
 
 fn write_spec(name: &str, spec: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "membench-shards-{}-{name}.yaml",
-        std::process::id()
-    ));
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: {name}}}\nspec:\n{spec}"
-        ),
+    common::write_spec(
+        &std::env::temp_dir(),
+        &format!("membench-shards-{}-{name}", std::process::id()),
+        spec,
     )
-    .unwrap();
-    path
 }
 
 #[test]
@@ -230,23 +223,6 @@ fn a_slot_moved_under_the_load_fails_it_naming_the_slot_and_the_shard() {
     }
 }
 
-fn start_load(addresses: &[EngineAddress], keys: u64, repetitions: u32, result: &Path) -> Child {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_membench"));
-    command.arg("load");
-    for address in addresses {
-        command.args(["--addr", &address.socket_addr()]);
-    }
-    command
-        .args(["--workload", "strings", "--keys", &keys.to_string()])
-        .args(["--repetitions", &repetitions.to_string()])
-        .args(["--output", "json", "--result-file"])
-        .arg(result)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("membench runs")
-}
-
 #[test]
 fn a_shard_killed_mid_run_fails_the_repetition_naming_it_and_keeps_the_finished_ones() {
     let nodes = start_nodes(3);
@@ -254,7 +230,12 @@ fn a_shard_killed_mid_run_fails_the_repetition_naming_it_and_keeps_the_finished_
     let dir = std::env::temp_dir().join(format!("membench-shards-killed-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let result = dir.join("termination-log");
-    let mut client = start_load(&addresses, 100_000, 40, &result);
+    let mut client = common::start_load(
+        &addresses,
+        &["--workload", "strings", "--keys", "100000"],
+        40,
+        &result,
+    );
     common::wait_for_repetitions(&addresses[0], &mut client, 2);
     common::send_signal(nodes[1].pid(), libc::SIGKILL).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -369,5 +350,93 @@ fn bad_shard_inputs_are_refused_before_anything_starts() {
         common::stderr(&output).contains("17 addresses given"),
         "{}",
         common::stderr(&output)
+    );
+}
+
+#[test]
+fn the_table_and_the_html_page_show_each_shard() {
+    let build = cluster_node_spec().build.unwrap();
+    let spec = write_spec(
+        "html",
+        &format!(
+            "  repetitions: 1\n  engines:\n    - {{engine: valkey, version: \"9.1\", build: {build}, shards: 2, name: two}}\n  workload: {{strings: {{keys: 3000}}}}\n"
+        ),
+    );
+    let html = common::membench(&["run", spec.to_str().unwrap(), "--output", "html"]);
+    let _ = std::fs::remove_file(&spec);
+    assert!(html.status.success(), "{}", common::stderr(&html));
+    let page = common::stdout(&html);
+    assert!(
+        page.contains("two: each shard&#39;s median over the repetitions (2 shards, keys "),
+        "{page}"
+    );
+    assert!(page.contains("<th>Share of keys</th>"), "{page}");
+
+    let nodes = start_nodes(2);
+    let mut args = vec![
+        "load",
+        "--workload",
+        "strings",
+        "--keys",
+        "3000",
+        "--repetitions",
+        "1",
+    ];
+    let flags: Vec<String> = nodes
+        .iter()
+        .flat_map(|n| ["--addr".to_string(), n.address.socket_addr()])
+        .collect();
+    args.extend(flags.iter().map(String::as_str));
+    let table = common::membench(&args);
+    assert!(table.status.success(), "{}", common::stderr(&table));
+    let text = common::stdout(&table);
+    for node in &nodes {
+        let row = text
+            .lines()
+            .find(|line| line.contains(&node.address.socket_addr()))
+            .unwrap_or_else(|| panic!("no row of the shard at {}: {text}", node.address));
+        assert!(row.contains('%'), "{row}");
+    }
+    assert!(text.contains("2 shards, keys "), "{text}");
+    // membench load flushes what it wrote from every shard.
+    for node in &nodes {
+        let mut connection = common::connect(&node.address);
+        let keys: u64 = redis::cmd("DBSIZE").query(&mut connection).unwrap();
+        assert_eq!(
+            keys, 0,
+            "the shard at {} keeps the benchmark's keys",
+            node.address
+        );
+    }
+}
+
+#[test]
+fn shards_that_cannot_reach_each_others_bus_fail_the_join_naming_the_shard() {
+    // Shard 1 listens for the cluster bus elsewhere than its port + 10000, where shard 0 looks.
+    let bus = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let bus_port = bus.local_addr().unwrap().port().to_string();
+    drop(bus);
+    let mut elsewhere = cluster_node_spec();
+    elsewhere.args = vec!["--cluster-port".into(), bus_port];
+    let nodes = [
+        common::start_spec(&cluster_node_spec()),
+        common::start_spec(&elsewhere),
+    ];
+    let addresses: Vec<EngineAddress> = nodes.iter().map(|n| n.address.clone()).collect();
+    let mut shards = ShardSet::open(&addresses, Duration::from_secs(5)).unwrap();
+    let started = Instant::now();
+    let err = shards.join(Duration::from_secs(3)).unwrap_err().to_string();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the wait is bounded"
+    );
+    // Shard 0, first in order, sees shard 1 only in its handshake and half the slots.
+    assert!(
+        err.contains(&format!(
+            "shard 0 ({}) did not join the 2-shard cluster within 3 s",
+            addresses[0]
+        )) && err.contains("cluster_slots_assigned:8192")
+            && err.contains("cluster bus port"),
+        "{err}"
     );
 }

@@ -148,7 +148,8 @@ enum LayoutArg {
 #[derive(Args, Clone, Debug)]
 pub struct MeasurementArgs {
     /// Commands per batch, on the one connection: each batch is sent whole and its replies
-    /// read whole.
+    /// read whole. With several --addr (shards), a batch is split over the shards'
+    /// connections by the owner of each command's key.
     #[arg(long, default_value_t = 100)]
     pipeline: u32,
     /// Batches sent before the first one's replies are read: 1 keeps at most --pipeline

@@ -6,6 +6,12 @@
 //! nothing is computed from an unverified count. Both readings count the control
 //! connection and nothing else, so what separates them is the data.
 //!
+//! A sharded cluster (several addresses) is joined first (`client::shards`); then every step
+//! above is taken on every shard, the load goes over one pipelined connection per shard (each
+//! batch split by the owner of each key's slot, through the same loop and window), and the
+//! figures are the sums over the shards, each shard's kept beside them. A `MOVED` or `ASK`
+//! reply is `SlotMoved`; an error about one shard names it.
+//!
 //! A failure stops the run but never loses what was measured: the report keeps every finished
 //! repetition, what is known of the one that failed, and the error. An engine that goes away
 //! once it has answered is `ConnectionLost`, with what was sent, wherever the run was; a
@@ -116,6 +122,7 @@ pub struct LoadOptions {
     /// A TTL to give the items it picks, set with their writes (`workload.*.ttlSeconds`).
     pub ttl: Option<Ttl>,
     /// Make the engine, a cluster-mode node, own all 16,384 slots before the first baseline.
+    /// Several shards are joined whether it is set or not.
     pub own_all_slots: bool,
 }
 

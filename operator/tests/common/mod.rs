@@ -224,3 +224,42 @@ pub fn send_signal(pid: u32, signal: libc::c_int) -> std::io::Result<()> {
         Err(std::io::Error::last_os_error())
     }
 }
+
+/// A MemoryBenchmark named `name` with `spec` (YAML lines indented by two, not necessarily
+/// valid), written to `dir`.
+pub fn write_spec(dir: &std::path::Path, name: &str, spec: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: {name}}}\nspec:\n{spec}"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// `membench load` of `workload` (its flags) into the engine at each of `addresses` (one
+/// engine, or the shards of a cluster), `repetitions` times, writing its result to `result` as
+/// a client pod does; its stderr piped, its stdout dropped.
+pub fn start_load(
+    addresses: &[EngineAddress],
+    workload: &[&str],
+    repetitions: u32,
+    result: &std::path::Path,
+) -> std::process::Child {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_membench"));
+    command.arg("load");
+    for address in addresses {
+        command.args(["--addr", &address.socket_addr()]);
+    }
+    command
+        .args(workload)
+        .args(["--repetitions", &repetitions.to_string()])
+        .args(["--output", "json", "--result-file"])
+        .arg(result)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("membench runs")
+}

@@ -12,6 +12,12 @@
 //! optional columns go first, then the warnings, then the curve is thinned and then left out,
 //! and last the last repetitions; the summary always covers every repetition, and `omitted`
 //! says how many were left out of the list.
+//!
+//! A sharded cluster's result holds the same fields with the same meaning, each figure the sum
+//! over the shards, and one more, `shards` ([`ShardColumns`]): each shard's median baseline and
+//! final used_memory and keys, in `--addr` order, from which the reader rebuilds the spread
+//! (`ShardColumns::spread`). 16 shards fit beside 100 repetitions; the summary's own `shards`
+//! is left out of the message.
 
 mod checked;
 mod shard_columns;
