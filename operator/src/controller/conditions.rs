@@ -70,6 +70,11 @@ pub mod reason {
     pub const NOT_RUN: &str = "NotRun";
 }
 
+/// The engine's message once its pods are created, before the scheduler has said anything:
+/// not worth an event of its own (`EngineCreated` says it).
+pub const ENGINE_POD_CREATED: &str = "the engine pod was created";
+pub const SHARD_PODS_CREATED: &str = "the engine pods were created, one per shard";
+
 /// Condition types.
 pub const READY: &str = "Ready";
 pub const PROGRESSING: &str = "Progressing";

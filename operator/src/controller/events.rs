@@ -3,7 +3,7 @@
 
 use crate::crd::{EngineStatus, MemoryBenchmarkStatus, Phase};
 
-use super::conditions::{FAILED, reason, state};
+use super::conditions::{ENGINE_POD_CREATED, FAILED, SHARD_PODS_CREATED, reason, state};
 
 /// An event to publish: what changed between the status read and the status written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,7 +67,7 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
             && engine
                 .message
                 .as_deref()
-                .is_some_and(|m| m != "the engine pod was created")
+                .is_some_and(|m| m != ENGINE_POD_CREATED && m != SHARD_PODS_CREATED)
         {
             events.push(normal(
                 reason::WAITING_FOR_NODE,

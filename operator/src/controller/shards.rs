@@ -17,7 +17,7 @@ use kube::ResourceExt;
 
 use crate::crd::MemoryBenchmarkStatus;
 
-use super::conditions::reason;
+use super::conditions::{ENGINE_POD_CREATED, SHARD_PODS_CREATED, reason};
 use super::observation::pods_of;
 use super::pods::{self, Component, PodState, pod_state, shard_index};
 use super::step::Step;
@@ -148,15 +148,14 @@ impl Step<'_, '_> {
             self.wait_for_free_node(status, index);
             return false;
         }
-        let created = wanted.len();
         self.plan.create.extend(wanted);
         let engine = &mut status.engines[index];
         engine.started_at = Some(Time(self.now));
         engine.reason = Some(reason::WAITING_FOR_NODE.into());
         engine.message = Some(if self.shard_count(index) > 1 {
-            format!("{created} engine pods were created, one per shard")
+            SHARD_PODS_CREATED.into()
         } else {
-            "the engine pod was created".into()
+            ENGINE_POD_CREATED.into()
         });
         self.requeue(Duration::from_secs(2));
         true

@@ -7,6 +7,7 @@ use kube::ResourceExt;
 
 use crate::client::measured::ShardReading;
 use crate::controller::conditions::{PROGRESSING, reason, state};
+use crate::controller::events::transitions;
 use crate::controller::network_policy::{NetworkPolicySettings, network_policy};
 use crate::controller::pods::{LABEL_SHARD, shard_index};
 use crate::controller::test_fixtures::*;
@@ -60,7 +61,14 @@ fn args(pod: &Pod) -> Vec<String> {
 #[test]
 fn a_sharded_run_creates_one_cluster_mode_engine_pod_per_shard_each_alone_on_a_node() {
     let mut b = sharded();
+    let before = b.status.clone().unwrap();
     let pods = shard_pods(&mut b);
+    // Created, and said once: no WaitingForNode event before the scheduler says anything.
+    let events: Vec<String> = transitions(&before, b.status.as_ref().unwrap())
+        .into_iter()
+        .map(|e| e.reason)
+        .collect();
+    assert_eq!(events, ["EngineCreated"]);
     let names: Vec<String> = pods.iter().map(|p| p.name_any()).collect();
     assert_eq!(
         names,
@@ -128,7 +136,7 @@ fn a_sharded_run_creates_one_cluster_mode_engine_pod_per_shard_each_alone_on_a_n
             .message
             .as_deref()
             .unwrap_or_default()
-            .contains("3 engine pods were created, one per shard")
+            .contains("the engine pods were created, one per shard")
     );
 }
 
