@@ -3,8 +3,9 @@
 //! node of a pool of 3, stores a key in the same bytes as a one-node cluster-mode Valkey 9.1
 //! (within 1%), with each shard's figures, the spread and the cluster's fixed cost (against a
 //! standalone entry of the same build) in the status; and a shard killed mid-load fails the run naming the shard, keeping the
-//! repetitions measured before, with no pod left behind. The pool (`r7i.2xlarge=3`) is added
-//! to the dev cluster's when it starts.
+//! repetitions measured before, with no pod left behind. Each test adds the nodes it needs
+//! for the time it runs (a pool of its own instance type, as the fault and parallelism tests
+//! add theirs), and removes them however it ends.
 
 mod common;
 
@@ -12,20 +13,36 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use common::faults::{container_pid, signal, status_of, wait_for_repetition};
+use common::faults::{
+    AddedNodes, container_pid, signal, status_of, wait_for_ready_node, wait_for_repetition,
+};
 use common::operator::*;
 
-/// A pool of three nodes no other test uses, so the three shards find a node each.
-const POOL: (&str, usize) = ("r7i.2xlarge", 3);
+/// Adds three nodes of `instance_type` named `<prefix>-<i>`, ready for the three shards.
+async fn pool_of_three(
+    harness: &Harness,
+    instance_type: &str,
+    prefix: &str,
+) -> anyhow::Result<AddedNodes> {
+    let names: Vec<String> = (0..3).map(|i| format!("{prefix}-{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let nodes = AddedNodes::add(instance_type, &names).await?;
+    for name in &nodes.names {
+        wait_for_ready_node(&harness.client, name).await?;
+    }
+    Ok(nodes)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_valkey_shards_on_three_nodes_store_a_key_in_the_bytes_of_a_one_node_cluster()
 -> anyhow::Result<()> {
-    let harness = Harness::start_with_pools("shards", settings(), &[POOL]).await?;
+    // amd64 nodes, whose engines run natively: 200,000 keys load in seconds.
+    const TYPE: &str = "r7i.2xlarge";
+    let harness = Harness::start("shards", settings()).await?;
+    let _nodes = pool_of_three(&harness, TYPE, "shards-e2e").await?;
     let (recorder, history) = record_pods(harness.pods());
     let body = format!(
-        "  instanceType: {}\n  engines:\n    - {{engine: valkey, version: \"9.1.2\", name: valkey-3-shards, shards: 3}}\n    - {{engine: valkey, version: \"9.1.2\", name: valkey-one-node, clusterMode: true}}\n    - {{engine: valkey, version: \"9.1.2\", name: valkey-standalone}}\n  workload: {{strings: {{keys: 200000, valueSize: 32}}}}\n  repetitions: 1\n",
-        POOL.0
+        "  instanceType: {TYPE}\n  engines:\n    - {{engine: valkey, version: \"9.1.2\", name: valkey-3-shards, shards: 3}}\n    - {{engine: valkey, version: \"9.1.2\", name: valkey-one-node, clusterMode: true}}\n    - {{engine: valkey, version: \"9.1.2\", name: valkey-standalone}}\n  workload: {{strings: {{keys: 200000, valueSize: 32}}}}\n  repetitions: 1\n"
     );
     harness.create(&spec("shards", &body)).await?;
     let done = harness.finished("shards", Duration::from_secs(600)).await?;
@@ -64,7 +81,7 @@ async fn three_valkey_shards_on_three_nodes_store_a_key_in_the_bytes_of_a_one_no
         "the shards shared nodes: {shard_nodes:?}"
     );
     for node in &shard_nodes {
-        assert_eq!(instance_type_of(&harness.client, node).await?, POOL.0);
+        assert_eq!(instance_type_of(&harness.client, node).await?, TYPE);
     }
     assert_eq!(
         nodes.get("shards-0-client"),
@@ -138,15 +155,27 @@ async fn three_valkey_shards_on_three_nodes_store_a_key_in_the_bytes_of_a_one_no
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shard_killed_mid_load_fails_the_run_naming_it_and_keeps_the_repetitions_before()
 -> anyhow::Result<()> {
-    let harness = Harness::start_with_pools("shards-kill", settings(), &[POOL]).await?;
+    // Another pool than the test above's, so the two run side by side (amd64: the client
+    // image the node agent runs there is this build's).
+    const TYPE: &str = "r7i.8xlarge";
+    let harness = Harness::start("shards-kill", settings()).await?;
+    let _nodes = pool_of_three(&harness, TYPE, "shards-kill").await?;
     // settleSeconds stretches each repetition, so the kill lands after some have finished.
     let body = format!(
-        "  instanceType: {}\n  engines:\n    - {{engine: valkey, version: \"9.1.2\", shards: 3}}\n  workload: {{strings: {{keys: 20000, valueSize: 32}}}}\n  repetitions: 6\n  settleSeconds: 3\n",
-        POOL.0
+        "  instanceType: {TYPE}\n  engines:\n    - {{engine: valkey, version: \"9.1.2\", shards: 3}}\n  workload: {{strings: {{keys: 20000, valueSize: 32}}}}\n  repetitions: 6\n  settleSeconds: 3\n"
     );
     harness.create(&spec("kill", &body)).await?;
-    wait_for_repetition(&harness, "kill", 0, 3).await?;
-    let shard_1 = harness.pods().get("kill-0-engine-1").await?;
+    let at_3 = wait_for_repetition(&harness, "kill", 0, 3).await?;
+    let shard_1 = harness
+        .pods()
+        .get_opt("kill-0-engine-1")
+        .await?
+        .with_context(|| {
+            format!(
+                "shard 1's pod is gone at repetition 3: {}",
+                status_of(&at_3)
+            )
+        })?;
     let pid = container_pid(&shard_1).context("shard 1's engine process")?;
     signal(pid, libc::SIGKILL)?;
 

@@ -56,37 +56,7 @@ pub struct Harness {
 
 impl Harness {
     pub async fn start(prefix: &str, settings: Settings) -> anyhow::Result<Harness> {
-        Self::start_with_pools(prefix, settings, &[]).await
-    }
-
-    /// [`Harness::start`] on a dev cluster that also has the fake node `pools` (instance type,
-    /// node count), such as a pool of 3 for a benchmark of 3 shards. The dev cluster adds fake
-    /// pools only when it starts: one already up without them is an error that says so.
-    pub async fn start_with_pools(
-        prefix: &str,
-        settings: Settings,
-        pools: &[(&str, usize)],
-    ) -> anyhow::Result<Harness> {
-        let options = membench_devcluster::EnsureOptions {
-            extra_node_pools: pools.iter().map(|(t, n)| format!("{t}={n}")).collect(),
-            ..Default::default()
-        };
-        let client = DevCluster::ensure_with(&options).await?;
-        let nodes: Api<Node> = Api::all(client.clone());
-        for (instance_type, wanted) in pools {
-            let found = nodes
-                .list(
-                    &ListParams::default()
-                        .labels(&format!("node.kubernetes.io/instance-type={instance_type}")),
-                )
-                .await?
-                .items
-                .len();
-            anyhow::ensure!(
-                found >= *wanted,
-                "the test needs {wanted} nodes of instance type {instance_type} and the dev cluster has {found}: it was up before without that pool, and adds fake pools only when it starts; run hack/dev-cluster.sh down (with the same MEMBENCH_DEV_CLUSTER_DIR) and run the test again"
-            );
-        }
+        let client = DevCluster::ensure().await?;
         install_crd(&client).await?;
         let namespace = TestNamespace::create(&client, prefix).await?;
         let metrics = Metrics::new();
