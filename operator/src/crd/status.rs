@@ -121,7 +121,7 @@ pub struct EngineCapacityStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monthly_usd: Option<f64>,
     /// The growth rule the projection used (`power-of-two-dict`, `bucketed-hashtable`,
-    /// `unknown`).
+    /// `dash-table`, `unknown`).
     pub growth_rule: String,
 }
 
@@ -182,6 +182,10 @@ pub struct EngineStatus {
     /// `RuntimeDefault`) blocks io_uring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multiplexing_api: Option<String>,
+    /// The threads the engine reported (`INFO server` `thread_count`; Dragonfly, whose
+    /// keyspace is a table per thread: the capacity projection needs it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
     /// The settings the spec changed (`engines[].config`, and allowlisted `args`), as the
     /// engine reported them with `CONFIG GET` after it started: the effective values.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
