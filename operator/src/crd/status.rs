@@ -29,6 +29,11 @@ pub struct MemoryBenchmarkStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<String>,
 
+    /// The instance types the engines run on, `spec.instanceType` or every one of
+    /// `spec.instanceTypes`, comma separated (`r8g.4xlarge, r7i.4xlarge`): the printer column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_types: Option<String>,
+
     /// Standard conditions: `Ready` (results complete), `Progressing`, `Failed`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
