@@ -157,34 +157,28 @@ mod tests {
 
     #[test]
     fn the_printer_columns_smallest_type_is_set_for_one_instance_type_and_for_several() {
-        let one = benchmark(serde_json::json!({"instanceType": "r8g.4xlarge"}));
-        let engines = [
-            measured("redis-8.2", "redis", 100),
-            measured("valkey-9.1", "redis", 60),
-        ];
-        let status = status_of(&one, &engines, None).unwrap();
-        // 100M members at 60 B and 8 a bucket: about 7.1 GB used, 9.5 GB to the engine.
-        assert_eq!(
-            status.smallest_instance_type.as_deref(),
-            Some("r8g.large"),
-            "{status:?}"
-        );
-
-        // Every engine on two types: four runs, the smallest fit over all of them.
-        let several =
-            benchmark(serde_json::json!({"instanceTypes": ["r8g.4xlarge", "r7i.4xlarge"]}));
-        let engines = [
-            measured("redis-8.2", "redis", 100),
-            measured("valkey-9.1", "redis", 60),
-            measured("redis-8.2", "redis", 101),
-            measured("valkey-9.1", "redis", 61),
-        ];
-        let status = status_of(&several, &engines, None).unwrap();
-        assert_eq!(
-            status.smallest_instance_type.as_deref(),
-            Some("r8g.large"),
-            "{status:?}"
-        );
-        assert_eq!(status.engines.len(), 4, "{status:?}");
+        // 100M members at 60 B and 8 a bucket: about 7.1 GB used, 9.5 GB to the engine, which
+        // r8g.large holds. With two types every engine runs on each: four runs.
+        let one = serde_json::json!({"instanceType": "r8g.4xlarge"});
+        let several = serde_json::json!({"instanceTypes": ["r8g.4xlarge", "r7i.4xlarge"]});
+        for (instance, runs) in [(one, 2), (several, 4)] {
+            let engines: Vec<EngineStatus> = (0..runs)
+                .map(|run| {
+                    let (name, per_entry) = if run % 2 == 0 {
+                        ("redis-8.2", 100)
+                    } else {
+                        ("valkey-9.1", 60)
+                    };
+                    measured(name, "redis", per_entry + run / 2)
+                })
+                .collect();
+            let status = status_of(&benchmark(instance.clone()), &engines, None).unwrap();
+            assert_eq!(
+                status.smallest_instance_type.as_deref(),
+                Some("r8g.large"),
+                "{instance}: {status:?}"
+            );
+            assert_eq!(status.engines.len(), runs as usize, "{status:?}");
+        }
     }
 }
