@@ -304,7 +304,17 @@ fn project_dash_table(
     use super::dash_table::{SEGMENT_SLOTS, segments, split_points};
     require_distinct_points(curve)?;
     let y: Vec<f64> = curve.iter().map(|p| p.used_memory as f64).collect();
+    let (first_entries, last_entries) = (
+        curve.iter().map(|p| p.entries).min().unwrap_or(0),
+        curve.iter().map(|p| p.entries).max().unwrap_or(0),
+    );
     let fits: Vec<(u32, LinearFit)> = split_points()
+        // A split point at which the curve would see no split leaves the segment column
+        // constant: the fit would give its cost to noise.
+        .filter(|&split_at| {
+            let t = f64::from(split_at);
+            segments(last_entries, shards, t) - segments(first_entries, shards, t) >= 0.5
+        })
         .filter_map(|split_at| {
             let t = f64::from(split_at);
             let x: Vec<Vec<f64>> = curve
@@ -317,14 +327,20 @@ fn project_dash_table(
                 .map(|f| (split_at, f))
         })
         .collect();
-    let Some((best_split, best)) = fits
+    // The curve must show the splits: a fit with segments at least twice as good as a
+    // straight line. A run too small to reach a shard's first splits (near 8 x 825 keys a
+    // shard) cannot say where the later ones land.
+    let straight: Vec<Vec<f64>> = curve.iter().map(|p| vec![1.0, p.entries as f64]).collect();
+    let line_residuals = fit_at(&straight, &y, &[1.0, entries as f64]).map(|f| f.residuals);
+    let best = fits
         .iter()
         .min_by(|a, b| a.1.residuals.total_cmp(&b.1.residuals))
-    else {
+        .filter(|(_, f)| line_residuals.is_none_or(|line| f.residuals * 2.0 < line));
+    let Some((best_split, best)) = best else {
         let mut line = project(GrowthRule::Unknown, shards, curve, entries)?;
         line.notes.insert(
             0,
-            "the curve gives no positive cost per dash-table segment at any split point (it crosses no split)".to_string(),
+            format!("the curve shows no dash-table segment split ({last_entries} entries over {shards} shard(s); a shard's first splits come near 8 x 825 entries), so where the later ones land is not known"),
         );
         return Ok(line);
     };
@@ -638,6 +654,21 @@ mod tests {
         let one = project(GrowthRule::DashTable, 1, &dash_curve(1), 1_000_000).unwrap();
         let three = project(GrowthRule::DashTable, 3, &dash_curve(3), 1_000_000).unwrap();
         assert!(one.used_memory.abs_diff(three.used_memory) > (one.high - one.low) / 2);
+    }
+
+    #[test]
+    fn a_dragonfly_curve_that_reaches_no_split_gets_the_unknown_rules_wide_band() {
+        // 5,000 keys in one shard: below its first splits (near 8 x 825), a straight line.
+        let curve: Vec<CurvePoint> = dash_curve(1).into_iter().take(5).collect();
+        let p = project(GrowthRule::DashTable, 1, &curve, 1_000_000).unwrap();
+        assert_eq!(p.growth_rule, GrowthRule::Unknown, "{p:?}");
+        assert!(p.notes[0].contains("no dash-table segment split"), "{p:?}");
+        // The band is the unknown rule's: the straight line's figure plus at least 5%.
+        assert!(p.high as f64 >= p.used_memory as f64 * 1.04, "{p:?}");
+        // 10,000 keys cross the first wave: the rule is fitted.
+        let curve: Vec<CurvePoint> = dash_curve(1).into_iter().take(10).collect();
+        let p = project(GrowthRule::DashTable, 1, &curve, 1_000_000).unwrap();
+        assert_eq!(p.growth_rule, GrowthRule::DashTable, "{p:?}");
     }
 
     #[test]
