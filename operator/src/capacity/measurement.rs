@@ -22,6 +22,8 @@ pub struct EngineMeasurement {
     pub entries_per_item: u64,
     /// Median used_memory_rss / used_memory over the repetitions.
     pub fragmentation_ratio: Option<f64>,
+    /// The threads the engine ran, when it reports them (Dragonfly: one keyspace table each).
+    pub threads: Option<u32>,
 }
 
 /// Entries of the growing table per item of a workload.
@@ -75,6 +77,7 @@ struct Identity {
     name: String,
     engine: String,
     version: String,
+    threads: Option<u32>,
 }
 
 impl EngineMeasurement {
@@ -116,6 +119,7 @@ impl EngineMeasurement {
             curve,
             entries_per_item: entries_per_item(workload),
             fragmentation_ratio: ratio,
+            threads: who.threads,
         })
     }
 
@@ -127,6 +131,7 @@ impl EngineMeasurement {
                 name: report.name.clone(),
                 engine: report.engine.name.clone(),
                 version: report.engine.version.clone(),
+                threads: report.engine.threads,
             },
             &report.workload.workload,
             first
@@ -150,6 +155,7 @@ impl EngineMeasurement {
                     .version
                     .clone()
                     .unwrap_or_else(|| status.requested_version.clone()),
+                threads: status.threads,
             },
             workload,
             status.growth.iter().map(|g| (g.items, g.used_memory)),

@@ -49,6 +49,7 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
         engine.allocator = Some(result.engine.allocator.clone()).filter(|a| !a.is_empty());
         engine.arch = Some(result.engine.arch.clone()).filter(|a| !a.is_empty());
         engine.multiplexing_api = result.engine.io.clone();
+        engine.threads = result.engine.threads;
         engine.config = result.engine.config.clone();
         engine.config_unreported = result.engine.config_unreported.clone();
     }

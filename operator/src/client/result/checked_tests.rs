@@ -17,6 +17,7 @@ fn three() -> ClientResult {
             allocator: "jemalloc-5.3.0".into(),
             arch: "x86_64".into(),
             io: Some("epoll".into()),
+            threads: None,
             config: [("hash-max-listpack-entries".to_string(), "512".to_string())].into(),
             config_unreported: Vec::new(),
         },
