@@ -20,6 +20,7 @@ use crate::client::engine::{ControlConnection, EngineAddress, EngineInfo, Memory
 use crate::client::resp::{CommandBuffer, PipelinedConnection};
 use crate::client::stop_request::StopRequest;
 use crate::client::ttl::Ttl;
+use crate::client::type_memory::{self, TypeMemory, TypeSummary};
 use crate::client::workload::Workload;
 use crate::error::BenchError;
 use crate::stats::{Spread, StabilityThresholds};
@@ -235,6 +236,10 @@ pub struct RepetitionResult {
     pub settled: Option<SettledMemory>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<MemorySample>,
+    /// A profile's rebuild: each type's keys and the used_memory they added
+    /// (`client::type_memory`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_type: Vec<TypeMemory>,
 }
 
 /// What is known of a repetition that did not finish. No bytes per item: the count is not
@@ -270,6 +275,9 @@ pub struct Summary {
     pub items_per_sec: Option<Spread>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_bytes_per_item: Option<Spread>,
+    /// A profile's rebuild: the median bytes per key of each type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_type: Vec<TypeSummary>,
     /// True when the repetitions disagree more than the thresholds allow.
     pub unstable: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -315,6 +323,7 @@ impl Summary {
             commands_per_sec,
             items_per_sec,
             settled_bytes_per_item: Spread::of(&settled),
+            by_type: type_memory::summarize(repetitions.iter().map(|r| r.by_type.as_slice())),
             unstable: !reasons.is_empty(),
             unstable_reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
         })
@@ -546,6 +555,9 @@ struct LoadOutcome {
     distinct_with_ttl: Option<u64>,
     /// When the first write went out: a TTL counts from there.
     first_write: Instant,
+    /// used_memory before the first command and after each type's last one (a profile's
+    /// rebuild; empty otherwise).
+    type_readings: Vec<u64>,
 }
 
 fn run_repetition(
@@ -637,6 +649,7 @@ fn run_repetition(
         keys_with_ttl,
         settled,
         samples: std::mem::take(&mut state.samples),
+        by_type: type_memory::of_readings(&workload.type_segments(), &outcome.type_readings),
     })
 }
 
@@ -692,11 +705,26 @@ fn load(
     let total = workload.commands();
     let per_item = workload.commands_per_item();
     let sample_every = workload.sample_every().saturating_mul(per_item);
-    let mut next_sample = if sample_every > 0 {
-        sample_every
-    } else {
-        u64::MAX
+    let type_ends: Vec<u64> = workload
+        .type_segments()
+        .iter()
+        .map(|t| t.commands_end)
+        .collect();
+    // The next reading after `point`: a growth-curve sample or the end of a type.
+    let reading_after = |point: u64| {
+        let sample = if sample_every > 0 {
+            (point / sample_every + 1).saturating_mul(sample_every)
+        } else {
+            u64::MAX
+        };
+        let type_end = type_ends.iter().copied().find(|end| *end > point);
+        type_end.map_or(sample, |end| end.min(sample))
     };
+    let mut next_sample = reading_after(0);
+    let mut type_readings = Vec::new();
+    if !type_ends.is_empty() {
+        type_readings.push(control.memory()?.used_memory);
+    }
     let mut encoder = workload.encoder_with_ttl(options.ttl);
     let mut integer_replies = 0u64;
     let mut paused = Duration::ZERO;
@@ -739,7 +767,7 @@ fn load(
             dispatched += batch;
             let upcoming = if dispatched < total {
                 let boundary = if dispatched == next_sample {
-                    next_sample.saturating_add(sample_every)
+                    reading_after(next_sample)
                 } else {
                     next_sample
                 };
@@ -773,11 +801,17 @@ fn load(
         integer_replies += tally.integer_sum;
         if *sent == next_sample {
             let pause = Instant::now();
-            samples.push(MemorySample {
-                items: *sent / per_item,
-                used_memory: control.memory()?.used_memory,
-            });
-            next_sample = next_sample.saturating_add(sample_every);
+            let used_memory = control.memory()?.used_memory;
+            if sample_every > 0 && *sent % sample_every == 0 {
+                samples.push(MemorySample {
+                    items: *sent / per_item,
+                    used_memory,
+                });
+            }
+            if type_ends.contains(sent) {
+                type_readings.push(used_memory);
+            }
+            next_sample = reading_after(next_sample);
             paused += pause.elapsed();
         }
         if *sent >= next_progress || *sent == total {
@@ -798,6 +832,7 @@ fn load(
         expires_sent: encoder.expires_sent(),
         distinct_with_ttl: encoder.distinct_with_ttl(),
         first_write: started,
+        type_readings,
     })
 }
 

@@ -229,6 +229,7 @@ pub(super) fn repetition(i: u32, bytes_per_item: f64) -> RepetitionResult {
         keys_with_ttl: None,
         settled: None,
         samples: vec![],
+        by_type: vec![],
     }
 }
 

@@ -517,6 +517,7 @@ mod tests {
                 bytes_per_item: 0.0,
             }),
             samples: if i == 1 { growth_samples(50) } else { vec![] },
+            by_type: Vec::new(),
         }
     }
 
