@@ -12,7 +12,7 @@ use crate::profile::model::{KeyType, Profile, ValueShape};
 use crate::profile::templates::KeyTemplate;
 
 use super::profile_workload::{
-    ELEMENTS_PER_COMMAND, KeyShape, ProfileWorkload, REBUILD_TTL_MILLIS, Stratum, chance, draw,
+    ELEMENTS_PER_COMMAND, KeyShape, ProfileWorkload, REBUILD_TTL_MILLIS, Stratum, chance,
     group_stratum, key_generator,
 };
 
@@ -266,11 +266,7 @@ impl ProfileEncoder {
                 }
             }
             KeyType::Stream => {
-                let fields = group
-                    .entry_fields
-                    .as_ref()
-                    .map_or(1, |d| draw(d, rng))
-                    .max(1);
+                let fields = current.shape.entry_fields;
                 out.array(3 + 2 * fields as usize)
                     .bulk(b"XADD")
                     .bulk(key)

@@ -182,6 +182,8 @@ pub(super) struct KeyShape {
     pub(super) integer_fields: bool,
     pub(super) integer_values: bool,
     pub(super) integer_scores: bool,
+    /// Fields per entry of a stream (1 for the other types).
+    pub(super) entry_fields: u64,
     /// The offsets of the key's fields, values and scores.
     pub(super) strata: [Stratum; 3],
 }
@@ -214,8 +216,15 @@ impl KeyShape {
             offsets: [unit(rng), unit(rng), unit(rng)],
         };
         let strata = [stratum(), stratum(), stratum()];
+        // A stream's entries share their fields, as an application's events do (and a stream
+        // stores the fields of entries like its first one once): one count per key.
+        let entry_fields = group
+            .entry_fields
+            .as_ref()
+            .map_or(1, |d| draw(d, rng).max(1));
         Self {
             strata,
+            entry_fields,
             key_length,
             ttl,
             elements,

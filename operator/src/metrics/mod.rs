@@ -295,11 +295,7 @@ impl Metrics {
             info.push(engine.image.clone().unwrap_or_default());
             now.info.insert(info);
             now.results.insert(labels.clone());
-            for t in engine
-                .summary
-                .iter()
-                .flat_map(|s| &s.bytes_per_key_by_type)
-            {
+            for t in engine.summary.iter().flat_map(|s| &s.bytes_per_key_by_type) {
                 let mut typed = labels.clone();
                 typed.push(t.key_type.clone());
                 now.by_type.insert(typed.clone());

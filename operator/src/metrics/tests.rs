@@ -525,7 +525,12 @@ fn a_rebuilds_bytes_per_key_by_type_is_a_series_per_type_removed_with_the_benchm
             bytes_per_key: 118.25,
         },
     ];
-    metrics.observe_benchmark(&benchmark("bench", "rebuild", Phase::Succeeded, vec![engine]));
+    metrics.observe_benchmark(&benchmark(
+        "bench",
+        "rebuild",
+        Phase::Succeeded,
+        vec![engine],
+    ));
     let text = metrics.encode();
     let typed = |key_type| {
         sample(
