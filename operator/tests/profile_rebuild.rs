@@ -313,3 +313,46 @@ fn streams_profiled_and_rebuilt_keep_their_entries_and_their_memory() {
         memory_off * 100.0
     );
 }
+
+#[test]
+fn a_client_pod_refuses_a_profile_file_that_is_not_the_one_the_operator_checked() {
+    let engine = common::start(EngineKind::Valkey, &[]);
+    let dir = tempdir("digest");
+    let path = dir.join("profile.yaml");
+    let text = "format: 1\nsource: {keys: 50}\ngroups:\n- {template: \"k:{n}\", type: string, share: 1.0, keyLength: {buckets: [[4, 4, 1]]}, values: {textLength: {buckets: [[3, 3, 1]]}}}\n";
+    std::fs::write(&path, text).unwrap();
+    let checked =
+        membench::client::profile_workload::profile_digest(&Profile::parse(text).unwrap());
+    let load = |digest: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
+            .args([
+                "load",
+                "--addr",
+                &engine.address.socket_addr(),
+                "--workload",
+                "profile",
+                "--profile",
+                path.to_str().unwrap(),
+                "--repetitions",
+                "1",
+                "--output",
+                "json",
+            ])
+            .env("MEMBENCH_PROFILE_DIGEST", digest)
+            .output()
+            .unwrap()
+    };
+    let output = load("0123456789abcdef");
+    assert!(!output.status.success());
+    let stderr = common::stderr(&output);
+    assert!(
+        stderr.contains("is not the profile the operator checked")
+            && stderr.contains(&checked)
+            && stderr.contains("0123456789abcdef"),
+        "{stderr}"
+    );
+    let output = load(&checked);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["summary"]["items"], 50);
+}

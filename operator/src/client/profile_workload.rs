@@ -24,8 +24,44 @@ use crate::profile::model::{Distribution, KeyGroup, KeyType, Profile, ValueShape
 pub use super::profile_encoder::ProfileEncoder;
 
 /// The environment variable a client pod finds its profile in (JSON), when `membench load`
-/// has no --profile file.
+/// has no --profile file: an inline profile of at most [`MAX_PROFILE_ENV_BYTES`].
 pub const PROFILE_ENV: &str = "MEMBENCH_PROFILE";
+
+/// The most an inline profile may take as JSON to travel in [`PROFILE_ENV`]: Linux refuses to
+/// start a program with one environment string over 128 KiB (MAX_ARG_STRLEN, the name and
+/// `=` included), so a little less.
+pub const MAX_PROFILE_ENV_BYTES: usize = 120 * 1024;
+
+/// The environment variable holding the digest ([`profile_digest`]) of the profile the
+/// operator checked, when the client pod reads it from a file (a ConfigMap's volume): the
+/// client refuses a profile that is not that one (the ConfigMap changed since).
+pub const PROFILE_DIGEST_ENV: &str = "MEMBENCH_PROFILE_DIGEST";
+
+/// A fingerprint of a profile's content (FNV-1a 64 of its JSON, as hex): equal for the same
+/// profile read from YAML or JSON, different for any other.
+pub fn profile_digest(profile: &Profile) -> String {
+    let json = serde_json::to_vec(profile).expect("a profile always serializes");
+    let hash = json.iter().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
+/// Whether an inline profile fits in a client pod's environment; the message says its size,
+/// the limit and what to do.
+pub fn fits_in_environment(profile: &Profile) -> Result<(), String> {
+    let bytes = serde_json::to_vec(profile)
+        .expect("a profile always serializes")
+        .len();
+    if bytes > MAX_PROFILE_ENV_BYTES {
+        return Err(format!(
+            "the inline profile takes {} KiB as JSON, more than the {} KiB a client pod's environment carries (Linux starts no program with an environment variable over 128 KiB): put it in a ConfigMap (up to 1 MiB: kubectl create configmap NAME --from-file=profile.yaml=PROFILE) and name it with workload.profile.configMapRef, which the client pod mounts as a file",
+            bytes.div_ceil(1024),
+            MAX_PROFILE_ENV_BYTES / 1024
+        ));
+    }
+    Ok(())
+}
 
 /// How many elements one command of a rebuild adds at most.
 pub const ELEMENTS_PER_COMMAND: u64 = 512;
