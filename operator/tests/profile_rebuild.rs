@@ -300,6 +300,17 @@ fn streams_profiled_and_rebuilt_keep_their_entries_and_their_memory() {
     let by_type = report["summary"]["by_type"].as_array().unwrap();
     assert_eq!(by_type.len(), 1);
     assert_eq!(by_type[0]["type"], "stream");
+    // membench capacity cannot project a rebuild, and says how to size one instead.
+    let result = dir.join("result.json");
+    std::fs::write(&result, &output.stdout).unwrap();
+    let capacity = common::membench(&["capacity", result.to_str().unwrap(), "--items", "1000000"]);
+    assert!(!capacity.status.success());
+    let stderr = common::stderr(&capacity);
+    assert!(
+        stderr.contains("a profile's rebuild has no growth curve")
+            && stderr.contains(&format!("--scale N/{keys}")),
+        "{stderr}"
+    );
     assert!(
         entries_off.abs() <= 0.01,
         "the rebuild holds {rebuilt_entries} entries, the source {entries}"
