@@ -712,11 +712,9 @@ fn load(
         .collect();
     // The next reading after `point`: a growth-curve sample or the end of a type.
     let reading_after = |point: u64| {
-        let sample = if sample_every > 0 {
-            (point / sample_every + 1).saturating_mul(sample_every)
-        } else {
-            u64::MAX
-        };
+        let sample = point
+            .checked_div(sample_every)
+            .map_or(u64::MAX, |n| (n + 1).saturating_mul(sample_every));
         let type_end = type_ends.iter().copied().find(|end| *end > point);
         type_end.map_or(sample, |end| end.min(sample))
     };
@@ -802,7 +800,7 @@ fn load(
         if *sent == next_sample {
             let pause = Instant::now();
             let used_memory = control.memory()?.used_memory;
-            if sample_every > 0 && *sent % sample_every == 0 {
+            if sample_every > 0 && sent.is_multiple_of(sample_every) {
                 samples.push(MemorySample {
                     items: *sent / per_item,
                     used_memory,

@@ -1,6 +1,6 @@
 //! The benchmark client's load path, the code that also runs inside the client pod
 //! (`membench load`): the wire protocol (`resp`), the workloads (`workload`) and their commands (`encoder`), the measurement
-//! protocol (`measure`), a profile's rebuild (`profile_workload`, its commands in `profile_encoder`), the seeded draws (`draws`), the control commands to an engine (`engine`), progress on a terminal
+//! protocol (`measure`), a profile's rebuild (`profile_workload`, its keys drawn in `profile_shape`, its commands in `profile_encoder`), the seeded draws (`draws`), the control commands to an engine (`engine`), progress on a terminal
 //! (`progress`) and on the pod's HTTP endpoint (`progress_endpoint`), keys with a TTL (`ttl`), a rebuild's bytes per key by type (`type_memory`), leaving on SIGINT
 //! and SIGTERM (`stop`, `stop_request`), and the result in the container's termination message (`result`).
 //!
@@ -13,6 +13,7 @@ pub mod encoder;
 pub mod engine;
 pub mod measure;
 pub mod profile_encoder;
+pub mod profile_shape;
 pub mod profile_workload;
 pub mod progress;
 pub mod progress_endpoint;

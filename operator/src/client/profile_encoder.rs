@@ -11,9 +11,9 @@ use crate::client::resp::CommandBuffer;
 use crate::profile::model::{KeyType, Profile, ValueShape};
 use crate::profile::templates::KeyTemplate;
 
-use super::profile_workload::{
-    ELEMENTS_PER_COMMAND, KeyShape, ProfileWorkload, REBUILD_TTL_MILLIS, Stratum, chance,
-    group_stratum, key_generator,
+use super::profile_shape::{
+    ELEMENTS_PER_COMMAND, KeyShape, REBUILD_TTL_MILLIS, Stratum, chance, group_stratum,
+    key_generator,
 };
 
 /// The key being written: its shape, its generator, and how far it got.
@@ -195,27 +195,31 @@ fn score(
 }
 
 impl ProfileEncoder {
-    pub fn new(workload: &ProfileWorkload) -> Self {
-        let profile = workload
-            .profile
-            .clone()
-            .expect("a profile workload that loads holds its profile");
+    /// The encoder of a profile's keys: `group_keys` keys per group, numbered from
+    /// `first_keys`, loaded in `load_order` (`ProfileWorkload` decides them).
+    pub fn new(
+        profile: Arc<Profile>,
+        group_keys: Vec<u64>,
+        first_keys: Vec<u64>,
+        load_order: Vec<usize>,
+        element_scale: f64,
+        seed: u64,
+    ) -> Self {
         let templates = profile
             .groups
             .iter()
             .map(|g| KeyTemplate::parse(&g.template).expect("a checked profile's templates parse"))
             .collect();
-        let load_order = workload.load_order();
         let group = load_order.first().copied().unwrap_or(0);
         Self {
             profile,
             templates,
-            group_keys: workload.group_keys.clone(),
-            first_keys: workload.first_keys(),
-            left_in_group: workload.group_keys.get(group).copied().unwrap_or(0),
+            left_in_group: group_keys.get(group).copied().unwrap_or(0),
+            group_keys,
+            first_keys,
             load_order,
-            element_scale: workload.element_scale,
-            seed: workload.seed,
+            element_scale,
+            seed,
             position: 0,
             group,
             k: 0,

@@ -278,7 +278,6 @@ const MAX_BULK_REPLY: usize = 64;
 /// how many bytes and replies that took; a partial reply at the end is left for the next read.
 /// The replies a load expects, `+OK` and `:1`/`:0`, are recognised by their five or four bytes
 /// without searching for the line's end; XADD's entry IDs are short bulk strings.
-
 pub(crate) fn scan_replies(
     window: &[u8],
     wanted: usize,
