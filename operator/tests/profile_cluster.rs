@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use membench::crd::EngineKind;
 use membench::local::runner::LocalEngine;
-use membench::profile::Profile;
 use membench::profile::model::KeyType;
 
 /// A free loopback port for a node's cluster bus (its client port + 10000 may not be).
@@ -157,14 +156,6 @@ impl Cluster {
     }
 }
 
-fn profile(addr: &str, extra: &[&str]) -> (std::process::Output, Option<Profile>) {
-    let mut args = vec!["profile", "--addr", addr, "--output", "json"];
-    args.extend_from_slice(extra);
-    let output = common::membench(&args);
-    let profile = serde_json::from_slice(&output.stdout).ok();
-    (output, profile)
-}
-
 #[test]
 fn the_slot_function_is_the_servers() {
     let mut cluster = start_cluster();
@@ -187,7 +178,7 @@ fn with_cluster_every_primary_is_profiled_into_one_profile_and_without_it_one_no
     assert!(dbsizes.iter().all(|n| *n > 1000), "{dbsizes:?}");
     let seed = cluster.nodes[1].address.socket_addr();
 
-    let (output, one) = profile(&seed, &[]);
+    let (output, one) = common::profile_json(&seed, &[]);
     assert!(output.status.success(), "{}", common::stderr(&output));
     let one = one.expect("a profile of one node");
     assert_eq!(one.source.keys, dbsizes[1]);
@@ -200,7 +191,7 @@ fn with_cluster_every_primary_is_profiled_into_one_profile_and_without_it_one_no
         "{stderr}"
     );
 
-    let (output, all) = profile(&seed, &["--cluster"]);
+    let (output, all) = common::profile_json(&seed, &["--cluster"]);
     assert!(output.status.success(), "{}", common::stderr(&output));
     let all = all.expect("a profile of the cluster");
     all.check()
@@ -243,7 +234,7 @@ fn cluster_on_a_standalone_server_is_refused_saying_so() {
         .arg("v")
         .query(&mut connection)
         .unwrap();
-    let (output, profile) = profile(&engine.address.socket_addr(), &["--cluster"]);
+    let (output, profile) = common::profile_json(&engine.address.socket_addr(), &["--cluster"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(profile.is_none());
     let stderr = common::stderr(&output);

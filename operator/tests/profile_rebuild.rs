@@ -30,20 +30,8 @@ fn profile_to(address: &EngineAddress, path: &Path) -> Profile {
 }
 
 fn rebuild(address: &EngineAddress, profile: &Path, output: &str) -> std::process::Output {
-    let addr = address.socket_addr();
-    let output = common::membench(&[
-        "load",
-        "--addr",
-        &addr,
-        "--workload",
-        "profile",
-        "--profile",
-        profile.to_str().unwrap(),
-        "--repetitions",
-        "2",
-        "--output",
-        output,
-    ]);
+    let args = common::rebuild_args(&address.socket_addr(), profile, 2, output);
+    let output = common::membench(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(output.status.success(), "{}", common::stderr(&output));
     output
 }
@@ -267,20 +255,9 @@ fn streams_profiled_and_rebuilt_keep_their_entries_and_their_memory() {
         (keys, entries, data)
     };
     let target = common::start_spec(&spec);
-    let output = common::membench(&[
-        "load",
-        "--addr",
-        &target.address.socket_addr(),
-        "--workload",
-        "profile",
-        "--profile",
-        path.to_str().unwrap(),
-        "--repetitions",
-        "1",
-        "--keep-data",
-        "--output",
-        "json",
-    ]);
+    let mut args = common::rebuild_args(&target.address.socket_addr(), &path, 1, "json");
+    args.push("--keep-data".into());
+    let output = common::membench(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(output.status.success(), "{}", common::stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let repetition = &report["repetitions"][0];
@@ -336,19 +313,12 @@ fn a_client_pod_refuses_a_profile_file_that_is_not_the_one_the_operator_checked(
         membench::client::profile_workload::profile_digest(&Profile::parse(text).unwrap());
     let load = |digest: &str| {
         std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
-            .args([
-                "load",
-                "--addr",
+            .args(common::rebuild_args(
                 &engine.address.socket_addr(),
-                "--workload",
-                "profile",
-                "--profile",
-                path.to_str().unwrap(),
-                "--repetitions",
-                "1",
-                "--output",
+                &path,
+                1,
                 "json",
-            ])
+            ))
             .env("MEMBENCH_PROFILE_DIGEST", digest)
             .output()
             .unwrap()

@@ -37,30 +37,27 @@ mod tests;
 pub use results::RESULT_LABELS;
 use results::{ResultGauges, ResultValues};
 
-/// The result labels plus what the info series carries.
-pub const INFO_LABELS: [&str; 10] = {
-    let mut labels = [""; 10];
+/// The result labels followed by `extra`, as an array of `N` (the lengths added up).
+const fn result_labels_and<const N: usize>(extra: &[&'static str]) -> [&'static str; N] {
+    let mut labels = [""; N];
     let mut i = 0;
     while i < RESULT_LABELS.len() {
         labels[i] = RESULT_LABELS[i];
         i += 1;
     }
-    labels[8] = "allocator";
-    labels[9] = "image";
+    let mut j = 0;
+    while j < extra.len() {
+        labels[i + j] = extra[j];
+        j += 1;
+    }
     labels
-};
+}
+
+/// The result labels plus what the info series carries.
+pub const INFO_LABELS: [&str; 10] = result_labels_and(&["allocator", "image"]);
 
 /// The result labels plus the key type, for a profile rebuild's bytes per key by type.
-pub const TYPE_LABELS: [&str; 9] = {
-    let mut labels = [""; 9];
-    let mut i = 0;
-    while i < RESULT_LABELS.len() {
-        labels[i] = RESULT_LABELS[i];
-        i += 1;
-    }
-    labels[8] = "type";
-    labels
-};
+pub const TYPE_LABELS: [&str; 9] = result_labels_and(&["type"]);
 
 /// The phases counted by `membench_benchmarks`, always all four so a dashboard shows zeros.
 const PHASES: [(Phase, &str); 4] = [

@@ -76,12 +76,20 @@ pub fn merge_distributions(parts: &[Weighted<Distribution>]) -> Distribution {
     Distribution { buckets }
 }
 
-fn merge_optional(parts: &[(Option<&Distribution>, f64)]) -> Option<Distribution> {
-    let present: Vec<Weighted<Distribution>> = parts
+/// `merge` of the parts that have a value; `None` when none has.
+fn merge_present<T, U>(
+    parts: &[(Option<&T>, f64)],
+    merge: impl Fn(&[Weighted<T>]) -> U,
+) -> Option<U> {
+    let present: Vec<Weighted<T>> = parts
         .iter()
-        .filter_map(|(d, w)| Some(((*d)?, *w)))
+        .filter_map(|(v, w)| Some(((*v)?, *w)))
         .collect();
-    (!present.is_empty()).then(|| merge_distributions(&present))
+    (!present.is_empty()).then(|| merge(&present))
+}
+
+fn merge_optional(parts: &[(Option<&Distribution>, f64)]) -> Option<Distribution> {
+    merge_present(parts, merge_distributions)
 }
 
 fn merge_values(parts: &[Weighted<ValueShape>]) -> ValueShape {
@@ -108,11 +116,7 @@ fn merge_values(parts: &[Weighted<ValueShape>]) -> ValueShape {
 }
 
 fn merge_optional_values(parts: &[(Option<&ValueShape>, f64)]) -> Option<ValueShape> {
-    let present: Vec<Weighted<ValueShape>> = parts
-        .iter()
-        .filter_map(|(v, w)| Some(((*v)?, *w)))
-        .collect();
-    (!present.is_empty()).then(|| merge_values(&present))
+    merge_present(parts, merge_values)
 }
 
 /// One group from its parts, each weighted by the keys it stands for. A distribution counts
