@@ -80,6 +80,22 @@ struct Identity {
     threads: Option<u32>,
 }
 
+/// Why a profile's rebuild is not projected, and how to size one: its load reads no growth
+/// curve (its keys are of several types, loaded type by type, so used_memory along the load is
+/// no curve of one kind of key), but the profile rebuilds at any size.
+fn profile_not_projected(
+    profile: &crate::client::profile_workload::ProfileWorkload,
+    first: &Reading,
+) -> String {
+    format!(
+        "a profile's rebuild has no growth curve (its keys are of several types, loaded one type after the other); to plan for N keys, rebuild the profile at that size, membench load --workload profile --scale N/{} (workload.profile.scale in a spec), and read its used_memory (this run: {} keys in {} bytes of used_memory)",
+        // The profile's own keys: the run stored `scale` times as many.
+        (profile.keys as f64 / profile.scale).round().max(1.0) as u64,
+        first.items,
+        first.used_memory
+    )
+}
+
 impl EngineMeasurement {
     /// The measurement of `samples` (items, used_memory) of the first repetition and every
     /// repetition's final reading.
@@ -92,6 +108,9 @@ impl EngineMeasurement {
         let first = repetitions
             .first()
             .ok_or_else(|| format!("{}: no finished repetition to project from", who.name))?;
+        if let Workload::Profile(profile) = workload {
+            return Err(profile_not_projected(profile, first));
+        }
         let mut curve: Vec<CurvePoint> = samples
             .map(|(items, used_memory)| CurvePoint {
                 entries: sample_entries(workload, items),

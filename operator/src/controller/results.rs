@@ -2,7 +2,9 @@
 //! which client errors are worth another client.
 
 use crate::client::result::{ClientResult, MAX_GROWTH_POINTS};
-use crate::crd::{EngineStatus, GrowthPoint, RepetitionStatus, SpreadStatus, SummaryStatus};
+use crate::crd::{
+    EngineStatus, GrowthPoint, RepetitionStatus, SpreadStatus, SummaryStatus, TypeBytesStatus,
+};
 use crate::stats::Spread;
 
 /// Client errors worth another client: the engine could not be reached or the connection
@@ -106,6 +108,15 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
             None => spread(&s.commands_per_sec, items_per_command),
         },
         unstable: s.unstable,
+        bytes_per_key_by_type: s
+            .by_type
+            .iter()
+            .map(|t| TypeBytesStatus {
+                key_type: t.key_type.clone(),
+                keys: t.keys,
+                bytes_per_key: t.bytes_per_key,
+            })
+            .collect(),
     });
 }
 

@@ -40,7 +40,7 @@ pub use spec::{
 };
 pub use status::{
     CapacityStatus, EngineCapacityStatus, EngineStatus, GrowthPoint, MemoryBenchmarkStatus, Phase,
-    Progress, RepetitionStatus, SpreadStatus, SummaryStatus,
+    Progress, RepetitionStatus, SpreadStatus, SummaryStatus, TypeBytesStatus,
 };
 pub use workload_spec::{
     ProfileConfigMapRef, ProfileWorkloadSpec, RandomStringsWorkload, RecordLayout, RecordsWorkload,

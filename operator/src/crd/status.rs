@@ -301,6 +301,25 @@ pub struct SummaryStatus {
     pub items_per_sec: SpreadStatus,
     /// True when the repetitions disagree more than the threshold allows.
     pub unstable: bool,
+    /// A profile's rebuild: the median bytes per key of each type, the used_memory its keys
+    /// added (loaded type by type) over their number, including their entries in the key
+    /// tables and any growth of those tables during their load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 6))]
+    pub bytes_per_key_by_type: Vec<TypeBytesStatus>,
+}
+
+/// One type's keys in a profile's rebuild.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TypeBytesStatus {
+    /// `string`, `hash`, `list`, `set`, `zset` or `stream`.
+    #[serde(rename = "type")]
+    pub key_type: String,
+    /// The keys of that type the rebuild stored.
+    pub keys: u64,
+    /// Median over the repetitions of the used_memory they added over their number.
+    pub bytes_per_key: f64,
 }
 
 /// Median, min, max and coefficient of variation of a figure.

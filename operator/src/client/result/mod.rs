@@ -541,6 +541,7 @@ pub(super) mod tests {
             }),
             samples: if i == 1 { growth_samples(50) } else { vec![] },
             shards: Vec::new(),
+            by_type: Vec::new(),
         }
     }
 
