@@ -3,8 +3,9 @@
 //! the projection from the small run against a real run at the planned size; and the bad
 //! inputs refused in words.
 //!
-//! Needs the engine store's Redis 8.2.3 and Valkey 9.1.2 (hack/install-engines.sh; both come
-//! from pinned wheels, so every machine's store has them).
+//! Needs the engine store's Redis 8.2.3, Valkey 9.1.2 (hack/install-engines.sh; both come from
+//! pinned wheels, so every machine's store has them) and Dragonfly 1.40.0, whose dash table
+//! the projection models per shard (one thread, as a local run starts it).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -25,6 +26,7 @@ spec:
   engines:
     - {{engine: redis, version: \"8.2\"}}
     - {{engine: valkey, version: \"9.1\", allocator: jemalloc}}
+    - {{engine: dragonfly, version: \"1.40.0\"}}
   workload:
     strings: {{keys: {keys}, valueSize: 100}}
   repetitions: 1
@@ -89,7 +91,18 @@ fn run(keys: u64) -> Value {
 fn a_saved_run_gives_the_same_plan_as_the_run_and_projects_a_real_larger_run_within_2_percent() {
     let small = run(SMALL);
     let engines = small["engines"].as_array().expect("engines");
-    assert_eq!(engines.len(), 2, "{small}");
+    assert_eq!(engines.len(), 3, "{small}");
+    // Dragonfly's dash table is modelled from the thread count the run reports.
+    assert_eq!(
+        engines[2]["engine"]["threads"], 1,
+        "{}",
+        engines[2]["engine"]
+    );
+    assert_eq!(
+        engines[2]["capacity"]["projection"]["growth_rule"], "dash-table",
+        "{}",
+        engines[2]["capacity"]
+    );
     for engine in engines {
         let capacity = &engine["capacity"];
         for field in [

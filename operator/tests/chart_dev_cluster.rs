@@ -220,6 +220,9 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
         ("delete", "networkpolicies.networking.k8s.io"),
         // Each benchmark's generated engine password, never read back.
         ("create", "secrets"),
+        // Prices and profiles by name; prices ConfigMaps watched for later changes.
+        ("get", "configmaps"),
+        ("watch", "configmaps"),
     ] {
         assert!(
             cluster.can_i(verb, resource),

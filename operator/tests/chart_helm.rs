@@ -298,7 +298,11 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
             verbs(&["create", "patch"]),
         ),
         ("".into(), "secrets".into(), verbs(&["create"])),
-        ("".into(), "configmaps".into(), verbs(&["get"])),
+        (
+            "".into(),
+            "configmaps".into(),
+            verbs(&["get", "list", "watch"]),
+        ),
         (
             "membench.io".into(),
             "memorybenchmarks".into(),

@@ -11,14 +11,6 @@ use membench::profile::Profile;
 use membench::profile::model::KeyType;
 use redis::Commands;
 
-fn profile_json(addr: &str, extra: &[&str]) -> (std::process::Output, Option<Profile>) {
-    let mut args = vec!["profile", "--addr", addr, "--output", "json"];
-    args.extend_from_slice(extra);
-    let output = common::membench(&args);
-    let profile = serde_json::from_slice::<Profile>(&output.stdout).ok();
-    (output, profile)
-}
-
 /// Names and values no profile may contain.
 const SECRETS: [&str; 4] = [
     "Tartempion-Secret-Value",
@@ -85,7 +77,7 @@ fn a_profile_holds_types_templates_sizes_and_ttls_and_no_name_or_value() {
     let mut connection = common::connect(&engine.address);
     fill(&mut connection);
     let addr = engine.address.socket_addr();
-    let (output, profile) = profile_json(&addr, &[]);
+    let (output, profile) = common::profile_json(&addr, &[]);
     assert!(output.status.success(), "{}", common::stderr(&output));
     let profile = profile.expect("stdout is a profile");
     profile.check().expect("the profile is valid for a rebuild");
@@ -175,7 +167,7 @@ fn profiling_only_reads_and_never_sends_keys() {
         .arg("RESETSTAT")
         .query(&mut connection)
         .unwrap();
-    let (output, _) = profile_json(&engine.address.socket_addr(), &[]);
+    let (output, _) = common::profile_json(&engine.address.socket_addr(), &[]);
     assert!(output.status.success(), "{}", common::stderr(&output));
     let called = commands_called(&mut connection);
     let reads = [
@@ -220,7 +212,7 @@ fn the_rate_limit_and_the_time_bound_end_with_what_was_sampled() {
     let mut connection = common::connect(&engine.address);
     fill(&mut connection);
     let started = std::time::Instant::now();
-    let (output, profile) = profile_json(
+    let (output, profile) = common::profile_json(
         &engine.address.socket_addr(),
         &["--max-commands-per-sec", "200", "--max-seconds", "1.5"],
     );
@@ -250,7 +242,7 @@ fn an_empty_database_is_refused_naming_the_ones_that_hold_keys() {
     let mut connection = common::connect(&engine.address);
     let _: () = redis::cmd("SELECT").arg(3).query(&mut connection).unwrap();
     let _: () = connection.set("k", "v").unwrap();
-    let (output, profile) = profile_json(&engine.address.socket_addr(), &[]);
+    let (output, profile) = common::profile_json(&engine.address.socket_addr(), &[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(profile.is_none());
     let stderr = common::stderr(&output);
@@ -258,7 +250,7 @@ fn an_empty_database_is_refused_naming_the_ones_that_hold_keys() {
         stderr.contains("database 0") && stderr.contains("empty") && stderr.contains("--db 3"),
         "{stderr}"
     );
-    let (output, profile) = profile_json(&engine.address.socket_addr(), &["--db", "3"]);
+    let (output, profile) = common::profile_json(&engine.address.socket_addr(), &["--db", "3"]);
     assert!(output.status.success(), "{}", common::stderr(&output));
     assert_eq!(profile.unwrap().source.keys, 1);
 }
@@ -377,7 +369,7 @@ fn dragonfly_is_profiled_without_object_and_says_so() {
     let engine = common::start_spec(&common::shared_build(EngineKind::Dragonfly, "1"));
     let mut connection = common::connect(&engine.address);
     fill(&mut connection);
-    let (output, profile) = profile_json(&engine.address.socket_addr(), &[]);
+    let (output, profile) = common::profile_json(&engine.address.socket_addr(), &[]);
     assert!(output.status.success(), "{}", common::stderr(&output));
     let profile = profile.expect("a profile");
     profile.check().expect("a valid profile");

@@ -1,7 +1,9 @@
 //! A profile workload in the cluster, end to end on the dev cluster: a MemoryBenchmark whose
 //! profile comes from a ConfigMap runs like any other (the client pod rebuilds it and the
-//! status has bytes per key), and one whose ConfigMap is missing fails as InvalidSpec before
-//! any pod exists.
+//! status has bytes per key, and by type), one whose profile is larger than an environment
+//! variable may be (Linux's 128 KiB) runs too, the client pod reading it from the ConfigMap
+//! mounted as a file, and one whose ConfigMap is missing fails as InvalidSpec before any pod
+//! exists.
 
 mod common;
 
@@ -32,6 +34,19 @@ groups:
   values: {textLength: {buckets: [[60, 90, 1]]}}
 "#;
 
+/// A profile of 700 key families of 4 strings each (2800 keys): about 200 KiB as YAML, more
+/// than an environment variable may carry.
+fn many_families() -> String {
+    let mut text = "format: 1\nsource: {engine: valkey, keys: 2800}\ngroups:\n".to_string();
+    for family in 0..700 {
+        text.push_str(&format!(
+            "- template: \"tenant{family}:session:{{n}}\"\n  type: string\n  share: {}\n  sampledKeys: 4\n  keyLength: {{buckets: [[20, 20, 1], [21, 21, 2], [22, 22, 1]]}}\n  ttl: {{share: 0.25, millis: {{buckets: [[60000, 3600000, 1]]}}}}\n  values: {{integerShare: 0.25, textLength: {{buckets: [[16, 40, 3]]}}, integerLength: {{buckets: [[1, 6, 1]]}}}}\n",
+            1.0 / 700.0
+        ));
+    }
+    text
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_profile_from_a_config_map_is_rebuilt_and_measured_like_any_workload()
 -> anyhow::Result<()> {
@@ -49,11 +64,29 @@ async fn a_profile_from_a_config_map_is_rebuilt_and_measured_like_any_workload()
     config_maps
         .create(&PostParams::default(), &config_map)
         .await?;
+    let large = many_families();
+    assert!(large.len() > 128 * 1024, "{} bytes", large.len());
+    let large_map = ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some("tenants-profile".into()),
+            ..Default::default()
+        },
+        data: Some([("profile.yaml".to_string(), large)].into()),
+        ..Default::default()
+    };
+    config_maps
+        .create(&PostParams::default(), &large_map)
+        .await?;
     let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n  workload:\n    profile:\n      configMapRef: {name: shop-profile}\n      scale: 2\n      seed: 7\n  repetitions: 2\n";
     harness.create(&spec("shop", body)).await?;
     // The same, with a ConfigMap that does not exist.
     let missing = body.replace("shop-profile", "no-such-profile");
     harness.create(&spec("lost", &missing)).await?;
+    let tenants = body
+        .replace("shop-profile", "tenants-profile")
+        .replace("scale: 2", "scale: 1")
+        .replace("repetitions: 2", "repetitions: 1");
+    harness.create(&spec("tenants", &tenants)).await?;
 
     let done = harness.finished("shop", Duration::from_secs(240)).await?;
     let status = done.status.clone().unwrap();
@@ -74,6 +107,32 @@ async fn a_profile_from_a_config_map_is_rebuilt_and_measured_like_any_workload()
             "{rep:#?}"
         );
     }
+    // By type: the 1200 strings, then the 800 hashes, each with its own bytes per key.
+    let by_type: Vec<(String, u64)> = engine
+        .summary
+        .as_ref()
+        .unwrap()
+        .bytes_per_key_by_type
+        .iter()
+        .map(|t| (t.key_type.clone(), t.keys))
+        .collect();
+    assert_eq!(
+        by_type,
+        [("string".to_string(), 1200), ("hash".to_string(), 800)],
+        "{engine:#?}"
+    );
+
+    let tenants = harness
+        .finished("tenants", Duration::from_secs(240))
+        .await?;
+    let status = tenants.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+    let engine = &status.engines[0];
+    assert_eq!(engine.repetitions.len(), 1, "{engine:#?}");
+    assert_eq!(
+        engine.repetitions[0].items, 2800,
+        "DBSIZE of the 700 families"
+    );
 
     let lost = harness.finished("lost", Duration::from_secs(60)).await?;
     let failed = condition(&lost, "Failed").expect("a Failed condition");

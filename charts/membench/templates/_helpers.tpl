@@ -79,11 +79,12 @@ app.kubernetes.io/component: operator
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["create"]
-# get only, by name: the prices a benchmark's spec.capacity.pricesConfigMapRef names, and a
-# profile workload's configMapRef, read before anything starts.
+# get by name: the prices a benchmark's spec.capacity.pricesConfigMapRef names, and a profile
+# workload's configMapRef, read before anything starts; list and watch: a prices ConfigMap
+# created or changed later reaches the benchmarks that name it.
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["get"]
+  verbs: ["get", "list", "watch"]
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   # get and delete: a policy of the benchmark's name left by an earlier benchmark of that name

@@ -22,6 +22,8 @@ pub struct EngineMeasurement {
     pub entries_per_item: u64,
     /// Median used_memory_rss / used_memory over the repetitions.
     pub fragmentation_ratio: Option<f64>,
+    /// The threads the engine ran, when it reports them (Dragonfly: one keyspace table each).
+    pub threads: Option<u32>,
 }
 
 /// Entries of the growing table per item of a workload.
@@ -75,6 +77,23 @@ struct Identity {
     name: String,
     engine: String,
     version: String,
+    threads: Option<u32>,
+}
+
+/// Why a profile's rebuild is not projected, and how to size one: its load reads no growth
+/// curve (its keys are of several types, loaded type by type, so used_memory along the load is
+/// no curve of one kind of key), but the profile rebuilds at any size.
+fn profile_not_projected(
+    profile: &crate::client::profile_workload::ProfileWorkload,
+    first: &Reading,
+) -> String {
+    format!(
+        "a profile's rebuild has no growth curve (its keys are of several types, loaded one type after the other); to plan for N keys, rebuild the profile at that size, membench load --workload profile --scale N/{} (workload.profile.scale in a spec), and read its used_memory (this run: {} keys in {} bytes of used_memory)",
+        // The profile's own keys: the run stored `scale` times as many.
+        (profile.keys as f64 / profile.scale).round().max(1.0) as u64,
+        first.items,
+        first.used_memory
+    )
 }
 
 impl EngineMeasurement {
@@ -89,6 +108,9 @@ impl EngineMeasurement {
         let first = repetitions
             .first()
             .ok_or_else(|| format!("{}: no finished repetition to project from", who.name))?;
+        if let Workload::Profile(profile) = workload {
+            return Err(profile_not_projected(profile, first));
+        }
         let mut curve: Vec<CurvePoint> = samples
             .map(|(items, used_memory)| CurvePoint {
                 entries: sample_entries(workload, items),
@@ -116,6 +138,7 @@ impl EngineMeasurement {
             curve,
             entries_per_item: entries_per_item(workload),
             fragmentation_ratio: ratio,
+            threads: who.threads,
         })
     }
 
@@ -127,6 +150,7 @@ impl EngineMeasurement {
                 name: report.name.clone(),
                 engine: report.engine.name.clone(),
                 version: report.engine.version.clone(),
+                threads: report.engine.threads,
             },
             &report.workload.workload,
             first
@@ -150,6 +174,7 @@ impl EngineMeasurement {
                     .version
                     .clone()
                     .unwrap_or_else(|| status.requested_version.clone()),
+                threads: status.threads,
             },
             workload,
             status.growth.iter().map(|g| (g.items, g.used_memory)),

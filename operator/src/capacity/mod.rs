@@ -3,6 +3,7 @@
 //!
 //! - [`instance_types`]: the embedded instance-type table and what a node keeps for itself;
 //! - [`projection`]: used_memory at N items from a run's growth curve, with a band;
+//! - [`dash_table`]: Dragonfly's keyspace growth (segments per shard), which the projection fits;
 //! - [`prices`]: the user's prices file;
 //! - [`measurement`]: a run's result (a local report, a status) read as the model's input;
 //! - [`status`]: the plan from and for a benchmark's status (`status.capacity`).
@@ -16,6 +17,7 @@
 //! plus kube-reserved and the eviction threshold of the type, `instance_types`) and how full
 //! the node would be.
 
+pub mod dash_table;
 pub mod instance_types;
 pub mod measurement;
 pub mod prices;
@@ -240,9 +242,20 @@ pub fn plan_engine(
     measurement: &EngineMeasurement,
     request: &CapacityRequest,
 ) -> Result<EngineCapacity, String> {
-    let rule = GrowthRule::of(&measurement.engine, &measurement.version);
+    let rule = GrowthRule::of(
+        &measurement.engine,
+        &measurement.version,
+        measurement.threads,
+    );
     let entries = request.items.saturating_mul(measurement.entries_per_item);
-    let projection = projection::project(rule, &measurement.curve, entries)?;
+    let shards = measurement.threads.unwrap_or(1).max(1);
+    let mut projection = projection::project(rule, shards, &measurement.curve, entries)?;
+    if rule == GrowthRule::Unknown && measurement.engine == "dragonfly" {
+        projection.notes.insert(
+            0,
+            "the run does not report Dragonfly's thread count (INFO server thread_count; a result from before membench read it), so where its dash table's segment splits land is not known".to_string(),
+        );
+    }
     let ratio = measurement.fragmentation_ratio.unwrap_or(1.0);
     // An RSS below used_memory (pages allocated but not yet touched, as a fresh bucket array
     // is) is not planned for: the engine may touch them.

@@ -17,8 +17,11 @@
 //!   buckets of 7 entries, a power of two of them, grown when an add would exceed 7 entries a
 //!   bucket on average (`MAX_FILL_PERCENT_SOFT` 100) to `ceil(n * 5 / 32)` buckets rounded
 //!   up to a power of two (twice as many).
-//! - **Dragonfly**: its dash table grows by segments, a rule the model does not know; the
-//!   projection is a straight line through the curve and says so, with a wider band.
+//! - **Dragonfly** (`dash.h`, [`super::dash_table`]): a dash table per shard (thread) of
+//!   840-slot segments, each split in two when it holds about `split_at` entries; `buckets` is
+//!   the expected number of segments, and `split_at` is fitted with the costs (the split
+//!   points whose fit is at most twice as bad as the best one all go into the band). Without
+//!   the run's thread count the rule is not known: a straight line with a wider band.
 //!
 //! While a table grows both arrays are held until every old bucket is moved (incremental
 //! rehashing: a bucket per lookup and per add), so the memory just after a step is higher than
@@ -38,8 +41,8 @@ use serde::{Deserialize, Serialize};
 /// child buckets, which depend on how full the table is).
 pub const KNOWN_RULE_MARGIN: f64 = 0.01;
 
-/// The margin when the growth rule is not known (Dragonfly): the straight line can be off by
-/// whatever the table's steps are.
+/// The margin when the growth rule is not known (Dragonfly without its thread count): the
+/// straight line can be off by whatever the table's steps are.
 pub const UNKNOWN_RULE_MARGIN: f64 = 0.05;
 
 /// How an engine's main hash table grows.
@@ -50,13 +53,16 @@ pub enum GrowthRule {
     PowerOfTwoDict,
     /// Valkey 8.1+'s hashtable: 64-byte buckets of 7 entries, a power of two of them.
     BucketedHashtable,
-    /// Not known to the model (Dragonfly).
+    /// Dragonfly's dash table: a table per shard of 840-slot segments split one at a time.
+    DashTable,
+    /// Not known to the model (Dragonfly when the run does not say its thread count).
     Unknown,
 }
 
 impl GrowthRule {
-    /// The rule of an engine (`redis`, `valkey`, `dragonfly`) at a version (`8.1.7`).
-    pub fn of(engine: &str, version: &str) -> Self {
+    /// The rule of an engine (`redis`, `valkey`, `dragonfly`) at a version (`8.1.7`), with the
+    /// threads it ran (Dragonfly's shards: without them, where its steps land is not known).
+    pub fn of(engine: &str, version: &str, threads: Option<u32>) -> Self {
         let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
         let major = parts.next().unwrap_or(0);
         let minor = parts.next().unwrap_or(0);
@@ -64,6 +70,7 @@ impl GrowthRule {
             "redis" => GrowthRule::PowerOfTwoDict,
             "valkey" if (major, minor) >= (8, 1) => GrowthRule::BucketedHashtable,
             "valkey" => GrowthRule::PowerOfTwoDict,
+            "dragonfly" if threads.is_some_and(|t| t > 0) => GrowthRule::DashTable,
             _ => GrowthRule::Unknown,
         }
     }
@@ -75,6 +82,9 @@ impl GrowthRule {
             }
             GrowthRule::BucketedHashtable => {
                 "bucketed hashtable (64-byte buckets of 7 entries, Valkey 8.1+ hashtable.c)"
+            }
+            GrowthRule::DashTable => {
+                "dash table (840-slot segments split one at a time, a table per shard, Dragonfly dash.h)"
             }
             GrowthRule::Unknown => {
                 "growth rule not known to the model: a straight line through the curve, with a wider band"
@@ -88,6 +98,7 @@ impl GrowthRule {
         match self {
             GrowthRule::PowerOfTwoDict => 8.0,
             GrowthRule::BucketedHashtable => 64.0,
+            GrowthRule::DashTable => super::dash_table::SEGMENT_BYTES,
             GrowthRule::Unknown => 0.0,
         }
     }
@@ -101,9 +112,10 @@ impl GrowthRule {
     }
 
     /// The buckets of the table once it holds `entries` and no resize is under way.
+    /// (Dragonfly's segments depend on the fitted split point: [`super::dash_table::segments`].)
     pub fn buckets(self, entries: u64) -> u64 {
         match self {
-            GrowthRule::Unknown => 0,
+            GrowthRule::Unknown | GrowthRule::DashTable => 0,
             GrowthRule::PowerOfTwoDict => entries.next_power_of_two().max(4),
             GrowthRule::BucketedHashtable => entries.div_ceil(7).next_power_of_two().max(1),
         }
@@ -116,8 +128,9 @@ impl GrowthRule {
     /// has non-empty buckets (for a dict at load factor 1, 1 - 1/e of them; a Valkey bucket of
     /// 7 entries is all but never empty). Redis's sorted set measured here agrees: 2^25 + 1
     /// members grow the dict, 34M still hold both arrays, 50M one (docs/results.md).
+    /// A dash table frees nothing when it splits, so it has no such window.
     pub fn old_buckets_within_window(self, entries: u64) -> Option<u64> {
-        if self == GrowthRule::Unknown {
+        if matches!(self, GrowthRule::Unknown | GrowthRule::DashTable) {
             return None;
         }
         let buckets = self.buckets(entries);
@@ -152,8 +165,14 @@ pub struct Projection {
     pub growth_rule: GrowthRule,
     /// Fitted bytes per entry (key, member, field) of the table.
     pub per_entry_bytes: f64,
-    /// Fitted bytes per bucket of the table (0 for an unknown rule).
+    /// Fitted bytes per bucket of the table (a Dragonfly segment; 0 for an unknown rule).
     pub per_bucket_bytes: f64,
+    /// Dragonfly: the shards (threads) projected for, and the entries a segment was fitted to
+    /// hold when it splits (the best fit's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_at: Option<f64>,
     /// The curve's points the fit used.
     pub points_fitted: usize,
     /// What the reader should know about this projection (an unknown rule, a step inside the
@@ -230,9 +249,163 @@ fn invert(m: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
     Some(a.into_iter().map(|r| r[n..].to_vec()).collect())
 }
 
-/// Projects used_memory at `entries` from a curve. Needs at least three points with different
-/// entry counts; says what it could not do in words otherwise.
-pub fn project(rule: GrowthRule, curve: &[CurvePoint], entries: u64) -> Result<Projection, String> {
+/// A least-squares fit's projection at one point: the costs, the point and its variance, and
+/// the sum of squared residuals.
+struct LinearFit {
+    beta: Vec<f64>,
+    point: f64,
+    variance: f64,
+    residuals: f64,
+}
+
+/// Fits `y` on the rows of `x` and projects at `at`.
+fn fit_at(x: &[Vec<f64>], y: &[f64], at: &[f64]) -> Option<LinearFit> {
+    let (beta, cov, s2) = least_squares(x, y)?;
+    let point = at.iter().zip(&beta).map(|(a, b)| a * b).sum();
+    let variance = (0..at.len())
+        .map(|i| {
+            (0..at.len())
+                .map(|j| at[i] * cov[i][j] * at[j])
+                .sum::<f64>()
+        })
+        .sum::<f64>()
+        * s2;
+    let dof = x.len().saturating_sub(at.len()).max(1) as f64;
+    Some(LinearFit {
+        beta,
+        point,
+        variance,
+        residuals: s2 * dof,
+    })
+}
+
+/// The distinct entry counts of a curve, refused in words below three.
+fn require_distinct_points(points: &[CurvePoint]) -> Result<(), String> {
+    let distinct: std::collections::BTreeSet<u64> = points.iter().map(|p| p.entries).collect();
+    if distinct.len() < 3 {
+        return Err(format!(
+            "the growth curve has {} distinct points; a projection needs at least 3 (sample used_memory more often: a smaller sampleEvery, or more items)",
+            distinct.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Dragonfly's projection at `entries` for `shards` tables ([`super::dash_table`]): for every
+/// split point, the least-squares costs (fixed, per entry, per segment); the best fit gives
+/// the projection, and every split point whose residuals are at most twice the best's gives
+/// its own projection and band, all inside the band reported. (The residuals of a sawtooth
+/// are not independent, so a textbook interval on the split point would be far too narrow.)
+fn project_dash_table(
+    shards: u32,
+    curve: &[CurvePoint],
+    entries: u64,
+) -> Result<Projection, String> {
+    use super::dash_table::{SEGMENT_SLOTS, segments, split_points};
+    require_distinct_points(curve)?;
+    let y: Vec<f64> = curve.iter().map(|p| p.used_memory as f64).collect();
+    let (first_entries, last_entries) = (
+        curve.iter().map(|p| p.entries).min().unwrap_or(0),
+        curve.iter().map(|p| p.entries).max().unwrap_or(0),
+    );
+    let fits: Vec<(u32, LinearFit)> = split_points()
+        // A split point at which the curve would see no split leaves the segment column
+        // constant: the fit would give its cost to noise.
+        .filter(|&split_at| {
+            let t = f64::from(split_at);
+            segments(last_entries, shards, t) - segments(first_entries, shards, t) >= 0.5
+        })
+        .filter_map(|split_at| {
+            let t = f64::from(split_at);
+            let x: Vec<Vec<f64>> = curve
+                .iter()
+                .map(|p| vec![1.0, p.entries as f64, segments(p.entries, shards, t)])
+                .collect();
+            let at = [1.0, entries as f64, segments(entries, shards, t)];
+            fit_at(&x, &y, &at)
+                .filter(|f| f.beta[1] > 0.0 && f.beta[2] > 0.0)
+                .map(|f| (split_at, f))
+        })
+        .collect();
+    // The curve must show the splits: a fit with segments at least twice as good as a
+    // straight line. A run too small to reach a shard's first splits (near 8 x 825 keys a
+    // shard) cannot say where the later ones land.
+    let straight: Vec<Vec<f64>> = curve.iter().map(|p| vec![1.0, p.entries as f64]).collect();
+    let line_residuals = fit_at(&straight, &y, &[1.0, entries as f64]).map(|f| f.residuals);
+    let best = fits
+        .iter()
+        .min_by(|a, b| a.1.residuals.total_cmp(&b.1.residuals))
+        .filter(|(_, f)| line_residuals.is_none_or(|line| f.residuals * 2.0 < line));
+    let Some((best_split, best)) = best else {
+        let mut line = project(GrowthRule::Unknown, shards, curve, entries)?;
+        line.notes.insert(
+            0,
+            format!("the curve shows no dash-table segment split ({last_entries} entries over {shards} shard(s); a shard's first splits come near 8 x 825 entries), so where the later ones land is not known"),
+        );
+        return Ok(line);
+    };
+    let accepted: Vec<&(u32, LinearFit)> = fits
+        .iter()
+        .filter(|(_, f)| f.residuals <= 2.0 * best.residuals)
+        .collect();
+    let band = |f: &LinearFit| {
+        let half =
+            2.0 * f.variance.max(0.0).sqrt() + KNOWN_RULE_MARGIN * (f.point - f.beta[0]).max(0.0);
+        (f.point - half, f.point + half)
+    };
+    let low = accepted
+        .iter()
+        .map(|(_, f)| band(f).0)
+        .fold(f64::INFINITY, f64::min);
+    let high = accepted
+        .iter()
+        .map(|(_, f)| band(f).1)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let first = accepted
+        .iter()
+        .map(|(t, _)| *t)
+        .min()
+        .unwrap_or(*best_split);
+    let last = accepted
+        .iter()
+        .map(|(t, _)| *t)
+        .max()
+        .unwrap_or(*best_split);
+    let mut notes = vec![format!(
+        "dash table of {shards} shard(s) (the run's threads): segments of {SEGMENT_SLOTS} slots split at {best_split} entries ({:.1}% full; {first} to {last} fit within twice the best residuals, and all are in the band); with another --proactor_threads the steps land elsewhere: project from a run with the node's thread count",
+        f64::from(*best_split) / f64::from(SEGMENT_SLOTS) * 100.0
+    )];
+    if first == split_points().min().unwrap_or(0) || last == SEGMENT_SLOTS {
+        notes.push(
+            "the curve does not pin the split point down (it crosses too few segment splits): the band spans every split point that fits".to_string(),
+        );
+    }
+    Ok(Projection {
+        used_memory: best.point.round().max(0.0) as u64,
+        low: low.round().max(0.0) as u64,
+        high: high.round().max(0.0) as u64,
+        growth_rule: GrowthRule::DashTable,
+        per_entry_bytes: best.beta[1],
+        per_bucket_bytes: best.beta[2],
+        shards: Some(shards),
+        split_at: Some(f64::from(*best_split)),
+        points_fitted: curve.len(),
+        notes,
+    })
+}
+
+/// Projects used_memory at `entries` from a curve, for an engine of `shards` tables (Dragonfly's
+/// threads; the other engines have one). Needs at least three points with different entry
+/// counts; says what it could not do in words otherwise.
+pub fn project(
+    rule: GrowthRule,
+    shards: u32,
+    curve: &[CurvePoint],
+    entries: u64,
+) -> Result<Projection, String> {
+    if rule == GrowthRule::DashTable {
+        return project_dash_table(shards, curve, entries);
+    }
     let mut notes = Vec::new();
     let steady: Vec<CurvePoint> = curve
         .iter()
@@ -251,13 +424,7 @@ pub fn project(rule: GrowthRule, curve: &[CurvePoint], entries: u64) -> Result<P
         }
         curve.to_vec()
     };
-    let distinct: std::collections::BTreeSet<u64> = points.iter().map(|p| p.entries).collect();
-    if distinct.len() < 3 {
-        return Err(format!(
-            "the growth curve has {} distinct points; a projection needs at least 3 (sample used_memory more often: a smaller sampleEvery, or more items)",
-            distinct.len()
-        ));
-    }
+    require_distinct_points(&points)?;
     let y: Vec<f64> = points.iter().map(|p| p.used_memory as f64).collect();
     let buckets = |n: u64| rule.buckets(n) as f64;
     // The full model, when the curve crosses at least one step of the table.
@@ -362,6 +529,8 @@ pub fn project(rule: GrowthRule, curve: &[CurvePoint], entries: u64) -> Result<P
         growth_rule: rule,
         per_entry_bytes: entry_cost,
         per_bucket_bytes: beta[2],
+        shards: None,
+        split_at: None,
         points_fitted: points.len(),
         notes,
     })
@@ -383,10 +552,18 @@ mod tests {
         // 34M members: just after Redis's 2^25 step, both arrays may still be held.
         assert_eq!(dict.old_buckets_within_window(34_000_000), Some(1 << 25));
         assert_eq!(dict.old_buckets_within_window(50_000_000), None);
-        assert_eq!(GrowthRule::of("valkey", "8.1.7"), table);
-        assert_eq!(GrowthRule::of("valkey", "8.0.9"), dict);
-        assert_eq!(GrowthRule::of("redis", "8.6.3"), dict);
-        assert_eq!(GrowthRule::of("dragonfly", "1.40.0"), GrowthRule::Unknown);
+        assert_eq!(GrowthRule::of("valkey", "8.1.7", None), table);
+        assert_eq!(GrowthRule::of("valkey", "8.0.9", None), dict);
+        assert_eq!(GrowthRule::of("redis", "8.6.3", None), dict);
+        assert_eq!(
+            GrowthRule::of("dragonfly", "1.40.0", Some(2)),
+            GrowthRule::DashTable
+        );
+        // Without its thread count, where Dragonfly's steps land is not known.
+        assert_eq!(
+            GrowthRule::of("dragonfly", "1.40.0", None),
+            GrowthRule::Unknown
+        );
     }
 
     /// A curve made by the model itself, so the fit must give its costs back.
@@ -414,7 +591,7 @@ mod tests {
     fn the_fit_recovers_the_costs_of_a_curve_that_follows_the_model() {
         let rule = GrowthRule::PowerOfTwoDict;
         let curve = model_curve(rule, 900_000.0, 150.0, 8.0);
-        let p = project(rule, &curve, 1_000_000).unwrap();
+        let p = project(rule, 1, &curve, 1_000_000).unwrap();
         assert!((p.per_entry_bytes - 150.0).abs() < 0.01, "{p:?}");
         assert!((p.per_bucket_bytes - 8.0).abs() < 0.01, "{p:?}");
         let expected = 900_000 + 150 * 1_000_000 + 8 * (1 << 20);
@@ -431,13 +608,67 @@ mod tests {
     #[test]
     fn an_unknown_rule_says_so_and_widens_the_band() {
         let curve = model_curve(GrowthRule::PowerOfTwoDict, 900_000.0, 150.0, 0.0);
-        let known = project(GrowthRule::PowerOfTwoDict, &curve, 1_000_000).unwrap();
-        let unknown = project(GrowthRule::Unknown, &curve, 1_000_000).unwrap();
+        let known = project(GrowthRule::PowerOfTwoDict, 1, &curve, 1_000_000).unwrap();
+        let unknown = project(GrowthRule::Unknown, 1, &curve, 1_000_000).unwrap();
         assert!(unknown.high - unknown.low > known.high - known.low);
         assert!(
             unknown.notes.iter().any(|n| n.contains("not known")),
             "{unknown:?}"
         );
+    }
+
+    /// A Dragonfly-like curve: `shards` dash tables whose segments split at 825 entries,
+    /// 80 bytes a key and 32,700 a segment, sampled every 1,000 keys to 100,000.
+    fn dash_curve(shards: u32) -> Vec<CurvePoint> {
+        (1..=100)
+            .map(|i| {
+                let entries = i * 1000;
+                let segments = super::super::dash_table::segments(entries, shards, 825.0);
+                CurvePoint {
+                    entries,
+                    used_memory: (25_000.0 + 80.0 * entries as f64 + 32_700.0 * segments) as u64,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_dash_table_fit_finds_the_split_point_and_projects_for_the_runs_shards() {
+        for shards in [1, 3] {
+            let curve = dash_curve(shards);
+            let p = project(GrowthRule::DashTable, shards, &curve, 1_000_000).unwrap();
+            assert_eq!(p.split_at, Some(825.0), "{p:?}");
+            assert_eq!(p.shards, Some(shards));
+            assert!((p.per_entry_bytes - 80.0).abs() < 0.1, "{p:?}");
+            let segments = super::super::dash_table::segments(1_000_000, shards, 825.0);
+            let expected = 25_000.0 + 80.0 * 1e6 + 32_700.0 * segments;
+            assert!(
+                (p.used_memory as f64 / expected - 1.0).abs() < 1e-4,
+                "{shards} shards: {p:?} against {expected}"
+            );
+            assert!(p.low as f64 <= expected && expected <= p.high as f64);
+            assert!(p.notes[0].contains(&format!("{shards} shard(s)")), "{p:?}");
+        }
+        // 1M keys take 2048 segments in one shard, 3 x 512 in three (333,333 keys each, between
+        // two waves): the thread count moves the projection by more than the band of either.
+        let one = project(GrowthRule::DashTable, 1, &dash_curve(1), 1_000_000).unwrap();
+        let three = project(GrowthRule::DashTable, 3, &dash_curve(3), 1_000_000).unwrap();
+        assert!(one.used_memory.abs_diff(three.used_memory) > (one.high - one.low) / 2);
+    }
+
+    #[test]
+    fn a_dragonfly_curve_that_reaches_no_split_gets_the_unknown_rules_wide_band() {
+        // 5,000 keys in one shard: below its first splits (near 8 x 825), a straight line.
+        let curve: Vec<CurvePoint> = dash_curve(1).into_iter().take(5).collect();
+        let p = project(GrowthRule::DashTable, 1, &curve, 1_000_000).unwrap();
+        assert_eq!(p.growth_rule, GrowthRule::Unknown, "{p:?}");
+        assert!(p.notes[0].contains("no dash-table segment split"), "{p:?}");
+        // The band is the unknown rule's: the straight line's figure plus at least 5%.
+        assert!(p.high as f64 >= p.used_memory as f64 * 1.04, "{p:?}");
+        // 10,000 keys cross the first wave: the rule is fitted.
+        let curve: Vec<CurvePoint> = dash_curve(1).into_iter().take(10).collect();
+        let p = project(GrowthRule::DashTable, 1, &curve, 1_000_000).unwrap();
+        assert_eq!(p.growth_rule, GrowthRule::DashTable, "{p:?}");
     }
 
     #[test]
@@ -446,7 +677,7 @@ mod tests {
             entries: 1000,
             used_memory: 10_000,
         }];
-        let err = project(GrowthRule::PowerOfTwoDict, &curve, 10).unwrap_err();
+        let err = project(GrowthRule::PowerOfTwoDict, 1, &curve, 10).unwrap_err();
         assert!(err.contains("at least 3"), "{err}");
     }
 }

@@ -106,3 +106,79 @@ pub fn to_status(plan: &CapacityPlan, message: Option<String>) -> CapacityStatus
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::{EngineStatus, GrowthPoint, RepetitionStatus};
+
+    /// A benchmark as the API server hands it over, with `instance` (`instanceType: ...` or
+    /// `instanceTypes: [...]`) and two engines.
+    fn benchmark(instance: serde_json::Value) -> MemoryBenchmark {
+        let mut spec = serde_json::json!({
+            "engines": [{"engine": "redis", "version": "8.2"}, {"engine": "valkey", "version": "9.1"}],
+            "workload": {"sortedSet": {"members": 100000, "sampleEvery": 10000}},
+            "capacity": {"items": 100000000},
+        });
+        spec.as_object_mut()
+            .unwrap()
+            .extend(instance.as_object().unwrap().clone());
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "membench.io/v1alpha1",
+            "kind": "MemoryBenchmark",
+            "metadata": {"name": "b", "namespace": "n"},
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    /// A measured engine of `per_entry` bytes a member (and 8 a dict bucket).
+    fn measured(name: &str, engine: &str, per_entry: u64) -> EngineStatus {
+        let used = |n: u64| 1_000_000 + per_entry * n + 8 * n.next_power_of_two().max(4);
+        EngineStatus {
+            name: name.into(),
+            engine: engine.into(),
+            version: Some("8.2.3".into()),
+            growth: (1..=10)
+                .map(|i| GrowthPoint {
+                    items: i * 10_000,
+                    used_memory: used(i * 10_000),
+                })
+                .collect(),
+            repetitions: vec![RepetitionStatus {
+                used_memory: used(100_000),
+                used_memory_rss: used(100_000),
+                items: 100_000,
+                ..RepetitionStatus::default()
+            }],
+            ..EngineStatus::default()
+        }
+    }
+
+    #[test]
+    fn the_printer_columns_smallest_type_is_set_for_one_instance_type_and_for_several() {
+        // 100M members at 60 B and 8 a bucket: about 7.1 GB used, 9.5 GB to the engine, which
+        // r8g.large holds. With two types every engine runs on each: four runs.
+        let one = serde_json::json!({"instanceType": "r8g.4xlarge"});
+        let several = serde_json::json!({"instanceTypes": ["r8g.4xlarge", "r7i.4xlarge"]});
+        for (instance, runs) in [(one, 2), (several, 4)] {
+            let engines: Vec<EngineStatus> = (0..runs)
+                .map(|run| {
+                    let (name, per_entry) = if run % 2 == 0 {
+                        ("redis-8.2", 100)
+                    } else {
+                        ("valkey-9.1", 60)
+                    };
+                    measured(name, "redis", per_entry + run / 2)
+                })
+                .collect();
+            let status = status_of(&benchmark(instance.clone()), &engines, None).unwrap();
+            assert_eq!(
+                status.smallest_instance_type.as_deref(),
+                Some("r8g.large"),
+                "{instance}: {status:?}"
+            );
+            assert_eq!(status.engines.len(), runs as usize, "{status:?}");
+        }
+    }
+}

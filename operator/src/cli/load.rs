@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use membench::client::engine::EngineAddress;
 use membench::client::measure::{BenchmarkReport, LoadOptions, measure_shards_journaled};
-use membench::client::profile_workload::{PROFILE_ENV, ProfileWorkload};
+use membench::client::profile_workload::{
+    PROFILE_DIGEST_ENV, PROFILE_ENV, ProfileWorkload, profile_digest,
+};
 use membench::client::progress::ProgressReporter;
 use membench::client::stop::{
     Journal, ResultFile, STOP_DEADLINE, stop_on_signals, write_journal_and_exit,
@@ -278,6 +280,15 @@ impl LoadArgs {
                     }
                 };
                 let profile = Profile::parse(&text).map_err(|e| format!("{origin}: {e}"))?;
+                // In a client pod, the operator checked this profile before anything started.
+                if let Ok(expected) = std::env::var(PROFILE_DIGEST_ENV) {
+                    let digest = profile_digest(&profile);
+                    if digest != expected {
+                        return Err(format!(
+                            "{origin} is not the profile the operator checked (digest {digest}, expected {expected}): its ConfigMap changed after the benchmark was accepted; delete and re-create the MemoryBenchmark to run the new profile"
+                        ));
+                    }
+                }
                 Workload::Profile(
                     ProfileWorkload::new(
                         profile,

@@ -10,8 +10,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use membench::client::engine::{ControlConnection, EngineAddress};
 use membench::profile::Profile;
 use membench::profiler::{
-    DEFAULT_COMMANDS_PER_SECOND, ProfileError, ProfileOptions, ProfileProgress, profile_server,
+    DEFAULT_COMMANDS_PER_SECOND, ProfileError, ProfileOptions, ProfileProgress, profile_cluster,
+    profile_server,
 };
+
+/// How long connecting to a server (each primary, with --cluster) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 use super::usage_error;
 
@@ -46,6 +50,12 @@ pub struct ProfileArgs {
     /// incomplete (source.complete false, source.stoppedBy says why).
     #[arg(long, default_value_t = 600.0)]
     max_seconds: f64,
+    /// The server is a node of a cluster: profile every primary that owns slots (found with
+    /// CLUSTER NODES), one after the other, into one profile. --sample-keys is split over
+    /// them by DBSIZE, each is read under the full --max-commands-per-sec, and --max-seconds
+    /// bounds the whole run.
+    #[arg(long)]
+    cluster: bool,
 }
 
 fn print_profile(profile: &Profile, output: ProfileOutput) {
@@ -69,10 +79,6 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
         Ok(address) => address,
         Err(e) => return usage_error(&e.to_string()),
     };
-    let mut control = match ControlConnection::open(&address, Duration::from_secs(10)) {
-        Ok(control) => control,
-        Err(e) => return usage_error(&e.to_string()),
-    };
     let options = ProfileOptions {
         db: args.db,
         sample_keys: args.sample_keys,
@@ -90,7 +96,14 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
         bar.set_length(p.target);
         bar.set_position(p.sampled);
     };
-    let outcome = profile_server(&mut control, &options, &mut on_progress);
+    let outcome = if args.cluster {
+        profile_cluster(&address, &options, CONNECT_TIMEOUT, &mut on_progress)
+    } else {
+        match ControlConnection::open(&address, CONNECT_TIMEOUT) {
+            Ok(mut control) => profile_server(&mut control, &options, &mut on_progress),
+            Err(e) => return usage_error(&e.to_string()),
+        }
+    };
     bar.finish_and_clear();
     match outcome {
         Ok(outcome) => {
@@ -114,9 +127,11 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
                 (None, None) => ExitCode::SUCCESS,
             }
         }
-        Err(e @ (ProfileError::Empty { .. } | ProfileError::Connect(_))) => {
-            usage_error(&e.to_string())
-        }
+        Err(
+            e @ (ProfileError::Empty { .. }
+            | ProfileError::Connect(_)
+            | ProfileError::NotACluster { .. }),
+        ) => usage_error(&e.to_string()),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(1)

@@ -98,6 +98,10 @@ pub struct EngineInfo {
     /// `RuntimeDefault` blocks the `io_uring_*` system calls and it falls back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multiplexing_api: Option<String>,
+    /// `thread_count` from `INFO server`, which Dragonfly reports (a keyspace table per
+    /// thread, which the capacity projection needs); Redis and Valkey do not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
     /// The settings the spec changed (`engines[].config`, and allowlisted `args`), as the
     /// engine reports them with `CONFIG GET` after it started: the effective value, in the
     /// engine's own form (`8gb` reads back as `8589934592`).
@@ -476,6 +480,7 @@ impl ControlConnection {
                 .get("multiplexing_api")
                 .filter(|api| !api.is_empty())
                 .cloned(),
+            threads: server.get("thread_count").and_then(|t| t.parse().ok()),
             ..EngineInfo::default()
         })
     }

@@ -34,6 +34,7 @@ use crate::client::shards::{
 use crate::client::slots::redirected_slot;
 use crate::client::stop_request::StopRequest;
 use crate::client::ttl::Ttl;
+use crate::client::type_memory;
 use crate::client::workload::Workload;
 use crate::error::BenchError;
 use crate::stats::StabilityThresholds;
@@ -375,6 +376,9 @@ struct LoadOutcome {
     distinct_with_ttl: Option<u64>,
     /// When the first write went out: a TTL counts from there.
     first_write: Instant,
+    /// used_memory before the first command and after each type's last one (a profile's
+    /// rebuild; empty otherwise).
+    type_readings: Vec<u64>,
 }
 
 fn run_repetition(
@@ -494,6 +498,7 @@ fn run_repetition(
         settled,
         samples: std::mem::take(&mut state.samples),
         shards: shard_readings,
+        by_type: type_memory::of_readings(&workload.type_segments(), &outcome.type_readings),
     })
 }
 
@@ -565,11 +570,24 @@ fn load(
     let total = workload.commands();
     let per_item = workload.commands_per_item();
     let sample_every = workload.sample_every().saturating_mul(per_item);
-    let mut next_sample = if sample_every > 0 {
-        sample_every
-    } else {
-        u64::MAX
+    let type_ends: Vec<u64> = workload
+        .type_segments()
+        .iter()
+        .map(|t| t.commands_end)
+        .collect();
+    // The next reading after `point`: a growth-curve sample or the end of a type.
+    let reading_after = |point: u64| {
+        let sample = point
+            .checked_div(sample_every)
+            .map_or(u64::MAX, |n| (n + 1).saturating_mul(sample_every));
+        let type_end = type_ends.iter().copied().find(|end| *end > point);
+        type_end.map_or(sample, |end| end.min(sample))
     };
+    let mut next_sample = reading_after(0);
+    let mut type_readings = Vec::new();
+    if !type_ends.is_empty() {
+        type_readings.push(total_memory(&shards.memory()?).used_memory);
+    }
     let mut encoder = workload.encoder_with_ttl(options.ttl);
     let mut integer_replies = 0u64;
     let mut paused = Duration::ZERO;
@@ -616,7 +634,7 @@ fn load(
             dispatched += batch;
             let upcoming = if dispatched < total {
                 let boundary = if dispatched == next_sample {
-                    next_sample.saturating_add(sample_every)
+                    reading_after(next_sample)
                 } else {
                     next_sample
                 };
@@ -651,11 +669,17 @@ fn load(
         integer_replies += tally.integer_sum;
         if *sent == next_sample {
             let pause = Instant::now();
-            samples.push(MemorySample {
-                items: *sent / per_item,
-                used_memory: total_memory(&shards.memory()?).used_memory,
-            });
-            next_sample = next_sample.saturating_add(sample_every);
+            let used_memory = total_memory(&shards.memory()?).used_memory;
+            if sample_every > 0 && sent.is_multiple_of(sample_every) {
+                samples.push(MemorySample {
+                    items: *sent / per_item,
+                    used_memory,
+                });
+            }
+            if type_ends.contains(sent) {
+                type_readings.push(used_memory);
+            }
+            next_sample = reading_after(next_sample);
             paused += pause.elapsed();
         }
         if *sent >= next_progress || *sent == total {
@@ -676,6 +700,7 @@ fn load(
         expires_sent: encoder.expires_sent(),
         distinct_with_ttl: encoder.distinct_with_ttl(),
         first_write: started,
+        type_readings,
     })
 }
 

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::engine::EngineInfo;
 use crate::client::ttl::Ttl;
+use crate::client::type_memory::{self, TypeMemory, TypeSummary};
 use crate::client::workload::Workload;
 use crate::error::BenchError;
 use crate::stats::{Spread, StabilityThresholds};
@@ -88,6 +89,10 @@ pub struct RepetitionResult {
     /// are their sums.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<ShardReading>,
+    /// A profile's rebuild: each type's keys and the used_memory they added
+    /// (`client::type_memory`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_type: Vec<TypeMemory>,
 }
 
 /// What is known of a repetition that did not finish. No bytes per item: the count is not
@@ -123,6 +128,9 @@ pub struct Summary {
     pub items_per_sec: Option<Spread>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_bytes_per_item: Option<Spread>,
+    /// A profile's rebuild: the median bytes per key of each type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_type: Vec<TypeSummary>,
     /// True when the repetitions disagree more than the thresholds allow.
     pub unstable: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -171,6 +179,7 @@ impl Summary {
             commands_per_sec,
             items_per_sec,
             settled_bytes_per_item: Spread::of(&settled),
+            by_type: type_memory::summarize(repetitions.iter().map(|r| r.by_type.as_slice())),
             unstable: !reasons.is_empty(),
             unstable_reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
             shards: ShardSpread::of(repetitions),

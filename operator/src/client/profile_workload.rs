@@ -9,26 +9,60 @@
 //! `PEXPIRE` when it has a TTL. Every TTL is [`REBUILD_TTL_MILLIS`]: a key with a TTL costs its
 //! entry in the expires table whatever the TTL is, and one that expired mid-run would be a lost
 //! item.
+//!
+//! The keys are loaded type by type ([`ProfileWorkload::load_order`]; the commands themselves
+//! come from `profile_encoder`), and [`ProfileWorkload::type_segments`] says where each type's
+//! commands end, so the load reads used_memory between two types: each type's bytes per key.
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::draws::KeyGenerator;
-use crate::client::resp::CommandBuffer;
-use crate::profile::model::{Distribution, KeyGroup, KeyType, Profile, ValueShape};
-use crate::profile::templates::KeyTemplate;
+use crate::profile::model::{Distribution, KeyType, Profile, ValueShape};
+
+pub use super::profile_encoder::ProfileEncoder;
+pub use super::profile_shape::{ELEMENTS_PER_COMMAND, MAX_ELEMENTS_PER_KEY, REBUILD_TTL_MILLIS};
+use super::profile_shape::{KeyShape, group_stratum, key_generator};
 
 /// The environment variable a client pod finds its profile in (JSON), when `membench load`
-/// has no --profile file.
+/// has no --profile file: an inline profile of at most [`MAX_PROFILE_ENV_BYTES`].
 pub const PROFILE_ENV: &str = "MEMBENCH_PROFILE";
 
-/// How many elements one command of a rebuild adds at most.
-pub const ELEMENTS_PER_COMMAND: u64 = 512;
-/// The TTL of every rebuilt key that has one: 30 days, far beyond any run.
-pub const REBUILD_TTL_MILLIS: u64 = 30 * 24 * 3600 * 1000;
-/// The largest element count a key may be given (after `elementScale`).
-pub const MAX_ELEMENTS_PER_KEY: u64 = 100_000_000;
+/// The most an inline profile may take as JSON to travel in [`PROFILE_ENV`]: Linux refuses to
+/// start a program with one environment string over 128 KiB (MAX_ARG_STRLEN, the name and
+/// `=` included), so a little less.
+pub const MAX_PROFILE_ENV_BYTES: usize = 120 * 1024;
+
+/// The environment variable holding the digest ([`profile_digest`]) of the profile the
+/// operator checked, when the client pod reads it from a file (a ConfigMap's volume): the
+/// client refuses a profile that is not that one (the ConfigMap changed since).
+pub const PROFILE_DIGEST_ENV: &str = "MEMBENCH_PROFILE_DIGEST";
+
+/// A fingerprint of a profile's content (FNV-1a 64 of its JSON, as hex): equal for the same
+/// profile read from YAML or JSON, different for any other.
+pub fn profile_digest(profile: &Profile) -> String {
+    let json = serde_json::to_vec(profile).expect("a profile always serializes");
+    let hash = json.iter().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
+/// Whether an inline profile fits in a client pod's environment; the message says its size,
+/// the limit and what to do.
+pub fn fits_in_environment(profile: &Profile) -> Result<(), String> {
+    let bytes = serde_json::to_vec(profile)
+        .expect("a profile always serializes")
+        .len();
+    if bytes > MAX_PROFILE_ENV_BYTES {
+        return Err(format!(
+            "the inline profile takes {} KiB as JSON, more than the {} KiB a client pod's environment carries (Linux starts no program with an environment variable over 128 KiB): put it in a ConfigMap (up to 1 MiB: kubectl create configmap NAME --from-file=profile.yaml=PROFILE) and name it with workload.profile.configMapRef, which the client pod mounts as a file",
+            bytes.div_ceil(1024),
+            MAX_PROFILE_ENV_BYTES / 1024
+        ));
+    }
+    Ok(())
+}
 
 /// A profile to rebuild, at a scale, with a seed.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -52,6 +86,18 @@ pub struct ProfileWorkload {
     /// Keys per group, in the profile's order.
     #[serde(skip)]
     group_keys: Vec<u64>,
+    /// Commands per group, in the profile's order.
+    #[serde(skip)]
+    group_commands: Vec<u64>,
+}
+
+/// The keys of one type, loaded one after the other: what the load reads used_memory after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TypeSegment {
+    pub key_type: KeyType,
+    pub keys: u64,
+    /// The load's commands up to the end of this type's keys, counted from the start.
+    pub commands_end: u64,
 }
 
 impl PartialEq for ProfileWorkload {
@@ -70,147 +116,6 @@ impl PartialEq for ProfileWorkload {
             &other.source,
         ) && self.scale == other.scale
             && self.element_scale == other.element_scale
-    }
-}
-
-/// The generator of key `k`'s shape (and of its elements, drawn after its shape).
-fn key_generator(seed: u64, k: u64) -> KeyGenerator {
-    let mut mix = KeyGenerator::new(seed ^ k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    KeyGenerator::new(mix.next_u64())
-}
-
-fn draw(d: &Distribution, rng: &mut KeyGenerator) -> u64 {
-    d.draw(|bound| rng.below(bound))
-}
-
-fn chance(share: f64, rng: &mut KeyGenerator) -> bool {
-    share > 0.0 && (share >= 1.0 || (rng.next_u64() as f64 / u64::MAX as f64) < share)
-}
-
-/// Where an element stands among its key's elements of one kind (fields, values or scores):
-/// element `index` of `count`, and the key's three offsets (0 to 1) that place it. Elements
-/// are drawn systematically, not independently: the integers are spread evenly over the
-/// key's elements (`integerShare` of them, rounded up or down), and the integers' and the
-/// texts' lengths step evenly through their distributions. Each key still follows the
-/// distributions exactly (the offsets vary by key), but a key's total size varies as little
-/// as a schema's keys do (the same fields in every hash): independent draws would spread the
-/// sizes, and allocators round sizes to classes, so a spread changes the memory.
-#[derive(Clone, Copy)]
-struct Stratum {
-    index: u64,
-    count: u64,
-    offsets: [f64; 3],
-}
-
-fn unit(rng: &mut KeyGenerator) -> f64 {
-    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-}
-
-impl Stratum {
-    /// Whether the element is an integer, and its place among the integers or the texts as a
-    /// quantile.
-    fn place(self, integer_share: f64) -> (bool, f64) {
-        let [o_integer, o_integer_length, o_text_length] = self.offsets;
-        let p = integer_share.clamp(0.0, 1.0);
-        let before = |j: u64| ((j as f64) * p + o_integer).floor() as u64;
-        let integer = before(self.index + 1) > before(self.index);
-        let integers = self.with_integers(p, self.count);
-        let integer_rank = before(self.index) - before(0);
-        if integer {
-            (
-                true,
-                (integer_rank as f64 + o_integer_length) / integers.max(1) as f64,
-            )
-        } else {
-            let texts = self.count - integers;
-            let text_rank = self.index - integer_rank;
-            (
-                false,
-                (text_rank as f64 + o_text_length) / texts.max(1) as f64,
-            )
-        }
-    }
-
-    /// How many of `count` elements are integers at `integer_share` (the same count
-    /// `place` gives, without placing each).
-    fn with_integers(self, integer_share: f64, count: u64) -> u64 {
-        let p = integer_share.clamp(0.0, 1.0);
-        let before = |j: u64| ((j as f64) * p + self.offsets[0]).floor() as u64;
-        before(count) - before(0)
-    }
-
-    fn of(self, index: u64, count: u64) -> Self {
-        Self {
-            index,
-            count: count.max(1),
-            ..self
-        }
-    }
-}
-
-/// The offsets that place a group's keys (see [`KeyShape::draw`]).
-fn group_stratum(seed: u64, group: usize) -> Stratum {
-    let mut rng = key_generator(seed ^ 0x6772_6f75_7073, group as u64);
-    Stratum {
-        index: 0,
-        count: 1,
-        offsets: [unit(&mut rng), unit(&mut rng), unit(&mut rng)],
-    }
-}
-
-/// One key's shape.
-struct KeyShape {
-    key_length: usize,
-    ttl: bool,
-    elements: u64,
-    integer_fields: bool,
-    integer_values: bool,
-    integer_scores: bool,
-    /// The offsets of the key's fields, values and scores.
-    strata: [Stratum; 3],
-}
-
-impl KeyShape {
-    /// The shape of the key `place` puts among its group's keys: which keys have a TTL and
-    /// how many elements each has step evenly through the group's share and distribution, as
-    /// a key's elements do (see [`Stratum`]), so that a small group rebuilds as it was.
-    fn draw(group: &KeyGroup, element_scale: f64, place: Stratum, rng: &mut KeyGenerator) -> Self {
-        let key_length = draw(&group.key_length, rng) as usize;
-        let ttl = group.ttl.as_ref().is_some_and(|t| place.place(t.share).0);
-        let elements = group.elements.as_ref().map_or(1, |d| {
-            let quantile = (place.index as f64 + place.offsets[1]) / place.count as f64;
-            ((d.quantile(quantile) as f64 * element_scale).round() as u64)
-                .clamp(1, MAX_ELEMENTS_PER_KEY)
-        });
-        let mut integer_keys =
-            |shape: Option<&ValueShape>| shape.is_some_and(|s| chance(s.integer_keys, rng));
-        let integer_fields = integer_keys(group.fields.as_ref());
-        let integer_values = integer_keys(Some(&group.values));
-        let integer_scores = integer_keys(group.scores.as_ref());
-        let mut stratum = || Stratum {
-            index: 0,
-            count: 1,
-            offsets: [unit(rng), unit(rng), unit(rng)],
-        };
-        let strata = [stratum(), stratum(), stratum()];
-        Self {
-            strata,
-            key_length,
-            ttl,
-            elements,
-            integer_fields,
-            integer_values,
-            integer_scores,
-        }
-    }
-
-    fn commands(&self, key_type: KeyType) -> u64 {
-        let writes = match key_type {
-            KeyType::String => return 1,
-            KeyType::Stream => self.elements,
-            _ => self.elements.div_ceil(ELEMENTS_PER_COMMAND),
-        };
-        writes + u64::from(self.ttl)
     }
 }
 
@@ -257,10 +162,11 @@ impl ProfileWorkload {
         }
         let shares: Vec<f64> = profile.groups.iter().map(|g| g.share).collect();
         let group_keys = allocate(keys, &shares);
-        let mut commands = 0u64;
+        let mut group_commands = Vec::with_capacity(group_keys.len());
         let mut ttl_keys = 0u64;
         let mut first_key = 0u64;
         for (g, (group, count)) in profile.groups.iter().zip(&group_keys).enumerate() {
+            let mut commands = 0u64;
             let place = group_stratum(seed, g);
             // Which keys get a TTL follows from the group's offset alone (KeyShape::draw):
             // counted without drawing a key.
@@ -299,7 +205,11 @@ impl ProfileWorkload {
                 }
             }
             first_key += count;
+            group_commands.push(commands);
         }
+        let commands = group_commands
+            .iter()
+            .fold(0u64, |sum, c| sum.saturating_add(*c));
         let server = match (&profile.source.engine, &profile.source.version) {
             (Some(engine), Some(version)) => format!("{engine} {version}"),
             (Some(engine), None) => engine.clone(),
@@ -320,7 +230,60 @@ impl ProfileWorkload {
             source,
             profile: Some(Arc::new(profile)),
             group_keys,
+            group_commands,
         })
+    }
+
+    /// The order the groups are loaded in: by type (strings, hashes, lists, sets, sorted sets,
+    /// streams), in the profile's order within a type, so that the load can read used_memory
+    /// between two types. Keys keep their numbers ([`Self::first_keys`]) whatever the order.
+    pub fn load_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.group_keys.len()).collect();
+        if let Some(profile) = &self.profile {
+            order.sort_by_key(|g| profile.groups[*g].key_type);
+        }
+        order
+    }
+
+    /// The number of each group's first key, in the profile's order.
+    pub fn first_keys(&self) -> Vec<u64> {
+        self.group_keys
+            .iter()
+            .scan(0u64, |next, keys| {
+                let first = *next;
+                *next += keys;
+                Some(first)
+            })
+            .collect()
+    }
+
+    /// The types in the order they are loaded, with their keys and where their commands end
+    /// (types without keys left out).
+    pub fn type_segments(&self) -> Vec<TypeSegment> {
+        let Some(profile) = &self.profile else {
+            return Vec::new();
+        };
+        let mut segments: Vec<TypeSegment> = Vec::new();
+        let mut commands_end = 0u64;
+        for g in self.load_order() {
+            let (keys, key_type) = (self.group_keys[g], profile.groups[g].key_type);
+            if keys == 0 {
+                continue;
+            }
+            commands_end = commands_end.saturating_add(self.group_commands[g]);
+            match segments.last_mut() {
+                Some(last) if last.key_type == key_type => {
+                    last.keys += keys;
+                    last.commands_end = commands_end;
+                }
+                _ => segments.push(TypeSegment {
+                    key_type,
+                    keys,
+                    commands_end,
+                }),
+            }
+        }
+        segments
     }
 
     /// A generous guess of the data's size in bytes, for an engine pod's memory: per key its
@@ -374,372 +337,24 @@ impl ProfileWorkload {
     }
 
     pub fn encoder(&self) -> ProfileEncoder {
-        let profile = self
-            .profile
-            .clone()
-            .expect("a profile workload that loads holds its profile");
-        let templates = profile
-            .groups
-            .iter()
-            .map(|g| KeyTemplate::parse(&g.template).expect("a checked profile's templates parse"))
-            .collect();
-        ProfileEncoder {
-            profile,
-            templates,
-            group_keys: self.group_keys.clone(),
-            element_scale: self.element_scale,
-            seed: self.seed,
-            group: 0,
-            left_in_group: self.group_keys.first().copied().unwrap_or(0),
-            k: 0,
-            current: None,
-            key: Vec::with_capacity(128),
-            element: Vec::with_capacity(128),
-        }
-    }
-}
-
-/// The key being written: its shape, its generator, and how far it got.
-struct CurrentKey {
-    shape: KeyShape,
-    rng: KeyGenerator,
-    commands: u64,
-    sent: u64,
-    elements_sent: u64,
-}
-
-/// Encodes a profile's commands in order.
-pub struct ProfileEncoder {
-    profile: Arc<Profile>,
-    templates: Vec<KeyTemplate>,
-    group_keys: Vec<u64>,
-    element_scale: f64,
-    seed: u64,
-    group: usize,
-    left_in_group: u64,
-    k: u64,
-    current: Option<CurrentKey>,
-    key: Vec<u8>,
-    element: Vec<u8>,
-}
-
-const TEXT_FILL: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
-const TEXT_ALPHABET: &[u8] = b"ghijklmnopqrstuvwxyz";
-
-/// Field `place.0` of `place.1` and its value, as a hash or a stream entry has them.
-fn field_and_value(
-    fields: &ValueShape,
-    values: &ValueShape,
-    key: &KeyShape,
-    (index, count): (u64, u64),
-    rng: &mut KeyGenerator,
-    buffer: &mut Vec<u8>,
-    out: &mut CommandBuffer,
-) {
-    let field_place = key.strata[0].of(index, count);
-    element(
-        fields,
-        key.integer_fields,
-        Some(index),
-        field_place,
-        rng,
-        buffer,
-    );
-    out.bulk(buffer);
-    let value_place = key.strata[1].of(index, count);
-    element(values, key.integer_values, None, value_place, rng, buffer);
-    out.bulk(buffer);
-}
-
-/// The share of integers among a key's elements: all, in a key of integers.
-fn integer_share(shape: &ValueShape, all_integer: bool) -> f64 {
-    if all_integer {
-        1.0
-    } else {
-        shape.integer_share
-    }
-}
-
-/// An element of `length` bytes; `unique` makes it distinct from every other element of the
-/// key given another `unique` (fields, set and sorted-set members).
-fn element(
-    shape: &ValueShape,
-    all_integer: bool,
-    unique: Option<u64>,
-    stratum: Stratum,
-    rng: &mut KeyGenerator,
-    out: &mut Vec<u8>,
-) {
-    out.clear();
-    let (integer, quantile) = stratum.place(integer_share(shape, all_integer));
-    match (integer, &shape.integer_length, &shape.text_length) {
-        (true, Some(lengths), _) | (false, Some(lengths), None) => {
-            let length = lengths.quantile(quantile).clamp(1, 19) as usize;
-            match unique {
-                // "1" and the number, zero-padded: distinct numbers, no leading zero.
-                Some(j) => {
-                    out.push(b'1');
-                    let digits = j.to_string();
-                    let width = length.saturating_sub(1).max(1);
-                    out.extend(std::iter::repeat_n(
-                        b'0',
-                        width.saturating_sub(digits.len()),
-                    ));
-                    out.extend_from_slice(digits.as_bytes());
-                }
-                None => {
-                    let negative = length > 1 && chance(shape.negative_share, rng);
-                    if negative {
-                        out.push(b'-');
-                    }
-                    push_number(length - usize::from(negative), rng, out);
-                }
-            }
-        }
-        (_, _, Some(lengths)) => {
-            let length = lengths.quantile(quantile) as usize;
-            match unique {
-                // The number in letters g..z, padded with g: no digit, so never an integer.
-                Some(mut j) => {
-                    let start = out.len();
-                    loop {
-                        out.push(TEXT_ALPHABET[(j % 20) as usize]);
-                        j /= 20;
-                        if j == 0 {
-                            break;
-                        }
-                    }
-                    while out.len() - start < length {
-                        out.push(b'g');
-                    }
-                    out[start..].reverse();
-                }
-                None => {
-                    let offset = rng.below(26) as usize;
-                    out.extend((0..length).map(|i| TEXT_FILL[(offset + i) % 26]));
-                }
-            }
-        }
-        (_, None, None) => out.push(b'x'),
-    }
-}
-
-/// A positive number of `digits` digits, without a leading zero.
-fn push_number(digits: usize, rng: &mut KeyGenerator, out: &mut Vec<u8>) {
-    out.push(b'1' + rng.below(9) as u8);
-    for _ in 1..digits {
-        out.push(b'0' + rng.below(10) as u8);
-    }
-}
-
-/// A score of the length drawn: an integer, or a decimal fraction the server prints back the
-/// same way (no trailing zero, at most 17 significant digits).
-fn score(
-    shape: &ValueShape,
-    all_integer: bool,
-    stratum: Stratum,
-    rng: &mut KeyGenerator,
-    out: &mut Vec<u8>,
-) {
-    out.clear();
-    let (integer, quantile) = stratum.place(integer_share(shape, all_integer));
-    if integer || shape.text_length.is_none() {
-        let length = shape
-            .integer_length
-            .as_ref()
-            .map_or(1, |d| d.quantile(quantile))
-            .clamp(1, 15) as usize;
-        let negative = length > 1 && chance(shape.negative_share, rng);
-        if negative {
-            out.push(b'-');
-        }
-        push_number(length - usize::from(negative), rng, out);
-    } else {
-        let length = shape
-            .text_length
-            .as_ref()
-            .map_or(3, |d| d.quantile(quantile))
-            .clamp(3, 17) as usize;
-        out.extend_from_slice(b"0.");
-        for _ in 2..length - 1 {
-            out.push(b'0' + rng.below(10) as u8);
-        }
-        out.push(b'1' + rng.below(9) as u8);
-    }
-}
-
-impl ProfileEncoder {
-    /// Appends the next command.
-    pub fn encode_next(&mut self, out: &mut CommandBuffer) {
-        if self.current.as_ref().is_none_or(|c| c.sent == c.commands) {
-            self.start_next_key();
-        }
-        let group = &self.profile.groups[self.group];
-        let current = self.current.as_mut().expect("a key under way");
-        let key = &self.key;
-        let element_buffer = &mut self.element;
-        let ttl_command = current.shape.ttl && current.sent == current.commands - 1;
-        if ttl_command && group.key_type != KeyType::String {
-            out.array(3)
-                .bulk(b"PEXPIRE")
-                .bulk(key)
-                .bulk_decimal(REBUILD_TTL_MILLIS);
-            current.sent += 1;
-            return;
-        }
-        let rng = &mut current.rng;
-        match group.key_type {
-            KeyType::String => {
-                element(
-                    &group.values,
-                    current.shape.integer_values,
-                    None,
-                    current.shape.strata[1].of(0, 1),
-                    rng,
-                    element_buffer,
-                );
-                if current.shape.ttl {
-                    out.array(5)
-                        .bulk(b"SET")
-                        .bulk(key)
-                        .bulk(element_buffer)
-                        .bulk(b"PX")
-                        .bulk_decimal(REBUILD_TTL_MILLIS);
-                } else {
-                    out.array(3).bulk(b"SET").bulk(key).bulk(element_buffer);
-                }
-            }
-            KeyType::Stream => {
-                let fields = group
-                    .entry_fields
-                    .as_ref()
-                    .map_or(1, |d| draw(d, rng))
-                    .max(1);
-                out.array(3 + 2 * fields as usize)
-                    .bulk(b"XADD")
-                    .bulk(key)
-                    .bulk(b"*");
-                let field_shape = group.fields.clone().unwrap_or_default();
-                for f in 0..fields {
-                    let place = (f, fields);
-                    let (fields, values) = (&field_shape, &group.values);
-                    field_and_value(
-                        fields,
-                        values,
-                        &current.shape,
-                        place,
-                        rng,
-                        element_buffer,
-                        out,
-                    );
-                }
-                current.elements_sent += 1;
-            }
-            key_type => {
-                let n = (current.shape.elements - current.elements_sent).min(ELEMENTS_PER_COMMAND);
-                let (name, per_element): (&[u8], usize) = match key_type {
-                    KeyType::Hash => (b"HSET", 2),
-                    KeyType::List => (b"RPUSH", 1),
-                    KeyType::Set => (b"SADD", 1),
-                    _ => (b"ZADD", 2),
-                };
-                out.array(2 + per_element * n as usize).bulk(name).bulk(key);
-                let elements = current.shape.elements;
-                for i in 0..n {
-                    let j = current.elements_sent + i;
-                    match key_type {
-                        KeyType::Hash => {
-                            let fields = group.fields.as_ref().expect("a checked hash has fields");
-                            let place = (j, elements);
-                            let values = &group.values;
-                            field_and_value(
-                                fields,
-                                values,
-                                &current.shape,
-                                place,
-                                rng,
-                                element_buffer,
-                                out,
-                            );
-                            continue;
-                        }
-                        KeyType::List => {
-                            element(
-                                &group.values,
-                                current.shape.integer_values,
-                                None,
-                                current.shape.strata[1].of(j, elements),
-                                rng,
-                                element_buffer,
-                            );
-                        }
-                        KeyType::Set => {
-                            element(
-                                &group.values,
-                                current.shape.integer_values,
-                                Some(j),
-                                current.shape.strata[1].of(j, elements),
-                                rng,
-                                element_buffer,
-                            );
-                        }
-                        _ => {
-                            let scores = group.scores.as_ref().expect("a checked zset has scores");
-                            score(
-                                scores,
-                                current.shape.integer_scores,
-                                current.shape.strata[2].of(j, elements),
-                                rng,
-                                element_buffer,
-                            );
-                            out.bulk(element_buffer);
-                            element(
-                                &group.values,
-                                current.shape.integer_values,
-                                Some(j),
-                                current.shape.strata[1].of(j, elements),
-                                rng,
-                                element_buffer,
-                            );
-                        }
-                    }
-                    out.bulk(element_buffer);
-                }
-                current.elements_sent += n;
-            }
-        }
-        current.sent += 1;
-    }
-
-    fn start_next_key(&mut self) {
-        if self.current.is_some() {
-            self.k += 1;
-            self.left_in_group -= 1;
-        }
-        while self.left_in_group == 0 {
-            self.group += 1;
-            self.left_in_group = self.group_keys[self.group];
-        }
-        let group = &self.profile.groups[self.group];
-        let mut rng = key_generator(self.seed, self.k);
-        let count = self.group_keys[self.group];
-        let place = group_stratum(self.seed, self.group).of(count - self.left_in_group, count);
-        let shape = KeyShape::draw(group, self.element_scale, place, &mut rng);
-        self.key.clear();
-        self.templates[self.group].render(self.k, shape.key_length, &mut self.key);
-        self.current = Some(CurrentKey {
-            commands: shape.commands(group.key_type),
-            shape,
-            rng,
-            sent: 0,
-            elements_sent: 0,
-        });
+        ProfileEncoder::new(
+            self.profile
+                .clone()
+                .expect("a profile workload that loads holds its profile"),
+            self.group_keys.clone(),
+            self.first_keys(),
+            self.load_order(),
+            self.element_scale,
+            self.seed,
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::profile_shape::Stratum;
+    use crate::client::resp::CommandBuffer;
 
     fn profile(yaml_groups: &str) -> Profile {
         Profile::parse(&format!(
@@ -812,6 +427,68 @@ mod tests {
         };
         assert_eq!(encode(1), encode(1));
         assert_ne!(encode(1), encode(2));
+    }
+
+    /// The key names a load writes, in order, from RESP text (each command's second bulk).
+    fn keys_written(workload: &ProfileWorkload) -> Vec<(String, String)> {
+        let mut encoder = workload.encoder();
+        (0..workload.commands)
+            .map(|_| {
+                let mut out = CommandBuffer::default();
+                encoder.encode_next(&mut out);
+                let text = String::from_utf8_lossy(out.as_bytes()).to_string();
+                let parts: Vec<&str> = text.split("\r\n").collect();
+                (parts[2].to_string(), parts[4].to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn keys_load_type_by_type_and_keep_their_numbers_and_data() {
+        // The profile's order interleaves the types: the stream group comes first, the
+        // strings last.
+        let groups: Vec<&str> = MIXED.split("\n- ").collect();
+        let reordered = format!(
+            "- {}\n- {}\n- {}\n- {}",
+            groups[3].trim_end(),
+            groups[1].trim_end(),
+            groups[2].trim_end(),
+            groups[0].trim_start_matches("- ").trim_end()
+        );
+        let workload = ProfileWorkload::new(profile(&reordered), 1.0, 1.0, 7).unwrap();
+        assert_eq!(workload.load_order(), vec![3, 1, 2, 0]);
+        let segments = workload.type_segments();
+        let types: Vec<(KeyType, u64)> = segments.iter().map(|s| (s.key_type, s.keys)).collect();
+        assert_eq!(
+            types,
+            vec![
+                (KeyType::String, 10),
+                (KeyType::Hash, 10),
+                (KeyType::List, 10),
+                (KeyType::Stream, 10)
+            ]
+        );
+        assert_eq!(segments.last().unwrap().commands_end, workload.commands);
+        let written = keys_written(&workload);
+        // Each type's commands end where its segment says, and the next type's begin.
+        let mut at = 0usize;
+        for (segment, command) in segments.iter().zip(["SET", "HSET", "RPUSH", "XADD"]) {
+            let end = segment.commands_end as usize;
+            assert!(
+                written[at..end]
+                    .iter()
+                    .all(|(name, _)| name == command || name == "PEXPIRE"),
+                "{command}: {:?}",
+                &written[at..end]
+            );
+            at = end;
+        }
+        // Key numbers follow the profile's order (strings are group 3: keys 30 to 39).
+        let strings: std::collections::BTreeSet<u64> = written[..10]
+            .iter()
+            .map(|(_, key)| key.trim_start_matches("s:").parse().unwrap())
+            .collect();
+        assert_eq!(strings, (30..40).collect());
     }
 
     #[test]

@@ -270,10 +270,14 @@ impl PipelinedConnection {
     }
 }
 
+/// The longest bulk reply a load accepts: a stream entry ID is two 64-bit numbers and a dash
+/// (at most 41 bytes).
+const MAX_BULK_REPLY: usize = 64;
+
 /// Counts up to `wanted` complete replies at the start of `window` into `tally`, and returns
 /// how many bytes and replies that took; a partial reply at the end is left for the next read.
 /// The replies a load expects, `+OK` and `:1`/`:0`, are recognised by their five or four bytes
-/// without searching for the line's end.
+/// without searching for the line's end; XADD's entry IDs are short bulk strings.
 pub(crate) fn scan_replies(
     window: &[u8],
     wanted: usize,
@@ -307,6 +311,26 @@ pub(crate) fn scan_replies(
                         let text = &line[1..line.len().min(MAX_ERROR_TEXT + 1)];
                         tally.first_error = Some(String::from_utf8_lossy(text).into_owned());
                     }
+                }
+                // XADD's entry ID (`$15\r\n1764-0\r\n`): a short bulk string, skipped whole.
+                Some(b'$') if line.len() > 1 && line.len() <= 4 => {
+                    let length = parse_integer(&line[1..])? as usize;
+                    if length > MAX_BULK_REPLY {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!(
+                                "unexpected reply '{}': a bulk string longer than the {MAX_BULK_REPLY} bytes of a stream entry ID",
+                                String::from_utf8_lossy(line)
+                            ),
+                        ));
+                    }
+                    let end = newline + 1 + length + 2;
+                    if rest.len() < end {
+                        break;
+                    }
+                    at += end;
+                    replies += 1;
+                    continue;
                 }
                 _ => {
                     let shown = &line[..line.len().min(80)];
@@ -413,8 +437,19 @@ mod tests {
             scan_replies(b"+OK\r\n+OK\r\n", 1, &mut tally).unwrap(),
             (5, 1)
         );
-        let bulk = scan_replies(b"$3\r\nabc\r\n", 1, &mut tally).unwrap_err();
+        // XADD answers the entry's ID; a partial one waits for the next read.
+        let ids = b"$15\r\n1764000000000-0\r\n$15\r\n1764000000000-1\r";
+        assert_eq!(
+            scan_replies(ids, 2, &mut tally).unwrap(),
+            (22, 1),
+            "the second ID is not complete"
+        );
+        let bulk = scan_replies(b"$65\r\nabc\r\n", 1, &mut tally).unwrap_err();
         assert_eq!(bulk.kind(), io::ErrorKind::InvalidData);
+        assert!(
+            bulk.to_string().contains("longer than the 64 bytes"),
+            "{bulk}"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ttl::Ttl;
 use crate::client::engine::ControlConnection;
-use crate::client::profile_workload::ProfileWorkload;
+use crate::client::profile_workload::{ProfileWorkload, TypeSegment};
 use crate::crd::{RecordLayout, WorkloadSpec};
 use crate::error::BenchError;
 use crate::formats::MIN_SAMPLE_EVERY;
@@ -287,6 +287,15 @@ impl Workload {
             // A rebuild's commands are not one per key (a key takes several, and PEXPIREs),
             // so the load's item counter does not step by keys: no growth curve.
             Workload::Profile(_) => 0,
+        }
+    }
+
+    /// A profile's rebuild: its types in load order, where the load reads used_memory
+    /// (`client::type_memory`); no other workload has any.
+    pub fn type_segments(&self) -> Vec<TypeSegment> {
+        match self {
+            Workload::Profile(profile) => profile.type_segments(),
+            _ => Vec::new(),
         }
     }
 

@@ -58,7 +58,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
@@ -477,6 +477,17 @@ impl Scope {
 
     /// The benchmark and pod APIs to watch: one pair per namespace, or one for all.
     fn apis(&self, client: &Client) -> Vec<(Api<MemoryBenchmark>, Api<Pod>)> {
+        self.each(client)
+    }
+
+    /// One API of a kind per namespace, or one for all.
+    fn each<K, L>(&self, client: &Client) -> Vec<(Api<K>, Api<L>)>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        L: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        K::DynamicType: Default,
+        L::DynamicType: Default,
+    {
         if self.namespaces.is_empty() {
             return vec![(Api::all(client.clone()), Api::all(client.clone()))];
         }
@@ -510,9 +521,11 @@ pub async fn run(
         check_api(benchmarks).await?;
     }
     ready.store(true, Ordering::SeqCst);
+    let config_maps = scope.each::<ConfigMap, ConfigMap>(&client);
     let controllers: Vec<_> = apis
         .iter()
-        .map(|(benchmarks, pods)| {
+        .zip(config_maps)
+        .map(|((benchmarks, pods), (config_maps, _))| {
             let controller = Controller::new(
                 benchmarks.clone(),
                 watcher::Config::default().any_semantic(),
@@ -520,6 +533,14 @@ pub async fn run(
             let controller = controller.owns(
                 pods.clone(),
                 watcher::Config::default().labels(&pods::managed_pods_selector()),
+            );
+            // A prices ConfigMap created, fixed or changed later reaches the benchmarks that
+            // name it, finished ones too: their costs are recomputed from the saved results.
+            let store = controller.store();
+            let controller = controller.watches(
+                config_maps,
+                watcher::Config::default().any_semantic(),
+                move |config_map| capacity_prices::benchmarks_naming(&store.state(), &config_map),
             );
             (controller.store(), controller)
         })

@@ -300,3 +300,22 @@ fn a_timeout_stops_every_engine_under_way_and_runs_no_other() {
     );
     assert_eq!(status.phase, Some(Phase::Failed));
 }
+
+#[test]
+fn the_status_names_the_instance_types_for_the_printer_column() {
+    // One instanceType: that one.
+    let b = benchmark("");
+    let status = b.status.as_ref().unwrap();
+    assert_eq!(status.instance_types.as_deref(), Some("r8g.4xlarge"));
+    // instanceTypes: every one, in the spec's order (spec.instanceType is empty then, so a
+    // column reading it would show nothing).
+    let mut b = fresh_benchmark("");
+    b.spec.instance_type = String::new();
+    b.spec.instance_types = vec!["r8g.4xlarge".into(), "r7i.4xlarge".into()];
+    reconcile(&mut b, &[], 0, None);
+    let status = b.status.as_ref().unwrap();
+    assert_eq!(
+        status.instance_types.as_deref(),
+        Some("r8g.4xlarge, r7i.4xlarge")
+    );
+}

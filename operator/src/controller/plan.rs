@@ -144,6 +144,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
     let old = benchmark.status.clone().unwrap_or_default();
     let mut status = old.clone();
     status.observed_generation = benchmark.metadata.generation;
+    status.instance_types = Some(spec.instance_types().join(", ")).filter(|t| !t.is_empty());
     let mut plan = Plan {
         status: MemoryBenchmarkStatus::default(),
         create: Vec::new(),

@@ -4,6 +4,7 @@
 use crate::client::result::{ClientResult, MAX_GROWTH_POINTS, ShardColumns};
 use crate::crd::{
     EngineStatus, GrowthPoint, RepetitionStatus, ShardSpreadStatus, SpreadStatus, SummaryStatus,
+    TypeBytesStatus,
 };
 use crate::stats::Spread;
 
@@ -51,6 +52,7 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
         engine.allocator = Some(result.engine.allocator.clone()).filter(|a| !a.is_empty());
         engine.arch = Some(result.engine.arch.clone()).filter(|a| !a.is_empty());
         engine.multiplexing_api = result.engine.io.clone();
+        engine.threads = result.engine.threads;
         engine.config = result.engine.config.clone();
         engine.config_unreported = result.engine.config_unreported.clone();
     }
@@ -110,6 +112,15 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
             None => spread(&s.commands_per_sec, items_per_command),
         },
         unstable: s.unstable,
+        bytes_per_key_by_type: s
+            .by_type
+            .iter()
+            .map(|t| TypeBytesStatus {
+                key_type: t.key_type.clone(),
+                keys: t.keys,
+                bytes_per_key: t.bytes_per_key,
+            })
+            .collect(),
     });
 }
 

@@ -230,6 +230,7 @@ pub(super) fn repetition(i: u32, bytes_per_item: f64) -> RepetitionResult {
         settled: None,
         samples: vec![],
         shards: Vec::new(),
+        by_type: vec![],
     }
 }
 

@@ -41,7 +41,7 @@ pub use spec::{
 pub use status::{
     CapacityStatus, ClusterFixedCostStatus, EngineCapacityStatus, EngineStatus, GrowthPoint,
     MemoryBenchmarkStatus, Phase, Progress, RepetitionStatus, ShardSpreadStatus, ShardStatus,
-    SpreadStatus, SummaryStatus,
+    SpreadStatus, SummaryStatus, TypeBytesStatus,
 };
 pub use workload_spec::{
     ProfileConfigMapRef, ProfileWorkloadSpec, RandomStringsWorkload, RecordLayout, RecordsWorkload,

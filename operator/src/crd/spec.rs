@@ -25,7 +25,8 @@ use crate::formats::{LABEL_VALUE, MAX_BENCHMARK_NAME, message};
     printcolumn(
         name = "Instance type",
         type_ = "string",
-        json_path = ".spec.instanceType"
+        json_path = ".status.instanceTypes",
+        description = "spec.instanceType, or every one of spec.instanceTypes"
     ),
     printcolumn(name = "Workload", type_ = "string", json_path = ".status.workload"),
     printcolumn(

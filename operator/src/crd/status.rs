@@ -29,6 +29,11 @@ pub struct MemoryBenchmarkStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<String>,
 
+    /// The instance types the engines run on, `spec.instanceType` or every one of
+    /// `spec.instanceTypes`, comma separated (`r8g.4xlarge, r7i.4xlarge`): the printer column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_types: Option<String>,
+
     /// Standard conditions: `Ready` (results complete), `Progressing`, `Failed`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
@@ -121,7 +126,7 @@ pub struct EngineCapacityStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monthly_usd: Option<f64>,
     /// The growth rule the projection used (`power-of-two-dict`, `bucketed-hashtable`,
-    /// `unknown`).
+    /// `dash-table`, `unknown`).
     pub growth_rule: String,
 }
 
@@ -182,6 +187,10 @@ pub struct EngineStatus {
     /// `RuntimeDefault`) blocks io_uring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multiplexing_api: Option<String>,
+    /// The threads the engine reported (`INFO server` `thread_count`; Dragonfly, whose
+    /// keyspace is a table per thread: the capacity projection needs it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
     /// The settings the spec changed (`engines[].config`, and allowlisted `args`), as the
     /// engine reported them with `CONFIG GET` after it started: the effective values.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -381,6 +390,25 @@ pub struct SummaryStatus {
     pub items_per_sec: SpreadStatus,
     /// True when the repetitions disagree more than the threshold allows.
     pub unstable: bool,
+    /// A profile's rebuild: the median bytes per key of each type, the used_memory its keys
+    /// added (loaded type by type) over their number, including their entries in the key
+    /// tables and any growth of those tables during their load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 6))]
+    pub bytes_per_key_by_type: Vec<TypeBytesStatus>,
+}
+
+/// One type's keys in a profile's rebuild.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TypeBytesStatus {
+    /// `string`, `hash`, `list`, `set`, `zset` or `stream`.
+    #[serde(rename = "type")]
+    pub key_type: String,
+    /// The keys of that type the rebuild stored.
+    pub keys: u64,
+    /// Median over the repetitions of the used_memory they added over their number.
+    pub bytes_per_key: f64,
 }
 
 /// Median, min, max and coefficient of variation of a figure.

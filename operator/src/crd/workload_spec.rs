@@ -80,8 +80,8 @@ pub struct ProfileWorkloadSpec {
     /// Seed of the rebuild's draws: the same seed is the same data on every engine.
     #[serde(default = "default_seed")]
     pub seed: u64,
-    /// Why the ConfigMap's profile could not be read, when the operator could not: set by
-    /// the operator, never by a spec.
+    /// Why the profile cannot be used (its ConfigMap could not be read, or an inline one is
+    /// too large for the client pod's environment): set by the operator, never by a spec.
     #[serde(skip)]
     #[schemars(skip)]
     pub unresolved: Option<String>,
@@ -116,6 +116,9 @@ impl ProfileWorkloadSpec {
     /// The profile the spec holds (inline, or read from its ConfigMap by the operator), or
     /// why there is none.
     pub fn profile(&self) -> Result<Profile, String> {
+        if let Some(why) = &self.unresolved {
+            return Err(why.clone());
+        }
         match (&self.source, &self.groups, &self.config_map_ref) {
             (Some(source), Some(groups), _) => Ok(Profile {
                 format: self.format,

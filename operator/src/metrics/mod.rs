@@ -37,18 +37,27 @@ mod tests;
 pub use results::RESULT_LABELS;
 use results::{ResultGauges, ResultValues};
 
-/// The result labels plus what the info series carries.
-pub const INFO_LABELS: [&str; 10] = {
-    let mut labels = [""; 10];
+/// The result labels followed by `extra`, as an array of `N` (the lengths added up).
+const fn result_labels_and<const N: usize>(extra: &[&'static str]) -> [&'static str; N] {
+    let mut labels = [""; N];
     let mut i = 0;
     while i < RESULT_LABELS.len() {
         labels[i] = RESULT_LABELS[i];
         i += 1;
     }
-    labels[8] = "allocator";
-    labels[9] = "image";
+    let mut j = 0;
+    while j < extra.len() {
+        labels[i + j] = extra[j];
+        j += 1;
+    }
     labels
-};
+}
+
+/// The result labels plus what the info series carries.
+pub const INFO_LABELS: [&str; 10] = result_labels_and(&["allocator", "image"]);
+
+/// The result labels plus the key type, for a profile rebuild's bytes per key by type.
+pub const TYPE_LABELS: [&str; 9] = result_labels_and(&["type"]);
 
 /// The phases counted by `membench_benchmarks`, always all four so a dashboard shows zeros.
 const PHASES: [(Phase, &str); 4] = [
@@ -71,6 +80,7 @@ pub struct Metrics {
     benchmarks: IntGaugeVec,
     results: ResultGauges,
     engine_info: IntGaugeVec,
+    bytes_per_key_by_type: prometheus::GaugeVec,
     leader: IntGauge,
     /// What each benchmark last published, so stale series can be removed.
     published: Arc<Mutex<BTreeMap<BenchmarkKey, Published>>>,
@@ -87,6 +97,8 @@ struct Published {
     results: BTreeSet<Vec<String>>,
     /// Label values of the info series (in `INFO_LABELS` order).
     info: BTreeSet<Vec<String>>,
+    /// Label values of the by-type series (in `TYPE_LABELS` order).
+    by_type: BTreeSet<Vec<String>>,
 }
 
 /// Measures one reconcile: counts it when started, records its duration when dropped.
@@ -170,6 +182,17 @@ impl Metrics {
         registry
             .register(Box::new(engine_info.clone()))
             .expect("unique metric");
+        let bytes_per_key_by_type = prometheus::GaugeVec::new(
+            Opts::new(
+                "membench_memory_per_key_by_type_bytes",
+                "A profile's rebuild, loaded type by type: median over the repetitions of the used_memory a type's keys added over their number (their entries in the key tables included).",
+            ),
+            &TYPE_LABELS,
+        )
+        .expect("valid metric");
+        registry
+            .register(Box::new(bytes_per_key_by_type.clone()))
+            .expect("unique metric");
         let leader = IntGauge::with_opts(Opts::new(
             "membench_operator_leader",
             "1 while this operator process runs the controller (it holds the leader lease, or runs without leader election), 0 while it stands by.",
@@ -190,6 +213,7 @@ impl Metrics {
             benchmarks,
             results,
             engine_info,
+            bytes_per_key_by_type,
             leader,
             published: Arc::default(),
         }
@@ -241,6 +265,7 @@ impl Metrics {
         };
         let workload = status.workload.clone().unwrap_or_default();
         let mut values: Vec<(Vec<String>, ResultValues)> = Vec::new();
+        let mut by_type: Vec<(Vec<String>, f64)> = Vec::new();
         for engine in &status.engines {
             let labels = vec![
                 namespace.clone(),
@@ -267,6 +292,12 @@ impl Metrics {
             info.push(engine.image.clone().unwrap_or_default());
             now.info.insert(info);
             now.results.insert(labels.clone());
+            for t in engine.summary.iter().flat_map(|s| &s.bytes_per_key_by_type) {
+                let mut typed = labels.clone();
+                typed.push(t.key_type.clone());
+                now.by_type.insert(typed.clone());
+                by_type.push((typed, t.bytes_per_key));
+            }
             let capacity = status
                 .capacity
                 .as_ref()
@@ -285,6 +316,12 @@ impl Metrics {
         for info in &now.info {
             let info: Vec<&str> = info.iter().map(String::as_str).collect();
             self.engine_info.with_label_values(&info).set(1);
+        }
+        for (labels, bytes) in &by_type {
+            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+            self.bytes_per_key_by_type
+                .with_label_values(&labels)
+                .set(*bytes);
         }
         published.insert(key, now);
         self.count_phases(&published);
@@ -338,6 +375,10 @@ impl Metrics {
         for info in before.info.difference(&now.info) {
             let info: Vec<&str> = info.iter().map(String::as_str).collect();
             let _ = self.engine_info.remove_label_values(&info);
+        }
+        for typed in before.by_type.difference(&now.by_type) {
+            let typed: Vec<&str> = typed.iter().map(String::as_str).collect();
+            let _ = self.bytes_per_key_by_type.remove_label_values(&typed);
         }
     }
 

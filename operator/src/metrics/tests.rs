@@ -60,6 +60,7 @@ fn engine_status(name: &str, engine: &str, version: &str, bytes: [f64; 3]) -> En
                 cv: 0.1,
             },
             unstable: false,
+            bytes_per_key_by_type: Vec::new(),
         }),
         ..EngineStatus::default()
     }
@@ -504,5 +505,48 @@ fn a_capacity_plan_in_status_becomes_capacity_series_and_goes_with_it() {
             &valkey
         ),
         None
+    );
+}
+
+#[test]
+fn a_rebuilds_bytes_per_key_by_type_is_a_series_per_type_removed_with_the_benchmark() {
+    let metrics = Metrics::new();
+    let mut engine = engine_status("valkey-9.1.2", "valkey", "9.1.2", [90.0, 89.0, 91.0]);
+    let summary = engine.summary.as_mut().unwrap();
+    summary.bytes_per_key_by_type = vec![
+        crate::crd::TypeBytesStatus {
+            key_type: "string".into(),
+            keys: 600,
+            bytes_per_key: 71.5,
+        },
+        crate::crd::TypeBytesStatus {
+            key_type: "hash".into(),
+            keys: 400,
+            bytes_per_key: 118.25,
+        },
+    ];
+    metrics.observe_benchmark(&benchmark(
+        "bench",
+        "rebuild",
+        Phase::Succeeded,
+        vec![engine],
+    ));
+    let text = metrics.encode();
+    let typed = |key_type| {
+        sample(
+            &text,
+            "membench_memory_per_key_by_type_bytes",
+            &[("entry", "valkey-9.1.2"), ("type", key_type)],
+        )
+    };
+    assert_eq!(typed("string"), Some(71.5));
+    assert_eq!(typed("hash"), Some(118.25));
+    assert_eq!(typed("list"), None);
+    metrics.forget_benchmark("bench", "rebuild");
+    assert!(
+        !metrics
+            .encode()
+            .contains("membench_memory_per_key_by_type_bytes{"),
+        "the series go with the benchmark"
     );
 }

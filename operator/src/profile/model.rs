@@ -64,6 +64,14 @@ pub struct ProfileSource {
     /// key sizes by type, as the server printed them, beside the sampled figures.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub keysizes: BTreeMap<String, String>,
+    /// How many primaries of a cluster the profile covers (`membench profile --cluster`),
+    /// their figures added up; 0 (left out) for one server.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub primaries: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn complete_by_default() -> bool {

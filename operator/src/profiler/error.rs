@@ -29,6 +29,11 @@ pub enum ProfileError {
         others: String,
     },
 
+    #[error(
+        "{address} is not a cluster node (INFO cluster: cluster_enabled is not 1): profile it without --cluster"
+    )]
+    NotACluster { address: String },
+
     #[error("unexpected reply to {command}: {detail}")]
     Unexpected { command: String, detail: String },
 }

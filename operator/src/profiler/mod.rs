@@ -2,8 +2,10 @@
 //! bounded `COUNT` (never `KEYS`), each sampled key read by `key_sample`, the keys summed up
 //! by template and type in `groups`, under a rate limit and a time bound. Read-only: it sends
 //! no command that writes. What it produces is a [`Profile`] (`profile/`), which holds
-//! lengths, counts and shares only.
+//! lengths, counts and shares only. `cluster` profiles every primary of a cluster and merges
+//! them (`--cluster`).
 
+mod cluster;
 mod error;
 mod groups;
 mod key_sample;
@@ -18,6 +20,7 @@ use crate::client::engine::{ControlConnection, identify, parse_info};
 use crate::profile::model::{PROFILE_FORMAT, Profile, ProfileSource};
 use crate::profile::templates::TemplateBuilder;
 
+pub use cluster::profile_cluster;
 pub use error::ProfileError;
 pub use key_sample::{ELEMENTS_PER_KEY, MOST_ELEMENTS_PER_KEY, elements_per_key, is_integer};
 use key_sample::{Sampled, Session, sample_key};
@@ -103,7 +106,7 @@ pub fn profile_server(
             .or_else(|| fields.get("server_mode"));
         if mode.is_some_and(|m| m == "cluster") {
             notes.push(format!(
-                "the server is a cluster node: this profile holds the keys of {address} only (its own slots); profile each primary for the whole cluster"
+                "the server is a cluster node: this profile holds the keys of {address} only (its own slots); --cluster profiles every primary into one profile"
             ));
         }
     }

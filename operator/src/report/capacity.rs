@@ -14,6 +14,7 @@ fn rule_label(rule: GrowthRule) -> &'static str {
     match rule {
         GrowthRule::PowerOfTwoDict => "dict 2^k",
         GrowthRule::BucketedHashtable => "hashtable 7/bucket",
+        GrowthRule::DashTable => "dash table segments",
         GrowthRule::Unknown => "unknown (wide band)",
     }
 }

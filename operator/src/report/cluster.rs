@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::client::type_memory::TypeSummary;
 use crate::client::workload::Workload;
 use crate::crd::{EngineStatus, MemoryBenchmark, Phase};
 use crate::report::csv;
@@ -135,6 +136,18 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         unstable: summary.is_some_and(|s| s.unstable),
         change_vs_first_percent: engine.change_vs_first_percent,
         emulator: emulator_of(engine.image_id.as_deref()),
+        by_type: summary
+            .map(|s| {
+                s.bytes_per_key_by_type
+                    .iter()
+                    .map(|t| TypeSummary {
+                        key_type: t.key_type.clone(),
+                        keys: t.keys,
+                        bytes_per_key: t.bytes_per_key,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
         note,
         published_table: None,
         published: None,
@@ -236,6 +249,7 @@ mod tests {
                     cv: 0.02,
                 },
                 unstable: false,
+                bytes_per_key_by_type: Vec::new(),
             }),
             ..Default::default()
         }

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::client::measure::BenchmarkReport;
+use crate::client::type_memory::{self, TypeSummary};
 use crate::client::workload::Workload;
 use crate::report::published::{PublishedFigure, PublishedTable};
 
@@ -231,6 +232,9 @@ pub struct ComparisonRow {
     /// The TTL the entry's items were loaded with (`seconds`, `share`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttl: Option<crate::client::ttl::Ttl>,
+    /// A profile's rebuild: bytes per key of each type (`client::type_memory`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub by_type: Vec<TypeSummary>,
     /// Why there are no figures, or what to keep in mind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -280,6 +284,7 @@ impl ComparisonRow {
             ttl: report.ttl,
             cluster_fixed_cost_bytes: report.cluster.as_ref().map(|c| c.fixed_cost_bytes),
             shards: summary.and_then(|s| s.shards.clone()),
+            by_type: summary.map(|s| s.by_type.clone()).unwrap_or_default(),
             note,
             published_table: None,
             published: None,
@@ -367,6 +372,7 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let with_name = rows.iter().any(|r| !r.has_default_name());
     let with_published = rows.iter().any(|r| r.published_table.is_some());
     let with_ttl = rows.iter().any(|r| r.ttl.is_some());
+    let with_types = rows.iter().any(|r| !r.by_type.is_empty());
     let mut headers = if with_name { vec!["Name"] } else { Vec::new() };
     headers.extend(["Engine", "Version", "Allocator"]);
     if with_instance {
@@ -375,6 +381,9 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     headers.extend(["used_memory", bytes_header.as_str()]);
     if with_ttl {
         headers.extend(["TTL", "TTL cost"]);
+    }
+    if with_types {
+        headers.push("Bytes per key by type");
     }
     headers.extend([
         items_rate_header.as_str(),
@@ -407,6 +416,13 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         if with_ttl {
             row.push(r.ttl.map_or_else(|| "none".to_string(), format_ttl));
             row.push(ttl_cost(r, rows).map_or_else(dash, |c| format!("{c:+.1} B")));
+        }
+        if with_types {
+            row.push(if r.by_type.is_empty() {
+                dash()
+            } else {
+                type_memory::describe(&r.by_type)
+            });
         }
         // An emulated engine's rates are the emulator's: marked in the cell itself, so that
         // no one reads them against a native row.
@@ -576,6 +592,7 @@ mod tests {
             ttl: None,
             cluster_fixed_cost_bytes: None,
             shards: None,
+            by_type: Vec::new(),
             note: None,
             published_table: None,
             published: None,
@@ -622,6 +639,7 @@ mod tests {
             ttl: None,
             cluster_fixed_cost_bytes: None,
             shards: None,
+            by_type: Vec::new(),
             note: None,
             published_table: None,
             published: None,

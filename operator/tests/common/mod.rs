@@ -143,6 +143,43 @@ pub fn membench(args: &[&str]) -> std::process::Output {
         .expect("membench runs")
 }
 
+/// `membench profile --addr ADDR --output json EXTRA...`, and the profile it printed, if any.
+pub fn profile_json(
+    addr: &str,
+    extra: &[&str],
+) -> (std::process::Output, Option<membench::profile::Profile>) {
+    let mut args = vec!["profile", "--addr", addr, "--output", "json"];
+    args.extend_from_slice(extra);
+    let output = membench(&args);
+    let profile = serde_json::from_slice(&output.stdout).ok();
+    (output, profile)
+}
+
+/// The arguments of `membench load --workload profile --profile PROFILE` into `addr`, for
+/// `repetitions` repetitions, printed as `output`.
+pub fn rebuild_args(
+    addr: &str,
+    profile: &std::path::Path,
+    repetitions: u32,
+    output: &str,
+) -> Vec<String> {
+    [
+        "load",
+        "--addr",
+        addr,
+        "--workload",
+        "profile",
+        "--profile",
+        profile.to_str().expect("a UTF-8 path"),
+        "--repetitions",
+        &repetitions.to_string(),
+        "--output",
+        output,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 /// A plain redis-crate connection to check what the load left in the engine.
 pub fn connect(address: &EngineAddress) -> redis::Connection {
     redis::Client::open(format!("redis://{}/", address.socket_addr()))

@@ -217,6 +217,7 @@ impl ClientResult {
             if let Some(reason) = &summary.unstable_reason {
                 bounded_text("summary.unstable_reason", reason, MAX_TEXT + '…'.len_utf8())?;
             }
+            check_by_type(&summary.by_type)?;
         }
         Ok(())
     }
@@ -305,6 +306,30 @@ fn bounded_text(field: &str, value: &str, max: usize) -> Result<(), String> {
             "{field} has {} bytes, more than the {max} a client sends",
             value.len()
         ));
+    }
+    Ok(())
+}
+
+/// A rebuild's bytes per key by type: each a type a profile knows, once, with keys and a
+/// finite figure.
+fn check_by_type(types: &[crate::client::type_memory::TypeSummary]) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for t in types {
+        if crate::profile::model::KeyType::from_type_reply(&t.key_type).is_none() {
+            return Err(format!(
+                "summary.by_type names the type '{}', which no profile holds",
+                t.key_type.chars().take(32).collect::<String>()
+            ));
+        }
+        if !seen.insert(t.key_type.as_str()) {
+            return Err(format!("summary.by_type lists {} twice", t.key_type));
+        }
+        if t.keys == 0 || !t.bytes_per_key.is_finite() {
+            return Err(format!(
+                "summary.by_type {} has no keys or a figure that is not finite",
+                t.key_type
+            ));
+        }
     }
     Ok(())
 }

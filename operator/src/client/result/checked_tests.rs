@@ -17,6 +17,7 @@ fn three() -> ClientResult {
             allocator: "jemalloc-5.3.0".into(),
             arch: "x86_64".into(),
             io: Some("epoll".into()),
+            threads: None,
             config: [("hash-max-listpack-entries".to_string(), "512".to_string())].into(),
             config_unreported: Vec::new(),
         },
@@ -39,6 +40,7 @@ fn three() -> ClientResult {
             commands_per_sec: spread(200_000.0),
             items_per_sec: None,
             settled_bytes_per_item: None,
+            by_type: Vec::new(),
             unstable: false,
             unstable_reason: None,
             shards: None,
@@ -135,6 +137,27 @@ fn numbers_that_are_not_finite_are_refused() {
         ClientResult::read(&message, 3),
         Err(ReadError::Invalid(_))
     ));
+}
+
+#[test]
+fn bytes_per_key_by_type_names_known_types_once_each() {
+    let by_type = |key_type: &str, keys: u64| crate::client::type_memory::TypeSummary {
+        key_type: key_type.into(),
+        keys,
+        bytes_per_key: 80.0,
+    };
+    let mut result = three();
+    result.summary.as_mut().unwrap().by_type = vec![by_type("string", 10), by_type("hash", 5)];
+    assert_eq!(
+        ClientResult::read(&result.to_message(), 3).unwrap().summary,
+        result.summary
+    );
+    result.summary.as_mut().unwrap().by_type = vec![by_type("bitmap", 10)];
+    assert!(invalid(&result, 3).contains("'bitmap'"));
+    result.summary.as_mut().unwrap().by_type = vec![by_type("hash", 1), by_type("hash", 2)];
+    assert!(invalid(&result, 3).contains("hash twice"));
+    result.summary.as_mut().unwrap().by_type = vec![by_type("set", 0)];
+    assert!(invalid(&result, 3).contains("set has no keys"));
 }
 
 #[test]

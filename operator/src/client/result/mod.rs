@@ -101,6 +101,9 @@ pub struct EngineIdentity {
     /// The server's event loop (`INFO server` `multiplexing_api`), when it reports one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io: Option<String>,
+    /// The threads the server reported (`INFO server` `thread_count`: Dragonfly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
     /// The settings the spec changed, as `CONFIG GET` read them back (at most 16, each value
     /// at most 64 bytes).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -358,6 +361,7 @@ impl ClientResult {
                 allocator: report.engine.allocator.clone(),
                 arch: report.engine.arch.clone(),
                 io: report.engine.multiplexing_api.clone(),
+                threads: report.engine.threads,
                 config: report
                     .engine
                     .config
@@ -537,6 +541,7 @@ pub(super) mod tests {
             }),
             samples: if i == 1 { growth_samples(50) } else { vec![] },
             shards: Vec::new(),
+            by_type: Vec::new(),
         }
     }
 

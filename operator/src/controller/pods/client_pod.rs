@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt;
 
+use super::profile_delivery::profile_delivery;
 use super::{
     ANNOTATION_CLIENT_OF, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_BENCHMARK,
     LABEL_CLIENT_ATTEMPT, LABEL_COMPONENT, LABEL_ENGINE_INDEX, LABEL_SHARD, PodSettings,
@@ -203,9 +204,17 @@ pub fn client_pod_of_shards(
         topology_key: HOSTNAME_LABEL.to_string(),
         ..Default::default()
     };
+    // A profile workload's profile: a file from its ConfigMap, or the environment.
+    let profile = profile_delivery(benchmark);
+    let addresses: Vec<String> = engine_ips.iter().map(|ip| engine_address(ip)).collect();
+    let mut args = client_args_reading_back(benchmark, index, workload, &addresses);
+    args.extend(profile.args);
+    let mut env = client_env(benchmark);
+    env.extend(profile.env);
     Pod {
         metadata,
         spec: Some(PodSpec {
+            volumes: profile.volume.map(|v| vec![v]),
             restart_policy: Some("Never".into()),
             // SIGTERM ends a run between two batches with what it measured (client/stop.rs
             // writes it within 3 s at the latest).
@@ -226,17 +235,10 @@ pub fn client_pod_of_shards(
             containers: vec![Container {
                 name: "client".into(),
                 image: Some(settings.client_image.clone()),
-                args: Some(client_args_reading_back(
-                    benchmark,
-                    index,
-                    workload,
-                    &engine_ips
-                        .iter()
-                        .map(|ip| engine_address(ip))
-                        .collect::<Vec<_>>(),
-                )),
+                args: Some(args),
                 // The progress endpoint listens on the pod's own address.
-                env: Some(client_env(benchmark)),
+                env: Some(env),
+                volume_mounts: profile.mount.map(|m| vec![m]),
                 ports: Some(vec![ContainerPort {
                     name: Some("progress".into()),
                     container_port: PROGRESS_PORT.into(),
@@ -263,20 +265,5 @@ fn client_env(benchmark: &MemoryBenchmark) -> Vec<EnvVar> {
     env.push(crate::auth::client_env(&crate::auth::effective_auth(
         benchmark,
     )));
-    // A profile workload's profile, whole: `membench load --workload profile` reads it from
-    // here when no --profile file is given (the spec holds it, so no other object is needed).
-    if let Some(Ok(profile)) = benchmark
-        .spec
-        .workload
-        .profile
-        .as_ref()
-        .map(|p| p.profile())
-    {
-        env.push(EnvVar {
-            name: crate::client::profile_workload::PROFILE_ENV.into(),
-            value: Some(serde_json::to_string(&profile).expect("a profile always serializes")),
-            ..Default::default()
-        });
-    }
     env
 }

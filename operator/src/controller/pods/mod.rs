@@ -21,6 +21,7 @@ use crate::crd::{MemoryBenchmark, PlacementSpec};
 
 mod client_pod;
 mod engine_pod;
+mod profile_delivery;
 #[cfg(test)]
 mod profile_tests;
 #[cfg(test)]

@@ -85,3 +85,55 @@ fn a_rebuild_larger_than_the_engine_pods_memory_is_refused_before_it_starts() {
     );
     with_profile("1.0", "3", ", memory: 1Gi").expect("3000 keys fit");
 }
+
+#[test]
+fn a_profile_from_a_config_map_is_mounted_from_it_as_a_file_with_the_digest_checked() {
+    let mut b = with_profile("1.0", "1", "").unwrap();
+    let spec = b.spec.workload.profile.as_mut().unwrap();
+    spec.config_map_ref = Some(crate::crd::ProfileConfigMapRef {
+        name: "shop-profile".into(),
+        key: "shop.yaml".into(),
+    });
+    let profile = spec.profile().unwrap();
+    let workload = Workload::from_spec(&b.spec.workload).unwrap();
+    let pod = client_pod(&b, 0, 1, &workload, "127.1.0.5", &PodSettings::default());
+    let pod_spec = pod.spec.unwrap();
+    let container = &pod_spec.containers[0];
+    let args = container.args.clone().unwrap().join(" ");
+    assert!(
+        args.contains("--workload profile")
+            && args.ends_with("--profile /etc/membench/profile/profile"),
+        "{args}"
+    );
+    let env = container.env.clone().unwrap();
+    assert!(
+        env.iter().all(|e| e.name != PROFILE_ENV),
+        "the profile is not in the environment too"
+    );
+    let digest = env
+        .iter()
+        .find(|e| e.name == crate::client::profile_workload::PROFILE_DIGEST_ENV)
+        .and_then(|e| e.value.clone())
+        .expect("the digest of the profile the operator checked");
+    assert_eq!(
+        digest,
+        crate::client::profile_workload::profile_digest(&profile)
+    );
+    let volume = &pod_spec.volumes.unwrap()[0];
+    let config_map = volume.config_map.as_ref().unwrap();
+    assert_eq!(config_map.name, "shop-profile");
+    let items = config_map.items.as_ref().unwrap();
+    assert_eq!(
+        (items[0].key.as_str(), items[0].path.as_str()),
+        ("shop.yaml", "profile")
+    );
+    let mount = &container.volume_mounts.as_ref().unwrap()[0];
+    assert_eq!(
+        (
+            mount.name.as_str(),
+            mount.mount_path.as_str(),
+            mount.read_only
+        ),
+        (volume.name.as_str(), "/etc/membench/profile", Some(true))
+    );
+}

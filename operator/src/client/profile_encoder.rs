@@ -1,0 +1,395 @@
+//! A profile's rebuild as commands, one at a time (the client's memory stays flat at any
+//! scale): the keys group by group in the workload's load order (type by type, so that
+//! used_memory can be read between the types), each key's name and elements drawn from its
+//! own generator (`profile_workload`'s `KeyShape`), so the same seed writes the same bytes on
+//! every engine whatever the order.
+
+use std::sync::Arc;
+
+use crate::client::draws::KeyGenerator;
+use crate::client::resp::CommandBuffer;
+use crate::profile::model::{KeyType, Profile, ValueShape};
+use crate::profile::templates::KeyTemplate;
+
+use super::profile_shape::{
+    ELEMENTS_PER_COMMAND, KeyShape, REBUILD_TTL_MILLIS, Stratum, chance, group_stratum,
+    key_generator,
+};
+
+/// The key being written: its shape, its generator, and how far it got.
+pub(super) struct CurrentKey {
+    shape: KeyShape,
+    rng: KeyGenerator,
+    pub(super) commands: u64,
+    pub(super) sent: u64,
+    elements_sent: u64,
+}
+
+/// Encodes a profile's commands in order.
+pub struct ProfileEncoder {
+    profile: Arc<Profile>,
+    templates: Vec<KeyTemplate>,
+    group_keys: Vec<u64>,
+    /// The number of each group's first key: key numbers follow the profile's order of
+    /// groups, whatever the load order, so a key's name and data do not depend on it.
+    first_keys: Vec<u64>,
+    /// The groups in the order they are loaded.
+    load_order: Vec<usize>,
+    element_scale: f64,
+    seed: u64,
+    /// Where the load stands in `load_order`.
+    position: usize,
+    /// The group being loaded (`load_order[position]`).
+    group: usize,
+    left_in_group: u64,
+    /// The number of the key being written.
+    pub(super) k: u64,
+    pub(super) current: Option<CurrentKey>,
+    key: Vec<u8>,
+    element: Vec<u8>,
+}
+
+const TEXT_FILL: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
+const TEXT_ALPHABET: &[u8] = b"ghijklmnopqrstuvwxyz";
+
+/// Field `place.0` of `place.1` and its value, as a hash or a stream entry has them.
+fn field_and_value(
+    fields: &ValueShape,
+    values: &ValueShape,
+    key: &KeyShape,
+    (index, count): (u64, u64),
+    rng: &mut KeyGenerator,
+    buffer: &mut Vec<u8>,
+    out: &mut CommandBuffer,
+) {
+    let field_place = key.strata[0].of(index, count);
+    element(
+        fields,
+        key.integer_fields,
+        Some(index),
+        field_place,
+        rng,
+        buffer,
+    );
+    out.bulk(buffer);
+    let value_place = key.strata[1].of(index, count);
+    element(values, key.integer_values, None, value_place, rng, buffer);
+    out.bulk(buffer);
+}
+
+/// The share of integers among a key's elements: all, in a key of integers.
+fn integer_share(shape: &ValueShape, all_integer: bool) -> f64 {
+    if all_integer {
+        1.0
+    } else {
+        shape.integer_share
+    }
+}
+
+/// An element of `length` bytes; `unique` makes it distinct from every other element of the
+/// key given another `unique` (fields, set and sorted-set members).
+fn element(
+    shape: &ValueShape,
+    all_integer: bool,
+    unique: Option<u64>,
+    stratum: Stratum,
+    rng: &mut KeyGenerator,
+    out: &mut Vec<u8>,
+) {
+    out.clear();
+    let (integer, quantile) = stratum.place(integer_share(shape, all_integer));
+    match (integer, &shape.integer_length, &shape.text_length) {
+        (true, Some(lengths), _) | (false, Some(lengths), None) => {
+            let length = lengths.quantile(quantile).clamp(1, 19) as usize;
+            match unique {
+                // "1" and the number, zero-padded: distinct numbers, no leading zero.
+                Some(j) => {
+                    out.push(b'1');
+                    let digits = j.to_string();
+                    let width = length.saturating_sub(1).max(1);
+                    out.extend(std::iter::repeat_n(
+                        b'0',
+                        width.saturating_sub(digits.len()),
+                    ));
+                    out.extend_from_slice(digits.as_bytes());
+                }
+                None => {
+                    let negative = length > 1 && chance(shape.negative_share, rng);
+                    if negative {
+                        out.push(b'-');
+                    }
+                    push_number(length - usize::from(negative), rng, out);
+                }
+            }
+        }
+        (_, _, Some(lengths)) => {
+            let length = lengths.quantile(quantile) as usize;
+            match unique {
+                // The number in letters g..z, padded with g: no digit, so never an integer.
+                Some(mut j) => {
+                    let start = out.len();
+                    loop {
+                        out.push(TEXT_ALPHABET[(j % 20) as usize]);
+                        j /= 20;
+                        if j == 0 {
+                            break;
+                        }
+                    }
+                    while out.len() - start < length {
+                        out.push(b'g');
+                    }
+                    out[start..].reverse();
+                }
+                None => {
+                    let offset = rng.below(26) as usize;
+                    out.extend((0..length).map(|i| TEXT_FILL[(offset + i) % 26]));
+                }
+            }
+        }
+        (_, None, None) => out.push(b'x'),
+    }
+}
+
+/// A positive number of `digits` digits, without a leading zero.
+fn push_number(digits: usize, rng: &mut KeyGenerator, out: &mut Vec<u8>) {
+    out.push(b'1' + rng.below(9) as u8);
+    for _ in 1..digits {
+        out.push(b'0' + rng.below(10) as u8);
+    }
+}
+
+/// A score of the length drawn: an integer, or a decimal fraction the server prints back the
+/// same way (no trailing zero, at most 17 significant digits).
+fn score(
+    shape: &ValueShape,
+    all_integer: bool,
+    stratum: Stratum,
+    rng: &mut KeyGenerator,
+    out: &mut Vec<u8>,
+) {
+    out.clear();
+    let (integer, quantile) = stratum.place(integer_share(shape, all_integer));
+    if integer || shape.text_length.is_none() {
+        let length = shape
+            .integer_length
+            .as_ref()
+            .map_or(1, |d| d.quantile(quantile))
+            .clamp(1, 15) as usize;
+        let negative = length > 1 && chance(shape.negative_share, rng);
+        if negative {
+            out.push(b'-');
+        }
+        push_number(length - usize::from(negative), rng, out);
+    } else {
+        let length = shape
+            .text_length
+            .as_ref()
+            .map_or(3, |d| d.quantile(quantile))
+            .clamp(3, 17) as usize;
+        out.extend_from_slice(b"0.");
+        for _ in 2..length - 1 {
+            out.push(b'0' + rng.below(10) as u8);
+        }
+        out.push(b'1' + rng.below(9) as u8);
+    }
+}
+
+impl ProfileEncoder {
+    /// The encoder of a profile's keys: `group_keys` keys per group, numbered from
+    /// `first_keys`, loaded in `load_order` (`ProfileWorkload` decides them).
+    pub fn new(
+        profile: Arc<Profile>,
+        group_keys: Vec<u64>,
+        first_keys: Vec<u64>,
+        load_order: Vec<usize>,
+        element_scale: f64,
+        seed: u64,
+    ) -> Self {
+        let templates = profile
+            .groups
+            .iter()
+            .map(|g| KeyTemplate::parse(&g.template).expect("a checked profile's templates parse"))
+            .collect();
+        let group = load_order.first().copied().unwrap_or(0);
+        Self {
+            profile,
+            templates,
+            left_in_group: group_keys.get(group).copied().unwrap_or(0),
+            group_keys,
+            first_keys,
+            load_order,
+            element_scale,
+            seed,
+            position: 0,
+            group,
+            k: 0,
+            current: None,
+            key: Vec::with_capacity(128),
+            element: Vec::with_capacity(128),
+        }
+    }
+
+    /// Appends the next command.
+    pub fn encode_next(&mut self, out: &mut CommandBuffer) {
+        if self.current.as_ref().is_none_or(|c| c.sent == c.commands) {
+            self.start_next_key();
+        }
+        let group = &self.profile.groups[self.group];
+        let current = self.current.as_mut().expect("a key under way");
+        let key = &self.key;
+        let element_buffer = &mut self.element;
+        let ttl_command = current.shape.ttl && current.sent == current.commands - 1;
+        if ttl_command && group.key_type != KeyType::String {
+            out.array(3)
+                .bulk(b"PEXPIRE")
+                .bulk(key)
+                .bulk_decimal(REBUILD_TTL_MILLIS);
+            current.sent += 1;
+            return;
+        }
+        let rng = &mut current.rng;
+        match group.key_type {
+            KeyType::String => {
+                element(
+                    &group.values,
+                    current.shape.integer_values,
+                    None,
+                    current.shape.strata[1].of(0, 1),
+                    rng,
+                    element_buffer,
+                );
+                if current.shape.ttl {
+                    out.array(5)
+                        .bulk(b"SET")
+                        .bulk(key)
+                        .bulk(element_buffer)
+                        .bulk(b"PX")
+                        .bulk_decimal(REBUILD_TTL_MILLIS);
+                } else {
+                    out.array(3).bulk(b"SET").bulk(key).bulk(element_buffer);
+                }
+            }
+            KeyType::Stream => {
+                let fields = current.shape.entry_fields;
+                out.array(3 + 2 * fields as usize)
+                    .bulk(b"XADD")
+                    .bulk(key)
+                    .bulk(b"*");
+                let field_shape = group.fields.clone().unwrap_or_default();
+                for f in 0..fields {
+                    let place = (f, fields);
+                    let (fields, values) = (&field_shape, &group.values);
+                    field_and_value(
+                        fields,
+                        values,
+                        &current.shape,
+                        place,
+                        rng,
+                        element_buffer,
+                        out,
+                    );
+                }
+                current.elements_sent += 1;
+            }
+            key_type => {
+                let n = (current.shape.elements - current.elements_sent).min(ELEMENTS_PER_COMMAND);
+                let (name, per_element): (&[u8], usize) = match key_type {
+                    KeyType::Hash => (b"HSET", 2),
+                    KeyType::List => (b"RPUSH", 1),
+                    KeyType::Set => (b"SADD", 1),
+                    _ => (b"ZADD", 2),
+                };
+                out.array(2 + per_element * n as usize).bulk(name).bulk(key);
+                let elements = current.shape.elements;
+                for i in 0..n {
+                    let j = current.elements_sent + i;
+                    match key_type {
+                        KeyType::Hash => {
+                            let fields = group.fields.as_ref().expect("a checked hash has fields");
+                            let place = (j, elements);
+                            let values = &group.values;
+                            field_and_value(
+                                fields,
+                                values,
+                                &current.shape,
+                                place,
+                                rng,
+                                element_buffer,
+                                out,
+                            );
+                            continue;
+                        }
+                        KeyType::List => {
+                            element(
+                                &group.values,
+                                current.shape.integer_values,
+                                None,
+                                current.shape.strata[1].of(j, elements),
+                                rng,
+                                element_buffer,
+                            );
+                        }
+                        KeyType::Set => {
+                            element(
+                                &group.values,
+                                current.shape.integer_values,
+                                Some(j),
+                                current.shape.strata[1].of(j, elements),
+                                rng,
+                                element_buffer,
+                            );
+                        }
+                        _ => {
+                            let scores = group.scores.as_ref().expect("a checked zset has scores");
+                            score(
+                                scores,
+                                current.shape.integer_scores,
+                                current.shape.strata[2].of(j, elements),
+                                rng,
+                                element_buffer,
+                            );
+                            out.bulk(element_buffer);
+                            element(
+                                &group.values,
+                                current.shape.integer_values,
+                                Some(j),
+                                current.shape.strata[1].of(j, elements),
+                                rng,
+                                element_buffer,
+                            );
+                        }
+                    }
+                    out.bulk(element_buffer);
+                }
+                current.elements_sent += n;
+            }
+        }
+        current.sent += 1;
+    }
+
+    fn start_next_key(&mut self) {
+        if self.current.is_some() {
+            self.left_in_group -= 1;
+        }
+        while self.left_in_group == 0 {
+            self.position += 1;
+            self.group = self.load_order[self.position];
+            self.left_in_group = self.group_keys[self.group];
+        }
+        let count = self.group_keys[self.group];
+        self.k = self.first_keys[self.group] + (count - self.left_in_group);
+        let group = &self.profile.groups[self.group];
+        let mut rng = key_generator(self.seed, self.k);
+        let place = group_stratum(self.seed, self.group).of(count - self.left_in_group, count);
+        let shape = KeyShape::draw(group, self.element_scale, place, &mut rng);
+        self.key.clear();
+        self.templates[self.group].render(self.k, shape.key_length, &mut self.key);
+        self.current = Some(CurrentKey {
+            commands: shape.commands(group.key_type),
+            shape,
+            rng,
+            sent: 0,
+            elements_sent: 0,
+        });
+    }
+}
