@@ -94,7 +94,7 @@ impl GrowthRule {
 
     /// The bytes of one bucket, from the structure (the fit's fallback when the curve crosses
     /// no step).
-    fn bucket_bytes(self) -> f64 {
+    pub fn bucket_bytes(self) -> f64 {
         match self {
             GrowthRule::PowerOfTwoDict => 8.0,
             GrowthRule::BucketedHashtable => 64.0,
