@@ -64,6 +64,7 @@ const GROUPS: &str = r#"
 fn spec(scale: u64, repetitions: u32) -> String {
     let groups: String = GROUPS
         .lines()
+        .filter(|l| !l.trim().is_empty())
         .map(|l| format!("      {l}\n"))
         .collect::<String>();
     format!(
