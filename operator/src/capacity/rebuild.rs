@@ -231,20 +231,22 @@ pub fn project(
             run.keys
         ));
     }
+    let dash = rule == GrowthRule::DashTable;
+    let per_bucket = if dash {
+        dash_table::SEGMENT_BYTES
+    } else {
+        rule.bucket_bytes()
+    };
     Ok(Projection {
-        used_memory: point.round().max(0.0) as u64,
-        low: low.round().max(0.0) as u64,
-        high: high.round().max(0.0) as u64,
-        growth_rule: rule,
-        per_entry_bytes: per_key,
-        per_bucket_bytes: match rule {
-            GrowthRule::DashTable => dash_table::SEGMENT_BYTES,
-            _ => rule.bucket_bytes(),
-        },
-        shards: (rule == GrowthRule::DashTable).then_some(shards),
-        split_at: (rule == GrowthRule::DashTable).then_some(split_at),
-        points_fitted: run.repetitions.len(),
-        notes,
+        shards: dash.then_some(shards),
+        split_at: dash.then_some(split_at),
+        ..Projection::of(
+            rule,
+            [point, low, high],
+            (per_key, per_bucket),
+            run.repetitions.len(),
+            notes,
+        )
     })
 }
 

@@ -210,7 +210,7 @@ mod tests {
             repetitions: vec![repetition(3_500_000), repetition(3_510_000)],
             ..EngineStatus::default()
         };
-        let status = status_of(&spec, &[engine.clone()], None).unwrap();
+        let status = status_of(&spec, std::slice::from_ref(&engine), None).unwrap();
         assert_eq!(status.message, None, "{status:?}");
         assert_eq!(status.engines[0].growth_rule, "power-of-two-dict");
         // The same arithmetic as a local run's: the measurement of the same readings.
