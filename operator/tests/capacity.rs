@@ -1,7 +1,8 @@
 //! The capacity arithmetic end to end on real engines: `membench run` of a small spec with
 //! `capacity`, then `membench capacity` on its saved result, which must give the same plan;
-//! the projection from the small run against a real run at the planned size; and the bad
-//! inputs refused in words.
+//! the projection from the small run against a real run at the planned size, for 100-byte
+//! strings and for a profile's rebuild (five types, a quarter of the keys with a TTL, rebuilt
+//! at ten times the scale); and the bad inputs refused in words.
 //!
 //! Needs the engine store's Redis 8.2.3, Valkey 9.1.2 (hack/install-engines.sh; both come from
 //! pinned wheels, so every machine's store has them) and Dragonfly 1.40.0, whose dash table
@@ -15,12 +16,19 @@ use serde_json::Value;
 const SMALL: u64 = 50_000;
 const LARGE: u64 = 500_000;
 
-fn spec(keys: u64) -> String {
+/// The profile's own keys; its small rebuild stores 10 times as many, the large one 100 times.
+const PROFILE_KEYS: u64 = 2_000;
+const PROFILE_SMALL_SCALE: u64 = 10;
+const PROFILE_LARGE_SCALE: u64 = 100;
+
+/// A spec of the three engines measuring `workload` (its YAML under `workload:`, indented by
+/// four), with `capacity` for `items`.
+fn spec(name: &str, workload: &str, repetitions: u32, items: u64) -> String {
     format!(
         "apiVersion: membench.io/v1alpha1
 kind: MemoryBenchmark
 metadata:
-  name: capacity-strings-{keys}
+  name: {name}
 spec:
   instanceType: r8g.4xlarge
   engines:
@@ -28,12 +36,21 @@ spec:
     - {{engine: valkey, version: \"9.1\", allocator: jemalloc}}
     - {{engine: dragonfly, version: \"1.40.0\"}}
   workload:
-    strings: {{keys: {keys}, valueSize: 100}}
-  repetitions: 1
+{workload}
+  repetitions: {repetitions}
   capacity:
-    items: {LARGE}
+    items: {items}
     instanceFamilies: [r8g, r7i]
 "
+    )
+}
+
+fn strings_spec(keys: u64) -> String {
+    spec(
+        &format!("capacity-strings-{keys}"),
+        &format!("    strings: {{keys: {keys}, valueSize: 100}}"),
+        1,
+        LARGE,
     )
 }
 
@@ -58,12 +75,13 @@ fn prices_file() -> String {
     .to_string()
 }
 
-/// Runs the spec of `keys` keys with `--prices`, returning the result file's JSON.
-fn run(keys: u64) -> Value {
+/// Runs `text` (saved as NAME.yaml) with `--prices`, returning the result file's JSON
+/// (NAME.json); the run must print its capacity table for `items`.
+fn run(name: &str, text: &str, items: u64) -> Value {
     let dir = scratch();
-    let spec_path = dir.join(format!("strings-{keys}.yaml"));
-    let result = dir.join(format!("strings-{keys}.json"));
-    std::fs::write(&spec_path, spec(keys)).unwrap();
+    let spec_path = dir.join(format!("{name}.yaml"));
+    let result = dir.join(format!("{name}.json"));
+    std::fs::write(&spec_path, text).unwrap();
     let out = membench(&[
         "run",
         spec_path.to_str().unwrap(),
@@ -80,16 +98,20 @@ fn run(keys: u64) -> Value {
     );
     assert!(
         stdout.contains(&format!(
-            "capacity at {LARGE} keys, 25% headroom, families r8g, r7i"
+            "capacity at {items} keys, 25% headroom, families r8g, r7i"
         )),
         "the run prints its capacity table: {stdout}"
     );
     serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap()
 }
 
+fn run_strings(keys: u64) -> Value {
+    run(&format!("strings-{keys}"), &strings_spec(keys), LARGE)
+}
+
 #[test]
 fn a_saved_run_gives_the_same_plan_as_the_run_and_projects_a_real_larger_run_within_2_percent() {
-    let small = run(SMALL);
+    let small = run_strings(SMALL);
     let engines = small["engines"].as_array().expect("engines");
     assert_eq!(engines.len(), 3, "{small}");
     // Dragonfly's dash table is modelled from the thread count the run reports.
@@ -128,12 +150,20 @@ fn a_saved_run_gives_the_same_plan_as_the_run_and_projects_a_real_larger_run_wit
     assert_eq!(cheapest["instance_type"], "r8g.large", "{small}");
 
     // The same arithmetic from the saved result, without measuring again.
-    let result = scratch().join(format!("strings-{SMALL}.json"));
+    assert_the_saved_result_plans_the_same(&format!("strings-{SMALL}"), LARGE, &small);
+    // A real run at the planned size: the projection within 2%, and inside its band.
+    let large = run_strings(LARGE);
+    assert_projected_within_2_percent_and_in_band(&small, &large, SMALL, LARGE);
+}
+
+/// `membench capacity` on the saved NAME.json for `items` gives the plan of the run itself.
+fn assert_the_saved_result_plans_the_same(name: &str, items: u64, run: &Value) {
+    let result = scratch().join(format!("{name}.json"));
     let out = membench(&[
         "capacity",
         result.to_str().unwrap(),
         "--items",
-        &LARGE.to_string(),
+        &items.to_string(),
         "--instance-families",
         "r8g,r7i",
         "--prices",
@@ -147,31 +177,157 @@ fn a_saved_run_gives_the_same_plan_as_the_run_and_projects_a_real_larger_run_wit
         String::from_utf8_lossy(&out.stderr)
     );
     let saved: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(saved["capacity"], small["capacity"]);
+    assert_eq!(saved["capacity"], run["capacity"]);
+    let engines = run["engines"].as_array().expect("engines");
     for (a, b) in saved["engines"].as_array().unwrap().iter().zip(engines) {
         assert_eq!(a["capacity"], b["capacity"], "{}", a["name"]);
     }
+}
 
-    // A real run at the planned size: the projection within 2%, and inside its band.
-    let large = run(LARGE);
+/// Each engine's projection from the `small` run (`from` items) against the used_memory the
+/// `large` run measured (`at` items): within 2% and inside the band. Prints the figures, and
+/// what the small run's bytes per item times `at` would have said.
+fn assert_projected_within_2_percent_and_in_band(small: &Value, large: &Value, from: u64, at: u64) {
+    let mut failures = Vec::new();
+    let engines = small["engines"].as_array().expect("engines");
     for (projected, measured) in engines.iter().zip(large["engines"].as_array().unwrap()) {
+        let name = &projected["name"];
         let used = measured["repetitions"][0]["used_memory"].as_f64().unwrap();
         let capacity = &projected["capacity"];
         let point = capacity["projected_used_memory"].as_f64().unwrap();
         let band = &capacity["projected_used_memory_band"];
+        let (low, high) = (band[0].as_f64().unwrap(), band[1].as_f64().unwrap());
         let error = (point - used) / used;
-        assert!(
-            error.abs() < 0.02,
-            "{}: projected {point} from {SMALL} keys, measured {used} at {LARGE} ({:+.2}%)",
-            projected["name"],
-            error * 100.0
+        let first = &projected["repetitions"][0];
+        let baseline = first["baseline_used_memory"].as_f64().unwrap();
+        let naive = baseline
+            + (first["used_memory"].as_f64().unwrap() - baseline) * at as f64 / from as f64;
+        let off = |v: f64| (v - used) / used * 100.0;
+        eprintln!(
+            "{name}: projected {point} [{low}, {high}] from {from}, measured {used} at {at}: {:+.2}% (band {:+.2}% / {:+.2}%; bytes per item times N: {:+.2}%)",
+            error * 100.0,
+            off(low),
+            off(high),
+            off(naive),
         );
-        assert!(
-            band[0].as_f64().unwrap() <= used && used <= band[1].as_f64().unwrap(),
-            "{}: measured {used} outside the band {band}",
-            projected["name"]
+        if error.abs() >= 0.02 {
+            failures.push(format!(
+                "{name}: projected {point} from {from}, measured {used} at {at} ({:+.2}%)",
+                error * 100.0
+            ));
+        }
+        if !(low <= used && used <= high) {
+            failures.push(format!("{name}: measured {used} outside the band {band}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Strings (short values, a third of them with a TTL), small hashes, sets of ids, sorted-set
+/// indexes and lists, as an application's keyspace holds them.
+const PROFILE_GROUPS: &str = r#"
+    - template: "session:{n}"
+      type: string
+      share: 0.5
+      keyLength: {buckets: [[12, 14, 1]]}
+      ttl: {share: 0.4, millis: {buckets: [[86400000, 86400000, 1]]}}
+      values: {textLength: {buckets: [[20, 60, 3], [100, 200, 1]]}}
+    - template: "counter:{n}"
+      type: string
+      share: 0.15
+      keyLength: {buckets: [[10, 13, 1]]}
+      values: {integerShare: 1.0, integerLength: {buckets: [[1, 6, 1]]}}
+    - template: "user:{n}"
+      type: hash
+      share: 0.2
+      keyLength: {buckets: [[8, 10, 1]]}
+      ttl: {share: 0.25, millis: {buckets: [[86400000, 86400000, 1]]}}
+      elements: {buckets: [[3, 8, 3], [150, 200, 1]]}
+      fields: {textLength: {buckets: [[4, 10, 1]]}}
+      values: {integerShare: 0.3, textLength: {buckets: [[5, 30, 1]]}, integerLength: {buckets: [[1, 4, 1]]}}
+    - template: "group:{n}:members"
+      type: set
+      share: 0.06
+      keyLength: {buckets: [[16, 18, 1]]}
+      elements: {buckets: [[5, 30, 1]]}
+      values: {integerKeys: 1.0, integerLength: {buckets: [[4, 7, 1]]}}
+    - template: "rank:{n}"
+      type: zset
+      share: 0.05
+      keyLength: {buckets: [[8, 10, 1]]}
+      elements: {buckets: [[10, 40, 1]]}
+      values: {textLength: {buckets: [[8, 12, 1]]}}
+      scores: {integerShare: 1.0, integerLength: {buckets: [[1, 5, 1]]}}
+    - template: "queue:{n}"
+      type: list
+      share: 0.04
+      keyLength: {buckets: [[8, 10, 1]]}
+      elements: {buckets: [[3, 10, 1]]}
+      values: {textLength: {buckets: [[5, 8, 1]]}}
+"#;
+
+fn profile_spec(scale: u64, repetitions: u32) -> String {
+    let groups: String = PROFILE_GROUPS
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| format!("    {l}\n"))
+        .collect();
+    let workload = format!(
+        "    profile:\n      scale: {scale}\n      seed: 7\n      source: {{keys: {PROFILE_KEYS}}}\n      groups:\n{}",
+        groups.trim_end()
+    );
+    spec(
+        &format!("capacity-profile-{scale}"),
+        &workload,
+        repetitions,
+        PROFILE_KEYS * PROFILE_LARGE_SCALE,
+    )
+}
+
+#[test]
+fn a_rebuild_projects_ten_times_its_keys_within_2_percent_of_a_real_rebuild_at_that_size() {
+    let (from, at) = (
+        PROFILE_KEYS * PROFILE_SMALL_SCALE,
+        PROFILE_KEYS * PROFILE_LARGE_SCALE,
+    );
+    let small = run(
+        &format!("profile-{from}"),
+        &profile_spec(PROFILE_SMALL_SCALE, 2),
+        at,
+    );
+    assert!(
+        small["capacity"]["not_projected"].is_null(),
+        "every engine is projected: {}",
+        small["capacity"]
+    );
+    let engines = small["engines"].as_array().expect("engines");
+    let rules: Vec<&str> = engines
+        .iter()
+        .map(|e| {
+            e["capacity"]["projection"]["growth_rule"]
+                .as_str()
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(
+        rules,
+        ["power-of-two-dict", "bucketed-hashtable", "dash-table"],
+        "{small}"
+    );
+    for engine in engines {
+        assert_eq!(
+            engine["repetitions"][0]["items"], from,
+            "{}",
+            engine["name"]
         );
     }
+    assert_the_saved_result_plans_the_same(&format!("profile-{from}"), at, &small);
+    let large = run(
+        &format!("profile-{at}"),
+        &profile_spec(PROFILE_LARGE_SCALE, 1),
+        at,
+    );
+    assert_projected_within_2_percent_and_in_band(&small, &large, from, at);
 }
 
 #[test]

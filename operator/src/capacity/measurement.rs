@@ -1,4 +1,5 @@
-//! A run's result read as the model's input: the growth curve in table entries, and the
+//! A run's result read as the model's input: the growth curve in table entries (a profile's
+//! rebuild: its repetitions' end readings, with its keys and keys with a TTL), and the
 //! fragmentation ratio. From a local report (`membench run`, its result file) or from an
 //! engine's status (the operator).
 
@@ -7,6 +8,7 @@ use crate::client::workload::{Workload, expected_unique_keys};
 use crate::crd::{EngineStatus, RecordLayout};
 
 use super::projection::CurvePoint;
+use super::rebuild::{RebuildMeasurement, RebuildRepetition};
 
 /// What the model needs of one engine's run.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,6 +26,9 @@ pub struct EngineMeasurement {
     pub fragmentation_ratio: Option<f64>,
     /// The threads the engine ran, when it reports them (Dragonfly: one keyspace table each).
     pub threads: Option<u32>,
+    /// A profile's rebuild, projected from its repetitions' end readings instead of a curve
+    /// (`super::rebuild`); `curve` is then empty.
+    pub rebuild: Option<RebuildMeasurement>,
 }
 
 /// Entries of the growing table per item of a workload.
@@ -55,21 +60,12 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     crate::stats::Spread::of(&values).map(|s| s.median)
 }
 
-/// What both sources give: a repetition's (used_memory, used_memory_rss, items).
+/// What both sources give: a repetition's (baseline, used_memory, used_memory_rss, items).
 struct Reading {
+    baseline_used_memory: u64,
     used_memory: u64,
     used_memory_rss: u64,
     items: u64,
-}
-
-impl Reading {
-    fn new(used_memory: u64, used_memory_rss: u64, items: u64) -> Self {
-        Self {
-            used_memory,
-            used_memory_rss,
-            items,
-        }
-    }
 }
 
 /// Who was measured: the entry's name, the engine's kind and version.
@@ -78,22 +74,6 @@ struct Identity {
     engine: String,
     version: String,
     threads: Option<u32>,
-}
-
-/// Why a profile's rebuild is not projected, and how to size one: its load reads no growth
-/// curve (its keys are of several types, loaded type by type, so used_memory along the load is
-/// no curve of one kind of key), but the profile rebuilds at any size.
-fn profile_not_projected(
-    profile: &crate::client::profile_workload::ProfileWorkload,
-    first: &Reading,
-) -> String {
-    format!(
-        "a profile's rebuild has no growth curve (its keys are of several types, loaded one type after the other); to plan for N keys, rebuild the profile at that size, membench load --workload profile --scale N/{} (workload.profile.scale in a spec), and read its used_memory (this run: {} keys in {} bytes of used_memory)",
-        // The profile's own keys: the run stored `scale` times as many.
-        (profile.keys as f64 / profile.scale).round().max(1.0) as u64,
-        first.items,
-        first.used_memory
-    )
 }
 
 impl EngineMeasurement {
@@ -108,8 +88,36 @@ impl EngineMeasurement {
         let first = repetitions
             .first()
             .ok_or_else(|| format!("{}: no finished repetition to project from", who.name))?;
+        let ratio = median(
+            repetitions
+                .iter()
+                .map(|r| r.used_memory_rss as f64 / r.used_memory.max(1) as f64)
+                .collect(),
+        );
+        // A rebuild's load reads used_memory by type, which is no growth curve: it is
+        // projected from its end readings (`super::rebuild`).
         if let Workload::Profile(profile) = workload {
-            return Err(profile_not_projected(profile, first));
+            return Ok(Self {
+                name: who.name,
+                engine: who.engine,
+                version: who.version,
+                curve: Vec::new(),
+                entries_per_item: 1,
+                fragmentation_ratio: ratio,
+                threads: who.threads,
+                rebuild: Some(RebuildMeasurement {
+                    keys: profile.keys,
+                    ttl_keys: profile.ttl_keys,
+                    repetitions: repetitions
+                        .iter()
+                        .map(|r| RebuildRepetition {
+                            baseline_used_memory: r.baseline_used_memory,
+                            used_memory: r.used_memory,
+                            keys: r.items,
+                        })
+                        .collect(),
+                }),
+            });
         }
         let mut curve: Vec<CurvePoint> = samples
             .map(|(items, used_memory)| CurvePoint {
@@ -125,12 +133,6 @@ impl EngineMeasurement {
         if curve.last().is_none_or(|p| p.entries < end.entries) {
             curve.push(end);
         }
-        let ratio = median(
-            repetitions
-                .iter()
-                .map(|r| r.used_memory_rss as f64 / r.used_memory.max(1) as f64)
-                .collect(),
-        );
         Ok(Self {
             name: who.name,
             engine: who.engine,
@@ -139,6 +141,7 @@ impl EngineMeasurement {
             entries_per_item: entries_per_item(workload),
             fragmentation_ratio: ratio,
             threads: who.threads,
+            rebuild: None,
         })
     }
 
@@ -159,7 +162,12 @@ impl EngineMeasurement {
             &report
                 .repetitions
                 .iter()
-                .map(|r| Reading::new(r.used_memory, r.used_memory_rss, r.items))
+                .map(|r| Reading {
+                    baseline_used_memory: r.baseline_used_memory,
+                    used_memory: r.used_memory,
+                    used_memory_rss: r.used_memory_rss,
+                    items: r.items,
+                })
                 .collect::<Vec<_>>(),
         )
     }
@@ -181,7 +189,12 @@ impl EngineMeasurement {
             &status
                 .repetitions
                 .iter()
-                .map(|r| Reading::new(r.used_memory, r.used_memory_rss, r.items))
+                .map(|r| Reading {
+                    baseline_used_memory: r.baseline_used_memory,
+                    used_memory: r.used_memory,
+                    used_memory_rss: r.used_memory_rss,
+                    items: r.items,
+                })
                 .collect::<Vec<_>>(),
         )
     }

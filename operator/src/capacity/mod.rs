@@ -3,6 +3,7 @@
 //!
 //! - [`instance_types`]: the embedded instance-type table and what a node keeps for itself;
 //! - [`projection`]: used_memory at N items from a run's growth curve, with a band;
+//! - [`rebuild`]: used_memory at N keys of a profile's rebuild, from a rebuild at another scale;
 //! - [`dash_table`]: Dragonfly's keyspace growth (segments per shard), which the projection fits;
 //! - [`prices`]: the user's prices file;
 //! - [`measurement`]: a run's result (a local report, a status) read as the model's input;
@@ -22,6 +23,7 @@ pub mod instance_types;
 pub mod measurement;
 pub mod prices;
 pub mod projection;
+pub mod rebuild;
 pub mod status;
 
 use serde::{Deserialize, Serialize};
@@ -249,7 +251,10 @@ pub fn plan_engine(
     );
     let entries = request.items.saturating_mul(measurement.entries_per_item);
     let shards = measurement.threads.unwrap_or(1).max(1);
-    let mut projection = projection::project(rule, shards, &measurement.curve, entries)?;
+    let mut projection = match &measurement.rebuild {
+        Some(run) => rebuild::project(rule, shards, run, entries)?,
+        None => projection::project(rule, shards, &measurement.curve, entries)?,
+    };
     if rule == GrowthRule::Unknown && measurement.engine == "dragonfly" {
         projection.notes.insert(
             0,

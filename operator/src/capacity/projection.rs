@@ -94,7 +94,7 @@ impl GrowthRule {
 
     /// The bytes of one bucket, from the structure (the fit's fallback when the curve crosses
     /// no step).
-    fn bucket_bytes(self) -> f64 {
+    pub fn bucket_bytes(self) -> f64 {
         match self {
             GrowthRule::PowerOfTwoDict => 8.0,
             GrowthRule::BucketedHashtable => 64.0,
@@ -179,6 +179,33 @@ pub struct Projection {
     /// band, a fallback), in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+impl Projection {
+    /// The projection of `figures` (the point, the band's low and high, in bytes; rounded,
+    /// never below zero) under `rule`, with its fitted costs, the points it rests on and its
+    /// notes; no shards or split point (Dragonfly's callers set them).
+    pub fn of(
+        rule: GrowthRule,
+        figures: [f64; 3],
+        costs: (f64, f64),
+        points_fitted: usize,
+        notes: Vec<String>,
+    ) -> Self {
+        let [point, low, high] = figures.map(|v| v.round().max(0.0) as u64);
+        Self {
+            used_memory: point,
+            low,
+            high,
+            growth_rule: rule,
+            per_entry_bytes: costs.0,
+            per_bucket_bytes: costs.1,
+            shards: None,
+            split_at: None,
+            points_fitted,
+            notes,
+        }
+    }
 }
 
 /// Least squares of `y` on the columns of `x` (each row one point), with the covariance
@@ -381,16 +408,15 @@ fn project_dash_table(
         );
     }
     Ok(Projection {
-        used_memory: best.point.round().max(0.0) as u64,
-        low: low.round().max(0.0) as u64,
-        high: high.round().max(0.0) as u64,
-        growth_rule: GrowthRule::DashTable,
-        per_entry_bytes: best.beta[1],
-        per_bucket_bytes: best.beta[2],
         shards: Some(shards),
         split_at: Some(f64::from(*best_split)),
-        points_fitted: curve.len(),
-        notes,
+        ..Projection::of(
+            GrowthRule::DashTable,
+            [best.point, low, high],
+            (best.beta[1], best.beta[2]),
+            curve.len(),
+            notes,
+        )
     })
 }
 
@@ -522,18 +548,13 @@ pub fn project(
     if entry_cost <= 0.0 {
         return Err("the growth curve does not rise with the items loaded".to_string());
     }
-    Ok(Projection {
-        used_memory: point.round().max(0.0) as u64,
-        low: low.round().max(0.0) as u64,
-        high: high.round().max(0.0) as u64,
-        growth_rule: rule,
-        per_entry_bytes: entry_cost,
-        per_bucket_bytes: beta[2],
-        shards: None,
-        split_at: None,
-        points_fitted: points.len(),
+    Ok(Projection::of(
+        rule,
+        [point, low, high],
+        (entry_cost, beta[2]),
+        points.len(),
         notes,
-    })
+    ))
 }
 
 #[cfg(test)]

@@ -181,4 +181,53 @@ mod tests {
             assert_eq!(status.engines.len(), runs as usize, "{status:?}");
         }
     }
+
+    #[test]
+    fn a_profile_workload_is_projected_from_its_repetitions_as_in_a_local_run() {
+        // 2,000 profile keys at scale 10; a fifth of the keys with a TTL.
+        let mut spec = benchmark(serde_json::json!({"instanceType": "r8g.4xlarge"}));
+        spec.spec.workload = serde_json::from_value(serde_json::json!({"profile": {
+            "scale": 10,
+            "source": {"keys": 2000},
+            "groups": [{"template": "k:{n}", "type": "string", "share": 1.0,
+                "keyLength": {"buckets": [[8, 8, 1]]},
+                "ttl": {"share": 0.2, "millis": {"buckets": [[1000, 1000, 1]]}},
+                "values": {"textLength": {"buckets": [[20, 20, 1]]}}}],
+        }}))
+        .unwrap();
+        spec.spec.capacity.as_mut().unwrap().items = 200_000;
+        let repetition = |used_memory| RepetitionStatus {
+            baseline_used_memory: 900_000,
+            used_memory,
+            used_memory_rss: used_memory,
+            items: 20_000,
+            ..RepetitionStatus::default()
+        };
+        let engine = EngineStatus {
+            name: "redis-8.2".into(),
+            engine: "redis".into(),
+            version: Some("8.2.3".into()),
+            repetitions: vec![repetition(3_500_000), repetition(3_510_000)],
+            ..EngineStatus::default()
+        };
+        let status = status_of(&spec, std::slice::from_ref(&engine), None).unwrap();
+        assert_eq!(status.message, None, "{status:?}");
+        assert_eq!(status.engines[0].growth_rule, "power-of-two-dict");
+        // The same arithmetic as a local run's: the measurement of the same readings.
+        let workload = Workload::from_spec(&spec.spec.workload).unwrap();
+        let measurement = EngineMeasurement::from_status(&engine, &workload).unwrap();
+        let request = CapacityRequest::from_spec(
+            spec.spec.capacity.as_ref().unwrap(),
+            &["r8g.4xlarge"],
+            None,
+        )
+        .unwrap();
+        let local = super::super::plan_engine(&measurement, &request).unwrap();
+        assert_eq!(
+            status.engines[0].projected_used_memory,
+            local.projected_used_memory
+        );
+        let rebuild = measurement.rebuild.expect("a rebuild's readings");
+        assert_eq!((rebuild.keys, rebuild.ttl_keys), (20_000, 4_000));
+    }
 }

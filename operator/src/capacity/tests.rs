@@ -26,6 +26,7 @@ fn redis_like(name: &str, per_entry: u64) -> EngineMeasurement {
         entries_per_item: 1,
         fragmentation_ratio: Some(1.1),
         threads: None,
+        rebuild: None,
     }
 }
 
