@@ -157,6 +157,24 @@ const SIZES: [(&str, u64); 7] = [
     ("16xlarge", 512),
 ];
 
+/// Each element's name (its `name_field`) and `data-value` in bytes.
+fn named_values<'a>(elements: &'a [Value], name_field: &str) -> Vec<(&'a str, u64)> {
+    elements
+        .iter()
+        .map(|e| {
+            let value = e["value"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no value: {e}"));
+            (
+                e[name_field].as_str().unwrap(),
+                value
+                    .parse()
+                    .unwrap_or_else(|_| panic!("value {value:?}: {e}")),
+            )
+        })
+        .collect()
+}
+
 /// The capacity chart as the browser drew it: `caption` over it, one bar per engine in the
 /// plan's order whose value is the plan's required node memory, the bars on one scale, a
 /// dashed line at each instance size from `large` up to the first that holds the largest need,
@@ -170,15 +188,7 @@ fn assert_capacity_chart(rendered: &common::chromium::Rendered, needs: &[Need], 
         rendered.dom
     );
     let bars = layout_elements(layout, "capacityBars");
-    let drawn: Vec<(&str, u64)> = bars
-        .iter()
-        .map(|b| {
-            (
-                b["engine"].as_str().unwrap(),
-                b["value"].as_str().unwrap().parse().unwrap(),
-            )
-        })
-        .collect();
+    let drawn = named_values(bars, "engine");
     let planned: Vec<(&str, u64)> = needs
         .iter()
         .map(|n| (n.engine.as_str(), n.required_node_memory))
@@ -204,15 +214,7 @@ fn assert_capacity_chart(rendered: &common::chromium::Rendered, needs: &[Need], 
         .position(|(_, gib)| gib << 30 >= largest)
         .expect("a size holds the largest need");
     let lines = layout_elements(layout, "instanceSizes");
-    let sizes: Vec<(&str, u64)> = lines
-        .iter()
-        .map(|l| {
-            (
-                l["size"].as_str().unwrap(),
-                l["value"].as_str().unwrap().parse().unwrap(),
-            )
-        })
-        .collect();
+    let sizes = named_values(lines, "size");
     let expected: Vec<(&str, u64)> = SIZES[..=shown]
         .iter()
         .map(|&(size, gib)| (size, gib << 30))
@@ -255,28 +257,30 @@ fn assert_capacity_chart(rendered: &common::chromium::Rendered, needs: &[Need], 
     }
 }
 
-const CAPACITY_SPEC: &str = "apiVersion: membench.io/v1alpha1
-kind: MemoryBenchmark
-metadata:
-  name: html-capacity
-spec:
-  instanceType: r8g.4xlarge
-  engines:
-    - {engine: redis, version: \"8.2\"}
-    - {engine: valkey, version: \"9.1\", allocator: jemalloc}
-    - {engine: dragonfly, version: \"1.40\"}
-  workload:
-    strings: {keys: 50000, valueSize: 100}
-  repetitions: 1
-  capacity: {items: 200000000, instanceFamilies: [r8g, r7i]}
-";
+/// The engines of [`SPEC`] on 50,000 strings, planned for 200,000,000 keys.
+fn capacity_spec() -> String {
+    let spec = SPEC
+        .replace("name: html-sorted-set", "name: html-capacity")
+        .replace("  publishedTable: sorted-set-50m\n", "")
+        .replace(
+            "sortedSet: {members: 200000, sampleEvery: 50000}",
+            "strings: {keys: 50000, valueSize: 100}",
+        )
+        .replace("repetitions: 2", "repetitions: 1")
+        + "  capacity: {items: 200000000, instanceFamilies: [r8g, r7i]}\n";
+    assert!(
+        spec.contains("strings: {keys: 50000") && !spec.contains("publishedTable"),
+        "{spec}"
+    );
+    spec
+}
 
 #[test]
 fn the_run_page_draws_each_engines_required_memory_against_the_instance_sizes() {
     let dir = common::chromium::artefact_dir();
     let spec = dir.join("html-capacity.yaml");
     let result = dir.join("html-capacity.json");
-    std::fs::write(&spec, CAPACITY_SPEC).unwrap();
+    std::fs::write(&spec, capacity_spec()).unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_membench"))
         .args(["run", spec.to_str().unwrap(), "--output", "html"])
         .arg("--result-file")
