@@ -440,7 +440,7 @@ spec:
 ";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_report_page_draws_the_growth_curves_the_operator_carried_into_status()
+async fn the_report_page_draws_the_growth_curves_and_the_capacity_plan_the_operator_carried_into_status()
 -> anyhow::Result<()> {
     let kubeconfig = DevCluster::kubeconfig_with(&EnsureOptions::default()).await?;
     let harness = Harness::start("html", settings()).await?;
