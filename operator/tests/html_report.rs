@@ -1,7 +1,9 @@
 //! `--output html` in a real browser: real engines measured (locally by `membench run`, and by
 //! the operator on the dev cluster for `membench report`), the page rendered by headless
 //! Chromium, its charts read back from the DOM and the layout the browser gave them, and a
-//! screenshot kept under target/tmp/html-report/.
+//! screenshot kept under target/tmp/html-report/. With `spec.capacity`, both pages draw the
+//! capacity chart: each engine's required node memory, as the plan (the result file, the
+//! status) gives it, against the instance sizes.
 //!
 //! Needs the engine store's Redis 8.2.3 and Valkey 9.1.2 (hack/install-engines.sh; both come
 //! from pinned wheels, so every machine's store has them), Chromium
@@ -136,6 +138,184 @@ fn bar_colours(layout: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// One engine's need as the plan gives it.
+struct Need {
+    engine: String,
+    required_node_memory: u64,
+    smallest_instance_type: String,
+}
+
+/// The sizes of an instance family, smallest first, with their memory: AWS's memory-optimised
+/// families have 8 GiB per vCPU, 2 vCPUs at `large`, 4 at `xlarge`, 4n at `nxlarge`.
+const SIZES: [(&str, u64); 7] = [
+    ("large", 16),
+    ("xlarge", 32),
+    ("2xlarge", 64),
+    ("4xlarge", 128),
+    ("8xlarge", 256),
+    ("12xlarge", 384),
+    ("16xlarge", 512),
+];
+
+/// Each element's name (its `name_field`) and `data-value` in bytes.
+fn named_values<'a>(elements: &'a [Value], name_field: &str) -> Vec<(&'a str, u64)> {
+    elements
+        .iter()
+        .map(|e| {
+            let value = e["value"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no value: {e}"));
+            (
+                e[name_field].as_str().unwrap(),
+                value
+                    .parse()
+                    .unwrap_or_else(|_| panic!("value {value:?}: {e}")),
+            )
+        })
+        .collect()
+}
+
+/// The capacity chart as the browser drew it: `caption` over it, one bar per engine in the
+/// plan's order whose value is the plan's required node memory, the bars on one scale, a
+/// dashed line at each instance size from `large` up to the first that holds the largest need,
+/// on the bars' scale at that size's memory, and each bar ending at or before the line of the
+/// size it fits, which its label names.
+fn assert_capacity_chart(rendered: &common::chromium::Rendered, needs: &[Need], caption: &str) {
+    let layout = &rendered.layout;
+    assert!(
+        rendered.dom.contains(caption),
+        "no caption {caption:?}: {}",
+        rendered.dom
+    );
+    let bars = layout_elements(layout, "capacityBars");
+    let drawn = named_values(bars, "engine");
+    let planned: Vec<(&str, u64)> = needs
+        .iter()
+        .map(|n| (n.engine.as_str(), n.required_node_memory))
+        .collect();
+    assert_eq!(drawn, planned, "{layout}");
+    let scale = number(&bars[0], "width") / planned[0].1 as f64;
+    let origin = number(&bars[0], "left");
+    for (bar, need) in bars.iter().zip(needs) {
+        let expected = need.required_node_memory as f64 * scale;
+        assert!(
+            (number(bar, "width") - expected).abs() <= 1.0 + expected * 0.01
+                && number(bar, "width") > 2.0
+                && number(bar, "height") > 10.0,
+            "the capacity bar of {} is {:.1} px long, in proportion it would be {expected:.1}: {bar}",
+            need.engine,
+            number(bar, "width")
+        );
+        assert!((number(bar, "left") - origin).abs() < 0.5, "{bar}");
+    }
+    let largest = planned.iter().map(|p| p.1).max().unwrap();
+    let shown = SIZES
+        .iter()
+        .position(|(_, gib)| gib << 30 >= largest)
+        .expect("a size holds the largest need");
+    let lines = layout_elements(layout, "instanceSizes");
+    let sizes = named_values(lines, "size");
+    let expected: Vec<(&str, u64)> = SIZES[..=shown]
+        .iter()
+        .map(|&(size, gib)| (size, gib << 30))
+        .collect();
+    assert_eq!(sizes, expected, "{layout}");
+    let line_at = |size: &str| {
+        let line = lines.iter().find(|l| l["size"] == size).unwrap();
+        number(line, "left") + number(line, "width") / 2.0 - origin
+    };
+    for (size, bytes) in &expected {
+        assert!(
+            (line_at(size) - *bytes as f64 * scale).abs() < 3.0,
+            "the {size} line is {:.1} px in, the bars' scale puts it at {:.1}: {layout}",
+            line_at(size),
+            *bytes as f64 * scale
+        );
+    }
+    for (bar, need) in bars.iter().zip(needs) {
+        let size = need.smallest_instance_type.split('.').nth(1).unwrap();
+        assert!(
+            number(bar, "width") <= line_at(size) + 1.0,
+            "{} fits {}, but its bar ends past that size's line: {layout}",
+            need.engine,
+            need.smallest_instance_type
+        );
+        let rect = rendered
+            .dom
+            .split(&format!(
+                "<rect class=\"capacity-bar\" data-engine=\"{}\"",
+                need.engine
+            ))
+            .nth(1)
+            .and_then(|rest| rest.split("</rect>").next())
+            .unwrap_or_else(|| panic!("no capacity bar for {}", need.engine));
+        assert!(
+            rect.contains(&format!("(fits {})", need.smallest_instance_type)),
+            "{}: {rect}",
+            need.engine
+        );
+    }
+}
+
+/// The engines of [`SPEC`] on 50,000 strings, planned for 200,000,000 keys.
+fn capacity_spec() -> String {
+    let spec = SPEC
+        .replace("name: html-sorted-set", "name: html-capacity")
+        .replace("  publishedTable: sorted-set-50m\n", "")
+        .replace(
+            "sortedSet: {members: 200000, sampleEvery: 50000}",
+            "strings: {keys: 50000, valueSize: 100}",
+        )
+        .replace("repetitions: 2", "repetitions: 1")
+        + "  capacity: {items: 200000000, instanceFamilies: [r8g, r7i]}\n";
+    assert!(
+        spec.contains("strings: {keys: 50000") && !spec.contains("publishedTable"),
+        "{spec}"
+    );
+    spec
+}
+
+#[test]
+fn the_run_page_draws_each_engines_required_memory_against_the_instance_sizes() {
+    let dir = common::chromium::artefact_dir();
+    let spec = dir.join("html-capacity.yaml");
+    let result = dir.join("html-capacity.json");
+    std::fs::write(&spec, capacity_spec()).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(["run", spec.to_str().unwrap(), "--output", "html"])
+        .arg("--result-file")
+        .arg(&result)
+        .output()
+        .expect("membench runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let html = String::from_utf8(output.stdout).expect("the page is UTF-8");
+    // The plan the page draws, as the run saved it.
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+    let needs: Vec<Need> = saved["engines"]
+        .as_array()
+        .expect("engines")
+        .iter()
+        .map(|e| Need {
+            engine: e["name"].as_str().unwrap().to_string(),
+            required_node_memory: e["capacity"]["required_node_memory"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("no required_node_memory: {e}")),
+            smallest_instance_type: e["capacity"]["smallest_instance_type"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no smallest_instance_type: {e}"))
+                .to_string(),
+        })
+        .collect();
+    assert_eq!(needs.len(), 3, "{saved}");
+    let caption = "Node memory needed at 200000000 keys, against the instance sizes of r8g, r7i";
+    for width in [1400, 420] {
+        let rendered = common::chromium::render_at(&html, &format!("run-capacity-{width}"), width);
+        assert_readable_at(&rendered.layout, f64::from(width));
+        assert_capacity_chart(&rendered, &needs, caption);
+    }
+}
+
 #[test]
 fn the_run_page_renders_one_bar_per_engine_with_published_marks_and_growth_curves() {
     let dir = common::chromium::artefact_dir();
@@ -256,10 +436,11 @@ spec:
     sortedSet: {members: 30000, sampleEvery: 10000}
   repetitions: 2
   timeoutSeconds: 600
+  capacity: {items: 200000000, instanceFamilies: [r7i, r8g]}
 ";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_report_page_draws_the_growth_curves_the_operator_carried_into_status()
+async fn the_report_page_draws_the_growth_curves_and_the_capacity_plan_the_operator_carried_into_status()
 -> anyhow::Result<()> {
     let kubeconfig = DevCluster::kubeconfig_with(&EnsureOptions::default()).await?;
     let harness = Harness::start("html", settings()).await?;
@@ -271,6 +452,20 @@ async fn the_report_page_draws_the_growth_curves_the_operator_carried_into_statu
     .await?;
     let status = done.status.clone().context("a status")?;
     assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+    let capacity = status.capacity.clone().context("status.capacity")?;
+    let needs: Vec<Need> = capacity
+        .engines
+        .iter()
+        .map(|e| Need {
+            engine: e.name.clone(),
+            required_node_memory: e.required_node_memory,
+            smallest_instance_type: e
+                .smallest_instance_type
+                .clone()
+                .unwrap_or_else(|| panic!("{}: no instance type fits: {capacity:#?}", e.name)),
+        })
+        .collect();
+    assert_eq!(needs.len(), 2, "{capacity:#?}");
 
     // The client's curve came through its termination message into status: a point every
     // 10,000 members, climbing from the empty server's used_memory.
@@ -346,6 +541,12 @@ async fn the_report_page_draws_the_growth_curves_the_operator_carried_into_statu
             "{element}"
         );
     }
+    // The capacity chart is the status's plan.
+    assert_capacity_chart(
+        &rendered,
+        &needs,
+        "Node memory needed at 200000000 members, against the instance sizes of r7i, r8g",
+    );
     // The curve as drawn is the status's: the empty server, then the three points.
     assert!(
         rendered

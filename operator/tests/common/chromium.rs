@@ -16,7 +16,8 @@ use serde_json::Value;
 const RENDER_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Measures every chart element of the page into `body[data-layout]`: each element's box as
-/// laid out, the colour it is drawn in, the text of every chart label with the box of the chart
+/// laid out (the capacity chart's instance-size lines with their size's name), the colour it
+/// is drawn in, the text of every chart label with the box of the chart
 /// it belongs to, each table's scrolling box, and how wide the page is against the window.
 const LAYOUT_PROBE: &str = r#"<script>
 (function () {
@@ -49,6 +50,10 @@ const LAYOUT_PROBE: &str = r#"<script>
     bars: all('svg.bar-chart rect.bar'),
     marks: all('svg.bar-chart line.published-mark'),
     curves: all('svg.growth-chart polyline.growth-line'),
+    capacityBars: all('svg.capacity-chart rect.capacity-bar'),
+    instanceSizes: Array.prototype.map.call(
+      document.querySelectorAll('svg.capacity-chart line.instance-size'),
+      function (el) { var b = box(el); b.size = el.getAttribute('data-instance-size'); return b; }),
     charts: all('svg'),
     labels: Array.prototype.map.call(document.querySelectorAll('svg text'), label),
     tables: Array.prototype.map.call(document.querySelectorAll('.table-scroll'), scroller),
@@ -65,8 +70,8 @@ pub struct Rendered {
     /// The DOM after loading, as `--dump-dom` prints it (for a framed page, the frame's
     /// document as the page around it holds it, unescaped).
     pub dom: String,
-    /// The layout the probe measured: `sections`, `bars`, `marks`, `curves`, `charts` (each
-    /// element's `engine`, `value`, `colour`, `width`, `height`, `left`, `top`, `right`,
+    /// The layout the probe measured: `sections`, `bars`, `marks`, `curves`, `capacityBars`,
+    /// `instanceSizes` (with each line's `size`), `charts` (each element's `engine`, `value`, `colour`, `width`, `height`, `left`, `top`, `right`,
     /// `bottom`), `labels` (each chart text's box, `text` and its chart's `chartLeft`,
     /// `chartRight`, `chartTop`, `chartBottom`), `tables` (each `.table-scroll` box with its
     /// `scrollWidth`, `clientWidth`, `overflowX` and `tableWidth`), `tableRows`, and the page's
