@@ -116,7 +116,7 @@ fn element_scale_3_stores_three_times_the_elements_in_the_same_keys() {
     assert!(profile.is_some(), "{}", common::stderr(&output));
     std::fs::write(&path, &output.stdout).unwrap();
 
-    let mut flush = || {
+    let flush = || {
         redis::cmd("FLUSHALL")
             .query::<()>(&mut common::connect(&engine.address))
             .unwrap()
@@ -164,6 +164,8 @@ const STRINGS_PROFILE: &str = "format: 1\nsource: {keys: 2000}\ngroups:\n- {temp
 fn rebuild_peak_rss(address: &EngineAddress, profile: &Path, scale: &str) -> (u64, f64) {
     let mut args = common::rebuild_args(&address.socket_addr(), profile, 1, "json");
     args.extend(["--scale".to_string(), scale.to_string()]);
+    // Reaped by wait4 below, which std's wait cannot do: it gives the child's own rusage.
+    #[allow(clippy::zombie_processes)]
     let mut child = Command::new(env!("CARGO_BIN_EXE_membench"))
         .args(&args)
         .stdout(Stdio::piped())
