@@ -48,36 +48,36 @@ fn many_families() -> String {
     text
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_profile_from_a_config_map_is_rebuilt_and_measured_like_any_workload()
--> anyhow::Result<()> {
-    let harness = Harness::start("op-profile", settings()).await?;
+/// Creates ConfigMap `name` in the harness's namespace with `profile` under `profile.yaml`.
+async fn create_profile_config_map(
+    harness: &Harness,
+    name: &str,
+    profile: String,
+) -> anyhow::Result<()> {
     let config_maps: Api<ConfigMap> =
         Api::namespaced(harness.client.clone(), harness.namespace.name());
     let config_map = ConfigMap {
         metadata: kube::api::ObjectMeta {
-            name: Some("shop-profile".into()),
+            name: Some(name.into()),
             ..Default::default()
         },
-        data: Some([("profile.yaml".to_string(), PROFILE.to_string())].into()),
+        data: Some([("profile.yaml".to_string(), profile)].into()),
         ..Default::default()
     };
     config_maps
         .create(&PostParams::default(), &config_map)
         .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_from_a_config_map_is_rebuilt_and_measured_like_any_workload()
+-> anyhow::Result<()> {
+    let harness = Harness::start("op-profile", settings()).await?;
+    create_profile_config_map(&harness, "shop-profile", PROFILE.to_string()).await?;
     let large = many_families();
     assert!(large.len() > 128 * 1024, "{} bytes", large.len());
-    let large_map = ConfigMap {
-        metadata: kube::api::ObjectMeta {
-            name: Some("tenants-profile".into()),
-            ..Default::default()
-        },
-        data: Some([("profile.yaml".to_string(), large)].into()),
-        ..Default::default()
-    };
-    config_maps
-        .create(&PostParams::default(), &large_map)
-        .await?;
+    create_profile_config_map(&harness, "tenants-profile", large).await?;
     let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n  workload:\n    profile:\n      configMapRef: {name: shop-profile}\n      scale: 2\n      seed: 7\n  repetitions: 2\n";
     harness.create(&spec("shop", body)).await?;
     // The same, with a ConfigMap that does not exist.
@@ -223,20 +223,8 @@ async fn a_profile_larger_than_the_engine_pods_memory_or_from_a_config_map_whose
 -> anyhow::Result<()> {
     let harness = Harness::start("op-profile-bad", settings()).await?;
     // The CRD's rule cannot see into a ConfigMap: the operator's check of it must refuse it.
-    let config_maps: Api<ConfigMap> =
-        Api::namespaced(harness.client.clone(), harness.namespace.name());
     let unsummed = PROFILE.replace("share: 0.4", "share: 0.3");
-    let config_map = ConfigMap {
-        metadata: kube::api::ObjectMeta {
-            name: Some("unsummed-profile".into()),
-            ..Default::default()
-        },
-        data: Some([("profile.yaml".to_string(), unsummed)].into()),
-        ..Default::default()
-    };
-    config_maps
-        .create(&PostParams::default(), &config_map)
-        .await?;
+    create_profile_config_map(&harness, "unsummed-profile", unsummed).await?;
     let from_map = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n  workload:\n    profile:\n      configMapRef: {name: unsummed-profile}\n";
     harness.create(&spec("unsummed", from_map)).await?;
     // Ten million 1000-byte strings (about 10 GiB) into an engine pod of 256 MiB.
