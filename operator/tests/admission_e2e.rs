@@ -758,3 +758,57 @@ async fn the_crd_refuses_a_capacity_of_zero_items_or_an_unknown_instance_family(
     anyhow::ensure!(failures.is_empty(), "{}", failures.join("\n"));
     Ok(())
 }
+
+/// A benchmark rebuilding an inline profile of three groups whose shares add up to 1 only
+/// within rounding (0.7 + 0.2 + 0.1 is 0.9999999999999999 in floating point).
+const VALID_PROFILE: &str = "  instanceType: r8g.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}]\n  workload:\n    profile:\n      source: {keys: 100}\n      groups:\n      - {template: \"a:{n}\", type: string, share: 0.7, keyLength: {buckets: [[4, 4, 1]]}, values: {textLength: {buckets: [[3, 3, 1]]}}}\n      - {template: \"b:{n}\", type: string, share: 0.2, keyLength: {buckets: [[4, 4, 1]]}, values: {textLength: {buckets: [[3, 3, 1]]}}}\n      - {template: \"c:{n}\", type: string, share: 0.1, keyLength: {buckets: [[4, 4, 1]]}, values: {textLength: {buckets: [[3, 3, 1]]}}}\n";
+
+const BAD_PROFILE_SPECS: &[BadSpec] = &[
+    BadSpec {
+        replace: "\"a:{n}\", type: string",
+        with: "\"a:{n}\", type: bitmap",
+        field: "spec.workload.profile.groups[0].type",
+        words: "Unsupported value: \"bitmap\"",
+    },
+    BadSpec {
+        replace: "share: 0.7",
+        with: "share: 0.2",
+        field: "spec.workload.profile.groups",
+        words: "the shares of workload.profile.groups add up to less than 1 (short of it by more than 0.001)",
+    },
+    // Past the tolerance (0.001) by a little: 1.002.
+    BadSpec {
+        replace: "share: 0.1",
+        with: "share: 0.102",
+        field: "spec.workload.profile.groups",
+        words: "add up to more than 1 (past it by more than 0.001)",
+    },
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crd_refuses_a_profile_of_an_unknown_type_or_whose_shares_do_not_add_up()
+-> anyhow::Result<()> {
+    let harness = Harness::without_operator("adm-profile-shares").await?;
+    let api = harness.benchmarks();
+    let mut failures = refusals_missing(&api, VALID_PROFILE, BAD_PROFILE_SPECS).await?;
+    // What membench's own check accepts, the CRD admits: shares off 1 by less than the
+    // tolerance (0.9995 here).
+    let within = VALID_PROFILE.replace("share: 0.1", "share: 0.0995");
+    let benchmark: MemoryBenchmark = serde_saphyr::from_str(&spec("within", &within))?;
+    let profile = benchmark.spec.workload.profile.as_ref().expect("a profile");
+    if let Err(e) = profile.profile().and_then(|p| p.check()) {
+        failures.push(format!(
+            "shares summing to 0.9995: membench's check refuses them: {e}"
+        ));
+    }
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    if let Err(e) = api.create(&dry_run, &benchmark).await {
+        failures.push(format!("shares summing to 0.9995: refused: {e}"));
+    }
+    harness.finish().await;
+    anyhow::ensure!(failures.is_empty(), "{}", failures.join("\n"));
+    Ok(())
+}

@@ -3,7 +3,8 @@
 //! Chromium, its charts read back from the DOM and the layout the browser gave them, and a
 //! screenshot kept under target/tmp/html-report/. With `spec.capacity`, both pages draw the
 //! capacity chart: each engine's required node memory, as the plan (the result file, the
-//! status) gives it, against the instance sizes.
+//! status) gives it, against the instance sizes. A profile's rebuild shows its bytes per key
+//! by type in the page's table, the figures of the same run's JSON.
 //!
 //! Needs the engine store's Redis 8.2.3 and Valkey 9.1.2 (hack/install-engines.sh; both come
 //! from pinned wheels, so every machine's store has them), Chromium
@@ -417,6 +418,80 @@ fn the_run_page_renders_one_bar_per_engine_with_published_marks_and_growth_curve
             .dom
             .contains("the published figures are for 50,000,000 members"),
         "{}",
+        rendered.dom
+    );
+}
+
+/// A profile's rebuild on Valkey 9.1: 600 strings and 400 hashes.
+const PROFILE_SPEC: &str = "apiVersion: membench.io/v1alpha1
+kind: MemoryBenchmark
+metadata:
+  name: html-profile
+spec:
+  instanceType: r7i.4xlarge
+  engines:
+    - {engine: valkey, version: \"9.1\"}
+  workload:
+    profile:
+      source: {keys: 1000}
+      groups:
+      - {template: \"plane:{s}\", type: string, share: 0.6, keyLength: {buckets: [[12, 12, 1]]}, values: {textLength: {buckets: [[60, 90, 1]]}}}
+      - {template: \"flight:{n}\", type: hash, share: 0.4, keyLength: {buckets: [[10, 11, 1]]}, elements: {buckets: [[3, 3, 1]]}, fields: {textLength: {buckets: [[5, 8, 1]]}}, values: {textLength: {buckets: [[3, 12, 1]]}}}
+  repetitions: 1
+";
+
+#[test]
+fn the_run_page_of_a_profile_shows_bytes_per_key_by_type() {
+    let dir = common::chromium::artefact_dir();
+    let spec = dir.join("html-profile.yaml");
+    let result = dir.join("html-profile.json");
+    std::fs::write(&spec, PROFILE_SPEC).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(["run", spec.to_str().unwrap(), "--output", "html"])
+        .arg("--result-file")
+        .arg(&result)
+        .output()
+        .expect("membench runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let html = String::from_utf8(output.stdout).expect("the page is UTF-8");
+    // The by-type figures of the same run, as --output json has them.
+    let measured: Value = serde_json::from_slice(&std::fs::read(&result).unwrap()).unwrap();
+    let by_type = measured["engines"][0]["summary"]["by_type"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no engines[0].summary.by_type in {measured}"));
+    let cells: Vec<String> = by_type
+        .iter()
+        .map(|t| {
+            format!(
+                "{} ~{:.1} B ({} keys)",
+                t["type"].as_str().unwrap(),
+                t["bytes_per_key"].as_f64().unwrap(),
+                t["keys"].as_u64().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(cells.len(), 2, "{by_type:?}");
+    assert!(
+        cells[0].starts_with("string ~") && cells[0].ends_with("(600 keys)"),
+        "{cells:?}"
+    );
+    assert!(
+        cells[1].starts_with("hash ~") && cells[1].ends_with("(400 keys)"),
+        "{cells:?}"
+    );
+
+    // As the browser reads the page: the column, and the row's cell holding both types.
+    let rendered = common::chromium::render_at(&html, "run-profile-1400", 1400);
+    assert!(
+        rendered.dom.contains("<th>Bytes per key by type</th>"),
+        "{}",
+        rendered.dom
+    );
+    let cell = cells.join(", ");
+    assert!(
+        rendered.dom.contains(&format!(">{cell}</td>")),
+        "no cell {cell:?} in: {}",
         rendered.dom
     );
 }

@@ -2,8 +2,9 @@
 //! profile comes from a ConfigMap runs like any other (the client pod rebuilds it and the
 //! status has bytes per key, and by type), one whose profile is larger than an environment
 //! variable may be (Linux's 128 KiB) runs too, the client pod reading it from the ConfigMap
-//! mounted as a file, and one whose ConfigMap is missing fails as InvalidSpec before any pod
-//! exists.
+//! mounted as a file, and one whose ConfigMap is missing, whose ConfigMap's shares do not add
+//! up (which no CRD rule can see) or whose rebuild needs more memory than its engine pod's
+//! limit fails as InvalidSpec before any pod exists.
 
 mod common;
 
@@ -47,36 +48,36 @@ fn many_families() -> String {
     text
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_profile_from_a_config_map_is_rebuilt_and_measured_like_any_workload()
--> anyhow::Result<()> {
-    let harness = Harness::start("op-profile", settings()).await?;
+/// Creates ConfigMap `name` in the harness's namespace with `profile` under `profile.yaml`.
+async fn create_profile_config_map(
+    harness: &Harness,
+    name: &str,
+    profile: String,
+) -> anyhow::Result<()> {
     let config_maps: Api<ConfigMap> =
         Api::namespaced(harness.client.clone(), harness.namespace.name());
     let config_map = ConfigMap {
         metadata: kube::api::ObjectMeta {
-            name: Some("shop-profile".into()),
+            name: Some(name.into()),
             ..Default::default()
         },
-        data: Some([("profile.yaml".to_string(), PROFILE.to_string())].into()),
+        data: Some([("profile.yaml".to_string(), profile)].into()),
         ..Default::default()
     };
     config_maps
         .create(&PostParams::default(), &config_map)
         .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_from_a_config_map_is_rebuilt_and_measured_like_any_workload()
+-> anyhow::Result<()> {
+    let harness = Harness::start("op-profile", settings()).await?;
+    create_profile_config_map(&harness, "shop-profile", PROFILE.to_string()).await?;
     let large = many_families();
     assert!(large.len() > 128 * 1024, "{} bytes", large.len());
-    let large_map = ConfigMap {
-        metadata: kube::api::ObjectMeta {
-            name: Some("tenants-profile".into()),
-            ..Default::default()
-        },
-        data: Some([("profile.yaml".to_string(), large)].into()),
-        ..Default::default()
-    };
-    config_maps
-        .create(&PostParams::default(), &large_map)
-        .await?;
+    create_profile_config_map(&harness, "tenants-profile", large).await?;
     let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n  workload:\n    profile:\n      configMapRef: {name: shop-profile}\n      scale: 2\n      seed: 7\n  repetitions: 2\n";
     harness.create(&spec("shop", body)).await?;
     // The same, with a ConfigMap that does not exist.
@@ -182,6 +183,73 @@ async fn the_api_server_refuses_a_profile_both_inline_and_from_a_config_map_or_o
             .expect_err("the API server refuses it");
         assert!(err.to_string().contains(expected), "{name}: {err}");
     }
+    harness.finish().await;
+    Ok(())
+}
+
+/// The benchmark `name` ended as Failed/InvalidSpec with every one of `words` in its message,
+/// and no pod of it was ever created.
+async fn invalid_before_any_pod(
+    harness: &Harness,
+    name: &str,
+    words: &[&str],
+) -> anyhow::Result<()> {
+    let done = harness.finished(name, Duration::from_secs(60)).await?;
+    let failed = condition(&done, "Failed")
+        .unwrap_or_else(|| panic!("{name}: no Failed condition: {:#?}", done.status));
+    assert_eq!(
+        (failed.status.as_str(), failed.reason.as_str()),
+        ("True", "InvalidSpec"),
+        "{name}: {failed:?}"
+    );
+    for word in words {
+        assert!(
+            failed.message.contains(word),
+            "{name}: {word:?} not in: {}",
+            failed.message
+        );
+    }
+    let pods = harness
+        .pods()
+        .list(&ListParams::default().labels(&format!("membench.io/benchmark={name}")))
+        .await?
+        .items;
+    assert!(pods.is_empty(), "{name}: pods exist: {pods:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_larger_than_the_engine_pods_memory_or_from_a_config_map_whose_shares_do_not_add_up_is_invalid_before_any_pod()
+-> anyhow::Result<()> {
+    let harness = Harness::start("op-profile-bad", settings()).await?;
+    // The CRD's rule cannot see into a ConfigMap: the operator's check of it must refuse it.
+    let unsummed = PROFILE.replace("share: 0.4", "share: 0.3");
+    create_profile_config_map(&harness, "unsummed-profile", unsummed).await?;
+    let from_map = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n  workload:\n    profile:\n      configMapRef: {name: unsummed-profile}\n";
+    harness.create(&spec("unsummed", from_map)).await?;
+    // Ten million 1000-byte strings (about 10 GiB) into an engine pod of 256 MiB.
+    let too_big = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\", memory: 256Mi}\n  workload:\n    profile:\n      source: {keys: 10000000}\n      groups:\n      - {template: \"k:{n}\", type: string, share: 1.0, keyLength: {buckets: [[12, 12, 1]]}, values: {textLength: {buckets: [[1000, 1000, 1]]}}}\n";
+    harness.create(&spec("too-big", too_big)).await?;
+
+    invalid_before_any_pod(
+        &harness,
+        "unsummed",
+        &[
+            "ConfigMap unsummed-profile key profile.yaml",
+            "shares add up to 0.9000, not 1",
+        ],
+    )
+    .await?;
+    invalid_before_any_pod(
+        &harness,
+        "too-big",
+        &[
+            "spec.engines[0].memory is 256Mi",
+            "10000000 keys",
+            "raise memory, or lower workload.profile.scale",
+        ],
+    )
+    .await?;
     harness.finish().await;
     Ok(())
 }

@@ -4,11 +4,30 @@ use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::formats::{MAX_SAMPLES, MIN_SAMPLE_EVERY, message};
-use crate::profile::model::{KeyGroup, PROFILE_FORMAT, Profile, ProfileSource};
+use crate::profile::model::{KeyGroup, PROFILE_FORMAT, Profile, ProfileSource, SHARE_TOLERANCE};
 
 /// The CEL rule of every workload with a TTL: `ttlShare` only with `ttlSeconds` (the share of
 /// items that get a TTL means nothing without one).
 const TTL_SHARE_RULE: &str = "!has(self.ttlShare) || has(self.ttlSeconds)";
+
+/// The CEL rule of an inline profile: its groups' shares add up to 1 within
+/// [`SHARE_TOLERANCE`], as [`Profile::check`] accepts them (the same sum, in the same order).
+/// A profile from a ConfigMap is checked by the operator, which reads it.
+fn shares_add_up_rule() -> String {
+    format!(
+        "!has(self.groups) || (self.groups.map(g, g.share).sum() - 1.0 <= {SHARE_TOLERANCE} && 1.0 - self.groups.map(g, g.share).sum() <= {SHARE_TOLERANCE})"
+    )
+}
+
+/// What [`shares_add_up_rule`] says: whether the shares fall short of 1 or go past it. (The
+/// sum itself cannot be in the message: the API server estimates a string built from a number
+/// as unbounded, and refuses the CRD.)
+fn shares_add_up_message() -> String {
+    let why = "each share is its group's part of the keys, so make them add up to 1, as membench profile prints them";
+    format!(
+        "self.groups.map(g, g.share).sum() < 1.0 ? \"the shares of workload.profile.groups add up to less than 1 (short of it by more than {SHARE_TOLERANCE}): {why}\" : \"the shares of workload.profile.groups add up to more than 1 (past it by more than {SHARE_TOLERANCE}): {why}\""
+    )
+}
 
 /// The data to load. Exactly one of the workloads must be set.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]
@@ -41,6 +60,7 @@ pub struct WorkloadSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("has(self.groups) != has(self.configMapRef)").message("set workload.profile inline (source and groups) or as configMapRef, not both"))]
     #[x_kube(validation = Rule::new("has(self.groups) == has(self.source)").message("an inline workload.profile has both source and groups"))]
+    #[x_kube(validation = Rule::new(shares_add_up_rule()).message(Message::Expression(shares_add_up_message())).field_path(".groups"))]
     #[x_kube(validation = Rule::new("!has(self.scale) || (self.scale > 0.0 && self.scale <= 1000000.0)").message("workload.profile.scale is a factor above 0 (1 keeps the profile's size), at most 1000000"))]
     #[x_kube(validation = Rule::new("!has(self.elementScale) || (self.elementScale > 0.0 && self.elementScale <= 1000000.0)").message("workload.profile.elementScale is a factor above 0 (1 keeps the profile's element counts), at most 1000000"))]
     pub profile: Option<ProfileWorkloadSpec>,
