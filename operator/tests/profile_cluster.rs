@@ -7,6 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use membench::client::slots::{even_range, key_slot};
 use membench::crd::EngineKind;
 use membench::local::runner::LocalEngine;
 use membench::profile::model::KeyType;
@@ -20,23 +21,10 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// The hash slot of a key without a hash tag: CRC16 (XMODEM) modulo 16384.
-fn slot_of(key: &str) -> u16 {
-    let mut crc: u16 = 0;
-    for byte in key.bytes() {
-        crc ^= u16::from(byte) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc % 16384
+/// The three nodes' slots, split as the client splits them for shards.
+fn slot_range(node: usize) -> (u16, u16) {
+    even_range(node, 3)
 }
-
-const SLOT_RANGES: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
 
 struct Cluster {
     nodes: Vec<LocalEngine>,
@@ -82,7 +70,8 @@ fn start_cluster() -> Cluster {
             .query(&mut connections[0])
             .unwrap();
     }
-    for (connection, (first, last)) in connections.iter_mut().zip(SLOT_RANGES) {
+    for (node, connection) in connections.iter_mut().enumerate() {
+        let (first, last) = slot_range(node);
         let _: () = redis::cmd("CLUSTER")
             .arg("ADDSLOTSRANGE")
             .arg(first)
@@ -113,10 +102,12 @@ fn start_cluster() -> Cluster {
 
 impl Cluster {
     fn node_of(&self, key: &str) -> usize {
-        let slot = slot_of(key);
-        SLOT_RANGES
-            .iter()
-            .position(|(first, last)| (*first..=*last).contains(&slot))
+        let slot = key_slot(key.as_bytes());
+        (0..3)
+            .position(|node| {
+                let (first, last) = slot_range(node);
+                (first..=last).contains(&slot)
+            })
             .unwrap()
     }
 
@@ -165,7 +156,7 @@ fn the_slot_function_is_the_servers() {
             .arg(key)
             .query(&mut cluster.connections[0])
             .unwrap();
-        assert_eq!(slot, slot_of(key), "{key}");
+        assert_eq!(slot, key_slot(key.as_bytes()), "{key}");
     }
 }
 
