@@ -1,6 +1,6 @@
 //! A run's result read as the model's input: the growth curve in table entries (a profile's
-//! rebuild: its repetitions' end readings, with its keys and keys with a TTL), and the
-//! fragmentation ratio. From a local report (`membench run`, its result file) or from an
+//! rebuild: its repetitions' end readings, with its keys and keys with a TTL), the
+//! fragmentation ratio and the first repetition's settled growth of RSS. From a local report (`membench run`, its result file) or from an
 //! engine's status (the operator).
 
 use crate::client::measure::BenchmarkReport;
@@ -24,11 +24,26 @@ pub struct EngineMeasurement {
     pub entries_per_item: u64,
     /// Median used_memory_rss / used_memory over the repetitions.
     pub fragmentation_ratio: Option<f64>,
+    /// The first repetition's empty server and its settled reading, when the run settled
+    /// (`settleSeconds`): what the RSS of the data's growth is projected from.
+    pub settled_growth: Option<SettledGrowth>,
     /// The threads the engine ran, when it reports them (Dragonfly: one keyspace table each).
     pub threads: Option<u32>,
     /// A profile's rebuild, projected from its repetitions' end readings instead of a curve
     /// (`super::rebuild`); `curve` is then empty.
     pub rebuild: Option<RebuildMeasurement>,
+}
+
+/// The first repetition's empty server and the same server `settleSeconds` after its load:
+/// used_memory and used_memory_rss of both. The settled reading, not the one right after the
+/// load: Redis and Valkey refresh used_memory_rss only in their 100 ms cron, so the reading
+/// right after a short load may still be the empty server's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SettledGrowth {
+    pub baseline_used_memory: u64,
+    pub baseline_used_memory_rss: u64,
+    pub settled_used_memory: u64,
+    pub settled_used_memory_rss: u64,
 }
 
 /// Entries of the growing table per item of a workload.
@@ -60,12 +75,28 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     crate::stats::Spread::of(&values).map(|s| s.median)
 }
 
-/// What both sources give: a repetition's (baseline, used_memory, used_memory_rss, items).
+/// What both sources give: a repetition's (baseline, used_memory, used_memory_rss, items),
+/// and its empty server's RSS and settled reading when known.
 struct Reading {
     baseline_used_memory: u64,
     used_memory: u64,
     used_memory_rss: u64,
     items: u64,
+    baseline_used_memory_rss: Option<u64>,
+    /// (used_memory, used_memory_rss) `settleSeconds` after the load.
+    settled: Option<(u64, u64)>,
+}
+
+impl Reading {
+    fn settled_growth(&self) -> Option<SettledGrowth> {
+        let (settled_used_memory, settled_used_memory_rss) = self.settled?;
+        Some(SettledGrowth {
+            baseline_used_memory: self.baseline_used_memory,
+            baseline_used_memory_rss: self.baseline_used_memory_rss?,
+            settled_used_memory,
+            settled_used_memory_rss,
+        })
+    }
 }
 
 /// Who was measured: the entry's name, the engine's kind and version.
@@ -104,6 +135,7 @@ impl EngineMeasurement {
                 curve: Vec::new(),
                 entries_per_item: 1,
                 fragmentation_ratio: ratio,
+                settled_growth: first.settled_growth(),
                 threads: who.threads,
                 rebuild: Some(RebuildMeasurement {
                     keys: profile.keys,
@@ -140,6 +172,7 @@ impl EngineMeasurement {
             curve,
             entries_per_item: entries_per_item(workload),
             fragmentation_ratio: ratio,
+            settled_growth: first.settled_growth(),
             threads: who.threads,
             rebuild: None,
         })
@@ -167,6 +200,11 @@ impl EngineMeasurement {
                     used_memory: r.used_memory,
                     used_memory_rss: r.used_memory_rss,
                     items: r.items,
+                    baseline_used_memory_rss: Some(r.baseline_used_memory_rss),
+                    settled: r
+                        .settled
+                        .as_ref()
+                        .map(|s| (s.used_memory, s.used_memory_rss)),
                 })
                 .collect::<Vec<_>>(),
         )
@@ -194,6 +232,8 @@ impl EngineMeasurement {
                     used_memory: r.used_memory,
                     used_memory_rss: r.used_memory_rss,
                     items: r.items,
+                    baseline_used_memory_rss: r.baseline_used_memory_rss,
+                    settled: r.settled_used_memory.zip(r.settled_used_memory_rss),
                 })
                 .collect::<Vec<_>>(),
         )

@@ -6,14 +6,16 @@
 //! - [`rebuild`]: used_memory at N keys of a profile's rebuild, from a rebuild at another scale;
 //! - [`dash_table`]: Dragonfly's keyspace growth (segments per shard), which the projection fits;
 //! - [`prices`]: the user's prices file;
+//! - [`rss`]: the RSS at N, from the data's settled growth or the run's ratio;
 //! - [`measurement`]: a run's result (a local report, a status) read as the model's input;
 //! - [`status`]: the plan from and for a benchmark's status (`status.capacity`).
 //!
 //! `membench run` (a spec with `capacity`), `membench capacity RESULT.json` and the operator all
 //! call [`plan`], so they do the same arithmetic.
 //!
-//! Per engine: the projected used_memory at N (and its band), the projected RSS (the run's own
-//! fragmentation ratio, used_memory_rss / used_memory), the memory given to the engine (the
+//! Per engine: the projected used_memory at N (and its band), the projected RSS (from the RSS
+//! the data's growth added in a settled first repetition, else the run's own fragmentation
+//! ratio, used_memory_rss / used_memory; never below used_memory), the memory given to the engine (the
 //! band's top RSS over 1 - headroom), and per instance type the memory the node needs (that,
 //! plus kube-reserved and the eviction threshold of the type, `instance_types`) and how full
 //! the node would be.
@@ -24,6 +26,7 @@ pub mod measurement;
 pub mod prices;
 pub mod projection;
 pub mod rebuild;
+pub mod rss;
 pub mod status;
 
 use serde::{Deserialize, Serialize};
@@ -147,10 +150,19 @@ pub struct EngineCapacity {
     pub projected_used_memory_band: [u64; 2],
     /// used_memory_rss / used_memory as the run measured it (median over repetitions).
     pub fragmentation_ratio: f64,
-    /// projected_used_memory times the fragmentation ratio.
+    /// RSS at projected_used_memory, by `rss_basis`, never below projected_used_memory.
     pub projected_rss: u64,
-    /// The memory to give the engine: the band's top RSS (never below its used_memory) over
-    /// 1 - headroom.
+    /// What projected_rss came from: `data-growth-settled` (the first repetition's settled
+    /// RSS growth over its data's growth) or `run-ratio` (the fragmentation ratio).
+    pub rss_basis: rss::RssBasis,
+    /// RSS added per byte of used_memory the data added, on the data-growth basis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_growth_ratio: Option<f64>,
+    /// Why the run ratio was used, or that the RSS was raised to used_memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_note: Option<String>,
+    /// The memory to give the engine: the band's top RSS (by `rss_basis`, never below its
+    /// used_memory) over 1 - headroom.
     pub engine_memory: u64,
     /// engine_memory plus the reserve of the smallest instance type that holds it (of the
     /// largest type of the families, when none does).
@@ -262,11 +274,9 @@ pub fn plan_engine(
         );
     }
     let ratio = measurement.fragmentation_ratio.unwrap_or(1.0);
-    // An RSS below used_memory (pages allocated but not yet touched, as a fresh bucket array
-    // is) is not planned for: the engine may touch them.
-    let rss_high = projection.high as f64 * ratio.max(1.0);
+    let rss = rss::project(measurement, projection.used_memory, projection.high);
     let engine_memory =
-        (rss_high / (1.0 - f64::from(request.headroom_percent) / 100.0)).ceil() as u64;
+        (rss.rss_high as f64 / (1.0 - f64::from(request.headroom_percent) / 100.0)).ceil() as u64;
     let fits: Vec<InstanceFit> = request
         .families
         .iter()
@@ -294,7 +304,10 @@ pub fn plan_engine(
         projected_used_memory: projection.used_memory,
         projected_used_memory_band: [projection.low, projection.high],
         fragmentation_ratio: ratio,
-        projected_rss: (projection.used_memory as f64 * ratio).round() as u64,
+        projected_rss: rss.rss,
+        rss_basis: rss.basis,
+        rss_growth_ratio: rss.growth_ratio,
+        rss_note: rss.note,
         engine_memory,
         required_node_memory,
         smallest_instance_type: smallest.and_then(|f| f.instance_type.clone()),

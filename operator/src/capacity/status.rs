@@ -91,6 +91,10 @@ pub fn to_status(plan: &CapacityPlan, message: Option<String>) -> CapacityStatus
                     projected_used_memory_low: e.projected_used_memory_band[0],
                     projected_used_memory_high: e.projected_used_memory_band[1],
                     projected_rss: e.projected_rss,
+                    rss_basis: serde_json::to_value(e.rss_basis)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default(),
                     required_node_memory: e.required_node_memory,
                     smallest_instance_type: e.smallest_instance_type.clone(),
                     fill_percent: smallest
@@ -229,5 +233,38 @@ mod tests {
         );
         let rebuild = measurement.rebuild.expect("a rebuild's readings");
         assert_eq!((rebuild.keys, rebuild.ttl_keys), (20_000, 4_000));
+    }
+
+    #[test]
+    fn a_status_whose_first_repetition_settled_plans_rss_on_the_datas_growth_else_says_run_ratio() {
+        let spec = benchmark(serde_json::json!({"instanceType": "r8g.4xlarge"}));
+        // An RSS twice used_memory right after the load (the empty server's 16 MB counted as
+        // if it grew with the data), where the settled data added 1.1 bytes of RSS a byte.
+        let mut settled = measured("redis-8.2", "redis", 120);
+        let first = &mut settled.repetitions[0];
+        first.baseline_used_memory = 1_000_000;
+        first.used_memory_rss = 2 * first.used_memory;
+        first.baseline_used_memory_rss = Some(16_000_000);
+        first.settled_used_memory = Some(first.used_memory);
+        let data = first.used_memory - 1_000_000;
+        first.settled_used_memory_rss = Some(16_000_000 + data * 11 / 10);
+        let mut unsettled = settled.clone();
+        unsettled.name = "valkey-9.1".into();
+        unsettled.repetitions[0].settled_used_memory_rss = None;
+        let status = status_of(&spec, &[settled, unsettled], None).unwrap();
+        let (a, b) = (&status.engines[0], &status.engines[1]);
+        assert_eq!(a.rss_basis, "data-growth-settled", "{status:?}");
+        assert_eq!(b.rss_basis, "run-ratio", "{status:?}");
+        let used = a.projected_used_memory as f64;
+        let expected = 16_000_000.0 + 1.1 * (used - 1_000_000.0);
+        assert!(
+            (a.projected_rss as f64 - expected).abs() / expected < 1e-3,
+            "{status:?}"
+        );
+        assert_eq!(b.projected_rss, b.projected_used_memory * 2, "{status:?}");
+        assert!(
+            a.required_node_memory < b.required_node_memory,
+            "{status:?}"
+        );
     }
 }

@@ -25,6 +25,7 @@ fn redis_like(name: &str, per_entry: u64) -> EngineMeasurement {
             .collect(),
         entries_per_item: 1,
         fragmentation_ratio: Some(1.1),
+        settled_growth: None,
         threads: None,
         rebuild: None,
     }
@@ -50,7 +51,9 @@ fn the_node_needs_rss_over_headroom_plus_what_the_node_keeps() {
         "{e:?}"
     );
     let high = e.projected_used_memory_band[1] as f64;
-    assert_eq!(e.engine_memory, (high * 1.1 / 0.75).ceil() as u64);
+    // No settled reading: the run's ratio, the band's top RSS in whole bytes.
+    assert_eq!(e.rss_basis, rss::RssBasis::RunRatio);
+    assert_eq!(e.engine_memory, ((high * 1.1).ceil() / 0.75).ceil() as u64);
     // About 18 GiB to the engine: r8g.xlarge (32 GiB) is the smallest r8g that holds it, and
     // reserves 11 * 58 + 255 MiB plus the 100 MiB eviction threshold.
     let r8g = &e.instance_types[0];

@@ -78,10 +78,18 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
             settled_bytes_per_item: r
                 .settled_used_memory
                 .map(|s| (s as f64 - r.baseline_used_memory as f64) / r.items as f64),
+            baseline_used_memory_rss: None,
+            settled_used_memory: r.settled_used_memory,
+            settled_used_memory_rss: None,
             used_memory_dataset: r.used_memory_dataset,
             mem_fragmentation_ratio: r.mem_fragmentation_ratio,
         })
         .collect();
+    // The client sends the first repetition's RSS readings only (`first_settled_rss`).
+    if let (Some(first), Some(rss)) = (engine.repetitions.first_mut(), result.first_settled_rss) {
+        first.baseline_used_memory_rss = Some(rss.baseline);
+        first.settled_used_memory_rss = Some(rss.settled);
+    }
     let growth = result
         .growth
         .as_ref()
@@ -208,5 +216,21 @@ mod tests {
         without.growth = None;
         absorb(&mut engine, &without, 1);
         assert_eq!(engine.growth.len(), 5);
+    }
+
+    #[test]
+    fn the_first_repetitions_settled_readings_land_in_the_status_for_the_capacity_plan() {
+        let mut engine = EngineStatus::default();
+        let mut result = result_with_growth(5);
+        result.repetitions.settled = vec![1_380_000];
+        result.first_settled_rss = Some(crate::client::result::SettledRss {
+            baseline: 7_500_000,
+            settled: 9_100_000,
+        });
+        absorb(&mut engine, &result, 1);
+        let first = &engine.repetitions[0];
+        assert_eq!(first.baseline_used_memory_rss, Some(7_500_000));
+        assert_eq!(first.settled_used_memory, Some(1_380_000));
+        assert_eq!(first.settled_used_memory_rss, Some(9_100_000));
     }
 }

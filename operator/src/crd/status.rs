@@ -111,8 +111,13 @@ pub struct EngineCapacityStatus {
     pub projected_used_memory_low: u64,
     /// The high end of the projection's band, in bytes.
     pub projected_used_memory_high: u64,
-    /// The projected RSS (used_memory times the measured fragmentation ratio), in bytes.
+    /// The projected RSS in bytes, never below projectedUsedMemory: see rssBasis.
     pub projected_rss: u64,
+    /// What projectedRss came from: `data-growth-settled` (the first repetition's RSS growth
+    /// over its data's growth, read after settleSeconds) or `run-ratio` (used_memory times the
+    /// measured fragmentation ratio, which oversizes from a small run).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rss_basis: String,
     /// The memory a node needs for it: the band's top RSS plus headroom, plus kube-reserved and
     /// the eviction threshold of the smallest instance type that holds it, in bytes.
     pub required_node_memory: u64,
@@ -362,6 +367,17 @@ pub struct RepetitionStatus {
     /// Bytes per item read again after `spec.settleSeconds`, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_bytes_per_item: Option<f64>,
+    /// used_memory_rss of the empty server before the load, in bytes: the first repetition's,
+    /// when it settled (the client's result carries no more; the capacity plan reads it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_used_memory_rss: Option<u64>,
+    /// used_memory read again after `spec.settleSeconds`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_used_memory: Option<u64>,
+    /// used_memory_rss read again after `spec.settleSeconds`: the first repetition's, when
+    /// set (the capacity plan projects RSS from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_used_memory_rss: Option<u64>,
     /// used_memory_dataset right after the load, in bytes (the engine's own estimate of the
     /// memory holding data, without its overhead), when the engine reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -19,6 +19,9 @@ fn engine_status(name: &str, engine: &str, version: &str, bytes: [f64; 3]) -> En
         items_per_sec: 62_500.0,
         seconds: 0.016,
         settled_bytes_per_item: None,
+        baseline_used_memory_rss: None,
+        settled_used_memory: None,
+        settled_used_memory_rss: None,
         used_memory_dataset: Some(50_000),
         mem_fragmentation_ratio: Some(ratio),
     };

@@ -1,7 +1,8 @@
 //! The capacity plan as a table: per engine and instance family, the projected memory at N,
 //! what the node needs, the smallest type that holds it, how full, and (priced) what it costs.
 
-use crate::capacity::{CapacityPlan, GrowthRule};
+use crate::capacity::rss::RssBasis;
+use crate::capacity::{CapacityPlan, EngineCapacity, GrowthRule};
 
 use super::table::{Table, format_bytes};
 
@@ -94,9 +95,25 @@ pub fn capacity_footer(plan: &CapacityPlan) -> String {
         ));
     }
     for engine in &plan.engines {
+        lines.push(rss_line(engine));
         for note in &engine.projection.notes {
             lines.push(format!("note: {}: {note}", engine.name));
         }
     }
     lines.join("\n")
+}
+
+/// Where an engine's RSS came from, and why when not from the data's settled growth.
+fn rss_line(engine: &EngineCapacity) -> String {
+    let basis = match (engine.rss_basis, engine.rss_growth_ratio) {
+        (RssBasis::DataGrowthSettled, Some(g)) => format!(
+            "the data's settled growth ({g:.3} bytes of RSS per byte of used_memory, from the empty server's)"
+        ),
+        (RssBasis::DataGrowthSettled, None) => "the data's settled growth".to_string(),
+        (RssBasis::RunRatio, _) => format!("the run's ratio {:.3}", engine.fragmentation_ratio),
+    };
+    match &engine.rss_note {
+        Some(note) => format!("RSS: {}: {basis}: {note}", engine.name),
+        None => format!("RSS: {}: {basis}", engine.name),
+    }
 }

@@ -85,6 +85,18 @@ pub struct ClientResult {
     /// `shards` is left out of the message, this carries it. None for one engine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<ShardColumns>,
+    /// The first repetition's used_memory_rss empty and after `settleSeconds`, when it
+    /// settled: what the capacity plan projects RSS from. The first repetition's only: a
+    /// column for every repetition would not fit 100 of them beside the curve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_settled_rss: Option<SettledRss>,
+}
+
+/// used_memory_rss of the empty server and `settleSeconds` after the load.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SettledRss {
+    pub baseline: u64,
+    pub settled: u64,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -401,6 +413,12 @@ impl ClientResult {
                 .as_ref()
                 .and_then(|s| s.shards.as_ref())
                 .map(ShardColumns::of),
+            first_settled_rss: report.repetitions.first().and_then(|r| {
+                Some(SettledRss {
+                    baseline: r.baseline_used_memory_rss,
+                    settled: r.settled.as_ref()?.used_memory_rss,
+                })
+            }),
         };
         if let Some(summary) = &mut result.summary {
             if let Some(reason) = &summary.unstable_reason {
@@ -519,7 +537,8 @@ pub(super) mod tests {
         RepetitionResult {
             repetition: i,
             baseline_used_memory: baseline,
-            baseline_used_memory_rss: 9_000_000,
+            // A later repetition starts from the pages of the one before.
+            baseline_used_memory_rss: 9_000_000 + u64::from(i) * 4096,
             used_memory: used,
             used_memory_rss: 5_100_000_000 + u64::from(i) * 1_234_567,
             used_memory_dataset: Some(4_700_000_000 + u64::from(i) * 77_777),
@@ -536,7 +555,7 @@ pub(super) mod tests {
             settled: settled.then(|| SettledMemory {
                 after_seconds: 5,
                 used_memory: used - 1_000_000,
-                used_memory_rss: 0,
+                used_memory_rss: 5_100_000_000 + u64::from(i) * 1_234_567 - 7_654_321,
                 bytes_per_item: 0.0,
             }),
             samples: if i == 1 { growth_samples(50) } else { vec![] },
@@ -625,6 +644,39 @@ pub(super) mod tests {
         assert_eq!(points, report.repetitions[0].samples);
     }
 
+    /// The first repetition's RSS readings travel in every message that lists a repetition:
+    /// 60 settled repetitions fit beside the whole 50-point curve; 100 of them, whose settled
+    /// column leaves no room for the curve and some repetitions (as before it was carried),
+    /// still carry it.
+    #[test]
+    fn settled_repetitions_carry_the_first_ones_rss_the_capacity_plan_reads() {
+        for (n, whole) in [(60u32, true), (100, false)] {
+            let report = report(n, true);
+            let message = ClientResult::from_report(&report).to_message();
+            assert!(message.len() <= BUDGET, "{n}: {} bytes", message.len());
+            let read = ClientResult::read(&message, n).unwrap();
+            let first = &report.repetitions[0];
+            assert_eq!(
+                read.first_settled_rss,
+                Some(SettledRss {
+                    baseline: first.baseline_used_memory_rss,
+                    settled: first.settled.as_ref().unwrap().used_memory_rss,
+                }),
+                "{n}"
+            );
+            if whole {
+                assert_eq!(read.omitted, 0);
+                assert_eq!(read.growth.as_ref().unwrap().points(), first.samples);
+                for (d, r) in read.decoded_repetitions().iter().zip(&report.repetitions) {
+                    assert_eq!(
+                        d.settled_used_memory,
+                        Some(r.settled.as_ref().unwrap().used_memory)
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_long_curve_is_thinned_evenly_to_at_most_64_points_keeping_the_end() {
         let samples = growth_samples(2000);
@@ -685,6 +737,13 @@ pub(super) mod tests {
         assert_eq!(
             decoded[0].settled_used_memory,
             Some(4_830_512_384 + 40_961 - 1_000_000)
+        );
+        assert_eq!(
+            result.first_settled_rss,
+            Some(SettledRss {
+                baseline: 9_000_000 + 4096,
+                settled: 5_101_234_567 - 7_654_321
+            })
         );
         assert_eq!(result.warnings.len(), 1);
         assert_eq!(result.encoding.as_deref(), Some("skiplist"));
