@@ -228,18 +228,28 @@ fn a_saved_run_gives_the_same_plan_as_the_run_and_projects_a_real_larger_run_wit
     // The RSS from the data's settled growth, said in the table's notes, against the large
     // run's settled RSS.
     for engine in engines {
-        let name = engine["name"].as_str().unwrap();
-        assert_eq!(
-            engine["capacity"]["rss_basis"], "data-growth-settled",
-            "{}",
-            engine["capacity"]
-        );
-        assert!(
-            printed.contains(&format!("RSS: {name}: the data's settled growth")),
-            "{printed}"
+        assert_rss_basis(
+            engine,
+            &printed,
+            "data-growth-settled",
+            "the data's settled growth",
         );
     }
     assert_projected_rss_within_margin_of_the_settled_rss(&small, &large);
+}
+
+/// The engine's plan took its RSS from `basis`, and the table's notes said `said` of it.
+fn assert_rss_basis(engine: &Value, printed: &str, basis: &str, said: &str) {
+    let name = engine["name"].as_str().unwrap();
+    assert_eq!(
+        engine["capacity"]["rss_basis"], basis,
+        "{}",
+        engine["capacity"]
+    );
+    assert!(
+        printed.contains(&format!("RSS: {name}: {said}")),
+        "{printed}"
+    );
 }
 
 /// Each engine's projected RSS from the `small` run against the `large` run's settled RSS:
@@ -456,19 +466,11 @@ fn a_rebuild_projects_ten_times_its_keys_within_2_percent_of_a_real_rebuild_at_t
             engine["name"]
         );
         // No settleSeconds: the RSS falls back to the run's ratio, and says so.
-        let name = engine["name"].as_str().unwrap();
-        assert_eq!(
-            engine["capacity"]["rss_basis"], "run-ratio",
-            "{}",
-            engine["capacity"]
+        let said = format!(
+            "the run's ratio {:.3}: the first repetition has no settled reading",
+            engine["capacity"]["fragmentation_ratio"].as_f64().unwrap()
         );
-        assert!(
-            printed.contains(&format!(
-                "RSS: {name}: the run's ratio {:.3}: the first repetition has no settled reading",
-                engine["capacity"]["fragmentation_ratio"].as_f64().unwrap()
-            )),
-            "{printed}"
-        );
+        assert_rss_basis(engine, &printed, "run-ratio", &said);
     }
     assert_the_saved_result_plans_the_same(&format!("profile-{from}"), at, &small);
     let (large, _) = run(
