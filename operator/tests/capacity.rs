@@ -28,10 +28,11 @@ const LARGE: u64 = 1_000_000;
 /// and Valkey), and checked against the large run's.
 const SETTLE_SECONDS: u32 = 2;
 /// How far the projected RSS may be from the large run's settled RSS, (below, above), per
-/// engine. Measured here (one repetition each, settleSeconds 2; docs/capacity.md, "Projected
-/// RSS", three runs): Redis 8.2 +2.5% to +4.3%, Valkey 8.1 -4.4% to -3.1%, Valkey 9.1 -0.6% to
-/// +0.1%; Dragonfly +2.0%, +2.2% and +21.8%, its RSS growth at 100,000 keys (12.2 MB of data)
-/// varying by about 3 MB from run to run.
+/// engine. Measured here, four runs of one repetition each with settleSeconds 2
+/// (docs/results.md, "Strings: 100,000 keys of 100 bytes projected to 1,000,000"): Redis 8.2
+/// +2.5% to +4.3%, Valkey 8.1 -4.4% to -3.1%, Valkey 9.1 -0.7% to +0.1%; Dragonfly +1.2%,
+/// +2.0%, +2.2% and +21.8%, its RSS growth at 100,000 keys (12.2 MB of data) varying by about
+/// 3 MB from run to run.
 fn rss_margin(engine: &str) -> (f64, f64) {
     if engine.starts_with("dragonfly") {
         (0.10, 0.30)

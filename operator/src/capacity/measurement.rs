@@ -1,7 +1,7 @@
 //! A run's result read as the model's input: the growth curve in table entries (a profile's
 //! rebuild: its repetitions' end readings, with its keys and keys with a TTL), the
-//! fragmentation ratio and the first repetition's settled growth of RSS. From a local report (`membench run`, its result file) or from an
-//! engine's status (the operator).
+//! fragmentation ratio and the first repetition's settled readings of RSS. From a local report
+//! (`membench run`, its result file) or from an engine's status (the operator).
 
 use crate::client::measure::BenchmarkReport;
 use crate::client::workload::{Workload, expected_unique_keys};
