@@ -276,12 +276,13 @@ fn capacity_spec() -> String {
     spec
 }
 
-#[test]
-fn the_run_page_draws_each_engines_required_memory_against_the_instance_sizes() {
+/// `membench run` of `spec_text` (saved as NAME.yaml) with `--output html`: the page, and the
+/// run's result file (NAME.json), whose figures the page must show.
+fn run_page(name: &str, spec_text: &str) -> (String, Value) {
     let dir = common::chromium::artefact_dir();
-    let spec = dir.join("html-capacity.yaml");
-    let result = dir.join("html-capacity.json");
-    std::fs::write(&spec, capacity_spec()).unwrap();
+    let spec = dir.join(format!("{name}.yaml"));
+    let result = dir.join(format!("{name}.json"));
+    std::fs::write(&spec, spec_text).unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_membench"))
         .args(["run", spec.to_str().unwrap(), "--output", "html"])
         .arg("--result-file")
@@ -291,8 +292,14 @@ fn the_run_page_draws_each_engines_required_memory_against_the_instance_sizes() 
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     let html = String::from_utf8(output.stdout).expect("the page is UTF-8");
-    // The plan the page draws, as the run saved it.
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+    let saved = serde_json::from_slice(&std::fs::read(&result).unwrap()).unwrap();
+    (html, saved)
+}
+
+#[test]
+fn the_run_page_draws_each_engines_required_memory_against_the_instance_sizes() {
+    // The page, and the plan it draws as the run saved it.
+    let (html, saved) = run_page("html-capacity", &capacity_spec());
     let needs: Vec<Need> = saved["engines"]
         .as_array()
         .expect("engines")
@@ -442,21 +449,8 @@ spec:
 
 #[test]
 fn the_run_page_of_a_profile_shows_bytes_per_key_by_type() {
-    let dir = common::chromium::artefact_dir();
-    let spec = dir.join("html-profile.yaml");
-    let result = dir.join("html-profile.json");
-    std::fs::write(&spec, PROFILE_SPEC).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_membench"))
-        .args(["run", spec.to_str().unwrap(), "--output", "html"])
-        .arg("--result-file")
-        .arg(&result)
-        .output()
-        .expect("membench runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
-    let html = String::from_utf8(output.stdout).expect("the page is UTF-8");
-    // The by-type figures of the same run, as --output json has them.
-    let measured: Value = serde_json::from_slice(&std::fs::read(&result).unwrap()).unwrap();
+    // The page, and the by-type figures of the same run as --output json has them.
+    let (html, measured) = run_page("html-profile", PROFILE_SPEC);
     let by_type = measured["engines"][0]["summary"]["by_type"]
         .as_array()
         .unwrap_or_else(|| panic!("no engines[0].summary.by_type in {measured}"));
