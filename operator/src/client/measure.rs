@@ -604,6 +604,8 @@ fn load(
             .min(next_sample - done)
     };
     let mut in_flight: VecDeque<InFlight> = VecDeque::new();
+    // The owed-replies vectors of answered batches, reused by the next ones.
+    let mut spare_owed: Vec<Vec<usize>> = Vec::new();
     let mut dispatched = 0u64;
     let mut batch = batch_after(0, next_sample);
     let mut replies = 0usize;
@@ -623,8 +625,9 @@ fn load(
             )
         {
             options.stop.check(*sent)?;
-            let owed = connections
-                .send(&buffer, replies)
+            let mut owed = spare_owed.pop().unwrap_or_default();
+            connections
+                .send(&buffer, replies, &mut owed)
                 .map_err(|f| lost(&connections, *sent, f))?;
             in_flight.push_back(InFlight {
                 commands: batch,
@@ -657,6 +660,7 @@ fn load(
             .read(&answered.owed)
             .map_err(|f| lost(&connections, *sent, f))?;
         *sent += answered.commands;
+        spare_owed.push(answered.owed);
         if let Some(reply) = tally.first_error {
             return Err(load_reply_error(
                 workload,

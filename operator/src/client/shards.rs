@@ -408,32 +408,41 @@ impl LoadConnections {
             connections,
             addresses: shards.shards().iter().map(|s| s.address.clone()).collect(),
             table: shards.table().cloned(),
-            parts: vec![CommandBuffer::with_capacity(64 * 1024 / count.max(1)); count],
+            // The per-shard buffers a batch is split into: none for one engine, which is sent
+            // the batch as it is.
+            parts: match shards.table() {
+                Some(_) => vec![CommandBuffer::with_capacity(64 * 1024 / count.max(1)); count],
+                None => Vec::new(),
+            },
         })
     }
 
-    /// Sends a batch of `replies` commands, each to the shard that owns its key, and returns
-    /// how many replies each shard owes.
+    /// Sends a batch of `replies` commands, each to the shard that owns its key, and writes
+    /// how many replies each shard owes into `owed` (cleared first: the caller reuses the
+    /// vectors of answered batches, so the load allocates none per batch).
     pub fn send(
         &mut self,
         batch: &CommandBuffer,
         replies: usize,
-    ) -> Result<Vec<usize>, LoadFailure> {
+        owed: &mut Vec<usize>,
+    ) -> Result<(), LoadFailure> {
         let Some(table) = &self.table else {
             self.connections[0]
                 .send(batch)
                 .map_err(|error| LoadFailure { shard: 0, error })?;
-            return Ok(vec![replies]);
+            owed.clear();
+            owed.push(replies);
+            return Ok(());
         };
-        let counts = table.split(batch, &mut self.parts);
-        for (shard, (part, count)) in self.parts.iter().zip(&counts).enumerate() {
+        table.split(batch, &mut self.parts, owed);
+        for (shard, (part, count)) in self.parts.iter().zip(owed.iter()).enumerate() {
             if *count > 0 {
                 self.connections[shard]
                     .send(part)
                     .map_err(|error| LoadFailure { shard, error })?;
             }
         }
-        Ok(counts)
+        Ok(())
     }
 
     /// Reads what each shard owes of a batch; the tally of them all, and the shard of its

@@ -99,13 +99,19 @@ impl SlotTable {
 
     /// Moves each command of `batch` (RESP arrays, as the encoders write them) to the buffer of
     /// the shard that owns its key (its first argument), keeping their order within a shard,
-    /// and returns how many commands each shard got. `parts` holds one buffer per shard and is
-    /// cleared first.
-    pub fn split(&self, batch: &CommandBuffer, parts: &mut [CommandBuffer]) -> Vec<usize> {
+    /// and writes how many commands each shard got into `counts`. `parts` holds one buffer per
+    /// shard; both are cleared first, so the caller reuses them from batch to batch.
+    pub fn split(
+        &self,
+        batch: &CommandBuffer,
+        parts: &mut [CommandBuffer],
+        counts: &mut Vec<usize>,
+    ) {
         for part in parts.iter_mut() {
             part.clear();
         }
-        let mut counts = vec![0usize; self.shards];
+        counts.clear();
+        counts.resize(self.shards, 0);
         let mut rest = batch.as_bytes();
         while !rest.is_empty() {
             let (length, key) = command_and_key(rest)
@@ -115,7 +121,6 @@ impl SlotTable {
             counts[shard] += 1;
             rest = &rest[length..];
         }
-        counts
     }
 }
 
@@ -234,7 +239,8 @@ mod tests {
                 .bulk(b"60");
         }
         let mut parts = vec![CommandBuffer::default(); 3];
-        let counts = table.split(&batch, &mut parts);
+        let mut counts = Vec::new();
+        table.split(&batch, &mut parts, &mut counts);
         assert_eq!(counts.iter().sum::<usize>(), 100);
         for (shard, part) in parts.iter().enumerate() {
             let mut rest = part.as_bytes();
