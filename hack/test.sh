@@ -39,6 +39,17 @@ phase() {
   # interrupt on to that whole group.
   timeout --kill-after=30 "$limit" "$@" &
   local pid=$!
+  # A phase still running at three quarters of its limit says so while it runs (the log shows
+  # which phase is close to failing CI before it does).
+  local warn_at=$((limit * 3 / 4))
+  (
+    trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+    sleep "$warn_at" >/dev/null 2>&1 </dev/null &
+    nap=$!
+    wait "$nap" && echo "hack/test.sh: WARNING: phase '$name' still running after ${warn_at}s," \
+      "three quarters of its ${limit}s limit" >&2
+  ) &
+  local watchdog=$!
   interrupted=false
   trap 'interrupted=true; kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null' INT TERM
   # A trapped signal ends `wait` early: wait again until the phase has really ended.
@@ -48,6 +59,8 @@ phase() {
     kill -0 "$pid" 2>/dev/null || break
   done
   trap - INT TERM
+  kill "$watchdog" 2>/dev/null || true
+  wait "$watchdog" 2>/dev/null || true
   if $interrupted; then
     echo "hack/test.sh: interrupted during phase '$name'" >&2
     exit 130
@@ -61,7 +74,20 @@ phase() {
       "free disk: $(free_disk)" >&2
     exit "$rc"
   fi
-  echo "hack/test.sh: phase '$name' done in $((SECONDS - started))s; free disk: $(free_disk)" >&2
+  local took=$((SECONDS - started))
+  echo "hack/test.sh: phase '$name' done in ${took}s; free disk: $(free_disk)" >&2
+  if ((took * 4 >= limit * 3)); then
+    echo "hack/test.sh: WARNING: phase '$name' took ${took}s, over three quarters of its ${limit}s limit" >&2
+  fi
+  phase_times+=("$(printf '%6ds  %s' "$took" "$name")")
+}
+phase_times=()
+trap report_phase_times EXIT
+# The time of every phase, at the end of the run (failed or not).
+report_phase_times() {
+  ((${#phase_times[@]} > 0)) || return 0
+  echo "hack/test.sh: phase times (the whole run ${SECONDS}s of ${total_limit}s):" >&2
+  printf '  %s\n' "${phase_times[@]}" >&2
 }
 
 # free_disk: what is left on the file system of the checkout, where the builds and the dev
@@ -106,6 +132,7 @@ if timeout 60 hack/dev-cluster.sh status >/dev/null 2>&1; then
   cluster_was_up=true
 fi
 cleanup() {
+  report_phase_times
   if [[ "$cluster_was_up" == false ]]; then
     timeout --kill-after=10 120 hack/dev-cluster.sh down >/dev/null 2>&1 ||
       echo "hack/test.sh: 'hack/dev-cluster.sh down' failed or timed out" >&2
@@ -116,4 +143,5 @@ trap cleanup EXIT
 phase cargo-build 1800 cargo build --workspace --bins
 # The performance harness: built here so it cannot rot, never run.
 phase cargo-build-benches 1800 cargo build --workspace --benches
-phase cargo-test 3600 cargo test --workspace --no-fail-fast "$@"
+# hack/cargo-test-timed.sh is `cargo test` that ends with the time of each test binary.
+phase cargo-test 3600 hack/cargo-test-timed.sh --workspace --no-fail-fast "$@"

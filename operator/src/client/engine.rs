@@ -254,6 +254,13 @@ fn keyspace_sum(keyspace: &HashMap<String, String>, field: &str) -> u64 {
 
 /// Whether an error reply says the engine does not know the command (`ERR unknown command`),
 /// as opposed to refusing it for another reason.
+/// A numeric field (`name=value`) of a `CLIENT LIST` line.
+pub fn client_list_field(line: &str, name: &str) -> Option<u64> {
+    line.split_whitespace()
+        .find_map(|field| field.strip_prefix(name)?.strip_prefix('='))
+        .and_then(|value| value.parse().ok())
+}
+
 pub fn is_unknown_command(message: &str) -> bool {
     message.to_ascii_lowercase().contains("unknown command")
 }
@@ -347,6 +354,27 @@ impl ControlConnection {
             }
             other => other,
         }
+    }
+
+    /// What the engine holds for this connection itself right now (see `client_memory`;
+    /// `CLIENT INFO`, Redis 6.2 and later).
+    pub fn own_memory(&mut self) -> Option<u64> {
+        let line: String = self
+            .query_unclassified(redis::cmd("CLIENT").arg("INFO"))
+            .ok()?;
+        client_list_field(&line, "tot-mem")
+    }
+
+    /// The memory the engine holds for one client connection right now (`tot-mem` of
+    /// `CLIENT LIST ID`: its query and output buffers and argument vectors), computed when asked,
+    /// unlike INFO's `mem_clients_normal`, which the engine refreshes in its cron. `None` where
+    /// the engine reports no such figure (Dragonfly's CLIENT LIST has no `tot-mem`) or refuses
+    /// the command.
+    pub fn client_memory(&mut self, id: u64) -> Option<u64> {
+        let line: String = self
+            .query_unclassified(redis::cmd("CLIENT").arg("LIST").arg("ID").arg(id))
+            .ok()?;
+        client_list_field(&line, "tot-mem")
     }
 
     pub fn connected_clients(&mut self) -> Result<u64, BenchError> {
@@ -537,6 +565,17 @@ mod tests {
             identify(&server),
             ("valkey".to_string(), "9.1.2".to_string())
         );
+    }
+
+    #[test]
+    fn a_client_list_line_gives_its_numeric_fields_by_name() {
+        let line = "id=74 addr=127.0.0.1:35278 qbuf=0 qbuf-free=20474 omem=0 tot-mem=23168 \
+                    events=r cmd=client|list";
+        assert_eq!(client_list_field(line, "tot-mem"), Some(23168));
+        assert_eq!(client_list_field(line, "qbuf-free"), Some(20474));
+        assert_eq!(client_list_field(line, "qbuf"), Some(0));
+        // Dragonfly's line has no tot-mem.
+        assert_eq!(client_list_field("id=2 addr=127.0.0.1:1 tid=0", "tot-mem"), None);
     }
 
     #[test]

@@ -264,6 +264,7 @@ pub fn measure_shards_journaled(
             repetition,
             sent: 0,
             baseline: None,
+            control_at_baseline: 0,
             samples: Vec::new(),
         };
         let outcome = run_repetition(&mut shards, workload, options, &mut state, progress);
@@ -347,6 +348,8 @@ struct RepetitionState {
     /// Commands sent (and answered) so far.
     sent: u64,
     baseline: Option<MemoryInfo>,
+    /// What the engines held for the control connections when the baseline was read.
+    control_at_baseline: u64,
     samples: Vec<MemorySample>,
 }
 
@@ -416,6 +419,7 @@ fn run_repetition(
         })
     };
     sole_client(shards, "baseline")?;
+    state.control_at_baseline = shards.held_for_control()?;
     let baselines = shards.memory()?;
     let baseline = total_memory(&baselines);
     state.baseline = Some(baseline.clone());
@@ -584,9 +588,23 @@ fn load(
         type_end.map_or(sample, |end| end.min(sample))
     };
     let mut next_sample = reading_after(0);
+    // A reading during the load is the data's: what the engine holds for the load
+    // connections is left out (the readings before and after the load are taken with them
+    // closed), and the control connections count as they did at the baseline, whatever the
+    // engine's cron has done to their buffers since. Growth above the baseline is then the
+    // data's alone.
+    let control_at_baseline = state.control_at_baseline;
+    let data_memory = |shards: &mut ShardSet, connections: &LoadConnections| {
+        let load = connections.held_for_load(shards)?;
+        let control = shards.held_for_control()?;
+        let used_memory = total_memory(&shards.memory()?).used_memory;
+        Ok::<u64, BenchError>(
+            (used_memory + control_at_baseline).saturating_sub(load + control),
+        )
+    };
     let mut type_readings = Vec::new();
     if !type_ends.is_empty() {
-        type_readings.push(total_memory(&shards.memory()?).used_memory);
+        type_readings.push(data_memory(shards, &connections)?);
     }
     let mut encoder = workload.encoder_with_ttl(options.ttl);
     let mut integer_replies = 0u64;
@@ -673,7 +691,7 @@ fn load(
         integer_replies += tally.integer_sum;
         if *sent == next_sample {
             let pause = Instant::now();
-            let used_memory = total_memory(&shards.memory()?).used_memory;
+            let used_memory = data_memory(shards, &connections)?;
             if sample_every > 0 && sent.is_multiple_of(sample_every) {
                 samples.push(MemorySample {
                     items: *sent / per_item,
