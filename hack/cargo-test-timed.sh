@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs `cargo test` with the arguments given and then says where the time went: one line per
-# test binary (libtest's own "finished in" figure, the binary's wall time from cargo's output,
-# and its counts), slowest first, and the total. The output is also kept in
-# target/test-output.log. The exit code is cargo's.
+# test binary (its wall time from cargo's output and libtest's result line), slowest first, and
+# the counts of them all in one line. The output is also kept in target/test-output.log, each
+# line after the time it was printed. The exit code is cargo's.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mkdir -p target
@@ -32,4 +32,14 @@ awk -F'\t' -v OFS='\t' '
   { last = $1 }
   END { close_binary(last); printf "%8.1f s  in all\n", last; }
 ' "$log" | sort -rn
+# The counts of every binary in one closing line (also in target/test-totals.txt, which
+# hack/test.sh prints again as its last line).
+awk -F'\t' '
+  $2 ~ /^test result: / {
+    if (match($2, /[0-9]+ passed/)) passed += substr($2, RSTART, RLENGTH) + 0;
+    if (match($2, /[0-9]+ failed/)) failed += substr($2, RSTART, RLENGTH) + 0;
+    if (match($2, /[0-9]+ ignored/)) ignored += substr($2, RSTART, RLENGTH) + 0;
+  }
+  END { printf "tests: %d passed, %d failed, %d skipped\n", passed, failed, ignored }
+' "$log" | tee target/test-totals.txt
 exit "$rc"

@@ -88,6 +88,10 @@ report_phase_times() {
   ((${#phase_times[@]} > 0)) || return 0
   echo "hack/test.sh: phase times (the whole run ${SECONDS}s of ${total_limit}s):" >&2
   printf '  %s\n' "${phase_times[@]}" >&2
+  # The tests' counts stay the run's last line.
+  if [[ -s target/test-totals.txt && target/test-totals.txt -nt target/test-output.log.started ]]; then
+    cat target/test-totals.txt
+  fi
 }
 
 # free_disk: what is left on the file system of the checkout, where the builds and the dev
@@ -144,4 +148,5 @@ phase cargo-build 1800 cargo build --workspace --bins
 # The performance harness: built here so it cannot rot, never run.
 phase cargo-build-benches 1800 cargo build --workspace --benches
 # hack/cargo-test-timed.sh is `cargo test` that ends with the time of each test binary.
+touch target/test-output.log.started
 phase cargo-test 3600 hack/cargo-test-timed.sh --workspace --no-fail-fast "$@"
