@@ -254,6 +254,13 @@ fn keyspace_sum(keyspace: &HashMap<String, String>, field: &str) -> u64 {
 
 /// Whether an error reply says the engine does not know the command (`ERR unknown command`),
 /// as opposed to refusing it for another reason.
+/// What `CLIENT INFO` says of the connection that asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OwnClient {
+    pub id: u64,
+    pub memory: u64,
+}
+
 /// A numeric field (`name=value`) of a `CLIENT LIST` line.
 pub fn client_list_field(line: &str, name: &str) -> Option<u64> {
     line.split_whitespace()
@@ -356,25 +363,35 @@ impl ControlConnection {
         }
     }
 
-    /// What the engine holds for this connection itself right now (see `client_memory`;
-    /// `CLIENT INFO`, Redis 6.2 and later).
-    pub fn own_memory(&mut self) -> Option<u64> {
+    /// This connection's id and what the engine holds for it right now (`CLIENT INFO`, Redis
+    /// 6.2 and later: `tot-mem` is its query and output buffers and argument vectors, computed
+    /// when asked). `None` where the engine answers no such figure (Dragonfly).
+    pub fn own_client(&mut self) -> Option<OwnClient> {
         let line: String = self
             .query_unclassified(redis::cmd("CLIENT").arg("INFO"))
             .ok()?;
-        client_list_field(&line, "tot-mem")
+        Some(OwnClient {
+            id: client_list_field(&line, "id")?,
+            memory: client_list_field(&line, "tot-mem")?,
+        })
     }
 
-    /// The memory the engine holds for one client connection right now (`tot-mem` of
-    /// `CLIENT LIST ID`: its query and output buffers and argument vectors), computed when asked,
-    /// unlike INFO's `mem_clients_normal`, which the engine refreshes in its cron. `None` where
-    /// the engine reports no such figure (Dragonfly's CLIENT LIST has no `tot-mem`) or refuses
-    /// the command.
-    pub fn client_memory(&mut self, id: u64) -> Option<u64> {
-        let line: String = self
-            .query_unclassified(redis::cmd("CLIENT").arg("LIST").arg("ID").arg(id))
-            .ok()?;
-        client_list_field(&line, "tot-mem")
+    /// What the engine holds right now for this connection and for all the others (`tot-mem`
+    /// of `CLIENT INFO` and `CLIENT LIST`); (0, 0) where the engine reports no such figure.
+    pub fn connections_memory(&mut self) -> (u64, u64) {
+        let Some(own) = self.own_client() else {
+            return (0, 0);
+        };
+        let list: String = match self.query_unclassified(redis::cmd("CLIENT").arg("LIST")) {
+            Ok(list) => list,
+            Err(_) => return (own.memory, 0),
+        };
+        let others = list
+            .lines()
+            .filter(|line| client_list_field(line, "id") != Some(own.id))
+            .filter_map(|line| client_list_field(line, "tot-mem"))
+            .sum();
+        (own.memory, others)
     }
 
     pub fn connected_clients(&mut self) -> Result<u64, BenchError> {
@@ -574,8 +591,13 @@ mod tests {
         assert_eq!(client_list_field(line, "tot-mem"), Some(23168));
         assert_eq!(client_list_field(line, "qbuf-free"), Some(20474));
         assert_eq!(client_list_field(line, "qbuf"), Some(0));
+        // `id` is not `idle`.
+        assert_eq!(client_list_field("idle=9 id=74", "id"), Some(74));
         // Dragonfly's line has no tot-mem.
-        assert_eq!(client_list_field("id=2 addr=127.0.0.1:1 tid=0", "tot-mem"), None);
+        assert_eq!(
+            client_list_field("id=2 addr=127.0.0.1:1 tid=0", "tot-mem"),
+            None
+        );
     }
 
     #[test]

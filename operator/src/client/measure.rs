@@ -264,7 +264,7 @@ pub fn measure_shards_journaled(
             repetition,
             sent: 0,
             baseline: None,
-            control_at_baseline: 0,
+            control_at_baseline: Vec::new(),
             samples: Vec::new(),
         };
         let outcome = run_repetition(&mut shards, workload, options, &mut state, progress);
@@ -348,8 +348,8 @@ struct RepetitionState {
     /// Commands sent (and answered) so far.
     sent: u64,
     baseline: Option<MemoryInfo>,
-    /// What the engines held for the control connections when the baseline was read.
-    control_at_baseline: u64,
+    /// What each shard held for its control connection when the baseline was read.
+    control_at_baseline: Vec<u64>,
     samples: Vec<MemorySample>,
 }
 
@@ -419,7 +419,8 @@ fn run_repetition(
         })
     };
     sole_client(shards, "baseline")?;
-    state.control_at_baseline = shards.held_for_control()?;
+    let control_at_baseline = shards.held_for_controls()?;
+    state.control_at_baseline = control_at_baseline.clone();
     let baselines = shards.memory()?;
     let baseline = total_memory(&baselines);
     state.baseline = Some(baseline.clone());
@@ -432,7 +433,7 @@ fn run_repetition(
     };
     // The load connection is closed by now, but the server may not have let go of it yet.
     sole_client(shards, "final")?;
-    let finals = shards.memory()?;
+    let finals = shards.data_memory(&control_at_baseline)?;
     let after = total_memory(&finals);
     let shard_readings = if shards.is_sharded() {
         let keys = shards.each(|control, _| control.dbsize())?;
@@ -460,7 +461,7 @@ fn run_repetition(
             .stop
             .sleep(Duration::from_secs(u64::from(options.settle_seconds)))?;
         sole_client(shards, "settled")?;
-        let m = total_memory(&shards.memory()?);
+        let m = total_memory(&shards.data_memory(&control_at_baseline)?);
         Some(SettledMemory {
             after_seconds: options.settle_seconds,
             used_memory: m.used_memory,
@@ -588,23 +589,16 @@ fn load(
         type_end.map_or(sample, |end| end.min(sample))
     };
     let mut next_sample = reading_after(0);
-    // A reading during the load is the data's: what the engine holds for the load
-    // connections is left out (the readings before and after the load are taken with them
-    // closed), and the control connections count as they did at the baseline, whatever the
-    // engine's cron has done to their buffers since. Growth above the baseline is then the
-    // data's alone.
-    let control_at_baseline = state.control_at_baseline;
-    let data_memory = |shards: &mut ShardSet, connections: &LoadConnections| {
-        let load = connections.held_for_load(shards)?;
-        let control = shards.held_for_control()?;
-        let used_memory = total_memory(&shards.memory()?).used_memory;
-        Ok::<u64, BenchError>(
-            (used_memory + control_at_baseline).saturating_sub(load + control),
-        )
+    // A reading during the load is the data's (`ShardSet::data_memory`): without what the
+    // engine holds for the load connections, and with the control connections as they were
+    // at the baseline, so that growth above the baseline is the data's alone.
+    let control_at_baseline = std::mem::take(&mut state.control_at_baseline);
+    let data_memory = |shards: &mut ShardSet| {
+        Ok::<u64, BenchError>(total_memory(&shards.data_memory(&control_at_baseline)?).used_memory)
     };
     let mut type_readings = Vec::new();
     if !type_ends.is_empty() {
-        type_readings.push(data_memory(shards, &connections)?);
+        type_readings.push(data_memory(shards)?);
     }
     let mut encoder = workload.encoder_with_ttl(options.ttl);
     let mut integer_replies = 0u64;
@@ -691,7 +685,7 @@ fn load(
         integer_replies += tally.integer_sum;
         if *sent == next_sample {
             let pause = Instant::now();
-            let used_memory = data_memory(shards, &connections)?;
+            let used_memory = data_memory(shards)?;
             if sample_every > 0 && sent.is_multiple_of(sample_every) {
                 samples.push(MemorySample {
                     items: *sent / per_item,

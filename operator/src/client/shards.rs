@@ -121,13 +121,31 @@ impl ShardSet {
         self.each(|control, _| control.memory())
     }
 
-    /// What the shards hold for membench's control connections right now (0 where an engine
+    /// What each shard holds for membench's control connection right now (0 where an engine
     /// reports no figure for one client). A connection's reply buffer starts at 16 KiB and the
     /// engine's cron shrinks it to under 2 KiB once it is idle (Valkey 9.1: `rbs` 16384 ->
-    /// 1792), so the control connection's own memory moves by about 14 KiB between readings.
-    pub fn held_for_control(&mut self) -> Result<u64, BenchError> {
-        let held = self.each(|control, _| Ok(control.own_memory().unwrap_or(0)))?;
-        Ok(held.iter().sum())
+    /// 1792), so the control connection's own memory can move by about 14 KiB between
+    /// readings. Read before the baseline with the same commands as `data_memory`, this is
+    /// also their first use, whose latency histograms (Redis 7 and later, Valkey: about 23 KiB
+    /// a command) are then not counted as data.
+    pub fn held_for_controls(&mut self) -> Result<Vec<u64>, BenchError> {
+        self.each(|control, _| Ok(control.connections_memory().0))
+    }
+
+    /// `INFO memory` of every shard as the data alone would make it: less what the engine holds
+    /// for every other connection (the load's, whose query buffer batches in flight leave
+    /// larger), and with the control connection counted as it was when `at_baseline` was read
+    /// (`held_for_controls`), whatever the engine's cron did to its buffers since. Both are
+    /// `tot-mem` of `CLIENT INFO` and `CLIENT LIST`, which the engine computes when asked
+    /// (INFO's `mem_clients_normal` is refreshed only in its cron); an engine without them
+    /// (Dragonfly) is read as it is.
+    pub fn data_memory(&mut self, at_baseline: &[u64]) -> Result<Vec<MemoryInfo>, BenchError> {
+        let held = self.each(|control, _| Ok(control.connections_memory()))?;
+        let mut readings = self.memory()?;
+        for ((reading, then), (own, others)) in readings.iter_mut().zip(at_baseline).zip(held) {
+            reading.used_memory = (reading.used_memory + then).saturating_sub(own + others);
+        }
+        Ok(readings)
     }
 
     /// Makes the shards one cluster, unless they already form one: each must be in cluster
@@ -366,8 +384,6 @@ pub struct LoadFailure {
 /// over them. One engine gets every batch as it was encoded.
 pub struct LoadConnections {
     connections: Vec<PipelinedConnection>,
-    /// Each connection's `CLIENT ID`, where the engine answered one.
-    ids: Vec<Option<u64>>,
     addresses: Vec<EngineAddress>,
     table: Option<SlotTable>,
     /// Each shard's part of the batch being sent.
@@ -379,7 +395,6 @@ impl LoadConnections {
     pub fn connect(shards: &ShardSet, timeout: Duration) -> Result<Self, BenchError> {
         let count = shards.len();
         let mut connections = Vec::with_capacity(count);
-        let mut ids = Vec::with_capacity(count);
         for (index, shard) in shards.shards().iter().enumerate() {
             let address = &shard.address;
             let mut connection = PipelinedConnection::connect(&address.socket_addr(), timeout)
@@ -414,22 +429,10 @@ impl LoadConnections {
                     return Err(BenchError::from_load_reply("AUTH", reply, 0, address));
                 }
             }
-            // Its id, so that a growth-curve sample can leave out what the engine holds for
-            // this connection (see `held_for_load`).
-            let mut buffer = CommandBuffer::with_capacity(32);
-            buffer.array(2).bulk(b"CLIENT").bulk(b"ID");
-            let id = connection
-                .send(&buffer)
-                .and_then(|()| connection.read_replies(1))
-                .ok()
-                .filter(|tally| tally.first_error.is_none())
-                .map(|tally| tally.integer_sum);
-            ids.push(id);
             connections.push(connection);
         }
         Ok(Self {
             connections,
-            ids,
             addresses: shards.shards().iter().map(|s| s.address.clone()).collect(),
             table: shards.table().cloned(),
             // The per-shard buffers a batch is split into: none for one engine, which is sent
@@ -501,21 +504,6 @@ impl LoadConnections {
 
     pub fn address(&self, shard: usize) -> &EngineAddress {
         &self.addresses[shard]
-    }
-
-    /// What the shards hold for their load connections right now (its query and output
-    /// buffers), read over the shards' control connections; 0 where the engine reports no
-    /// figure for one client. Batches in flight leave a larger query buffer behind on the
-    /// engine after they are answered (Valkey 9.1 keeps about 20 KiB of it after 16 batches of
-    /// 100 ZADDs, until its cron shrinks it), which is the connection's memory, not the data's.
-    pub fn held_for_load(&self, shards: &mut ShardSet) -> Result<u64, BenchError> {
-        let mut shard = 0;
-        let held = shards.each(|control, _| {
-            let id = self.ids.get(shard).copied().flatten();
-            shard += 1;
-            Ok(id.and_then(|id| control.client_memory(id)).unwrap_or(0))
-        })?;
-        Ok(held.iter().sum())
     }
 
     pub fn shards(&self) -> usize {
