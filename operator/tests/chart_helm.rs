@@ -141,7 +141,6 @@ fn helm_lint_passes_with_defaults_and_with_every_option_on() {
             "serviceMonitor.enabled=true",
             "--set",
             "networkPolicy.enabled=true",
-
             "--set",
             "createNamespace=true",
         ]));
@@ -550,7 +549,12 @@ fn pod_monitor_scrapes_the_operator_pods_without_the_service_and_never_beside_th
     let output = Command::new(&helm)
         .args(["template", "membench"])
         .arg(repo_root().join("charts/membench"))
-        .args(["--set", "podMonitor.enabled=true", "--set", "serviceMonitor.enabled=true"])
+        .args([
+            "--set",
+            "podMonitor.enabled=true",
+            "--set",
+            "serviceMonitor.enabled=true",
+        ])
         .output()
         .unwrap();
     assert!(!output.status.success());
@@ -573,7 +577,10 @@ fn dashboards_md_metrics_from_example() -> String {
         .nth(1)
         .and_then(|rest| rest.split("```").next())
         .expect("the section has a yaml example");
-    assert!(block.starts_with("networkPolicy:\n  metricsFrom:"), "{block}");
+    assert!(
+        block.starts_with("networkPolicy:\n  metricsFrom:"),
+        "{block}"
+    );
     block.to_string()
 }
 
@@ -581,7 +588,8 @@ fn dashboards_md_metrics_from_example() -> String {
 fn docs_metrics_from_example_renders_into_the_operators_network_policy() {
     let helm = helm_or_fail!();
     let example = dashboards_md_metrics_from_example();
-    let values = std::env::temp_dir().join(format!("membench-metrics-from-{}.yaml", std::process::id()));
+    let values =
+        std::env::temp_dir().join(format!("membench-metrics-from-{}.yaml", std::process::id()));
     std::fs::write(&values, &example).unwrap();
     let text = run(Command::new(&helm)
         .args(["template", "membench"])

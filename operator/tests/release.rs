@@ -126,7 +126,13 @@ fn dockerignore_rules_read_as_dockers_builder_reads_them() {
 fn crates_cargo_needs() -> Vec<(String, PathBuf)> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .arg("--manifest-path")
         .arg(repo_root().join("Cargo.toml"))
         .output()
@@ -271,7 +277,10 @@ fn the_chart_app_version_is_the_crate_version_and_its_tag_is_accepted() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert_eq!(String::from_utf8_lossy(&output.stdout), format!("{version}\n"));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        format!("{version}\n")
+    );
 }
 
 #[test]
@@ -340,8 +349,7 @@ fn actionlint_finds_nothing_in_the_workflows() {
 }
 
 fn release_workflow() -> Value {
-    let text =
-        std::fs::read_to_string(repo_root().join(".github/workflows/release.yml")).unwrap();
+    let text = std::fs::read_to_string(repo_root().join(".github/workflows/release.yml")).unwrap();
     serde_saphyr::from_str(&text).expect("release.yml is YAML")
 }
 

@@ -55,7 +55,10 @@ fn unspecified_v6(port: u16) -> SocketAddr {
 
 /// No IPv6 in the kernel: the socket cannot be made (EAFNOSUPPORT) or `::` cannot be bound.
 fn ipv6_unavailable(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc_errno::EAFNOSUPPORT | libc_errno::EADDRNOTAVAIL))
+    matches!(
+        e.raw_os_error(),
+        Some(libc_errno::EAFNOSUPPORT | libc_errno::EADDRNOTAVAIL)
+    )
 }
 
 /// Linux's errno values for [`ipv6_unavailable`] (membench runs on Linux only).
@@ -204,7 +207,9 @@ mod tests {
         let error = bind(addr).unwrap_err();
         assert_eq!(error.kind(), std::io::ErrorKind::AddrInUse);
         assert!(
-            error.to_string().starts_with(&format!("metrics address {addr}: ")),
+            error
+                .to_string()
+                .starts_with(&format!("metrics address {addr}: ")),
             "{error}"
         );
     }
