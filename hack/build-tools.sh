@@ -2,13 +2,14 @@
 # Builds the dev cluster's tools from Go modules, since no prebuilt Kubernetes binary can be
 # downloaded here: kube-apiserver, kube-scheduler, kube-controller-manager, kubectl and kubelet
 # (k8s.io/kubernetes, so kubectl and the real nodes' kubelet are exactly the control plane's
-# version), etcd (go.etcd.io/etcd/server/v3), helm (helm.sh/helm/v3) and, for the real nodes,
-# containerd with its runc shim and ctr (github.com/containerd/containerd/v2). Each tool gets
+# version), etcd (go.etcd.io/etcd/server/v3), helm (helm.sh/helm/v3), actionlint
+# (github.com/rhysd/actionlint, which checks .github/workflows in the suite) and, for the real
+# nodes, containerd with its runc shim and ctr (github.com/containerd/containerd/v2). Each tool gets
 # its own Go module so their dependency versions never mix. Binaries are cached outside the repo
 # and a tool that is already built is skipped, so only the first run on a machine is slow
 # (20-40 minutes; the kubelet adds about a minute, containerd about two).
 #
-# usage: hack/build-tools.sh [kubernetes|etcd|helm|containerd]...   (no argument: all of them)
+# usage: hack/build-tools.sh [kubernetes|etcd|helm|containerd|actionlint]...   (no argument: all)
 #        hack/build-tools.sh --print-bin-dir                          (where the binaries live)
 set -euo pipefail
 
@@ -137,6 +138,20 @@ build_helm() {
   mv "$out/helm.tmp" "$out/helm"
 }
 
+# actionlint: `go install` of its command at the pinned version, into its own directory (the
+# module's own go.mod and go.sum pin its dependencies, so no tools module is needed).
+build_actionlint() {
+  local v=$ACTIONLINT_VERSION out="$bin_dir/actionlint-$ACTIONLINT_VERSION"
+  if [[ -x "$out/actionlint" ]]; then
+    log "actionlint $v already built in $out"
+    return
+  fi
+  log "building actionlint $v"
+  mkdir -p "$out"
+  GOBIN="$out" GOFLAGS= go install -trimpath -ldflags "-s -w -X github.com/rhysd/actionlint.version=$v" \
+    "github.com/rhysd/actionlint/cmd/actionlint@$v"
+}
+
 # containerd, its runc shim (containerd 2 cannot drive Debian's 1.6 shim: "type with url ...:
 # not found") and ctr, which imports the images a real node cannot pull here. The tags leave out
 # the snapshotters that would need cgo or kernel features this machine lacks; overlayfs stays.
@@ -206,14 +221,15 @@ GO
 }
 
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kubernetes helm containerd)
+[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kubernetes helm containerd actionlint)
 for t in "${tools[@]}"; do
   case "$t" in
     kubernetes) build_kubernetes ;;
     etcd) build_etcd ;;
     helm) build_helm ;;
     containerd) build_containerd; build_pause ;;
-    *) echo "build-tools.sh: unknown tool '$t' (expected kubernetes, etcd, helm or containerd)" >&2; exit 2 ;;
+    actionlint) build_actionlint ;;
+    *) echo "build-tools.sh: unknown tool '$t' (expected kubernetes, etcd, helm, containerd or actionlint)" >&2; exit 2 ;;
   esac
 done
 log "done: binaries in $bin_dir"

@@ -38,6 +38,35 @@ pub fn kubectl() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// Overrides the actionlint tests run.
+pub const ACTIONLINT_ENV: &str = "MEMBENCH_ACTIONLINT";
+
+/// The actionlint built from its Go module at the pinned version
+/// (`<bin dir>/actionlint-<ACTIONLINT_VERSION>/actionlint`), or `MEMBENCH_ACTIONLINT`. An error
+/// that says how to build it when it is missing.
+pub fn actionlint() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os(ACTIONLINT_ENV) {
+        let path = PathBuf::from(path);
+        anyhow::ensure!(
+            is_executable(&path),
+            "{ACTIONLINT_ENV}={} is not an executable file",
+            path.display()
+        );
+        return Ok(path);
+    }
+    let version = pinned_version("ACTIONLINT_VERSION")?;
+    let path = built_tools_dir()?
+        .join(format!("actionlint-{version}"))
+        .join("actionlint");
+    anyhow::ensure!(
+        is_executable(&path),
+        "no actionlint {version} at {}: run hack/build-tools.sh actionlint, or set \
+         {ACTIONLINT_ENV}",
+        path.display()
+    );
+    Ok(path)
+}
+
 /// Where hack/build-tools.sh keeps its binaries (`--print-bin-dir`).
 fn built_tools_dir() -> anyhow::Result<PathBuf> {
     let script = repo_root().join("hack/build-tools.sh");

@@ -144,6 +144,12 @@ fn helm_lint_passes_with_defaults_and_with_every_option_on() {
             "--set",
             "createNamespace=true",
         ]));
+    // The PodMonitor instead of the ServiceMonitor (never both).
+    run(Command::new(&helm)
+        .arg("lint")
+        .arg("--strict")
+        .arg(&chart)
+        .args(["--set", "podMonitor.enabled=true"]));
 }
 
 #[test]
@@ -235,7 +241,8 @@ fn the_operator_runs_restricted_with_probes_and_knows_its_own_image() {
             .clone()
     };
     assert_eq!(env("MEMBENCH_CLIENT_IMAGE"), image.as_str());
-    assert_eq!(env("MEMBENCH_METRICS_ADDR"), "0.0.0.0:8080");
+    // Every IPv6 and IPv4 address of the pod (membench::metrics::serve::bind).
+    assert_eq!(env("MEMBENCH_METRICS_ADDR"), "[::]:8080");
     assert_eq!(env("MEMBENCH_LEADER_ELECTION"), "true");
 
     let port = &container["ports"][0];
@@ -496,6 +503,110 @@ fn service_monitor_appears_only_when_enabled() {
         endpoint["honorLabels"], true,
         "results keep their own namespace label"
     );
+}
+
+#[test]
+fn pod_monitor_scrapes_the_operator_pods_without_the_service_and_never_beside_the_service_monitor()
+{
+    let helm = helm_or_fail!();
+    assert!(find(&render(&helm, &[]), "PodMonitor").is_empty());
+    let documents = render(
+        &helm,
+        &[
+            "podMonitor.enabled=true",
+            "podMonitor.labels.release=kube-prometheus-stack",
+            "metrics.service.enabled=false",
+        ],
+    );
+    assert!(find(&documents, "ServiceMonitor").is_empty());
+    assert!(find(&documents, "Service").is_empty());
+    let monitor = one(&documents, "PodMonitor");
+    assert_eq!(monitor["apiVersion"], "monitoring.coreos.com/v1");
+    assert_eq!(monitor["metadata"]["namespace"], "membench-system");
+    assert_eq!(
+        monitor["metadata"]["labels"]["release"],
+        "kube-prometheus-stack"
+    );
+    // It selects exactly the operator's pods, by the Deployment's own selector...
+    let deployment = one(&documents, "Deployment");
+    assert_eq!(
+        monitor["spec"]["selector"]["matchLabels"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    assert_eq!(
+        monitor["spec"]["namespaceSelector"]["matchNames"],
+        serde_json::json!(["membench-system"])
+    );
+    // ...on the container's named metrics port, keeping the results' namespace label.
+    let endpoint = &monitor["spec"]["podMetricsEndpoints"][0];
+    let port = &deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0];
+    assert_eq!(port["name"], "metrics");
+    assert_eq!(endpoint["port"], "metrics");
+    assert_eq!(endpoint["path"], "/metrics");
+    assert_eq!(endpoint["interval"], "30s");
+    assert_eq!(endpoint["honorLabels"], true);
+    // Both monitors would scrape every series twice: refused, saying so.
+    let output = Command::new(&helm)
+        .args(["template", "membench"])
+        .arg(repo_root().join("charts/membench"))
+        .args([
+            "--set",
+            "podMonitor.enabled=true",
+            "--set",
+            "serviceMonitor.enabled=true",
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("podMonitor.enabled and serviceMonitor.enabled would both scrape"),
+        "{stderr}"
+    );
+}
+
+/// The `networkPolicy:` example of docs/dashboards.md's section on other scrapers.
+fn dashboards_md_metrics_from_example() -> String {
+    let text = std::fs::read_to_string(repo_root().join("docs/dashboards.md")).unwrap();
+    let section = text
+        .split("## Scrapers other than kube-prometheus-stack")
+        .nth(1)
+        .expect("docs/dashboards.md has a section on other scrapers");
+    let block = section
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the section has a yaml example");
+    assert!(
+        block.starts_with("networkPolicy:\n  metricsFrom:"),
+        "{block}"
+    );
+    block.to_string()
+}
+
+#[test]
+fn docs_metrics_from_example_renders_into_the_operators_network_policy() {
+    let helm = helm_or_fail!();
+    let example = dashboards_md_metrics_from_example();
+    let values =
+        std::env::temp_dir().join(format!("membench-metrics-from-{}.yaml", std::process::id()));
+    std::fs::write(&values, &example).unwrap();
+    let text = run(Command::new(&helm)
+        .args(["template", "membench"])
+        .arg(repo_root().join("charts/membench"))
+        .args(["--namespace", "membench-system", "--values"])
+        .arg(&values));
+    std::fs::remove_file(&values).unwrap();
+    let documents: Vec<Value> = serde_saphyr::from_str_multiple(&text).unwrap();
+    let policy = documents
+        .iter()
+        .find(|d| d["kind"] == "NetworkPolicy")
+        .expect("a NetworkPolicy");
+    let expected: Value = serde_saphyr::from_str(&example).unwrap();
+    let from = &policy["spec"]["ingress"][0]["from"];
+    assert_eq!(from, &expected["networkPolicy"]["metricsFrom"]);
+    assert_eq!(from.as_array().unwrap().len(), 3);
+    assert_eq!(policy["spec"]["ingress"][0]["ports"][0]["port"], "metrics");
 }
 
 #[test]

@@ -480,12 +480,18 @@ fn print_report(report: &BenchmarkReport, format: OutputFormat) {
         // says it all, and a row of dashes would say nothing.
         format => {
             if !report.repetitions.is_empty() {
+                let modules = membench::crd::describe_modules(report.engine.modules.as_deref());
                 println!(
-                    "{} on {} {} ({}, {}), pipeline {}\n",
+                    "{} on {} {} ({}, modules: {}, {}), pipeline {}\n",
                     report.workload.description,
                     report.engine.name,
                     report.engine.version,
                     report.engine.allocator_label(),
+                    if modules.is_empty() {
+                        "not reported"
+                    } else {
+                        &modules
+                    },
                     report.engine.arch,
                     report.pipeline
                 );

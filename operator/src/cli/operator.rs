@@ -35,8 +35,10 @@ pub struct OperatorArgs {
         default_value = "app.kubernetes.io/name=membench,app.kubernetes.io/component=operator"
     )]
     operator_pod_labels: Vec<String>,
-    /// Where to serve /metrics, /healthz and /readyz.
-    #[arg(long, env = "MEMBENCH_METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    /// Where to serve /metrics, /healthz and /readyz. `[::]:PORT` listens on every IPv6 and
+    /// IPv4 address (a dual-stack socket; IPv4 only where the kernel has no IPv6), `0.0.0.0:PORT`
+    /// on IPv4 only.
+    #[arg(long, env = "MEMBENCH_METRICS_ADDR", default_value = membench::metrics::serve::DEFAULT_ADDR)]
     metrics_addr: std::net::SocketAddr,
     /// The membench image client pods run.
     #[arg(long, env = "MEMBENCH_CLIENT_IMAGE", default_value_t = membench::controller::pods::default_client_image())]

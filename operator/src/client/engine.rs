@@ -7,6 +7,7 @@ use std::time::Duration;
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 use serde::{Deserialize, Serialize};
 
+pub use crate::crd::EngineModule;
 use crate::error::BenchError;
 
 /// Where an engine listens and how to authenticate.
@@ -112,6 +113,12 @@ pub struct EngineInfo {
     /// the spec gave them but cannot be read back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub config_unreported: Vec<String>,
+    /// The modules the engine loaded (`INFO modules`: name and version), by name. Redis 8
+    /// lists its built-in `vectorset`, Valkey 9.1 `lua`, Dragonfly `ReJSON` and `search`; an
+    /// empty list when it loaded none (Redis 7, Valkey 9.0), absent when the engine's answer
+    /// could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modules: Option<Vec<EngineModule>>,
 }
 
 impl EngineInfo {
@@ -226,6 +233,35 @@ pub fn identify(server: &HashMap<String, String>) -> (String, String) {
     }
     let v = server.get("redis_version").cloned().unwrap_or_default();
     ("redis".into(), v)
+}
+
+/// The modules of an `INFO modules` reply: one per `module:name=N,ver=V,...` line, sorted by
+/// name (Redis lists them in its module table's hash order, which differs from one start to the
+/// next), so that two runs of one image record the same list. Several lines share the `module`
+/// key, so this reads the text itself. A line without a name is skipped; one without a version
+/// has an empty version.
+pub fn parse_modules(text: &str) -> Vec<EngineModule> {
+    let mut modules: Vec<EngineModule> = text
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("module:"))
+        .filter_map(|fields| {
+            // `usedby=[a|b]` and `options=[...]` separate their items with `|`, so a comma
+            // always ends a field.
+            let field = |key: &str| {
+                fields
+                    .split(',')
+                    .find_map(|f| f.strip_prefix(key)?.strip_prefix('='))
+                    .map(str::to_string)
+            };
+            let name = field("name").filter(|n| !n.is_empty())?;
+            Some(EngineModule {
+                name,
+                version: field("ver").unwrap_or_default(),
+            })
+        })
+        .collect();
+    modules.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.version.cmp(&b.version)));
+    modules
 }
 
 /// The keys INFO keyspace counts, over its `db<N>:keys=K,expires=...` lines.
@@ -526,8 +562,16 @@ impl ControlConnection {
                 .filter(|api| !api.is_empty())
                 .cloned(),
             threads: server.get("thread_count").and_then(|t| t.parse().ok()),
+            modules: self.modules(),
             ..EngineInfo::default()
         })
+    }
+
+    /// The modules the engine loaded (`INFO modules`); None when it does not answer (the
+    /// result then says nothing about modules rather than failing the run).
+    pub fn modules(&mut self) -> Option<Vec<EngineModule>> {
+        let text: String = self.query(redis::cmd("INFO").arg("modules")).ok()?;
+        Some(parse_modules(&text))
     }
 
     /// The other clients connected to the engine, one short line each (address, name, age,
@@ -633,6 +677,33 @@ mod tests {
         let json = serde_json::to_value(&dragonfly).unwrap();
         assert!(json.get("allocator").is_none(), "{json}");
         assert_eq!(dragonfly.allocator_label(), "(not reported)");
+    }
+
+    #[test]
+    fn modules_are_read_from_every_module_line_sorted_by_name() {
+        // Dragonfly 1.40's reply (two modules, `usedby`/`using` lists), Redis 8.2 with FalkorDB
+        // loaded, and an engine that loaded none.
+        let dragonfly = "# Modules\r\nmodule:name=ReJSON,ver=20000,api=1,filters=0,usedby=[search],using=[],options=[handle-io-errors]\r\nmodule:name=search,ver=20000,api=1,filters=0,usedby=[],using=[ReJSON],options=[handle-io-errors]\r\n";
+        let module = |name: &str, version: &str| EngineModule {
+            name: name.into(),
+            version: version.into(),
+        };
+        assert_eq!(
+            parse_modules(dragonfly),
+            [module("ReJSON", "20000"), module("search", "20000")]
+        );
+        let falkordb = "# Modules\r\nmodule:name=vectorset,ver=1,api=1,filters=0,usedby=[],using=[],options=[handle-io-errors|handle-repl-async-load]\r\nmodule:name=graph,ver=41603,api=1,filters=0,usedby=[],using=[],options=[]\r\n";
+        assert_eq!(
+            parse_modules(falkordb),
+            [module("graph", "41603"), module("vectorset", "1")]
+        );
+        assert_eq!(parse_modules("# Modules\r\n"), []);
+        assert_eq!(parse_modules(""), []);
+        // A line without a name is not a module; one without a version keeps its name.
+        assert_eq!(
+            parse_modules("module:ver=1\nmodule:name=x,api=1\nmodule:name=,ver=2\n"),
+            [module("x", "")]
+        );
     }
 
     #[test]

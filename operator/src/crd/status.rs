@@ -204,6 +204,13 @@ pub struct EngineStatus {
     /// (Dragonfly reports a few of its flags only): passed as the spec gave them, not read back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub config_unreported: Vec<String>,
+    /// The modules the engine loaded, as `INFO modules` lists them (name and version, sorted
+    /// by name): Redis 8 builds its `vectorset` in, Valkey 9.1 its `lua`, Dragonfly answers
+    /// `ReJSON` and `search`, an image that loads a module (FalkorDB's `graph`) adds it. Memory
+    /// figures of engines that load different modules are not like for like. An empty list:
+    /// none loaded; absent: not reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modules: Option<Vec<EngineModule>>,
     /// The node the engine ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
@@ -253,6 +260,29 @@ pub struct EngineStatus {
     /// entry's first baseline. Absent without such an entry: add one to see it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_fixed_cost: Option<ClusterFixedCostStatus>,
+}
+
+/// A module an engine loaded (one `module:` line of `INFO modules`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, schemars::JsonSchema)]
+pub struct EngineModule {
+    /// The module's name (`name=`), for example `vectorset` or `graph`.
+    pub name: String,
+    /// The module's version as the engine reports it (`ver=`, an integer: 41603 is 4.16.3).
+    pub version: String,
+}
+
+/// Modules as a report shows them: `graph 41603, vectorset 1`, `none`, or empty when the
+/// engine's result did not say.
+pub fn describe_modules(modules: Option<&[EngineModule]>) -> String {
+    match modules {
+        None => String::new(),
+        Some([]) => "none".to_string(),
+        Some(modules) => modules
+            .iter()
+            .map(|m| format!("{} {}", m.name, m.version))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
 }
 
 /// The cluster's fixed cost, per node, against a standalone run of the same build.

@@ -14,15 +14,71 @@ use tokio::net::TcpListener;
 
 use super::Metrics;
 
-/// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until the task is dropped or accepting
-/// a connection fails.
+/// `membench operator --metrics-addr`'s default: port 8080 on every IPv6 and IPv4 address.
+pub const DEFAULT_ADDR: &str = "[::]:8080";
+
+/// Serves `/metrics`, `/healthz` and `/readyz` on `addr` (see [`bind`]) until the task is
+/// dropped or accepting a connection fails.
 pub async fn serve(
     addr: SocketAddr,
     metrics: Metrics,
     ready: Arc<AtomicBool>,
 ) -> std::io::Result<()> {
-    let listener = TcpListener::bind(addr).await?;
+    let listener = bind(addr)?;
     serve_on(listener, metrics, ready).await
+}
+
+/// The metrics listener on `addr`. The unspecified IPv6 address (`[::]`, the operator's default)
+/// listens on IPv6 and IPv4 both: the socket is dual-stack (`IPV6_V6ONLY` off) whatever the
+/// node's `net.ipv6.bindv6only` says, so a scraper reaches it on a pod's IPv4 and IPv6 address
+/// alike. Where the kernel has no IPv6 at all (`ipv6.disable=1`), `[::]` falls back to `0.0.0.0`
+/// on the same port, with a warning. Any other address is bound as given (`0.0.0.0` is IPv4 only,
+/// a pod IP only that address). Must be called within a tokio runtime.
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    match bind_socket(addr) {
+        Err(e) if addr == unspecified_v6(addr.port()) && ipv6_unavailable(&e) => {
+            let v4 = SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, addr.port()));
+            tracing::warn!(
+                "metrics: this kernel has no IPv6 ({e}); listening on {v4} (IPv4 only) instead \
+                 of {addr}"
+            );
+            bind_socket(v4)
+        }
+        other => other,
+    }
+    .map_err(|e| std::io::Error::new(e.kind(), format!("metrics address {addr}: {e}")))
+}
+
+fn unspecified_v6(port: u16) -> SocketAddr {
+    SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port))
+}
+
+/// No IPv6 in the kernel: the socket cannot be made (EAFNOSUPPORT) or `::` cannot be bound.
+fn ipv6_unavailable(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc_errno::EAFNOSUPPORT | libc_errno::EADDRNOTAVAIL)
+    )
+}
+
+/// Linux's errno values for [`ipv6_unavailable`] (membench runs on Linux only).
+mod libc_errno {
+    pub const EAFNOSUPPORT: i32 = 97;
+    pub const EADDRNOTAVAIL: i32 = 99;
+}
+
+fn bind_socket(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(false)?;
+    }
+    // As tokio's own bind: a restarted operator may take the port while old connections linger.
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    TcpListener::from_std(std::net::TcpListener::from(socket))
 }
 
 /// Like [`serve`], on a listener the caller already bound (tests bind port 0 and read it back).
@@ -118,5 +174,43 @@ mod tests {
         );
         assert_eq!(get(addr, "/elsewhere").await.0, 404);
         server.abort();
+    }
+
+    #[tokio::test]
+    async fn the_default_address_serves_metrics_on_ipv6_and_ipv4_loopback() {
+        // The operator's default (`--metrics-addr [::]:8080`), on a free port.
+        let default: SocketAddr = DEFAULT_ADDR.parse().unwrap();
+        assert_eq!(default, unspecified_v6(8080));
+        let listener = bind(unspecified_v6(0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert_eq!(listener.local_addr().unwrap(), unspecified_v6(port));
+        let metrics = Metrics::new();
+        drop(metrics.reconcile_started());
+        let server = tokio::spawn(serve_on(listener, metrics, Arc::new(AtomicBool::new(true))));
+        for host in ["[::1]", "127.0.0.1"] {
+            let addr: SocketAddr = format!("{host}:{port}").parse().unwrap();
+            let (status, response) = get(addr, "/metrics").await;
+            assert_eq!(status, 200, "{addr}: {response}");
+            assert!(
+                response.contains("membench_reconciliations_total 1"),
+                "{addr}: {response}"
+            );
+        }
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn an_ipv4_address_is_bound_as_given_and_a_taken_port_names_the_address() {
+        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        assert!(addr.is_ipv4());
+        let error = bind(addr).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::AddrInUse);
+        assert!(
+            error
+                .to_string()
+                .starts_with(&format!("metrics address {addr}: ")),
+            "{error}"
+        );
     }
 }

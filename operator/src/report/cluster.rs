@@ -117,6 +117,7 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
             .clone()
             .unwrap_or_else(|| engine.requested_version.clone()),
         allocator: engine.allocator.clone().unwrap_or_default(),
+        modules: crate::crd::describe_modules(engine.modules.as_deref()),
         config: engine.config.clone(),
         ttl: None,
         cluster_fixed_cost_bytes: None,

@@ -15,13 +15,14 @@ use crate::report::table::{ComparisonRow, Table};
 /// the medians over the repetitions, with their `_min` and `_max`, and `repetitions` counts the
 /// verified ones; `change_vs_first_percent`, the `published_` columns, `unstable` (`true` when
 /// the repetitions disagree more than the thresholds allow) and `note` are on summary rows only.
-pub const HEADER: [&str; 34] = [
+pub const HEADER: [&str; 35] = [
     "benchmark",
     "namespace",
     "entry",
     "engine",
     "version",
     "allocator",
+    "modules",
     "arch",
     "instance_type",
     "workload",
@@ -128,6 +129,7 @@ fn cells(labels: &BenchmarkLabels, row: &ComparisonRow, arch: &str, line: &Line)
         row.engine.clone(),
         row.version.clone(),
         row.allocator.clone(),
+        row.modules.clone(),
         arch.to_string(),
         row.instance_type
             .clone()

@@ -225,6 +225,9 @@ fn engine_detail(row: &ComparisonRow) -> String {
     if !row.allocator.is_empty() {
         let _ = write!(detail, ", {}", row.allocator);
     }
+    if !row.modules.is_empty() {
+        let _ = write!(detail, ", modules: {}", row.modules);
+    }
     detail
 }
 

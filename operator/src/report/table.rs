@@ -196,6 +196,11 @@ pub struct ComparisonRow {
     pub engine: String,
     pub version: String,
     pub allocator: String,
+    /// The modules the engine loaded, as a report shows them (`vectorset 1`, `none`; empty
+    /// when not reported): beside the allocator, so that a figure from an image that loads
+    /// modules is never read as one from an image that loads none.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub modules: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instance_type: Option<String>,
     pub workload: String,
@@ -265,6 +270,7 @@ impl ComparisonRow {
             engine: report.engine.name.clone(),
             version: report.engine.version.clone(),
             allocator: report.engine.allocator_label(),
+            modules: crate::crd::describe_modules(report.engine.modules.as_deref()),
             instance_type,
             workload: report.workload.workload.kind().to_string(),
             item: report.workload.item.clone(),
@@ -335,7 +341,7 @@ pub fn compute_changes(rows: &mut [ComparisonRow]) {
     }
 }
 
-/// The comparison table: engine, version, allocator, used_memory, bytes per item, median
+/// The comparison table: engine, version, allocator, modules, used_memory, bytes per item, median
 /// items/s with its spread, median commands/s, change against the first engine, and where the
 /// spec names a published table, the published figure and the difference from it.
 /// A TTL as the table shows it: `3600 s`, or `3600 s, 50%` for a share of the items.
@@ -348,7 +354,8 @@ fn format_ttl(ttl: crate::client::ttl::Ttl) -> String {
 }
 
 /// What the TTL costs per item on a row with one: its bytes per item minus those of the row
-/// without a TTL of the same engine, version, allocator and settings (a `withoutTtl` entry).
+/// without a TTL of the same engine, version, allocator, modules and settings (a `withoutTtl`
+/// entry).
 fn ttl_cost(row: &ComparisonRow, rows: &[ComparisonRow]) -> Option<f64> {
     row.ttl?;
     let without = rows.iter().find(|other| {
@@ -356,6 +363,7 @@ fn ttl_cost(row: &ComparisonRow, rows: &[ComparisonRow]) -> Option<f64> {
             && other.engine == row.engine
             && other.version == row.version
             && other.allocator == row.allocator
+            && other.modules == row.modules
             && other.config == row.config
     })?;
     Some(row.bytes_per_item? - without.bytes_per_item?)
@@ -374,7 +382,7 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let with_ttl = rows.iter().any(|r| r.ttl.is_some());
     let with_types = rows.iter().any(|r| !r.by_type.is_empty());
     let mut headers = if with_name { vec!["Name"] } else { Vec::new() };
-    headers.extend(["Engine", "Version", "Allocator"]);
+    headers.extend(["Engine", "Version", "Allocator", "Modules"]);
     if with_instance {
         headers.push("Instance type");
     }
@@ -407,6 +415,11 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
             capitalize(&r.engine),
             r.version.clone(),
             r.allocator.clone(),
+            if r.modules.is_empty() {
+                dash()
+            } else {
+                r.modules.clone()
+            },
         ]);
         if with_instance {
             row.push(r.instance_type.clone().unwrap_or_else(dash));
@@ -573,6 +586,7 @@ mod tests {
             engine: "redis".into(),
             version: "1".into(),
             allocator: String::new(),
+            modules: String::new(),
             instance_type: None,
             workload: "sorted-set".into(),
             item: "member".into(),
@@ -609,8 +623,11 @@ mod tests {
         assert_eq!(rows[1].change_vs_first_percent, Some(-25.0));
         assert_eq!(rows[2].change_vs_first_percent, None);
         let table = comparison_table(&rows);
-        assert_eq!(table.headers[4], "Bytes per member");
-        assert_eq!(table.rows[1][8], "-25.0%");
+        // Engine, Version, Allocator, Modules, used_memory, then the figures.
+        assert_eq!(table.headers[3], "Modules");
+        assert_eq!(table.rows[0][3], "-", "modules not reported");
+        assert_eq!(table.headers[5], "Bytes per member");
+        assert_eq!(table.rows[1][9], "-25.0%");
     }
 
     #[test]
@@ -620,6 +637,7 @@ mod tests {
             engine: "valkey".into(),
             version: "9.1.2".into(),
             allocator: "jemalloc-5.3.0".into(),
+            modules: "none".into(),
             instance_type: None,
             workload: "sorted-set".into(),
             item: "member".into(),

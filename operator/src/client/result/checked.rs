@@ -6,7 +6,7 @@
 //! Numbers are finite, counts positive, and every sum is checked, so no message can make the
 //! operator panic or overflow.
 
-use super::{ClientResult, DecodedRepetition, MAX_TEXT, TERMINATION_MESSAGE_LIMIT};
+use super::{ClientResult, DecodedRepetition, MAX_MODULES, MAX_TEXT, TERMINATION_MESSAGE_LIMIT};
 use crate::crd::engine_settings::MAX_CONFIG_SETTINGS;
 use crate::stats::Spread;
 
@@ -134,6 +134,25 @@ impl ClientResult {
             bounded_text(
                 "an engine.config setting",
                 text,
+                MAX_IDENTITY + '…'.len_utf8(),
+            )?;
+        }
+        let modules = self.engine.modules.as_deref().unwrap_or_default();
+        if modules.len() > MAX_MODULES {
+            return Err(format!(
+                "engine.modules has {} modules, more than the {MAX_MODULES} a client sends",
+                modules.len()
+            ));
+        }
+        for module in modules {
+            bounded_text(
+                "an engine.modules name",
+                &module.name,
+                MAX_IDENTITY + '…'.len_utf8(),
+            )?;
+            bounded_text(
+                "an engine.modules version",
+                &module.version,
                 MAX_IDENTITY + '…'.len_utf8(),
             )?;
         }

@@ -20,6 +20,10 @@ fn three() -> ClientResult {
             threads: None,
             config: [("hash-max-listpack-entries".to_string(), "512".to_string())].into(),
             config_unreported: Vec::new(),
+            modules: Some(vec![crate::crd::EngineModule {
+                name: "vectorset".into(),
+                version: "1".into(),
+            }]),
         },
         commands: 1000,
         encoding: Some("skiplist".into()),
@@ -183,6 +187,16 @@ fn strings_longer_than_a_client_sends_are_refused() {
     let mut result = three();
     result.engine.config_unreported = (0..40).map(|i| format!("s{i}")).collect();
     assert!(invalid(&result, 3).contains("engine.config has 41 settings"));
+    let module = |name: String| crate::crd::EngineModule {
+        name,
+        version: "1".into(),
+    };
+    let mut result = three();
+    result.engine.modules = Some((0..9).map(|i| module(format!("m{i}"))).collect());
+    assert!(invalid(&result, 3).contains("engine.modules has 9 modules"));
+    let mut result = three();
+    result.engine.modules = Some(vec![module("m".repeat(100))]);
+    assert!(invalid(&result, 3).contains("an engine.modules name"));
 }
 
 #[test]

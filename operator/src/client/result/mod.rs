@@ -123,7 +123,14 @@ pub struct EngineIdentity {
     /// Settings asked for that the engine does not report.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub config_unreported: Vec<String>,
+    /// The modules the engine loaded (`INFO modules`; at most [`MAX_MODULES`], each name and
+    /// version at most 64 bytes); absent when the engine did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modules: Option<Vec<crate::crd::EngineModule>>,
 }
+
+/// The most modules a result lists (engines load 0 to 3 of them).
+pub const MAX_MODULES: usize = 8;
 
 /// How far a failed repetition got before it stopped.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -388,6 +395,16 @@ impl ClientResult {
                     .take(MAX_CONFIG_SETTINGS)
                     .map(|name| shortened(name, 64))
                     .collect(),
+                modules: report.engine.modules.as_ref().map(|modules| {
+                    modules
+                        .iter()
+                        .take(MAX_MODULES)
+                        .map(|m| crate::crd::EngineModule {
+                            name: shortened(&m.name, 64),
+                            version: shortened(&m.version, 64),
+                        })
+                        .collect()
+                }),
             },
             commands: report.repetitions.first().map_or(0, |r| r.commands),
             encoding: report.repetitions.last().and_then(|r| r.encoding.clone()),
