@@ -501,7 +501,11 @@ fn membench_run_rebuilds_an_inline_profile_on_each_engine_with_the_same_keys() {
         assert_eq!(first["items"].as_u64(), Some(50), "{name}: {first}");
         assert_eq!(first["commands"].as_u64(), Some(50), "{name}: {first}");
         let by_type = &first["by_type"];
-        assert_eq!(by_type.as_array().map(Vec::len), Some(1), "{name}: {by_type}");
+        assert_eq!(
+            by_type.as_array().map(Vec::len),
+            Some(1),
+            "{name}: {by_type}"
+        );
         assert_eq!(by_type[0]["type"], "string", "{name}: {by_type}");
         assert_eq!(by_type[0]["keys"].as_u64(), Some(50), "{name}: {by_type}");
         assert_eq!(engine["workload"]["keys"].as_u64(), Some(50), "{name}");
