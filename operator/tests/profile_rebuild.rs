@@ -349,4 +349,28 @@ fn a_client_pod_refuses_a_profile_file_that_is_not_the_one_the_operator_checked(
     assert!(output.status.success(), "{}", common::stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["summary"]["items"], 50);
+
+    // The file itself changed on disk after the check (its values 3 bytes longer, the same
+    // keys), the pod's digest still the checked one: refused, and nothing is loaded.
+    let altered = text.replace("[[3, 3, 1]]", "[[6, 6, 1]]");
+    assert_ne!(altered, text);
+    std::fs::write(&path, &altered).unwrap();
+    let altered_digest =
+        membench::client::profile_workload::profile_digest(&Profile::parse(&altered).unwrap());
+    let output = load(&checked);
+    let stderr = common::stderr(&output);
+    assert!(
+        !output.status.success(),
+        "the altered file was loaded: {stderr}"
+    );
+    assert!(
+        stderr.contains("is not the profile the operator checked")
+            && stderr.contains(&format!("digest {altered_digest}, expected {checked}")),
+        "{stderr}"
+    );
+    assert_ne!(altered_digest, checked);
+    let keys: u64 = redis::cmd("DBSIZE")
+        .query(&mut common::connect(&engine.address))
+        .unwrap();
+    assert_eq!(keys, 0, "the refused profile loaded keys");
 }
