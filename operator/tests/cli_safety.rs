@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -38,6 +39,50 @@ fn query<T: redis::FromRedisValue>(connection: &mut redis::Connection, args: &[&
     cmd.query(connection).unwrap()
 }
 
+/// The calls of each command the engine has answered (`INFO commandstats`, `config|get` for a
+/// subcommand).
+fn command_calls(connection: &mut redis::Connection) -> BTreeMap<String, u64> {
+    let stats: String = query(connection, &["INFO", "commandstats"]);
+    stats
+        .lines()
+        .filter_map(|line| line.strip_prefix("cmdstat_")?.split_once(":calls="))
+        .map(|(name, rest)| {
+            (
+                name.to_string(),
+                rest.split(',').next().unwrap().parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The engine's count of writes since its last save (`rdb_changes_since_last_save`: every
+/// command that changes the dataset adds to it, FLUSHALL included).
+fn writes_since_save(connection: &mut redis::Connection) -> u64 {
+    let info: String = query(connection, &["INFO", "persistence"]);
+    info.lines()
+        .find_map(|line| line.strip_prefix("rdb_changes_since_last_save:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The flags the engine gives `command` (`set`, `config|get`) in `COMMAND INFO`, in lower case.
+fn command_flags(connection: &mut redis::Connection, command: &str) -> String {
+    let info: redis::Value = redis::cmd("COMMAND")
+        .arg("INFO")
+        .arg(command)
+        .query(connection)
+        .unwrap();
+    let redis::Value::Array(entries) = info else {
+        panic!("COMMAND INFO {command}: {info:?}");
+    };
+    let Some(redis::Value::Array(entry)) = entries.first() else {
+        panic!("COMMAND INFO {command}: {entries:?}");
+    };
+    format!("{:?}", entry.get(2)).to_lowercase()
+}
+
 #[test]
 fn load_refuses_a_server_that_holds_keys_and_leaves_them_untouched() {
     let redis = common::start(EngineKind::Redis, &[]);
@@ -47,6 +92,8 @@ fn load_refuses_a_server_that_holds_keys_and_leaves_them_untouched() {
     // A key in another database counts too: FLUSHALL would empty every one.
     let _: () = query(&mut connection, &["SELECT", "3"]);
     let _: () = query(&mut connection, &["SET", "elsewhere", "too"]);
+    let writes_before = writes_since_save(&mut connection);
+    let calls_before = command_calls(&mut connection);
     drop(connection);
     let output = membench(&[
         "load",
@@ -72,6 +119,41 @@ fn load_refuses_a_server_that_holds_keys_and_leaves_them_untouched() {
     let _: () = query(&mut connection, &["SELECT", "3"]);
     let kept: String = query(&mut connection, &["GET", "elsewhere"]);
     assert_eq!(kept, "too");
+    // Nothing was written, and membench sent only commands that neither write nor administer
+    // (the test's own INFO and SELECT calls aside).
+    let calls_after = command_calls(&mut connection);
+    assert_eq!(
+        writes_since_save(&mut connection),
+        writes_before,
+        "the refused server was written to; commands since: {calls_after:?}"
+    );
+    let mut sent = Vec::new();
+    for (command, calls) in &calls_after {
+        let ours = match command.as_str() {
+            "info" => 3,
+            "select" => 1,
+            "get" => 2,
+            _ => 0,
+        };
+        if *calls > calls_before.get(command).copied().unwrap_or(0) + ours {
+            sent.push(command.clone());
+        }
+    }
+    assert!(
+        !sent.is_empty(),
+        "membench sent nothing, not even its check: {calls_after:?}"
+    );
+    // Administrative commands that only read are fine: the settings read back, the wait to
+    // be the only client.
+    let reads_only = ["config|get", "client|list", "client|info"];
+    for command in &sent {
+        let flags = command_flags(&mut connection, command);
+        assert!(
+            !flags.contains("write")
+                && (!flags.contains("admin") || reads_only.contains(&command.as_str())),
+            "membench sent {command} ({flags}) to the server it refused (it sent {sent:?})"
+        );
+    }
     let help = stdout(&membench(&["load", "--help"]));
     assert!(
         help.contains("--flush") && help.contains("--keep-data"),

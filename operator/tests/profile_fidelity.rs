@@ -493,8 +493,23 @@ fn membench_run_rebuilds_an_inline_profile_on_each_engine_with_the_same_keys() {
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let engines = report["engines"].as_array().unwrap();
     assert_eq!(engines.len(), 2);
+    // 10 source keys at scale 5: exactly 50 strings, the same workload (seed 3) on each.
     for engine in engines {
-        let text = engine.to_string();
-        assert!(text.contains("\"items\":50"), "{text}");
+        let name = &engine["name"];
+        assert!(engine["error"].is_null(), "{name}: {}", engine["error"]);
+        let first = &engine["repetitions"][0];
+        assert_eq!(first["items"].as_u64(), Some(50), "{name}: {first}");
+        assert_eq!(first["commands"].as_u64(), Some(50), "{name}: {first}");
+        let by_type = &first["by_type"];
+        assert_eq!(
+            by_type.as_array().map(Vec::len),
+            Some(1),
+            "{name}: {by_type}"
+        );
+        assert_eq!(by_type[0]["type"], "string", "{name}: {by_type}");
+        assert_eq!(by_type[0]["keys"].as_u64(), Some(50), "{name}: {by_type}");
+        assert_eq!(engine["workload"]["keys"].as_u64(), Some(50), "{name}");
+        assert_eq!(engine["workload"]["seed"].as_u64(), Some(3), "{name}");
     }
+    assert_eq!(engines[0]["workload"], engines[1]["workload"]);
 }

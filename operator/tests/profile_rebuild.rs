@@ -44,22 +44,48 @@ fn used_memory(address: &EngineAddress) -> u64 {
         .used_memory
 }
 
+/// used_memory of the engine, read over `connection` until two readings agree.
+fn settled_used_memory(connection: &mut redis::Connection) -> u64 {
+    let mut read = || -> u64 {
+        let info: String = redis::cmd("INFO").arg("memory").query(connection).unwrap();
+        membench::client::engine::parse_info(&info)["used_memory"]
+            .parse()
+            .unwrap()
+    };
+    let mut last = read();
+    for _ in 0..20 {
+        let next = read();
+        if next == last {
+            return next;
+        }
+        last = next;
+    }
+    panic!("used_memory did not settle");
+}
+
 /// Every type a profile knows but streams, in their usual shapes: short strings (a third with
 /// a TTL), small hashes, sets of ids, sorted-set indexes, lists.
 fn fill_every_type(connection: &mut redis::Connection) {
+    fill_types(connection, &["string", "hash", "list", "set", "zset"]);
+}
+
+/// The keys of [`fill_every_type`] of the types `types` (`string`, `hash`, `list`, `set`,
+/// `zset`) alone.
+fn fill_types(connection: &mut redis::Connection, types: &[&str]) {
+    let wanted = |name: &str| types.contains(&name);
     let mut pipe = redis::pipe();
     for i in 0..30_000u32 {
-        if i % 3 == 0 {
+        if i % 3 == 0 && wanted("string") {
             pipe.cmd("SET")
                 .arg(format!("session:{i}"))
                 .arg(format!("{{\"user\":{i},\"cart\":[{}]}}", i % 97))
                 .arg("EX")
                 .arg(86_400)
                 .ignore();
-        } else {
+        } else if wanted("string") {
             pipe.cmd("SET").arg(format!("counter:{i}")).arg(i).ignore();
         }
-        if i % 3 == 0 {
+        if i % 3 == 0 && wanted("hash") {
             pipe.cmd("HSET")
                 .arg(format!("user:{i}"))
                 .arg("name")
@@ -70,12 +96,14 @@ fn fill_every_type(connection: &mut redis::Connection) {
                 .arg("Lyon")
                 .ignore();
         }
-        if i % 10 == 0 {
+        if i % 10 == 0 && wanted("set") {
             let members: Vec<u32> = (0..(5 + i % 20)).map(|m| m * 7 + i).collect();
             pipe.cmd("SADD")
                 .arg(format!("group:{i}:members"))
                 .arg(members)
                 .ignore();
+        }
+        if i % 10 == 0 && wanted("list") {
             pipe.cmd("RPUSH")
                 .arg(format!("queue:{i}"))
                 .arg(
@@ -85,7 +113,7 @@ fn fill_every_type(connection: &mut redis::Connection) {
                 )
                 .ignore();
         }
-        if i % 20 == 0 {
+        if i % 20 == 0 && wanted("zset") {
             let mut zadd = redis::cmd("ZADD");
             zadd.arg(format!("rank:{i}"));
             for m in 0..(10 + i % 30) {
@@ -177,6 +205,64 @@ fn bytes_per_key_by_type_weighted_by_keys_add_up_to_the_bytes_per_key() {
         table.contains("Bytes per key by type") && table.contains("string ~"),
         "{table}"
     );
+}
+
+/// Each type's bytes per key in a rebuild against the source's keys of that type loaded alone.
+/// It fails today: three runs gave hash 64.9, 77.8 and 89.6 B/key in the rebuild against 100 B
+/// loaded alone, string 66.8-75.1 against 65.8-75.3 (issue 29): what a type's reading holds of
+/// the shared key table's growth (and of a rehash under way) moves its figure by more than
+/// the type's own keys cost apart.
+#[test]
+#[ignore = "per-type figures are off by up to 35% against a load of that type alone (issue 29)"]
+fn each_types_bytes_per_key_is_what_its_keys_cost_loaded_alone() {
+    let spec = common::shared_build(EngineKind::Valkey, "9.1");
+    let dir = tempdir("by-type-alone");
+    let path = dir.join("every-type.json");
+    {
+        let source = common::start_spec(&spec);
+        fill_every_type(&mut common::connect(&source.address));
+        profile_to(&source.address, &path);
+    }
+    let target = common::start_spec(&spec);
+    let output = rebuild(&target.address, &path, "json");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let by_type = report["summary"]["by_type"]
+        .as_array()
+        .expect("summary.by_type");
+    let per_key = |name: &str| {
+        by_type.iter().find(|t| t["type"] == name).unwrap()["bytes_per_key"]
+            .as_f64()
+            .unwrap()
+    };
+    // Each type's figure against the source's keys of that type loaded alone into the empty
+    // engine, read by the test itself.
+    let mut connection = common::connect(&target.address);
+    for name in ["string", "hash", "list", "set", "zset"] {
+        let _: () = redis::cmd("FLUSHALL")
+            .arg("SYNC")
+            .query(&mut connection)
+            .unwrap();
+        let before = settled_used_memory(&mut connection);
+        fill_types(&mut connection, &[name]);
+        let keys: u64 = redis::cmd("DBSIZE").query(&mut connection).unwrap();
+        let alone = (settled_used_memory(&mut connection) - before) as f64 / keys as f64;
+        let rebuilt = per_key(name);
+        eprintln!(
+            "{name}: {rebuilt:.1} B/key in the rebuild, {alone:.1} B/key loaded alone ({keys} keys)"
+        );
+        // Measured: list 96.6-97.0 against 99.4, set 83.9-84.6 against 85.6, zset 315-316
+        // against 344; string and hash as above. 25% is loose enough for a mix's shared key
+        // table and still tells one type's figure from its neighbour's; today hash misses it.
+        assert!(
+            (rebuilt / alone - 1.0).abs() <= 0.25,
+            "{name}: {rebuilt:.1} B/key in the rebuild, {alone:.1} B/key loaded alone"
+        );
+    }
+    let _: () = redis::cmd("FLUSHALL")
+        .arg("SYNC")
+        .query(&mut connection)
+        .unwrap();
+    drop(connection);
 }
 
 /// Streams of 1 to 60 entries (an event log per device), 2 to 4 fields an entry, the same
@@ -349,4 +435,28 @@ fn a_client_pod_refuses_a_profile_file_that_is_not_the_one_the_operator_checked(
     assert!(output.status.success(), "{}", common::stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["summary"]["items"], 50);
+
+    // The file itself changed on disk after the check (its values 3 bytes longer, the same
+    // keys), the pod's digest still the checked one: refused, and nothing is loaded.
+    let altered = text.replace("[[3, 3, 1]]", "[[6, 6, 1]]");
+    assert_ne!(altered, text);
+    std::fs::write(&path, &altered).unwrap();
+    let altered_digest =
+        membench::client::profile_workload::profile_digest(&Profile::parse(&altered).unwrap());
+    let output = load(&checked);
+    let stderr = common::stderr(&output);
+    assert!(
+        !output.status.success(),
+        "the altered file was loaded: {stderr}"
+    );
+    assert!(
+        stderr.contains("is not the profile the operator checked")
+            && stderr.contains(&format!("digest {altered_digest}, expected {checked}")),
+        "{stderr}"
+    );
+    assert_ne!(altered_digest, checked);
+    let keys: u64 = redis::cmd("DBSIZE")
+        .query(&mut common::connect(&engine.address))
+        .unwrap();
+    assert_eq!(keys, 0, "the refused profile loaded keys");
 }
