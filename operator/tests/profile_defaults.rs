@@ -1,0 +1,173 @@
+//! A profile is right without reading every key: a keyspace with one big key (30,000 strings
+//! of 100 B, one sorted set of 60,000 members, 8,000 hashes half with a TTL) profiled with a
+//! sample of 2,000 keys and rebuilt on a fresh server of the same build lands within 1% of
+//! the source, with five seeds (the data and the rebuild). The sorted set is its own group of
+//! one key with its exact member count; every group's key count is the source's.
+
+mod common;
+
+use membench::client::engine::{ControlConnection, EngineAddress};
+use membench::crd::EngineKind;
+use membench::profile::Profile;
+
+const STRINGS: u64 = 30_000;
+const MEMBERS: u64 = 60_000;
+const HASHES: u64 = 8_000;
+/// Far below the 38,001 keys: a sample scaled up would miss the sorted set or count it many
+/// times over.
+const SAMPLE: &str = "2000";
+
+fn used_memory(address: &EngineAddress) -> u64 {
+    ControlConnection::open(address, std::time::Duration::from_secs(5))
+        .unwrap()
+        .memory()
+        .unwrap()
+        .used_memory
+}
+
+/// The mixed keyspace, its values drawn from `seed`.
+fn load_mixed(connection: &mut redis::Connection, seed: u64) {
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z ^ (z >> 27)
+    };
+    let text = |n: u64, len: usize| {
+        let mut s = format!("{n:x}");
+        while s.len() < len {
+            s.push_str(&format!("{n:x}"));
+        }
+        s.truncate(len);
+        s
+    };
+    let mut pipe = redis::pipe();
+    for i in 0..STRINGS {
+        pipe.set(format!("session:{i}"), text(next(), 100)).ignore();
+        if i % 1000 == 999 {
+            pipe.query::<()>(connection).unwrap();
+            pipe.clear();
+        }
+    }
+    for i in 0..MEMBERS {
+        pipe.zadd("leaderboard", format!("player:{i}"), next() % 100_000)
+            .ignore();
+        if i % 1000 == 999 {
+            pipe.query::<()>(connection).unwrap();
+            pipe.clear();
+        }
+    }
+    for i in 0..HASHES {
+        let fields: Vec<(String, String)> = (0..8)
+            .map(|f| (format!("field{f}"), text(next(), 8 + (next() % 24) as usize)))
+            .collect();
+        pipe.hset_multiple(format!("user:{i}"), &fields).ignore();
+        if i % 2 == 0 {
+            pipe.expire(format!("user:{i}"), 86_400).ignore();
+        }
+        if i % 500 == 499 {
+            pipe.query::<()>(connection).unwrap();
+            pipe.clear();
+        }
+    }
+    // Every count above is a multiple of its batch: nothing is left queued.
+}
+
+/// One round: load with `seed`, profile at the defaults but the sample, rebuild with `seed`.
+fn round(spec: &membench::crd::EngineSpec, dir: &std::path::Path, seed: u64) -> (f64, Profile) {
+    let source = common::start_spec(spec);
+    let empty = used_memory(&source.address);
+    load_mixed(&mut common::connect(&source.address), seed);
+    let keys: u64 = redis::cmd("DBSIZE")
+        .query(&mut common::connect(&source.address))
+        .unwrap();
+    // The loading connections are closed; their buffers are gone.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let source_data = (used_memory(&source.address) - empty) as f64;
+    let (output, profile) = common::profile_json(
+        &source.address.socket_addr(),
+        &["--sample-keys", &std::env::var("MB_SAMPLE").unwrap_or(SAMPLE.into()), "--max-commands-per-sec", "1000000"],
+    );
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let profile = profile.expect("the profile parses");
+    drop(source);
+    let path = dir.join(format!("mixed-{seed}.json"));
+    std::fs::write(&path, &output.stdout).unwrap();
+    let target = common::start_spec(spec);
+    let mut args = common::rebuild_args(&target.address.socket_addr(), &path, 1, "json");
+    args.extend(["--seed".to_string(), seed.to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = common::membench(&args);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rep = &report["repetitions"][0];
+    assert_eq!(rep["items"].as_u64(), Some(keys), "the rebuild stores every key");
+    let rebuilt =
+        (rep["used_memory"].as_u64().unwrap() - rep["baseline_used_memory"].as_u64().unwrap()) as f64;
+    let error = rebuilt / source_data - 1.0;
+    eprintln!(
+        "seed {seed}: source {source_data} B, rebuilt {rebuilt} B: {:+.2}% ({} groups)",
+        error * 100.0,
+        profile.groups.len()
+    );
+    (error, profile)
+}
+
+#[test]
+fn a_keyspace_with_one_big_key_rebuilt_from_a_small_sample_lands_within_one_percent_in_every_run()
+ {
+    let spec = common::shared_build(EngineKind::Valkey, "9.1");
+    let dir = std::env::temp_dir().join(format!("membench-profile-defaults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut errors = Vec::new();
+    for seed in 1..=std::env::var("MB_SEEDS").map_or(5, |s| s.parse().unwrap()) {
+        let (error, profile) = round(&spec, &dir, seed);
+        errors.push(error);
+        // The walk counted every group; the sorted set is one key with its exact size.
+        let zsets: Vec<_> = profile
+            .groups
+            .iter()
+            .filter(|g| g.key_type == membench::profile::model::KeyType::Zset)
+            .collect();
+        assert_eq!(zsets.len(), 1, "{:?}", profile.groups);
+        assert_eq!(zsets[0].keys, 1);
+        assert_eq!(
+            zsets[0].elements.as_ref().unwrap().buckets,
+            vec![[MEMBERS, MEMBERS, 1]]
+        );
+        let keys_of = |t| {
+            profile
+                .groups
+                .iter()
+                .filter(|g| g.key_type == t)
+                .map(|g| g.keys)
+                .sum::<u64>()
+        };
+        assert_eq!(keys_of(membench::profile::model::KeyType::String), STRINGS);
+        assert_eq!(keys_of(membench::profile::model::KeyType::Hash), HASHES);
+        for group in &profile.groups {
+            let share = group.sampled_share.expect("every group states its sampled share");
+            assert!(
+                group.sampled_keys >= 400.min(group.keys),
+                "{}: {} of {} keys read",
+                group.template,
+                group.sampled_keys,
+                group.keys
+            );
+            assert!(share > 0.0 && share <= 1.0, "{share}");
+            assert!(group.size_error.is_some(), "{}", group.template);
+        }
+    }
+    if std::env::var_os("MEMBENCH_KEEP").is_none() {
+        std::fs::remove_dir_all(&dir).ok();
+    }
+    for (seed, error) in errors.iter().enumerate() {
+        assert!(
+            error.abs() <= 0.01,
+            "seed {}: the rebuild is {:+.2}% off the source: {errors:?}",
+            seed + 1,
+            error * 100.0
+        );
+    }
+}
