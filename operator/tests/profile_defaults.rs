@@ -214,3 +214,50 @@ fn a_keyspace_with_one_big_key_rebuilt_from_a_small_sample_lands_within_one_perc
         );
     }
 }
+
+/// `membench profile` stopped by `signal` mid-sample: its exit code, and the profile printed.
+fn profile_stopped_by(signal: libc::c_int) -> (Option<i32>, String, Option<Profile>) {
+    let engine = common::start(EngineKind::Valkey, &[]);
+    let mut connection = common::connect(&engine.address);
+    let mut pipe = redis::pipe();
+    for i in 0..3000 {
+        pipe.set(format!("k:{i}"), "value").ignore();
+    }
+    pipe.query::<()>(&mut connection).unwrap();
+    // About 600 commands a second: the walk and a few sampled keys in the first second.
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(["profile", "--addr", &engine.address.socket_addr(), "--output", "json"])
+        .args(["--max-commands-per-sec", "600"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    common::send_signal(child.id(), signal).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let profile = serde_json::from_slice(&output.stdout).ok();
+    (output.status.code(), common::stderr(&output), profile)
+}
+
+#[test]
+fn sigint_and_sigterm_during_a_profile_print_what_was_read_marked_incomplete() {
+    for (signal, name, code) in [(libc::SIGINT, "SIGINT", 130), (libc::SIGTERM, "SIGTERM", 143)] {
+        let (exit, stderr, profile) = profile_stopped_by(signal);
+        assert_eq!(exit, Some(code), "{name}: {stderr}");
+        let profile = profile.unwrap_or_else(|| panic!("{name}: no profile printed: {stderr}"));
+        assert!(!profile.source.complete, "{name}");
+        let why = profile.source.stopped_by.clone().unwrap_or_default();
+        assert!(
+            why.contains(&format!("{name} stopped the profile after")) && why.contains("keys to sample"),
+            "{name}: {why}"
+        );
+        assert!(profile.source.sampled_keys > 0 && profile.source.sampled_keys < 3000);
+        assert!(
+            stderr.contains("the profile is incomplete") && stderr.contains("keys read in full of 3000"),
+            "{stderr}"
+        );
+        // What was read rebuilds: its groups' counts are the walk's.
+        profile.check().unwrap();
+        assert_eq!(profile.groups[0].keys, 3000);
+    }
+}

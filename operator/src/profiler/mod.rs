@@ -184,6 +184,17 @@ pub fn profile_server(
     };
     let mut stopped_by: Option<String> = None;
     let mut error: Option<ProfileError> = None;
+    // A signal can break the command under way (EINTR): that is the stop, not a lost server.
+    let stop_request = options.stop.clone();
+    let signalled = move |e: ProfileError, what: &str| -> Interruption {
+        match (stop_request.cause(), &e) {
+            (Some(cause), ProfileError::ServerGone { .. }) => Interruption::Bound(format!(
+                "{} stopped the profile {what}",
+                cause.signal_name()
+            )),
+            _ => Interruption::Failed(e),
+        }
+    };
     let interrupted =
         |i: Interruption, stopped_by: &mut Option<String>, error: &mut Option<ProfileError>| {
             match i {
@@ -210,6 +221,13 @@ pub fn profile_server(
         bound(&format!("while walking the keyspace, after {walked} of {dbsize} keys"))
     });
     if let Err(i) = walked {
+        let i = match i {
+            Interruption::Failed(e) => signalled(
+                e,
+                &format!("while walking the keyspace, after {} of {dbsize} keys", walk.keys.len()),
+            ),
+            bound => bound,
+        };
         interrupted(i, &mut stopped_by, &mut error);
     }
     let walked_all = stopped_by.is_none() && error.is_none();
@@ -289,7 +307,8 @@ pub fn profile_server(
                 Ok(Sampled::Vanished) => {}
                 Ok(Sampled::OtherType(name)) => *other_types.entry(name).or_default() += 1,
                 Err(e) => {
-                    error = Some(e);
+                    let what = format!("after {n} of the {target} keys to sample");
+                    interrupted(signalled(e, &what), &mut stopped_by, &mut error);
                     break;
                 }
             }
@@ -342,6 +361,11 @@ pub fn profile_server(
         }
         match result {
             Ok(()) => sized_all = true,
+            Err(Interruption::Failed(e)) => interrupted(
+                signalled(e, &format!("while reading key sizes, after {sized} of {total} keys")),
+                &mut stopped_by,
+                &mut error,
+            ),
             Err(i) => interrupted(i, &mut stopped_by, &mut error),
         }
     }
