@@ -62,7 +62,12 @@ fn load_mixed(connection: &mut redis::Connection, seed: u64) {
     }
     for i in 0..HASHES {
         let fields: Vec<(String, String)> = (0..8)
-            .map(|f| (format!("field{f}"), text(next(), 8 + (next() % 24) as usize)))
+            .map(|f| {
+                (
+                    format!("field{f}"),
+                    text(next(), 8 + (next() % 24) as usize),
+                )
+            })
             .collect();
         pipe.hset_multiple(format!("user:{i}"), &fields).ignore();
         if i % 2 == 0 {
@@ -78,7 +83,12 @@ fn load_mixed(connection: &mut redis::Connection, seed: u64) {
 
 /// `membench load --workload profile` of `profile` on a fresh server of `spec` with `seed`:
 /// the data's bytes (used_memory above the empty server's).
-fn rebuild(spec: &membench::crd::EngineSpec, profile: &std::path::Path, seed: u64, keys: u64) -> f64 {
+fn rebuild(
+    spec: &membench::crd::EngineSpec,
+    profile: &std::path::Path,
+    seed: u64,
+    keys: u64,
+) -> f64 {
     let target = common::start_spec(spec);
     let mut args = common::rebuild_args(&target.address.socket_addr(), profile, 1, "json");
     args.extend(["--seed".to_string(), seed.to_string()]);
@@ -87,7 +97,11 @@ fn rebuild(spec: &membench::crd::EngineSpec, profile: &std::path::Path, seed: u6
     assert!(output.status.success(), "{}", common::stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let rep = &report["repetitions"][0];
-    assert_eq!(rep["items"].as_u64(), Some(keys), "the rebuild stores every key");
+    assert_eq!(
+        rep["items"].as_u64(),
+        Some(keys),
+        "the rebuild stores every key"
+    );
     (rep["used_memory"].as_u64().unwrap() - rep["baseline_used_memory"].as_u64().unwrap()) as f64
 }
 
@@ -112,7 +126,11 @@ fn round(spec: &membench::crd::EngineSpec, dir: &std::path::Path, seed: u64, eve
     std::thread::sleep(std::time::Duration::from_millis(200));
     let source_data = (used_memory(&source.address) - empty) as f64;
     let mut profiles = Vec::new();
-    let samples: &[&str] = if every { &[SAMPLE, "1000000"] } else { &[SAMPLE] };
+    let samples: &[&str] = if every {
+        &[SAMPLE, "1000000"]
+    } else {
+        &[SAMPLE]
+    };
     for sample in samples {
         let (output, profile) = common::profile_json(
             &source.address.socket_addr(),
@@ -142,7 +160,8 @@ fn round(spec: &membench::crd::EngineSpec, dir: &std::path::Path, seed: u64, eve
 fn a_keyspace_with_one_big_key_rebuilt_from_a_small_sample_lands_within_one_percent_of_every_key_read_in_every_run()
  {
     let spec = common::shared_build(EngineKind::Valkey, "9.1");
-    let dir = std::env::temp_dir().join(format!("membench-profile-defaults-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("membench-profile-defaults-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut errors = Vec::new();
     // The rebuild's own error on this data: a profile that read every key, rebuilt.
@@ -181,7 +200,9 @@ fn a_keyspace_with_one_big_key_rebuilt_from_a_small_sample_lands_within_one_perc
         assert_eq!(keys_of(membench::profile::model::KeyType::String), STRINGS);
         assert_eq!(keys_of(membench::profile::model::KeyType::Hash), HASHES);
         for group in &profile.groups {
-            let share = group.sampled_share.expect("every group states its sampled share");
+            let share = group
+                .sampled_share
+                .expect("every group states its sampled share");
             assert!(
                 group.sampled_keys >= 400.min(group.keys),
                 "{}: {} of {} keys read",
@@ -196,7 +217,10 @@ fn a_keyspace_with_one_big_key_rebuilt_from_a_small_sample_lands_within_one_perc
     if std::env::var_os("MEMBENCH_KEEP").is_none() {
         std::fs::remove_dir_all(&dir).ok();
     }
-    eprintln!("the rebuild's own error (every key read): {:+.2}%", own * 100.0);
+    eprintln!(
+        "the rebuild's own error (every key read): {:+.2}%",
+        own * 100.0
+    );
     for (seed, error) in errors.iter().enumerate() {
         // What the sample adds to the rebuild's own error: within 1% in every run.
         assert!(
@@ -226,7 +250,13 @@ fn profile_stopped_by(signal: libc::c_int) -> (Option<i32>, String, Option<Profi
     pipe.query::<()>(&mut connection).unwrap();
     // About 600 commands a second: the walk and a few sampled keys in the first second.
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
-        .args(["profile", "--addr", &engine.address.socket_addr(), "--output", "json"])
+        .args([
+            "profile",
+            "--addr",
+            &engine.address.socket_addr(),
+            "--output",
+            "json",
+        ])
         .args(["--max-commands-per-sec", "600"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -241,19 +271,24 @@ fn profile_stopped_by(signal: libc::c_int) -> (Option<i32>, String, Option<Profi
 
 #[test]
 fn sigint_and_sigterm_during_a_profile_print_what_was_read_marked_incomplete() {
-    for (signal, name, code) in [(libc::SIGINT, "SIGINT", 130), (libc::SIGTERM, "SIGTERM", 143)] {
+    for (signal, name, code) in [
+        (libc::SIGINT, "SIGINT", 130),
+        (libc::SIGTERM, "SIGTERM", 143),
+    ] {
         let (exit, stderr, profile) = profile_stopped_by(signal);
         assert_eq!(exit, Some(code), "{name}: {stderr}");
         let profile = profile.unwrap_or_else(|| panic!("{name}: no profile printed: {stderr}"));
         assert!(!profile.source.complete, "{name}");
         let why = profile.source.stopped_by.clone().unwrap_or_default();
         assert!(
-            why.contains(&format!("{name} stopped the profile after")) && why.contains("keys to sample"),
+            why.contains(&format!("{name} stopped the profile after"))
+                && why.contains("keys to sample"),
             "{name}: {why}"
         );
         assert!(profile.source.sampled_keys > 0 && profile.source.sampled_keys < 3000);
         assert!(
-            stderr.contains("the profile is incomplete") && stderr.contains("keys read in full of 3000"),
+            stderr.contains("the profile is incomplete")
+                && stderr.contains("keys read in full of 3000"),
             "{stderr}"
         );
         // What was read rebuilds: its groups' counts are the walk's.

@@ -181,5 +181,8 @@ fn an_instance_type_the_table_does_not_know_is_named_with_what_was_planned_over(
     );
     assert!(unknown_instance_types_note(&[], &["r7g.xlarge"], &[InstanceFamily::R7g]).is_none());
     // Families given: the instance type does not choose them, so nothing to say.
-    assert!(unknown_instance_types_note(&[InstanceFamily::R7g], &["x"], &[InstanceFamily::R7g]).is_none());
+    assert!(
+        unknown_instance_types_note(&[InstanceFamily::R7g], &["x"], &[InstanceFamily::R7g])
+            .is_none()
+    );
 }

@@ -147,7 +147,9 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
                     stopped.unwrap_or(ExitCode::from(1))
                 }
                 (None, Some(why)) => {
-                    eprintln!("warning: the profile is incomplete (source.complete false): {why}; {read}");
+                    eprintln!(
+                        "warning: the profile is incomplete (source.complete false): {why}; {read}"
+                    );
                     stopped.unwrap_or(ExitCode::SUCCESS)
                 }
                 (None, None) => stopped.unwrap_or(ExitCode::SUCCESS),

@@ -406,7 +406,10 @@ mod tests {
         let err = ProfileWorkload::new(profile(MIXED), 1e7, 1.0, 42)
             .err()
             .expect("1e7 is refused");
-        assert!(err.contains("scale is 10000000") && err.contains("at most 1000000"), "{err}");
+        assert!(
+            err.contains("scale is 10000000") && err.contains("at most 1000000"),
+            "{err}"
+        );
         // A profile of 10,000 keys at 1e6 would be 1e10 keys: refused with the keys' limit.
         let mut big = profile(MIXED);
         big.source.keys = 10_000;

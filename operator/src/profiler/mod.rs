@@ -25,8 +25,8 @@ use crate::profile::templates::TemplateBuilder;
 
 pub use cluster::profile_cluster;
 pub use error::ProfileError;
-pub use key_sample::{ELEMENTS_PER_KEY, MOST_ELEMENTS_PER_KEY, elements_per_key, is_integer};
 use groups::PlannedGroup;
+pub use key_sample::{ELEMENTS_PER_KEY, MOST_ELEMENTS_PER_KEY, elements_per_key, is_integer};
 use key_sample::{KeyObservation, Sampled, Session, sample_key};
 pub use selection::{BIG_KEY_SHARE, MIN_SAMPLE_PER_GROUP};
 use walk::{Interruption, Walk, WalkedKey, size_keys, walk_names};
@@ -170,7 +170,10 @@ pub fn profile_server(
     let stop_request = options.stop.clone();
     let bound = move |what: &str| -> Option<String> {
         if let Some(cause) = stop_request.cause() {
-            return Some(format!("{} stopped the profile {what}", cause.signal_name()));
+            return Some(format!(
+                "{} stopped the profile {what}",
+                cause.signal_name()
+            ));
         }
         if let Some(limit) = limit
             && started.elapsed() >= limit
@@ -195,13 +198,14 @@ pub fn profile_server(
             _ => Interruption::Failed(e),
         }
     };
-    let interrupted =
-        |i: Interruption, stopped_by: &mut Option<String>, error: &mut Option<ProfileError>| {
-            match i {
-                Interruption::Bound(why) => *stopped_by = Some(why),
-                Interruption::Failed(e) => *error = Some(e),
-            }
-        };
+    let interrupted = |i: Interruption,
+                       stopped_by: &mut Option<String>,
+                       error: &mut Option<ProfileError>| {
+        match i {
+            Interruption::Bound(why) => *stopped_by = Some(why),
+            Interruption::Failed(e) => *error = Some(e),
+        }
+    };
 
     // 1. The walk: every name and type, no command per key (where SCAN takes TYPE).
     let mut walk = Walk::default();
@@ -218,13 +222,18 @@ pub fn profile_server(
                 target: dbsize,
             });
         }
-        bound(&format!("while walking the keyspace, after {walked} of {dbsize} keys"))
+        bound(&format!(
+            "while walking the keyspace, after {walked} of {dbsize} keys"
+        ))
     });
     if let Err(i) = walked {
         let i = match i {
             Interruption::Failed(e) => signalled(
                 e,
-                &format!("while walking the keyspace, after {} of {dbsize} keys", walk.keys.len()),
+                &format!(
+                    "while walking the keyspace, after {} of {dbsize} keys",
+                    walk.keys.len()
+                ),
             ),
             bound => bound,
         };
@@ -354,7 +363,9 @@ pub fn profile_server(
                     target: total,
                 });
             }
-            bound(&format!("while reading key sizes, after {done} of {total} keys"))
+            bound(&format!(
+                "while reading key sizes, after {done} of {total} keys"
+            ))
         });
         for (place, key) in places.into_iter().zip(to_size).take(sized as usize) {
             walk.keys[place].size = key.size;
@@ -362,7 +373,10 @@ pub fn profile_server(
         match result {
             Ok(()) => sized_all = true,
             Err(Interruption::Failed(e)) => interrupted(
-                signalled(e, &format!("while reading key sizes, after {sized} of {total} keys")),
+                signalled(
+                    e,
+                    &format!("while reading key sizes, after {sized} of {total} keys"),
+                ),
                 &mut stopped_by,
                 &mut error,
             ),
@@ -385,11 +399,19 @@ pub fn profile_server(
             if group.3.len() < 2 {
                 let only = group.3[0];
                 let size = walk.keys[only].size.unwrap_or(0);
-                let of = if group.1 == KeyType::String { string_bytes } else { elements };
+                let of = if group.1 == KeyType::String {
+                    string_bytes
+                } else {
+                    elements
+                };
                 group.2 = selection::is_big(size, of);
                 continue;
             }
-            let of = if group.1 == KeyType::String { string_bytes } else { elements };
+            let of = if group.1 == KeyType::String {
+                string_bytes
+            } else {
+                elements
+            };
             let (keep, out): (Vec<usize>, Vec<usize>) = group
                 .3
                 .iter()
@@ -481,7 +503,9 @@ pub fn profile_server(
             "the key sizes were not all read before the profile ended: element counts are those of the keys read, and big keys were not looked for".into(),
         );
     }
-    notes.push(format!("at most {per_key} elements read per key ({MOST_ELEMENTS_PER_KEY} of a big key)"));
+    notes.push(format!(
+        "at most {per_key} elements read per key ({MOST_ELEMENTS_PER_KEY} of a big key)"
+    ));
     notes.extend(session.left_out.iter().cloned());
     notes.push(format!(
         "{} commands in {:.1} s (at most {} per second)",
@@ -507,7 +531,9 @@ pub fn profile_server(
 /// multiplicative hash of the position), so that a profile stopped early has read every group
 /// in proportion.
 fn read_order(i: usize) -> u64 {
-    (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17)
+    (i as u64)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .rotate_left(17)
 }
 
 /// A sampled key's size as the size pass reads it: a string's length, else its elements.

@@ -114,7 +114,10 @@ mod tests {
         let mut generator = KeyGenerator::new(7);
         let chosen = choose(1000, 300, &mut generator);
         assert_eq!(chosen.len(), 300);
-        assert!(chosen.windows(2).all(|w| w[0] < w[1]), "distinct, increasing");
+        assert!(
+            chosen.windows(2).all(|w| w[0] < w[1]),
+            "distinct, increasing"
+        );
         assert!(*chosen.last().unwrap() < 1000);
         // Uniform: the mean position is near the middle.
         let mean = chosen.iter().sum::<usize>() as f64 / 300.0;

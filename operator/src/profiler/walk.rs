@@ -131,7 +131,10 @@ fn walk_untyped(
             return Err(Interruption::Bound(why));
         }
         let (next, batch): (String, Vec<Vec<u8>>) = session
-            .required("SCAN", cmd("SCAN").arg(&cursor).arg("COUNT").arg(SCAN_COUNT))
+            .required(
+                "SCAN",
+                cmd("SCAN").arg(&cursor).arg("COUNT").arg(SCAN_COUNT),
+            )
             .map_err(Interruption::Failed)?;
         for name in batch {
             if !seen.insert(hasher.hash_one(&name)) {
