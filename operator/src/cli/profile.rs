@@ -108,7 +108,7 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
     // Hidden when stderr is not a terminal.
     let bar = ProgressBar::new(0);
     bar.set_style(
-        ProgressStyle::with_template("{msg} {pos}/{len} keys [{bar:30}] eta {eta}")
+        ProgressStyle::with_template("profiling ({msg}) {pos}/{len} keys [{bar:30}] eta {eta}")
             .expect("the template is valid")
             .progress_chars("=> "),
     );

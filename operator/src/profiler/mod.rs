@@ -474,6 +474,13 @@ pub fn profile_server(
             describe_other_types(&other_types)
         ));
     }
+    if (observations.len() as u64) < source.keys {
+        notes.push(format!(
+            "{} of {} keys were sampled (read in full), drawn uniformly within each group",
+            observations.len(),
+            walk.keys.len()
+        ));
+    }
     if walked_all {
         notes.push(format!(
             "{} keys walked ({}): every group's key count is exact; {} of them read in full (at least {} of every group, all of a smaller one), the rest drawn uniformly within each group",
