@@ -197,6 +197,48 @@ pub struct CapacityPlan {
     /// The smallest instance type that holds any engine, and which engine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smallest_instance_type: Option<String>,
+    /// Every engine at the cheapest price (within half a cent a month), when more than one
+    /// is: a tie, not one engine cheaper than the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cheapest_tie: Vec<Cheapest>,
+    /// What a reader of the plan should know: an instance type the table does not know, and
+    /// what was planned over instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// How close two monthly prices are to be a tie.
+pub const PRICE_TIE_USD: f64 = 0.005;
+
+/// The note for instance types the table does not know, when the families were not given
+/// and so come from the instance types: which were not known and what the plan looks in.
+pub fn unknown_instance_types_note(
+    given: &[InstanceFamily],
+    instance_types: &[&str],
+    planned: &[InstanceFamily],
+) -> Option<String> {
+    if !given.is_empty() {
+        return None;
+    }
+    let unknown: Vec<&str> = instance_types
+        .iter()
+        .copied()
+        .filter(|t| instance_types::family_of(t).is_none())
+        .collect();
+    if unknown.is_empty() {
+        return None;
+    }
+    let families: Vec<&str> = planned.iter().map(|f| f.as_str()).collect();
+    Some(format!(
+        "the result's instance type {} is not in membench's instance-type table (it knows the families {}): the plan looks in {} instead; --instance-families chooses",
+        unknown.join(", "),
+        InstanceFamily::ALL
+            .iter()
+            .map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        families.join(", ")
+    ))
 }
 
 /// An engine without a projection.
@@ -334,6 +376,19 @@ pub fn plan(measurements: &[EngineMeasurement], request: &CapacityRequest) -> Ca
         .iter()
         .filter_map(|e| e.cheapest.clone())
         .min_by(|a, b| a.monthly_usd.total_cmp(&b.monthly_usd));
+    let cheapest_tie: Vec<Cheapest> = match &cheapest {
+        Some(c) => engines
+            .iter()
+            .filter_map(|e| e.cheapest.clone())
+            .filter(|o| (o.monthly_usd - c.monthly_usd).abs() <= PRICE_TIE_USD)
+            .collect(),
+        None => Vec::new(),
+    };
+    let cheapest_tie = if cheapest_tie.len() > 1 {
+        cheapest_tie
+    } else {
+        Vec::new()
+    };
     let smallest_instance_type = engines
         .iter()
         .filter_map(|e| {
@@ -354,6 +409,8 @@ pub fn plan(measurements: &[EngineMeasurement], request: &CapacityRequest) -> Ca
         not_projected,
         cheapest,
         smallest_instance_type,
+        cheapest_tie,
+        notes: Vec::new(),
     }
 }
 

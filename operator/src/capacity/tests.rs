@@ -135,3 +135,54 @@ fn families_default_to_the_spec_instance_types_family() {
     };
     assert!(zero.validate().unwrap_err().contains("at least 1"));
 }
+
+#[test]
+fn three_engines_at_one_price_are_a_tie_not_one_cheapest() {
+    let prices = Prices::parse("p.csv", "r8g.xlarge,0.2\nr8g.2xlarge,0.4\n").unwrap();
+    let engines = [
+        redis_like("a", 120),
+        redis_like("b", 121),
+        redis_like("c", 122),
+    ];
+    let plan = plan(&engines, &request(100_000_000, Some(prices.clone())));
+    assert_eq!(plan.cheapest_tie.len(), 3, "{:?}", plan.cheapest_tie);
+    let footer = crate::report::capacity::capacity_footer(&plan);
+    assert!(
+        footer.contains("cheapest: a tie of 3 engines at 146.00 USD a month: a on r8g.xlarge, b on r8g.xlarge, c on r8g.xlarge"),
+        "{footer}"
+    );
+    // One engine cheaper than the others is no tie.
+    let plan = plan_of_two(prices);
+    assert!(plan.cheapest_tie.is_empty());
+}
+
+fn plan_of_two(prices: Prices) -> CapacityPlan {
+    plan(
+        &[redis_like("small", 120), redis_like("big", 250)],
+        &request(100_000_000, Some(prices)),
+    )
+}
+
+#[test]
+fn an_instance_type_the_table_does_not_know_is_named_with_what_was_planned_over() {
+    let families = default_families(&[], &["r8gd.4xlarge"]);
+    let note = unknown_instance_types_note(&[], &["r8gd.4xlarge"], &families).unwrap();
+    assert!(
+        note.contains("r8gd.4xlarge is not in membench's instance-type table")
+            && note.contains("the plan looks in r8g, r7g, r7i, r6g, r6i instead"),
+        "{note}"
+    );
+    assert_eq!(
+        unknown_instance_types_note(&[], &["e2-highmem-8", "r7g.xlarge"], &[InstanceFamily::R7g])
+            .unwrap()
+            .split(" is not")
+            .next(),
+        Some("the result's instance type e2-highmem-8")
+    );
+    assert!(unknown_instance_types_note(&[], &["r7g.xlarge"], &[InstanceFamily::R7g]).is_none());
+    // Families given: the instance type does not choose them, so nothing to say.
+    assert!(
+        unknown_instance_types_note(&[InstanceFamily::R7g], &["x"], &[InstanceFamily::R7g])
+            .is_none()
+    );
+}

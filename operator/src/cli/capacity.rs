@@ -129,20 +129,28 @@ pub fn run_capacity(args: CapacityArgs) -> ExitCode {
     let mut json = Vec::new();
     let mut failed = false;
     for mut comparison in comparisons {
+        let types: Vec<&str> = comparison
+            .instance_type
+            .as_deref()
+            .map(|types| types.split(", ").collect())
+            .unwrap_or_default();
+        let families = membench::capacity::default_families(&args.instance_families, &types);
+        let unknown = membench::capacity::unknown_instance_types_note(
+            &args.instance_families,
+            &types,
+            &families,
+        );
         let request = CapacityRequest {
             items: args.items,
             headroom_percent: args.headroom_percent,
-            families: membench::capacity::default_families(
-                &args.instance_families,
-                &comparison
-                    .instance_type
-                    .as_deref()
-                    .map(|types| types.split(", ").collect::<Vec<_>>())
-                    .unwrap_or_default(),
-            ),
+            families,
             prices: prices.clone(),
         };
-        let plan = plan_reports(&comparison.reports, &request);
+        let mut plan = plan_reports(&comparison.reports, &request);
+        if let Some(note) = unknown {
+            eprintln!("warning: {note}");
+            plan.notes.push(note);
+        }
         failed |= !plan.not_projected.is_empty();
         for missing in &plan.not_projected {
             eprintln!("error: {}: not projected: {}", missing.name, missing.reason);

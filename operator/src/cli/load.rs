@@ -352,7 +352,9 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         .map(|addr| EngineAddress::parse(addr, args.password.clone()))
         .collect::<Result<Vec<_>, _>>()
         .and_then(|addresses| {
-            membench::client::shards::check_shard_count(addresses.len()).map(|_| addresses)
+            membench::client::shards::check_shard_count(addresses.len())?;
+            membench::client::shards::check_distinct(&addresses)?;
+            Ok(addresses)
         }) {
         Ok(a) => a,
         Err(e) => return usage_error(&e.to_string()),

@@ -8,6 +8,8 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use membench::client::engine::{ControlConnection, EngineAddress};
+use membench::client::stop::{STOP_DEADLINE, stop_on_signals};
+use membench::client::stop_request::StopRequest;
 use membench::profile::Profile;
 use membench::profiler::{
     DEFAULT_COMMANDS_PER_SECOND, ProfileError, ProfileOptions, ProfileProgress, profile_cluster,
@@ -36,7 +38,9 @@ pub struct ProfileArgs {
     /// The database to profile.
     #[arg(long, default_value_t = 0)]
     db: u32,
-    /// Sample at most this many keys (the first SCAN returns).
+    /// Read at most this many keys in full (TYPE, PTTL, OBJECT ENCODING, a bounded read of
+    /// their elements), drawn within each group after the walk counted every key: at least
+    /// 400 of every group (all of a smaller one), the rest by the groups' sizes.
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     sample_keys: u64,
     /// How to print the profile.
@@ -79,20 +83,37 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
         Ok(address) => address,
         Err(e) => return usage_error(&e.to_string()),
     };
+    let stop = StopRequest::new();
     let options = ProfileOptions {
         db: args.db,
         sample_keys: args.sample_keys,
         max_commands_per_second: args.max_commands_per_sec,
         max_duration: Some(Duration::from_secs_f64(args.max_seconds)),
+        stop: stop.clone(),
     };
+    // SIGINT and SIGTERM end the profile between two commands, and what was read is printed,
+    // marked incomplete; a command that does not return in time ends membench with the code.
+    if let Err(e) = stop_on_signals(stop.clone(), STOP_DEADLINE, |cause| {
+        eprintln!(
+            "error: {}: the server did not answer within {} s, so nothing could be printed",
+            cause.signal_name(),
+            STOP_DEADLINE.as_secs()
+        );
+        std::process::exit(i32::from(cause.exit_code()));
+    }) {
+        eprintln!(
+            "warning: cannot handle SIGINT and SIGTERM ({e}); a stopped profile would print nothing"
+        );
+    }
     // Hidden when stderr is not a terminal.
     let bar = ProgressBar::new(0);
     bar.set_style(
-        ProgressStyle::with_template("profiling {pos}/{len} keys [{bar:30}] eta {eta}")
+        ProgressStyle::with_template("profiling ({msg}) {pos}/{len} keys [{bar:30}] eta {eta}")
             .expect("the template is valid")
             .progress_chars("=> "),
     );
     let mut on_progress = |p: ProfileProgress| {
+        bar.set_message(p.stage);
         bar.set_length(p.target);
         bar.set_position(p.sampled);
     };
@@ -101,10 +122,12 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
     } else {
         match ControlConnection::open(&address, CONNECT_TIMEOUT) {
             Ok(mut control) => profile_server(&mut control, &options, &mut on_progress),
-            Err(e) => return usage_error(&e.to_string()),
+            Err(e) => Err(ProfileError::Connect(e)),
         }
     };
     bar.finish_and_clear();
+    // A stop asked for (SIGINT 130, SIGTERM 143) is the exit code, as in `load` and `run`.
+    let stopped = stop.cause().map(|cause| ExitCode::from(cause.exit_code()));
     match outcome {
         Ok(outcome) => {
             print_profile(&outcome.profile, args.output);
@@ -112,29 +135,33 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
             for note in &outcome.profile.notes {
                 eprintln!("note: {note}");
             }
+            let read = format!(
+                "it holds the {} keys read in full of {} ({} groups)",
+                source.sampled_keys,
+                source.keys,
+                outcome.profile.groups.len()
+            );
             match (&outcome.error, &source.stopped_by) {
                 (Some(e), _) => {
-                    eprintln!(
-                        "error: {e}; the profile printed holds the {} keys sampled before",
-                        source.sampled_keys
-                    );
-                    ExitCode::from(1)
+                    eprintln!("error: {e}; the profile printed is marked incomplete: {read}");
+                    stopped.unwrap_or(ExitCode::from(1))
                 }
                 (None, Some(why)) => {
-                    eprintln!("warning: the profile is incomplete: {why}");
-                    ExitCode::SUCCESS
+                    eprintln!(
+                        "warning: the profile is incomplete (source.complete false): {why}; {read}"
+                    );
+                    stopped.unwrap_or(ExitCode::SUCCESS)
                 }
-                (None, None) => ExitCode::SUCCESS,
+                (None, None) => stopped.unwrap_or(ExitCode::SUCCESS),
             }
         }
-        Err(
-            e @ (ProfileError::Empty { .. }
-            | ProfileError::Connect(_)
-            | ProfileError::NotACluster { .. }),
-        ) => usage_error(&e.to_string()),
+        Err(e @ (ProfileError::Empty { .. } | ProfileError::NotACluster { .. })) => {
+            usage_error(&e.to_string())
+        }
+        // A server that cannot be reached or refuses the password: 1, as `load` exits.
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(1)
+            stopped.unwrap_or(ExitCode::from(1))
         }
     }
 }

@@ -500,8 +500,20 @@ impl ControlConnection {
     /// that already owns them (Dragonfly's emulated cluster) is left as it is.
     pub fn own_all_slots(&mut self) -> Result<(), BenchError> {
         let info = self.cluster_info()?;
-        let assigned = info.get("cluster_slots_assigned").map(String::as_str);
-        if assigned != Some("16384") {
+        let assigned: u64 = info
+            .get("cluster_slots_assigned")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        if assigned > 0 && assigned < 16384 {
+            return Err(BenchError::InvalidArgument {
+                field: "--own-all-slots".into(),
+                message: format!(
+                    "the node at {} already owns {assigned} of the 16384 slots (it is part of a cluster, or was given some before): --own-all-slots makes a node that owns none a one-node cluster. Give every shard's node with --addr instead, or reset this node (CLUSTER RESET) if it is yours to reset",
+                    self.address()
+                ),
+            });
+        }
+        if assigned == 0 {
             self.add_slots(0, 16383)?;
         }
         let deadline = std::time::Instant::now() + Duration::from_secs(10);

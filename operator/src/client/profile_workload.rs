@@ -119,6 +119,11 @@ impl PartialEq for ProfileWorkload {
     }
 }
 
+/// The largest `scale` and `elementScale`.
+pub const MOST_SCALE: f64 = 1_000_000.0;
+/// The most keys a rebuild stores.
+pub const MOST_KEYS: u64 = 2_000_000_000;
+
 /// Splits `keys` over shares by largest remainder, so the counts add up exactly.
 fn allocate(keys: u64, shares: &[f64]) -> Vec<u64> {
     let exact: Vec<f64> = shares.iter().map(|s| s * keys as f64).collect();
@@ -148,16 +153,18 @@ impl ProfileWorkload {
     ) -> Result<Self, String> {
         profile.check()?;
         for (name, value) in [("scale", scale), ("elementScale", element_scale)] {
-            if !(value.is_finite() && value > 0.0 && value <= 1_000_000.0) {
+            if !(value.is_finite() && value > 0.0 && value <= MOST_SCALE) {
                 return Err(format!(
-                    "{name} is {value}: it is a factor above 0 (1 keeps the profile's size)"
+                    "{name} is {value}: it is a factor above 0 and at most {MOST_SCALE} (1 keeps the profile's size)"
                 ));
             }
         }
         let keys = (profile.source.keys as f64 * scale).round().max(1.0) as u64;
-        if keys > 2_000_000_000 {
+        if keys > MOST_KEYS {
             return Err(format!(
-                "the rebuild would store {keys} keys: at most 2000000000"
+                "scale {scale} would store {keys} keys, and a rebuild stores at most {MOST_KEYS}: with this profile's {} keys, scale is at most {}",
+                profile.source.keys,
+                MOST_KEYS / profile.source.keys.max(1)
             ));
         }
         let shares: Vec<f64> = profile.groups.iter().map(|g| g.share).collect();
@@ -393,6 +400,27 @@ mod tests {
   fields: {textLength: {buckets: [[3, 3, 1]]}}
   values: {textLength: {buckets: [[3, 3, 1]]}}
 "#;
+
+    #[test]
+    fn a_scale_past_its_limit_is_refused_naming_the_limit() {
+        let err = ProfileWorkload::new(profile(MIXED), 1e7, 1.0, 42)
+            .err()
+            .expect("1e7 is refused");
+        assert!(
+            err.contains("scale is 10000000") && err.contains("at most 1000000"),
+            "{err}"
+        );
+        // A profile of 10,000 keys at 1e6 would be 1e10 keys: refused with the keys' limit.
+        let mut big = profile(MIXED);
+        big.source.keys = 10_000;
+        let err = ProfileWorkload::new(big, 1e6, 1.0, 42)
+            .err()
+            .expect("1e10 keys are refused");
+        assert!(
+            err.contains("at most 2000000000") && err.contains("scale is at most 200000"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn the_commands_counted_before_the_load_are_the_commands_it_sends() {

@@ -49,6 +49,49 @@ pub fn check_shard_count(count: usize) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// Refuses two addresses that name the same node: the same host and port, or names that
+/// resolve to the same socket address (`localhost:6379` and `127.0.0.1:6379`).
+pub fn check_distinct(addresses: &[EngineAddress]) -> Result<(), BenchError> {
+    use std::net::ToSocketAddrs;
+    let resolved: Vec<Vec<std::net::SocketAddr>> = addresses
+        .iter()
+        .map(|a| {
+            (a.host.as_str(), a.port)
+                .to_socket_addrs()
+                .map(Iterator::collect)
+                .unwrap_or_default()
+        })
+        .collect();
+    for (i, a) in addresses.iter().enumerate() {
+        for (j, b) in addresses.iter().enumerate().skip(i + 1) {
+            let same_name = a.host.eq_ignore_ascii_case(&b.host) && a.port == b.port;
+            let same_socket = resolved[i].iter().any(|s| resolved[j].contains(s));
+            if same_name || same_socket {
+                return Err(BenchError::InvalidArgument {
+                    field: "--addr".into(),
+                    message: format!(
+                        "--addr {a} and --addr {b} (the {} and {} given) name the same node: give each shard's node once",
+                        ordinal(i + 1),
+                        ordinal(j + 1)
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
 /// `shard I (HOST:PORT)`, how errors and reports name a shard.
 pub fn shard_name(index: usize, address: &EngineAddress) -> String {
     format!("shard {index} ({address})")
@@ -527,6 +570,19 @@ impl LoadConnections {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_addresses_of_one_node_are_refused_naming_it() {
+        let parse = |a: &str| EngineAddress::parse(a, None).unwrap();
+        let err = check_distinct(&[parse("127.0.0.1:7001"), parse("localhost:7001")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("--addr 127.0.0.1:7001 and --addr localhost:7001 (the 1st and 2nd given) name the same node"),
+            "{err}"
+        );
+        assert!(check_distinct(&[parse("127.0.0.1:7001"), parse("127.0.0.1:7002")]).is_ok());
+    }
 
     #[test]
     fn a_nodes_line_gives_the_slots_its_node_owns() {

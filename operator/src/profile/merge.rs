@@ -152,27 +152,61 @@ fn merge_group(parts: &[Weighted<KeyGroup>], total_keys: f64, sampled_per_key: f
             *encodings.entry(name.clone()).or_default() += s * w / encoded_weight;
         }
     }
-    let distribution = |f: fn(&KeyGroup) -> Option<&Distribution>| {
-        merge_optional(&observed.iter().map(|(g, w)| (f(g), *w)).collect::<Vec<_>>())
+    // Key lengths and element counts are counted over every key a walk found (in a profile
+    // before the walk, over the sampled keys): each part weighs by the keys one of its
+    // observations stands for.
+    let per_key_distribution = |f: fn(&KeyGroup) -> Option<&Distribution>| {
+        merge_optional(
+            &parts
+                .iter()
+                .map(|(g, w)| {
+                    let d = f(g);
+                    let observations = d.map_or(1, Distribution::observations).max(1);
+                    (d, w / observations as f64 * sampled_per_key)
+                })
+                .collect::<Vec<_>>(),
+        )
     };
     // Shares weigh alike whatever the scale: by observations too.
     let values = |f: fn(&KeyGroup) -> Option<&ValueShape>| {
         merge_optional_values(&observed.iter().map(|(g, w)| (f(g), *w)).collect::<Vec<_>>())
     };
     let weight: f64 = parts.iter().map(|(_, w)| w).sum();
+    let sampled_keys: u64 = parts.iter().map(|(g, _)| g.sampled_keys).sum();
+    let keys: u64 = if parts.iter().all(|(g, _)| g.keys > 0) {
+        parts.iter().map(|(g, _)| g.keys).sum()
+    } else {
+        0
+    };
+    // The parts' errors are independent: the sum's is their root sum of squares, by weight.
+    let size_error = parts
+        .iter()
+        .map(|(g, w)| g.size_error.map(|e| (e * w).powi(2)))
+        .sum::<Option<f64>>()
+        .map(|sum| sum.sqrt() / weight);
     KeyGroup {
         template: first.template.clone(),
         key_type: first.key_type,
         share: weight / total_keys,
-        sampled_keys: parts.iter().map(|(g, _)| g.sampled_keys).sum(),
-        key_length: distribution(|g| Some(&g.key_length)).expect("every group has key lengths"),
+        sampled_keys,
+        keys,
+        big_key: first.big_key,
+        sampled_share: (keys > 0).then(|| sampled_keys as f64 / keys as f64),
+        size_error,
+        key_length: per_key_distribution(|g| Some(&g.key_length))
+            .expect("every group has key lengths"),
         ttl: (ttl_share > 0.0).then_some(TtlShape {
             share: ttl_share,
             millis: ttl_millis,
         }),
         encodings,
-        elements: distribution(|g| g.elements.as_ref()),
-        entry_fields: distribution(|g| g.entry_fields.as_ref()),
+        elements: per_key_distribution(|g| g.elements.as_ref()),
+        entry_fields: merge_optional(
+            &observed
+                .iter()
+                .map(|(g, w)| (g.entry_fields.as_ref(), *w))
+                .collect::<Vec<_>>(),
+        ),
         fields: values(|g| g.fields.as_ref()),
         values: values(|g| Some(&g.values)).expect("every group has values"),
         scores: values(|g| g.scores.as_ref()),
@@ -183,13 +217,21 @@ fn merge_group(parts: &[Weighted<KeyGroup>], total_keys: f64, sampled_per_key: f
 /// in the notes (its address).
 pub fn merge_profiles(profiles: &[Profile], labels: &[String]) -> Profile {
     let total_keys: u64 = profiles.iter().map(|p| p.source.keys).sum();
-    let mut parts: BTreeMap<(String, super::model::KeyType), Vec<Weighted<KeyGroup>>> =
+    // A big key is one key of one node: never merged with another group.
+    let mut parts: BTreeMap<(String, super::model::KeyType, usize), Vec<Weighted<KeyGroup>>> =
         BTreeMap::new();
+    let mut big_keys = 0;
     for profile in profiles {
         // Each group's share of this node's keys, as keys.
         for group in &profile.groups {
+            let big = if group.big_key {
+                big_keys += 1;
+                big_keys
+            } else {
+                0
+            };
             parts
-                .entry((group.template.clone(), group.key_type))
+                .entry((group.template.clone(), group.key_type, big))
                 .or_default()
                 .push((group, group.share * profile.source.keys as f64));
         }

@@ -74,6 +74,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 fn complete_by_default() -> bool {
     true
 }
@@ -148,9 +152,28 @@ pub struct KeyGroup {
     /// The group's share of the keys (0 to 1).
     #[schemars(range(min = 0.0, max = 1.0))]
     pub share: f64,
-    /// How many sampled keys the share rests on.
+    /// How many of the group's keys were read in full (their TTL, encoding and elements'
+    /// lengths): all of a small group, at least a few hundred of a large one.
     #[serde(default)]
     pub sampled_keys: u64,
+    /// How many keys the group holds, counted exactly by the walk of the whole keyspace (0 in
+    /// a profile written before the walk counted them: the share was then scaled from the
+    /// sample).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub keys: u64,
+    /// One key that holds a large share of the keyspace's elements or string bytes (as
+    /// `redis-cli --bigkeys` finds them), kept as its own group with its exact size.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub big_key: bool,
+    /// `sampledKeys` over `keys`: the part of the group that was read in full.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub sampled_share: Option<f64>,
+    /// The error the sample implies for the group's bytes per key (names and elements'
+    /// lengths): the 95% bound of its relative error, 0 when every key and element was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0))]
+    pub size_error: Option<f64>,
     /// Key name lengths in bytes.
     pub key_length: Distribution,
     /// The share of keys with a TTL, and their remaining TTLs in milliseconds when sampled.
@@ -534,6 +557,10 @@ mod tests {
             key_type: KeyType::String,
             share,
             sampled_keys: 1,
+            keys: 0,
+            big_key: false,
+            sampled_share: None,
+            size_error: None,
             key_length: Distribution {
                 buckets: vec![[10, 10, 1]],
             },

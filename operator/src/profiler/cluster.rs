@@ -128,10 +128,15 @@ pub fn profile_cluster(
             ..options.clone()
         };
         let mut node_progress = |p: ProfileProgress| {
-            progress(ProfileProgress {
-                sampled: sampled_before + p.sampled,
-                target,
-            })
+            if p.stage == "sampling" {
+                progress(ProfileProgress {
+                    sampled: sampled_before + p.sampled,
+                    target,
+                    ..p
+                })
+            } else {
+                progress(p)
+            }
         };
         match profile_server(&mut control, &node_options, &mut node_progress) {
             Ok(outcome) => {
@@ -146,6 +151,10 @@ pub fn profile_cluster(
                 labels.push(address.to_string());
                 if outcome.error.is_some() {
                     error = outcome.error;
+                    break;
+                }
+                // Stopped (SIGINT, SIGTERM): the next primaries are not read.
+                if options.stop.requested() {
                     break;
                 }
             }

@@ -34,6 +34,9 @@ pub enum ProfileError {
     )]
     NotACluster { address: String },
 
+    #[error("{detail}")]
+    StoppedEarly { detail: String },
+
     #[error("unexpected reply to {command}: {detail}")]
     Unexpected { command: String, detail: String },
 }

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use crate::profile::model::{Distribution, KeyGroup, KeyType, TtlShape, ValueShape};
 
 use super::key_sample::{Element, KeyObservation};
+use super::selection;
+use super::walk::WalkedKey;
 
 fn count(map: &mut BTreeMap<u64, u64>, value: u64) {
     *map.entry(value).or_default() += 1;
@@ -110,13 +112,42 @@ impl GroupTally {
         self.scores.observe(&key.scores);
     }
 
-    fn group(&self, template: String, key_type: KeyType, sampled: u64) -> KeyGroup {
+    fn group(&self, planned: &PlannedGroup<'_>, total_keys: u64) -> KeyGroup {
+        let key_type = planned.key_type;
+        let all = planned.keys.len() as u64;
+        // Key lengths over every key, elements over every key sized (the sampled ones where
+        // the size pass did not get to them).
+        let mut key_lengths = BTreeMap::new();
+        let mut elements = BTreeMap::new();
+        for key in &planned.keys {
+            count(&mut key_lengths, key.name.len() as u64);
+            if let Some(size) = key.size {
+                count(&mut elements, size);
+            }
+        }
+        if elements.is_empty() {
+            elements = self.elements.clone();
+        }
+        let estimate = planned.estimate();
         KeyGroup {
-            template,
+            template: planned.template.clone(),
             key_type,
-            share: self.keys as f64 / sampled as f64,
+            share: all as f64 / total_keys.max(1) as f64,
             sampled_keys: self.keys,
-            key_length: Distribution::from_counts(&self.key_lengths),
+            keys: all,
+            big_key: planned.big_key,
+            sampled_share: Some(self.keys as f64 / all.max(1) as f64),
+            size_error: Some(
+                selection::size_error(
+                    &estimate.per_key,
+                    all,
+                    &estimate.elements,
+                    estimate.read,
+                    estimate.held,
+                )
+                .min(1.0),
+            ),
+            key_length: Distribution::from_counts(&key_lengths),
             ttl: (self.ttl_keys > 0).then(|| TtlShape {
                 share: self.ttl_keys as f64 / self.keys as f64,
                 millis: distribution(&self.ttls),
@@ -128,7 +159,7 @@ impl GroupTally {
                 .collect(),
             elements: key_type
                 .has_elements()
-                .then(|| distribution(&self.elements).unwrap_or_default()),
+                .then(|| distribution(&elements).unwrap_or_default()),
             entry_fields: (key_type == KeyType::Stream)
                 .then(|| distribution(&self.entry_fields).unwrap_or_default()),
             fields: matches!(key_type, KeyType::Hash | KeyType::Stream)
@@ -139,25 +170,79 @@ impl GroupTally {
     }
 }
 
-/// The groups of the sampled keys, the largest first. `templates[i]` is the template of
-/// `keys[i]`.
-pub fn groups_of(keys: &[KeyObservation], templates: &[String]) -> Vec<KeyGroup> {
-    let mut tallies: BTreeMap<(&str, KeyType), GroupTally> = BTreeMap::new();
-    for (key, template) in keys.iter().zip(templates) {
-        let Some(key_type) = key.key_type else {
-            continue;
+/// One group as the walk found it: its template and type, every key of it, and the keys read
+/// in full.
+pub struct PlannedGroup<'a> {
+    pub template: String,
+    pub key_type: KeyType,
+    pub big_key: bool,
+    pub keys: Vec<&'a WalkedKey>,
+    pub sampled: Vec<&'a KeyObservation>,
+}
+
+/// What the error of a group's sample is computed from.
+struct Estimate {
+    per_key: Vec<f64>,
+    elements: Vec<f64>,
+    read: u64,
+    held: u64,
+}
+
+impl PlannedGroup<'_> {
+    /// Each sampled key's bytes (its name and its elements' lengths, the elements not read
+    /// taken at the mean of those read), and the lengths of the elements read.
+    fn estimate(&self) -> Estimate {
+        let mut estimate = Estimate {
+            per_key: Vec::new(),
+            elements: Vec::new(),
+            read: 0,
+            held: 0,
         };
-        tallies
-            .entry((template.as_str(), key_type))
-            .or_default()
-            .observe(key);
+        for key in &self.sampled {
+            let lengths: Vec<f64> = (0..key.values.len())
+                .map(|i| {
+                    let length = |list: &[Element]| list.get(i).map_or(0, |e| e.length);
+                    f64::from(length(&key.values) + length(&key.fields) + length(&key.scores))
+                })
+                .collect();
+            let read = lengths.len() as u64;
+            let held = key.elements.unwrap_or(read).max(read);
+            let mean = if read == 0 {
+                0.0
+            } else {
+                lengths.iter().sum::<f64>() / read as f64
+            };
+            estimate
+                .per_key
+                .push(key.key_length as f64 + held as f64 * mean);
+            estimate.elements.extend(lengths);
+            estimate.read += read;
+            estimate.held += held;
+        }
+        estimate
     }
-    let sampled: u64 = tallies.values().map(|t| t.keys).sum();
-    let mut groups: Vec<KeyGroup> = tallies
-        .into_iter()
-        .map(|((template, key_type), tally)| tally.group(template.to_string(), key_type, sampled))
+}
+
+/// The groups, the largest first: counts from the walk, the rest from the sampled keys. A
+/// group none of whose keys was read (the profile was stopped first) is left out.
+pub fn groups_of(planned: &[PlannedGroup<'_>]) -> Vec<KeyGroup> {
+    let total_keys: u64 = planned
+        .iter()
+        .filter(|g| !g.sampled.is_empty())
+        .map(|g| g.keys.len() as u64)
+        .sum();
+    let mut groups: Vec<KeyGroup> = planned
+        .iter()
+        .filter(|g| !g.sampled.is_empty())
+        .map(|g| {
+            let mut tally = GroupTally::default();
+            for key in &g.sampled {
+                tally.observe(key);
+            }
+            tally.group(g, total_keys)
+        })
         .collect();
-    groups.sort_by_key(|g| std::cmp::Reverse(g.sampled_keys));
+    groups.sort_by_key(|g| std::cmp::Reverse(g.keys));
     groups
 }
 
@@ -177,9 +262,22 @@ mod tests {
 
     #[test]
     fn a_set_of_integers_counts_as_an_integer_key_and_mixed_ones_by_element() {
-        let keys = [set_key(&["1", "22"]), set_key(&["abc", "7"])];
-        let templates = vec!["ids:{n}".to_string(); 2];
-        let groups = groups_of(&keys, &templates);
+        let observed = [set_key(&["1", "22"]), set_key(&["abc", "7"])];
+        let walked: Vec<WalkedKey> = (0..4)
+            .map(|i| WalkedKey {
+                name: format!("ids:{i}").into_bytes(),
+                key_type: KeyType::Set,
+                size: Some(2 + i),
+            })
+            .collect();
+        let planned = [PlannedGroup {
+            template: "ids:{n}".into(),
+            key_type: KeyType::Set,
+            big_key: false,
+            keys: walked.iter().collect(),
+            sampled: observed.iter().collect(),
+        }];
+        let groups = groups_of(&planned);
         assert_eq!(groups.len(), 1);
         let values = &groups[0].values;
         assert_eq!(values.integer_keys, 0.5);
@@ -193,5 +291,12 @@ mod tests {
             vec![[3, 3, 1]]
         );
         assert_eq!(groups[0].share, 1.0);
+        // Counts and sizes are those of every key walked, not of the two sampled.
+        assert_eq!(groups[0].keys, 4);
+        assert_eq!(groups[0].sampled_share, Some(0.5));
+        assert_eq!(
+            groups[0].elements.as_ref().unwrap().buckets,
+            vec![[2, 2, 1], [3, 3, 1], [4, 4, 1], [5, 5, 1]]
+        );
     }
 }

@@ -88,11 +88,26 @@ pub fn capacity_heading(plan: &CapacityPlan, item: &str) -> String {
 /// The lines under the table: the cheapest engine, and each engine's notes.
 pub fn capacity_footer(plan: &CapacityPlan) -> String {
     let mut lines = Vec::new();
-    if let Some(c) = &plan.cheapest {
+    if plan.cheapest_tie.len() > 1 {
+        let each: Vec<String> = plan
+            .cheapest_tie
+            .iter()
+            .map(|c| format!("{} on {}", c.engine, c.instance_type))
+            .collect();
+        lines.push(format!(
+            "cheapest: a tie of {} engines at {:.2} USD a month: {}",
+            each.len(),
+            plan.cheapest_tie[0].monthly_usd,
+            each.join(", ")
+        ));
+    } else if let Some(c) = &plan.cheapest {
         lines.push(format!(
             "cheapest: {} on {} at {:.2} USD a month",
             c.engine, c.instance_type, c.monthly_usd
         ));
+    }
+    for note in &plan.notes {
+        lines.push(format!("note: {note}"));
     }
     for engine in &plan.engines {
         lines.push(rss_line(engine));
