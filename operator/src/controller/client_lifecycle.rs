@@ -159,11 +159,19 @@ impl Step<'_, '_> {
                 self.fail(status, index, reason::RUN_CONTAINER_ERROR, message, true);
             }
             PodState::Starting { .. } | PodState::Unready { .. } | PodState::Ready => {
+                if load.is_some_and(|l| l.done) && self.take_served(status, index, &client) {
+                    return;
+                }
                 let engine = &mut status.engines[index];
                 engine.reason = Some(reason::MEASURING.into());
                 engine.message = None;
-                let _ = load;
-                self.requeue(self.settings.poll_interval);
+                // Finishing: the result is taken within a second of the client being done.
+                let after = if load.is_some_and(|l| l.finishing) {
+                    Duration::from_secs(1).min(self.settings.poll_interval)
+                } else {
+                    self.settings.poll_interval
+                };
+                self.requeue(after);
             }
             PodState::Terminated {
                 exit_code,
@@ -232,6 +240,35 @@ impl Step<'_, '_> {
                     }
                 }
             }
+        }
+    }
+
+    /// A client that reported done while it still runs: the whole result it served, when it
+    /// was read and holds, is taken into the status and the engine succeeds (its pod is then
+    /// deleted, which ends the client's wait). A result that breaks the bounds fails the engine
+    /// as a broken termination message does; one that could not be read, or that carries an
+    /// error, is left to the termination message once the client leaves. Returns whether the
+    /// engine ended.
+    fn take_served(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        client: &k8s_openapi::api::core::v1::Pod,
+    ) -> bool {
+        let repetitions = self.benchmark.spec.repetitions;
+        match self.served_by(&client.name_any()) {
+            Some(Ok(result)) if result.error.is_none() => {
+                absorb(&mut status.engines[index], &result, repetitions);
+                status.engines[index].message = result_note(&result);
+                self.succeed(status, index);
+                true
+            }
+            Some(Err(ReadError::Invalid(why))) => {
+                let message = format!("the client's result was refused: {why}");
+                self.mark_failed(status, index, reason::INVALID_CLIENT_RESULT, message, false);
+                true
+            }
+            _ => false,
         }
     }
 

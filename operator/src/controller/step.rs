@@ -12,13 +12,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::client::result::ClientResult;
+use crate::client::result::{ClientResult, ReadError};
 use crate::client::workload::Workload;
 use crate::crd::{CleanupPolicy, MemoryBenchmark, MemoryBenchmarkStatus};
 
 use super::conditions::{reason, state};
 use super::observation::{
-    Plan, PodRejection, Settings, elapsed_since, is_terminal, pods_of, to_the_second,
+    Plan, PodRejection, ServedResult, Settings, elapsed_since, is_terminal, pods_of,
+    to_the_second,
 };
 use super::pods::{
     Component, PodState, client_attempt, client_state, engine_index, has_started, stuck_deleting,
@@ -49,6 +50,8 @@ pub(super) struct Step<'a, 'p> {
     pub(super) workload: &'a Workload,
     /// Pods the API server refused to create in this reconciliation.
     pub(super) rejected: &'a [PodRejection],
+    /// Whole results read from client pods in this reconciliation.
+    pub(super) served: &'a [ServedResult],
     /// Pods with this benchmark's labels that an earlier benchmark of the same name (another
     /// UID) left behind: never this one's, and in the way of pods of the same name.
     pub(super) foreign: &'a [&'p Pod],
@@ -83,7 +86,16 @@ impl Step<'_, '_> {
         self.requeue(after);
     }
 
+    /// The whole result the client pod `name` served in this reconciliation, if it was read.
+    pub(super) fn served_by(&self, name: &str) -> Option<Result<ClientResult, ReadError>> {
+        self.served
+            .iter()
+            .find(|s| s.pod == name)
+            .map(|s| s.result.clone())
+    }
+
     /// What the API server said when it refused to create the pod `name`, if it did.
+
     pub(super) fn rejection(&self, name: &str) -> Option<String> {
         self.rejected
             .iter()
