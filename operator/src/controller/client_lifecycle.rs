@@ -196,12 +196,12 @@ impl Step<'_, '_> {
                         );
                     }
                     (Ok(result), None) if exit_code == 0 => {
-                        absorb(&mut status.engines[index], result, repetitions);
-                        status.engines[index].message = result_note(result);
+                        absorb(&mut status.engines[index], result, self.listed());
+                        status.engines[index].message = result_note(result, self.listed());
                         self.succeed(status, index);
                     }
                     (Ok(result), Some(error)) if !retryable(&error.category) => {
-                        absorb(&mut status.engines[index], result, repetitions);
+                        absorb(&mut status.engines[index], result, self.listed());
                         let done = status.engines[index].repetitions.len();
                         let why = match error.category.as_str() {
                             "OutOfMemory" => reason::ENGINE_OUT_OF_MEMORY,
@@ -255,11 +255,10 @@ impl Step<'_, '_> {
         index: usize,
         client: &k8s_openapi::api::core::v1::Pod,
     ) -> bool {
-        let repetitions = self.benchmark.spec.repetitions;
         match self.served_by(&client.name_any()) {
             Some(Ok(result)) if result.error.is_none() => {
-                absorb(&mut status.engines[index], &result, repetitions);
-                status.engines[index].message = result_note(&result);
+                absorb(&mut status.engines[index], &result, self.listed());
+                status.engines[index].message = result_note(&result, self.listed());
                 self.succeed(status, index);
                 true
             }
@@ -286,7 +285,7 @@ impl Step<'_, '_> {
             absorb(
                 &mut status.engines[index],
                 result,
-                self.benchmark.spec.repetitions,
+                self.listed(),
             );
         }
         let attempts = status.engines[index].client_attempts;

@@ -477,7 +477,7 @@ impl Step<'_, '_> {
                 absorb(
                     &mut status.engines[index],
                     &result,
-                    self.benchmark.spec.repetitions,
+                    self.listed(),
                 );
                 "; its client still answered on its pod address and served the repetitions it finished".into()
             }

@@ -45,6 +45,8 @@ pub mod profile_config_map;
 pub mod progress;
 pub mod queue;
 pub mod results;
+#[cfg(test)]
+mod served_result_tests;
 mod shards;
 #[cfg(test)]
 mod shards_tests;

@@ -25,7 +25,7 @@ use super::pods::{
     Component, PodState, client_attempt, client_state, engine_index, has_started, stuck_deleting,
 };
 use super::queue::benchmarks_ahead;
-use super::results::{absorb, result_note, tail};
+use super::results::{absorb, listed_per_run, result_note, tail};
 
 /// Terminated reasons of a container that never ran: the runtime could not start its program
 /// (containerd's `StartError`, Docker's `ContainerCannotRun`).
@@ -84,6 +84,11 @@ impl Step<'_, '_> {
         engine.reason = Some(why.into());
         engine.message = Some(message);
         self.requeue(after);
+    }
+
+    /// How many repetitions each run's status lists ([`listed_per_run`]).
+    pub(super) fn listed(&self) -> u32 {
+        listed_per_run(self.benchmark.spec.runs(), self.benchmark.spec.repetitions)
     }
 
     /// The whole result the client pod `name` served in this reconciliation, if it was read.
@@ -342,10 +347,10 @@ impl Step<'_, '_> {
                 absorb(
                     &mut status.engines[index],
                     &result,
-                    self.benchmark.spec.repetitions,
+                    self.listed(),
                 );
                 if exit_code == 0 && result.error.is_none() {
-                    status.engines[index].message = result_note(&result);
+                    status.engines[index].message = result_note(&result, self.listed());
                     KeptResult::Complete
                 } else {
                     KeptResult::Partial

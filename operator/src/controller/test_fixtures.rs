@@ -268,7 +268,17 @@ pub(super) fn message_of(
     repetitions: Vec<RepetitionResult>,
     error: Option<&str>,
 ) -> String {
-    let report = BenchmarkReport {
+    ClientResult::from_report(&report_of(engine, version, repetitions, error)).to_message()
+}
+
+/// The report of a client that measured `repetitions`, with `error` when it ended early.
+pub(super) fn report_of(
+    engine: &str,
+    version: &str,
+    repetitions: Vec<RepetitionResult>,
+    error: Option<&str>,
+) -> BenchmarkReport {
+    BenchmarkReport {
         name: format!("{engine}-{version}"),
         engine: EngineInfo {
             name: engine.into(),
@@ -294,8 +304,7 @@ pub(super) fn message_of(
             category: category.into(),
             message: format!("{category} during the load"),
         }),
-    };
-    ClientResult::from_report(&report).to_message()
+    }
 }
 
 pub(super) fn engine_pod_of(plan: &Plan, index: usize) -> Pod {
