@@ -302,6 +302,94 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(2));
     }
 
+    #[tokio::test]
+    async fn the_whole_result_is_served_beside_the_progress_and_done_says_it_is_complete() {
+        let endpoint = Arc::new(ProgressEndpoint::default());
+        let address = endpoint.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        // Nothing finished yet: nothing to serve.
+        assert_eq!(fetch_result(address, Duration::from_secs(2)).await, None);
+        let report = crate::client::result::tests::report(100, true);
+        let mut partial = report.clone();
+        partial.repetitions.truncate(40);
+        endpoint.set_result(&partial, false);
+        let body = fetch_result(address, Duration::from_secs(2)).await.unwrap();
+        let served = ClientResult::read_whole(&body, 100).unwrap();
+        assert_eq!(served.decoded_repetitions().len(), 40);
+        assert!(!fetch(address, Duration::from_secs(2)).await.unwrap().done);
+
+        endpoint.set_result(&report, true);
+        let body = fetch_result(address, Duration::from_secs(2)).await.unwrap();
+        assert!(body.len() > crate::client::result::TERMINATION_MESSAGE_LIMIT);
+        let served = ClientResult::read_whole(&body, 100).unwrap();
+        let decoded = served.decoded_repetitions();
+        assert_eq!((decoded.len(), served.omitted), (100, 0));
+        for (d, r) in decoded.iter().zip(&report.repetitions) {
+            assert_eq!(d.settled_used_memory, r.settled.as_ref().map(|s| s.used_memory));
+            assert_eq!(d.used_memory_dataset, r.used_memory_dataset);
+        }
+        assert_eq!(
+            served.growth.unwrap().points(),
+            report.repetitions[0].samples
+        );
+        let reading = fetch(address, Duration::from_secs(2)).await.unwrap();
+        assert!(reading.done && reading.finishing());
+    }
+
+    #[tokio::test]
+    async fn a_client_waits_for_its_result_to_be_taken_only_when_its_progress_was_read() {
+        let report = crate::client::result::tests::report(3, false);
+        let stop = StopRequest::new();
+        let unread = Arc::new(ProgressEndpoint::default());
+        unread.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        unread.set_result(&report, true);
+        let started = Instant::now();
+        assert!(!unread.linger(&stop, Duration::from_secs(30)));
+        assert!(started.elapsed() < Duration::from_millis(500));
+
+        let read = Arc::new(ProgressEndpoint::default());
+        let address = read.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        fetch(address, Duration::from_secs(2)).await.unwrap();
+        read.set_result(&report, true);
+        // Until the stop (the operator deleting the pod), well before the 30 s.
+        let stopper = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            stopper.request(crate::error::StopCause::PodDeleted);
+        });
+        let started = Instant::now();
+        let waited = tokio::task::spawn_blocking(move || read.linger(&stop, Duration::from_secs(30)))
+            .await
+            .unwrap();
+        assert!(waited);
+        let took = started.elapsed();
+        assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(5), "{took:?}");
+        // And at most the wait it is given.
+        let bounded = Arc::new(ProgressEndpoint::default());
+        let address = bounded.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        fetch(address, Duration::from_secs(2)).await.unwrap();
+        bounded.set_result(&report, true);
+        let started = Instant::now();
+        let waited = tokio::task::spawn_blocking(move || {
+            bounded.linger(&StopRequest::new(), Duration::from_millis(300))
+        })
+        .await
+        .unwrap();
+        assert!(waited && started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[tokio::test]
+    async fn a_result_larger_than_the_operator_reads_gives_nothing() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let _ = stream.write_all(b"HTTP/1.0 200 OK\r\n\r\n{");
+                let _ = stream.write_all(&vec![b' '; MAX_RESULT_RESPONSE]);
+            }
+        });
+        assert_eq!(fetch_result(address, Duration::from_secs(2)).await, None);
+    }
+
     #[test]
     fn only_a_200_with_a_reading_counts() {
         assert_eq!(parse_response(b"HTTP/1.0 404 Not Found\r\n\r\n{}"), None);

@@ -593,7 +593,7 @@ pub(super) mod tests {
             .collect()
     }
 
-    pub(super) fn report(n: u32, settled: bool) -> BenchmarkReport {
+    pub(crate) fn report(n: u32, settled: bool) -> BenchmarkReport {
         let repetitions: Vec<RepetitionResult> = (1..=n).map(|i| repetition(i, settled)).collect();
         BenchmarkReport {
             name: "redis-7.0.15".into(),
