@@ -256,7 +256,15 @@ impl Step<'_, '_> {
         client: &k8s_openapi::api::core::v1::Pod,
     ) -> bool {
         match self.served_by(&client.name_any()) {
-            Some(Ok(result)) if result.error.is_none() => {
+            // Done means every repetition: a result short of them (a reading of an earlier
+            // client, a forged one) waits for the termination message.
+            Some(Ok(result))
+                if result.error.is_none()
+                    && result
+                        .summary
+                        .as_ref()
+                        .is_some_and(|s| s.repetitions == self.benchmark.spec.repetitions) =>
+            {
                 absorb(&mut status.engines[index], &result, self.listed());
                 status.engines[index].message = result_note(&result, self.listed());
                 self.succeed(status, index);

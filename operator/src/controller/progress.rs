@@ -23,8 +23,9 @@ const REUSE_FINISHING_FOR: Duration = Duration::from_secs(1);
 /// How long a reading may take.
 const READ_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A benchmark, by namespace and name.
-type BenchmarkKey = (String, String);
+/// A benchmark, by namespace and name, and the client read (a reading of one client pod is
+/// never reused for the next).
+type BenchmarkKey = (String, String, std::net::SocketAddr);
 
 /// The last reading of each benchmark.
 #[derive(Default)]
@@ -40,7 +41,7 @@ impl ProgressReadings {
         name: &str,
         target: ProbeTarget,
     ) -> Option<LoadProbe> {
-        let key = (namespace.to_string(), name.to_string());
+        let key = (namespace.to_string(), name.to_string(), target.address);
         if let Some((at, reading)) = self.last.lock().expect("readings lock").get(&key) {
             let reuse_for = match reading {
                 Some(r) if r.finishing => REUSE_FINISHING_FOR,
@@ -70,6 +71,6 @@ impl ProgressReadings {
         self.last
             .lock()
             .expect("readings lock")
-            .remove(&(namespace.to_string(), name.to_string()));
+            .retain(|(ns, n, _), _| (ns.as_str(), n.as_str()) != (namespace, name));
     }
 }

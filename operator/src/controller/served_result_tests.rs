@@ -178,6 +178,16 @@ fn a_served_result_is_taken_only_when_the_client_says_done_and_only_from_its_lat
     observe(&mut b, &pods, 201, done(), &[other]);
     assert_eq!(engine(&b).reason.as_deref(), Some(reason::MEASURING));
     assert!(engine(&b).repetitions.is_empty());
+    // Done, but short of the repetitions asked for: not taken as the whole result.
+    let mut short = report.clone();
+    short.repetitions.truncate(99);
+    short.summary = crate::client::measure::Summary::of(
+        &short.repetitions,
+        &crate::stats::StabilityThresholds::default(),
+    );
+    observe(&mut b, &pods, 202, done(), &[served(&client, &short)]);
+    assert_eq!(engine(&b).reason.as_deref(), Some(reason::MEASURING));
+    assert!(engine(&b).repetitions.is_empty());
 }
 
 #[test]
