@@ -294,6 +294,7 @@ fn a_status_of_100_repetitions_per_engine_stays_far_below_what_the_api_server_st
     let pods = [engine_pod, client.clone()];
     observe(&mut b, &pods, 200, done(), &[served(&client, &report)]);
     let mut status = b.status.clone().unwrap();
+    assert_eq!(status.engines[0].repetitions.len(), REPETITIONS as usize);
     // Both engines with a whole result, as at the end of the run.
     status.engines[1] = status.engines[0].clone();
     let bytes = serde_json::to_string(&status).unwrap().len();
