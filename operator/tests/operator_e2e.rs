@@ -568,7 +568,10 @@ async fn a_hundred_repetitions_with_settle_readings_and_a_growth_curve_arrive_wh
     harness.create(&spec("whole", body)).await?;
     let started = std::time::Instant::now();
     let done = harness.finished("whole", Duration::from_secs(420)).await?;
-    eprintln!("100 repetitions with a 1 s settle took {} s", started.elapsed().as_secs());
+    eprintln!(
+        "100 repetitions with a 1 s settle took {} s",
+        started.elapsed().as_secs()
+    );
     let status = done.status.clone().unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
     let engine = &status.engines[0];
@@ -598,7 +601,9 @@ async fn a_hundred_repetitions_with_settle_readings_and_a_growth_curve_arrive_wh
             micros: column(&|r| (r.seconds * 1e6).round() as i64),
             settled: column(&|r| r.settled_used_memory.unwrap_or_default() as i64),
             dataset: column(&|r| r.used_memory_dataset.unwrap_or_default() as i64),
-            frag: column(&|r| (r.mem_fragmentation_ratio.unwrap_or_default() * 100.0).round() as i64),
+            frag: column(&|r| {
+                (r.mem_fragmentation_ratio.unwrap_or_default() * 100.0).round() as i64
+            }),
         },
         growth: GrowthColumn::of(
             &engine
@@ -615,7 +620,10 @@ async fn a_hundred_repetitions_with_settle_readings_and_a_growth_curve_arrive_wh
     };
     let bytes = as_result.to_message().len();
     eprintln!("the status's repetitions and curve as a client result: {bytes} bytes");
-    assert!(bytes > TERMINATION_MESSAGE_LIMIT, "{bytes} bytes: the test shows nothing");
+    assert!(
+        bytes > TERMINATION_MESSAGE_LIMIT,
+        "{bytes} bytes: the test shows nothing"
+    );
     harness.finish().await;
     Ok(())
 }

@@ -169,7 +169,10 @@ impl ProgressEndpoint {
         }
         let wants_result = request[..read].starts_with(b"GET /result ");
         let body = if wants_result {
-            self.result.lock().unwrap_or_else(|e| e.into_inner()).clone()
+            self.result
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
         } else {
             self.read.store(true, Ordering::SeqCst);
             Some(serde_json::to_string(&self.reading()).expect("readings serialize"))
@@ -324,7 +327,10 @@ mod tests {
         let decoded = served.decoded_repetitions();
         assert_eq!((decoded.len(), served.omitted), (100, 0));
         for (d, r) in decoded.iter().zip(&report.repetitions) {
-            assert_eq!(d.settled_used_memory, r.settled.as_ref().map(|s| s.used_memory));
+            assert_eq!(
+                d.settled_used_memory,
+                r.settled.as_ref().map(|s| s.used_memory)
+            );
             assert_eq!(d.used_memory_dataset, r.used_memory_dataset);
         }
         assert_eq!(
@@ -357,12 +363,16 @@ mod tests {
             stopper.request(crate::error::StopCause::PodDeleted);
         });
         let started = Instant::now();
-        let waited = tokio::task::spawn_blocking(move || read.linger(&stop, Duration::from_secs(30)))
-            .await
-            .unwrap();
+        let waited =
+            tokio::task::spawn_blocking(move || read.linger(&stop, Duration::from_secs(30)))
+                .await
+                .unwrap();
         assert!(waited);
         let took = started.elapsed();
-        assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(5), "{took:?}");
+        assert!(
+            took >= Duration::from_millis(250) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
         // And at most the wait it is given.
         let bounded = Arc::new(ProgressEndpoint::default());
         let address = bounded.serve("127.0.0.1:0".parse().unwrap()).unwrap();

@@ -290,11 +290,7 @@ impl Step<'_, '_> {
         result: Option<&ClientResult>,
     ) {
         if let Some(result) = result {
-            absorb(
-                &mut status.engines[index],
-                result,
-                self.listed(),
-            );
+            absorb(&mut status.engines[index], result, self.listed());
         }
         let attempts = status.engines[index].client_attempts;
         if attempts < self.settings.client_attempts {

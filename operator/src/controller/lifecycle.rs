@@ -466,19 +466,15 @@ impl Step<'_, '_> {
             .iter()
             .any(|p| pods::component(p) == Some(Component::Client));
         // The client may still run there (only the kubelet stopped) and serve what it finished.
-        let served = self.latest_client(status, index).and_then(|c| {
-            match self.served_by(&c.name_any()) {
-                Some(Ok(result)) => Some(result),
-                _ => None,
-            }
-        });
+        let served =
+            self.latest_client(status, index)
+                .and_then(|c| match self.served_by(&c.name_any()) {
+                    Some(Ok(result)) => Some(result),
+                    _ => None,
+                });
         let measured = match served {
             Some(result) => {
-                absorb(
-                    &mut status.engines[index],
-                    &result,
-                    self.listed(),
-                );
+                absorb(&mut status.engines[index], &result, self.listed());
                 "; its client still answered on its pod address and served the repetitions it finished".into()
             }
             None if client_lost => ", so what the client measured there is lost".into(),

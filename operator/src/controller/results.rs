@@ -45,7 +45,9 @@ pub const REPETITION_STATUS_BYTES: usize = 400;
 /// past it, never fewer than one. The summary always covers every repetition.
 pub fn listed_per_run(runs: usize, requested: u32) -> u32 {
     let per_run = STATUS_REPETITIONS_BUDGET / REPETITION_STATUS_BYTES / runs.max(1);
-    u32::try_from(per_run).unwrap_or(u32::MAX).clamp(1, requested.max(1))
+    u32::try_from(per_run)
+        .unwrap_or(u32::MAX)
+        .clamp(1, requested.max(1))
 }
 
 /// The engine's message about a result: repetitions it does not list (left out of a

@@ -142,7 +142,11 @@ fn a_client_that_is_done_has_its_whole_result_taken_every_repetition_settled_and
         );
         assert_eq!(status.used_memory_dataset, measured.used_memory_dataset);
     }
-    let curve: Vec<(u64, u64)> = first.growth.iter().map(|p| (p.items, p.used_memory)).collect();
+    let curve: Vec<(u64, u64)> = first
+        .growth
+        .iter()
+        .map(|p| (p.items, p.used_memory))
+        .collect();
     let samples: Vec<(u64, u64)> = report.repetitions[0]
         .samples
         .iter()
@@ -151,8 +155,16 @@ fn a_client_that_is_done_has_its_whole_result_taken_every_repetition_settled_and
     assert_eq!(curve, samples);
     assert_eq!(first.message, None, "nothing was left out");
     // The client waits for its pod to be deleted: that ends it.
-    assert!(plan.delete.contains(&client.name_any()), "{:?}", plan.delete);
-    assert!(plan.release.contains(&client.name_any()), "{:?}", plan.release);
+    assert!(
+        plan.delete.contains(&client.name_any()),
+        "{:?}",
+        plan.delete
+    );
+    assert!(
+        plan.release.contains(&client.name_any()),
+        "{:?}",
+        plan.release
+    );
 }
 
 #[test]
@@ -248,7 +260,10 @@ fn a_client_whose_node_stopped_reporting_keeps_the_repetitions_it_served() {
     assert_eq!(first.reason.as_deref(), Some(reason::NODE_LOST));
     assert_eq!(first.repetitions.len(), 37);
     let message = first.message.unwrap();
-    assert!(message.contains("served the repetitions it finished"), "{message}");
+    assert!(
+        message.contains("served the repetitions it finished"),
+        "{message}"
+    );
     assert!(message.contains("37 of 100 repetitions"), "{message}");
     assert!(!message.contains("is lost"), "{message}");
 

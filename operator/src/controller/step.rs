@@ -18,8 +18,7 @@ use crate::crd::{CleanupPolicy, MemoryBenchmark, MemoryBenchmarkStatus};
 
 use super::conditions::{reason, state};
 use super::observation::{
-    Plan, PodRejection, ServedResult, Settings, elapsed_since, is_terminal, pods_of,
-    to_the_second,
+    Plan, PodRejection, ServedResult, Settings, elapsed_since, is_terminal, pods_of, to_the_second,
 };
 use super::pods::{
     Component, PodState, client_attempt, client_state, engine_index, has_started, stuck_deleting,
@@ -100,7 +99,6 @@ impl Step<'_, '_> {
     }
 
     /// What the API server said when it refused to create the pod `name`, if it did.
-
     pub(super) fn rejection(&self, name: &str) -> Option<String> {
         self.rejected
             .iter()
@@ -344,11 +342,7 @@ impl Step<'_, '_> {
                 ) else {
                     return KeptResult::Nothing;
                 };
-                absorb(
-                    &mut status.engines[index],
-                    &result,
-                    self.listed(),
-                );
+                absorb(&mut status.engines[index], &result, self.listed());
                 if exit_code == 0 && result.error.is_none() {
                     status.engines[index].message = result_note(&result, self.listed());
                     KeptResult::Complete
