@@ -551,3 +551,79 @@ async fn a_benchmark_succeeds_in_a_namespace_that_enforces_pod_security_restrict
     harness.finish().await;
     Ok(())
 }
+
+/// The whole result reaches the status: 100 repetitions, each with its settle reading, and the
+/// growth curve, which together are more than a client's termination message holds (4096
+/// bytes: it would drop the curve and repetitions). The client serves them beside its progress
+/// and the operator takes them when it reports done. The smallest data that shows it: 20,000
+/// members sampled every 1,000, a 1 s settle wait (about 1.1 s a repetition).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_repetitions_with_settle_readings_and_a_growth_curve_arrive_whole_in_the_status()
+-> anyhow::Result<()> {
+    use membench::client::result::{
+        ClientResult, GrowthColumn, RepetitionColumns, TERMINATION_MESSAGE_LIMIT, encode_column,
+    };
+    let harness = Harness::start("op-whole", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\"}\n  workload: {sortedSet: {members: 20000, sampleEvery: 1000}}\n  repetitions: 100\n  settleSeconds: 1\n";
+    harness.create(&spec("whole", body)).await?;
+    let started = std::time::Instant::now();
+    let done = harness.finished("whole", Duration::from_secs(420)).await?;
+    eprintln!(
+        "100 repetitions with a 1 s settle took {} s",
+        started.elapsed().as_secs()
+    );
+    let status = done.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+    let engine = &status.engines[0];
+    assert_eq!(engine.repetitions.len(), 100, "{:?}", engine.message);
+    assert_eq!(engine.message, None, "nothing left out");
+    for r in &engine.repetitions {
+        assert_eq!(r.items, 20_000);
+        assert!(r.settled_used_memory.is_some(), "{r:?}");
+        assert!(r.used_memory_dataset.is_some(), "{r:?}");
+        assert!(r.mem_fragmentation_ratio.is_some(), "{r:?}");
+    }
+    assert_eq!(engine.growth.len(), 20);
+    let items: Vec<u64> = engine.growth.iter().map(|p| p.items).collect();
+    assert_eq!(items, (1..=20).map(|k| k * 1000).collect::<Vec<_>>());
+    // What the status holds, as a client result: more than a termination message carries.
+    let column = |f: &dyn Fn(&membench::crd::RepetitionStatus) -> i64| {
+        encode_column(&engine.repetitions.iter().map(f).collect::<Vec<_>>())
+    };
+    let as_result = ClientResult {
+        commands: 20_000,
+        repetitions: RepetitionColumns {
+            n: 100,
+            baseline: column(&|r| r.baseline_used_memory as i64),
+            used: column(&|r| r.used_memory as i64),
+            rss: column(&|r| r.used_memory_rss as i64),
+            items: column(&|r| r.items as i64),
+            micros: column(&|r| (r.seconds * 1e6).round() as i64),
+            settled: column(&|r| r.settled_used_memory.unwrap_or_default() as i64),
+            dataset: column(&|r| r.used_memory_dataset.unwrap_or_default() as i64),
+            frag: column(&|r| {
+                (r.mem_fragmentation_ratio.unwrap_or_default() * 100.0).round() as i64
+            }),
+        },
+        growth: GrowthColumn::of(
+            &engine
+                .growth
+                .iter()
+                .map(|p| membench::client::measure::MemorySample {
+                    items: p.items,
+                    used_memory: p.used_memory,
+                })
+                .collect::<Vec<_>>(),
+            64,
+        ),
+        ..Default::default()
+    };
+    let bytes = as_result.to_message().len();
+    eprintln!("the status's repetitions and curve as a client result: {bytes} bytes");
+    assert!(
+        bytes > TERMINATION_MESSAGE_LIMIT,
+        "{bytes} bytes: the test shows nothing"
+    );
+    harness.finish().await;
+    Ok(())
+}

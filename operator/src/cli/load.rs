@@ -130,6 +130,12 @@ pub struct LoadArgs {
     /// for the benchmark's progress).
     #[arg(long, value_name = "PORT")]
     progress_port: Option<u16>,
+    /// After a run that finished every repetition, keep serving its whole result beside the
+    /// progress for up to this many seconds, until SIGTERM (client pods: the operator takes
+    /// the result from there, then deletes the pod). Only when the progress was read during
+    /// the run; 0 leaves at once. The result file is written first either way.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    serve_result_seconds: u64,
     /// The address to serve progress on (client pods: their pod IP, from the downward API).
     #[arg(
         long,
@@ -420,7 +426,10 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
             endpoint.update(&p);
             progress.update(p)
         },
-        &mut |r| journal.record(r),
+        &mut |r| {
+            journal.record(r);
+            endpoint.set_result(r, false);
+        },
     );
     progress.finish();
     let refused = report
@@ -444,6 +453,16 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     print_once(&report);
+    if args.progress_port.is_some() && report.error.is_none() {
+        endpoint.set_result(&report, true);
+        let wait = std::time::Duration::from_secs(args.serve_result_seconds);
+        if endpoint.linger(&options.stop, wait) && !options.stop.requested() {
+            eprintln!(
+                "warning: nobody took the whole result within --serve-result-seconds {}; the result file holds it (fitted)",
+                args.serve_result_seconds
+            );
+        }
+    }
     match &report.error {
         Some(e) => {
             eprintln!("error: {}", e.message);

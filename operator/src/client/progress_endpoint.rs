@@ -7,22 +7,36 @@
 //! The client side is a thread with a listener ([`ProgressEndpoint::serve`]); the operator side
 //! is [`fetch`], which reads at most [`MAX_RESPONSE`] bytes within a deadline, so a client that
 //! answers garbage or nothing costs the operator a few milliseconds and no memory.
+//!
+//! Beside its progress the client serves its whole result (`GET /result`, read with
+//! [`fetch_result`], at most [`MAX_RESULT_RESPONSE`] bytes): the repetitions it has finished
+//! so far, every column and the whole growth curve, which the 4096 bytes of a termination
+//! message cannot always hold. The reading says `done` once every repetition is finished;
+//! the operator then takes the result from here, and the termination message stays the
+//! fallback. A client whose progress was read waits for that (up to `--serve-result-seconds`,
+//! until its pod is deleted); one that nobody read leaves at once ([`ProgressEndpoint::linger`]).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::measure::LoadProgress;
+use crate::client::measure::{BenchmarkReport, LoadProgress};
+use crate::client::result::{ClientResult, WHOLE_RESULT_LIMIT};
+use crate::client::stop_request::StopRequest;
 
 /// The port the client serves its progress on, in its own pod.
 pub const PROGRESS_PORT: u16 = 9121;
 
-/// The most bytes of a response the operator reads.
+/// The most bytes of a progress response the operator reads.
 pub const MAX_RESPONSE: usize = 2048;
+
+/// The most bytes of a result response the operator reads: the headers and a result of at
+/// most [`WHOLE_RESULT_LIMIT`] bytes.
+pub const MAX_RESULT_RESPONSE: usize = WHOLE_RESULT_LIMIT + 512;
 
 /// The most bytes of a request the client reads before it answers.
 const MAX_REQUEST: usize = 1024;
@@ -36,6 +50,10 @@ pub struct ProgressReading {
     /// Commands sent in this repetition, and how many it sends in all.
     pub commands_done: u64,
     pub commands_total: u64,
+    /// Every repetition is finished and the whole result is served (`GET /result`). Absent
+    /// (false) from clients before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub done: bool,
 }
 
 impl ProgressReading {
@@ -48,6 +66,15 @@ impl ProgressReading {
         // u128: a product of two u64 cannot overflow it.
         Some((u128::from(done) * 100 / u128::from(self.commands_total)) as u32)
     }
+
+    /// The last repetition has sent all its commands (what is left: its readings and settle
+    /// wait), or the run is done: the operator looks again soon, to take the result.
+    pub fn finishing(&self) -> bool {
+        self.done
+            || (self.repetitions > 0
+                && self.repetition >= self.repetitions
+                && self.loaded_percent() == Some(100))
+    }
 }
 
 /// The progress the load updates and the endpoint serves.
@@ -57,6 +84,11 @@ pub struct ProgressEndpoint {
     repetitions: AtomicU32,
     commands_done: AtomicU64,
     commands_total: AtomicU64,
+    done: AtomicBool,
+    /// The whole result of what is finished so far, as served (JSON).
+    result: Mutex<Option<String>>,
+    /// Whether anyone has read the progress (the operator): only then is the result waited for.
+    read: AtomicBool,
 }
 
 impl ProgressEndpoint {
@@ -75,7 +107,36 @@ impl ProgressEndpoint {
             repetitions: self.repetitions.load(Ordering::Relaxed),
             commands_done: self.commands_done.load(Ordering::Relaxed),
             commands_total: self.commands_total.load(Ordering::Relaxed),
+            done: self.done.load(Ordering::SeqCst),
         }
+    }
+
+    /// Serves the whole result of `report` (what is finished so far); `done` once the run
+    /// finished every repetition without an error.
+    pub fn set_result(&self, report: &BenchmarkReport, done: bool) {
+        let whole = ClientResult::whole(report).to_message();
+        *self.result.lock().unwrap_or_else(|e| e.into_inner()) = Some(whole);
+        self.done.store(done, Ordering::SeqCst);
+    }
+
+    /// Whether the progress has been read since the endpoint began serving.
+    pub fn was_read(&self) -> bool {
+        self.read.load(Ordering::SeqCst)
+    }
+
+    /// After the run: waits for the reader of the progress to take the whole result, until
+    /// `stop` is requested (the pod deleted once the operator has it), at most `wait`. A client
+    /// whose progress nobody read returns at once: no one would come for the result. Returns
+    /// whether it waited.
+    pub fn linger(&self, stop: &StopRequest, wait: Duration) -> bool {
+        if wait.is_zero() || !self.was_read() || !self.done.load(Ordering::SeqCst) {
+            return false;
+        }
+        let until = Instant::now() + wait;
+        while !stop.requested() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        true
     }
 
     /// Listens on `address` and answers every connection with the current reading, on a
@@ -106,49 +167,83 @@ impl ProgressEndpoint {
                 n => read += n,
             }
         }
-        let body = serde_json::to_string(&self.reading()).expect("readings serialize");
-        write!(
-            stream,
-            "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
+        let wants_result = request[..read].starts_with(b"GET /result ");
+        let body = if wants_result {
+            self.result
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+        } else {
+            self.read.store(true, Ordering::SeqCst);
+            Some(serde_json::to_string(&self.reading()).expect("readings serialize"))
+        };
+        match body {
+            Some(body) => write!(
+                stream,
+                "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+            None => stream.write_all(
+                b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            ),
+        }
     }
 }
 
 /// Reads a client's progress at `address`, bounded in time and bytes; `None` when the client
 /// does not answer within `timeout` or answers something else.
 pub async fn fetch(address: SocketAddr, timeout: Duration) -> Option<ProgressReading> {
+    let response = get(address, "/progress", MAX_RESPONSE, timeout).await?;
+    parse_response(&response)
+}
+
+/// Reads the whole result a client serves at `address`, bounded in time and bytes: the body
+/// of a 200 response, for [`ClientResult::read_whole`] to check. `None` when the client does
+/// not answer within `timeout`, answers more than [`MAX_RESULT_RESPONSE`] bytes, or has no
+/// result to serve.
+pub async fn fetch_result(address: SocketAddr, timeout: Duration) -> Option<String> {
+    let response = get(address, "/result", MAX_RESULT_RESPONSE, timeout).await?;
+    let body = body_of_200(&response)?;
+    String::from_utf8(body.to_vec()).ok()
+}
+
+/// One HTTP/1.0 GET of `path`, its response whole, or `None` when it takes longer than
+/// `timeout` or runs past `max` bytes.
+async fn get(address: SocketAddr, path: &str, max: usize, timeout: Duration) -> Option<Vec<u8>> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let exchange = async {
         let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
-        stream
-            .write_all(b"GET /progress HTTP/1.0\r\n\r\n")
-            .await
-            .ok()?;
+        let request = format!("GET {path} HTTP/1.0\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.ok()?;
         let mut response = Vec::with_capacity(512);
-        let mut chunk = [0u8; 512];
+        let mut chunk = [0u8; 4096];
         loop {
             let n = stream.read(&mut chunk).await.ok()?;
             if n == 0 {
                 break;
             }
-            if response.len() + n > MAX_RESPONSE {
+            if response.len() + n > max {
                 return None;
             }
             response.extend_from_slice(&chunk[..n]);
         }
-        parse_response(&response)
+        Some(response)
     };
     tokio::time::timeout(timeout, exchange).await.ok().flatten()
 }
 
-/// The reading in an HTTP response: status 200 and a JSON body.
-pub fn parse_response(response: &[u8]) -> Option<ProgressReading> {
+/// The body of an HTTP response with status 200.
+fn body_of_200(response: &[u8]) -> Option<&[u8]> {
     if !response.starts_with(b"HTTP/1.0 200 ") && !response.starts_with(b"HTTP/1.1 200 ") {
         return None;
     }
     let body_at = response.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
-    serde_json::from_slice(&response[body_at..]).ok()
+    Some(&response[body_at..])
+}
+
+/// The reading in an HTTP response: status 200 and a JSON body.
+pub fn parse_response(response: &[u8]) -> Option<ProgressReading> {
+    serde_json::from_slice(body_of_200(response)?).ok()
 }
 
 #[cfg(test)]
@@ -176,7 +271,8 @@ mod tests {
                 repetition: 2,
                 repetitions: 3,
                 commands_done: 5_000,
-                commands_total: 20_000
+                commands_total: 20_000,
+                done: false,
             }
         );
         assert_eq!(reading.loaded_percent(), Some(25));
@@ -207,6 +303,101 @@ mod tests {
         let started = std::time::Instant::now();
         assert_eq!(fetch(address, Duration::from_millis(300)).await, None);
         assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[tokio::test]
+    async fn the_whole_result_is_served_beside_the_progress_and_done_says_it_is_complete() {
+        let endpoint = Arc::new(ProgressEndpoint::default());
+        let address = endpoint.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        // Nothing finished yet: nothing to serve.
+        assert_eq!(fetch_result(address, Duration::from_secs(2)).await, None);
+        let report = crate::client::result::tests::report(100, true);
+        let mut partial = report.clone();
+        partial.repetitions.truncate(40);
+        endpoint.set_result(&partial, false);
+        let body = fetch_result(address, Duration::from_secs(2)).await.unwrap();
+        let served = ClientResult::read_whole(&body, 100).unwrap();
+        assert_eq!(served.decoded_repetitions().len(), 40);
+        assert!(!fetch(address, Duration::from_secs(2)).await.unwrap().done);
+
+        endpoint.set_result(&report, true);
+        let body = fetch_result(address, Duration::from_secs(2)).await.unwrap();
+        assert!(body.len() > crate::client::result::TERMINATION_MESSAGE_LIMIT);
+        let served = ClientResult::read_whole(&body, 100).unwrap();
+        let decoded = served.decoded_repetitions();
+        assert_eq!((decoded.len(), served.omitted), (100, 0));
+        for (d, r) in decoded.iter().zip(&report.repetitions) {
+            assert_eq!(
+                d.settled_used_memory,
+                r.settled.as_ref().map(|s| s.used_memory)
+            );
+            assert_eq!(d.used_memory_dataset, r.used_memory_dataset);
+        }
+        assert_eq!(
+            served.growth.unwrap().points(),
+            report.repetitions[0].samples
+        );
+        let reading = fetch(address, Duration::from_secs(2)).await.unwrap();
+        assert!(reading.done && reading.finishing());
+    }
+
+    #[tokio::test]
+    async fn a_client_waits_for_its_result_to_be_taken_only_when_its_progress_was_read() {
+        let report = crate::client::result::tests::report(3, false);
+        let stop = StopRequest::new();
+        let unread = Arc::new(ProgressEndpoint::default());
+        unread.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        unread.set_result(&report, true);
+        let started = Instant::now();
+        assert!(!unread.linger(&stop, Duration::from_secs(30)));
+        assert!(started.elapsed() < Duration::from_millis(500));
+
+        let read = Arc::new(ProgressEndpoint::default());
+        let address = read.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        fetch(address, Duration::from_secs(2)).await.unwrap();
+        read.set_result(&report, true);
+        // Until the stop (the operator deleting the pod), well before the 30 s.
+        let stopper = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            stopper.request(crate::error::StopCause::PodDeleted);
+        });
+        let started = Instant::now();
+        let waited =
+            tokio::task::spawn_blocking(move || read.linger(&stop, Duration::from_secs(30)))
+                .await
+                .unwrap();
+        assert!(waited);
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(250) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+        // And at most the wait it is given.
+        let bounded = Arc::new(ProgressEndpoint::default());
+        let address = bounded.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        fetch(address, Duration::from_secs(2)).await.unwrap();
+        bounded.set_result(&report, true);
+        let started = Instant::now();
+        let waited = tokio::task::spawn_blocking(move || {
+            bounded.linger(&StopRequest::new(), Duration::from_millis(300))
+        })
+        .await
+        .unwrap();
+        assert!(waited && started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[tokio::test]
+    async fn a_result_larger_than_the_operator_reads_gives_nothing() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let _ = stream.write_all(b"HTTP/1.0 200 OK\r\n\r\n{");
+                let _ = stream.write_all(&vec![b' '; MAX_RESULT_RESPONSE]);
+            }
+        });
+        assert_eq!(fetch_result(address, Duration::from_secs(2)).await, None);
     }
 
     #[test]

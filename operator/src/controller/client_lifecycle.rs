@@ -159,11 +159,19 @@ impl Step<'_, '_> {
                 self.fail(status, index, reason::RUN_CONTAINER_ERROR, message, true);
             }
             PodState::Starting { .. } | PodState::Unready { .. } | PodState::Ready => {
+                if load.is_some_and(|l| l.done) && self.take_served(status, index, &client) {
+                    return;
+                }
                 let engine = &mut status.engines[index];
                 engine.reason = Some(reason::MEASURING.into());
                 engine.message = None;
-                let _ = load;
-                self.requeue(self.settings.poll_interval);
+                // Finishing: the result is taken within a second of the client being done.
+                let after = if load.is_some_and(|l| l.finishing) {
+                    Duration::from_secs(1).min(self.settings.poll_interval)
+                } else {
+                    self.settings.poll_interval
+                };
+                self.requeue(after);
             }
             PodState::Terminated {
                 exit_code,
@@ -188,12 +196,12 @@ impl Step<'_, '_> {
                         );
                     }
                     (Ok(result), None) if exit_code == 0 => {
-                        absorb(&mut status.engines[index], result, repetitions);
-                        status.engines[index].message = result_note(result);
+                        absorb(&mut status.engines[index], result, self.listed());
+                        status.engines[index].message = result_note(result, self.listed());
                         self.succeed(status, index);
                     }
                     (Ok(result), Some(error)) if !retryable(&error.category) => {
-                        absorb(&mut status.engines[index], result, repetitions);
+                        absorb(&mut status.engines[index], result, self.listed());
                         let done = status.engines[index].repetitions.len();
                         let why = match error.category.as_str() {
                             "OutOfMemory" => reason::ENGINE_OUT_OF_MEMORY,
@@ -235,6 +243,42 @@ impl Step<'_, '_> {
         }
     }
 
+    /// A client that reported done while it still runs: the whole result it served, when it
+    /// was read and holds, is taken into the status and the engine succeeds (its pod is then
+    /// deleted, which ends the client's wait). A result that breaks the bounds fails the engine
+    /// as a broken termination message does; one that could not be read, or that carries an
+    /// error, is left to the termination message once the client leaves. Returns whether the
+    /// engine ended.
+    fn take_served(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        client: &k8s_openapi::api::core::v1::Pod,
+    ) -> bool {
+        match self.served_by(&client.name_any()) {
+            // Done means every repetition: a result short of them (a reading of an earlier
+            // client, a forged one) waits for the termination message.
+            Some(Ok(result))
+                if result.error.is_none()
+                    && result
+                        .summary
+                        .as_ref()
+                        .is_some_and(|s| s.repetitions == self.benchmark.spec.repetitions) =>
+            {
+                absorb(&mut status.engines[index], &result, self.listed());
+                status.engines[index].message = result_note(&result, self.listed());
+                self.succeed(status, index);
+                true
+            }
+            Some(Err(ReadError::Invalid(why))) => {
+                let message = format!("the client's result was refused: {why}");
+                self.mark_failed(status, index, reason::INVALID_CLIENT_RESULT, message, false);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// A client failed while its engine is healthy: keep what it measured, and retry while
     /// attempts remain.
     fn client_failed(
@@ -246,11 +290,7 @@ impl Step<'_, '_> {
         result: Option<&ClientResult>,
     ) {
         if let Some(result) = result {
-            absorb(
-                &mut status.engines[index],
-                result,
-                self.benchmark.spec.repetitions,
-            );
+            absorb(&mut status.engines[index], result, self.listed());
         }
         let attempts = status.engines[index].client_attempts;
         if attempts < self.settings.client_attempts {

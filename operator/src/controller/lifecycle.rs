@@ -20,7 +20,7 @@ use super::pods::{
     stuck_deleting,
 };
 use super::queue::{busy_nodes, nodes_busy, waiting_message};
-use super::results::tail;
+use super::results::{absorb, tail};
 use super::step::{KeptResult, NEVER_STARTED, Step, container_error_reason, never_started};
 
 /// How an engine container ended, as its pod tells it.
@@ -465,10 +465,20 @@ impl Step<'_, '_> {
         let client_lost = lost
             .iter()
             .any(|p| pods::component(p) == Some(Component::Client));
-        let measured = if client_lost {
-            ", so what the client measured there is lost"
-        } else {
-            ""
+        // The client may still run there (only the kubelet stopped) and serve what it finished.
+        let served =
+            self.latest_client(status, index)
+                .and_then(|c| match self.served_by(&c.name_any()) {
+                    Some(Ok(result)) => Some(result),
+                    _ => None,
+                });
+        let measured = match served {
+            Some(result) => {
+                absorb(&mut status.engines[index], &result, self.listed());
+                "; its client still answered on its pod address and served the repetitions it finished".into()
+            }
+            None if client_lost => ", so what the client measured there is lost".into(),
+            None => String::new(),
         };
         let message = format!(
             "node {node} stopped reporting: {} deleted{cause} and the node had not confirmed it stopped {} s after the grace period ended{measured}{progress}",

@@ -45,6 +45,8 @@ pub mod profile_config_map;
 pub mod progress;
 pub mod queue;
 pub mod results;
+#[cfg(test)]
+mod served_result_tests;
 mod shards;
 #[cfg(test)]
 mod shards_tests;
@@ -220,9 +222,10 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
         Some(target) => ctx.readings.read(&namespace, &name, target).await,
         None => None,
     };
+    let now = Timestamp::now();
+    let served = read_served_results(&benchmark, &pods, load, now, &ctx.settings).await;
     let others: Vec<Arc<MemoryBenchmark>> = ctx.benchmarks.iter().flat_map(Store::state).collect();
     let prices = capacity_prices::read(&ctx.client, &namespace, &benchmark).await;
-    let now = Timestamp::now();
     let mut rejected: Vec<PodRejection> = Vec::new();
     // Each refusal fails an engine, so the plan settles within one pass per engine.
     let plan = loop {
@@ -232,6 +235,7 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
             now,
             load,
             rejected: &rejected,
+            served: &served,
             others: &others,
             prices: prices.as_ref(),
         };
@@ -317,6 +321,42 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
     Ok(plan
         .requeue
         .map_or_else(Action::await_change, Action::requeue))
+}
+
+/// How long reading a client's whole result may take.
+const RESULT_READ_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Reads the whole result of each client [`plan::result_targets`] names (a client that said
+/// done, one on a node that stopped reporting), each bounded in time and bytes and held to the
+/// bounds of a result; one that does not answer is `NoResult`, and the termination message
+/// stays the fallback.
+async fn read_served_results(
+    benchmark: &MemoryBenchmark,
+    pods: &[Pod],
+    load: Option<observation::LoadProbe>,
+    now: Timestamp,
+    settings: &Settings,
+) -> Vec<observation::ServedResult> {
+    let mut served = Vec::new();
+    for (pod, target) in plan::result_targets(benchmark, pods, load, now, settings) {
+        let body =
+            crate::client::progress_endpoint::fetch_result(target.address, RESULT_READ_TIMEOUT)
+                .await;
+        let result = match body {
+            Some(body) => {
+                crate::client::result::ClientResult::read_whole(&body, benchmark.spec.repetitions)
+            }
+            None => Err(crate::client::result::ReadError::NoResult(format!(
+                "the client pod {pod} did not serve a result at {}",
+                target.address
+            ))),
+        };
+        if let Err(e) = &result {
+            info!(pod = %pod, "no whole result from the client: {e}");
+        }
+        served.push(observation::ServedResult { pod, result });
+    }
+    served
 }
 
 /// Writes a benchmark's status by server-side apply, on condition that the benchmark is still

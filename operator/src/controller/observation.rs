@@ -11,6 +11,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
+use crate::client::result::{ClientResult, ReadError};
 use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus};
 
 use super::conditions::state;
@@ -73,6 +74,22 @@ pub struct LoadProbe {
     pub repetitions_begun: Option<u32>,
     /// How much of that repetition's commands it has sent, in percent.
     pub loaded_percent: Option<u32>,
+    /// The client finished every repetition and serves its whole result.
+    pub done: bool,
+    /// The last repetition has sent its commands (or the run is done): look again soon.
+    pub finishing: bool,
+}
+
+/// What a client pod served as its whole result when the operator asked
+/// ([`crate::client::progress_endpoint::fetch_result`]): when its progress said done, or when
+/// its node stopped reporting. Held to the same bounds as a termination message
+/// ([`ClientResult::read_whole`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServedResult {
+    /// The client pod it came from (a later attempt's pod never takes an earlier one's).
+    pub pod: String,
+    /// The result, or why it was not taken: `NoResult` when the client did not answer.
+    pub result: Result<ClientResult, ReadError>,
 }
 
 /// What one reconciliation saw.
@@ -84,6 +101,8 @@ pub struct Observation<'a> {
     pub load: Option<LoadProbe>,
     /// Pods of this plan that the API server refused to create, in this reconciliation.
     pub rejected: &'a [PodRejection],
+    /// Whole results read from client pods in this reconciliation ([`ServedResult`]).
+    pub served: &'a [ServedResult],
     /// The other benchmarks the operator watches, for the queue on a node pool.
     pub others: &'a [Arc<MemoryBenchmark>],
     /// The prices of `spec.capacity.pricesConfigMapRef`, or why there are none; `None` when

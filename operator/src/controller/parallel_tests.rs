@@ -77,6 +77,7 @@ fn parallelism_creates_that_many_engine_pods_at_once_and_no_more() {
     let probe = super::observation::LoadProbe {
         repetitions_begun: Some(1),
         loaded_percent: Some(40),
+        ..Default::default()
     };
     reconcile(&mut b, &all, 3, Some(probe));
     reconcile(&mut b, &all, 4, None);

@@ -29,7 +29,8 @@ use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase};
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
 use super::observation::{
-    Observation, Plan, ProbeTarget, Settings, current_engine, is_terminal, pods_of, to_the_second,
+    LoadProbe, Observation, Plan, ProbeTarget, Settings, current_engine, is_terminal, pods_of,
+    to_the_second,
 };
 use super::pods::{
     self, Component, PodState, client_attempt, client_state, engine_index, holds_result, owned_by,
@@ -114,6 +115,7 @@ pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTa
         now: Timestamp::UNIX_EPOCH,
         load: None,
         rejected: &[],
+        served: &[],
         others: &[],
         prices: None,
     };
@@ -134,6 +136,57 @@ pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTa
     Some(ProbeTarget {
         address: std::net::SocketAddr::new(ip, crate::client::progress_endpoint::PROGRESS_PORT),
     })
+}
+
+/// Which client pods to read a whole result from ([`crate::client::progress_endpoint`]), by
+/// pod name and address: the client of the engine being probed once its progress says done,
+/// and the client of any run under way whose pods' node stopped reporting (before the run
+/// fails NodeLost, so what the client finished there is kept). Its pod IP is where its
+/// progress is read.
+pub fn result_targets(
+    benchmark: &MemoryBenchmark,
+    pods: &[Pod],
+    load: Option<LoadProbe>,
+    now: Timestamp,
+    settings: &Settings,
+) -> Vec<(String, ProbeTarget)> {
+    let status = benchmark.status.clone().unwrap_or_default();
+    let observation = Observation {
+        benchmark,
+        pods,
+        now,
+        load: None,
+        rejected: &[],
+        served: &[],
+        others: &[],
+        prices: None,
+    };
+    let owned = owned(&observation);
+    let probed = current_engine(&status);
+    let mut targets = Vec::new();
+    for (index, engine) in status.engines.iter().enumerate() {
+        if is_terminal(engine) {
+            continue;
+        }
+        let done = Some(index) == probed && load.is_some_and(|l| l.done);
+        let lost = owned.iter().any(|p| {
+            engine_index(p) == Some(index) && stuck_deleting(p, now, settings.lost_pod_margin)
+        });
+        if !done && !lost {
+            continue;
+        }
+        let clients = pods_of(&owned, index, Component::Client);
+        let Some(client) = clients.iter().max_by_key(|c| client_attempt(c)) else {
+            continue;
+        };
+        let Some(ip) = pods::pod_ip(client).and_then(|ip| ip.parse().ok()) else {
+            continue;
+        };
+        let address =
+            std::net::SocketAddr::new(ip, crate::client::progress_endpoint::PROGRESS_PORT);
+        targets.push((client.name_any(), ProbeTarget { address }));
+    }
+    targets
 }
 
 /// Decides what to do; see the module documentation.
@@ -201,6 +254,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         plan: &mut plan,
         workload: &valid.workload,
         rejected: observation.rejected,
+        served: observation.served,
         foreign: &foreign,
         others: observation.others,
     };

@@ -142,6 +142,7 @@ fn progress_shows_the_repetition_and_how_much_is_loaded() {
     let probe = LoadProbe {
         repetitions_begun: Some(2),
         loaded_percent: Some(25),
+        ..Default::default()
     };
     let plan = reconcile(&mut b, &pods, 10, Some(probe));
     let progress = b.status.as_ref().unwrap().progress.clone().unwrap();

@@ -16,11 +16,16 @@ use super::observation::{LoadProbe, ProbeTarget};
 /// status written with a new reading does not trigger a new reading).
 const REUSE_FOR: Duration = Duration::from_secs(4);
 
+/// A reading of a client that is finishing (its last repetition loaded) is reused for this
+/// long only: the operator looks every second then, to take the result when it is done.
+const REUSE_FINISHING_FOR: Duration = Duration::from_secs(1);
+
 /// How long a reading may take.
 const READ_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A benchmark, by namespace and name.
-type BenchmarkKey = (String, String);
+/// A benchmark, by namespace and name, and the client read (a reading of one client pod is
+/// never reused for the next).
+type BenchmarkKey = (String, String, std::net::SocketAddr);
 
 /// The last reading of each benchmark.
 #[derive(Default)]
@@ -36,17 +41,23 @@ impl ProgressReadings {
         name: &str,
         target: ProbeTarget,
     ) -> Option<LoadProbe> {
-        let key = (namespace.to_string(), name.to_string());
-        if let Some((at, reading)) = self.last.lock().expect("readings lock").get(&key)
-            && at.elapsed() < REUSE_FOR
-        {
-            return *reading;
+        let key = (namespace.to_string(), name.to_string(), target.address);
+        if let Some((at, reading)) = self.last.lock().expect("readings lock").get(&key) {
+            let reuse_for = match reading {
+                Some(r) if r.finishing => REUSE_FINISHING_FOR,
+                _ => REUSE_FOR,
+            };
+            if at.elapsed() < reuse_for {
+                return *reading;
+            }
         }
         let reading = fetch(target.address, READ_TIMEOUT)
             .await
             .map(|reading| LoadProbe {
                 repetitions_begun: Some(reading.repetition),
                 loaded_percent: reading.loaded_percent(),
+                done: reading.done,
+                finishing: reading.finishing(),
             });
         self.last
             .lock()
@@ -60,6 +71,6 @@ impl ProgressReadings {
         self.last
             .lock()
             .expect("readings lock")
-            .remove(&(namespace.to_string(), name.to_string()));
+            .retain(|(ns, n, _), _| (ns.as_str(), n.as_str()) != (namespace, name));
     }
 }

@@ -31,12 +31,40 @@ pub(super) fn tail(text: &str, max: usize) -> String {
     format!("…{}", &text[start..])
 }
 
-pub(super) fn result_note(result: &ClientResult) -> Option<String> {
+/// What the status may spend on repetitions, over every run of a benchmark: the API server
+/// stores objects of up to 1.5 MiB (etcd's request limit), and the spec, conditions and the
+/// other figures need their share.
+pub const STATUS_REPETITIONS_BUDGET: usize = 1 << 20;
+
+/// An upper estimate of one repetition in the status as JSON (measured: about 330 bytes with
+/// every optional figure).
+pub const REPETITION_STATUS_BYTES: usize = 400;
+
+/// How many repetitions a run's status lists, at most: all `requested` while a benchmark's
+/// `runs` stay within [`STATUS_REPETITIONS_BUDGET`] (up to 26 runs of 100 repetitions), fewer
+/// past it, never fewer than one. The summary always covers every repetition.
+pub fn listed_per_run(runs: usize, requested: u32) -> u32 {
+    let per_run = STATUS_REPETITIONS_BUDGET / REPETITION_STATUS_BYTES / runs.max(1);
+    u32::try_from(per_run)
+        .unwrap_or(u32::MAX)
+        .clamp(1, requested.max(1))
+}
+
+/// The engine's message about a result: repetitions it does not list (left out of a
+/// termination message, or past `listed`, what the status lists per run) and the client's
+/// warnings.
+pub(super) fn result_note(result: &ClientResult, listed: u32) -> Option<String> {
     let mut notes = Vec::new();
     if result.omitted > 0 {
         notes.push(format!(
             "{} repetitions not listed (the client's result must fit 4 KB); the summary covers all",
             result.omitted
+        ));
+    }
+    let past = result.repetitions.n.saturating_sub(listed);
+    if past > 0 {
+        notes.push(format!(
+            "{past} repetitions not listed (the status lists at most {listed} per run of this benchmark, to stay within the API server's object size); the summary covers all"
         ));
     }
     notes.extend(result.warnings.iter().cloned());

@@ -12,19 +12,19 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::client::result::ClientResult;
+use crate::client::result::{ClientResult, ReadError};
 use crate::client::workload::Workload;
 use crate::crd::{CleanupPolicy, MemoryBenchmark, MemoryBenchmarkStatus};
 
 use super::conditions::{reason, state};
 use super::observation::{
-    Plan, PodRejection, Settings, elapsed_since, is_terminal, pods_of, to_the_second,
+    Plan, PodRejection, ServedResult, Settings, elapsed_since, is_terminal, pods_of, to_the_second,
 };
 use super::pods::{
     Component, PodState, client_attempt, client_state, engine_index, has_started, stuck_deleting,
 };
 use super::queue::benchmarks_ahead;
-use super::results::{absorb, result_note, tail};
+use super::results::{absorb, listed_per_run, result_note, tail};
 
 /// Terminated reasons of a container that never ran: the runtime could not start its program
 /// (containerd's `StartError`, Docker's `ContainerCannotRun`).
@@ -49,6 +49,8 @@ pub(super) struct Step<'a, 'p> {
     pub(super) workload: &'a Workload,
     /// Pods the API server refused to create in this reconciliation.
     pub(super) rejected: &'a [PodRejection],
+    /// Whole results read from client pods in this reconciliation.
+    pub(super) served: &'a [ServedResult],
     /// Pods with this benchmark's labels that an earlier benchmark of the same name (another
     /// UID) left behind: never this one's, and in the way of pods of the same name.
     pub(super) foreign: &'a [&'p Pod],
@@ -81,6 +83,19 @@ impl Step<'_, '_> {
         engine.reason = Some(why.into());
         engine.message = Some(message);
         self.requeue(after);
+    }
+
+    /// How many repetitions each run's status lists ([`listed_per_run`]).
+    pub(super) fn listed(&self) -> u32 {
+        listed_per_run(self.benchmark.spec.runs(), self.benchmark.spec.repetitions)
+    }
+
+    /// The whole result the client pod `name` served in this reconciliation, if it was read.
+    pub(super) fn served_by(&self, name: &str) -> Option<Result<ClientResult, ReadError>> {
+        self.served
+            .iter()
+            .find(|s| s.pod == name)
+            .map(|s| s.result.clone())
     }
 
     /// What the API server said when it refused to create the pod `name`, if it did.
@@ -327,13 +342,9 @@ impl Step<'_, '_> {
                 ) else {
                     return KeptResult::Nothing;
                 };
-                absorb(
-                    &mut status.engines[index],
-                    &result,
-                    self.benchmark.spec.repetitions,
-                );
+                absorb(&mut status.engines[index], &result, self.listed());
                 if exit_code == 0 && result.error.is_none() {
-                    status.engines[index].message = result_note(&result);
+                    status.engines[index].message = result_note(&result, self.listed());
                     KeptResult::Complete
                 } else {
                     KeptResult::Partial

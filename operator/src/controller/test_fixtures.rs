@@ -18,7 +18,9 @@ use crate::client::measure::{
     BenchmarkReport, ErrorReport, RepetitionResult, Summary, WorkloadReport,
 };
 use crate::client::result::ClientResult;
-use crate::controller::observation::{LoadProbe, Observation, Plan, PodRejection, Settings};
+use crate::controller::observation::{
+    LoadProbe, Observation, Plan, PodRejection, ServedResult, Settings,
+};
 use crate::controller::plan::plan;
 use crate::crd::MemoryBenchmark;
 use crate::stats::StabilityThresholds;
@@ -81,6 +83,19 @@ pub(super) fn reconcile_seeing(
     rejected: &[PodRejection],
     others: &[Arc<MemoryBenchmark>],
 ) -> Plan {
+    reconcile_served(b, pods, now, load, rejected, others, &[])
+}
+
+/// A reconciliation that also read whole results from client pods.
+pub(super) fn reconcile_served(
+    b: &mut MemoryBenchmark,
+    pods: &[Pod],
+    now: i64,
+    load: Option<LoadProbe>,
+    rejected: &[PodRejection],
+    others: &[Arc<MemoryBenchmark>],
+    served: &[ServedResult],
+) -> Plan {
     let plan = plan(
         &Observation {
             benchmark: b,
@@ -88,6 +103,7 @@ pub(super) fn reconcile_seeing(
             now: at(now),
             load,
             rejected,
+            served,
             others,
             prices: None,
         },
@@ -252,7 +268,17 @@ pub(super) fn message_of(
     repetitions: Vec<RepetitionResult>,
     error: Option<&str>,
 ) -> String {
-    let report = BenchmarkReport {
+    ClientResult::from_report(&report_of(engine, version, repetitions, error)).to_message()
+}
+
+/// The report of a client that measured `repetitions`, with `error` when it ended early.
+pub(super) fn report_of(
+    engine: &str,
+    version: &str,
+    repetitions: Vec<RepetitionResult>,
+    error: Option<&str>,
+) -> BenchmarkReport {
+    BenchmarkReport {
         name: format!("{engine}-{version}"),
         engine: EngineInfo {
             name: engine.into(),
@@ -278,8 +304,7 @@ pub(super) fn message_of(
             category: category.into(),
             message: format!("{category} during the load"),
         }),
-    };
-    ClientResult::from_report(&report).to_message()
+    }
 }
 
 pub(super) fn engine_pod_of(plan: &Plan, index: usize) -> Pod {

@@ -6,7 +6,10 @@
 //! Numbers are finite, counts positive, and every sum is checked, so no message can make the
 //! operator panic or overflow.
 
-use super::{ClientResult, DecodedRepetition, MAX_MODULES, MAX_TEXT, TERMINATION_MESSAGE_LIMIT};
+use super::{
+    ClientResult, DecodedRepetition, MAX_MODULES, MAX_TEXT, TERMINATION_MESSAGE_LIMIT,
+    WHOLE_RESULT_LIMIT,
+};
 use crate::crd::engine_settings::MAX_CONFIG_SETTINGS;
 use crate::stats::Spread;
 
@@ -65,28 +68,56 @@ pub fn quote(text: &str) -> String {
     }
 }
 
+/// Where a result was read from: the two differ only in how large it may be.
+#[derive(Clone, Copy)]
+enum Source {
+    TerminationMessage,
+    Endpoint,
+}
+
 impl ClientResult {
     /// Reads the termination message of a client that was asked for `repetitions`
     /// repetitions, holding it to the bounds in the module documentation.
     pub fn read(message: &str, repetitions: u32) -> Result<Self, ReadError> {
+        Self::read_from(message, repetitions, Source::TerminationMessage)
+    }
+
+    /// Reads the whole result a client serves on its progress endpoint, held to the same
+    /// bounds as a termination message but for its size: at most [`WHOLE_RESULT_LIMIT`] bytes.
+    pub fn read_whole(body: &str, repetitions: u32) -> Result<Self, ReadError> {
+        Self::read_from(body, repetitions, Source::Endpoint)
+    }
+
+    fn read_from(message: &str, repetitions: u32, source: Source) -> Result<Self, ReadError> {
+        let (what, limit) = match source {
+            Source::TerminationMessage => ("termination message", TERMINATION_MESSAGE_LIMIT),
+            Source::Endpoint => ("served result", WHOLE_RESULT_LIMIT),
+        };
         let trimmed = message.trim();
         if trimmed.is_empty() {
-            return Err(ReadError::NoResult(
-                "the client left no result (empty termination message)".into(),
-            ));
+            return Err(ReadError::NoResult(format!(
+                "the client left no result (empty {what})"
+            )));
         }
         if !trimmed.starts_with('{') {
             return Err(ReadError::NoResult(format!(
-                "the client's termination message is not a membench result: {}",
+                "the client's {what} is not a membench result: {}",
                 quote(trimmed)
             )));
         }
-        let invalid = |why: String| {
-            ReadError::Invalid(format!("{why}; the message began: {}", quote(trimmed)))
+        let began = match source {
+            Source::TerminationMessage => "the message began",
+            Source::Endpoint => "the served result began",
         };
-        if message.len() > TERMINATION_MESSAGE_LIMIT {
+        let invalid =
+            |why: String| ReadError::Invalid(format!("{why}; {began}: {}", quote(trimmed)));
+        if message.len() > limit {
+            let holder = match source {
+                Source::TerminationMessage => "a termination message holds",
+                Source::Endpoint => "a served result may have",
+            };
             return Err(invalid(format!(
-                "the result has {} bytes, more than a termination message holds ({TERMINATION_MESSAGE_LIMIT})",
+                "the result has {} bytes, more than {holder} ({limit})",
                 message.len()
             )));
         }

@@ -232,3 +232,54 @@ fn a_quote_is_the_first_200_bytes_with_control_characters_escaped() {
     let shown: usize = quoted.chars().filter(|c| *c == 'é').count() * 2;
     assert!(shown <= QUOTED_BYTES, "{shown}");
 }
+
+#[test]
+fn a_whole_result_is_held_to_the_same_bounds_as_a_termination_message_but_its_size() {
+    let report = crate::client::result::tests::report(100, true);
+    let whole = ClientResult::whole(&report).to_message();
+    assert!(
+        whole.len() > TERMINATION_MESSAGE_LIMIT,
+        "{} bytes",
+        whole.len()
+    );
+    // Too large for a termination message, as it is for the kubelet.
+    assert!(matches!(
+        ClientResult::read(&whole, 100),
+        Err(ReadError::Invalid(_))
+    ));
+    let read = ClientResult::read_whole(&whole, 100).unwrap();
+    assert_eq!(read.omitted, 0);
+    assert_eq!(read.decoded_repetitions().len(), 100);
+    assert_eq!(
+        read.growth.as_ref().unwrap().points(),
+        report.repetitions[0].samples
+    );
+    // The same checks: more repetitions than the spec asked for are refused.
+    match ClientResult::read_whole(&whole, 99) {
+        Err(ReadError::Invalid(why)) => {
+            assert!(why.contains("more than the 99 asked for"), "{why}");
+            assert!(why.contains("the served result began: {"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // And a bound on its size.
+    let mut padded = whole.clone();
+    padded.pop();
+    padded.push_str(&format!(
+        ",\"padding\":\"{}\"}}",
+        "p".repeat(WHOLE_RESULT_LIMIT)
+    ));
+    match ClientResult::read_whole(&padded, 100) {
+        Err(ReadError::Invalid(why)) => {
+            assert!(
+                why.contains("more than a served result may have (65536)"),
+                "{why}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        ClientResult::read_whole("", 100),
+        Err(ReadError::NoResult(_))
+    ));
+}

@@ -13,6 +13,11 @@
 //! and last the last repetitions; the summary always covers every repetition, and `omitted`
 //! says how many were left out of the list.
 //!
+//! The same result travels whole, never fitted, over the client's progress endpoint
+//! ([`ClientResult::whole`], [`ClientResult::read_whole`], at most [`WHOLE_RESULT_LIMIT`]
+//! bytes): the operator takes it from there when the client reports done, and the termination
+//! message is the fallback (see `crate::client::progress_endpoint`).
+//!
 //! A sharded cluster's result holds the same fields with the same meaning, each figure the sum
 //! over the shards, and one more, `shards` ([`ShardColumns`]): each shard's median baseline and
 //! final used_memory and keys, in `--addr` order, from which the reader rebuilds the spread
@@ -39,6 +44,11 @@ pub const TERMINATION_MESSAGE_LIMIT: usize = 4096;
 
 /// What a result may take, leaving some room below the limit.
 const BUDGET: usize = 4000;
+
+/// The most bytes of a whole result (served by the progress endpoint). 100 repetitions with
+/// every column and a 64-point curve take about 10 KB; figures that defeat the difference
+/// encoding (20 digits each) about 20 KB.
+pub const WHOLE_RESULT_LIMIT: usize = 64 * 1024;
 
 /// The longest error or warning text carried.
 const MAX_TEXT: usize = 400;
@@ -373,6 +383,15 @@ fn shortened(text: &str, max: usize) -> String {
 impl ClientResult {
     /// The compact form of a report, fitted to the termination message budget.
     pub fn from_report(report: &BenchmarkReport) -> Self {
+        let mut result = Self::whole(report);
+        result.fit(&report.repetitions);
+        result
+    }
+
+    /// The result of a report with nothing left out to fit a termination message: every
+    /// listed repetition with every column, the warnings and the whole curve (at most
+    /// [`MAX_GROWTH_POINTS`]). Texts are cut as in the compact form, so the same checks hold.
+    pub fn whole(report: &BenchmarkReport) -> Self {
         let mut result = Self {
             engine: EngineIdentity {
                 name: report.engine.name.clone(),
@@ -446,7 +465,6 @@ impl ClientResult {
             summary.items_per_sec = None;
             summary.shards = None;
         }
-        result.fit(&report.repetitions);
         result
     }
 
@@ -592,7 +610,7 @@ pub(super) mod tests {
             .collect()
     }
 
-    pub(super) fn report(n: u32, settled: bool) -> BenchmarkReport {
+    pub(crate) fn report(n: u32, settled: bool) -> BenchmarkReport {
         let repetitions: Vec<RepetitionResult> = (1..=n).map(|i| repetition(i, settled)).collect();
         BenchmarkReport {
             name: "redis-7.0.15".into(),

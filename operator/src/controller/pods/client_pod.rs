@@ -89,6 +89,7 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
     flag("output", "json".into());
     flag("result-file", TERMINATION_MESSAGE_PATH.into());
     flag("progress-port", PROGRESS_PORT.to_string());
+    flag("serve-result-seconds", SERVE_RESULT_SECONDS.to_string());
     // The engine is the operator's own: a later attempt may find what an earlier one loaded
     // (--flush), and the engine pod goes with its data, which a kept failed pod shows as it
     // was (--keep-data).
@@ -96,6 +97,11 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
     args.push("--keep-data".into());
     args
 }
+
+/// How long a client that finished waits for the operator to take its whole result from its
+/// progress endpoint (the operator reads it within a poll or two, then deletes the pod); past
+/// it the client leaves, and its termination message holds the result, fitted to 4 KB.
+pub const SERVE_RESULT_SECONDS: u64 = 30;
 
 /// [`client_args`] for run `index` (its engine entry: `spec.engine_of_run`): with the workload's TTL unless the entry is
 /// `withoutTtl`, and the settings its entry changed to read back (`--read-config`), so the

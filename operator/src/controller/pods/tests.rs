@@ -179,7 +179,7 @@ fn the_client_runs_next_to_its_engine_and_writes_its_result_to_the_termination_m
     let args = container.args.clone().unwrap().join(" ");
     assert_eq!(
         args,
-        "load --addr 127.1.0.5:6379 --workload sorted-set --members 20000 --key membench:zset --sample-every 1000000 --pipeline 100 --repetitions 3 --settle-seconds 0 --output json --result-file /dev/termination-log --progress-port 9121 --flush --keep-data --read-config maxmemory",
+        "load --addr 127.1.0.5:6379 --workload sorted-set --members 20000 --key membench:zset --sample-every 1000000 --pipeline 100 --repetitions 3 --settle-seconds 0 --output json --result-file /dev/termination-log --progress-port 9121 --serve-result-seconds 30 --flush --keep-data --read-config maxmemory",
         "the setting the entry's args change is read back"
     );
     assert_eq!(
