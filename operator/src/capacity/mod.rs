@@ -456,4 +456,4 @@ impl CapacityPlan {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -31,8 +31,7 @@ use key_sample::{KeyObservation, Sampled, Session, sample_key};
 pub use selection::{BIG_KEY_SHARE, MIN_SAMPLE_PER_GROUP};
 use walk::{Interruption, Walk, WalkedKey, size_keys, walk_names};
 
-/// How much `SCAN` asks for per call.
-pub const SCAN_COUNT: u64 = 100;
+pub use walk::SCAN_COUNT;
 /// The default rate limit of the profiler's own commands.
 pub const DEFAULT_COMMANDS_PER_SECOND: u32 = 5000;
 

@@ -12,9 +12,11 @@ use redis::cmd;
 
 use crate::profile::model::KeyType;
 
-use super::SCAN_COUNT;
 use super::error::ProfileError;
 use super::key_sample::Session;
+
+/// How much `SCAN` asks for per call.
+pub const SCAN_COUNT: u64 = 100;
 
 /// The types membench profiles, in the order they are walked.
 pub const TYPES: [KeyType; 6] = [

@@ -132,3 +132,29 @@ fn rss_line(engine: &EngineCapacity) -> String {
         None => format!("RSS: {}: {basis}", engine.name),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::tests::{redis_like, request};
+    use crate::capacity::{Prices, plan};
+
+    #[test]
+    fn a_tie_on_price_is_called_a_tie() {
+        let prices = Prices::parse("p.csv", "r8g.xlarge,0.2\nr8g.2xlarge,0.4\n").unwrap();
+        let engines = [
+            redis_like("a", 120),
+            redis_like("b", 121),
+            redis_like("c", 122),
+        ];
+        let plan = plan(&engines, &request(100_000_000, Some(prices)));
+        let footer = capacity_footer(&plan);
+        assert!(
+            footer.contains(
+                "cheapest: a tie of 3 engines at 146.00 USD a month: a on r8g.xlarge, b on \
+                 r8g.xlarge, c on r8g.xlarge"
+            ),
+            "{footer}"
+        );
+    }
+}
