@@ -23,6 +23,7 @@ mod client_lifecycle;
 mod cluster_cost;
 pub mod conditions;
 pub mod engine_password;
+pub mod engine_registry;
 pub mod events;
 #[cfg(test)]
 mod fault_tests;
@@ -31,12 +32,15 @@ mod hostile_input_tests;
 pub mod leader;
 mod lifecycle;
 pub mod network_policy;
+pub mod nodes;
 #[cfg(test)]
 mod never_stuck_tests;
 pub mod observation;
 #[cfg(test)]
 mod parallel_tests;
 pub mod plan;
+pub mod pod_defaults;
+pub mod pod_fit;
 pub mod pod_security;
 pub mod pod_state;
 pub mod pods;
@@ -222,6 +226,7 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
     };
     let others: Vec<Arc<MemoryBenchmark>> = ctx.benchmarks.iter().flat_map(Store::state).collect();
     let prices = capacity_prices::read(&ctx.client, &namespace, &benchmark).await;
+    let nodes = nodes::read_before_first_pod(&ctx.client, &benchmark, &pods).await;
     let now = Timestamp::now();
     let mut rejected: Vec<PodRejection> = Vec::new();
     // Each refusal fails an engine, so the plan settles within one pass per engine.
@@ -234,6 +239,7 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
             rejected: &rejected,
             others: &others,
             prices: prices.as_ref(),
+            nodes: &nodes,
         };
         let plan = plan::plan(&observation, &ctx.settings);
         // The engines' password exists before the first pod that takes it (unless the spec

@@ -90,6 +90,7 @@ pub(super) fn reconcile_seeing(
             rejected,
             others,
             prices: None,
+            nodes: &[],
         },
         &settings(),
     );
