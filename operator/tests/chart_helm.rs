@@ -318,6 +318,8 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
             "networkpolicies".into(),
             verbs(&["create", "get", "delete"]),
         ),
+        // Cluster scope only: the fit check reads the nodes of a benchmark's instance type.
+        ("".into(), "nodes".into(), verbs(&["list"])),
     ];
     expected.sort();
     assert_eq!(rules(role), expected);

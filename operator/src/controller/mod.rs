@@ -37,6 +37,8 @@ pub mod nodes;
 mod never_stuck_tests;
 pub mod observation;
 #[cfg(test)]
+mod operator_settings_tests;
+#[cfg(test)]
 mod parallel_tests;
 pub mod plan;
 pub mod pod_defaults;

@@ -23,6 +23,8 @@ use crate::crd::{MemoryBenchmark, PodResourcesSpec, TolerationSpec};
 
 mod client_pod;
 mod engine_pod;
+#[cfg(test)]
+mod operator_defaults_tests;
 mod profile_delivery;
 #[cfg(test)]
 mod profile_tests;
