@@ -102,7 +102,8 @@ pub mod message {
     pub const INSTANCE_TYPE: &str = "instanceType must be a node label value, such as r8g.4xlarge: letters, digits, '-', '_' and '.', starting and ending with a letter or digit";
     pub const IMAGE: &str = "image must be an image reference such as valkey/valkey:9.1.2 or registry.example.com/team/redis:7.4@sha256:<digest>: an optional registry host, a lowercase repository path, then an optional :tag and @digest, without spaces or a scheme";
     pub const MEMORY_QUANTITY: &str = "memory must be a memory quantity such as 512Mi, 16Gi, 2G or 1.5Gi (bytes, k, M, G, T, Ki, Mi, Gi or Ti)";
-    pub const CPU_QUANTITY: &str = "CPU must be a CPU quantity such as 2, 1.5 or 500m (cores, or millicores with m)";
+    pub const CPU_QUANTITY: &str =
+        "CPU must be a CPU quantity such as 2, 1.5 or 500m (cores, or millicores with m)";
     pub const CPU_POSITIVE: &str = "CPU must be more than 0";
     pub const CLIENT_MEMORY_MINIMUM: &str = "clientMemory must be at least 16Mi";
     pub const MEMORY_MINIMUM: &str = "memory must be at least 16Mi: no engine starts with less";

@@ -116,8 +116,9 @@ fn settings_from(args: &[String]) -> PodSettings {
                 .collect::<Vec<_>>(),
         )
         .expect("the operator takes the chart's node selector"),
-        engine_registry: flag(args, "engine-registry")
-            .map(|r| EngineRegistry::parse(r).expect("the operator takes the chart's engineRegistry")),
+        engine_registry: flag(args, "engine-registry").map(|r| {
+            EngineRegistry::parse(r).expect("the operator takes the chart's engineRegistry")
+        }),
         ..Default::default()
     }
 }
@@ -167,9 +168,10 @@ fn install_mds_values_reach_the_operator_as_its_flags_and_the_operator_takes_the
     let args = operator_args(&helm, &[&values]);
     let documented: Value = serde_saphyr::from_str(&block).unwrap();
 
-    let tolerations: Value =
-        serde_json::from_str(flag(&args, "benchmark-tolerations").expect("--benchmark-tolerations"))
-            .unwrap();
+    let tolerations: Value = serde_json::from_str(
+        flag(&args, "benchmark-tolerations").expect("--benchmark-tolerations"),
+    )
+    .unwrap();
     assert_eq!(tolerations, documented["benchmarkPods"]["tolerations"]);
     assert_eq!(
         flag(&args, "benchmark-node-selector"),
@@ -201,6 +203,9 @@ fn install_mds_values_reach_the_operator_as_its_flags_and_the_operator_takes_the
         .unwrap();
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{args:?}: {err}");
-    assert!(!err.contains("--benchmark-") && !err.contains("--engine-registry"), "{err}");
+    assert!(
+        !err.contains("--benchmark-") && !err.contains("--engine-registry"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

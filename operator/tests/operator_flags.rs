@@ -13,7 +13,10 @@ fn operator(args: &[&str]) -> (Option<i32>, String) {
         .env_remove("KUBERNETES_SERVICE_HOST")
         .output()
         .expect("membench runs");
-    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 #[test]

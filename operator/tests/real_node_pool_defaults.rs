@@ -59,7 +59,10 @@ async fn a_spec_without_placement_runs_on_the_tainted_pool_through_the_operators
     watch.abort();
     let status = done.status.clone().unwrap_or_default();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
-    assert_eq!(status.engines[0].node_name.as_deref(), Some(node.name_any().as_str()));
+    assert_eq!(
+        status.engines[0].node_name.as_deref(),
+        Some(node.name_any().as_str())
+    );
 
     let stored = std::mem::take(&mut *stored.lock().unwrap());
     for name in ["pool-0-engine", "pool-0-client"] {
@@ -67,9 +70,16 @@ async fn a_spec_without_placement_runs_on_the_tainted_pool_through_the_operators
             .get(name)
             .unwrap_or_else(|| panic!("the API server never showed {name}: {:?}", stored.keys()));
         let spec = pod.spec.clone().unwrap();
-        assert_eq!(spec.node_name.as_deref(), Some(node.name_any().as_str()), "{name}");
         assert_eq!(
-            spec.node_selector.unwrap_or_default().get(REAL_NODE_LABEL).map(String::as_str),
+            spec.node_name.as_deref(),
+            Some(node.name_any().as_str()),
+            "{name}"
+        );
+        assert_eq!(
+            spec.node_selector
+                .unwrap_or_default()
+                .get(REAL_NODE_LABEL)
+                .map(String::as_str),
             Some("true"),
             "{name}"
         );
@@ -83,7 +93,9 @@ async fn a_spec_without_placement_runs_on_the_tainted_pool_through_the_operators
         );
         let annotations = pod.annotations();
         assert_eq!(
-            annotations.get("karpenter.sh/do-not-disrupt").map(String::as_str),
+            annotations
+                .get("karpenter.sh/do-not-disrupt")
+                .map(String::as_str),
             Some("true"),
             "{name}"
         );

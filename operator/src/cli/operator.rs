@@ -118,22 +118,24 @@ pub struct OperatorArgs {
     /// entry without its own image runs HOST[:PORT][/PATH]/library/redis:<v>,
     /// .../valkey/valkey:<v> or .../dragonflydb/dragonfly:v<v>, and the three repositories
     /// are added to --allowed-images.
-    #[arg(long, env = "MEMBENCH_ENGINE_REGISTRY", value_name = "HOST[:PORT][/PATH]")]
+    #[arg(
+        long,
+        env = "MEMBENCH_ENGINE_REGISTRY",
+        value_name = "HOST[:PORT][/PATH]"
+    )]
     engine_registry: Option<String>,
+}
+
+/// What `--benchmark-tolerations`, `--benchmark-node-selector` and `--engine-registry` say.
+struct BenchmarkPodDefaults {
+    tolerations: Vec<membench::crd::TolerationSpec>,
+    node_selector: std::collections::BTreeMap<String, String>,
+    engine_registry: Option<membench::controller::engine_registry::EngineRegistry>,
 }
 
 /// The operator's defaults for every benchmark pod, from its flags; the error says which flag
 /// (and chart value) is wrong and how.
-fn benchmark_pod_defaults(
-    args: &OperatorArgs,
-) -> Result<
-    (
-        Vec<membench::crd::TolerationSpec>,
-        std::collections::BTreeMap<String, String>,
-        Option<membench::controller::engine_registry::EngineRegistry>,
-    ),
-    String,
-> {
+fn benchmark_pod_defaults(args: &OperatorArgs) -> Result<BenchmarkPodDefaults, String> {
     use membench::controller::pod_defaults::{parse_node_selector, parse_tolerations};
     let tolerations = parse_tolerations(
         args.benchmark_tolerations.as_deref().unwrap_or_default(),
@@ -146,7 +148,11 @@ fn benchmark_pod_defaults(
         .filter(|r| !r.is_empty())
         .map(membench::controller::engine_registry::EngineRegistry::parse)
         .transpose()?;
-    Ok((tolerations, node_selector, registry))
+    Ok(BenchmarkPodDefaults {
+        tolerations,
+        node_selector,
+        engine_registry: registry,
+    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -183,7 +189,11 @@ pub fn run_operator(args: OperatorArgs) -> ExitCode {
         Ok(labels) => labels,
         Err(message) => return usage_error(&message),
     };
-    let (tolerations, node_selector, engine_registry) = match benchmark_pod_defaults(&args) {
+    let BenchmarkPodDefaults {
+        tolerations,
+        node_selector,
+        engine_registry,
+    } = match benchmark_pod_defaults(&args) {
         Ok(defaults) => defaults,
         Err(message) => return usage_error(&message),
     };

@@ -38,7 +38,9 @@ impl EngineRegistry {
             ));
         }
         if value.contains('@') {
-            return refuse("it holds a digest ('@'); the mirror is a registry, not an image".into());
+            return refuse(
+                "it holds a digest ('@'); the mirror is a registry, not an image".into(),
+            );
         }
         let trimmed = value.strip_suffix('/').unwrap_or(value);
         let (authority, path) = trimmed.split_once('/').unwrap_or((trimmed, ""));
@@ -227,7 +229,9 @@ mod tests {
             assert!(EngineRegistry::parse(good).is_ok(), "{good}");
         }
         assert_eq!(
-            EngineRegistry::parse("mirror.example.com/hub/").unwrap().as_str(),
+            EngineRegistry::parse("mirror.example.com/hub/")
+                .unwrap()
+                .as_str(),
             "mirror.example.com/hub"
         );
     }
@@ -248,7 +252,9 @@ mod tests {
         ] {
             let err = EngineRegistry::parse(bad).unwrap_err();
             assert!(
-                err.contains(why) && err.contains("engineRegistry") && err.contains("HOST[:PORT][/PATH]"),
+                err.contains(why)
+                    && err.contains("engineRegistry")
+                    && err.contains("HOST[:PORT][/PATH]"),
                 "{bad}: {err}"
             );
         }

@@ -32,9 +32,9 @@ mod hostile_input_tests;
 pub mod leader;
 mod lifecycle;
 pub mod network_policy;
-pub mod nodes;
 #[cfg(test)]
 mod never_stuck_tests;
+pub mod nodes;
 pub mod observation;
 #[cfg(test)]
 mod operator_settings_tests;

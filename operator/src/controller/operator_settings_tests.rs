@@ -26,8 +26,12 @@ fn pods_larger_than_the_instance_type_are_invalid_spec_before_any_pod_naming_bot
     let failed = condition(&b, FAILED);
     assert_eq!(failed.reason, reason::INVALID_SPEC);
     assert!(
-        failed.message.contains("need 3 CPU and 130.25 GiB on one node")
-            && failed.message.contains("gives pods 15.89 CPU and 125.14 GiB")
+        failed
+            .message
+            .contains("need 3 CPU and 130.25 GiB on one node")
+            && failed
+                .message
+                .contains("gives pods 15.89 CPU and 125.14 GiB")
             && failed.message.contains("spec.engines[0].memory 130Gi"),
         "{}",
         failed.message
@@ -45,21 +49,22 @@ fn a_node_of_the_type_decides_the_fit_and_only_before_the_first_pod() {
         cpu_millis: 2500,
         memory_bytes: 4 * GIB,
     }];
-    let observe = |b: &crate::crd::MemoryBenchmark, pods: &[k8s_openapi::api::core::v1::Pod], nodes| {
-        plan(
-            &Observation {
-                benchmark: b,
-                pods,
-                now: at(5),
-                load: None,
-                rejected: &[],
-                others: &[],
-                prices: None,
-                nodes,
-            },
-            &settings(),
-        )
-    };
+    let observe =
+        |b: &crate::crd::MemoryBenchmark, pods: &[k8s_openapi::api::core::v1::Pod], nodes| {
+            plan(
+                &Observation {
+                    benchmark: b,
+                    pods,
+                    now: at(5),
+                    load: None,
+                    rejected: &[],
+                    others: &[],
+                    prices: None,
+                    nodes,
+                },
+                &settings(),
+            )
+        };
     let refused = observe(&b, &[], &small);
     assert!(refused.create.is_empty());
     let message = refused
@@ -70,7 +75,9 @@ fn a_node_of_the_type_decides_the_fit_and_only_before_the_first_pod() {
         .map(|c| c.message.clone())
         .unwrap();
     assert!(
-        message.contains("node r8g-small of instance type r8g.4xlarge gives pods 2.5 CPU and 4.00 GiB"),
+        message.contains(
+            "node r8g-small of instance type r8g.4xlarge gives pods 2.5 CPU and 4.00 GiB"
+        ),
         "{message}"
     );
     // Without that node the table's figures let it start; once its pod exists, a small node
@@ -88,7 +95,10 @@ fn the_engine_mirror_is_in_the_status_and_must_be_allowed() {
     let registry = EngineRegistry::parse("mirror.example.com/hub").unwrap();
     let mut allowed = settings();
     allowed.pods.engine_registry = Some(registry.clone());
-    allowed.policy.allowed_images.extend(registry.allowed_patterns());
+    allowed
+        .policy
+        .allowed_images
+        .extend(registry.allowed_patterns());
     let mut b = fresh_benchmark("");
     b.spec.engines[1].image = Some("valkey/valkey:9.1.2".into());
     let observation = Observation {
@@ -110,16 +120,25 @@ fn the_engine_mirror_is_in_the_status_and_must_be_allowed() {
         status.engines[0].engine_registry.as_deref(),
         Some("mirror.example.com/hub")
     );
-    assert_eq!(status.engines[1].image.as_deref(), Some("valkey/valkey:9.1.2"));
+    assert_eq!(
+        status.engines[1].image.as_deref(),
+        Some("valkey/valkey:9.1.2")
+    );
     assert_eq!(status.engines[1].engine_registry, None);
     // A mirror outside the allowlist is refused, naming it.
     let mut not_allowed = settings();
     not_allowed.pods.engine_registry = Some(registry);
     let refused = plan(&observation, &not_allowed).status;
-    let failed = refused.conditions.iter().find(|c| c.type_ == FAILED).unwrap();
+    let failed = refused
+        .conditions
+        .iter()
+        .find(|c| c.type_ == FAILED)
+        .unwrap();
     assert!(
         failed.message.contains("engineRegistry")
-            && failed.message.contains("mirror.example.com/hub/library/redis:7.0.15"),
+            && failed
+                .message
+                .contains("mirror.example.com/hub/library/redis:7.0.15"),
         "{}",
         failed.message
     );

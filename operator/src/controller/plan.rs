@@ -28,15 +28,15 @@ use kube::ResourceExt;
 use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase};
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
+use super::engine_registry::image_registry;
 use super::observation::{
     Observation, Plan, ProbeTarget, Settings, current_engine, is_terminal, pods_of, to_the_second,
 };
+use super::pod_fit;
 use super::pods::{
     self, Component, PodState, client_attempt, client_state, engine_index, holds_result, owned_by,
     pod_state, stuck_deleting,
 };
-use super::engine_registry::image_registry;
-use super::pod_fit;
 use super::step::Step;
 use super::summary::summarize;
 use crate::validation::validate;

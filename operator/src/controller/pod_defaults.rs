@@ -61,7 +61,10 @@ pub fn parse_node_selector(pairs: &[String]) -> Result<BTreeMap<String, String>,
             ));
         };
         let (key, value) = (key.trim(), value.trim());
-        if selector.insert(key.to_string(), value.to_string()).is_some() {
+        if selector
+            .insert(key.to_string(), value.to_string())
+            .is_some()
+        {
             return Err(format!(
                 "{NODE_SELECTOR_ORIGIN}: the label {key} is given twice; give each label once"
             ));
@@ -229,6 +232,9 @@ mod tests {
                 toleration("membench.io/benchmark", "graviton", "NoExecute"),
             ]
         );
-        assert_eq!(merged_tolerations(&default_tolerations, None), default_tolerations);
+        assert_eq!(
+            merged_tolerations(&default_tolerations, None),
+            default_tolerations
+        );
     }
 }

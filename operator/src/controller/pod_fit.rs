@@ -46,7 +46,12 @@ pub fn parse_cpu_quantity(quantity: &str) -> Option<u64> {
 /// second, 0.5% of the third and fourth, 0.25% of every core above four.
 pub fn eks_reserved_cpu_millis(vcpus: u32) -> u64 {
     let total = u64::from(vcpus) * 1000;
-    let ranges = [(0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, total, 25)];
+    let ranges = [
+        (0, 1000, 600),
+        (1000, 2000, 100),
+        (2000, 4000, 50),
+        (4000, total, 25),
+    ];
     ranges
         .iter()
         .filter(|(start, _, _)| total > *start)
@@ -207,7 +212,10 @@ mod tests {
             "instanceType: r8g.large\nengines: [{engine: redis, version: \"8.2.3\", memory: 15Gi}]\nworkload: {strings: {keys: 1000}}",
         );
         // r8g.large: 16 GiB less 11*29+255+100 = 674 MiB leaves 15.34 GiB; 15 GiB + 256 Mi fits.
-        assert_eq!(check(&b, &[15 * GIB], &sizes("1", "500m", "256Mi"), &[]), Ok(()));
+        assert_eq!(
+            check(&b, &[15 * GIB], &sizes("1", "500m", "256Mi"), &[]),
+            Ok(())
+        );
         // 2 vCPUs less 70m: an engine of 2 CPUs and a client of 1 cannot fit.
         let err = check(&b, &[15 * GIB], &sizes("2", "1", "256Mi"), &[]).unwrap_err();
         assert!(
@@ -235,8 +243,17 @@ mod tests {
             memory_bytes: 4 * GIB,
         };
         // The table would take it (124 GiB); the node that is there cannot.
-        assert_eq!(check(&b, &[8 * GIB], &sizes("2", "1", "256Mi"), &[]), Ok(()));
-        let err = check(&b, &[8 * GIB], &sizes("2", "1", "256Mi"), &[small.clone()]).unwrap_err();
+        assert_eq!(
+            check(&b, &[8 * GIB], &sizes("2", "1", "256Mi"), &[]),
+            Ok(())
+        );
+        let err = check(
+            &b,
+            &[8 * GIB],
+            &sizes("2", "1", "256Mi"),
+            std::slice::from_ref(&small),
+        )
+        .unwrap_err();
         assert!(
             err.contains("node ip-10-0-0-1 of instance type r8g.4xlarge gives pods 2.5 CPU and 4.00 GiB (its status.allocatable)")
                 && err.contains("need 3 CPU and 8.25 GiB"),
@@ -246,6 +263,9 @@ mod tests {
         let unknown = benchmark_from_yaml(
             "instanceType: kind\nengines: [{engine: valkey, version: \"9.1.2\", memory: 800Gi}]\nworkload: {strings: {keys: 1000}}",
         );
-        assert_eq!(check(&unknown, &[800 * GIB], &sizes("2", "1", "256Mi"), &[]), Ok(()));
+        assert_eq!(
+            check(&unknown, &[800 * GIB], &sizes("2", "1", "256Mi"), &[]),
+            Ok(())
+        );
     }
 }

@@ -18,8 +18,7 @@ use crate::crd::{Allocator, EngineKind, MemoryBenchmark, PlacementSpec, RecordLa
 use crate::formats::{
     LABEL_VALUE_MAX, MAX_BENCHMARK_NAME, MAX_NODE_SELECTOR, MAX_SAMPLES, MAX_TOLERATIONS,
     MIN_SAMPLE_EVERY, is_cpu_quantity, is_image_reference, is_label_key, is_label_value,
-    is_memory_quantity,
-    message,
+    is_memory_quantity, message,
 };
 
 const MIB: u64 = 1 << 20;
@@ -255,7 +254,12 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
             ("engineCpu", &sizes.engine_cpu),
             ("clientCpu", &sizes.client_cpu),
         ] {
-            if !is_cpu_quantity(value) || value.trim_end_matches('m').trim_matches(['0', '.']).is_empty() {
+            if !is_cpu_quantity(value)
+                || value
+                    .trim_end_matches('m')
+                    .trim_matches(['0', '.'])
+                    .is_empty()
+            {
                 return invalid(
                     format!("podResources.{field}"),
                     value,

@@ -174,10 +174,13 @@ pub fn client_pod_of_shards(
     let mut labels = labels(&name, index, Component::Client);
     labels.insert(LABEL_CLIENT_ATTEMPT.into(), attempt.to_string());
     let mut metadata = metadata(benchmark, client_pod_name(&name, index, attempt), labels);
-    metadata.annotations.get_or_insert_with(Default::default).insert(
-        ANNOTATION_CLIENT_OF.to_string(),
-        client_of(&benchmark.uid().unwrap_or_default(), index, attempt),
-    );
+    metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(
+            ANNOTATION_CLIENT_OF.to_string(),
+            client_of(&benchmark.uid().unwrap_or_default(), index, attempt),
+        );
     // Keeps the pod readable after it is deleted, until its result is in the status.
     metadata.finalizers = Some(vec![RESULT_FINALIZER.into()]);
     let mut engine_labels: std::collections::BTreeMap<String, String> = [

@@ -13,12 +13,12 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
+use super::engine_registry::EngineRegistry;
+use super::pod_defaults::{merged_node_selector, merged_tolerations};
 pub use super::pod_state::{
     PodState, client_state, condition_since, disruption, evicted, has_started, image_id, node_name,
     pod_ip, pod_state, scheduled_at, stuck_deleting,
 };
-use super::engine_registry::EngineRegistry;
-use super::pod_defaults::{merged_node_selector, merged_tolerations};
 use crate::crd::{MemoryBenchmark, PodResourcesSpec, TolerationSpec};
 
 mod client_pod;

@@ -7,17 +7,20 @@ use k8s_openapi::api::core::v1::Pod;
 use super::tests::benchmark;
 use super::*;
 use crate::client::workload::Workload;
-use crate::crd::{EngineKind, EngineSpec};
 use crate::controller::engine_registry::EngineRegistry;
 use crate::controller::pod_defaults::{parse_node_selector, parse_tolerations};
+use crate::crd::{EngineKind, EngineSpec};
 
 const TAINT: &str = r#"[{"key":"membench.io/benchmark","operator":"Equal","value":"true","effect":"NoSchedule"},{"key":"dedicated","operator":"Exists","effect":"NoSchedule"}]"#;
 
 fn operator_defaults() -> PodSettings {
     PodSettings {
         tolerations: parse_tolerations(TAINT, false).unwrap(),
-        node_selector: parse_node_selector(&["membench.io/pool=benchmarks".into(), "team=perf".into()])
-            .unwrap(),
+        node_selector: parse_node_selector(&[
+            "membench.io/pool=benchmarks".into(),
+            "team=perf".into(),
+        ])
+        .unwrap(),
         ..Default::default()
     }
 }
@@ -65,7 +68,12 @@ fn every_engine_and_client_pod_gets_the_operators_tolerations_and_node_labels() 
     for pod in both_pods(&b, &PodSettings::default()) {
         assert_eq!(pod.spec.as_ref().unwrap().tolerations, None);
         assert_eq!(
-            pod.spec.unwrap().node_selector.unwrap().keys().collect::<Vec<_>>(),
+            pod.spec
+                .unwrap()
+                .node_selector
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
             [INSTANCE_TYPE_LABEL]
         );
     }
@@ -99,12 +107,16 @@ fn engine_and_client_pods_ask_autoscalers_to_leave_their_node_alone() {
         let annotations = pod.metadata.annotations.clone().unwrap_or_default();
         let name = pod.metadata.name.unwrap();
         assert_eq!(
-            annotations.get(ANNOTATION_DO_NOT_DISRUPT).map(String::as_str),
+            annotations
+                .get(ANNOTATION_DO_NOT_DISRUPT)
+                .map(String::as_str),
             Some("true"),
             "{name}"
         );
         assert_eq!(
-            annotations.get(ANNOTATION_SAFE_TO_EVICT).map(String::as_str),
+            annotations
+                .get(ANNOTATION_SAFE_TO_EVICT)
+                .map(String::as_str),
             Some("false"),
             "{name}"
         );
@@ -130,13 +142,22 @@ fn the_engine_mirror_replaces_the_official_image_and_an_entrys_own_image_stays()
         ..Default::default()
     };
     let image = |index: usize, settings: &PodSettings| {
-        engine_pod(&b, index, 1 << 30, None, settings).spec.unwrap().containers[0]
+        engine_pod(&b, index, 1 << 30, None, settings)
+            .spec
+            .unwrap()
+            .containers[0]
             .image
             .clone()
             .unwrap()
     };
-    assert_eq!(image(0, &settings), "mirror.example.com:5000/hub/library/redis:8.2.3");
-    assert_eq!(image(1, &settings), "registry.example.com/team/valkey:custom");
+    assert_eq!(
+        image(0, &settings),
+        "mirror.example.com:5000/hub/library/redis:8.2.3"
+    );
+    assert_eq!(
+        image(1, &settings),
+        "registry.example.com/team/valkey:custom"
+    );
     assert_eq!(
         image(2, &settings),
         "mirror.example.com:5000/hub/dragonflydb/dragonfly:v1.40.0"
@@ -159,10 +180,14 @@ fn pod_resources_size_the_engine_cpu_and_the_client() {
     let [engine, client] = both_pods(&defaults, &PodSettings::default());
     assert_eq!(resources(&engine), ("2".to_string(), "512Mi".to_string()));
     assert_eq!(resources(&client), ("1".to_string(), "256Mi".to_string()));
-    let sized = benchmark("  podResources: {engineCpu: \"4\", clientCpu: 500m, clientMemory: 512Mi}\n");
+    let sized =
+        benchmark("  podResources: {engineCpu: \"4\", clientCpu: 500m, clientMemory: 512Mi}\n");
     let [engine, client] = both_pods(&sized, &PodSettings::default());
     assert_eq!(resources(&engine), ("4".to_string(), "512Mi".to_string()));
-    assert_eq!(resources(&client), ("500m".to_string(), "512Mi".to_string()));
+    assert_eq!(
+        resources(&client),
+        ("500m".to_string(), "512Mi".to_string())
+    );
     // A field left out takes the schema's default.
     let partly = benchmark("  podResources: {clientMemory: 1Gi}\n");
     let [engine, client] = both_pods(&partly, &PodSettings::default());
