@@ -32,6 +32,9 @@ pub const IMAGE_REFERENCE_MAX: usize = 512;
 /// or a decimal exponent (`512Mi`, `16Gi`, `2G`, `1.5Gi`, `1e9`).
 pub const MEMORY_QUANTITY: &str = "^[0-9]+([.][0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T|[eE][0-9]+)?$";
 pub const MEMORY_QUANTITY_MAX: usize = 32;
+/// A CPU quantity: whole or decimal cores (`2`, `1.5`) or millicores (`500m`).
+pub const CPU_QUANTITY: &str = "^([0-9]+m|[0-9]+([.][0-9]{1,3})?)$";
+pub const CPU_QUANTITY_MAX: usize = 16;
 
 /// The smallest engine memory: no engine starts with less.
 pub const MIN_ENGINE_MEMORY: &str = "16Mi";
@@ -64,6 +67,7 @@ static LABEL_VALUE_RE: LazyLock<Regex> = LazyLock::new(|| compiled(LABEL_VALUE))
 static LABEL_KEY_RE: LazyLock<Regex> = LazyLock::new(|| compiled(LABEL_KEY));
 static IMAGE_REFERENCE_RE: LazyLock<Regex> = LazyLock::new(|| compiled(IMAGE_REFERENCE));
 static MEMORY_QUANTITY_RE: LazyLock<Regex> = LazyLock::new(|| compiled(MEMORY_QUANTITY));
+static CPU_QUANTITY_RE: LazyLock<Regex> = LazyLock::new(|| compiled(CPU_QUANTITY));
 
 pub fn is_label_value(value: &str) -> bool {
     value.len() <= LABEL_VALUE_MAX && LABEL_VALUE_RE.is_match(value)
@@ -81,6 +85,10 @@ pub fn is_memory_quantity(quantity: &str) -> bool {
     quantity.len() <= MEMORY_QUANTITY_MAX && MEMORY_QUANTITY_RE.is_match(quantity)
 }
 
+pub fn is_cpu_quantity(quantity: &str) -> bool {
+    quantity.len() <= CPU_QUANTITY_MAX && CPU_QUANTITY_RE.is_match(quantity)
+}
+
 /// The words of the CRD's CEL rules, shared with [`crate::validation::validate_spec`] so that
 /// a local run says what the API server would.
 pub mod message {
@@ -94,6 +102,10 @@ pub mod message {
     pub const INSTANCE_TYPE: &str = "instanceType must be a node label value, such as r8g.4xlarge: letters, digits, '-', '_' and '.', starting and ending with a letter or digit";
     pub const IMAGE: &str = "image must be an image reference such as valkey/valkey:9.1.2 or registry.example.com/team/redis:7.4@sha256:<digest>: an optional registry host, a lowercase repository path, then an optional :tag and @digest, without spaces or a scheme";
     pub const MEMORY_QUANTITY: &str = "memory must be a memory quantity such as 512Mi, 16Gi, 2G or 1.5Gi (bytes, k, M, G, T, Ki, Mi, Gi or Ti)";
+    pub const CPU_QUANTITY: &str =
+        "CPU must be a CPU quantity such as 2, 1.5 or 500m (cores, or millicores with m)";
+    pub const CPU_POSITIVE: &str = "CPU must be more than 0";
+    pub const CLIENT_MEMORY_MINIMUM: &str = "clientMemory must be at least 16Mi";
     pub const MEMORY_MINIMUM: &str = "memory must be at least 16Mi: no engine starts with less";
     pub const SAMPLES_PER_REPETITION: &str = "sampleEvery is too small for members: a growth curve gets at most 100000 readings per repetition; raise sampleEvery to at least members / 100000, or set it to 0 for no curve";
     pub const SAMPLE_EVERY: &str = "sampleEvery must be 0 (no growth curve) or at least 1000: a reading every few members would slow down the load it measures";

@@ -223,6 +223,8 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
         // Prices and profiles by name; prices ConfigMaps watched for later changes.
         ("get", "configmaps"),
         ("watch", "configmaps"),
+        // What the nodes of an instance type give pods, before a benchmark's first pod.
+        ("list", "nodes"),
     ] {
         assert!(
             cluster.can_i(verb, resource),
@@ -234,7 +236,8 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
         ("get", "secrets"),
         ("list", "secrets"),
         ("watch", "secrets"),
-        ("list", "nodes"),
+        ("get", "nodes"),
+        ("watch", "nodes"),
         ("patch", "nodes"),
         ("update", "nodes"),
         ("delete", "nodes"),

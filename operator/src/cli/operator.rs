@@ -99,9 +99,62 @@ pub struct OperatorArgs {
     #[arg(long, env = "MEMBENCH_ALLOW_OPEN_ENGINE_ARGS")]
     allow_open_engine_args: bool,
     /// Accept tolerations without a key (operator Exists), which tolerate every taint; without
-    /// it they are InvalidSpec.
+    /// it they are InvalidSpec (in a spec) or refused at start (in --benchmark-tolerations).
     #[arg(long, env = "MEMBENCH_ALLOW_TOLERATE_EVERYTHING")]
     allow_tolerate_everything: bool,
+    /// Tolerations every engine and client pod gets, as a JSON list of pod tolerations
+    /// (`[{"key":"membench.io/benchmark","operator":"Equal","value":"true","effect":"NoSchedule"}]`);
+    /// a spec's placement.tolerations of the same key replaces the operator's.
+    #[arg(long, env = "MEMBENCH_BENCHMARK_TOLERATIONS", value_name = "JSON")]
+    benchmark_tolerations: Option<String>,
+    /// Node labels every engine and client pod requires, comma separated KEY=VALUE (for
+    /// example `membench.io/pool=benchmarks`); a spec's placement.nodeSelector wins on a key.
+    #[arg(
+        long,
+        env = "MEMBENCH_BENCHMARK_NODE_SELECTOR",
+        value_delimiter = ',',
+        value_name = "KEY=VALUE,..."
+    )]
+    benchmark_node_selector: Vec<String>,
+    /// A registry that mirrors the official engine images under their Docker Hub names: an
+    /// entry without its own image runs HOST[:PORT][/PATH]/library/redis:<v>,
+    /// .../valkey/valkey:<v> or .../dragonflydb/dragonfly:v<v>, and the three repositories
+    /// are added to --allowed-images.
+    #[arg(
+        long,
+        env = "MEMBENCH_ENGINE_REGISTRY",
+        value_name = "HOST[:PORT][/PATH]"
+    )]
+    engine_registry: Option<String>,
+}
+
+/// What `--benchmark-tolerations`, `--benchmark-node-selector` and `--engine-registry` say.
+struct BenchmarkPodDefaults {
+    tolerations: Vec<membench::crd::TolerationSpec>,
+    node_selector: std::collections::BTreeMap<String, String>,
+    engine_registry: Option<membench::controller::engine_registry::EngineRegistry>,
+}
+
+/// The operator's defaults for every benchmark pod, from its flags; the error says which flag
+/// (and chart value) is wrong and how.
+fn benchmark_pod_defaults(args: &OperatorArgs) -> Result<BenchmarkPodDefaults, String> {
+    use membench::controller::pod_defaults::{parse_node_selector, parse_tolerations};
+    let tolerations = parse_tolerations(
+        args.benchmark_tolerations.as_deref().unwrap_or_default(),
+        args.allow_tolerate_everything,
+    )?;
+    let node_selector = parse_node_selector(&args.benchmark_node_selector)?;
+    let registry = args
+        .engine_registry
+        .as_deref()
+        .filter(|r| !r.is_empty())
+        .map(membench::controller::engine_registry::EngineRegistry::parse)
+        .transpose()?;
+    Ok(BenchmarkPodDefaults {
+        tolerations,
+        node_selector,
+        engine_registry: registry,
+    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -138,6 +191,26 @@ pub fn run_operator(args: OperatorArgs) -> ExitCode {
         Ok(labels) => labels,
         Err(message) => return usage_error(&message),
     };
+    let BenchmarkPodDefaults {
+        tolerations,
+        node_selector,
+        engine_registry,
+    } = match benchmark_pod_defaults(&args) {
+        Ok(defaults) => defaults,
+        Err(message) => return usage_error(&message),
+    };
+    let mut allowed_images: Vec<String> = args
+        .allowed_images
+        .map(|patterns| {
+            patterns
+                .into_iter()
+                .filter(|p| !p.trim().is_empty())
+                .collect()
+        })
+        .unwrap_or_else(|| membench::controller::policy::Policy::default().allowed_images);
+    if let Some(registry) = &engine_registry {
+        allowed_images.extend(registry.allowed_patterns());
+    }
     let settings = membench::controller::Settings {
         pods: membench::controller::pods::PodSettings {
             client_image: args.client_image,
@@ -146,18 +219,13 @@ pub fn run_operator(args: OperatorArgs) -> ExitCode {
                 .into_iter()
                 .filter(|name| !name.is_empty())
                 .collect(),
+            tolerations,
+            node_selector,
+            engine_registry,
             ..Default::default()
         },
         policy: membench::controller::policy::Policy {
-            allowed_images: args
-                .allowed_images
-                .map(|patterns| {
-                    patterns
-                        .into_iter()
-                        .filter(|p| !p.trim().is_empty())
-                        .collect()
-                })
-                .unwrap_or_else(|| membench::controller::policy::Policy::default().allowed_images),
+            allowed_images,
             allow_open_engine_args: args.allow_open_engine_args,
             allow_tolerate_everything: args.allow_tolerate_everything,
         },

@@ -23,6 +23,7 @@ mod client_lifecycle;
 mod cluster_cost;
 pub mod conditions;
 pub mod engine_password;
+pub mod engine_registry;
 pub mod events;
 #[cfg(test)]
 mod fault_tests;
@@ -33,10 +34,15 @@ mod lifecycle;
 pub mod network_policy;
 #[cfg(test)]
 mod never_stuck_tests;
+pub mod nodes;
 pub mod observation;
+#[cfg(test)]
+mod operator_settings_tests;
 #[cfg(test)]
 mod parallel_tests;
 pub mod plan;
+pub mod pod_defaults;
+pub mod pod_fit;
 pub mod pod_security;
 pub mod pod_state;
 pub mod pods;
@@ -226,6 +232,7 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
     let served = read_served_results(&benchmark, &pods, load, now, &ctx.settings).await;
     let others: Vec<Arc<MemoryBenchmark>> = ctx.benchmarks.iter().flat_map(Store::state).collect();
     let prices = capacity_prices::read(&ctx.client, &namespace, &benchmark).await;
+    let nodes = nodes::read_before_first_pod(&ctx.client, &benchmark, &pods).await;
     let mut rejected: Vec<PodRejection> = Vec::new();
     // Each refusal fails an engine, so the plan settles within one pass per engine.
     let plan = loop {
@@ -238,6 +245,7 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
             served: &served,
             others: &others,
             prices: prices.as_ref(),
+            nodes: &nodes,
         };
         let plan = plan::plan(&observation, &ctx.settings);
         // The engines' password exists before the first pod that takes it (unless the spec

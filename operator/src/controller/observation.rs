@@ -108,6 +108,10 @@ pub struct Observation<'a> {
     /// The prices of `spec.capacity.pricesConfigMapRef`, or why there are none; `None` when
     /// the spec names no ConfigMap.
     pub prices: Option<&'a Result<crate::capacity::Prices, String>>,
+    /// What the cluster's nodes of the benchmark's instance types give pods, read while none
+    /// of its pods exists yet (empty when there is no such node, or the operator may not list
+    /// nodes: the instance-type table stands in).
+    pub nodes: &'a [super::pod_fit::NodeAllocatable],
 }
 
 /// A pod the API server refused to create: admission (Pod Security, a ResourceQuota, a

@@ -28,10 +28,12 @@ use kube::ResourceExt;
 use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase};
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
+use super::engine_registry::image_registry;
 use super::observation::{
     LoadProbe, Observation, Plan, ProbeTarget, Settings, current_engine, is_terminal, pods_of,
     to_the_second,
 };
+use super::pod_fit;
 use super::pods::{
     self, Component, PodState, client_attempt, client_state, engine_index, holds_result, owned_by,
     pod_state, stuck_deleting,
@@ -105,6 +107,17 @@ fn give_up_and_release(
     }
 }
 
+/// Whether any of the benchmark's pods was ever created: one exists, or an engine has started
+/// or ended.
+pub fn pods_created(observation: &Observation) -> bool {
+    let status = observation.benchmark.status.clone().unwrap_or_default();
+    !owned(observation).is_empty()
+        || status
+            .engines
+            .iter()
+            .any(|e| e.started_at.is_some() || e.state != state::PENDING)
+}
+
 /// Where to read progress from: the client pod loading an engine right now, if any.
 pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTarget> {
     let status = benchmark.status.clone().unwrap_or_default();
@@ -118,6 +131,7 @@ pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTa
         served: &[],
         others: &[],
         prices: None,
+        nodes: &[],
     };
     let owned = owned(&observation);
     let engine = pods_of(&owned, index, Component::Engine)
@@ -160,6 +174,7 @@ pub fn result_targets(
         served: &[],
         others: &[],
         prices: None,
+        nodes: &[],
     };
     let owned = owned(&observation);
     let probed = current_engine(&status);
@@ -208,7 +223,14 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
     };
 
     let valid = match validate(benchmark).and_then(|valid| {
-        settings.policy.check(spec)?;
+        settings
+            .policy
+            .check_with(spec, settings.pods.engine_registry.as_ref())?;
+        // Before the first pod only: a run under way keeps going whatever nodes come later.
+        if !pods_created(observation) {
+            let sizes = pods::pod_resources(benchmark, &settings.pods);
+            pod_fit::check(benchmark, &valid.engine_memory, &sizes, observation.nodes)?;
+        }
         Ok(valid)
     }) {
         Ok(valid) => valid,
@@ -233,7 +255,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         }
     };
     status.workload = Some(valid.workload.describe());
-    let fresh = initial_engines(benchmark);
+    let fresh = initial_engines(benchmark, settings);
     let same_entries = status.engines.len() == fresh.len()
         && status
             .engines
@@ -401,7 +423,7 @@ fn time_out(step: &mut Step, status: &mut MemoryBenchmarkStatus) {
 
 /// One entry per run: every engine on every instance type (`spec.instanceTypes`), all engines
 /// on the first type, then all on the next.
-fn initial_engines(benchmark: &MemoryBenchmark) -> Vec<EngineStatus> {
+fn initial_engines(benchmark: &MemoryBenchmark, settings: &Settings) -> Vec<EngineStatus> {
     let spec = &benchmark.spec;
     (0..spec.runs())
         .map(|run| {
@@ -411,7 +433,9 @@ fn initial_engines(benchmark: &MemoryBenchmark) -> Vec<EngineStatus> {
                 engine: e.engine.to_string(),
                 requested_version: e.version.clone(),
                 state: state::PENDING.into(),
-                image: Some(e.image()),
+                image: Some(pods::engine_image(e, &settings.pods)),
+                engine_registry: image_registry(e, settings.pods.engine_registry.as_ref())
+                    .map(|r| r.as_str().to_string()),
                 instance_type: Some(spec.instance_type_of_run(run)),
                 ..Default::default()
             }

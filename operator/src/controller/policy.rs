@@ -6,6 +6,7 @@
 //! tainted node. Each refusal is an `InvalidSpec` whose message names the setting that would
 //! allow it. Pure: checked by [`super::plan::plan`] after the spec's own validation.
 
+use super::engine_registry::{EngineRegistry, engine_image};
 use crate::crd::MemoryBenchmarkSpec;
 use crate::validation::engine_config::{ArgsRefusal, check_args};
 
@@ -51,15 +52,28 @@ impl Policy {
             .any(|pattern| image_matches(pattern, image))
     }
 
-    /// Checks a spec against the policy; the error names the field and the setting.
+    /// Checks a spec against the policy, its engines' images as they run without an engine
+    /// mirror; the error names the field and the setting.
     pub fn check(&self, spec: &MemoryBenchmarkSpec) -> Result<(), String> {
+        self.check_with(spec, None)
+    }
+
+    /// [`Policy::check`], the official images pulled from `registry` when the operator has an
+    /// engine mirror (whose repositories the operator adds to `allowed_images`).
+    pub fn check_with(
+        &self,
+        spec: &MemoryBenchmarkSpec,
+        registry: Option<&EngineRegistry>,
+    ) -> Result<(), String> {
         for (i, engine) in spec.engines.iter().enumerate() {
-            let image = engine.image();
+            let image = engine_image(engine, registry);
             if !self.image_allowed(&image) {
-                let field = if engine.image.is_some() {
-                    format!("spec.engines[{i}].image")
-                } else {
-                    format!("spec.engines[{i}] (its official image)")
+                let field = match (&engine.image, registry) {
+                    (Some(_), _) => format!("spec.engines[{i}].image"),
+                    (None, Some(_)) => format!(
+                        "spec.engines[{i}] (its official image from the engine mirror, engineRegistry)"
+                    ),
+                    (None, None) => format!("spec.engines[{i}] (its official image)"),
                 };
                 return Err(format!(
                     "{field}: the image {image} is not allowed here: this operator runs only images matching its allowedImages setting ({}); use one of those, or ask the operator's administrators to add a pattern to the chart value allowedImages (flag --allowed-images)",

@@ -106,6 +106,7 @@ pub(super) fn reconcile_served(
             served,
             others,
             prices: None,
+            nodes: &[],
         },
         &settings(),
     );

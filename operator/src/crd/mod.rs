@@ -11,6 +11,7 @@
 //!   `args`);
 //! - [`workload_spec`]: the data to load;
 //! - [`placement`]: where the pods may run;
+//! - [`pod_resources_spec`]: the pods' CPU and the client's memory;
 //! - [`auth_spec`]: which Secret holds the engines' password;
 //! - [`capacity_spec`]: the size to plan for (`spec.capacity`);
 //! - [`status`]: what the operator reports back.
@@ -25,6 +26,7 @@ mod capacity_spec;
 pub mod engine_settings;
 mod engine_spec;
 mod placement;
+mod pod_resources_spec;
 mod spec;
 mod status;
 #[cfg(test)]
@@ -35,6 +37,9 @@ pub use auth_spec::{AuthSpec, SecretKeyRef};
 pub use capacity_spec::{CapacitySpec, ConfigMapKeyRef, InstanceFamily, default_headroom_percent};
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
 pub use placement::{PlacementSpec, TolerationSpec};
+pub use pod_resources_spec::{
+    PodResourcesSpec, default_client_cpu, default_client_memory, default_engine_cpu,
+};
 pub use spec::{
     Arch, CleanupPolicy, ImagePullSecret, MemoryBenchmark, MemoryBenchmarkSpec, PublishedTableName,
 };

@@ -5,7 +5,8 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AuthSpec, CapacitySpec, EngineSpec, MemoryBenchmarkStatus, PlacementSpec, WorkloadSpec,
+    AuthSpec, CapacitySpec, EngineSpec, MemoryBenchmarkStatus, PlacementSpec, PodResourcesSpec,
+    WorkloadSpec,
 };
 use crate::formats::{LABEL_VALUE, MAX_BENCHMARK_NAME, message};
 
@@ -134,6 +135,15 @@ pub struct MemoryBenchmarkSpec {
     /// tolerations for tainted benchmark node pools, and node affinity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<PlacementSpec>,
+
+    /// CPU of the engine pods and CPU and memory of the client pod (request = limit), when the
+    /// defaults (engine 2 CPUs; client 1 CPU and 256Mi) do not suit the instance type. The
+    /// engine, its memory and the client must fit on one node of the instance type: the
+    /// operator checks them against the node's allocatable resources (a node of the type in the
+    /// cluster, else the instance-type table less EKS's reserve) before creating any pod. Local
+    /// runs ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_resources: Option<PodResourcesSpec>,
 
     /// Give up after this many seconds in total; what was measured until then is kept.
     #[serde(default = "default_timeout_seconds")]

@@ -220,6 +220,11 @@ pub struct EngineStatus {
     /// The image the engine pod ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// The engine mirror the image came from (the operator's `engineRegistry`): the entry's
+    /// official image, pulled from the mirror under the same name. Absent when the entry names
+    /// its own `image` or the operator has no mirror.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_registry: Option<String>,
     /// The image ID the node reported (the digest actually run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_id: Option<String>,

@@ -96,6 +96,7 @@ fn benchmark(
             pipeline: 100,
             settle_seconds: 0,
             placement: None,
+            pod_resources: None,
             timeout_seconds: 600,
             cleanup_policy: Default::default(),
             published_table: None,

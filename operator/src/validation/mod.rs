@@ -17,8 +17,8 @@ use crate::client::workload::Workload;
 use crate::crd::{Allocator, EngineKind, MemoryBenchmark, PlacementSpec, RecordLayout};
 use crate::formats::{
     LABEL_VALUE_MAX, MAX_BENCHMARK_NAME, MAX_NODE_SELECTOR, MAX_SAMPLES, MAX_TOLERATIONS,
-    MIN_SAMPLE_EVERY, is_image_reference, is_label_key, is_label_value, is_memory_quantity,
-    message,
+    MIN_SAMPLE_EVERY, is_cpu_quantity, is_image_reference, is_label_key, is_label_value,
+    is_memory_quantity, message,
 };
 
 const MIB: u64 = 1 << 20;
@@ -249,6 +249,34 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
     if let Some(placement) = &spec.placement {
         validate_placement(placement)?;
     }
+    if let Some(sizes) = &spec.pod_resources {
+        for (field, value) in [
+            ("engineCpu", &sizes.engine_cpu),
+            ("clientCpu", &sizes.client_cpu),
+        ] {
+            if !is_cpu_quantity(value)
+                || value
+                    .trim_end_matches('m')
+                    .trim_matches(['0', '.'])
+                    .is_empty()
+            {
+                return invalid(
+                    format!("podResources.{field}"),
+                    value,
+                    &format!("{}, more than 0", message::CPU_QUANTITY),
+                );
+            }
+        }
+        if !is_memory_quantity(&sizes.client_memory)
+            || parse_memory_quantity(&sizes.client_memory).is_none_or(|b| b < 16 * MIB)
+        {
+            return invalid(
+                "podResources.clientMemory".into(),
+                &sizes.client_memory,
+                &format!("{}, at least 16Mi", message::MEMORY_QUANTITY),
+            );
+        }
+    }
     if let Some(sorted_set) = &spec.workload.sorted_set {
         let every = sorted_set.sample_every;
         if every != 0 && every < MIN_SAMPLE_EVERY {
@@ -304,14 +332,18 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
 
 /// The placement rules of the CRD: label keys and values, tolerations the pod API accepts.
 fn validate_placement(placement: &PlacementSpec) -> Result<(), String> {
+    check_placement(placement, "spec.placement")
+}
+
+/// [`validate_placement`] for placement given elsewhere (the operator's defaults for every
+/// benchmark pod), its messages naming `origin` (`spec.placement`, or the flag and chart value).
+pub fn check_placement(placement: &PlacementSpec, origin: &str) -> Result<(), String> {
     let invalid = |field: String, value: &str, why: &str| {
-        Err(format!(
-            "spec.placement.{field}: invalid value '{value}': {why}"
-        ))
+        Err(format!("{origin}.{field}: invalid value '{value}': {why}"))
     };
     if placement.node_selector.len() > MAX_NODE_SELECTOR {
         return Err(format!(
-            "spec.placement.nodeSelector has {} labels: at most {MAX_NODE_SELECTOR}",
+            "{origin}.nodeSelector has {} labels: at most {MAX_NODE_SELECTOR}",
             placement.node_selector.len()
         ));
     }
@@ -329,7 +361,7 @@ fn validate_placement(placement: &PlacementSpec) -> Result<(), String> {
     }
     if placement.tolerations.len() > MAX_TOLERATIONS {
         return Err(format!(
-            "spec.placement.tolerations has {} entries: at most {MAX_TOLERATIONS}",
+            "{origin}.tolerations has {} entries: at most {MAX_TOLERATIONS}",
             placement.tolerations.len()
         ));
     }

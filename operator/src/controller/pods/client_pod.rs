@@ -12,7 +12,7 @@ use super::{
     ANNOTATION_CLIENT_OF, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_BENCHMARK,
     LABEL_CLIENT_ATTEMPT, LABEL_COMPONENT, LABEL_ENGINE_INDEX, LABEL_SHARD, PodSettings,
     RESULT_FINALIZER, TERMINATION_MESSAGE_PATH, client_of, client_pod_name, guaranteed,
-    image_pull_secrets, labels, metadata, node_selector, pod_ip_env, tolerations,
+    image_pull_secrets, labels, metadata, node_selector, pod_ip_env, pod_resources, tolerations,
 };
 use crate::client::progress_endpoint::PROGRESS_PORT;
 use crate::client::workload::Workload;
@@ -177,17 +177,16 @@ pub fn client_pod_of_shards(
     settings: &PodSettings,
 ) -> Pod {
     let name = benchmark.name_any();
-    let placement = benchmark.spec.placement.clone().unwrap_or_default();
     let mut labels = labels(&name, index, Component::Client);
     labels.insert(LABEL_CLIENT_ATTEMPT.into(), attempt.to_string());
     let mut metadata = metadata(benchmark, client_pod_name(&name, index, attempt), labels);
-    metadata.annotations = Some(
-        [(
+    metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(
             ANNOTATION_CLIENT_OF.to_string(),
             client_of(&benchmark.uid().unwrap_or_default(), index, attempt),
-        )]
-        .into(),
-    );
+        );
     // Keeps the pod readable after it is deleted, until its result is in the status.
     metadata.finalizers = Some(vec![RESULT_FINALIZER.into()]);
     let mut engine_labels: std::collections::BTreeMap<String, String> = [
@@ -228,8 +227,8 @@ pub fn client_pod_of_shards(
             automount_service_account_token: Some(false),
             enable_service_links: Some(false),
             image_pull_secrets: image_pull_secrets(benchmark, settings),
-            node_selector: Some(node_selector(benchmark, index)),
-            tolerations: tolerations(&placement),
+            node_selector: Some(node_selector(benchmark, index, settings)),
+            tolerations: tolerations(benchmark, settings),
             affinity: Some(Affinity {
                 pod_affinity: Some(PodAffinity {
                     required_during_scheduling_ignored_during_execution: Some(vec![next_to_engine]),
@@ -251,7 +250,10 @@ pub fn client_pod_of_shards(
                     protocol: Some("TCP".into()),
                     ..Default::default()
                 }]),
-                resources: Some(guaranteed(&settings.client_cpu, &settings.client_memory)),
+                resources: Some({
+                    let sizes = pod_resources(benchmark, settings);
+                    guaranteed(&sizes.client_cpu, &sizes.client_memory)
+                }),
                 termination_message_path: Some(TERMINATION_MESSAGE_PATH.into()),
                 // A client that dies before writing its result still leaves its last log lines.
                 termination_message_policy: Some("FallbackToLogsOnError".into()),

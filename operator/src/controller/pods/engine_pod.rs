@@ -10,8 +10,8 @@ use kube::ResourceExt;
 
 use super::{
     APP_NAME, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_COMPONENT, LABEL_NAME, LABEL_SHARD,
-    POD_IP_ENV, PodSettings, guaranteed, image_pull_secrets, labels, metadata, node_selector,
-    pod_ip_env, shard_pod_name, tolerations,
+    POD_IP_ENV, PodSettings, engine_image, guaranteed, image_pull_secrets, labels, metadata,
+    node_selector, pod_ip_env, pod_resources, shard_pod_name, tolerations,
 };
 use crate::controller::pod_security::{
     ENGINE_DATA_DIR, engine_data_mount, engine_data_volume, engine_pod_security_context,
@@ -216,8 +216,8 @@ fn build(
             automount_service_account_token: Some(false),
             enable_service_links: Some(false),
             image_pull_secrets: image_pull_secrets(benchmark, settings),
-            node_selector: Some(node_selector(benchmark, index)),
-            tolerations: tolerations(&placement),
+            node_selector: Some(node_selector(benchmark, index, settings)),
+            tolerations: tolerations(benchmark, settings),
             affinity: Some(Affinity {
                 node_affinity,
                 pod_affinity: user_affinity.pod_affinity.clone(),
@@ -227,7 +227,7 @@ fn build(
             volumes: Some(vec![engine_data_volume()]),
             containers: vec![Container {
                 name: "engine".into(),
-                image: Some(engine.image()),
+                image: Some(engine_image(engine, settings)),
                 args: Some(pod_engine_args(engine, memory_bytes, shard.is_some())),
                 env: Some(engine_env(benchmark, engine, shard.is_some())),
                 working_dir: Some(ENGINE_DATA_DIR.into()),
@@ -248,7 +248,10 @@ fn build(
                     failure_threshold: Some(3),
                     ..Default::default()
                 }),
-                resources: Some(guaranteed(&settings.engine_cpu, &memory)),
+                resources: Some(guaranteed(
+                    &pod_resources(benchmark, settings).engine_cpu,
+                    &memory,
+                )),
                 termination_message_policy: Some("FallbackToLogsOnError".into()),
                 ..Default::default()
             }],

@@ -13,14 +13,18 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
+use super::engine_registry::EngineRegistry;
+use super::pod_defaults::{merged_node_selector, merged_tolerations};
 pub use super::pod_state::{
     PodState, client_state, condition_since, disruption, evicted, has_started, image_id, node_name,
     pod_ip, pod_state, scheduled_at, stuck_deleting,
 };
-use crate::crd::{MemoryBenchmark, PlacementSpec};
+use crate::crd::{MemoryBenchmark, PodResourcesSpec, TolerationSpec};
 
 mod client_pod;
 mod engine_pod;
+#[cfg(test)]
+mod operator_defaults_tests;
 mod profile_delivery;
 #[cfg(test)]
 mod profile_tests;
@@ -43,6 +47,12 @@ pub const LABEL_SHARD: &str = "membench.io/shard";
 /// creates the pod. Only a pod whose name, owner and this annotation all agree is read as a
 /// client (see [`owned_by`]).
 pub const ANNOTATION_CLIENT_OF: &str = "membench.io/client-of";
+/// On engine and client pods, `"true"`: Karpenter neither consolidates nor expires a node
+/// while such a pod runs on it (a benchmark's engine and its data would go with the node).
+pub const ANNOTATION_DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
+/// On engine and client pods, `"false"`: the cluster autoscaler does not scale down a node
+/// that runs such a pod.
+pub const ANNOTATION_SAFE_TO_EVICT: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
 
 pub const APP_NAME: &str = "membench";
 pub const MANAGER: &str = "membench-operator";
@@ -104,6 +114,15 @@ pub struct PodSettings {
     /// Secrets every engine and client pod pulls its image with
     /// (`--benchmark-image-pull-secrets`), before the spec's own `imagePullSecrets`.
     pub image_pull_secrets: Vec<String>,
+    /// Tolerations every engine and client pod gets (`--benchmark-tolerations`), unless the
+    /// spec's placement tolerates the same key itself.
+    pub tolerations: Vec<TolerationSpec>,
+    /// Node labels every engine and client pod requires (`--benchmark-node-selector`), unless
+    /// the spec's placement names the same key.
+    pub node_selector: BTreeMap<String, String>,
+    /// The engine mirror (`--engine-registry`): the official image of an entry without its own
+    /// `image` is pulled from it.
+    pub engine_registry: Option<EngineRegistry>,
 }
 
 impl Default for PodSettings {
@@ -114,6 +133,9 @@ impl Default for PodSettings {
             client_cpu: "1".into(),
             client_memory: "256Mi".into(),
             image_pull_secrets: Vec::new(),
+            tolerations: Vec::new(),
+            node_selector: BTreeMap::new(),
+            engine_registry: None,
         }
     }
 }
@@ -181,13 +203,14 @@ fn labels(benchmark: &str, index: usize, component: Component) -> BTreeMap<Strin
 }
 
 /// The node labels both pods of run `index` require: the run's instance type, the arch when
-/// given, and the spec's extra node selector.
-fn node_selector(benchmark: &MemoryBenchmark, index: usize) -> BTreeMap<String, String> {
+/// given, and the operator's and the spec's extra node labels (the spec's win on a key).
+fn node_selector(
+    benchmark: &MemoryBenchmark,
+    index: usize,
+    settings: &PodSettings,
+) -> BTreeMap<String, String> {
     let spec = &benchmark.spec;
-    let mut selector = BTreeMap::new();
-    if let Some(placement) = &spec.placement {
-        selector.extend(placement.node_selector.clone());
-    }
+    let mut selector = merged_node_selector(&settings.node_selector, spec.placement.as_ref());
     selector.insert(
         INSTANCE_TYPE_LABEL.to_string(),
         spec.instance_type_of_run(index),
@@ -198,10 +221,42 @@ fn node_selector(benchmark: &MemoryBenchmark, index: usize) -> BTreeMap<String, 
     selector
 }
 
-/// The spec's tolerations, as the pod API takes them.
-fn tolerations(placement: &PlacementSpec) -> Option<Vec<Toleration>> {
-    (!placement.tolerations.is_empty())
-        .then(|| placement.tolerations.iter().map(Toleration::from).collect())
+/// The operator's and the spec's tolerations (the spec's win on a key), as the pod API takes
+/// them.
+fn tolerations(benchmark: &MemoryBenchmark, settings: &PodSettings) -> Option<Vec<Toleration>> {
+    let merged = merged_tolerations(&settings.tolerations, benchmark.spec.placement.as_ref());
+    (!merged.is_empty()).then(|| merged.iter().map(Toleration::from).collect())
+}
+
+/// The CPU of the engine pods and the CPU and memory of the client pod: the spec's
+/// `podResources`, else the operator's.
+pub fn pod_resources(benchmark: &MemoryBenchmark, settings: &PodSettings) -> PodResourcesSpec {
+    benchmark
+        .spec
+        .pod_resources
+        .clone()
+        .unwrap_or_else(|| PodResourcesSpec {
+            engine_cpu: settings.engine_cpu.clone(),
+            client_cpu: settings.client_cpu.clone(),
+            client_memory: settings.client_memory.clone(),
+        })
+}
+
+/// The image an engine entry's pods run: its own, else its official image (from the mirror
+/// when the operator has one).
+pub fn engine_image(engine: &crate::crd::EngineSpec, settings: &PodSettings) -> String {
+    super::engine_registry::engine_image(engine, settings.engine_registry.as_ref())
+}
+
+/// What every engine and client pod says to cluster autoscalers: leave its node alone while it
+/// runs. A benchmark evicted by a consolidation or a scale-down loses its engine and its data
+/// mid-run; the operator would record it (EnginePodLost, EngineEvicted) but not finish it.
+fn autoscaler_annotations() -> BTreeMap<String, String> {
+    [
+        (ANNOTATION_DO_NOT_DISRUPT.to_string(), "true".to_string()),
+        (ANNOTATION_SAFE_TO_EVICT.to_string(), "false".to_string()),
+    ]
+    .into()
 }
 
 fn guaranteed(cpu: &str, memory: &str) -> ResourceRequirements {
@@ -270,6 +325,7 @@ pub fn benchmark_object_metadata(benchmark: &MemoryBenchmark, name: String) -> O
     }
 }
 
+/// A pod's metadata: its name, labels and owner, and the [`autoscaler_annotations`].
 fn metadata(
     benchmark: &MemoryBenchmark,
     name: String,
@@ -279,6 +335,7 @@ fn metadata(
         name: Some(name),
         namespace: benchmark.namespace(),
         labels: Some(labels),
+        annotations: Some(autoscaler_annotations()),
         owner_references: benchmark.controller_owner_ref(&()).map(|r| vec![r]),
         ..Default::default()
     }
