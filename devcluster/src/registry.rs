@@ -145,18 +145,28 @@ impl Registry {
     /// Every request the registry answered since `offset` of its log (its access lines),
     /// oldest first, refused ones among them.
     pub fn requests_since(&self, offset: u64) -> anyhow::Result<Vec<Request>> {
-        Ok(self.log_since(offset)?.lines().filter_map(Request::parse).collect())
+        Ok(self
+            .log_since(offset)?
+            .lines()
+            .filter_map(Request::parse)
+            .collect())
     }
 
     /// The requests that authenticated, with their user, since `offset` of its log.
     pub fn served_since(&self, offset: u64) -> anyhow::Result<Vec<Served>> {
-        Ok(self.log_since(offset)?.lines().filter_map(Served::parse).collect())
+        Ok(self
+            .log_since(offset)?
+            .lines()
+            .filter_map(Served::parse)
+            .collect())
     }
 
     fn log_since(&self, offset: u64) -> anyhow::Result<String> {
         let text = std::fs::read(&self.log)
             .with_context(|| format!("reading the registry's log {}", self.log.display()))?;
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(text.len());
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(text.len());
         Ok(String::from_utf8_lossy(&text[start..]).into_owned())
     }
 }
@@ -240,7 +250,9 @@ fn parse_env(text: &str) -> BTreeMap<String, String> {
 /// images under `library/`.
 fn mirror_path(official: &str) -> String {
     match official.split_once('/') {
-        Some((first, rest)) if first.contains('.') || first.contains(':') || first == "localhost" => {
+        Some((first, rest))
+            if first.contains('.') || first.contains(':') || first == "localhost" =>
+        {
             rest.to_string()
         }
         Some(_) => official.to_string(),

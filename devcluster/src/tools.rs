@@ -38,6 +38,22 @@ pub fn kubectl() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// The `ctr` hack/build-tools.sh builds with the real nodes' containerd
+/// (`<bin dir>/containerd-<CONTAINERD_VERSION>/ctr`), for tests that look into a real node's
+/// containerd (`--address <state>/nodes/<node>/containerd.sock`).
+pub fn ctr() -> anyhow::Result<PathBuf> {
+    let version = pinned_version("CONTAINERD_VERSION")?;
+    let path = built_tools_dir()?
+        .join(format!("containerd-{version}"))
+        .join("ctr");
+    anyhow::ensure!(
+        is_executable(&path),
+        "no ctr {version} at {}: run hack/build-tools.sh containerd",
+        path.display()
+    );
+    Ok(path)
+}
+
 /// Where hack/build-tools.sh keeps its binaries (`--print-bin-dir`).
 fn built_tools_dir() -> anyhow::Result<PathBuf> {
     let script = repo_root().join("hack/build-tools.sh");

@@ -162,7 +162,8 @@ async fn a_wrong_pull_secret_is_refused_by_the_registry_and_the_pull_error_names
     let (client, _node) = ensure_real_node(&options()).await?;
     let registry = Registry::of_dev_cluster(&options()).await?;
     let ns = TestNamespace::create(&client, "registry-refused").await?;
-    let secret = registry.pull_secret_with("wrong-registry-creds", REGISTRY_USER, "not-the-password");
+    let secret =
+        registry.pull_secret_with("wrong-registry-creds", REGISTRY_USER, "not-the-password");
     ns.api::<k8s_openapi::api::core::v1::Secret>()
         .create(&PostParams::default(), &secret)
         .await?;
@@ -198,8 +199,10 @@ async fn a_wrong_pull_secret_is_refused_by_the_registry_and_the_pull_error_names
     // The kubelet's message (containerd's error) names the image, so the registry host, and
     // says the registry refused the credentials.
     assert!(
-        message.contains(&format!("https://{}/v2/{REPOSITORY}/manifests/8.2.3", registry.host))
-            && message.contains("401 Unauthorized"),
+        message.contains(&format!(
+            "https://{}/v2/{REPOSITORY}/manifests/8.2.3",
+            registry.host
+        )) && message.contains("401 Unauthorized"),
         "{waiting:?}"
     );
     // The registry saw the attempt and refused it: 401 for the manifest, served to no one.
@@ -215,7 +218,9 @@ async fn a_wrong_pull_secret_is_refused_by_the_registry_and_the_pull_error_names
     );
     let served = registry.served_since(offset)?;
     assert!(
-        !served.iter().any(|r| r.uri.starts_with(&format!("/v2/{REPOSITORY}/"))),
+        !served
+            .iter()
+            .any(|r| r.uri.starts_with(&format!("/v2/{REPOSITORY}/"))),
         "the registry served {REPOSITORY} with the wrong password: {served:#?}"
     );
     ns.delete().await
