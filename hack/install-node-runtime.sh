@@ -4,9 +4,10 @@
 # containernetworking-plugins (1.1.1: `bridge` and `host-local` give pods their addresses),
 # plus iproute2 (the shared bridge) and util-linux (`unshare`, `nsenter`: a mount namespace per
 # node), and for the dev cluster's image registry (hack/dev-cluster-registry.sh) apache2-utils
-# (`htpasswd -B`: its bcrypt password file) and skopeo (pushes the images to it). The kubelet and containerd are not Debian's: hack/build-tools.sh builds them from Go
-# modules (the kubelet in the control plane's own workspace; Debian's containerd is 1.6, whose
-# CRI the kubelet only half supports). Idempotent: what is installed is skipped, so a second run
+# (`htpasswd -B`: its bcrypt password file) and skopeo (pushes the images to it). The kubelet
+# and containerd are not Debian's: hack/build-tools.sh builds them from Go modules (the kubelet
+# in the control plane's own workspace; Debian's containerd is 1.6, whose CRI the kubelet only
+# half supports). Idempotent: what is installed is skipped, so a second run
 # takes a second.
 set -euo pipefail
 
