@@ -3,13 +3,14 @@
 # downloaded here: kube-apiserver, kube-scheduler, kube-controller-manager, kubectl and kubelet
 # (k8s.io/kubernetes, so kubectl and the real nodes' kubelet are exactly the control plane's
 # version), etcd (go.etcd.io/etcd/server/v3), helm (helm.sh/helm/v3), actionlint
-# (github.com/rhysd/actionlint, which checks .github/workflows in the suite) and, for the real
-# nodes, containerd with its runc shim and ctr (github.com/containerd/containerd/v2). Each tool gets
+# (github.com/rhysd/actionlint, which checks .github/workflows in the suite), for the real nodes
+# containerd with its runc shim and ctr (github.com/containerd/containerd/v2), and the dev
+# cluster's image registry (CNCF distribution, github.com/distribution/distribution/v3). Each tool gets
 # its own Go module so their dependency versions never mix. Binaries are cached outside the repo
 # and a tool that is already built is skipped, so only the first run on a machine is slow
 # (20-40 minutes; the kubelet adds about a minute, containerd about two).
 #
-# usage: hack/build-tools.sh [kubernetes|etcd|helm|containerd|actionlint]...   (no argument: all)
+# usage: hack/build-tools.sh [kubernetes|etcd|helm|containerd|actionlint|registry]...   (no argument: all)
 #        hack/build-tools.sh --print-bin-dir                          (where the binaries live)
 set -euo pipefail
 
@@ -220,8 +221,26 @@ GO
   mv "$out.tmp" "$out"
 }
 
+# The dev cluster's image registry, which its real nodes pull from (hack/dev-cluster-registry.sh):
+# CNCF distribution's `registry`, the implementation behind Docker Hub, Harbor and GitLab's
+# registries. Built from a module of its own like the rest (its go.mod has no replace
+# directives, but a tools module keeps its dependency versions apart from the others').
+build_registry() {
+  local v=$REGISTRY_VERSION out="$bin_dir/registry-$REGISTRY_VERSION"
+  if [[ -x "$out/registry" ]]; then
+    log "registry $v already built in $out"
+    return
+  fi
+  local module=github.com/distribution/distribution/v3 dir="$src_dir/registry-$v"
+  go_tools_module "$dir" "$module" "$v" "$module/cmd/registry"
+  log "building registry (distribution) $v"
+  (cd "$dir" && go mod tidy && mkdir -p "$out" &&
+    go build -trimpath -ldflags "-s -w -X $module/version.version=$v" -o "$out/registry.tmp" "$module/cmd/registry")
+  mv "$out/registry.tmp" "$out/registry"
+}
+
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kubernetes helm containerd actionlint)
+[[ ${#tools[@]} -gt 0 ]] || tools=(etcd kubernetes helm containerd actionlint registry)
 for t in "${tools[@]}"; do
   case "$t" in
     kubernetes) build_kubernetes ;;
@@ -229,7 +248,8 @@ for t in "${tools[@]}"; do
     helm) build_helm ;;
     containerd) build_containerd; build_pause ;;
     actionlint) build_actionlint ;;
-    *) echo "build-tools.sh: unknown tool '$t' (expected kubernetes, etcd, helm, containerd or actionlint)" >&2; exit 2 ;;
+    registry) build_registry ;;
+    *) echo "build-tools.sh: unknown tool '$t' (expected kubernetes, etcd, helm, containerd, actionlint or registry)" >&2; exit 2 ;;
   esac
 done
 log "done: binaries in $bin_dir"

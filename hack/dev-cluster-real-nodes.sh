@@ -193,6 +193,10 @@ disabled_plugins = ['io.containerd.nri.v1.nri', 'io.containerd.snapshotter.v1.bl
     bin_dir = '$dir/containerd/image-verifier'
   [plugins.'io.containerd.cri.v1.images']
     snapshotter = 'overlayfs'
+    # The dev cluster's registry (hack/dev-cluster-registry.sh): its hosts.toml and CA, read at
+    # every pull.
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = '$state/registry/certs.d'
     [plugins.'io.containerd.cri.v1.images'.pinned_images]
       sandbox = 'registry.k8s.io/pause:3.10.1'
   [plugins.'io.containerd.cri.v1.runtime']

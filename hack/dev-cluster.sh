@@ -3,13 +3,14 @@
 # kube-controller-manager, built by hack/build-tools.sh) on loopback, plus fake nodes whose pods
 # the membench node agent runs as local processes (it stands in for kubelet and a container
 # runtime; it is test infrastructure, not something users deploy), and real nodes where a pool
-# asks for them (a kubelet with containerd and runc each: hack/dev-cluster-real-nodes.sh). See
-# docs/dev-cluster.md.
+# asks for them (a kubelet with containerd and runc each: hack/dev-cluster-real-nodes.sh), and an
+# image registry they pull from (CNCF distribution, TLS and basic auth: hack/dev-cluster-registry.sh).
+# See docs/dev-cluster.md.
 #
 # usage: hack/dev-cluster.sh up       start it (a quick no-op when already up); prints
 #                                     `export KUBECONFIG=<path>` on stdout, progress on stderr
 #        hack/dev-cluster.sh down     stop every process it started and remove its state
-#        hack/dev-cluster.sh status   say what runs
+#        hack/dev-cluster.sh status   say what runs (the registry's address among it)
 #        hack/dev-cluster.sh restart-apiserver
 #                                     stop kube-apiserver and start it again on the same port
 #                                     (a fault for tests: every client's watch breaks and
@@ -73,13 +74,15 @@ else
 fi
 # Stop order: the reverse of start order, so pods stop before the agent and the API server
 # outlives its clients.
-components=(operator node-agent kube-controller-manager kube-scheduler kube-apiserver etcd)
+components=(operator node-agent registry kube-controller-manager kube-scheduler kube-apiserver etcd)
 
 log() { printf '[dev-cluster] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 # shellcheck source=hack/dev-cluster-real-nodes.sh
 source "$root/hack/dev-cluster-real-nodes.sh"
+# shellcheck source=hack/dev-cluster-registry.sh
+source "$root/hack/dev-cluster-registry.sh"
 
 # --- processes ------------------------------------------------------------------------------
 
@@ -497,6 +500,7 @@ cmd_up() {
       wait_until 60 "the fake nodes to be Ready" fake_nodes_ready
     fi
     start_real_nodes
+    start_registry
     start_operator
     announce
     return
@@ -531,6 +535,7 @@ EOF
   # Pods can only be created once the service account controller made `default`.
   wait_until 60 "the default service account" kc get serviceaccount default -n default
   start_real_nodes
+  start_registry
   install_crds
   start_operator
   log "up in $((SECONDS - started))s; state and logs in $state"
@@ -605,6 +610,7 @@ cmd_status() {
     fi
   done
   real_nodes_status || any_down=1
+  [[ -f "$state/registry/registry.env" ]] && registry_status
   if [[ ! -x "$KUBECTL" ]]; then
     echo "kubectl $KUBERNETES_VERSION: not built ($KUBECTL); run hack/build-tools.sh kubernetes"
     any_down=1

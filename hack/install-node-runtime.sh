@@ -3,9 +3,11 @@
 # Debian, on a Debian 12 machine: runc (1.1.5, the OCI runtime containerd's shim drives) and
 # containernetworking-plugins (1.1.1: `bridge` and `host-local` give pods their addresses),
 # plus iproute2 (the shared bridge) and util-linux (`unshare`, `nsenter`: a mount namespace per
-# node). The kubelet and containerd are not Debian's: hack/build-tools.sh builds them from Go
-# modules (the kubelet in the control plane's own workspace; Debian's containerd is 1.6, whose
-# CRI the kubelet only half supports). Idempotent: what is installed is skipped, so a second run
+# node), and for the dev cluster's image registry (hack/dev-cluster-registry.sh) apache2-utils
+# (`htpasswd -B`: its bcrypt password file) and skopeo (pushes the images to it). The kubelet
+# and containerd are not Debian's: hack/build-tools.sh builds them from Go modules (the kubelet
+# in the control plane's own workspace; Debian's containerd is 1.6, whose CRI the kubelet only
+# half supports). Idempotent: what is installed is skipped, so a second run
 # takes a second.
 set -euo pipefail
 
@@ -13,7 +15,7 @@ log() { printf '[install-node-runtime] %s\n' "$*" >&2; }
 
 installed() { dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null | grep -qx installed; }
 apt_packages=()
-for package in runc containernetworking-plugins iproute2 util-linux; do
+for package in runc containernetworking-plugins iproute2 util-linux apache2-utils skopeo; do
   installed "$package" || apt_packages+=("$package")
 done
 if [ ${#apt_packages[@]} -gt 0 ]; then

@@ -10,6 +10,8 @@
 //! - [`pod_security`]: the Pod Security Standard `restricted` the tests' namespaces enforce.
 //! - [`real_nodes`]: the real nodes (kubelet, containerd, runc) tests ask for when the
 //!   behaviour under test is the node's.
+//! - [`registry`]: the image registry the real nodes pull from (its address, image names, pull
+//!   Secrets, and the requests its log shows).
 //! - [`tools`]: the tools `hack/build-tools.sh` builds (kubectl), for tests that run them.
 //! - [`agent`]: the node agent (the `membench-node-agent` binary), which stands in for kubelet
 //!   and a container runtime. Test infrastructure, never deployed to users.
@@ -23,6 +25,7 @@ pub mod cluster;
 pub mod faults;
 pub mod pod_security;
 pub mod real_nodes;
+pub mod registry;
 pub mod tools;
 pub mod wait;
 

@@ -4,6 +4,7 @@
 //! [`REAL_NODE_POOL`], an instance type no test of the node agent's nodes uses, so those tests
 //! never land on a real node and a real-node test never lands on a fake one.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -55,6 +56,69 @@ pub async fn ensure_real_node(options: &EnsureOptions) -> anyhow::Result<(Client
         );
     }
     Ok((client, node))
+}
+
+/// Removes every image of `repository` (`127.0.0.1:24000/library/redis`: its tags and digests)
+/// from the containerd of each real node of the dev cluster brought up with `options`, so that
+/// the next pod that names it pulls it (with `imagePullPolicy: IfNotPresent`, as the operator's
+/// pods have it, a node that pulled it once would otherwise run it without asking the
+/// registry, whatever pull Secret the pod has). Returns the names removed.
+pub async fn remove_images(
+    options: &EnsureOptions,
+    repository: &str,
+) -> anyhow::Result<Vec<String>> {
+    let kubeconfig = DevCluster::kubeconfig_with(options).await?;
+    let nodes = kubeconfig
+        .parent()
+        .context("the kubeconfig is in the state directory")?
+        .join("nodes");
+    let ctr = crate::tools::ctr()?;
+    let repository = repository.to_string();
+    tokio::task::spawn_blocking(move || {
+        let mut removed = Vec::new();
+        for node in std::fs::read_dir(&nodes)
+            .with_context(|| format!("the real nodes' directories in {}", nodes.display()))?
+        {
+            let socket: PathBuf = node?.path().join("containerd.sock");
+            if !socket.exists() {
+                continue;
+            }
+            let run = |args: &[&str]| -> anyhow::Result<String> {
+                let output = std::process::Command::new(&ctr)
+                    .arg("--address")
+                    .arg(&socket)
+                    .args(["--namespace", "k8s.io"])
+                    .args(args)
+                    .output()
+                    .with_context(|| format!("running {}", ctr.display()))?;
+                anyhow::ensure!(
+                    output.status.success(),
+                    "ctr {} on {}: {}",
+                    args.join(" "),
+                    socket.display(),
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+            };
+            let names: Vec<String> = run(&["images", "ls", "-q"])?
+                .lines()
+                .filter(|name| {
+                    name.strip_prefix(repository.as_str())
+                        .is_some_and(|rest| rest.starts_with(':') || rest.starts_with('@'))
+                })
+                .map(str::to_string)
+                .collect();
+            if names.is_empty() {
+                continue;
+            }
+            let mut args = vec!["images", "rm", "--sync"];
+            args.extend(names.iter().map(String::as_str));
+            run(&args)?;
+            removed.extend(names);
+        }
+        Ok(removed)
+    })
+    .await?
 }
 
 /// The first Ready node of [`REAL_NODE_INSTANCE_TYPE`] labelled a real node, waiting up to

@@ -62,6 +62,18 @@ pub fn actionlint() -> anyhow::Result<PathBuf> {
         is_executable(&path),
         "no actionlint {version} at {}: run hack/build-tools.sh actionlint, or set \
          {ACTIONLINT_ENV}",
+
+/// The `ctr` hack/build-tools.sh builds with the real nodes' containerd
+/// (`<bin dir>/containerd-<CONTAINERD_VERSION>/ctr`), for tests that look into a real node's
+/// containerd (`--address <state>/nodes/<node>/containerd.sock`).
+pub fn ctr() -> anyhow::Result<PathBuf> {
+    let version = pinned_version("CONTAINERD_VERSION")?;
+    let path = built_tools_dir()?
+        .join(format!("containerd-{version}"))
+        .join("ctr");
+    anyhow::ensure!(
+        is_executable(&path),
+        "no ctr {version} at {}: run hack/build-tools.sh containerd",
         path.display()
     );
     Ok(path)

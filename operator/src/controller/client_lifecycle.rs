@@ -14,6 +14,7 @@ use crate::crd::{CleanupPolicy, MemoryBenchmarkStatus};
 use super::conditions::reason;
 use super::observation::{LoadProbe, elapsed_since, pods_of};
 use super::pods::{self, Component, PodState, client_state};
+use super::pull_failure::{credentials_note, pull_secret_names};
 use super::results::{absorb, result_note, retryable, tail};
 use super::step::{NEVER_STARTED, Step, container_error_reason, never_started};
 
@@ -119,8 +120,11 @@ impl Step<'_, '_> {
                 let since = pods::scheduled_at(&client).unwrap_or(created);
                 match self.pull_verdict(since, permanent) {
                     Some(retried) => {
+                        let secrets = pull_secret_names(&client);
+                        let namespace = client.namespace().unwrap_or_default();
+                        let note = credentials_note(&image, &secrets, &namespace);
                         let message = format!(
-                            "cannot pull the client image {image}: {why}: {message}{retried}"
+                            "cannot pull the client image {image}: {why}: {message}{retried}; {note}"
                         );
                         self.fail(
                             status,

@@ -19,6 +19,7 @@ use super::pods::{
     self, Component, PodState, client_state, disruption, engine_index, has_started, pod_state,
     stuck_deleting,
 };
+use super::pull_failure::{credentials_note, pull_secret_names};
 use super::queue::{busy_nodes, nodes_busy, waiting_message};
 use super::results::{absorb, tail};
 use super::step::{KeptResult, NEVER_STARTED, Step, container_error_reason, never_started};
@@ -208,13 +209,15 @@ impl Step<'_, '_> {
                 let image = status.engines[index].image.clone().unwrap_or_default();
                 let since = pods::scheduled_at(pod).unwrap_or(created);
                 match self.pull_verdict(since, permanent) {
-                    Some(retried) => self.fail(
-                        status,
-                        index,
-                        reason::IMAGE_PULL_FAILED,
-                        format!("cannot pull the engine image {image}: {why}: {message}{retried}"),
-                        false,
-                    ),
+                    Some(retried) => {
+                        let secrets = pull_secret_names(pod);
+                        let namespace = pod.namespace().unwrap_or_default();
+                        let note = credentials_note(&image, &secrets, &namespace);
+                        let message = format!(
+                            "cannot pull the engine image {image}: {why}: {message}{retried}; {note}"
+                        );
+                        self.fail(status, index, reason::IMAGE_PULL_FAILED, message, false)
+                    }
                     None => {
                         let note = self.pull_wait_note(&image, &why, &message, since);
                         let after = Duration::from_secs(5);

@@ -49,6 +49,7 @@ pub mod pods;
 pub mod policy;
 pub mod profile_config_map;
 pub mod progress;
+pub mod pull_failure;
 pub mod queue;
 pub mod results;
 #[cfg(test)]

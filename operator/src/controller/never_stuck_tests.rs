@@ -400,7 +400,33 @@ fn an_image_pull_error_is_retried_for_a_bounded_time_before_the_engine_fails() {
         "{}",
         message(&b, 0)
     );
+    // The registry, and that the pod had no pull Secret to present to it.
+    assert!(
+        message(&b, 0).contains("; registry docker.io; the pod presented no imagePullSecrets"),
+        "{}",
+        message(&b, 0)
+    );
     assert_eq!(plan.delete, vec!["zset-0-engine".to_string()]);
+}
+
+#[test]
+fn an_image_pull_failure_names_the_registry_and_the_pull_secrets_the_pod_presented() {
+    let mut b = benchmark("  imagePullSecrets: [{name: mirror-creds}]\n");
+    let pod = created(engine_pod_of(&reconcile(&mut b, &[], 1, None), 0), 1);
+    let backing_off = waiting(pod, "r8g-1", "ImagePullBackOff");
+    reconcile(&mut b, std::slice::from_ref(&backing_off), 301, None);
+    assert_eq!(
+        engine_state(&b, 0),
+        ("Failed".into(), Some(reason::IMAGE_PULL_FAILED.into()))
+    );
+    let message = message(&b, 0);
+    assert!(
+        message.contains("cannot pull the engine image redis:7.0.15")
+            && message.contains(
+                "registry docker.io; the pod presented the imagePullSecret mirror-creds (namespace bench)"
+            ),
+        "{message}"
+    );
 }
 
 #[test]
