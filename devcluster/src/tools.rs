@@ -62,6 +62,10 @@ pub fn actionlint() -> anyhow::Result<PathBuf> {
         is_executable(&path),
         "no actionlint {version} at {}: run hack/build-tools.sh actionlint, or set \
          {ACTIONLINT_ENV}",
+        path.display()
+    );
+    Ok(path)
+}
 
 /// The `ctr` hack/build-tools.sh builds with the real nodes' containerd
 /// (`<bin dir>/containerd-<CONTAINERD_VERSION>/ctr`), for tests that look into a real node's
