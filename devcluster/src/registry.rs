@@ -92,6 +92,43 @@ impl Registry {
         self.image(&mirror_path(official))
     }
 
+    /// The digest `repository:tag` has in this registry: the sha256 of the manifest (or index)
+    /// the registry serves for the tag, read with skopeo over the registry's TLS and
+    /// credentials, as a node's imageID names it.
+    pub fn manifest_digest(&self, repository: &str, tag: &str) -> anyhow::Result<Option<String>> {
+        let cert_dir = tempfile_dir()?;
+        std::fs::copy(&self.ca, cert_dir.join("ca.crt"))
+            .with_context(|| format!("copying {}", self.ca.display()))?;
+        let output = std::process::Command::new("skopeo")
+            .args(["inspect", "--raw", "--cert-dir"])
+            .arg(&cert_dir)
+            .arg("--creds")
+            .arg(format!("{}:{}", self.user, self.password))
+            .arg(format!("docker://{}/{repository}:{tag}", self.host))
+            .output()
+            .context("running skopeo (hack/install-node-runtime.sh installs it)")?;
+        let _ = std::fs::remove_dir_all(&cert_dir);
+        if !output.status.success() {
+            return Ok(None);
+        }
+        let mut sha = std::process::Command::new("sha256sum")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .context("running sha256sum")?;
+        use std::io::Write;
+        sha.stdin
+            .take()
+            .context("sha256sum's stdin")?
+            .write_all(&output.stdout)?;
+        let sum = sha.wait_with_output()?;
+        let hex = String::from_utf8_lossy(&sum.stdout);
+        Ok(hex
+            .split_whitespace()
+            .next()
+            .map(|hex| format!("sha256:{hex}")))
+    }
+
     /// The membench image of `version` (the chart's appVersion) in this registry.
     pub fn membench_image(&self, version: &str) -> String {
         self.image(&format!("{MEMBENCH_REPOSITORY}:{version}"))
@@ -313,4 +350,13 @@ mod tests {
         assert_eq!(vars["REGISTRY"], "127.0.0.1:24000");
         assert_eq!(vars["REGISTRY_USER"], REGISTRY_USER);
     }
+}
+
+/// A fresh directory of this process's own under the system's temporary directory.
+fn tempfile_dir() -> anyhow::Result<PathBuf> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("membench-registry-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
 }

@@ -392,7 +392,8 @@ fn the_run_page_renders_one_bar_per_engine_with_published_marks_and_growth_curve
         assert!(number(mark, "height") > 10.0, "{mark}");
     }
 
-    // Dragonfly's allocator, which its INFO does not report, is said in full.
+    // Dragonfly's allocator, which its INFO does not report, is said in full, and so are the
+    // modules each engine loaded (`INFO modules`) beside the allocator.
     let labels: Vec<&str> = layout_elements(layout, "labels")
         .iter()
         .map(|l| l["text"].as_str().unwrap())
@@ -400,7 +401,13 @@ fn the_run_page_renders_one_bar_per_engine_with_published_marks_and_growth_curve
     assert!(
         labels
             .iter()
-            .any(|l| l.starts_with("dragonfly") && l.ends_with("(not reported)")),
+            .any(|l| l.starts_with("dragonfly") && l.contains(", (not reported), modules: ")),
+        "{labels:?}"
+    );
+    assert!(
+        labels
+            .iter()
+            .any(|l| l.starts_with("valkey 9.1") && l.ends_with("modules: lua 1")),
         "{labels:?}"
     );
 

@@ -8,7 +8,7 @@ const GIB: u64 = 1 << 30;
 
 /// A Redis-like curve: `per_entry` bytes per entry, 8 per bucket, 1 MB fixed, sampled every
 /// 10,000 entries.
-pub(crate) fn redis_like(name: &str, per_entry: u64) -> EngineMeasurement {
+fn redis_like(name: &str, per_entry: u64) -> EngineMeasurement {
     let rule = GrowthRule::PowerOfTwoDict;
     EngineMeasurement {
         name: name.into(),
@@ -31,7 +31,7 @@ pub(crate) fn redis_like(name: &str, per_entry: u64) -> EngineMeasurement {
     }
 }
 
-pub(crate) fn request(items: u64, prices: Option<Prices>) -> CapacityRequest {
+fn request(items: u64, prices: Option<Prices>) -> CapacityRequest {
     CapacityRequest {
         items,
         headroom_percent: 25,
@@ -138,6 +138,15 @@ fn families_default_to_the_spec_instance_types_family() {
 
 #[test]
 fn three_engines_at_one_price_are_a_tie_not_one_cheapest() {
+    let (plan, prices) = three_engines_at_one_price();
+    assert_eq!(plan.cheapest_tie.len(), 3, "{:?}", plan.cheapest_tie);
+    // One engine cheaper than the others is no tie.
+    let plan = plan_of_two(prices);
+    assert!(plan.cheapest_tie.is_empty());
+}
+
+/// Three engines that land on the same instance at one price, and those prices.
+pub(crate) fn three_engines_at_one_price() -> (CapacityPlan, Prices) {
     let prices = Prices::parse("p.csv", "r8g.xlarge,0.2\nr8g.2xlarge,0.4\n").unwrap();
     let engines = [
         redis_like("a", 120),
@@ -145,10 +154,7 @@ fn three_engines_at_one_price_are_a_tie_not_one_cheapest() {
         redis_like("c", 122),
     ];
     let plan = plan(&engines, &request(100_000_000, Some(prices.clone())));
-    assert_eq!(plan.cheapest_tie.len(), 3, "{:?}", plan.cheapest_tie);
-    // One engine cheaper than the others is no tie.
-    let plan = plan_of_two(prices);
-    assert!(plan.cheapest_tie.is_empty());
+    (plan, prices)
 }
 
 fn plan_of_two(prices: Prices) -> CapacityPlan {

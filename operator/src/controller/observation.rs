@@ -114,6 +114,24 @@ pub struct Observation<'a> {
     pub nodes: &'a [super::pod_fit::NodeAllocatable],
 }
 
+impl<'a> Observation<'a> {
+    /// What is known from the benchmark and its pods alone (no probe, no refusals, no other
+    /// benchmarks): enough to tell which pods are whose.
+    pub fn of_pods(benchmark: &'a MemoryBenchmark, pods: &'a [Pod], now: Timestamp) -> Self {
+        Self {
+            benchmark,
+            pods,
+            now,
+            load: None,
+            rejected: &[],
+            served: &[],
+            others: &[],
+            prices: None,
+            nodes: &[],
+        }
+    }
+}
+
 /// A pod the API server refused to create: admission (Pod Security, a ResourceQuota, a
 /// LimitRange, a webhook or policy) or the pod API's own validation. Creating it again would
 /// be refused again.

@@ -122,17 +122,7 @@ pub fn pods_created(observation: &Observation) -> bool {
 pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTarget> {
     let status = benchmark.status.clone().unwrap_or_default();
     let index = current_engine(&status)?;
-    let observation = Observation {
-        benchmark,
-        pods,
-        now: Timestamp::UNIX_EPOCH,
-        load: None,
-        rejected: &[],
-        served: &[],
-        others: &[],
-        prices: None,
-        nodes: &[],
-    };
+    let observation = Observation::of_pods(benchmark, pods, Timestamp::UNIX_EPOCH);
     let owned = owned(&observation);
     let engine = pods_of(&owned, index, Component::Engine)
         .into_iter()
@@ -165,17 +155,7 @@ pub fn result_targets(
     settings: &Settings,
 ) -> Vec<(String, ProbeTarget)> {
     let status = benchmark.status.clone().unwrap_or_default();
-    let observation = Observation {
-        benchmark,
-        pods,
-        now,
-        load: None,
-        rejected: &[],
-        served: &[],
-        others: &[],
-        prices: None,
-        nodes: &[],
-    };
+    let observation = Observation::of_pods(benchmark, pods, now);
     let owned = owned(&observation);
     let probed = current_engine(&status);
     let mut targets = Vec::new();

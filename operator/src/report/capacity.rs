@@ -136,18 +136,11 @@ fn rss_line(engine: &EngineCapacity) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capacity::tests::{redis_like, request};
-    use crate::capacity::{Prices, plan};
+    use crate::capacity::tests::three_engines_at_one_price;
 
     #[test]
     fn a_tie_on_price_is_called_a_tie() {
-        let prices = Prices::parse("p.csv", "r8g.xlarge,0.2\nr8g.2xlarge,0.4\n").unwrap();
-        let engines = [
-            redis_like("a", 120),
-            redis_like("b", 121),
-            redis_like("c", 122),
-        ];
-        let plan = plan(&engines, &request(100_000_000, Some(prices)));
+        let (plan, _) = three_engines_at_one_price();
         let footer = capacity_footer(&plan);
         assert!(
             footer.contains(
