@@ -297,6 +297,15 @@ fn mirror_path(official: &str) -> String {
     }
 }
 
+/// A fresh directory of this process's own under the system's temporary directory.
+fn tempfile_dir() -> anyhow::Result<PathBuf> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("membench-registry-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,13 +359,4 @@ mod tests {
         assert_eq!(vars["REGISTRY"], "127.0.0.1:24000");
         assert_eq!(vars["REGISTRY_USER"], REGISTRY_USER);
     }
-}
-
-/// A fresh directory of this process's own under the system's temporary directory.
-fn tempfile_dir() -> anyhow::Result<PathBuf> {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("membench-registry-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    Ok(dir)
 }

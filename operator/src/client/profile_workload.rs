@@ -403,9 +403,9 @@ mod tests {
 
     #[test]
     fn a_scale_past_its_limit_is_refused_naming_the_limit() {
-        let err = ProfileWorkload::new(profile(MIXED), 1e7, 1.0, 42)
-            .err()
-            .expect("1e7 is refused");
+        let Err(err) = ProfileWorkload::new(profile(MIXED), 1e7, 1.0, 42) else {
+            panic!("1e7 is refused");
+        };
         assert!(
             err.contains("scale is 10000000") && err.contains("at most 1000000"),
             "{err}"
@@ -413,9 +413,9 @@ mod tests {
         // A profile of 10,000 keys at 1e6 would be 1e10 keys: refused with the keys' limit.
         let mut big = profile(MIXED);
         big.source.keys = 10_000;
-        let err = ProfileWorkload::new(big, 1e6, 1.0, 42)
-            .err()
-            .expect("1e10 keys are refused");
+        let Err(err) = ProfileWorkload::new(big, 1e6, 1.0, 42) else {
+            panic!("1e10 keys are refused");
+        };
         assert!(
             err.contains("at most 2000000000") && err.contains("scale is at most 200000"),
             "{err}"
