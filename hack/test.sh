@@ -66,10 +66,12 @@ phase() {
     exit 130
   fi
   if ((rc == 124 || rc == 137)); then
+    phase_times+=("$(printf '%6ds  %s (timed out)' "$((SECONDS - started))" "$name")")
     echo "hack/test.sh: phase '$name' TIMED OUT after ${limit}s ($bound): $*" >&2
     exit 124
   fi
   if ((rc != 0)); then
+    phase_times+=("$(printf '%6ds  %s (failed, exit %s)' "$((SECONDS - started))" "$name" "$rc")")
     echo "hack/test.sh: phase '$name' failed (exit $rc) after $((SECONDS - started))s;" \
       "free disk: $(free_disk)" >&2
     exit "$rc"
@@ -89,7 +91,7 @@ report_phase_times() {
   echo "hack/test.sh: phase times (the whole run ${SECONDS}s of ${total_limit}s):" >&2
   printf '  %s\n' "${phase_times[@]}" >&2
   # The tests' counts stay the run's last line.
-  if [[ -s target/test-totals.txt && target/test-totals.txt -nt target/test-output.log.started ]]; then
+  if [[ -e target/test-output.log.started && -s target/test-totals.txt && target/test-totals.txt -nt target/test-output.log.started ]]; then
     cat target/test-totals.txt
   fi
 }
