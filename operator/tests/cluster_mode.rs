@@ -56,25 +56,7 @@ fn settled_used_memory(server: &LocalEngine) -> u64 {
     }
     let mut connection = common::connect(&server.address);
     let _: () = redis::cmd("FLUSHALL").query(&mut connection).unwrap();
-    let mut read = || -> u64 {
-        let info: String = redis::cmd("INFO")
-            .arg("memory")
-            .query(&mut connection)
-            .unwrap();
-        parse_info(&info)["used_memory"].parse().unwrap()
-    };
-    let mut last = read();
-    for _ in 0..20 {
-        let next = read();
-        if next == last {
-            return next;
-        }
-        last = next;
-    }
-    panic!(
-        "used_memory of the empty engine at {} did not settle",
-        server.address
-    );
+    common::settled_used_memory(&mut connection)
 }
 
 #[test]

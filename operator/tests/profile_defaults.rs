@@ -8,7 +8,6 @@
 
 mod common;
 
-use membench::client::engine::{ControlConnection, EngineAddress};
 use membench::crd::EngineKind;
 use membench::profile::Profile;
 
@@ -18,14 +17,6 @@ const HASHES: u64 = 8_000;
 /// Far below the 38,001 keys: a sample scaled up would miss the sorted set or count it many
 /// times over.
 const SAMPLE: &str = "2000";
-
-fn used_memory(address: &EngineAddress) -> u64 {
-    ControlConnection::open(address, std::time::Duration::from_secs(5))
-        .unwrap()
-        .memory()
-        .unwrap()
-        .used_memory
-}
 
 /// The mixed keyspace, its values drawn from `seed`.
 fn load_mixed(connection: &mut redis::Connection, seed: u64) {
@@ -117,14 +108,14 @@ struct Round {
 
 fn round(spec: &membench::crd::EngineSpec, dir: &std::path::Path, seed: u64, every: bool) -> Round {
     let source = common::start_spec(spec);
-    let empty = used_memory(&source.address);
+    let empty = common::used_memory(&source.address);
     load_mixed(&mut common::connect(&source.address), seed);
     let keys: u64 = redis::cmd("DBSIZE")
         .query(&mut common::connect(&source.address))
         .unwrap();
     // The loading connections are closed; their buffers are gone.
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let source_data = (used_memory(&source.address) - empty) as f64;
+    let source_data = (common::used_memory(&source.address) - empty) as f64;
     let mut profiles = Vec::new();
     let samples: &[&str] = if every {
         &[SAMPLE, "1000000"]

@@ -11,7 +11,6 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use membench::client::engine::{ControlConnection, EngineAddress};
 use membench::crd::EngineKind;
 use membench::local::runner::LocalEngine;
 
@@ -166,24 +165,16 @@ fn load_nycflights13(connection: &mut redis::Connection) -> u64 {
     redis::cmd("DBSIZE").query(connection).unwrap()
 }
 
-fn used_memory(address: &EngineAddress) -> u64 {
-    ControlConnection::open(address, std::time::Duration::from_secs(5))
-        .unwrap()
-        .memory()
-        .unwrap()
-        .used_memory
-}
-
 /// The data's used_memory on `engine` (used_memory loaded minus empty), and its profile file.
 fn load_and_profile(engine: &LocalEngine, dir: &Path) -> (u64, u64, PathBuf) {
-    let empty = used_memory(&engine.address);
+    let empty = common::used_memory(&engine.address);
     let keys = {
         let mut connection = common::connect(&engine.address);
         load_nycflights13(&mut connection)
     };
     // The loading connection is closed; its buffers are gone.
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let data = used_memory(&engine.address) - empty;
+    let data = common::used_memory(&engine.address) - empty;
     let path = dir.join("nycflights13.profile.yaml");
     profile_to_file(engine, &path);
     (keys, data, path)
@@ -433,13 +424,13 @@ fn profiled_on_valkey_rebuilt_on(target: &membench::crd::EngineSpec) -> f64 {
     let (keys, _, profile) = load_and_profile(&source, &dir);
     drop(source);
     let direct = common::start_spec(target);
-    let empty = used_memory(&direct.address);
+    let empty = common::used_memory(&direct.address);
     {
         let mut connection = common::connect(&direct.address);
         assert_eq!(load_nycflights13(&mut connection), keys);
     }
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let direct_data = (used_memory(&direct.address) - empty) as f64;
+    let direct_data = (common::used_memory(&direct.address) - empty) as f64;
     drop(direct);
     let rebuilt_on = common::start_spec(target);
     let (items, rebuilt) = rebuilt_data(&rebuild(&rebuilt_on, &profile, &[]));

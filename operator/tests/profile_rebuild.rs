@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use membench::client::engine::{ControlConnection, EngineAddress};
+use membench::client::engine::EngineAddress;
 use membench::crd::EngineKind;
 use membench::profile::Profile;
 use membench::profile::model::KeyType;
@@ -34,33 +34,6 @@ fn rebuild(address: &EngineAddress, profile: &Path, output: &str) -> std::proces
     let output = common::membench(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(output.status.success(), "{}", common::stderr(&output));
     output
-}
-
-fn used_memory(address: &EngineAddress) -> u64 {
-    ControlConnection::open(address, std::time::Duration::from_secs(5))
-        .unwrap()
-        .memory()
-        .unwrap()
-        .used_memory
-}
-
-/// used_memory of the engine, read over `connection` until two readings agree.
-fn settled_used_memory(connection: &mut redis::Connection) -> u64 {
-    let mut read = || -> u64 {
-        let info: String = redis::cmd("INFO").arg("memory").query(connection).unwrap();
-        membench::client::engine::parse_info(&info)["used_memory"]
-            .parse()
-            .unwrap()
-    };
-    let mut last = read();
-    for _ in 0..20 {
-        let next = read();
-        if next == last {
-            return next;
-        }
-        last = next;
-    }
-    panic!("used_memory did not settle");
 }
 
 /// Every type a profile knows but streams, in their usual shapes: short strings (a third with
@@ -242,10 +215,10 @@ fn each_types_bytes_per_key_is_what_its_keys_cost_loaded_alone() {
             .arg("SYNC")
             .query(&mut connection)
             .unwrap();
-        let before = settled_used_memory(&mut connection);
+        let before = common::settled_used_memory(&mut connection);
         fill_types(&mut connection, &[name]);
         let keys: u64 = redis::cmd("DBSIZE").query(&mut connection).unwrap();
-        let alone = (settled_used_memory(&mut connection) - before) as f64 / keys as f64;
+        let alone = (common::settled_used_memory(&mut connection) - before) as f64 / keys as f64;
         let rebuilt = per_key(name);
         eprintln!(
             "{name}: {rebuilt:.1} B/key in the rebuild, {alone:.1} B/key loaded alone ({keys} keys)"
@@ -326,10 +299,10 @@ fn streams_profiled_and_rebuilt_keep_their_entries_and_their_memory() {
     let path = dir.join("streams.json");
     let (keys, entries, source_data) = {
         let source = common::start_spec(&spec);
-        let empty = used_memory(&source.address);
+        let empty = common::used_memory(&source.address);
         let (keys, entries) = fill_streams(&mut common::connect(&source.address));
         std::thread::sleep(std::time::Duration::from_millis(200));
-        let data = used_memory(&source.address) - empty;
+        let data = common::used_memory(&source.address) - empty;
         let profile = profile_to(&source.address, &path);
         assert_eq!(profile.source.sampled_keys, keys);
         let streams = profile

@@ -188,6 +188,35 @@ pub fn connect(address: &EngineAddress) -> redis::Connection {
         .unwrap()
 }
 
+/// used_memory of the engine, over a control connection of its own.
+pub fn used_memory(address: &EngineAddress) -> u64 {
+    membench::client::engine::ControlConnection::open(address, std::time::Duration::from_secs(5))
+        .unwrap()
+        .memory()
+        .unwrap()
+        .used_memory
+}
+
+/// used_memory of the engine, read over `connection` until two readings in a row agree (an
+/// empty engine's figure moves for a few readings after its first connections and commands).
+pub fn settled_used_memory(connection: &mut redis::Connection) -> u64 {
+    let mut read = || -> u64 {
+        let info: String = redis::cmd("INFO").arg("memory").query(connection).unwrap();
+        membench::client::engine::parse_info(&info)["used_memory"]
+            .parse()
+            .unwrap()
+    };
+    let mut last = read();
+    for _ in 0..20 {
+        let next = read();
+        if next == last {
+            return next;
+        }
+        last = next;
+    }
+    panic!("used_memory did not settle over 20 readings");
+}
+
 /// FLUSHALL calls the engine at `url` (`redis://[:password@]host:port/`) has answered:
 /// membench flushes at the start of each repetition. Read over a connection of a few
 /// milliseconds, which membench's wait to be the engine's only client outlasts; 0 while the
