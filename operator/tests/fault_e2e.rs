@@ -187,12 +187,13 @@ async fn an_engine_pod_deleted_mid_run_keeps_what_its_client_measured() -> anyho
 async fn an_engine_oom_killed_mid_run_keeps_the_repetitions_measured_before() -> anyhow::Result<()>
 {
     let harness = Harness::start("fault-oom", settings()).await?;
-    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\", memory: 128Mi}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 6\n  settleSeconds: 3\n";
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: redis, version: \"7.0.15\", memory: 128Mi}\n  workload: {sortedSet: {members: 20000, sampleEvery: 0}}\n  repetitions: 10\n  settleSeconds: 3\n";
     harness.create(&spec("oom", body)).await?;
     wait_for_repetition(&harness, "oom", 0, 3).await?;
-    // Something else fills the engine past its pod's memory limit: 3 x 64 MiB.
+    // Something else fills the engine past its pod's memory limit (64 MiB at a time) until it
+    // is killed, well before its 10th repetition.
     let url = harness.engine_url("oom", "oom-0-engine").await?;
-    fill_with_ballast(url, 3).await?;
+    fill_with_ballast(url, Duration::from_secs(60)).await?;
 
     let done = harness.finished("oom", Duration::from_secs(120)).await?;
     let first = engine(&done, 0);
@@ -210,7 +211,7 @@ async fn an_engine_oom_killed_mid_run_keeps_the_repetitions_measured_before() ->
             .contains("memory limit 128Mi")
     );
     assert!(
-        (2..6).contains(&first.repetitions.len()),
+        (2..10).contains(&first.repetitions.len()),
         "the repetitions finished before the kill are kept: {first:#?}"
     );
     harness.finish().await;

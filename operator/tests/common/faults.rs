@@ -27,32 +27,36 @@ pub fn one_engine(instance_type: &str, repetitions: u32, settle: u32) -> String 
     )
 }
 
-/// Writes `count` values of 64 MiB into the engine at `url` (`Harness::engine_url`: its pod
-/// address and password), as something else filling it past its pod's memory limit would;
-/// stops at the first refused write or lost connection (the engine killed), which is what the
-/// tests wait for.
-pub async fn fill_with_ballast(url: String, count: u32) -> anyhow::Result<()> {
+/// Writes values of 64 MiB into the engine at `url` (`Harness::engine_url`: its pod address and
+/// password), as something else filling it past its pod's memory limit would, until the engine
+/// stops answering (killed), which is what the tests wait for. It goes on writing (over four keys
+/// in turn) rather than stopping after a few: the client's next repetition flushes the engine,
+/// and a ballast written just before that flush may be gone before a limit is enforced. Fails
+/// when the engine cannot be reached at all, and when it still answers after `within`.
+pub async fn fill_with_ballast(url: String, within: Duration) -> anyhow::Result<()> {
     tokio::task::spawn_blocking(move || {
         let ballast = vec![b'x'; 64 << 20];
-        for key in 0..count {
-            let Ok(client) = redis::Client::open(url.as_str()) else {
-                return;
-            };
-            let Ok(mut connection) = client.get_connection() else {
-                return;
-            };
-            if redis::cmd("SET")
-                .arg(format!("ballast:{key}"))
+        let started = Instant::now();
+        let mut written = 0u32;
+        let mut connection = redis::Client::open(url.as_str())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(10)))
+            .map_err(|e| anyhow::anyhow!("could not reach the engine at {url} to fill it: {e}"))?;
+        while started.elapsed() < within {
+            let set = redis::cmd("SET")
+                .arg(format!("ballast:{}", written % 4))
                 .arg(&ballast)
-                .query::<()>(&mut connection)
-                .is_err()
-            {
-                return;
+                .query::<()>(&mut connection);
+            if set.is_err() {
+                return Ok(());
             }
+            written += 1;
         }
+        anyhow::bail!(
+            "the engine at {url} still answered after {written} ballast writes of 64 MiB in {}s: its memory limit was not enforced",
+            within.as_secs()
+        )
     })
-    .await?;
-    Ok(())
+    .await?
 }
 
 /// Tolerations (YAML list items under `tolerations:`) that let a benchmark's pods be evicted 2 s
