@@ -1,6 +1,15 @@
-//! Summaries over repetitions: median, min, max and coefficient of variation.
+//! Summaries over repetitions: median, min, max and coefficient of variation; percentiles.
 
 use serde::{Deserialize, Serialize};
+
+/// The `p`th percentile (0 to 100) of `sorted` (ascending), by nearest rank; 0 when empty.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
 
 /// The spread of one figure over the repetitions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -65,6 +74,16 @@ impl Default for StabilityThresholds {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentiles_are_by_nearest_rank() {
+        let sorted: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&sorted, 50.0), 50.0);
+        assert_eq!(percentile(&sorted, 99.0), 99.0);
+        assert_eq!(percentile(&sorted, 100.0), 100.0);
+        assert_eq!(percentile(&[3.0], 99.0), 3.0);
+        assert_eq!(percentile(&[], 50.0), 0.0);
+    }
 
     #[test]
     fn median_of_an_even_count_is_the_mean_of_the_middle_two() {

@@ -55,6 +55,29 @@ pub struct LoadArgs {
     /// --ttl-seconds), spread evenly.
     #[arg(long, value_name = "SHARE")]
     ttl_share: Option<f64>,
+    /// After each repetition's readings, this many rounds of deletes and overwrites on the
+    /// loaded data, each followed by a memory reading (strings, records and sorted-set).
+    #[arg(long, value_name = "N")]
+    churn_rounds: Option<u32>,
+    /// The share of the items still held that each churn round deletes, above 0 and below 1.
+    #[arg(long, value_name = "SHARE")]
+    delete_share: Option<f64>,
+    /// The share of the items a churn round left that it overwrites, above 0 and at most 1.
+    #[arg(long, value_name = "SHARE")]
+    overwrite_share: Option<f64>,
+    /// The size in bytes of the values a churn overwrite writes.
+    #[arg(long, value_name = "BYTES")]
+    overwrite_value_size: Option<u32>,
+    /// After the churn rounds (and --settle-seconds), switch active defragmentation on and
+    /// follow it until RSS stops falling (refused on a build that cannot defragment).
+    #[arg(long)]
+    defrag: bool,
+    /// The longest defragmentation window, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = membench::crd::default_defrag_seconds())]
+    defrag_seconds: u32,
+    /// The seed of the churn's draws (which items each round deletes and overwrites).
+    #[arg(long, value_name = "SEED", default_value_t = membench::crd::default_churn_seed())]
+    churn_seed: u64,
     /// Make the engine, a cluster-mode node that owns no slots, a one-node cluster owning all
     /// 16384 slots (CLUSTER ADDSLOTSRANGE) before the first baseline. With several --addr, the
     /// shards are joined whether it is given or not.
@@ -209,6 +232,51 @@ fn required(value: Option<u64>, flag: &str, workload: &str) -> Result<u64, Strin
 }
 
 impl LoadArgs {
+    /// The churn the flags ask for: none without --churn-rounds, whose companions are refused
+    /// alone.
+    fn churn(&self) -> Result<Option<membench::client::churn::Churn>, String> {
+        let Some(rounds) = self.churn_rounds else {
+            let stray = [
+                ("--delete-share", self.delete_share.is_some()),
+                ("--overwrite-share", self.overwrite_share.is_some()),
+                (
+                    "--overwrite-value-size",
+                    self.overwrite_value_size.is_some(),
+                ),
+                ("--defrag", self.defrag),
+            ];
+            return match stray.iter().find(|(_, set)| *set) {
+                Some((flag, _)) => Err(format!(
+                    "{flag} applies only with --churn-rounds N: add it, or remove {flag}"
+                )),
+                None => Ok(None),
+            };
+        };
+        let spec = membench::crd::ChurnSpec {
+            rounds,
+            delete_share: self.delete_share,
+            overwrite_share: self.overwrite_share,
+            overwrite_value_size: self.overwrite_value_size,
+            defrag: self.defrag,
+            defrag_seconds: self.defrag_seconds,
+            seed: self.churn_seed,
+        };
+        let flag = |name: &str| {
+            match name {
+                "rounds" => "--churn-rounds",
+                "deleteShare" => "--delete-share",
+                "overwriteShare" => "--overwrite-share",
+                "overwriteValueSize" => "--overwrite-value-size",
+                "defragSeconds" => "--defrag-seconds",
+                _ => "--churn-rounds",
+            }
+            .to_string()
+        };
+        membench::client::churn::Churn::checked(&spec, &flag)
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+
     fn workload(&self) -> Result<Workload, String> {
         let stray = |flags: &[(&str, bool)]| -> Result<(), String> {
             match flags.iter().find(|(_, set)| *set) {
@@ -349,6 +417,15 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         Ok(ttl) => ttl,
         Err(e) => return usage_error(&e.to_string()),
     };
+    options.churn = match args.churn() {
+        Ok(churn) => churn,
+        Err(message) => return usage_error(&message),
+    };
+    if let Some(churn) = &options.churn
+        && let Err(e) = churn.check_workload(&workload, options.ttl.is_some(), "--churn-rounds")
+    {
+        return usage_error(&e.to_string());
+    }
     if let Err(e) = options.validate() {
         return usage_error(&e.to_string().replacen("invalid ", "invalid --", 1));
     }
@@ -432,10 +509,14 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         },
     );
     progress.finish();
-    let refused = report
-        .error
-        .as_ref()
-        .is_some_and(|e| e.category == "ServerNotEmpty");
+    let refused = report.error.as_ref().is_some_and(|e| {
+        // A server that holds keys, or a setting the engine cannot do (a defrag its
+        // allocator lacks), refused before any write.
+        e.category == "ServerNotEmpty"
+            || (e.category == "InvalidSpec"
+                && report.repetitions.is_empty()
+                && report.failed_repetition.is_none())
+    });
     if !args.keep_data && !refused {
         for address in &addresses {
             flush_what_was_written(address, &report);

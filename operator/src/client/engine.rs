@@ -163,6 +163,10 @@ pub struct MemoryInfo {
     pub used_memory_dataset: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_fragmentation_ratio: Option<f64>,
+    /// jemalloc's own fragmentation (`allocator_frag_ratio`: active over allocated pages'
+    /// bytes), which Redis and Valkey report and Dragonfly does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator_frag_ratio: Option<f64>,
     pub mem_allocator: String,
 }
 
@@ -210,6 +214,10 @@ impl MemoryInfo {
                 .and_then(|v| v.parse().ok()),
             mem_fragmentation_ratio: fields
                 .get("mem_fragmentation_ratio")
+                .and_then(|v| v.parse::<f64>().ok())
+                .filter(|ratio| ratio.is_finite()),
+            allocator_frag_ratio: fields
+                .get("allocator_frag_ratio")
                 .and_then(|v| v.parse::<f64>().ok())
                 .filter(|ratio| ratio.is_finite()),
             mem_allocator: fields.get("mem_allocator").cloned().unwrap_or_default(),

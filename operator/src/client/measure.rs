@@ -25,6 +25,8 @@ pub use crate::client::measured::{
     SettledMemory, ShardReading, ShardSpread, Summary, WorkloadReport,
 };
 
+use crate::client::churn::{self, Churn};
+use crate::client::defrag;
 use crate::client::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
 use crate::client::resp::CommandBuffer;
 use crate::client::shards::{
@@ -125,6 +127,9 @@ pub struct LoadOptions {
     /// Make the engine, a cluster-mode node, own all 16,384 slots before the first baseline.
     /// Several shards are joined whether it is set or not.
     pub own_all_slots: bool,
+    /// Deletes and overwrites after each repetition's readings, and defragmentation
+    /// (`client::churn`).
+    pub churn: Option<Churn>,
 }
 
 impl Default for LoadOptions {
@@ -142,6 +147,7 @@ impl Default for LoadOptions {
             read_config: Vec::new(),
             ttl: None,
             own_all_slots: false,
+            churn: None,
         }
     }
 }
@@ -242,6 +248,10 @@ pub fn measure_shards_journaled(
     if let Err(e) = options
         .validate()
         .and_then(|_| workload.validate())
+        .and_then(|_| match &options.churn {
+            Some(churn) => churn.check_workload(workload, options.ttl.is_some(), "churn"),
+            None => Ok(()),
+        })
         .and_then(|_| check_shard_count(addresses.len()))
     {
         report.error = Some((&e).into());
@@ -267,7 +277,15 @@ pub fn measure_shards_journaled(
             control_at_baseline: Vec::new(),
             samples: Vec::new(),
         };
-        let outcome = run_repetition(&mut shards, workload, options, &mut state, progress);
+        let engine = report.engine.name.clone();
+        let outcome = run_repetition(
+            &mut shards,
+            workload,
+            options,
+            &engine,
+            &mut state,
+            progress,
+        );
         match outcome {
             Ok(result) => {
                 report.repetitions.push(result);
@@ -326,6 +344,10 @@ fn prepare(
         shards.first().own_all_slots()?;
     }
     shards.first().read_config(&options.read_config, &mut info);
+    if options.churn.as_ref().is_some_and(|c| c.defrag) {
+        // Before any write: a build that cannot defragment is refused, not measured.
+        defrag::check_supported(shards, &info.name, &info.allocator, "churn.defrag")?;
+    }
     report.warnings = info.warnings();
     report.name = format!("{}-{}", info.name, info.version);
     report.engine = info;
@@ -388,6 +410,7 @@ fn run_repetition(
     shards: &mut ShardSet,
     workload: &Workload,
     options: &LoadOptions,
+    engine: &str,
     state: &mut RepetitionState,
     progress: &mut dyn FnMut(LoadProgress),
 ) -> Result<RepetitionResult, BenchError> {
@@ -482,6 +505,18 @@ fn run_repetition(
             });
         }
     }
+    let churn = match &options.churn {
+        Some(churn) => Some(run_churn(
+            shards,
+            workload,
+            churn,
+            verified.items,
+            options,
+            &control_at_baseline,
+            engine,
+        )?),
+        None => None,
+    };
     let commands = workload.commands() + outcome.expires_sent;
     Ok(RepetitionResult {
         repetition: state.repetition,
@@ -504,7 +539,53 @@ fn run_repetition(
         samples: std::mem::take(&mut state.samples),
         shards: shard_readings,
         by_type: type_memory::of_readings(&workload.type_segments(), &outcome.type_readings),
+        churn,
     })
+}
+
+/// The churn phase on the data the repetition loaded (`client::churn`), then defragmentation
+/// when asked (`client::defrag`); each reading waits until the control connection is the
+/// engine's only client and counts connections as at the baseline, as the load's readings do.
+fn run_churn(
+    shards: &mut ShardSet,
+    workload: &Workload,
+    churn: &Churn,
+    items: u64,
+    options: &LoadOptions,
+    control_at_baseline: &[u64],
+    engine: &str,
+) -> Result<churn::ChurnReport, BenchError> {
+    let mut read = |shards: &mut ShardSet, reading: &'static str| {
+        shards.each(|control, address| {
+            wait_until_sole_client(
+                control,
+                address,
+                options.other_clients_timeout,
+                reading,
+                &options.stop,
+            )
+        })?;
+        Ok(total_memory(&shards.data_memory(control_at_baseline)?))
+    };
+    let mut report = churn::run(
+        shards,
+        workload,
+        churn,
+        items,
+        options.connect_timeout,
+        &mut read,
+        &options.stop,
+    )?;
+    if churn.defrag {
+        report.defrag = Some(defrag::run(
+            shards,
+            engine,
+            Duration::from_secs(u64::from(churn.defrag_seconds)),
+            &mut read,
+            &options.stop,
+        )?);
+    }
+    Ok(report)
 }
 
 /// Batches larger than this go one at a time, whatever `batches_in_flight` says: the replies to

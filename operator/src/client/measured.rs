@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::client::churn::ChurnReport;
 use crate::client::engine::EngineInfo;
 use crate::client::ttl::Ttl;
 use crate::client::type_memory::{self, TypeMemory, TypeSummary};
@@ -93,6 +94,10 @@ pub struct RepetitionResult {
     /// (`client::type_memory`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_type: Vec<TypeMemory>,
+    /// Deletes and overwrites after the readings above, and defragmentation
+    /// (`client::churn`), when the run asked for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn: Option<ChurnReport>,
 }
 
 /// What is known of a repetition that did not finish. No bytes per item: the count is not

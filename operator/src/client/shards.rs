@@ -382,6 +382,7 @@ pub fn total_memory(readings: &[MemoryInfo]) -> MemoryInfo {
         used_memory_rss: readings.iter().map(|m| m.used_memory_rss).sum(),
         used_memory_dataset: readings.iter().map(|m| m.used_memory_dataset).sum(),
         mem_fragmentation_ratio: None,
+        allocator_frag_ratio: None,
         mem_allocator: readings
             .first()
             .map(|m| m.mem_allocator.clone())
@@ -410,12 +411,27 @@ impl KeyCounts for ShardSet {
 }
 
 impl ShardSet {
+    /// HLEN of the hash `key`, asked of the shard that owns it.
+    pub fn hlen(&mut self, key: &str) -> Result<u64, BenchError> {
+        let owner = self.owner_of(key);
+        self.shards[owner]
+            .control
+            .query(redis::cmd("HLEN").arg(key))
+    }
+
     fn owner_of(&self, key: &str) -> usize {
         self.table
             .as_ref()
             .map_or(0, |table| table.shard_of(key.as_bytes()))
     }
 }
+
+/// Reads memory between a run's phases, once the phase's connections are gone (waiting until
+/// the control connection is the engine's only client, and counting connections as at the
+/// baseline): the measurement's own reading, handed to the phases after the load
+/// (`client::churn`, `client::defrag`). The `&str` names the reading for an error.
+pub type ReadMemory<'a> =
+    dyn FnMut(&mut ShardSet, &'static str) -> Result<MemoryInfo, BenchError> + 'a;
 
 /// A failure of one of the load's connections: which shard, and what happened.
 pub struct LoadFailure {

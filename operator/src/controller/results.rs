@@ -40,11 +40,25 @@ pub const STATUS_REPETITIONS_BUDGET: usize = 1 << 20;
 /// every optional figure).
 pub const REPETITION_STATUS_BYTES: usize = 400;
 
+/// An upper estimate of one churn round in a repetition's status, and of its defragmentation
+/// (measured: about 190 and 330 bytes with every figure).
+pub const CHURN_ROUND_STATUS_BYTES: usize = 240;
+pub const DEFRAG_STATUS_BYTES: usize = 420;
+
+/// What a repetition's status takes on top of [`REPETITION_STATUS_BYTES`] for `churn`.
+pub fn churn_status_bytes(churn: Option<&crate::crd::ChurnSpec>) -> usize {
+    churn.map_or(0, |c| {
+        c.rounds as usize * CHURN_ROUND_STATUS_BYTES + usize::from(c.defrag) * DEFRAG_STATUS_BYTES
+    })
+}
+
 /// How many repetitions a run's status lists, at most: all `requested` while a benchmark's
 /// `runs` stay within [`STATUS_REPETITIONS_BUDGET`] (up to 26 runs of 100 repetitions), fewer
-/// past it, never fewer than one. The summary always covers every repetition.
-pub fn listed_per_run(runs: usize, requested: u32) -> u32 {
-    let per_run = STATUS_REPETITIONS_BUDGET / REPETITION_STATUS_BYTES / runs.max(1);
+/// past it, never fewer than one. `extra` is what each repetition takes beyond
+/// [`REPETITION_STATUS_BYTES`] (its churn: [`churn_status_bytes`]). The summary always covers
+/// every repetition.
+pub fn listed_per_run(runs: usize, requested: u32, extra: usize) -> u32 {
+    let per_run = STATUS_REPETITIONS_BUDGET / (REPETITION_STATUS_BYTES + extra) / runs.max(1);
     u32::try_from(per_run)
         .unwrap_or(u32::MAX)
         .clamp(1, requested.max(1))
@@ -95,7 +109,8 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
     engine.repetitions = listed
         .iter()
         .take(repetitions_requested as usize)
-        .map(|r| RepetitionStatus {
+        .enumerate()
+        .map(|(i, r)| RepetitionStatus {
             baseline_used_memory: r.baseline_used_memory,
             used_memory: r.used_memory,
             used_memory_rss: r.used_memory_rss,
@@ -112,6 +127,7 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
             settled_used_memory_rss: None,
             used_memory_dataset: r.used_memory_dataset,
             mem_fragmentation_ratio: r.mem_fragmentation_ratio,
+            churn: result.churn.get(i).map(Into::into),
         })
         .collect();
     // The client sends the first repetition's RSS readings only (`first_settled_rss`).

@@ -341,12 +341,26 @@ fn a_benchmark_of_many_runs_lists_fewer_repetitions_per_run_so_its_status_stays_
     use crate::controller::results::{
         REPETITION_STATUS_BYTES, STATUS_REPETITIONS_BUDGET, listed_per_run,
     };
-    assert_eq!(listed_per_run(2, 100), 100);
-    assert_eq!(listed_per_run(26, 100), 100);
-    assert_eq!(listed_per_run(1, 3), 3);
+    assert_eq!(listed_per_run(2, 100, 0), 100);
+    assert_eq!(listed_per_run(26, 100, 0), 100);
+    assert_eq!(listed_per_run(1, 3, 0), 3);
     // 32 engines on 4 instance types: the most a spec may ask for.
-    let most = listed_per_run(128, 100);
+    let most = listed_per_run(128, 100, 0);
     assert!((10..100).contains(&most), "{most}");
     assert!(128 * most as usize * REPETITION_STATUS_BYTES <= STATUS_REPETITIONS_BUDGET);
-    assert_eq!(listed_per_run(1_000_000, 100), 1);
+    assert_eq!(listed_per_run(1_000_000, 100, 0), 1);
+    // Ten churn rounds with defragmentation in every repetition: fewer listed, within bounds.
+    let churn = crate::crd::ChurnSpec {
+        rounds: 10,
+        delete_share: Some(0.5),
+        overwrite_share: None,
+        overwrite_value_size: None,
+        defrag: true,
+        defrag_seconds: 60,
+        seed: 1,
+    };
+    let extra = crate::controller::results::churn_status_bytes(Some(&churn));
+    let churned = listed_per_run(26, 100, extra);
+    assert!(churned < 100, "{churned}");
+    assert!(26 * churned as usize * (REPETITION_STATUS_BYTES + extra) <= STATUS_REPETITIONS_BUDGET);
 }

@@ -24,7 +24,7 @@ use super::pods::{
     Component, PodState, client_attempt, client_state, engine_index, has_started, stuck_deleting,
 };
 use super::queue::benchmarks_ahead;
-use super::results::{absorb, listed_per_run, result_note, tail};
+use super::results::{absorb, churn_status_bytes, listed_per_run, result_note, tail};
 
 /// Terminated reasons of a container that never ran: the runtime could not start its program
 /// (containerd's `StartError`, Docker's `ContainerCannotRun`).
@@ -87,7 +87,11 @@ impl Step<'_, '_> {
 
     /// How many repetitions each run's status lists ([`listed_per_run`]).
     pub(super) fn listed(&self) -> u32 {
-        listed_per_run(self.benchmark.spec.runs(), self.benchmark.spec.repetitions)
+        listed_per_run(
+            self.benchmark.spec.runs(),
+            self.benchmark.spec.repetitions,
+            churn_status_bytes(self.benchmark.spec.churn.as_ref()),
+        )
     }
 
     /// The whole result the client pod `name` served in this reconciliation, if it was read.

@@ -5,8 +5,8 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AuthSpec, CapacitySpec, EngineSpec, MemoryBenchmarkStatus, PlacementSpec, PodResourcesSpec,
-    WorkloadSpec,
+    AuthSpec, CapacitySpec, ChurnSpec, EngineSpec, MemoryBenchmarkStatus, PlacementSpec,
+    PodResourcesSpec, WorkloadSpec,
 };
 use crate::formats::{LABEL_VALUE, MAX_BENCHMARK_NAME, message};
 
@@ -185,6 +185,14 @@ pub struct MemoryBenchmarkSpec {
     /// each family that holds it (and, with prices, what that costs a month).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacitySpec>,
+
+    /// What happens to the data after the load, in every repetition: rounds of deletes and
+    /// overwrites with values of another size, each followed by a memory reading (used_memory,
+    /// RSS, the allocator's fragmentation), then optionally active defragmentation and what it
+    /// regains. Run after the load's readings (and `settleSeconds`), so bytes per item is the
+    /// fresh load's as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn: Option<ChurnSpec>,
 }
 
 impl MemoryBenchmarkSpec {

@@ -421,6 +421,10 @@ pub struct RepetitionStatus {
     /// engine reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_fragmentation_ratio: Option<f64>,
+    /// What `spec.churn` did to the data after the readings above, and what the engine held
+    /// after each round and after defragmentation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn: Option<super::churn_status::ChurnStatus>,
 }
 
 /// Summary over an engine's repetitions.

@@ -416,6 +416,11 @@ pub fn run_benchmark(
         settle_seconds: spec.settle_seconds,
         thresholds,
         stop: stop.clone(),
+        churn: spec
+            .churn
+            .as_ref()
+            .map(crate::client::churn::Churn::from_spec)
+            .transpose()?,
         ..LoadOptions::default()
     };
     let read_back: Vec<Vec<String>> = spec
@@ -528,6 +533,7 @@ fn standalone_used_memory(
         settle_seconds: 0,
         ttl: None,
         own_all_slots: false,
+        churn: None,
         ..options.clone()
     };
     let one_key = Workload::Strings {

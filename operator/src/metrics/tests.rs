@@ -24,6 +24,7 @@ fn engine_status(name: &str, engine: &str, version: &str, bytes: [f64; 3]) -> En
         settled_used_memory_rss: None,
         used_memory_dataset: Some(50_000),
         mem_fragmentation_ratio: Some(ratio),
+        churn: None,
     };
     EngineStatus {
         name: name.into(),
@@ -103,6 +104,7 @@ fn benchmark(
             auth: None,
             image_pull_secrets: Vec::new(),
             capacity: None,
+            churn: None,
         },
     );
     benchmark.metadata.namespace = Some(namespace.into());

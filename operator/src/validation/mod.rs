@@ -306,6 +306,11 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
             "spec.engines[{i}].withoutTtl: the workload has no ttlSeconds, so every entry already loads it without a TTL; set the workload's ttlSeconds, or remove withoutTtl"
         ));
     }
+    if let Some(churn) = &spec.churn {
+        crate::client::churn::Churn::from_spec(churn)
+            .and_then(|churn| churn.check_workload(&workload, ttl.is_some(), "spec.churn"))
+            .map_err(|e| e.to_string())?;
+    }
     if let Workload::Profile(profile) = &workload {
         // A rebuild that cannot fit ends in an engine out of memory midway: refused first.
         let needs = profile.estimated_bytes();

@@ -100,6 +100,10 @@ pub struct ClientResult {
     /// column for every repetition would not fit 100 of them beside the curve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_settled_rss: Option<SettledRss>,
+    /// Each listed repetition's churn (`spec.churn`), in order, without the defragmentation
+    /// window's readings. Whole results only: a termination message leaves it out first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub churn: Vec<crate::client::churn::ChurnReport>,
 }
 
 /// used_memory_rss of the empty server and `settleSeconds` after the load.
@@ -455,6 +459,11 @@ impl ClientResult {
                     settled: r.settled.as_ref()?.used_memory_rss,
                 })
             }),
+            churn: report
+                .repetitions
+                .iter()
+                .map_while(|r| r.churn.as_ref().map(|c| c.without_samples()))
+                .collect(),
         };
         if let Some(summary) = &mut result.summary {
             if let Some(reason) = &summary.unstable_reason {
@@ -476,6 +485,10 @@ impl ClientResult {
     /// the growth curve's detail and then the curve, then repetitions from the end (the
     /// summary covers them all, where a curve has no other way to the status).
     fn fit(&mut self, repetitions: &[RepetitionResult]) {
+        if self.size() <= BUDGET {
+            return;
+        }
+        self.churn.clear();
         if self.size() <= BUDGET {
             return;
         }
@@ -596,6 +609,7 @@ pub(super) mod tests {
             samples: if i == 1 { growth_samples(50) } else { vec![] },
             shards: Vec::new(),
             by_type: Vec::new(),
+            churn: None,
         }
     }
 

@@ -86,6 +86,22 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
     flag("pipeline", spec.pipeline.to_string());
     flag("repetitions", spec.repetitions.to_string());
     flag("settle-seconds", spec.settle_seconds.to_string());
+    if let Some(churn) = &spec.churn {
+        flag("churn-rounds", churn.rounds.to_string());
+        if let Some(share) = churn.delete_share {
+            flag("delete-share", share.to_string());
+        }
+        if let Some(share) = churn.overwrite_share {
+            flag("overwrite-share", share.to_string());
+        }
+        if let Some(size) = churn.overwrite_value_size {
+            flag("overwrite-value-size", size.to_string());
+        }
+        if churn.defrag {
+            flag("defrag-seconds", churn.defrag_seconds.to_string());
+        }
+        flag("churn-seed", churn.seed.to_string());
+    }
     flag("output", "json".into());
     flag("result-file", TERMINATION_MESSAGE_PATH.into());
     flag("progress-port", PROGRESS_PORT.to_string());
@@ -95,6 +111,9 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
     // was (--keep-data).
     args.push("--flush".into());
     args.push("--keep-data".into());
+    if spec.churn.as_ref().is_some_and(|churn| churn.defrag) {
+        args.push("--defrag".into());
+    }
     args
 }
 

@@ -1,0 +1,328 @@
+//! Active defragmentation after a churn (`client::churn`): switched on with thresholds low
+//! enough to act, followed by a memory reading every half second until RSS stops falling or the
+//! window's bound passes, with a light probe of writes whose latency says what the defragmenter
+//! costs the engine's clients, and the engine's CPU time in the window (`INFO cpu`).
+//!
+//! Redis and Valkey switch it on at runtime (`activedefrag yes`): their defaults leave it idle
+//! below 100 MB of fragmentation (`active-defrag-ignore-bytes`) or 10% (`-threshold-lower`), so
+//! both are lowered for the window and put back after it. A build whose allocator cannot
+//! defragment refuses `activedefrag yes`; [`check_supported`] asks before any write. Dragonfly
+//! defragments by its startup flags alone, so its window is followed as it is.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::engine::ControlConnection;
+use crate::client::shards::{ReadMemory, ShardSet, total_memory};
+use crate::error::BenchError;
+use crate::stats::percentile;
+
+/// How often memory is read during the window.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(500);
+/// How often the probe writes.
+const PROBE_INTERVAL: Duration = Duration::from_millis(50);
+/// RSS has stopped falling when it fell less than this share over [`STEADY_FOR`].
+const STEADY_SHARE: f64 = 0.005;
+const STEADY_FOR: Duration = Duration::from_secs(5);
+/// The probe's key and value: one key of 16 bytes, deleted at the end of the window.
+const PROBE_KEY: &str = "membench:defrag-probe";
+const PROBE_VALUE: &str = "0123456789abcdef";
+
+/// The settings the window lowers on Redis and Valkey, and the values it gives them.
+const LOWERED: [(&str, &str); 2] = [
+    ("active-defrag-ignore-bytes", "1048576"),
+    ("active-defrag-threshold-lower", "1"),
+];
+
+/// One reading of the window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DefragSample {
+    /// Seconds since defragmentation was switched on.
+    pub at_seconds: f64,
+    pub used_memory_rss: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator_frag_ratio: Option<f64>,
+}
+
+/// The probe's write latencies, in milliseconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeLatency {
+    pub writes: u64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// What the window regained and what it cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DefragReport {
+    /// How it was switched on: `activedefrag` (Redis, Valkey) or `startup-flags` (Dragonfly).
+    pub switched: String,
+    pub rss_before: u64,
+    pub rss_after: u64,
+    pub used_memory_before: u64,
+    pub used_memory_after: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator_frag_ratio_before: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator_frag_ratio_after: Option<f64>,
+    /// Seconds from switching it on to the first reading within half a percent of the
+    /// window's lowest RSS: how long it took to regain what it regained.
+    pub seconds: f64,
+    /// The whole window, until RSS had held for 5 s or the bound passed.
+    pub window_seconds: f64,
+    /// The engine's CPU time (user and system) in the window.
+    pub cpu_seconds: f64,
+    /// True when the bound passed while RSS was still falling.
+    pub bound_reached: bool,
+    pub sample_interval_ms: u64,
+    pub write_latency_ms: ProbeLatency,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<DefragSample>,
+}
+
+impl DefragReport {
+    /// RSS the window gave back.
+    pub fn rss_regained(&self) -> i64 {
+        self.rss_before as i64 - self.rss_after as i64
+    }
+}
+
+/// Whether the engine switches defragmentation at runtime (Redis and Valkey) or by its
+/// startup flags (Dragonfly).
+fn switches_at_runtime(engine: &str) -> bool {
+    engine != "dragonfly"
+}
+
+/// Refuses, before any write, a `defrag` the engine cannot do: Redis and Valkey are asked to
+/// switch it on (and off again at once); a build whose allocator has no defragmentation says
+/// so in its refusal, which the error carries.
+pub fn check_supported(
+    shards: &mut ShardSet,
+    engine: &str,
+    allocator: &str,
+    field: &str,
+) -> Result<(), BenchError> {
+    if !switches_at_runtime(engine) {
+        return Ok(());
+    }
+    shards.each(|control, address| {
+        let on = control.query::<()>(redis::cmd("CONFIG").arg("SET").arg("activedefrag").arg("yes"));
+        match on {
+            Ok(()) => control.query::<()>(redis::cmd("CONFIG").arg("SET").arg("activedefrag").arg("no")),
+            Err(error) => Err(BenchError::InvalidArgument {
+                field: field.to_string(),
+                message: format!(
+                    "{engine} at {address} (allocator {}) cannot defragment: it refused `CONFIG SET activedefrag yes` ({error}); active defragmentation needs the engine's own bundled jemalloc (not libc malloc, not a system jemalloc): run this build without defrag, or pick a build with its bundled jemalloc",
+                    if allocator.is_empty() { "not reported" } else { allocator }
+                ),
+            }),
+        }
+    })?;
+    Ok(())
+}
+
+fn cpu_seconds(shards: &mut ShardSet) -> Result<f64, BenchError> {
+    let each = shards.each(|control, _| {
+        let cpu = control.info("cpu")?;
+        let field = |name: &str| {
+            cpu.get(name)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        Ok(field("used_cpu_user") + field("used_cpu_sys"))
+    })?;
+    Ok(each.iter().sum())
+}
+
+/// Reads the settings the window changes, to put them back after it.
+fn current_settings(control: &mut ControlConnection) -> Result<Vec<(String, String)>, BenchError> {
+    let mut kept = Vec::new();
+    for name in ["activedefrag", LOWERED[0].0, LOWERED[1].0] {
+        let pair: Vec<String> = control.query(redis::cmd("CONFIG").arg("GET").arg(name))?;
+        if let [_, value] = pair.as_slice() {
+            kept.push((name.to_string(), value.clone()));
+        }
+    }
+    Ok(kept)
+}
+
+fn set(control: &mut ControlConnection, settings: &[(String, String)]) -> Result<(), BenchError> {
+    for (name, value) in settings {
+        control.query::<()>(redis::cmd("CONFIG").arg("SET").arg(name).arg(value))?;
+    }
+    Ok(())
+}
+
+/// Runs the window: reads memory (`read`: the control connection alone), switches
+/// defragmentation on, samples and probes until RSS has held for 5 s or `bound` passes, puts
+/// the settings back, deletes the probe's key and reads memory again.
+pub fn run(
+    shards: &mut ShardSet,
+    engine: &str,
+    bound: Duration,
+    read: &mut ReadMemory<'_>,
+    stop: &crate::client::stop_request::StopRequest,
+) -> Result<DefragReport, BenchError> {
+    let before = read(shards, "before defragmentation")?;
+    let cpu_before = cpu_seconds(shards)?;
+    let runtime = switches_at_runtime(engine);
+    let kept = if runtime {
+        let kept = shards.each(|control, _| current_settings(control))?;
+        let lowered: Vec<(String, String)> =
+            std::iter::once(("activedefrag".to_string(), "yes".to_string()))
+                .chain(LOWERED.iter().map(|(n, v)| (n.to_string(), v.to_string())))
+                .collect();
+        shards.each(|control, _| set(control, &lowered))?;
+        kept
+    } else {
+        Vec::new()
+    };
+    let window = follow(shards, bound, stop);
+    // Put back what was changed whatever the window's outcome, then report that outcome.
+    let restored = if runtime {
+        let mut index = 0;
+        shards.each(|control, _| {
+            let result = set(control, &kept[index]);
+            index += 1;
+            result
+        })
+    } else {
+        Ok(Vec::new())
+    };
+    let (samples, latencies, window_seconds, bound_reached) = window?;
+    restored?;
+    let cpu_after = cpu_seconds(shards)?;
+    shards.each(|control, _| control.query::<u64>(redis::cmd("DEL").arg(PROBE_KEY)))?;
+    let after = read(shards, "after defragmentation")?;
+    let mut sorted = latencies.clone();
+    sorted.sort_by(f64::total_cmp);
+    Ok(DefragReport {
+        switched: if runtime {
+            "activedefrag"
+        } else {
+            "startup-flags"
+        }
+        .into(),
+        rss_before: before.used_memory_rss,
+        rss_after: after.used_memory_rss,
+        used_memory_before: before.used_memory,
+        used_memory_after: after.used_memory,
+        allocator_frag_ratio_before: before.allocator_frag_ratio,
+        allocator_frag_ratio_after: after.allocator_frag_ratio,
+        seconds: settled_at(&samples),
+        window_seconds,
+        cpu_seconds: (cpu_after - cpu_before).max(0.0),
+        bound_reached,
+        sample_interval_ms: SAMPLE_INTERVAL.as_millis() as u64,
+        write_latency_ms: ProbeLatency {
+            writes: sorted.len() as u64,
+            p50: percentile(&sorted, 50.0),
+            p99: percentile(&sorted, 99.0),
+            max: sorted.last().copied().unwrap_or(0.0),
+        },
+        samples,
+    })
+}
+
+type Window = (Vec<DefragSample>, Vec<f64>, f64, bool);
+
+/// When RSS first came within [`STEADY_SHARE`] of the window's lowest.
+fn settled_at(samples: &[DefragSample]) -> f64 {
+    let Some(lowest) = samples.iter().map(|s| s.used_memory_rss).min() else {
+        return 0.0;
+    };
+    let near = lowest as f64 * (1.0 + STEADY_SHARE);
+    samples
+        .iter()
+        .find(|s| s.used_memory_rss as f64 <= near)
+        .map_or(0.0, |s| s.at_seconds)
+}
+
+/// Samples memory every [`SAMPLE_INTERVAL`] and writes the probe every [`PROBE_INTERVAL`] on
+/// the first shard's control connection, until RSS fell less than [`STEADY_SHARE`] over
+/// [`STEADY_FOR`] or `bound` passes.
+fn follow(
+    shards: &mut ShardSet,
+    bound: Duration,
+    stop: &crate::client::stop_request::StopRequest,
+) -> Result<Window, BenchError> {
+    let started = Instant::now();
+    let mut samples: Vec<DefragSample> = Vec::new();
+    let mut latencies = Vec::new();
+    let mut next_sample = started;
+    loop {
+        stop.check(0)?;
+        let now = Instant::now();
+        if now >= next_sample {
+            let memory = total_memory(&shards.memory()?);
+            let at = started.elapsed().as_secs_f64();
+            samples.push(DefragSample {
+                at_seconds: at,
+                used_memory_rss: memory.used_memory_rss,
+                allocator_frag_ratio: memory.allocator_frag_ratio,
+            });
+            next_sample += SAMPLE_INTERVAL;
+            if held_steady(&samples) {
+                return Ok((samples, latencies, at, false));
+            }
+            if started.elapsed() >= bound {
+                return Ok((samples, latencies, at, true));
+            }
+        }
+        let sent = Instant::now();
+        shards
+            .first()
+            .query::<()>(redis::cmd("SET").arg(PROBE_KEY).arg(PROBE_VALUE))?;
+        latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
+        std::thread::sleep(PROBE_INTERVAL.saturating_sub(sent.elapsed()));
+    }
+}
+
+/// Whether RSS fell less than [`STEADY_SHARE`] over the last [`STEADY_FOR`].
+fn held_steady(samples: &[DefragSample]) -> bool {
+    let Some(last) = samples.last() else {
+        return false;
+    };
+    let since = last.at_seconds - STEADY_FOR.as_secs_f64();
+    if since < 0.0 {
+        return false;
+    }
+    let Some(then) = samples.iter().rev().find(|s| s.at_seconds <= since) else {
+        return false;
+    };
+    (then.used_memory_rss as f64 - last.used_memory_rss as f64)
+        < STEADY_SHARE * then.used_memory_rss as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(at: f64, rss: u64) -> DefragSample {
+        DefragSample {
+            at_seconds: at,
+            used_memory_rss: rss,
+            allocator_frag_ratio: None,
+        }
+    }
+
+    #[test]
+    fn rss_has_held_once_it_fell_less_than_half_a_percent_over_five_seconds() {
+        let falling: Vec<_> = (0..12)
+            .map(|i| sample(i as f64 * 0.5, 100_000_000 - i * 2_000_000))
+            .collect();
+        assert!(!held_steady(&falling));
+        let mut flat = falling.clone();
+        for i in 12..24 {
+            flat.push(sample(i as f64 * 0.5, 78_000_000));
+        }
+        assert!(held_steady(&flat));
+        // Less than five seconds of readings never counts as held.
+        assert!(!held_steady(&[sample(0.0, 10), sample(0.5, 10)]));
+        // It took until RSS came within half a percent of its lowest: 78 MB first at 11 x 0.5 s
+        // (100 - 11 x 2 = 78).
+        assert_eq!(settled_at(&flat), 5.5);
+    }
+}

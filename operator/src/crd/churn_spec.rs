@@ -1,0 +1,68 @@
+//! `spec.churn`: what happens to the data after the load (deletes, overwrites with values of
+//! another size, active defragmentation), measured in every repetition. The phase itself is
+//! `crate::client::churn`; only the fields and their admission rules are here.
+
+use kube::KubeSchema;
+use serde::{Deserialize, Serialize};
+
+/// Rounds of deletes and overwrites on the loaded data, each followed by a memory reading; then,
+/// with `defrag`, active defragmentation switched on and followed until it stops regaining
+/// memory. Which items a round deletes and overwrites is drawn from `seed`, so every engine
+/// loses and rewrites the same ones.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChurnSpec {
+    /// How many rounds of deletes and overwrites.
+    #[serde(default = "default_rounds")]
+    #[schemars(range(min = 1, max = 100))]
+    pub rounds: u32,
+
+    /// The share of the items still held that each round deletes (keys with `DEL`, sorted-set
+    /// members with `ZREM`): above 0 and below 1 (a round must leave something to measure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_share: Option<f64>,
+
+    /// The share of the items a round left that it then overwrites with values of
+    /// `overwriteValueSize` bytes (`SET ... XX`, each of a record's fields with `HSET`; a
+    /// sorted-set member is removed and added again under a name of that size): above 0 and at
+    /// most 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overwrite_share: Option<f64>,
+
+    /// The size in bytes of the values an overwrite writes (needed with `overwriteShare`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1048576))]
+    pub overwrite_value_size: Option<u32>,
+
+    /// After the rounds and `spec.settleSeconds`, switch the engine's active defragmentation on
+    /// with thresholds low enough to act (Redis and Valkey: `activedefrag yes`,
+    /// `active-defrag-ignore-bytes 1mb`, `active-defrag-threshold-lower 1`) and read memory
+    /// every half second until RSS stops falling or `defragSeconds` pass. Refused on a build
+    /// whose allocator cannot defragment (a libc malloc build, Debian's system jemalloc).
+    /// Dragonfly defragments by its own startup flags (`engines[].config`:
+    /// `mem_defrag_threshold` and others), which cannot be switched at runtime: its window is
+    /// followed the same way.
+    #[serde(default)]
+    pub defrag: bool,
+
+    /// The longest defragmentation window, in seconds.
+    #[serde(default = "default_defrag_seconds")]
+    #[schemars(range(min = 5, max = 3600))]
+    pub defrag_seconds: u32,
+
+    /// The seed of the draws that pick which items each round deletes and overwrites.
+    #[serde(default = "default_churn_seed")]
+    pub seed: u64,
+}
+
+fn default_rounds() -> u32 {
+    1
+}
+
+pub fn default_defrag_seconds() -> u32 {
+    60
+}
+
+pub fn default_churn_seed() -> u64 {
+    1
+}

@@ -1,0 +1,92 @@
+//! A repetition's churn in the status (`spec.churn`): what each round did and what the engine
+//! held after it, and what defragmentation regained. The client's result names them in
+//! snake_case (`client::churn`); the status in camelCase.
+
+use serde::{Deserialize, Serialize};
+
+/// One round of deletes and overwrites.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChurnRoundStatus {
+    /// Counted from 1.
+    pub round: u32,
+    /// Items the round deleted.
+    pub deleted: u64,
+    /// Items the round overwrote with values of `overwriteValueSize`.
+    pub overwritten: u64,
+    /// used_memory after the round, in bytes.
+    pub used_memory: u64,
+    /// used_memory_rss after the round, in bytes.
+    pub used_memory_rss: u64,
+    /// The allocator's fragmentation after the round (Redis and Valkey).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator_frag_ratio: Option<f64>,
+    /// used_memory_rss / used_memory after the round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_fragmentation_ratio: Option<f64>,
+    /// Items held after the round, verified in the engine.
+    pub items: u64,
+    /// Elements held after the round, where items hold them (a record's fields).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elements: Option<u64>,
+    /// How long the round's commands took, in seconds.
+    pub seconds: f64,
+}
+
+/// The probe's write latency during defragmentation, in milliseconds.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LatencyStatus {
+    /// Probe writes sent (one every 50 ms on the control connection).
+    pub writes: u64,
+    /// The median write latency.
+    pub p50: f64,
+    /// The 99th percentile.
+    pub p99: f64,
+    /// The slowest write.
+    pub max: f64,
+}
+
+/// What active defragmentation regained after the rounds.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DefragStatus {
+    /// How it was switched on: `activedefrag` (Redis, Valkey) or `startup-flags` (Dragonfly).
+    pub switched: String,
+    /// used_memory_rss before defragmentation was switched on, in bytes.
+    pub rss_before: u64,
+    /// used_memory_rss at the end of the window, in bytes.
+    pub rss_after: u64,
+    /// used_memory before the window, in bytes.
+    pub used_memory_before: u64,
+    /// used_memory at its end, in bytes.
+    pub used_memory_after: u64,
+    /// allocator_frag_ratio before the window (Redis and Valkey).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator_frag_ratio_before: Option<f64>,
+    /// allocator_frag_ratio at its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator_frag_ratio_after: Option<f64>,
+    /// Seconds until RSS came within half a percent of the window's lowest.
+    pub seconds: f64,
+    /// The whole window, in seconds.
+    pub window_seconds: f64,
+    /// The engine's CPU time in the window, in seconds.
+    pub cpu_seconds: f64,
+    /// The window's bound passed while RSS still fell.
+    #[serde(default)]
+    pub bound_reached: bool,
+    /// The probe's write latency during the window, in milliseconds.
+    pub write_latency_ms: LatencyStatus,
+}
+
+/// A repetition's churn.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChurnStatus {
+    /// Each round, in order.
+    pub rounds: Vec<ChurnRoundStatus>,
+    /// Active defragmentation after the rounds, when `spec.churn.defrag` asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defrag: Option<DefragStatus>,
+}
