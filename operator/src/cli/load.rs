@@ -599,6 +599,9 @@ fn print_report(report: &BenchmarkReport, format: OutputFormat) {
                 );
                 if format == OutputFormat::Table {
                     println!("{}", repetitions_table(report).render(format));
+                    if let Some(churn) = membench::report::churn::churn_table(report) {
+                        println!("After the load, churn (spec.churn):\n{}", churn.to_text());
+                    }
                     if let Some(growth) = membench::report::table::growth_table(report) {
                         println!(
                             "used_memory during the load (repetition 1):\n{}",

@@ -90,3 +90,15 @@ pub struct ChurnStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defrag: Option<DefragStatus>,
 }
+
+impl ChurnStatus {
+    /// used_memory_rss after the last round: the churned RSS.
+    pub fn churned_rss(&self) -> Option<u64> {
+        self.rounds.last().map(|r| r.used_memory_rss)
+    }
+
+    /// used_memory_rss at the end of defragmentation, when there was one.
+    pub fn defragmented_rss(&self) -> Option<u64> {
+        self.defrag.as_ref().map(|d| d.rss_after)
+    }
+}

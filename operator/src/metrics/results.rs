@@ -41,6 +41,8 @@ pub(super) struct ResultGauges {
     capacity_required_node_memory: GaugeVec,
     capacity_node_fill: GaugeVec,
     capacity_monthly_usd: GaugeVec,
+    churned_rss: GaugeVec,
+    defragmented_rss: GaugeVec,
 }
 
 impl ResultGauges {
@@ -134,10 +136,18 @@ impl ResultGauges {
                 "membench_capacity_monthly_usd",
                 "The monthly cost of that instance type at the prices given (absent without prices).",
             ),
+            churned_rss: result(
+                "membench_churn_used_memory_rss_bytes",
+                "Median used_memory_rss after the last round of spec.churn's deletes and overwrites.",
+            ),
+            defragmented_rss: result(
+                "membench_defrag_used_memory_rss_bytes",
+                "Median used_memory_rss at the end of active defragmentation after spec.churn (spec.churn.defrag).",
+            ),
         }
     }
 
-    pub(super) fn all(&self) -> [&GaugeVec; 21] {
+    pub(super) fn all(&self) -> [&GaugeVec; 23] {
         [
             &self.memory_per_item_median,
             &self.memory_per_item_min,
@@ -160,6 +170,8 @@ impl ResultGauges {
             &self.capacity_required_node_memory,
             &self.capacity_node_fill,
             &self.capacity_monthly_usd,
+            &self.churned_rss,
+            &self.defragmented_rss,
         ]
     }
 
@@ -204,6 +216,8 @@ impl ResultGauges {
         set(&gauges.capacity_required_node_memory, figures.capacity[1]);
         set(&gauges.capacity_node_fill, figures.capacity[2]);
         set(&gauges.capacity_monthly_usd, figures.capacity[3]);
+        set(&gauges.churned_rss, figures.churn[0]);
+        set(&gauges.defragmented_rss, figures.churn[1]);
     }
 }
 
@@ -225,6 +239,8 @@ pub(super) struct ResultValues {
     unstable: Option<f64>,
     /// Projected used_memory, required node memory, node fill (0-1), monthly USD.
     capacity: [Option<f64>; 4],
+    /// RSS after the churn's last round and after defragmentation (medians).
+    churn: [Option<f64>; 2],
 }
 
 impl ResultValues {
@@ -297,6 +313,22 @@ impl ResultValues {
                     .filter_map(|r| r.mem_fragmentation_ratio)
                     .collect(),
             ),
+            churn: [
+                median_of(
+                    repetitions
+                        .iter()
+                        .filter_map(|r| r.churn.as_ref()?.churned_rss())
+                        .map(|b| b as f64)
+                        .collect(),
+                ),
+                median_of(
+                    repetitions
+                        .iter()
+                        .filter_map(|r| r.churn.as_ref()?.defragmented_rss())
+                        .map(|b| b as f64)
+                        .collect(),
+                ),
+            ],
         }
     }
 }

@@ -556,3 +556,57 @@ fn a_rebuilds_bytes_per_key_by_type_is_a_series_per_type_removed_with_the_benchm
         "the series go with the benchmark"
     );
 }
+
+#[test]
+fn a_churn_in_status_becomes_the_churned_and_defragmented_rss_series() {
+    let metrics = Metrics::new();
+    let mut engine = engine_status("valkey-9.1.2", "valkey", "9.1.2", [90.0, 89.0, 91.0]);
+    let churn = |churned: u64, defragmented: Option<u64>| crate::crd::ChurnStatus {
+        rounds: vec![
+            crate::crd::ChurnRoundStatus {
+                round: 1,
+                used_memory_rss: churned + 1_000_000,
+                ..Default::default()
+            },
+            crate::crd::ChurnRoundStatus {
+                round: 2,
+                used_memory_rss: churned,
+                ..Default::default()
+            },
+        ],
+        defrag: defragmented.map(|rss| crate::crd::DefragStatus {
+            rss_after: rss,
+            ..Default::default()
+        }),
+    };
+    for (repetition, (churned, defragmented)) in engine.repetitions.iter_mut().zip([
+        (30_000_000, 20_000_000),
+        (32_000_000, 21_000_000),
+        (31_000_000, 19_000_000),
+    ]) {
+        repetition.churn = Some(churn(churned, Some(defragmented)));
+    }
+    let plain = engine_status("redis-7.0.15", "redis", "7.0.15", [120.0, 119.0, 121.0]);
+    metrics.observe_benchmark(&benchmark(
+        "bench",
+        "churn",
+        Phase::Succeeded,
+        vec![engine, plain],
+    ));
+    let text = metrics.encode();
+    let valkey = [("entry", "valkey-9.1.2")];
+    // The medians over the repetitions: of the last round's RSS, of defragmentation's end.
+    assert_eq!(
+        sample(&text, "membench_churn_used_memory_rss_bytes", &valkey),
+        Some(31_000_000.0)
+    );
+    assert_eq!(
+        sample(&text, "membench_defrag_used_memory_rss_bytes", &valkey),
+        Some(20_000_000.0)
+    );
+    let redis = [("entry", "redis-7.0.15")];
+    assert_eq!(
+        sample(&text, "membench_churn_used_memory_rss_bytes", &redis),
+        None
+    );
+}

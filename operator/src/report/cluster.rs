@@ -137,6 +137,8 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         unstable: summary.is_some_and(|s| s.unstable),
         change_vs_first_percent: engine.change_vs_first_percent,
         emulator: emulator_of(engine.image_id.as_deref()),
+        churned_rss: crate::report::churn::churned_rss_of_status(&engine.repetitions).0,
+        defragmented_rss: crate::report::churn::churned_rss_of_status(&engine.repetitions).1,
         by_type: summary
             .map(|s| {
                 s.bytes_per_key_by_type

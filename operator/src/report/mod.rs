@@ -3,7 +3,7 @@
 //! of raw numbers (`csv`), the comparison of finished benchmarks read from their status in the
 //! cluster (`cluster`), the self-contained HTML page (`html`) with its SVG charts (`charts`),
 //! what a local run measured (`local_run`) and the published tables that users quote
-//! (`published`), and a sharded cluster's shards (`shards`).
+//! (`published`), a sharded cluster's shards (`shards`), and what a churn left (`churn`).
 //!
 //! It may use the parts below it (`validation`, `client` for the measured results, `crd` and
 //! the leaves); never the controller or the local runner, which call it, nor the metrics, its
@@ -12,6 +12,7 @@
 pub mod capacity;
 pub mod capacity_chart;
 pub mod charts;
+pub mod churn;
 pub mod cluster;
 pub mod csv;
 pub mod html;

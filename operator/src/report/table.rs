@@ -240,6 +240,12 @@ pub struct ComparisonRow {
     /// A profile's rebuild: bytes per key of each type (`client::type_memory`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub by_type: Vec<TypeSummary>,
+    /// With `spec.churn`: RSS after the last round, and after defragmentation, medians over
+    /// the repetitions (`report::churn`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub churned_rss: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub defragmented_rss: Option<f64>,
     /// Why there are no figures, or what to keep in mind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -291,6 +297,8 @@ impl ComparisonRow {
             cluster_fixed_cost_bytes: report.cluster.as_ref().map(|c| c.fixed_cost_bytes),
             shards: summary.and_then(|s| s.shards.clone()),
             by_type: summary.map(|s| s.by_type.clone()).unwrap_or_default(),
+            churned_rss: crate::report::churn::churned_rss(report),
+            defragmented_rss: crate::report::churn::defragmented_rss(report),
             note,
             published_table: None,
             published: None,
@@ -381,12 +389,20 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let with_published = rows.iter().any(|r| r.published_table.is_some());
     let with_ttl = rows.iter().any(|r| r.ttl.is_some());
     let with_types = rows.iter().any(|r| !r.by_type.is_empty());
+    let with_churn = rows.iter().any(|r| r.churned_rss.is_some());
+    let with_defrag = rows.iter().any(|r| r.defragmented_rss.is_some());
     let mut headers = if with_name { vec!["Name"] } else { Vec::new() };
     headers.extend(["Engine", "Version", "Allocator", "Modules"]);
     if with_instance {
         headers.push("Instance type");
     }
     headers.extend(["used_memory", bytes_header.as_str()]);
+    if with_churn {
+        headers.push("RSS after churn");
+    }
+    if with_defrag {
+        headers.push("after defrag");
+    }
     if with_ttl {
         headers.extend(["TTL", "TTL cost"]);
     }
@@ -426,6 +442,12 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         }
         row.push(r.used_memory.map_or_else(dash, format_bytes));
         row.push(r.bytes_per_item.map_or_else(dash, |b| format!("~{b:.1}")));
+        if with_churn {
+            row.push(r.churned_rss.map_or_else(dash, format_bytes));
+        }
+        if with_defrag {
+            row.push(r.defragmented_rss.map_or_else(dash, format_bytes));
+        }
         if with_ttl {
             row.push(r.ttl.map_or_else(|| "none".to_string(), format_ttl));
             row.push(ttl_cost(r, rows).map_or_else(dash, |c| format!("{c:+.1} B")));
@@ -607,6 +629,8 @@ mod tests {
             cluster_fixed_cost_bytes: None,
             shards: None,
             by_type: Vec::new(),
+            churned_rss: None,
+            defragmented_rss: None,
             note: None,
             published_table: None,
             published: None,
@@ -658,6 +682,8 @@ mod tests {
             cluster_fixed_cost_bytes: None,
             shards: None,
             by_type: Vec::new(),
+            churned_rss: None,
+            defragmented_rss: None,
             note: None,
             published_table: None,
             published: None,

@@ -1,0 +1,138 @@
+//! A churn's figures in the reports (`spec.churn`, `client::churn`): the memory an engine holds
+//! after the data changed, beside bytes per item in the comparison (RSS after the last round
+//! and after defragmentation, medians over the repetitions), and each round's and the
+//! defragmentation window's readings in a table of their own.
+
+use crate::client::measure::BenchmarkReport;
+use crate::report::table::{Table, format_bytes};
+
+/// The median of what each repetition reports, if any does.
+fn median(values: Vec<f64>) -> Option<f64> {
+    crate::stats::Spread::of(&values).map(|s| s.median)
+}
+
+/// RSS after the last churn round (before defragmentation), the median over the repetitions.
+pub fn churned_rss(report: &BenchmarkReport) -> Option<f64> {
+    median(
+        report
+            .repetitions
+            .iter()
+            .filter_map(|r| r.churn.as_ref()?.churned_rss())
+            .map(|rss| rss as f64)
+            .collect(),
+    )
+}
+
+/// RSS at the end of the defragmentation window, the median over the repetitions.
+pub fn defragmented_rss(report: &BenchmarkReport) -> Option<f64> {
+    median(
+        report
+            .repetitions
+            .iter()
+            .filter_map(|r| Some(r.churn.as_ref()?.defrag.as_ref()?.rss_after as f64))
+            .collect(),
+    )
+}
+
+/// The same two from a status's repetitions (`membench report`).
+pub fn churned_rss_of_status(
+    repetitions: &[crate::crd::RepetitionStatus],
+) -> (Option<f64>, Option<f64>) {
+    let of = |f: &dyn Fn(&crate::crd::ChurnStatus) -> Option<u64>| {
+        median(
+            repetitions
+                .iter()
+                .filter_map(|r| f(r.churn.as_ref()?))
+                .map(|b| b as f64)
+                .collect(),
+        )
+    };
+    (of(&|c| c.churned_rss()), of(&|c| c.defragmented_rss()))
+}
+
+fn ratio(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_string(), |r| format!("{r:.2}"))
+}
+
+/// Each repetition's rounds, and its defragmentation window when there was one; `None` when the
+/// run had no churn.
+pub fn churn_table(report: &BenchmarkReport) -> Option<Table> {
+    let churned: Vec<_> = report
+        .repetitions
+        .iter()
+        .filter_map(|r| {
+            Some((
+                r.repetition,
+                r.used_memory,
+                r.used_memory_rss,
+                r.churn.as_ref()?,
+            ))
+        })
+        .collect();
+    if churned.is_empty() {
+        return None;
+    }
+    let mut table = Table::new(&[
+        "Rep",
+        "After",
+        "Deleted",
+        "Overwritten",
+        "Items",
+        "used_memory",
+        "used_memory_rss",
+        "allocator_frag_ratio",
+        "Seconds",
+    ]);
+    for (repetition, used, rss, churn) in churned {
+        table.push(vec![
+            repetition.to_string(),
+            "load".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            format_bytes(used as f64),
+            format_bytes(rss as f64),
+            "-".into(),
+            "-".into(),
+        ]);
+        for round in &churn.rounds {
+            table.push(vec![
+                repetition.to_string(),
+                format!("round {}", round.round),
+                round.deleted.to_string(),
+                round.overwritten.to_string(),
+                round.items.to_string(),
+                format_bytes(round.used_memory as f64),
+                format_bytes(round.used_memory_rss as f64),
+                ratio(round.allocator_frag_ratio),
+                format!("{:.2}", round.seconds),
+            ]);
+        }
+        if let Some(defrag) = &churn.defrag {
+            table.push(vec![
+                repetition.to_string(),
+                format!(
+                    "defrag ({}, {:.1} s of {:.1} s{}, {:.2} CPU s, probe p99 {:.2} ms)",
+                    defrag.switched,
+                    defrag.seconds,
+                    defrag.window_seconds,
+                    if defrag.bound_reached {
+                        ", bound reached"
+                    } else {
+                        ""
+                    },
+                    defrag.cpu_seconds,
+                    defrag.write_latency_ms.p99
+                ),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                format_bytes(defrag.used_memory_after as f64),
+                format_bytes(defrag.rss_after as f64),
+                ratio(defrag.allocator_frag_ratio_after),
+                format!("{:.2}", defrag.window_seconds),
+            ]);
+        }
+    }
+    Some(table)
+}
