@@ -32,6 +32,18 @@ pub struct EngineMeasurement {
     /// A profile's rebuild, projected from its repetitions' end readings instead of a curve
     /// (`super::rebuild`); `curve` is then empty.
     pub rebuild: Option<RebuildMeasurement>,
+    /// The first repetition's RSS empty, after the load and after `spec.churn`'s last round,
+    /// when the run churned: what the projected RSS is raised by (`super::rss`).
+    pub churn: Option<ChurnGrowth>,
+}
+
+/// used_memory_rss of the first repetition's empty server, after its load (settled, when it
+/// settled) and after the last round of its churn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChurnGrowth {
+    pub baseline_rss: u64,
+    pub loaded_rss: u64,
+    pub churned_rss: u64,
 }
 
 /// The first repetition's empty server and the same server `settleSeconds` after its load:
@@ -85,9 +97,19 @@ struct Reading {
     baseline_used_memory_rss: Option<u64>,
     /// (used_memory, used_memory_rss) `settleSeconds` after the load.
     settled: Option<(u64, u64)>,
+    /// used_memory_rss after the last churn round.
+    churned_rss: Option<u64>,
 }
 
 impl Reading {
+    fn churn_growth(&self) -> Option<ChurnGrowth> {
+        Some(ChurnGrowth {
+            baseline_rss: self.baseline_used_memory_rss?,
+            loaded_rss: self.settled.map_or(self.used_memory_rss, |(_, rss)| rss),
+            churned_rss: self.churned_rss?,
+        })
+    }
+
     fn settled_growth(&self) -> Option<SettledGrowth> {
         let (settled_used_memory, settled_used_memory_rss) = self.settled?;
         Some(SettledGrowth {
@@ -137,6 +159,7 @@ impl EngineMeasurement {
                 fragmentation_ratio: ratio,
                 settled_growth: first.settled_growth(),
                 threads: who.threads,
+                churn: first.churn_growth(),
                 rebuild: Some(RebuildMeasurement {
                     keys: profile.keys,
                     ttl_keys: profile.ttl_keys,
@@ -175,6 +198,7 @@ impl EngineMeasurement {
             settled_growth: first.settled_growth(),
             threads: who.threads,
             rebuild: None,
+            churn: first.churn_growth(),
         })
     }
 
@@ -205,6 +229,7 @@ impl EngineMeasurement {
                         .settled
                         .as_ref()
                         .map(|s| (s.used_memory, s.used_memory_rss)),
+                    churned_rss: r.churn.as_ref().and_then(|c| c.churned_rss()),
                 })
                 .collect::<Vec<_>>(),
         )
@@ -234,6 +259,7 @@ impl EngineMeasurement {
                     items: r.items,
                     baseline_used_memory_rss: r.baseline_used_memory_rss,
                     settled: r.settled_used_memory.zip(r.settled_used_memory_rss),
+                    churned_rss: r.churn.as_ref().and_then(|c| c.churned_rss()),
                 })
                 .collect::<Vec<_>>(),
         )

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::measurement::{EngineMeasurement, SettledGrowth};
+use super::measurement::{ChurnGrowth, EngineMeasurement, SettledGrowth};
 
 /// The least growth of used_memory (settled reading less the empty server's) the data-growth
 /// ratio is taken from: 8 MiB. RSS moves in 4 KiB pages, and by more than the data at times (a
@@ -33,8 +33,11 @@ pub struct RssProjection {
     pub rss_high: u64,
     /// RSS added per byte of used_memory the data added (the data-growth basis).
     pub growth_ratio: Option<f64>,
-    /// Why the run ratio was used, or that the figure was raised to used_memory.
+    /// Why the run ratio was used, or that the figure was raised to used_memory or by a
+    /// churn.
     pub note: Option<String>,
+    /// The churn's factor the figures were raised by (`spec.churn`), when above 1.
+    pub churn_factor: Option<f64>,
 }
 
 /// The data-growth ratio of a settled first repetition, or why it cannot be used.
@@ -58,8 +61,58 @@ fn growth_ratio(growth: Option<&SettledGrowth>) -> Result<(f64, SettledGrowth), 
     Ok((rss as f64 / used as f64, g))
 }
 
-/// The RSS at `used` and at `high` (the band's top) of projected used_memory.
+/// The least RSS the load must have added for a churn's factor to be trusted: 4 MiB (a
+/// few 2 MiB huge pages or a cached extent would otherwise be most of it).
+pub const MIN_CHURN_RSS_GROWTH: u64 = 4 << 20;
+
+/// The RSS at `used` and at `high` (the band's top) of projected used_memory, raised by the
+/// churn's factor when the run churned (`spec.churn`): the memory the data's deletes and
+/// overwrites left inside the allocator's pages stays with the engine.
 pub fn project(measurement: &EngineMeasurement, used: u64, high: u64) -> RssProjection {
+    let fresh = project_fresh(measurement, used, high);
+    match &measurement.churn {
+        Some(churn) => churned(fresh, churn),
+        None => fresh,
+    }
+}
+
+/// The churn's factor: RSS the last round left above the empty server's, over what the load
+/// left; the projection's RSS above the empty server's raised by it when above 1.
+fn churned(mut fresh: RssProjection, churn: &ChurnGrowth) -> RssProjection {
+    let mut add = |note: String| {
+        fresh.note = Some(match fresh.note.take() {
+            Some(before) => format!("{before}; {note}"),
+            None => note,
+        });
+    };
+    let loaded = churn.loaded_rss.saturating_sub(churn.baseline_rss);
+    if loaded < MIN_CHURN_RSS_GROWTH {
+        add(format!(
+            "spec.churn's factor not used: the load added {loaded} bytes of RSS, under the {MIN_CHURN_RSS_GROWTH} it is trusted from"
+        ));
+        return fresh;
+    }
+    let factor = churn.churned_rss.saturating_sub(churn.baseline_rss) as f64 / loaded as f64;
+    if factor <= 1.0 {
+        add(format!(
+            "spec.churn left RSS at {factor:.2} times the load's growth, not above it: planned from the load"
+        ));
+        return fresh;
+    }
+    let raise = |rss: u64| {
+        let above = rss.saturating_sub(churn.baseline_rss) as f64;
+        (churn.baseline_rss as f64 + above * factor).ceil() as u64
+    };
+    fresh.rss = raise(fresh.rss);
+    fresh.rss_high = raise(fresh.rss_high);
+    fresh.churn_factor = Some(factor);
+    add(format!(
+        "raised by spec.churn's factor {factor:.2} (the first repetition's RSS after its last round, over the load's, each above the empty server's): what deletes and overwrites leave in the allocator's pages"
+    ));
+    fresh
+}
+
+fn project_fresh(measurement: &EngineMeasurement, used: u64, high: u64) -> RssProjection {
     match growth_ratio(measurement.settled_growth.as_ref()) {
         Ok((ratio, g)) => {
             let at = |u: u64| {
@@ -81,6 +134,7 @@ pub fn project(measurement: &EngineMeasurement, used: u64, high: u64) -> RssProj
                 rss_high: (rss_high.ceil() as u64).max(high),
                 growth_ratio: Some(ratio),
                 note,
+                churn_factor: None,
             }
         }
         Err(why) => {
@@ -97,6 +151,7 @@ pub fn project(measurement: &EngineMeasurement, used: u64, high: u64) -> RssProj
                 rss_high: (high as f64 * ratio).ceil() as u64,
                 growth_ratio: None,
                 note: Some(note),
+                churn_factor: None,
             }
         }
     }
@@ -117,7 +172,45 @@ mod tests {
             settled_growth: settled,
             threads: None,
             rebuild: None,
+            churn: None,
         }
+    }
+
+    #[test]
+    fn a_churn_raises_the_projected_rss_above_the_empty_server_by_its_factor() {
+        let mut m = measurement(Some(settled(16_000_000, 20_000_000)), 1.6);
+        let fresh = project(&m, 161_000_000, 171_000_000);
+        // The load added 20 MB of RSS; after its last round the engine held 30 MB above the
+        // empty server's 7.5 MB: a factor of 1.5.
+        m.churn = Some(ChurnGrowth {
+            baseline_rss: 7_500_000,
+            loaded_rss: 27_500_000,
+            churned_rss: 37_500_000,
+        });
+        let raised = project(&m, 161_000_000, 171_000_000);
+        assert_eq!(raised.churn_factor, Some(1.5));
+        assert_eq!(raised.rss, 7_500_000 + (fresh.rss - 7_500_000) * 3 / 2);
+        assert!(
+            raised
+                .note
+                .as_deref()
+                .unwrap()
+                .contains("spec.churn's factor 1.50")
+        );
+        // A churn that left RSS below the load's changes nothing, and says so.
+        m.churn = Some(ChurnGrowth {
+            baseline_rss: 7_500_000,
+            loaded_rss: 27_500_000,
+            churned_rss: 20_000_000,
+        });
+        let same = project(&m, 161_000_000, 171_000_000);
+        assert_eq!(same.rss, fresh.rss);
+        assert!(
+            same.note
+                .as_deref()
+                .unwrap()
+                .contains("planned from the load")
+        );
     }
 
     /// A 100,000-key run in round numbers: 7.5 MB of RSS empty, `data` bytes of used_memory

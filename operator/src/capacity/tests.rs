@@ -28,6 +28,7 @@ fn redis_like(name: &str, per_entry: u64) -> EngineMeasurement {
         settled_growth: None,
         threads: None,
         rebuild: None,
+        churn: None,
     }
 }
 
