@@ -1,0 +1,70 @@
+//! `spec.churn` in a cluster, on the dev cluster with the operator running: the churn reaches the
+//! client pods, each round's figures and the defragmentation window land in the engine's status
+//! in camelCase (Valkey switches `activedefrag` on; Dragonfly's window follows its startup
+//! flags), and a churn that would delete every key is `InvalidSpec` before any pod exists.
+
+mod common;
+
+use std::time::Duration;
+
+use common::operator::{Harness, invalid_spec_message, settings, spec};
+use kube::api::ListParams;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_churn_with_defrag_lands_round_by_round_in_the_status_of_each_engine()
+-> anyhow::Result<()> {
+    let harness = Harness::start("ns-churn", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n    - {engine: dragonfly, version: \"1.40.0\"}\n  workload: {strings: {keys: 100000}}\n  repetitions: 1\n  churn: {rounds: 2, deleteShare: 0.5, overwriteShare: 0.25, overwriteValueSize: 300, defrag: true, defragSeconds: 30}\n";
+    harness.create(&spec("churn", body)).await?;
+    let done = harness.finished("churn", Duration::from_secs(300)).await?;
+    let engines = done.status.unwrap().engines;
+    for (engine, switched) in engines.iter().zip(["activedefrag", "startup-flags"]) {
+        assert_eq!(engine.state, "Succeeded", "{engine:#?}");
+        let repetition = &engine.repetitions[0];
+        let churn = repetition
+            .churn
+            .as_ref()
+            .unwrap_or_else(|| panic!("no churn in the status: {engine:#?}"));
+        assert_eq!(churn.rounds.len(), 2, "{churn:#?}");
+        let deleted: u64 = churn.rounds.iter().map(|r| r.deleted).sum();
+        assert_eq!(churn.rounds[1].items, 100_000 - deleted, "{churn:#?}");
+        // Half of 100,000, then half of what is left: within 5 standard deviations.
+        assert!(churn.rounds[0].deleted.abs_diff(50_000) < 800, "{churn:#?}");
+        assert!(
+            churn.rounds[1].used_memory < repetition.used_memory,
+            "{churn:#?}"
+        );
+        let defrag = churn.defrag.as_ref().expect("defrag was asked for");
+        assert_eq!(defrag.switched, switched, "{}", engine.name);
+        assert!(defrag.write_latency_ms.writes > 0, "{defrag:#?}");
+        assert!(defrag.window_seconds >= 5.0, "{defrag:#?}");
+    }
+    // Valkey's window gives back RSS that the rounds left behind.
+    let valkey = engines[0].repetitions[0].churn.as_ref().unwrap();
+    let defrag = valkey.defrag.as_ref().unwrap();
+    assert!(
+        defrag.rss_after < defrag.rss_before,
+        "activedefrag regains RSS: {defrag:#?}"
+    );
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_churn_that_would_delete_every_key_is_invalid_spec_and_nothing_is_created()
+-> anyhow::Result<()> {
+    let harness = Harness::start("ns-churn-bad", settings()).await?;
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {strings: {keys: 1000}}\n  repetitions: 1\n  churn: {rounds: 1, deleteShare: 1.0}\n";
+    harness.create(&spec("all", body)).await?;
+    let done = harness.finished("all", Duration::from_secs(60)).await?;
+    let message = invalid_spec_message(&done, "all");
+    assert!(message.contains("spec.churn.deleteShare"), "{message}");
+    assert!(message.contains("would delete every item"), "{message}");
+    let pods = harness.pods().list(&ListParams::default()).await?;
+    assert!(
+        pods.items.is_empty(),
+        "no pod is created for an invalid spec"
+    );
+    harness.finish().await;
+    Ok(())
+}
