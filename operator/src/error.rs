@@ -241,7 +241,7 @@ impl BenchError {
 
 /// Whether an error reply says the engine is at its memory limit (see
 /// [`BenchError::from_load_reply`]).
-fn is_out_of_memory(reply: &str) -> bool {
+pub fn is_out_of_memory(reply: &str) -> bool {
     let reply = reply.trim_start_matches('-');
     reply.starts_with("OOM") || reply.starts_with("ERR Out of memory")
 }

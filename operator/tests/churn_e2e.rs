@@ -1,7 +1,8 @@
-//! `spec.churn` in a cluster, on the dev cluster with the operator running: the churn reaches the
-//! client pods, each round's figures and the defragmentation window land in the engine's status
-//! in camelCase (Valkey switches `activedefrag` on; Dragonfly's window follows its startup
-//! flags), and a churn that would delete every key is `InvalidSpec` before any pod exists.
+//! `spec.churn` and `spec.eviction` in a cluster, on the dev cluster with the operator running:
+//! they reach the client pods, each round's figures, the defragmentation window and the load
+//! past maxmemory land in the engine's status in camelCase (Valkey switches `activedefrag` on;
+//! Dragonfly's window follows its startup flags), and a churn that would delete every key is
+//! `InvalidSpec` before any pod exists.
 
 mod common;
 
@@ -14,7 +15,7 @@ use kube::api::ListParams;
 async fn a_churn_with_defrag_lands_round_by_round_in_the_status_of_each_engine()
 -> anyhow::Result<()> {
     let harness = Harness::start("ns-churn", settings()).await?;
-    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n    - {engine: dragonfly, version: \"1.40.0\"}\n  workload: {strings: {keys: 100000}}\n  repetitions: 1\n  churn: {rounds: 2, deleteShare: 0.5, overwriteShare: 0.25, overwriteValueSize: 300, defrag: true, defragSeconds: 30}\n";
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n    - {engine: dragonfly, version: \"1.40.0\"}\n  workload: {strings: {keys: 100000}}\n  repetitions: 1\n  churn: {rounds: 2, deleteShare: 0.5, overwriteShare: 0.25, overwriteValueSize: 300, defrag: true, defragSeconds: 30}\n  eviction: {maxmemory: 32mb, loadTo: 2}\n";
     harness.create(&spec("churn", body)).await?;
     let done = harness.finished("churn", Duration::from_secs(300)).await?;
     let engines = done.status.unwrap().engines;
@@ -38,6 +39,18 @@ async fn a_churn_with_defrag_lands_round_by_round_in_the_status_of_each_engine()
         assert_eq!(defrag.switched, switched, "{}", engine.name);
         assert!(defrag.write_latency_ms.writes > 0, "{defrag:#?}");
         assert!(defrag.window_seconds >= 5.0, "{defrag:#?}");
+        // The load past maxmemory that follows: every key written kept or evicted (Valkey), or
+        // refused at the limit (Dragonfly without cache_mode).
+        let eviction = repetition.eviction.as_ref().expect("eviction was asked for");
+        assert_eq!(eviction.maxmemory, 32 << 20, "{eviction:#?}");
+        match switched {
+            "activedefrag" => assert_eq!(
+                eviction.keys_kept + eviction.evicted_keys,
+                eviction.items_written,
+                "{eviction:#?}"
+            ),
+            _ => assert!(eviction.refused_at_items.is_some(), "{eviction:#?}"),
+        }
     }
     // Valkey's window gives back RSS that the rounds left behind.
     let valkey = engines[0].repetitions[0].churn.as_ref().unwrap();

@@ -78,6 +78,16 @@ pub struct LoadArgs {
     /// The seed of the churn's draws (which items each round deletes and overwrites).
     #[arg(long, value_name = "SEED", default_value_t = membench::crd::default_churn_seed())]
     churn_seed: u64,
+    /// After each repetition's other phases, empty the engine, give it this maxmemory (100mb,
+    /// 2gb, bytes) and load the workload past it (strings, records).
+    #[arg(long, value_name = "SIZE")]
+    maxmemory: Option<String>,
+    /// The maxmemory-policy of that load (default allkeys-lru).
+    #[arg(long, value_name = "POLICY")]
+    maxmemory_policy: Option<String>,
+    /// How much that load writes, as a multiple of maxmemory (default 3).
+    #[arg(long, value_name = "MULTIPLE")]
+    load_to: Option<f64>,
     /// Make the engine, a cluster-mode node that owns no slots, a one-node cluster owning all
     /// 16384 slots (CLUSTER ADDSLOTSRANGE) before the first baseline. With several --addr, the
     /// shards are joined whether it is given or not.
@@ -277,6 +287,37 @@ impl LoadArgs {
             .map_err(|e| e.to_string())
     }
 
+    /// The load past maxmemory the flags ask for: none without --maxmemory, whose companions
+    /// are refused alone.
+    fn eviction(&self) -> Result<Option<membench::client::eviction::Eviction>, String> {
+        let Some(maxmemory) = &self.maxmemory else {
+            return match (&self.maxmemory_policy, self.load_to) {
+                (Some(_), _) => Err("--maxmemory-policy applies only with --maxmemory SIZE: add it, or remove --maxmemory-policy".into()),
+                (_, Some(_)) => Err("--load-to applies only with --maxmemory SIZE: add it, or remove --load-to".into()),
+                _ => Ok(None),
+            };
+        };
+        let spec = membench::crd::EvictionSpec {
+            maxmemory: maxmemory.clone(),
+            policy: self
+                .maxmemory_policy
+                .clone()
+                .unwrap_or_else(|| "allkeys-lru".into()),
+            load_to: self.load_to.unwrap_or_else(membench::crd::default_load_to),
+        };
+        let flag = |name: &str| {
+            match name {
+                "policy" => "--maxmemory-policy",
+                "loadTo" => "--load-to",
+                _ => "--maxmemory",
+            }
+            .to_string()
+        };
+        membench::client::eviction::Eviction::checked(&spec, &flag)
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+
     fn workload(&self) -> Result<Workload, String> {
         let stray = |flags: &[(&str, bool)]| -> Result<(), String> {
             match flags.iter().find(|(_, set)| *set) {
@@ -423,6 +464,15 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
     };
     if let Some(churn) = &options.churn
         && let Err(e) = churn.check_workload(&workload, options.ttl.is_some(), "--churn-rounds")
+    {
+        return usage_error(&e.to_string());
+    }
+    options.eviction = match args.eviction() {
+        Ok(eviction) => eviction,
+        Err(message) => return usage_error(&message),
+    };
+    if let Some(eviction) = &options.eviction
+        && let Err(e) = eviction.check_workload(&workload, "--maxmemory")
     {
         return usage_error(&e.to_string());
     }

@@ -28,6 +28,7 @@ pub use crate::client::measured::{
 use crate::client::churn::{self, Churn};
 use crate::client::defrag;
 use crate::client::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
+use crate::client::eviction::{self, Eviction};
 use crate::client::resp::CommandBuffer;
 use crate::client::shards::{
     JOIN_TIMEOUT, LoadConnections, LoadFailure, ShardSet, check_shard_count, shard_name,
@@ -130,6 +131,8 @@ pub struct LoadOptions {
     /// Deletes and overwrites after each repetition's readings, and defragmentation
     /// (`client::churn`).
     pub churn: Option<Churn>,
+    /// A load past maxmemory after each repetition's other phases (`client::eviction`).
+    pub eviction: Option<Eviction>,
 }
 
 impl Default for LoadOptions {
@@ -148,6 +151,7 @@ impl Default for LoadOptions {
             ttl: None,
             own_all_slots: false,
             churn: None,
+            eviction: None,
         }
     }
 }
@@ -250,6 +254,10 @@ pub fn measure_shards_journaled(
         .and_then(|_| workload.validate())
         .and_then(|_| match &options.churn {
             Some(churn) => churn.check_workload(workload, options.ttl.is_some(), "churn"),
+            None => Ok(()),
+        })
+        .and_then(|_| match &options.eviction {
+            Some(eviction) => eviction.check_workload(workload, "eviction"),
             None => Ok(()),
         })
         .and_then(|_| check_shard_count(addresses.len()))
@@ -517,6 +525,19 @@ fn run_repetition(
         )?),
         None => None,
     };
+    let eviction = match &options.eviction {
+        Some(eviction) => Some(eviction::run(
+            shards,
+            workload,
+            eviction,
+            engine,
+            bytes_per_item(&after),
+            options.pipeline,
+            options.connect_timeout,
+            &options.stop,
+        )?),
+        None => None,
+    };
     let commands = workload.commands() + outcome.expires_sent;
     Ok(RepetitionResult {
         repetition: state.repetition,
@@ -540,6 +561,7 @@ fn run_repetition(
         shards: shard_readings,
         by_type: type_memory::of_readings(&workload.type_segments(), &outcome.type_readings),
         churn,
+        eviction,
     })
 }
 

@@ -98,6 +98,9 @@ pub struct RepetitionResult {
     /// (`client::churn`), when the run asked for them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn: Option<ChurnReport>,
+    /// The load past maxmemory after the phases above (`client::eviction`), when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction: Option<crate::client::eviction::EvictionReport>,
 }
 
 /// What is known of a repetition that did not finish. No bytes per item: the count is not
@@ -389,4 +392,28 @@ fn max_over_min(values: &[f64]) -> Option<f64> {
     let max = values.iter().copied().fold(f64::MIN, f64::max);
     let min = values.iter().copied().fold(f64::MAX, f64::min);
     (min > 0.0).then(|| max / min)
+}
+
+impl BenchmarkReport {
+    /// RSS after the last churn round (before defragmentation), the median over the
+    /// repetitions that churned.
+    pub fn churned_rss(&self) -> Option<f64> {
+        let values: Vec<f64> = self
+            .repetitions
+            .iter()
+            .filter_map(|r| r.churn.as_ref()?.churned_rss())
+            .map(|rss| rss as f64)
+            .collect();
+        Spread::of(&values).map(|s| s.median)
+    }
+
+    /// RSS at the end of the defragmentation window, the median over the repetitions.
+    pub fn defragmented_rss(&self) -> Option<f64> {
+        let values: Vec<f64> = self
+            .repetitions
+            .iter()
+            .filter_map(|r| Some(r.churn.as_ref()?.defrag.as_ref()?.rss_after as f64))
+            .collect();
+        Spread::of(&values).map(|s| s.median)
+    }
 }

@@ -44,12 +44,15 @@ pub const REPETITION_STATUS_BYTES: usize = 400;
 /// (measured: about 190 and 330 bytes with every figure).
 pub const CHURN_ROUND_STATUS_BYTES: usize = 240;
 pub const DEFRAG_STATUS_BYTES: usize = 420;
+/// An upper estimate of a repetition's eviction in the status (about 300 bytes).
+pub const EVICTION_STATUS_BYTES: usize = 360;
 
-/// What a repetition's status takes on top of [`REPETITION_STATUS_BYTES`] for `churn`.
-pub fn churn_status_bytes(churn: Option<&crate::crd::ChurnSpec>) -> usize {
-    churn.map_or(0, |c| {
+/// What a repetition's status takes on top of [`REPETITION_STATUS_BYTES`] for its churn and
+/// eviction.
+pub fn churn_status_bytes(spec: &crate::crd::MemoryBenchmarkSpec) -> usize {
+    spec.churn.as_ref().map_or(0, |c| {
         c.rounds as usize * CHURN_ROUND_STATUS_BYTES + usize::from(c.defrag) * DEFRAG_STATUS_BYTES
-    })
+    }) + spec.eviction.as_ref().map_or(0, |_| EVICTION_STATUS_BYTES)
 }
 
 /// How many repetitions a run's status lists, at most: all `requested` while a benchmark's
@@ -128,6 +131,7 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
             used_memory_dataset: r.used_memory_dataset,
             mem_fragmentation_ratio: r.mem_fragmentation_ratio,
             churn: result.churn.get(i).map(Into::into),
+            eviction: result.eviction.get(i).map(Into::into),
         })
         .collect();
     // The client sends the first repetition's RSS readings only (`first_settled_rss`).

@@ -359,7 +359,11 @@ fn a_benchmark_of_many_runs_lists_fewer_repetitions_per_run_so_its_status_stays_
         defrag_seconds: 60,
         seed: 1,
     };
-    let extra = crate::controller::results::churn_status_bytes(Some(&churn));
+    let mut spec: crate::crd::MemoryBenchmarkSpec =
+        serde_json::from_str(r#"{"engines": [{"engine": "redis", "version": "7.0.15"}], "workload": {"strings": {"keys": 1000}}}"#)
+            .unwrap();
+    spec.churn = Some(churn);
+    let extra = crate::controller::results::churn_status_bytes(&spec);
     let churned = listed_per_run(26, 100, extra);
     assert!(churned < 100, "{churned}");
     assert!(26 * churned as usize * (REPETITION_STATUS_BYTES + extra) <= STATUS_REPETITIONS_BUDGET);

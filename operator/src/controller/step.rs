@@ -90,7 +90,7 @@ impl Step<'_, '_> {
         listed_per_run(
             self.benchmark.spec.runs(),
             self.benchmark.spec.repetitions,
-            churn_status_bytes(self.benchmark.spec.churn.as_ref()),
+            churn_status_bytes(&self.benchmark.spec),
         )
     }
 

@@ -249,6 +249,7 @@ pub(super) fn repetition(i: u32, bytes_per_item: f64) -> RepetitionResult {
         shards: Vec::new(),
         by_type: vec![],
         churn: None,
+        eviction: None,
     }
 }
 

@@ -1,6 +1,7 @@
-//! `spec.churn`: what happens to the data after the load (deletes, overwrites with values of
-//! another size, active defragmentation), measured in every repetition. The phase itself is
-//! `crate::client::churn`; only the fields and their admission rules are here.
+//! `spec.churn` and `spec.eviction`: what happens to the data after the load (deletes,
+//! overwrites with values of another size, active defragmentation; a load past maxmemory),
+//! measured in every repetition. The phases themselves are `crate::client::churn` and
+//! `crate::client::eviction`; only the fields are here.
 
 use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
@@ -65,4 +66,38 @@ pub fn default_defrag_seconds() -> u32 {
 
 pub fn default_churn_seed() -> u64 {
     1
+}
+
+/// A load past `maxmemory`, after the repetition's other phases: the engine is emptied, given
+/// `maxmemory` and `policy`, and loaded with the workload's items (key numbers counted on past
+/// the workload's) until `loadTo` times `maxmemory` of them were written, its used_memory read
+/// every 1,000 writes. What it measures: the peak used_memory (above maxmemory: the
+/// overshoot, a hash table's grow among it), RSS at the end, the keys evicted and kept, and the
+/// write rate once eviction runs. With `noeviction` the engine refuses writes at maxmemory:
+/// those refusals are its result, not a failure. Dragonfly takes `maxmemory` at runtime but
+/// evicts only with `cache_mode: "true"` in the entry's `config` (otherwise it refuses, as
+/// `noeviction`), and has no `maxmemory-policy`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvictionSpec {
+    /// The memory limit, as the engine writes it: `100mb`, `2gb`, `104857600` (k, kb, m, mb, g,
+    /// gb; kb and the like are powers of 1024, k and the like of 1000).
+    #[schemars(length(min = 1, max = 24))]
+    pub maxmemory: String,
+    /// `maxmemory-policy`: noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru,
+    /// volatile-lfu, volatile-random or volatile-ttl.
+    #[serde(default = "default_policy")]
+    pub policy: String,
+    /// How much to write, as a multiple of maxmemory (estimated from the repetition's own bytes
+    /// per item): above 1, at most 20.
+    #[serde(default = "default_load_to")]
+    pub load_to: f64,
+}
+
+fn default_policy() -> String {
+    "allkeys-lru".into()
+}
+
+pub fn default_load_to() -> f64 {
+    3.0
 }

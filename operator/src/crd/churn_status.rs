@@ -1,6 +1,7 @@
 //! A repetition's churn in the status (`spec.churn`): what each round did and what the engine
-//! held after it, and what defragmentation regained. The client's result names them in
-//! snake_case (`client::churn`); the status in camelCase.
+//! held after it, and what defragmentation regained; and its load past maxmemory
+//! (`spec.eviction`). The client's result names them in snake_case (`client::churn`,
+//! `client::eviction`); the status in camelCase.
 
 use serde::{Deserialize, Serialize};
 
@@ -101,4 +102,33 @@ impl ChurnStatus {
     pub fn defragmented_rss(&self) -> Option<u64> {
         self.defrag.as_ref().map(|d| d.rss_after)
     }
+}
+
+/// What a load past maxmemory measured (`spec.eviction`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvictionStatus {
+    /// maxmemory as the engine was given it, in bytes (per shard).
+    pub maxmemory: u64,
+    /// maxmemory-policy (Dragonfly has none: `cache_mode` decides).
+    pub policy: String,
+    /// Items written.
+    pub items_written: u64,
+    /// The highest used_memory read during the load (every 1,000 writes and at the end).
+    pub peak_used_memory: u64,
+    /// peakUsedMemory - maxmemory (negative: the engine stayed under it).
+    pub overshoot_bytes: i64,
+    /// used_memory_rss at the end, in bytes.
+    pub used_memory_rss: u64,
+    /// Keys the engine evicted during the load.
+    pub evicted_keys: u64,
+    /// Keys it held at the end.
+    pub keys_kept: u64,
+    /// Items written per second once eviction ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items_per_sec_evicting: Option<f64>,
+    /// The engine refused writes at maxmemory (noeviction, Dragonfly without cache_mode):
+    /// items sent by the end of the batch it first refused in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_at_items: Option<u64>,
 }

@@ -14,7 +14,8 @@
 //! - [`pod_resources_spec`]: the pods' CPU and the client's memory;
 //! - [`auth_spec`]: which Secret holds the engines' password;
 //! - [`capacity_spec`]: the size to plan for (`spec.capacity`);
-//! - [`churn_spec`]: deletes, overwrites and defragmentation after the load (`spec.churn`);
+//! - [`churn_spec`]: deletes, overwrites and defragmentation after the load (`spec.churn`), and
+//!   a load past maxmemory (`spec.eviction`);
 //! - [`status`]: what the operator reports back, and [`churn_status`] a repetition's churn in it.
 //!
 //! Every type is re-exported here, so `crate::crd::EngineSpec` and the like keep working.
@@ -38,8 +39,12 @@ mod workload_spec;
 
 pub use auth_spec::{AuthSpec, SecretKeyRef};
 pub use capacity_spec::{CapacitySpec, ConfigMapKeyRef, InstanceFamily, default_headroom_percent};
-pub use churn_spec::{ChurnSpec, default_churn_seed, default_defrag_seconds};
-pub use churn_status::{ChurnRoundStatus, ChurnStatus, DefragStatus, LatencyStatus};
+pub use churn_spec::{
+    ChurnSpec, EvictionSpec, default_churn_seed, default_defrag_seconds, default_load_to,
+};
+pub use churn_status::{
+    ChurnRoundStatus, ChurnStatus, DefragStatus, EvictionStatus, LatencyStatus,
+};
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
 pub use placement::{PlacementSpec, TolerationSpec};
 pub use pod_resources_spec::{

@@ -5,8 +5,8 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AuthSpec, CapacitySpec, ChurnSpec, EngineSpec, MemoryBenchmarkStatus, PlacementSpec,
-    PodResourcesSpec, WorkloadSpec,
+    AuthSpec, CapacitySpec, ChurnSpec, EngineSpec, EvictionSpec, MemoryBenchmarkStatus,
+    PlacementSpec, PodResourcesSpec, WorkloadSpec,
 };
 use crate::formats::{LABEL_VALUE, MAX_BENCHMARK_NAME, message};
 
@@ -193,6 +193,11 @@ pub struct MemoryBenchmarkSpec {
     /// fresh load's as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn: Option<ChurnSpec>,
+
+    /// A load past maxmemory in every repetition, after its other phases: the overshoot above
+    /// maxmemory, RSS, keys evicted and kept, and the write rate while evicting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction: Option<EvictionSpec>,
 }
 
 impl MemoryBenchmarkSpec {

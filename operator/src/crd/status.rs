@@ -425,6 +425,9 @@ pub struct RepetitionStatus {
     /// after each round and after defragmentation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn: Option<super::churn_status::ChurnStatus>,
+    /// What `spec.eviction`'s load past maxmemory measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction: Option<super::churn_status::EvictionStatus>,
 }
 
 /// Summary over an engine's repetitions.

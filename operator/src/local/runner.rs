@@ -421,6 +421,11 @@ pub fn run_benchmark(
             .as_ref()
             .map(crate::client::churn::Churn::from_spec)
             .transpose()?,
+        eviction: spec
+            .eviction
+            .as_ref()
+            .map(crate::client::eviction::Eviction::from_spec)
+            .transpose()?,
         ..LoadOptions::default()
     };
     let read_back: Vec<Vec<String>> = spec
@@ -534,6 +539,7 @@ fn standalone_used_memory(
         ttl: None,
         own_all_slots: false,
         churn: None,
+        eviction: None,
         ..options.clone()
     };
     let one_key = Workload::Strings {

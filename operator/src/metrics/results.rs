@@ -43,6 +43,8 @@ pub(super) struct ResultGauges {
     capacity_monthly_usd: GaugeVec,
     churned_rss: GaugeVec,
     defragmented_rss: GaugeVec,
+    eviction_overshoot: GaugeVec,
+    eviction_evicted_keys: GaugeVec,
 }
 
 impl ResultGauges {
@@ -144,10 +146,18 @@ impl ResultGauges {
                 "membench_defrag_used_memory_rss_bytes",
                 "Median used_memory_rss at the end of active defragmentation after spec.churn (spec.churn.defrag).",
             ),
+            eviction_overshoot: result(
+                "membench_eviction_overshoot_bytes",
+                "Median over the repetitions of spec.eviction's peak used_memory less maxmemory (negative: it stayed under).",
+            ),
+            eviction_evicted_keys: result(
+                "membench_eviction_evicted_keys",
+                "Median keys evicted during spec.eviction's load past maxmemory.",
+            ),
         }
     }
 
-    pub(super) fn all(&self) -> [&GaugeVec; 23] {
+    pub(super) fn all(&self) -> [&GaugeVec; 25] {
         [
             &self.memory_per_item_median,
             &self.memory_per_item_min,
@@ -172,6 +182,8 @@ impl ResultGauges {
             &self.capacity_monthly_usd,
             &self.churned_rss,
             &self.defragmented_rss,
+            &self.eviction_overshoot,
+            &self.eviction_evicted_keys,
         ]
     }
 
@@ -218,6 +230,8 @@ impl ResultGauges {
         set(&gauges.capacity_monthly_usd, figures.capacity[3]);
         set(&gauges.churned_rss, figures.churn[0]);
         set(&gauges.defragmented_rss, figures.churn[1]);
+        set(&gauges.eviction_overshoot, figures.eviction[0]);
+        set(&gauges.eviction_evicted_keys, figures.eviction[1]);
     }
 }
 
@@ -241,6 +255,8 @@ pub(super) struct ResultValues {
     capacity: [Option<f64>; 4],
     /// RSS after the churn's last round and after defragmentation (medians).
     churn: [Option<f64>; 2],
+    /// The eviction's overshoot and evicted keys (medians).
+    eviction: [Option<f64>; 2],
 }
 
 impl ResultValues {
@@ -326,6 +342,20 @@ impl ResultValues {
                         .iter()
                         .filter_map(|r| r.churn.as_ref()?.defragmented_rss())
                         .map(|b| b as f64)
+                        .collect(),
+                ),
+            ],
+            eviction: [
+                median_of(
+                    repetitions
+                        .iter()
+                        .filter_map(|r| Some(r.eviction.as_ref()?.overshoot_bytes as f64))
+                        .collect(),
+                ),
+                median_of(
+                    repetitions
+                        .iter()
+                        .filter_map(|r| Some(r.eviction.as_ref()?.evicted_keys as f64))
                         .collect(),
                 ),
             ],

@@ -25,6 +25,7 @@ fn engine_status(name: &str, engine: &str, version: &str, bytes: [f64; 3]) -> En
         used_memory_dataset: Some(50_000),
         mem_fragmentation_ratio: Some(ratio),
         churn: None,
+        eviction: None,
     };
     EngineStatus {
         name: name.into(),
@@ -105,6 +106,7 @@ fn benchmark(
             image_pull_secrets: Vec::new(),
             capacity: None,
             churn: None,
+            eviction: None,
         },
     );
     benchmark.metadata.namespace = Some(namespace.into());

@@ -1,7 +1,7 @@
-//! A churn's figures in the reports (`spec.churn`, `client::churn`): the memory an engine holds
-//! after the data changed, beside bytes per item in the comparison (RSS after the last round
-//! and after defragmentation, medians over the repetitions), and each round's and the
-//! defragmentation window's readings in a table of their own.
+//! A churn's figures in the reports (`spec.churn`, `client::churn`): each round's and the
+//! defragmentation window's readings in a table of their own, and from a status the medians
+//! the comparison shows beside bytes per item (a local report's are
+//! `BenchmarkReport::churned_rss`).
 
 use crate::client::measure::BenchmarkReport;
 use crate::report::table::{Table, format_bytes};
@@ -9,29 +9,6 @@ use crate::report::table::{Table, format_bytes};
 /// The median of what each repetition reports, if any does.
 fn median(values: Vec<f64>) -> Option<f64> {
     crate::stats::Spread::of(&values).map(|s| s.median)
-}
-
-/// RSS after the last churn round (before defragmentation), the median over the repetitions.
-pub fn churned_rss(report: &BenchmarkReport) -> Option<f64> {
-    median(
-        report
-            .repetitions
-            .iter()
-            .filter_map(|r| r.churn.as_ref()?.churned_rss())
-            .map(|rss| rss as f64)
-            .collect(),
-    )
-}
-
-/// RSS at the end of the defragmentation window, the median over the repetitions.
-pub fn defragmented_rss(report: &BenchmarkReport) -> Option<f64> {
-    median(
-        report
-            .repetitions
-            .iter()
-            .filter_map(|r| Some(r.churn.as_ref()?.defrag.as_ref()?.rss_after as f64))
-            .collect(),
-    )
 }
 
 /// The same two from a status's repetitions (`membench report`).
@@ -135,4 +112,32 @@ pub fn churn_table(report: &BenchmarkReport) -> Option<Table> {
         }
     }
     Some(table)
+}
+
+/// A repetition's load past maxmemory in a line: the peak against maxmemory, the keys evicted
+/// and kept, the write rate while evicting, or the refusal that was its result.
+pub fn describe_eviction(
+    maxmemory: u64,
+    overshoot: i64,
+    evicted: u64,
+    kept: u64,
+    evicting_rate: Option<f64>,
+    refused_at: Option<u64>,
+) -> String {
+    let sign = if overshoot < 0 { "-" } else { "+" };
+    let peak = format!(
+        "peak {sign}{} against maxmemory {}",
+        format_bytes(overshoot.unsigned_abs() as f64),
+        format_bytes(maxmemory as f64)
+    );
+    match refused_at {
+        Some(at) => format!("{peak}; writes refused from about {at} items ({kept} kept)"),
+        None => format!(
+            "{peak}; {evicted} evicted, {kept} kept{}",
+            evicting_rate.map_or_else(String::new, |r| format!(
+                ", {} while evicting",
+                crate::report::table::format_rate(r)
+            ))
+        ),
+    }
 }

@@ -139,6 +139,20 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         emulator: emulator_of(engine.image_id.as_deref()),
         churned_rss: crate::report::churn::churned_rss_of_status(&engine.repetitions).0,
         defragmented_rss: crate::report::churn::churned_rss_of_status(&engine.repetitions).1,
+        eviction: engine
+            .repetitions
+            .iter()
+            .find_map(|r| r.eviction.as_ref())
+            .map(|e| {
+                crate::report::churn::describe_eviction(
+                    e.maxmemory,
+                    e.overshoot_bytes,
+                    e.evicted_keys,
+                    e.keys_kept,
+                    e.items_per_sec_evicting,
+                    e.refused_at_items,
+                )
+            }),
         by_type: summary
             .map(|s| {
                 s.bytes_per_key_by_type

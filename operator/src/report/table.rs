@@ -246,6 +246,10 @@ pub struct ComparisonRow {
     pub churned_rss: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub defragmented_rss: Option<f64>,
+    /// With `spec.eviction`: the first repetition's load past maxmemory, in a line
+    /// (`report::churn::describe_eviction`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eviction: Option<String>,
     /// Why there are no figures, or what to keep in mind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -297,8 +301,22 @@ impl ComparisonRow {
             cluster_fixed_cost_bytes: report.cluster.as_ref().map(|c| c.fixed_cost_bytes),
             shards: summary.and_then(|s| s.shards.clone()),
             by_type: summary.map(|s| s.by_type.clone()).unwrap_or_default(),
-            churned_rss: crate::report::churn::churned_rss(report),
-            defragmented_rss: crate::report::churn::defragmented_rss(report),
+            churned_rss: report.churned_rss(),
+            defragmented_rss: report.defragmented_rss(),
+            eviction: report
+                .repetitions
+                .iter()
+                .find_map(|r| r.eviction.as_ref())
+                .map(|e| {
+                    crate::report::churn::describe_eviction(
+                        e.maxmemory,
+                        e.overshoot_bytes,
+                        e.evicted_keys,
+                        e.keys_kept,
+                        e.items_per_sec_evicting,
+                        e.refused_at_items,
+                    )
+                }),
             note,
             published_table: None,
             published: None,
@@ -391,6 +409,7 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let with_types = rows.iter().any(|r| !r.by_type.is_empty());
     let with_churn = rows.iter().any(|r| r.churned_rss.is_some());
     let with_defrag = rows.iter().any(|r| r.defragmented_rss.is_some());
+    let with_eviction = rows.iter().any(|r| r.eviction.is_some());
     let mut headers = if with_name { vec!["Name"] } else { Vec::new() };
     headers.extend(["Engine", "Version", "Allocator", "Modules"]);
     if with_instance {
@@ -402,6 +421,9 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     }
     if with_defrag {
         headers.push("after defrag");
+    }
+    if with_eviction {
+        headers.push("At maxmemory");
     }
     if with_ttl {
         headers.extend(["TTL", "TTL cost"]);
@@ -447,6 +469,9 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         }
         if with_defrag {
             row.push(r.defragmented_rss.map_or_else(dash, format_bytes));
+        }
+        if with_eviction {
+            row.push(r.eviction.clone().unwrap_or_else(dash));
         }
         if with_ttl {
             row.push(r.ttl.map_or_else(|| "none".to_string(), format_ttl));
@@ -631,6 +656,7 @@ mod tests {
             by_type: Vec::new(),
             churned_rss: None,
             defragmented_rss: None,
+            eviction: None,
             note: None,
             published_table: None,
             published: None,
@@ -684,6 +710,7 @@ mod tests {
             by_type: Vec::new(),
             churned_rss: None,
             defragmented_rss: None,
+            eviction: None,
             note: None,
             published_table: None,
             published: None,

@@ -311,6 +311,23 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
             .and_then(|churn| churn.check_workload(&workload, ttl.is_some(), "spec.churn"))
             .map_err(|e| e.to_string())?;
     }
+    if let Some(eviction) = &spec.eviction {
+        let eviction = crate::client::eviction::Eviction::from_spec(eviction)
+            .and_then(|e| e.check_workload(&workload, "spec.eviction").map(|_| e))
+            .map_err(|e| e.to_string())?;
+        // The engine must reach maxmemory before its pod's limit, or the kernel kills it first.
+        for (i, engine) in spec.engines.iter().enumerate() {
+            let Some(memory) = &engine.memory else {
+                continue;
+            };
+            if parse_memory_quantity(memory).is_some_and(|limit| limit <= eviction.maxmemory) {
+                return Err(format!(
+                    "spec.eviction.maxmemory ({}) is not below spec.engines[{i}].memory ({memory}): the pod's limit would stop the engine before maxmemory does; lower maxmemory or raise memory",
+                    spec.eviction.as_ref().map_or("", |e| e.maxmemory.as_str())
+                ));
+            }
+        }
+    }
     if let Workload::Profile(profile) = &workload {
         // A rebuild that cannot fit ends in an engine out of memory midway: refused first.
         let needs = profile.estimated_bytes();

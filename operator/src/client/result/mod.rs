@@ -104,6 +104,10 @@ pub struct ClientResult {
     /// window's readings. Whole results only: a termination message leaves it out first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub churn: Vec<crate::client::churn::ChurnReport>,
+    /// Each listed repetition's load past maxmemory (`spec.eviction`), in order. Whole results
+    /// only, as `churn`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub eviction: Vec<crate::client::eviction::EvictionReport>,
 }
 
 /// used_memory_rss of the empty server and `settleSeconds` after the load.
@@ -464,6 +468,11 @@ impl ClientResult {
                 .iter()
                 .map_while(|r| r.churn.as_ref().map(|c| c.without_samples()))
                 .collect(),
+            eviction: report
+                .repetitions
+                .iter()
+                .map_while(|r| r.eviction.clone())
+                .collect(),
         };
         if let Some(summary) = &mut result.summary {
             if let Some(reason) = &summary.unstable_reason {
@@ -489,6 +498,7 @@ impl ClientResult {
             return;
         }
         self.churn.clear();
+        self.eviction.clear();
         if self.size() <= BUDGET {
             return;
         }
@@ -610,6 +620,7 @@ pub(super) mod tests {
             shards: Vec::new(),
             by_type: Vec::new(),
             churn: None,
+            eviction: None,
         }
     }
 

@@ -102,6 +102,11 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
         }
         flag("churn-seed", churn.seed.to_string());
     }
+    if let Some(eviction) = &spec.eviction {
+        flag("maxmemory", eviction.maxmemory.clone());
+        flag("maxmemory-policy", eviction.policy.clone());
+        flag("load-to", eviction.load_to.to_string());
+    }
     flag("output", "json".into());
     flag("result-file", TERMINATION_MESSAGE_PATH.into());
     flag("progress-port", PROGRESS_PORT.to_string());

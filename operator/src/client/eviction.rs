@@ -1,0 +1,418 @@
+//! The eviction phase (`spec.eviction`), run after a repetition's other phases: the engine is
+//! emptied, given a `maxmemory` and a policy, and loaded with the workload's items past it to
+//! `loadTo` times maxmemory, its used_memory read every [`SAMPLE_EVERY`] writes. What a cache
+//! at its limit really holds: how far used_memory goes above maxmemory (a hash table's grow
+//! among it), RSS, the keys evicted and kept, and the write rate once eviction runs. Under
+//! `noeviction` (and Dragonfly without `cache_mode`) the engine refuses writes at the limit,
+//! which is that policy's result: reported as such, not as a failure. The engine's settings are
+//! put back afterwards.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::engine::ControlConnection;
+use crate::client::resp::CommandBuffer;
+use crate::client::shards::{LoadConnections, ShardSet, total_memory};
+use crate::client::workload::Workload;
+use crate::crd::{EvictionSpec, EvictionStatus};
+use crate::error::{BenchError, is_out_of_memory};
+
+/// used_memory is read after every this many writes.
+pub const SAMPLE_EVERY: u64 = 1_000;
+
+/// The policies Redis and Valkey know.
+pub const POLICIES: [&str; 8] = [
+    "noeviction",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+];
+
+/// The most a phase writes, whatever `loadTo` and the bytes per item say.
+const MAX_WRITES: u64 = 1_000_000_000;
+
+/// An eviction as asked, checked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Eviction {
+    pub maxmemory: u64,
+    pub policy: String,
+    pub load_to: f64,
+}
+
+/// `maxmemory` as Redis reads it: a number of bytes with an optional unit (k, kb, m, mb, g, gb,
+/// any case; the `b` ones are powers of 1024).
+pub fn parse_memory(text: &str) -> Option<u64> {
+    let lower = text.trim().to_ascii_lowercase();
+    let units: [(&str, u64); 7] = [
+        ("kb", 1 << 10),
+        ("mb", 1 << 20),
+        ("gb", 1 << 30),
+        ("k", 1_000),
+        ("m", 1_000_000),
+        ("g", 1_000_000_000),
+        ("b", 1),
+    ];
+    let (number, unit) = units
+        .iter()
+        .find_map(|(suffix, unit)| lower.strip_suffix(suffix).map(|n| (n, *unit)))
+        .unwrap_or((lower.as_str(), 1));
+    if number.is_empty() || number.len() > 20 || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    number.parse::<u64>().ok()?.checked_mul(unit)
+}
+
+impl Eviction {
+    /// The checks an eviction passes whichever way it was given; `field` names a setting
+    /// (`maxmemory`) as the user gave it.
+    pub fn checked(
+        spec: &EvictionSpec,
+        field: &dyn Fn(&str) -> String,
+    ) -> Result<Self, BenchError> {
+        let invalid = |name: &str, message: String| BenchError::InvalidArgument {
+            field: field(name),
+            message,
+        };
+        let maxmemory = parse_memory(&spec.maxmemory).ok_or_else(|| {
+            invalid(
+                "maxmemory",
+                format!(
+                    "is '{}': give bytes with an optional unit, as the engine reads it (100mb, 2gb, 104857600)",
+                    spec.maxmemory
+                ),
+            )
+        })?;
+        if maxmemory < 1 << 20 {
+            return Err(invalid(
+                "maxmemory",
+                format!(
+                    "is {maxmemory} bytes: it must be at least 1mb (an engine empty holds about that)"
+                ),
+            ));
+        }
+        if !POLICIES.contains(&spec.policy.as_str()) {
+            return Err(invalid(
+                "policy",
+                format!(
+                    "is '{}': it must be one of {}",
+                    spec.policy,
+                    POLICIES.join(", ")
+                ),
+            ));
+        }
+        if !(spec.load_to > 1.0 && spec.load_to <= 20.0) {
+            return Err(invalid(
+                "loadTo",
+                format!(
+                    "is {}: it must be above 1 (a load that never reaches maxmemory evicts nothing) and at most 20",
+                    spec.load_to
+                ),
+            ));
+        }
+        Ok(Self {
+            maxmemory,
+            policy: spec.policy.clone(),
+            load_to: spec.load_to,
+        })
+    }
+
+    /// A spec's eviction (`spec.eviction`), checked.
+    pub fn from_spec(spec: &EvictionSpec) -> Result<Self, BenchError> {
+        Self::checked(spec, &|name| format!("spec.eviction.{name}"))
+    }
+
+    /// Whether it applies to `workload`: one of many keys whose numbers can go on past the
+    /// workload's (strings, records).
+    pub fn check_workload(&self, workload: &Workload, field: &str) -> Result<(), BenchError> {
+        match workload {
+            Workload::Strings { .. } | Workload::Records { .. } => Ok(()),
+            other => Err(BenchError::InvalidArgument {
+                field: field.to_string(),
+                message: format!(
+                    "applies to the strings and records workloads (many keys an engine can evict one by one), not to {}",
+                    other.kind()
+                ),
+            }),
+        }
+    }
+}
+
+/// What the phase measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvictionReport {
+    pub maxmemory: u64,
+    pub policy: String,
+    /// Items written (the workload's items, numbered from 0 on).
+    pub items_written: u64,
+    /// The highest used_memory read during the phase.
+    pub peak_used_memory: u64,
+    /// peak_used_memory - maxmemory (negative: the engine stayed under it).
+    pub overshoot_bytes: i64,
+    /// used_memory and used_memory_rss at the end of the phase.
+    pub used_memory: u64,
+    pub used_memory_rss: u64,
+    /// Keys the engine evicted (`INFO stats` `evicted_keys`, over the phase).
+    pub evicted_keys: u64,
+    /// Keys it holds at the end (DBSIZE).
+    pub keys_kept: u64,
+    /// Items written per second before eviction began, and once it ran.
+    pub items_per_sec_filling: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items_per_sec_evicting: Option<f64>,
+    /// The engine refused writes at maxmemory (`noeviction`, Dragonfly without cache_mode):
+    /// the items sent by the end of the batch it first refused in, and what it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_at_items: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
+    pub seconds: f64,
+}
+
+impl From<&EvictionReport> for EvictionStatus {
+    fn from(r: &EvictionReport) -> Self {
+        EvictionStatus {
+            maxmemory: r.maxmemory,
+            policy: r.policy.clone(),
+            items_written: r.items_written,
+            peak_used_memory: r.peak_used_memory,
+            overshoot_bytes: r.overshoot_bytes,
+            used_memory_rss: r.used_memory_rss,
+            evicted_keys: r.evicted_keys,
+            keys_kept: r.keys_kept,
+            items_per_sec_evicting: r.items_per_sec_evicting,
+            refused_at_items: r.refused_at_items,
+        }
+    }
+}
+
+fn evicted(shards: &mut ShardSet) -> Result<u64, BenchError> {
+    let each = shards.each(|control, _| {
+        Ok(control
+            .info("stats")?
+            .get("evicted_keys")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0))
+    })?;
+    Ok(each.iter().sum())
+}
+
+/// The settings the phase changes on `engine`, as they are now (to put back).
+fn settings(
+    control: &mut ControlConnection,
+    engine: &str,
+) -> Result<Vec<(String, String)>, BenchError> {
+    let names: &[&str] = if engine == "dragonfly" {
+        &["maxmemory"]
+    } else {
+        &["maxmemory", "maxmemory-policy"]
+    };
+    let mut kept = Vec::new();
+    for name in names {
+        let pair: Vec<String> = control.query(redis::cmd("CONFIG").arg("GET").arg(*name))?;
+        if let [_, value] = pair.as_slice() {
+            kept.push((name.to_string(), value.clone()));
+        }
+    }
+    Ok(kept)
+}
+
+fn apply(control: &mut ControlConnection, settings: &[(String, String)]) -> Result<(), BenchError> {
+    for (name, value) in settings {
+        control.query::<()>(redis::cmd("CONFIG").arg("SET").arg(name).arg(value))?;
+    }
+    Ok(())
+}
+
+/// Runs the phase: empties the engine, sets maxmemory (per shard: the limit is each
+/// process's) and the policy, writes `load_to x maxmemory` worth of the workload's items at
+/// `bytes_per_item` (the repetition's own figure), puts the settings back.
+pub fn run(
+    shards: &mut ShardSet,
+    workload: &Workload,
+    eviction: &Eviction,
+    engine: &str,
+    bytes_per_item: f64,
+    pipeline: u32,
+    connect_timeout: std::time::Duration,
+    stop: &crate::client::stop_request::StopRequest,
+) -> Result<EvictionReport, BenchError> {
+    shards.each(|control, _| control.flush_all())?;
+    let kept = shards.each(|control, _| settings(control, engine))?;
+    let mut limits = vec![("maxmemory".to_string(), eviction.maxmemory.to_string())];
+    if engine != "dragonfly" {
+        limits.push(("maxmemory-policy".to_string(), eviction.policy.clone()));
+    }
+    shards.each(|control, _| apply(control, &limits))?;
+    let result = load_past(
+        shards,
+        workload,
+        eviction,
+        bytes_per_item,
+        pipeline,
+        connect_timeout,
+        stop,
+    );
+    // Put back what was changed whatever the load's outcome, then report that outcome.
+    let mut index = 0;
+    let restored = shards.each(|control, _| {
+        let result = apply(control, &kept[index]);
+        index += 1;
+        result
+    });
+    let mut report = result?;
+    restored?;
+    if engine == "dragonfly" {
+        // Dragonfly has no maxmemory-policy: its startup flag cache_mode decides.
+        report.policy = "dragonfly-cache-mode".into();
+    }
+    Ok(report)
+}
+
+fn load_past(
+    shards: &mut ShardSet,
+    workload: &Workload,
+    eviction: &Eviction,
+    bytes_per_item: f64,
+    pipeline: u32,
+    connect_timeout: std::time::Duration,
+    stop: &crate::client::stop_request::StopRequest,
+) -> Result<EvictionReport, BenchError> {
+    let per_item = bytes_per_item.max(1.0);
+    let commands_per_item = workload.commands_per_item();
+    let items = ((eviction.load_to * eviction.maxmemory as f64 * shards.len() as f64 / per_item)
+        .ceil() as u64)
+        .clamp(1, MAX_WRITES);
+    let commands = items * commands_per_item;
+    let evicted_before = evicted(shards)?;
+    let mut connections = LoadConnections::connect(shards, connect_timeout)?;
+    let mut encoder = workload.encoder();
+    let mut batch = CommandBuffer::with_capacity(64 * 1024);
+    let mut owed = Vec::new();
+    let started = Instant::now();
+    let mut eviction_began: Option<(Instant, u64)> = None;
+    let mut peak = 0u64;
+    let mut refused: Option<(u64, String)> = None;
+    let mut sent = 0u64;
+    let batch_size = u64::from(pipeline.clamp(1, 1_000));
+    let mut next_sample = SAMPLE_EVERY;
+    while sent < commands && refused.is_none() {
+        stop.check(sent)?;
+        batch.clear();
+        let mut replies = 0;
+        let end = (sent + batch_size).min(commands);
+        for index in sent..end {
+            replies += encoder.encode(index, &mut batch);
+        }
+        let lost = |connections: &LoadConnections, failure| BenchError::ConnectionLost {
+            items_sent: sent,
+            detail: format!("eviction phase: {}", connections.describe(&failure)),
+        };
+        connections
+            .send(&batch, replies, &mut owed)
+            .map_err(|f| lost(&connections, f))?;
+        let (tally, shard) = connections.read(&owed).map_err(|f| lost(&connections, f))?;
+        sent = end;
+        if let Some(reply) = tally.first_error {
+            if is_out_of_memory(&reply) {
+                refused = Some((sent / commands_per_item, reply));
+            } else {
+                return Err(BenchError::from_load_reply(
+                    "eviction phase",
+                    reply,
+                    sent,
+                    connections.address(shard),
+                ));
+            }
+        }
+        if sent >= next_sample || sent >= commands || refused.is_some() {
+            next_sample = sent + SAMPLE_EVERY;
+            let memory = total_memory(&shards.memory()?);
+            peak = peak.max(memory.used_memory);
+            if eviction_began.is_none() && evicted(shards)? > evicted_before {
+                eviction_began = Some((Instant::now(), sent));
+            }
+        }
+    }
+    drop(connections);
+    let seconds = started.elapsed().as_secs_f64();
+    let items_written = sent / commands_per_item;
+    let memory = total_memory(&shards.memory()?);
+    peak = peak.max(memory.used_memory);
+    let evicted_keys = evicted(shards)?.saturating_sub(evicted_before);
+    let keys_kept = shards.each(|control, _| control.dbsize())?.iter().sum();
+    let (filling, evicting) = match eviction_began {
+        Some((at, at_sent)) => {
+            let before = at.duration_since(started).as_secs_f64();
+            let after = seconds - before;
+            (
+                (at_sent / commands_per_item) as f64 / before.max(1e-9),
+                (after > 0.0).then(|| ((sent - at_sent) / commands_per_item) as f64 / after),
+            )
+        }
+        None => (items_written as f64 / seconds.max(1e-9), None),
+    };
+    let limit = eviction.maxmemory * shards.len() as u64;
+    Ok(EvictionReport {
+        maxmemory: eviction.maxmemory,
+        policy: eviction.policy.clone(),
+        items_written,
+        peak_used_memory: peak,
+        overshoot_bytes: peak as i64 - limit as i64,
+        used_memory: memory.used_memory,
+        used_memory_rss: memory.used_memory_rss,
+        evicted_keys,
+        keys_kept,
+        items_per_sec_filling: filling,
+        items_per_sec_evicting: evicting,
+        refused_at_items: refused.as_ref().map(|(at, _)| *at),
+        refusal: refused.map(|(_, reply)| reply),
+        seconds,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maxmemory_is_read_as_the_engine_reads_it() {
+        assert_eq!(parse_memory("100mb"), Some(100 << 20));
+        assert_eq!(parse_memory("100MB"), Some(100 << 20));
+        assert_eq!(parse_memory("2gb"), Some(2 << 30));
+        assert_eq!(parse_memory("100m"), Some(100_000_000));
+        assert_eq!(parse_memory("104857600"), Some(104_857_600));
+        assert_eq!(parse_memory("1k"), Some(1_000));
+        assert_eq!(parse_memory("mb"), None);
+        assert_eq!(parse_memory("-1mb"), None);
+        assert_eq!(parse_memory("1.5gb"), None);
+    }
+
+    fn spec(maxmemory: &str, policy: &str, load_to: f64) -> EvictionSpec {
+        EvictionSpec {
+            maxmemory: maxmemory.into(),
+            policy: policy.into(),
+            load_to,
+        }
+    }
+
+    #[test]
+    fn a_bad_size_policy_or_multiple_is_refused_naming_the_field() {
+        let refusal = |s: EvictionSpec| Eviction::from_spec(&s).unwrap_err().to_string();
+        assert!(refusal(spec("lots", "allkeys-lru", 3.0)).contains("spec.eviction.maxmemory"));
+        assert!(refusal(spec("1000", "allkeys-lru", 3.0)).contains("at least 1mb"));
+        assert!(refusal(spec("100mb", "allkeys-lrx", 3.0)).contains("one of noeviction"));
+        assert!(refusal(spec("100mb", "allkeys-lru", 1.0)).contains("spec.eviction.loadTo"));
+        assert!(refusal(spec("100mb", "allkeys-lru", f64::NAN)).contains("above 1"));
+        assert_eq!(
+            Eviction::from_spec(&spec("100mb", "noeviction", 3.0))
+                .unwrap()
+                .maxmemory,
+            100 << 20
+        );
+    }
+}

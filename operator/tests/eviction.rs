@@ -1,0 +1,209 @@
+//! A load past maxmemory against real engines from the store: every key written is either kept
+//! or evicted (counted by the engine, checked over the test's own connection), the peak is read
+//! against maxmemory, the engine's own settings are put back; noeviction's refusals are its
+//! result, not a failure; Dragonfly refuses without cache_mode and evicts with it; what cannot
+//! be loaded past maxmemory is refused before any write.
+
+mod common;
+
+use membench::crd::EngineKind;
+use serde_json::Value;
+
+fn load(address: &str, extra: &[&str]) -> (Value, std::process::Output) {
+    let mut args = vec![
+        "load",
+        "--addr",
+        address,
+        "--workload",
+        "strings",
+        "--keys",
+        "20000",
+        "--repetitions",
+        "1",
+        "--keep-data",
+        "--output",
+        "json",
+    ];
+    args.extend(extra);
+    let output = common::membench(&args);
+    let json = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    (json, output)
+}
+
+fn config(connection: &mut redis::Connection, name: &str) -> String {
+    let pair: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg(name)
+        .query(connection)
+        .unwrap();
+    pair[1].clone()
+}
+
+fn count(value: &Value) -> u64 {
+    value
+        .as_u64()
+        .unwrap_or_else(|| panic!("not a count: {value}"))
+}
+
+#[test]
+fn every_key_written_past_maxmemory_is_kept_or_evicted_and_the_settings_are_put_back() {
+    let server = common::start(EngineKind::Valkey, &[]);
+    let (json, output) = load(
+        &server.address.socket_addr(),
+        &[
+            "--maxmemory",
+            "16mb",
+            "--maxmemory-policy",
+            "allkeys-lru",
+            "--load-to",
+            "3",
+        ],
+    );
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let eviction = &json["repetitions"][0]["eviction"];
+    let written = count(&eviction["items_written"]);
+    let evicted = count(&eviction["evicted_keys"]);
+    let kept = count(&eviction["keys_kept"]);
+    // Three times 16 MiB of 100-byte values at the repetition's bytes per key.
+    let bytes_per_key = json["repetitions"][0]["bytes_per_item"].as_f64().unwrap();
+    let asked = (3.0 * 16.0 * 1048576.0 / bytes_per_key).ceil() as u64;
+    assert!(
+        written.abs_diff(asked) <= 100,
+        "{written} written, {asked} asked: {eviction}"
+    );
+    assert!(
+        evicted > written / 2,
+        "most of 3x maxmemory is evicted: {eviction}"
+    );
+    assert_eq!(
+        kept + evicted,
+        written,
+        "each key is kept or evicted: {eviction}"
+    );
+    let mut connection = common::connect(&server.address);
+    let dbsize: u64 = redis::cmd("DBSIZE").query(&mut connection).unwrap();
+    assert_eq!(
+        dbsize, kept,
+        "what the engine holds, over the test's own connection"
+    );
+    let peak = count(&eviction["peak_used_memory"]);
+    let maxmemory = 16u64 << 20;
+    assert_eq!(count(&eviction["maxmemory"]), maxmemory);
+    assert_eq!(
+        eviction["overshoot_bytes"].as_i64().unwrap(),
+        peak as i64 - maxmemory as i64
+    );
+    assert!(
+        peak as f64 > 0.95 * maxmemory as f64,
+        "the load reached maxmemory: {eviction}"
+    );
+    assert!(
+        eviction["items_per_sec_evicting"].as_f64().unwrap() > 0.0,
+        "{eviction}"
+    );
+    assert_eq!(
+        config(&mut connection, "maxmemory"),
+        "0",
+        "maxmemory is put back"
+    );
+    assert_eq!(config(&mut connection, "maxmemory-policy"), "noeviction");
+}
+
+#[test]
+fn noevictions_refusals_are_its_result_and_dragonfly_evicts_only_in_cache_mode() {
+    let server = common::start(EngineKind::Valkey, &[]);
+    let (json, output) = load(
+        &server.address.socket_addr(),
+        &["--maxmemory", "16mb", "--maxmemory-policy", "noeviction"],
+    );
+    assert!(
+        output.status.success(),
+        "refused writes are noeviction's result, not a failure: {}",
+        common::stderr(&output)
+    );
+    let eviction = &json["repetitions"][0]["eviction"];
+    assert_eq!(count(&eviction["evicted_keys"]), 0, "{eviction}");
+    assert!(
+        eviction["refusal"].as_str().unwrap().starts_with("OOM"),
+        "{eviction}"
+    );
+    let refused_at = count(&eviction["refused_at_items"]);
+    let kept = count(&eviction["keys_kept"]);
+    assert!(kept <= refused_at && refused_at - kept <= 100, "{eviction}");
+    assert!(json["error"].is_null(), "{json}");
+
+    let dragonfly = common::start_spec(&common::shared_build(EngineKind::Dragonfly, "1.40"));
+    let (json, output) = load(&dragonfly.address.socket_addr(), &["--maxmemory", "64mb"]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let eviction = &json["repetitions"][0]["eviction"];
+    assert_eq!(eviction["policy"], "dragonfly-cache-mode");
+    assert_eq!(count(&eviction["evicted_keys"]), 0, "{eviction}");
+    assert!(
+        eviction["refused_at_items"].is_u64(),
+        "without cache_mode it refuses: {eviction}"
+    );
+
+    let mut spec = common::shared_build(EngineKind::Dragonfly, "1.40");
+    spec.args = vec!["--cache_mode=true".into()];
+    let cache = common::start_spec(&spec);
+    let (json, output) = load(&cache.address.socket_addr(), &["--maxmemory", "64mb"]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let eviction = &json["repetitions"][0]["eviction"];
+    assert!(
+        count(&eviction["evicted_keys"]) > 0,
+        "cache_mode evicts: {eviction}"
+    );
+}
+
+#[test]
+fn what_cannot_be_loaded_past_maxmemory_is_refused_before_any_write() {
+    let server = common::start(EngineKind::Valkey, &[]);
+    let addr = server.address.socket_addr();
+    for (flags, says) in [
+        (
+            vec!["--maxmemory", "lots"],
+            "give bytes with an optional unit",
+        ),
+        (vec!["--maxmemory", "100mb", "--load-to", "1"], "--load-to"),
+        (
+            vec!["--maxmemory", "100mb", "--maxmemory-policy", "lru"],
+            "one of noeviction",
+        ),
+        (vec!["--load-to", "3"], "applies only with --maxmemory"),
+    ] {
+        let (_, output) = load(&addr, &flags);
+        assert_eq!(output.status.code(), Some(2), "{flags:?}");
+        let stderr = common::stderr(&output);
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+    }
+    let output = common::membench(&[
+        "load",
+        "--addr",
+        &addr,
+        "--workload",
+        "sorted-set",
+        "--members",
+        "100",
+        "--maxmemory",
+        "100mb",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(common::stderr(&output).contains("strings and records"));
+    let mut connection = common::connect(&server.address);
+    let dbsize: u64 = redis::cmd("DBSIZE").query(&mut connection).unwrap();
+    assert_eq!(dbsize, 0, "nothing was written");
+
+    let dir = std::env::temp_dir().join(format!("membench-eviction-spec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = common::write_spec(
+        &dir,
+        "evict",
+        "  engines: [{engine: valkey, version: \"9.1\", memory: 64Mi}]\n  workload: {strings: {keys: 1000}}\n  repetitions: 1\n  eviction: {maxmemory: 100mb}\n",
+    );
+    let output = common::membench(&["run", spec.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", common::stderr(&output));
+    let stderr = common::stderr(&output);
+    assert!(stderr.contains("spec.eviction.maxmemory"), "{stderr}");
+    assert!(stderr.contains("spec.engines[0].memory"), "{stderr}");
+    std::fs::remove_dir_all(&dir).ok();
+}
