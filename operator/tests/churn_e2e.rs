@@ -41,7 +41,10 @@ async fn a_churn_with_defrag_lands_round_by_round_in_the_status_of_each_engine()
         assert!(defrag.window_seconds >= 5.0, "{defrag:#?}");
         // The load past maxmemory that follows: every key written kept or evicted (Valkey), or
         // refused at the limit (Dragonfly without cache_mode).
-        let eviction = repetition.eviction.as_ref().expect("eviction was asked for");
+        let eviction = repetition
+            .eviction
+            .as_ref()
+            .expect("eviction was asked for");
         assert_eq!(eviction.maxmemory, 32 << 20, "{eviction:#?}");
         match switched {
             "activedefrag" => assert_eq!(

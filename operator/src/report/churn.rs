@@ -113,31 +113,3 @@ pub fn churn_table(report: &BenchmarkReport) -> Option<Table> {
     }
     Some(table)
 }
-
-/// A repetition's load past maxmemory in a line: the peak against maxmemory, the keys evicted
-/// and kept, the write rate while evicting, or the refusal that was its result.
-pub fn describe_eviction(
-    maxmemory: u64,
-    overshoot: i64,
-    evicted: u64,
-    kept: u64,
-    evicting_rate: Option<f64>,
-    refused_at: Option<u64>,
-) -> String {
-    let sign = if overshoot < 0 { "-" } else { "+" };
-    let peak = format!(
-        "peak {sign}{} against maxmemory {}",
-        format_bytes(overshoot.unsigned_abs() as f64),
-        format_bytes(maxmemory as f64)
-    );
-    match refused_at {
-        Some(at) => format!("{peak}; writes refused from about {at} items ({kept} kept)"),
-        None => format!(
-            "{peak}; {evicted} evicted, {kept} kept{}",
-            evicting_rate.map_or_else(String::new, |r| format!(
-                ", {} while evicting",
-                crate::report::table::format_rate(r)
-            ))
-        ),
-    }
-}

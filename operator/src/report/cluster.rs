@@ -144,7 +144,7 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
             .iter()
             .find_map(|r| r.eviction.as_ref())
             .map(|e| {
-                crate::report::churn::describe_eviction(
+                crate::report::table::describe_eviction(
                     e.maxmemory,
                     e.overshoot_bytes,
                     e.evicted_keys,
