@@ -12,6 +12,8 @@
 
 use std::fmt::Write as _;
 
+use crate::report::churn_chart::ChurnLine;
+
 use crate::client::measure::MemorySample;
 use crate::client::result::GrowthColumn;
 use crate::client::workload::Workload;
@@ -47,6 +49,8 @@ pub struct Section {
     pub shard_tables: Vec<(String, Table)>,
     /// The node memory each engine needs at `spec.capacity.items`, when the spec asks.
     pub capacity: Option<CapacityChart>,
+    /// RSS over `spec.churn`'s rounds, a line per engine that churned.
+    pub churn: Vec<ChurnLine>,
 }
 
 /// One bar per comparison row, with the row's published figure as its mark.
@@ -121,6 +125,22 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
         })
         .collect();
     let subtitle = local_run_subtitle(benchmark, comparison);
+    let churn = comparison
+        .engines
+        .iter()
+        .filter_map(|report| {
+            let first = report.repetitions.first()?;
+            let loaded = first
+                .settled
+                .as_ref()
+                .map_or(first.used_memory_rss, |s| s.used_memory_rss);
+            Some(ChurnLine::of_report(
+                &report.name,
+                loaded,
+                first.churn.as_ref()?,
+            ))
+        })
+        .collect();
     Section {
         title: comparison.benchmark.clone(),
         subtitle,
@@ -134,6 +154,7 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
         bars,
         curves,
         capacity: None,
+        churn,
     }
 }
 
@@ -201,6 +222,21 @@ pub fn section_from_status(benchmark: &MemoryBenchmark) -> Section {
             )
         })
         .collect();
+    let churn = status
+        .engines
+        .iter()
+        .filter_map(|e| {
+            let first = e.repetitions.first()?;
+            let loaded = first
+                .settled_used_memory_rss
+                .unwrap_or(first.used_memory_rss);
+            Some(ChurnLine::of_status(
+                &label(&e.name, e.instance_type.as_ref()),
+                loaded,
+                first.churn.as_ref()?,
+            ))
+        })
+        .collect();
     Section {
         title: format!("{}/{}", comparison.namespace, comparison.benchmark),
         subtitle: format!(
@@ -217,6 +253,7 @@ pub fn section_from_status(benchmark: &MemoryBenchmark) -> Section {
         bars,
         curves,
         capacity: status.capacity.as_ref().map(CapacityChart::from_status),
+        churn,
     }
 }
 
@@ -253,7 +290,7 @@ svg.chart { display: block; width: 100%; max-width: 560px; height: auto; }
 svg text { font-family: sans-serif; font-size: 14px; fill: #222; }
 svg .axis { stroke: #888; stroke-width: 1; } svg .grid { stroke: #e4e4e4; stroke-width: 1; }
 svg .published-mark { stroke: #000; stroke-width: 3; }
-svg .growth-line { fill: none; stroke-width: 2; }
+svg .growth-line, svg .churn-line { fill: none; stroke-width: 2; }
 div.table-scroll { overflow-x: auto; max-width: 100%; }
 table.comparison { border-collapse: collapse; font-size: 0.85em; overflow-wrap: normal; }
 table.comparison th, table.comparison td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; white-space: nowrap; }
@@ -301,6 +338,7 @@ fn render_section(page: &mut String, section: &Section) {
     if let Some(capacity) = &section.capacity {
         render_capacity(page, capacity, &section.bars, &section.item);
     }
+    crate::report::churn_chart::render_churn(page, &section.churn, &section.bars);
     render_table(page, &section.table);
     for (heading, table) in &section.shard_tables {
         let _ = writeln!(page, "<p class=\"shards\">{}</p>", escape(heading));

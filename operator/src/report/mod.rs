@@ -3,7 +3,7 @@
 //! of raw numbers (`csv`), the comparison of finished benchmarks read from their status in the
 //! cluster (`cluster`), the self-contained HTML page (`html`) with its SVG charts (`charts`),
 //! what a local run measured (`local_run`) and the published tables that users quote
-//! (`published`), a sharded cluster's shards (`shards`), and what a churn left (`churn`).
+//! (`published`), a sharded cluster's shards (`shards`), and what a churn left (`churn`, its chart `churn_chart`).
 //!
 //! It may use the parts below it (`validation`, `client` for the measured results, `crd` and
 //! the leaves); never the controller or the local runner, which call it, nor the metrics, its
@@ -13,6 +13,7 @@ pub mod capacity;
 pub mod capacity_chart;
 pub mod charts;
 pub mod churn;
+pub mod churn_chart;
 pub mod cluster;
 pub mod csv;
 pub mod html;

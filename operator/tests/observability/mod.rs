@@ -226,7 +226,7 @@ fn engine(
 /// 9.1 on Graviton4 (records as string keys), and a random-strings run across three engines on
 /// x86 still running. Neither stores one item per command, so items/s and commands/s differ.
 pub fn fixture_benchmarks() -> Vec<MemoryBenchmark> {
-    let sorted_set = json!({
+    let mut sorted_set = json!({
         "apiVersion": "membench.io/v1alpha1",
         "kind": "MemoryBenchmark",
         "metadata": {"name": "records-r8g", "namespace": "membench"},
@@ -264,6 +264,27 @@ pub fn fixture_benchmarks() -> Vec<MemoryBenchmark> {
             },
         },
     });
+    // Valkey's repetitions as a spec.churn with defrag and a spec.eviction leave them.
+    for repetition in sorted_set["status"]["engines"][1]["repetitions"]
+        .as_array_mut()
+        .unwrap()
+    {
+        repetition["churn"] = json!({
+            "rounds": [
+                {"round": 1, "deleted": 500, "overwritten": 120, "usedMemory": 600_000u64,
+                 "usedMemoryRss": 9_800_000u64, "allocatorFragRatio": 1.8, "items": 500, "seconds": 0.01},
+            ],
+            "defrag": {"switched": "activedefrag", "rssBefore": 9_800_000u64, "rssAfter": 8_100_000u64,
+                       "usedMemoryBefore": 600_000u64, "usedMemoryAfter": 600_000u64,
+                       "seconds": 4.5, "windowSeconds": 9.5, "cpuSeconds": 0.4,
+                       "writeLatencyMs": {"writes": 190, "p50": 0.3, "p99": 1.1, "max": 2.0}},
+        });
+        repetition["eviction"] = json!({
+            "maxmemory": 16_777_216u64, "policy": "allkeys-lru", "itemsWritten": 300_000u64,
+            "peakUsedMemory": 16_777_300u64, "overshootBytes": 84, "usedMemoryRss": 19_000_000u64,
+            "evictedKeys": 200_000u64, "keysKept": 100_000u64, "itemsPerSecEvicting": 150_000.0,
+        });
+    }
     let mut running_dragonfly = engine(
         "dragonfly-1.34.2",
         "dragonfly",
