@@ -192,6 +192,10 @@ fn the_same_deletes_sent_by_redis_cli_pipe_give_the_same_memory() {
     assert_eq!(dbsize(&piped.address), KEYS - deleted);
 
     let (used, rss) = memory(&piped.address);
+    println!(
+        "membench's round: used_memory {}, RSS {}; redis-cli --pipe: used_memory {used}, RSS {rss}",
+        round["used_memory"], round["used_memory_rss"]
+    );
     let within = |ours: f64, theirs: f64, what: &str| {
         assert!(
             (ours - theirs).abs() <= 0.01 * theirs,
