@@ -231,15 +231,20 @@ fn apply(control: &mut ControlConnection, settings: &[(String, String)]) -> Resu
 /// Runs the phase: empties the engine, sets maxmemory (per shard: the limit is each
 /// process's) and the policy, writes `load_to x maxmemory` worth of the workload's items at
 /// `bytes_per_item` (the repetition's own figure), puts the settings back.
+/// How the phase's load talks to the engine: the run's batch size, connect timeout and stop.
+pub struct Pacing<'a> {
+    pub pipeline: u32,
+    pub connect_timeout: std::time::Duration,
+    pub stop: &'a crate::client::stop_request::StopRequest,
+}
+
 pub fn run(
     shards: &mut ShardSet,
     workload: &Workload,
     eviction: &Eviction,
     engine: &str,
     bytes_per_item: f64,
-    pipeline: u32,
-    connect_timeout: std::time::Duration,
-    stop: &crate::client::stop_request::StopRequest,
+    pacing: &Pacing<'_>,
 ) -> Result<EvictionReport, BenchError> {
     shards.each(|control, _| control.flush_all())?;
     let kept = shards.each(|control, _| settings(control, engine))?;
@@ -248,15 +253,7 @@ pub fn run(
         limits.push(("maxmemory-policy".to_string(), eviction.policy.clone()));
     }
     shards.each(|control, _| apply(control, &limits))?;
-    let result = load_past(
-        shards,
-        workload,
-        eviction,
-        bytes_per_item,
-        pipeline,
-        connect_timeout,
-        stop,
-    );
+    let result = load_past(shards, workload, eviction, bytes_per_item, pacing);
     // Put back what was changed whatever the load's outcome, then report that outcome.
     let mut index = 0;
     let restored = shards.each(|control, _| {
@@ -278,10 +275,13 @@ fn load_past(
     workload: &Workload,
     eviction: &Eviction,
     bytes_per_item: f64,
-    pipeline: u32,
-    connect_timeout: std::time::Duration,
-    stop: &crate::client::stop_request::StopRequest,
+    pacing: &Pacing<'_>,
 ) -> Result<EvictionReport, BenchError> {
+    let Pacing {
+        pipeline,
+        connect_timeout,
+        stop,
+    } = *pacing;
     let per_item = bytes_per_item.max(1.0);
     let commands_per_item = workload.commands_per_item();
     let items = ((eviction.load_to * eviction.maxmemory as f64 * shards.len() as f64 / per_item)

@@ -532,9 +532,11 @@ fn run_repetition(
             eviction,
             engine,
             bytes_per_item(&after),
-            options.pipeline,
-            options.connect_timeout,
-            &options.stop,
+            &eviction::Pacing {
+                pipeline: options.pipeline,
+                connect_timeout: options.connect_timeout,
+                stop: &options.stop,
+            },
         )?),
         None => None,
     };
