@@ -78,6 +78,15 @@ pub struct LoadArgs {
     /// The seed of the churn's draws (which items each round deletes and overwrites).
     #[arg(long, value_name = "SEED", default_value_t = membench::crd::default_churn_seed())]
     churn_seed: u64,
+    /// After each repetition's readings, save a snapshot (BGSAVE) while overwriting loaded
+    /// keys at this many writes per second, and measure the peak: the engine's process tree's
+    /// Pss when it runs on this machine, the copy-on-write it reports, the save's duration and
+    /// the writes' latency (strings, records). Writes the server's snapshot file.
+    #[arg(long, value_name = "N")]
+    snapshot_writes_per_sec: Option<u32>,
+    /// The share of the loaded items those writes are spread over (default 1).
+    #[arg(long, value_name = "SHARE")]
+    snapshot_write_share: Option<f64>,
     /// After each repetition's other phases, empty the engine, give it this maxmemory (100mb,
     /// 2gb, bytes) and load the workload past it (strings, records).
     #[arg(long, value_name = "SIZE")]
@@ -467,6 +476,31 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
     {
         return usage_error(&e.to_string());
     }
+    options.snapshot = match (args.snapshot_writes_per_sec, args.snapshot_write_share) {
+        (None, Some(_)) => {
+            return usage_error(
+                "--snapshot-write-share applies only with --snapshot-writes-per-sec N: add it, or remove --snapshot-write-share",
+            );
+        }
+        (None, None) => None,
+        (Some(rate), share) => {
+            let spec = membench::crd::SnapshotSpec {
+                writes_per_sec: rate,
+                write_share: share.unwrap_or_else(membench::crd::default_write_share),
+            };
+            let flag = |name: &str| match name {
+                "writeShare" => "--snapshot-write-share".to_string(),
+                _ => "--snapshot-writes-per-sec".to_string(),
+            };
+            match membench::client::snapshot::Snapshot::checked(&spec, &flag).and_then(|s| {
+                s.check_workload(&workload, "--snapshot-writes-per-sec")
+                    .map(|_| s)
+            }) {
+                Ok(snapshot) => Some(snapshot),
+                Err(e) => return usage_error(&e.to_string()),
+            }
+        }
+    };
     options.eviction = match args.eviction() {
         Ok(eviction) => eviction,
         Err(message) => return usage_error(&message),

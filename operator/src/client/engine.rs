@@ -119,6 +119,10 @@ pub struct EngineInfo {
     /// could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modules: Option<Vec<EngineModule>>,
+    /// `process_id` from `INFO server`: the engine's process, which a peak phase reads the
+    /// memory of when it runs on the same machine (`client::process_tree`). Not reported.
+    #[serde(skip)]
+    pub process_id: Option<u32>,
 }
 
 impl EngineInfo {
@@ -583,6 +587,7 @@ impl ControlConnection {
                 .cloned(),
             threads: server.get("thread_count").and_then(|t| t.parse().ok()),
             modules: self.modules(),
+            process_id: server.get("process_id").and_then(|p| p.parse().ok()),
             ..EngineInfo::default()
         })
     }

@@ -35,6 +35,7 @@ use crate::client::shards::{
     total_memory,
 };
 use crate::client::slots::redirected_slot;
+use crate::client::snapshot::{self, Snapshot};
 use crate::client::stop_request::StopRequest;
 use crate::client::ttl::Ttl;
 use crate::client::type_memory;
@@ -133,6 +134,8 @@ pub struct LoadOptions {
     pub churn: Option<Churn>,
     /// A load past maxmemory after each repetition's other phases (`client::eviction`).
     pub eviction: Option<Eviction>,
+    /// A snapshot saved under writes after each repetition's readings (`client::snapshot`).
+    pub snapshot: Option<Snapshot>,
 }
 
 impl Default for LoadOptions {
@@ -152,6 +155,7 @@ impl Default for LoadOptions {
             own_all_slots: false,
             churn: None,
             eviction: None,
+            snapshot: None,
         }
     }
 }
@@ -260,6 +264,18 @@ pub fn measure_shards_journaled(
             Some(eviction) => eviction.check_workload(workload, "eviction"),
             None => Ok(()),
         })
+        .and_then(|_| match &options.snapshot {
+            Some(snapshot) if addresses.len() > 1 => Err(BenchError::InvalidArgument {
+                field: "peak.snapshot".into(),
+                message: format!(
+                    "measures one engine's save; a cluster of {} shards forks each on its own: measure one shard",
+                    addresses.len()
+                ),
+            })
+            .or(snapshot.check_workload(workload, "peak.snapshot")),
+            Some(snapshot) => snapshot.check_workload(workload, "peak.snapshot"),
+            None => Ok(()),
+        })
         .and_then(|_| check_shard_count(addresses.len()))
     {
         report.error = Some((&e).into());
@@ -285,7 +301,7 @@ pub fn measure_shards_journaled(
             control_at_baseline: Vec::new(),
             samples: Vec::new(),
         };
-        let engine = report.engine.name.clone();
+        let engine = report.engine.clone();
         let outcome = run_repetition(
             &mut shards,
             workload,
@@ -418,7 +434,7 @@ fn run_repetition(
     shards: &mut ShardSet,
     workload: &Workload,
     options: &LoadOptions,
-    engine: &str,
+    engine: &EngineInfo,
     state: &mut RepetitionState,
     progress: &mut dyn FnMut(LoadProgress),
 ) -> Result<RepetitionResult, BenchError> {
@@ -513,6 +529,26 @@ fn run_repetition(
             });
         }
     }
+    let peak = match &options.snapshot {
+        Some(phase) => {
+            // Read again: the settled reading, when there was one, is older than the save.
+            let before = total_memory(&shards.data_memory(&control_at_baseline)?);
+            Some(crate::client::measured::PeakReport {
+                snapshot: Some(snapshot::run(
+                    shards,
+                    workload,
+                    phase,
+                    &engine.name,
+                    engine.process_id,
+                    &before,
+                    options.connect_timeout,
+                    &options.stop,
+                )?),
+            })
+        }
+        None => None,
+    };
+    let engine = engine.name.as_str();
     let churn = match &options.churn {
         Some(churn) => Some(run_churn(
             shards,
@@ -562,6 +598,7 @@ fn run_repetition(
         samples: std::mem::take(&mut state.samples),
         shards: shard_readings,
         by_type: type_memory::of_readings(&workload.type_segments(), &outcome.type_readings),
+        peak,
         churn,
         eviction,
     })

@@ -94,6 +94,10 @@ pub struct RepetitionResult {
     /// (`client::type_memory`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_type: Vec<TypeMemory>,
+    /// The snapshot saved under writes after the readings above (`client::snapshot`), when
+    /// the run asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<PeakReport>,
     /// Deletes and overwrites after the readings above, and defragmentation
     /// (`client::churn`), when the run asked for them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,6 +105,13 @@ pub struct RepetitionResult {
     /// The load past maxmemory after the phases above (`client::eviction`), when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eviction: Option<crate::client::eviction::EvictionReport>,
+}
+
+/// A repetition's peak phases.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeakReport {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<crate::client::snapshot::SnapshotReport>,
 }
 
 /// What is known of a repetition that did not finish. No bytes per item: the count is not

@@ -44,8 +44,10 @@ pub const REPETITION_STATUS_BYTES: usize = 400;
 /// (measured: about 190 and 330 bytes with every figure).
 pub const CHURN_ROUND_STATUS_BYTES: usize = 240;
 pub const DEFRAG_STATUS_BYTES: usize = 420;
-/// An upper estimate of a repetition's eviction in the status (about 300 bytes).
+/// An upper estimate of a repetition's eviction in the status (about 300 bytes), and of its
+/// snapshot peak (about 330).
 pub const EVICTION_STATUS_BYTES: usize = 360;
+pub const PEAK_STATUS_BYTES: usize = 400;
 
 /// What a repetition's status takes on top of [`REPETITION_STATUS_BYTES`] for its churn and
 /// eviction.
@@ -53,6 +55,7 @@ pub fn churn_status_bytes(spec: &crate::crd::MemoryBenchmarkSpec) -> usize {
     spec.churn.as_ref().map_or(0, |c| {
         c.rounds as usize * CHURN_ROUND_STATUS_BYTES + usize::from(c.defrag) * DEFRAG_STATUS_BYTES
     }) + spec.eviction.as_ref().map_or(0, |_| EVICTION_STATUS_BYTES)
+        + spec.peak.as_ref().map_or(0, |_| PEAK_STATUS_BYTES)
 }
 
 /// How many repetitions a run's status lists, at most: all `requested` while a benchmark's
@@ -132,6 +135,9 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
             mem_fragmentation_ratio: r.mem_fragmentation_ratio,
             churn: result.churn.get(i).map(Into::into),
             eviction: result.eviction.get(i).map(Into::into),
+            peak: result.peak.get(i).map(|p| crate::crd::PeakStatus {
+                snapshot: p.snapshot.as_ref().map(Into::into),
+            }),
         })
         .collect();
     // The client sends the first repetition's RSS readings only (`first_settled_rss`).

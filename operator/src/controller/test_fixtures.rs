@@ -248,6 +248,7 @@ pub(super) fn repetition(i: u32, bytes_per_item: f64) -> RepetitionResult {
         samples: vec![],
         shards: Vec::new(),
         by_type: vec![],
+        peak: None,
         churn: None,
         eviction: None,
     }

@@ -1,7 +1,7 @@
-//! `spec.churn` and `spec.eviction`: what happens to the data after the load (deletes,
-//! overwrites with values of another size, active defragmentation; a load past maxmemory),
-//! measured in every repetition. The phases themselves are `crate::client::churn` and
-//! `crate::client::eviction`; only the fields are here.
+//! `spec.peak`, `spec.churn` and `spec.eviction`: what the engine holds at its peak (a snapshot
+//! under writes) and after the data changes (deletes, overwrites with values of another size,
+//! active defragmentation; a load past maxmemory), measured in every repetition. The phases
+//! themselves are `crate::client::snapshot`, `churn` and `eviction`; only the fields are here.
 
 use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
@@ -100,4 +100,36 @@ fn default_policy() -> String {
 
 pub fn default_load_to() -> f64 {
     3.0
+}
+
+/// What a node must hold at the engine's peak, measured in every repetition after its
+/// readings, on the data it loaded.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PeakSpec {
+    /// A snapshot (`BGSAVE`) saved while the client overwrites loaded keys: Redis and Valkey
+    /// fork, and every page written during the save is copied; Dragonfly saves without a fork.
+    /// Applies to the strings and records workloads. The snapshot goes to the engine's data
+    /// directory under its own file name (`membench load` against a server of yours writes its
+    /// `dir`/`dbfilename`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotSpec>,
+}
+
+/// The writes during the snapshot.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotSpec {
+    /// Overwrites per second while the snapshot is saved (the achieved rate is reported).
+    #[serde(rename = "writesPerSecond")]
+    #[schemars(range(min = 1, max = 10000000))]
+    pub writes_per_sec: u32,
+    /// The share of the loaded items the writes are spread over, drawn uniformly: above 0 and
+    /// at most 1.
+    #[serde(default = "default_write_share")]
+    pub write_share: f64,
+}
+
+pub fn default_write_share() -> f64 {
+    1.0
 }

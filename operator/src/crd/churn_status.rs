@@ -1,7 +1,8 @@
 //! A repetition's churn in the status (`spec.churn`): what each round did and what the engine
 //! held after it, and what defragmentation regained; and its load past maxmemory
-//! (`spec.eviction`). The client's result names them in snake_case (`client::churn`,
-//! `client::eviction`); the status in camelCase.
+//! (`spec.eviction`); and its snapshot peak (`spec.peak`). The client's result names them in
+//! snake_case (`client::churn`, `client::eviction`, `client::snapshot`); the status in
+//! camelCase.
 
 use serde::{Deserialize, Serialize};
 
@@ -131,4 +132,54 @@ pub struct EvictionStatus {
     /// items sent by the end of the batch it first refused in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused_at_items: Option<u64>,
+}
+
+/// The write latency during a snapshot: each batch's round trip, in milliseconds.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteLatencyStatus {
+    /// The median.
+    pub p50: f64,
+    /// The 99th percentile.
+    pub p99: f64,
+    /// The slowest.
+    pub max: f64,
+}
+
+/// What a snapshot saved under writes cost (`spec.peak.snapshot`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotStatus {
+    /// `process-tree` (the engine's process tree read on its machine) or `engine-only` (the
+    /// engine's own figures: a client in a pod of its own cannot see its processes).
+    pub source: String,
+    /// The process tree's memory just before the save, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_bytes: Option<u64>,
+    /// The highest read during the save, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_bytes: Option<u64>,
+    /// peakBytes / beforeBytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+    /// What the engine says its fork copied (`rdb_last_cow_size`), in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cow_bytes: Option<u64>,
+    /// used_memory just before the save, in bytes.
+    pub used_memory_before: u64,
+    /// From BGSAVE until the engine reported it done, in seconds.
+    pub duration_seconds: f64,
+    /// The write rate achieved during the save.
+    pub writes_per_sec: f64,
+    /// The writes' latency.
+    pub write_latency_ms: WriteLatencyStatus,
+}
+
+/// A repetition's peak phases.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PeakStatus {
+    /// The snapshot saved under writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotStatus>,
 }

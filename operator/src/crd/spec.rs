@@ -5,7 +5,7 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AuthSpec, CapacitySpec, ChurnSpec, EngineSpec, EvictionSpec, MemoryBenchmarkStatus,
+    AuthSpec, CapacitySpec, ChurnSpec, EngineSpec, EvictionSpec, MemoryBenchmarkStatus, PeakSpec,
     PlacementSpec, PodResourcesSpec, WorkloadSpec,
 };
 use crate::formats::{LABEL_VALUE, MAX_BENCHMARK_NAME, message};
@@ -198,6 +198,14 @@ pub struct MemoryBenchmarkSpec {
     /// maxmemory, RSS, keys evicted and kept, and the write rate while evicting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eviction: Option<EvictionSpec>,
+
+    /// What the engine holds at its peak, in every repetition after its readings: a snapshot
+    /// saved under writes (`peak.snapshot`), its peak memory beside the steady state. Local
+    /// runs read the engine's process tree (Pss, every 20 ms); in a cluster the client reports
+    /// the engine's own figures (the copy-on-write it counted, the save's duration, the
+    /// writes' latency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<PeakSpec>,
 }
 
 impl MemoryBenchmarkSpec {

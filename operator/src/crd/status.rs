@@ -428,6 +428,9 @@ pub struct RepetitionStatus {
     /// What `spec.eviction`'s load past maxmemory measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eviction: Option<super::churn_status::EvictionStatus>,
+    /// What `spec.peak`'s snapshot under writes cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<super::churn_status::PeakStatus>,
 }
 
 /// Summary over an engine's repetitions.

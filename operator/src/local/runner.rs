@@ -426,6 +426,12 @@ pub fn run_benchmark(
             .as_ref()
             .map(crate::client::eviction::Eviction::from_spec)
             .transpose()?,
+        snapshot: spec
+            .peak
+            .as_ref()
+            .and_then(|p| p.snapshot.as_ref())
+            .map(crate::client::snapshot::Snapshot::from_spec)
+            .transpose()?,
         ..LoadOptions::default()
     };
     let read_back: Vec<Vec<String>> = spec
@@ -540,6 +546,7 @@ fn standalone_used_memory(
         own_all_slots: false,
         churn: None,
         eviction: None,
+        snapshot: None,
         ..options.clone()
     };
     let one_key = Workload::Strings {

@@ -45,6 +45,7 @@ pub(super) struct ResultGauges {
     defragmented_rss: GaugeVec,
     eviction_overshoot: GaugeVec,
     eviction_evicted_keys: GaugeVec,
+    snapshot_peak_ratio: GaugeVec,
 }
 
 impl ResultGauges {
@@ -154,10 +155,14 @@ impl ResultGauges {
                 "membench_eviction_evicted_keys",
                 "Median keys evicted during spec.eviction's load past maxmemory.",
             ),
+            snapshot_peak_ratio: result(
+                "membench_snapshot_peak_ratio",
+                "Median over the repetitions of the engine's process-tree memory at its highest during spec.peak.snapshot's save, over the same just before it.",
+            ),
         }
     }
 
-    pub(super) fn all(&self) -> [&GaugeVec; 25] {
+    pub(super) fn all(&self) -> [&GaugeVec; 26] {
         [
             &self.memory_per_item_median,
             &self.memory_per_item_min,
@@ -184,6 +189,7 @@ impl ResultGauges {
             &self.defragmented_rss,
             &self.eviction_overshoot,
             &self.eviction_evicted_keys,
+            &self.snapshot_peak_ratio,
         ]
     }
 
@@ -232,6 +238,7 @@ impl ResultGauges {
         set(&gauges.defragmented_rss, figures.churn[1]);
         set(&gauges.eviction_overshoot, figures.eviction[0]);
         set(&gauges.eviction_evicted_keys, figures.eviction[1]);
+        set(&gauges.snapshot_peak_ratio, figures.snapshot_ratio);
     }
 }
 
@@ -257,6 +264,8 @@ pub(super) struct ResultValues {
     churn: [Option<f64>; 2],
     /// The eviction's overshoot and evicted keys (medians).
     eviction: [Option<f64>; 2],
+    /// The snapshot's peak over its before (median).
+    snapshot_ratio: Option<f64>,
 }
 
 impl ResultValues {
@@ -345,6 +354,12 @@ impl ResultValues {
                         .collect(),
                 ),
             ],
+            snapshot_ratio: median_of(
+                repetitions
+                    .iter()
+                    .filter_map(|r| r.peak.as_ref()?.snapshot.as_ref()?.ratio)
+                    .collect(),
+            ),
             eviction: [
                 median_of(
                     repetitions

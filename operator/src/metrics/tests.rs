@@ -26,6 +26,7 @@ fn engine_status(name: &str, engine: &str, version: &str, bytes: [f64; 3]) -> En
         mem_fragmentation_ratio: Some(ratio),
         churn: None,
         eviction: None,
+        peak: None,
     };
     EngineStatus {
         name: name.into(),
@@ -107,6 +108,7 @@ fn benchmark(
             capacity: None,
             churn: None,
             eviction: None,
+            peak: None,
         },
     );
     benchmark.metadata.namespace = Some(namespace.into());

@@ -139,6 +139,16 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         emulator: emulator_of(engine.image_id.as_deref()),
         churned_rss: crate::report::churn::churned_rss_of_status(&engine.repetitions).0,
         defragmented_rss: crate::report::churn::churned_rss_of_status(&engine.repetitions).1,
+        snapshot_peak: crate::report::table::describe_snapshot(
+            engine
+                .repetitions
+                .iter()
+                .filter_map(|r| {
+                    let s = r.peak.as_ref()?.snapshot.as_ref()?;
+                    Some((s.ratio, s.peak_bytes, s.cow_bytes))
+                })
+                .collect(),
+        ),
         eviction: engine
             .repetitions
             .iter()

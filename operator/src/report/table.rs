@@ -246,6 +246,10 @@ pub struct ComparisonRow {
     pub churned_rss: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub defragmented_rss: Option<f64>,
+    /// With `spec.peak.snapshot`: the median peak over the steady memory and what it was, in
+    /// a line (`describe_snapshot`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot_peak: Option<String>,
     /// With `spec.eviction`: the first repetition's load past maxmemory, in a line
     /// (`report::churn::describe_eviction`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -303,6 +307,16 @@ impl ComparisonRow {
             by_type: summary.map(|s| s.by_type.clone()).unwrap_or_default(),
             churned_rss: report.churned_rss(),
             defragmented_rss: report.defragmented_rss(),
+            snapshot_peak: describe_snapshot(
+                report
+                    .repetitions
+                    .iter()
+                    .filter_map(|r| {
+                        let s = r.peak.as_ref()?.snapshot.as_ref()?;
+                        Some((s.ratio, s.peak_bytes, s.cow_bytes))
+                    })
+                    .collect(),
+            ),
             eviction: report
                 .repetitions
                 .iter()
@@ -410,6 +424,7 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let with_churn = rows.iter().any(|r| r.churned_rss.is_some());
     let with_defrag = rows.iter().any(|r| r.defragmented_rss.is_some());
     let with_eviction = rows.iter().any(|r| r.eviction.is_some());
+    let with_snapshot = rows.iter().any(|r| r.snapshot_peak.is_some());
     let mut headers = if with_name { vec!["Name"] } else { Vec::new() };
     headers.extend(["Engine", "Version", "Allocator", "Modules"]);
     if with_instance {
@@ -421,6 +436,9 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     }
     if with_defrag {
         headers.push("after defrag");
+    }
+    if with_snapshot {
+        headers.push("Peak during snapshot");
     }
     if with_eviction {
         headers.push("At maxmemory");
@@ -469,6 +487,9 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         }
         if with_defrag {
             row.push(r.defragmented_rss.map_or_else(dash, format_bytes));
+        }
+        if with_snapshot {
+            row.push(r.snapshot_peak.clone().unwrap_or_else(dash));
         }
         if with_eviction {
             row.push(r.eviction.clone().unwrap_or_else(dash));
@@ -613,6 +634,39 @@ pub fn growth_table(report: &BenchmarkReport) -> Option<Table> {
     Some(table)
 }
 
+/// Each repetition's snapshot (peak / steady, peak bytes, copy-on-write bytes) as the median
+/// peak over the steady memory, the median peak and copy-on-write, in a line; `None` without.
+pub fn describe_snapshot(
+    snapshots: Vec<(Option<f64>, Option<u64>, Option<u64>)>,
+) -> Option<String> {
+    if snapshots.is_empty() {
+        return None;
+    }
+    let median = |values: Vec<f64>| crate::stats::Spread::of(&values).map(|s| s.median);
+    let ratio = median(snapshots.iter().filter_map(|s| s.0).collect());
+    let peak = median(
+        snapshots
+            .iter()
+            .filter_map(|s| s.1.map(|b| b as f64))
+            .collect(),
+    );
+    let cow = median(
+        snapshots
+            .iter()
+            .filter_map(|s| s.2.map(|b| b as f64))
+            .collect(),
+    );
+    let mut parts = Vec::new();
+    match (ratio, peak) {
+        (Some(ratio), Some(peak)) => parts.push(format!("x{ratio:.2} ({})", format_bytes(peak))),
+        _ => parts.push("process tree not seen".to_string()),
+    }
+    if let Some(cow) = cow {
+        parts.push(format!("copy-on-write {}", format_bytes(cow)));
+    }
+    Some(parts.join(", "))
+}
+
 /// A repetition's load past maxmemory in a line: the peak against maxmemory, the keys evicted
 /// and kept, the write rate while evicting, or the refusal that was its result.
 pub fn describe_eviction(
@@ -684,6 +738,7 @@ mod tests {
             by_type: Vec::new(),
             churned_rss: None,
             defragmented_rss: None,
+            snapshot_peak: None,
             eviction: None,
             note: None,
             published_table: None,
@@ -738,6 +793,7 @@ mod tests {
             by_type: Vec::new(),
             churned_rss: None,
             defragmented_rss: None,
+            snapshot_peak: None,
             eviction: None,
             note: None,
             published_table: None,

@@ -311,6 +311,20 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
             .and_then(|churn| churn.check_workload(&workload, ttl.is_some(), "spec.churn"))
             .map_err(|e| e.to_string())?;
     }
+    if let Some(snapshot) = spec.peak.as_ref().and_then(|p| p.snapshot.as_ref()) {
+        crate::client::snapshot::Snapshot::from_spec(snapshot)
+            .and_then(|s| s.check_workload(&workload, "spec.peak.snapshot"))
+            .map_err(|e| e.to_string())?;
+        if let Some(i) = spec
+            .engines
+            .iter()
+            .position(|e| e.shards.is_some_and(|n| n > 1))
+        {
+            return Err(format!(
+                "spec.peak.snapshot measures one engine's save, and spec.engines[{i}] is a sharded cluster whose shards each fork on their own: measure it without shards, or remove peak"
+            ));
+        }
+    }
     if let Some(eviction) = &spec.eviction {
         let eviction = crate::client::eviction::Eviction::from_spec(eviction)
             .and_then(|e| e.check_workload(&workload, "spec.eviction").map(|_| e))

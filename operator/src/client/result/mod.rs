@@ -108,6 +108,9 @@ pub struct ClientResult {
     /// only, as `churn`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub eviction: Vec<crate::client::eviction::EvictionReport>,
+    /// Each listed repetition's peak phases (`spec.peak`), in order. Whole results only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peak: Vec<crate::client::measured::PeakReport>,
 }
 
 /// used_memory_rss of the empty server and `settleSeconds` after the load.
@@ -473,6 +476,11 @@ impl ClientResult {
                 .iter()
                 .map_while(|r| r.eviction.clone())
                 .collect(),
+            peak: report
+                .repetitions
+                .iter()
+                .map_while(|r| r.peak.clone())
+                .collect(),
         };
         if let Some(summary) = &mut result.summary {
             if let Some(reason) = &summary.unstable_reason {
@@ -499,6 +507,7 @@ impl ClientResult {
         }
         self.churn.clear();
         self.eviction.clear();
+        self.peak.clear();
         if self.size() <= BUDGET {
             return;
         }
@@ -619,6 +628,7 @@ pub(super) mod tests {
             samples: if i == 1 { growth_samples(50) } else { vec![] },
             shards: Vec::new(),
             by_type: Vec::new(),
+            peak: None,
             churn: None,
             eviction: None,
         }

@@ -102,6 +102,13 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
         }
         flag("churn-seed", churn.seed.to_string());
     }
+    if let Some(snapshot) = spec.peak.as_ref().and_then(|p| p.snapshot.as_ref()) {
+        flag(
+            "snapshot-writes-per-sec",
+            snapshot.writes_per_sec.to_string(),
+        );
+        flag("snapshot-write-share", snapshot.write_share.to_string());
+    }
     if let Some(eviction) = &spec.eviction {
         flag("maxmemory", eviction.maxmemory.clone());
         flag("maxmemory-policy", eviction.policy.clone());

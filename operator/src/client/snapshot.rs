@@ -1,0 +1,395 @@
+//! The snapshot peak phase (`spec.peak.snapshot`), run after a repetition's readings on the data
+//! it loaded: the engine saves a snapshot (`BGSAVE`) while the client overwrites loaded keys at
+//! a given rate, and the phase measures what the machine must hold meanwhile. Redis and Valkey
+//! fork: every page the parent writes during the save is copied, which `rdb_last_cow_size`
+//! counts and the process tree's Pss shows (`client::process_tree`, on the engine's own
+//! machine); Dragonfly saves without a fork. The writes end when the save has finished
+//! (`INFO persistence`), within a bound.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::draws::KeyGenerator;
+use crate::client::engine::{ControlConnection, MemoryInfo};
+use crate::client::process_tree::{self, PeakSampler};
+use crate::client::resp::CommandBuffer;
+use crate::client::shards::{LoadConnections, ShardSet};
+use crate::client::workload::Workload;
+use crate::crd::{SnapshotSpec, SnapshotStatus, WriteLatencyStatus};
+use crate::error::BenchError;
+use crate::stats::percentile;
+
+/// The longest a save may take before the phase fails.
+pub const SAVE_BOUND: Duration = Duration::from_secs(600);
+/// Writes go in a batch every this often, as many as the rate has due (at most 100).
+const TICK: Duration = Duration::from_millis(1);
+/// How often the save's progress is read.
+const POLL: Duration = Duration::from_millis(25);
+/// The snapshot's base name on Dragonfly when its run gave it none (`--dbfilename=`).
+const DRAGONFLY_SNAPSHOT: &str = "membench-snapshot";
+
+/// A snapshot phase as asked, checked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub writes_per_sec: u32,
+    pub write_share: f64,
+}
+
+impl Snapshot {
+    pub fn checked(
+        spec: &SnapshotSpec,
+        field: &dyn Fn(&str) -> String,
+    ) -> Result<Self, BenchError> {
+        let invalid = |name: &str, message: String| BenchError::InvalidArgument {
+            field: field(name),
+            message,
+        };
+        if spec.writes_per_sec == 0 || spec.writes_per_sec > 10_000_000 {
+            return Err(invalid(
+                "writesPerSecond",
+                format!(
+                    "is {}: it must be between 1 and 10000000",
+                    spec.writes_per_sec
+                ),
+            ));
+        }
+        if !(spec.write_share > 0.0 && spec.write_share <= 1.0) {
+            return Err(invalid(
+                "writeShare",
+                format!("is {}: it must be above 0 and at most 1", spec.write_share),
+            ));
+        }
+        Ok(Self {
+            writes_per_sec: spec.writes_per_sec,
+            write_share: spec.write_share,
+        })
+    }
+
+    pub fn from_spec(spec: &SnapshotSpec) -> Result<Self, BenchError> {
+        Self::checked(spec, &|name| format!("spec.peak.snapshot.{name}"))
+    }
+
+    /// The workloads whose loaded items it can overwrite with writes of the same size: strings
+    /// and records (the sorted set's `ZADD NX` would write nothing).
+    pub fn check_workload(&self, workload: &Workload, field: &str) -> Result<(), BenchError> {
+        match workload {
+            Workload::Strings { .. } | Workload::Records { .. } => Ok(()),
+            other => Err(BenchError::InvalidArgument {
+                field: field.to_string(),
+                message: format!(
+                    "applies to the strings and records workloads (their writes overwrite loaded keys with values of the same size), not to {}",
+                    other.kind()
+                ),
+            }),
+        }
+    }
+}
+
+/// The writes' latency during the save: the round trip of each batch, in milliseconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WriteLatency {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// What the save cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotReport {
+    /// Where `before_bytes` and `peak_bytes` come from: `process-tree` (the engine's resident
+    /// set plus its fork children's private pages, on this machine), or `engine-only` (a
+    /// client that cannot see the engine's processes: only the engine's own figures).
+    pub source: String,
+    /// The engine's process tree just before the save, and the highest read during it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_bytes: Option<u64>,
+    /// peak_bytes / before_bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+    /// The interval the sampler aimed at, and the readings it took (the achieved interval is
+    /// duration_seconds / samples).
+    pub sample_interval_ms: u64,
+    pub samples: u64,
+    /// What the engine says the fork copied (`rdb_last_cow_size`; Dragonfly does not fork).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cow_bytes: Option<u64>,
+    pub used_memory_before: u64,
+    pub used_memory_rss_before: u64,
+    /// From `BGSAVE` until the engine reported the save done.
+    pub duration_seconds: f64,
+    pub writes: u64,
+    /// The rate achieved (asked for: `writes_per_sec_asked`).
+    pub writes_per_sec: f64,
+    pub writes_per_sec_asked: u32,
+    pub write_latency_ms: WriteLatency,
+}
+
+impl From<&SnapshotReport> for SnapshotStatus {
+    fn from(r: &SnapshotReport) -> Self {
+        SnapshotStatus {
+            source: r.source.clone(),
+            before_bytes: r.before_bytes,
+            peak_bytes: r.peak_bytes,
+            ratio: r.ratio,
+            cow_bytes: r.cow_bytes,
+            used_memory_before: r.used_memory_before,
+            duration_seconds: r.duration_seconds,
+            writes_per_sec: r.writes_per_sec,
+            write_latency_ms: WriteLatencyStatus {
+                p50: r.write_latency_ms.p50,
+                p99: r.write_latency_ms.p99,
+                max: r.write_latency_ms.max,
+            },
+        }
+    }
+}
+
+/// Whether the save `BGSAVE` started is over: Redis and Valkey clear
+/// `rdb_bgsave_in_progress`; Dragonfly clears `saving` and moves `last_success_save` or
+/// `last_failed_save`. An error names what the engine said of a failed save.
+fn save_done(
+    control: &mut ControlConnection,
+    engine: &str,
+    before: &std::collections::HashMap<String, String>,
+) -> Result<bool, BenchError> {
+    let now = control.info("persistence")?;
+    let field = |map: &std::collections::HashMap<String, String>, name: &str| {
+        map.get(name).cloned().unwrap_or_default()
+    };
+    if engine == "dragonfly" {
+        if field(&now, "saving") == "1" {
+            return Ok(false);
+        }
+        if field(&now, "last_failed_save") != field(before, "last_failed_save") {
+            return Err(BenchError::EngineRejected {
+                command: "BGSAVE".into(),
+                message: format!("the snapshot failed: {}", field(&now, "last_error")),
+            });
+        }
+        return Ok(field(&now, "last_success_save") != field(before, "last_success_save"));
+    }
+    if field(&now, "rdb_bgsave_in_progress") == "1" {
+        return Ok(false);
+    }
+    if field(&now, "rdb_last_bgsave_status") != "ok" {
+        return Err(BenchError::EngineRejected {
+            command: "BGSAVE".into(),
+            message: "the snapshot failed (rdb_last_bgsave_status:err): the engine's log says why (a full disk, a directory it cannot write)".into(),
+        });
+    }
+    Ok(true)
+}
+
+/// Runs the phase on a single engine (the shards of a cluster each fork on their own; not
+/// measured here): `BGSAVE`, paced overwrites of `write_share` of the loaded items until the
+/// save is done, the process tree's peak sampled meanwhile when the engine is on this machine.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    shards: &mut ShardSet,
+    workload: &Workload,
+    snapshot: &Snapshot,
+    engine: &str,
+    process_id: Option<u32>,
+    before: &MemoryInfo,
+    connect_timeout: Duration,
+    stop: &crate::client::stop_request::StopRequest,
+) -> Result<SnapshotReport, BenchError> {
+    let local = process_id.and_then(process_tree::local_engine);
+    let before_bytes = local.map(process_tree::tree_bytes);
+    let mut kept_name = None;
+    if engine == "dragonfly" {
+        let pair: Vec<String> = shards
+            .first()
+            .query(redis::cmd("CONFIG").arg("GET").arg("dbfilename"))?;
+        if pair.get(1).is_some_and(|name| name.is_empty()) {
+            shards.first().query::<()>(
+                redis::cmd("CONFIG")
+                    .arg("SET")
+                    .arg("dbfilename")
+                    .arg(DRAGONFLY_SNAPSHOT),
+            )?;
+            kept_name = Some(String::new());
+        }
+    }
+    let persistence = shards.first().info("persistence")?;
+    let sampler = local.map(PeakSampler::start);
+    let started = Instant::now();
+    let saved: Result<String, BenchError> = shards.first().query(&mut redis::cmd("BGSAVE"));
+    let result = saved.and_then(|_| {
+        write_until_saved(
+            shards,
+            workload,
+            snapshot,
+            engine,
+            &persistence,
+            connect_timeout,
+            stop,
+        )
+    });
+    let duration = started.elapsed().as_secs_f64();
+    let (peak, samples) = sampler.map_or((None, 0), |s| {
+        let (peak, samples) = s.finish();
+        (Some(peak), samples)
+    });
+    if let Some(name) = kept_name {
+        shards
+            .first()
+            .query::<()>(redis::cmd("CONFIG").arg("SET").arg("dbfilename").arg(name))?;
+    }
+    let (writes, latencies) = result?;
+    let cow_bytes = shards
+        .first()
+        .info("persistence")?
+        .get("rdb_last_cow_size")
+        .and_then(|v| v.parse::<u64>().ok());
+    let peak_bytes = peak.zip(before_bytes).map(|(p, b)| p.max(b));
+    let mut sorted = latencies;
+    sorted.sort_by(f64::total_cmp);
+    Ok(SnapshotReport {
+        source: if local.is_some() {
+            "process-tree"
+        } else {
+            "engine-only"
+        }
+        .into(),
+        before_bytes,
+        peak_bytes,
+        ratio: peak_bytes
+            .zip(before_bytes)
+            .filter(|(_, b)| *b > 0)
+            .map(|(p, b)| p as f64 / b as f64),
+        sample_interval_ms: process_tree::SAMPLE_INTERVAL.as_millis() as u64,
+        samples,
+        cow_bytes: if engine == "dragonfly" {
+            None
+        } else {
+            cow_bytes
+        },
+        used_memory_before: before.used_memory,
+        used_memory_rss_before: before.used_memory_rss,
+        duration_seconds: duration,
+        writes,
+        writes_per_sec: writes as f64 / duration.max(1e-9),
+        writes_per_sec_asked: snapshot.writes_per_sec,
+        write_latency_ms: WriteLatency {
+            p50: percentile(&sorted, 50.0),
+            p99: percentile(&sorted, 99.0),
+            max: sorted.last().copied().unwrap_or(0.0),
+        },
+    })
+}
+
+/// Overwrites loaded items at the asked rate until the save is done; the writes sent and each
+/// batch's round trip in milliseconds.
+fn write_until_saved(
+    shards: &mut ShardSet,
+    workload: &Workload,
+    snapshot: &Snapshot,
+    engine: &str,
+    persistence: &std::collections::HashMap<String, String>,
+    connect_timeout: Duration,
+    stop: &crate::client::stop_request::StopRequest,
+) -> Result<(u64, Vec<f64>), BenchError> {
+    let items = workload.intended_items().unwrap_or(1).max(1);
+    let span = ((items as f64 * snapshot.write_share).ceil() as u64).clamp(1, items);
+    let per_item = workload.commands_per_item();
+    let mut connections = LoadConnections::connect(shards, connect_timeout)?;
+    let mut encoder = workload.encoder();
+    let mut draws = KeyGenerator::new(crate::crd::default_seed());
+    let mut batch = CommandBuffer::with_capacity(16 * 1024);
+    let mut owed = Vec::new();
+    let mut latencies = Vec::new();
+    let started = Instant::now();
+    let mut last_poll = started;
+    let mut writes = 0u64;
+    loop {
+        stop.check(writes)?;
+        if last_poll.elapsed() >= POLL {
+            last_poll = Instant::now();
+            if save_done(shards.first(), engine, persistence)? {
+                return Ok((writes, latencies));
+            }
+            if started.elapsed() >= SAVE_BOUND {
+                return Err(BenchError::EngineRejected {
+                    command: "BGSAVE".into(),
+                    message: format!(
+                        "the snapshot did not finish within {} s",
+                        SAVE_BOUND.as_secs()
+                    ),
+                });
+            }
+        }
+        let due = (started.elapsed().as_secs_f64() * f64::from(snapshot.writes_per_sec)) as u64;
+        let count = due.saturating_sub(writes).min(100);
+        if count == 0 {
+            std::thread::sleep(TICK);
+            continue;
+        }
+        batch.clear();
+        let mut replies = 0;
+        for _ in 0..count {
+            // A record stored as strings is one SET per field: its first field's key stands for
+            // it (the encoder numbers commands, not records).
+            let item = draws.below(span);
+            replies += encoder.encode(item * per_item, &mut batch);
+        }
+        let sent = Instant::now();
+        let lost = |connections: &LoadConnections, failure| BenchError::ConnectionLost {
+            items_sent: writes,
+            detail: format!("snapshot phase: {}", connections.describe(&failure)),
+        };
+        connections
+            .send(&batch, replies, &mut owed)
+            .map_err(|f| lost(&connections, f))?;
+        let (tally, shard) = connections.read(&owed).map_err(|f| lost(&connections, f))?;
+        latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
+        if let Some(reply) = tally.first_error {
+            return Err(BenchError::from_load_reply(
+                "a write during the snapshot",
+                reply,
+                writes,
+                connections.address(shard),
+            ));
+        }
+        writes += count;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rate_or_share_outside_its_range_is_refused_naming_the_field() {
+        let refusal = |writes_per_sec, write_share| {
+            Snapshot::from_spec(&SnapshotSpec {
+                writes_per_sec,
+                write_share,
+            })
+            .unwrap_err()
+            .to_string()
+        };
+        assert!(refusal(0, 1.0).contains("spec.peak.snapshot.writesPerSecond"));
+        assert!(refusal(1000, 0.0).contains("spec.peak.snapshot.writeShare"));
+        assert!(refusal(1000, 1.5).contains("at most 1"));
+        let sorted = Workload::SortedSet {
+            members: 10,
+            key: "k".into(),
+            sample_every: 0,
+        };
+        let ok = Snapshot::from_spec(&SnapshotSpec {
+            writes_per_sec: 1000,
+            write_share: 1.0,
+        })
+        .unwrap();
+        assert!(
+            ok.check_workload(&sorted, "spec.peak")
+                .unwrap_err()
+                .to_string()
+                .contains("strings and records")
+        );
+    }
+}

@@ -1,0 +1,116 @@
+//! The snapshot peak against real engines from the store, on this machine: while Valkey 9.1.2
+//! forks to save under writes, its process tree rises by about what it says it copied
+//! (`rdb_last_cow_size`); Dragonfly saves the same data under the same writes without a fork and
+//! without that rise. The writes reach the asked rate and the save's end ends them.
+
+mod common;
+
+use membench::crd::EngineKind;
+use serde_json::Value;
+
+/// 200,000 keys of 1 KiB (about 240 MB): a save takes long enough for the writes to dirty a
+/// good share of the pages.
+fn snapshot(address: &str, writes_per_sec: &str) -> Value {
+    let output = common::membench(&[
+        "load",
+        "--addr",
+        address,
+        "--workload",
+        "strings",
+        "--keys",
+        "200000",
+        "--value-size",
+        "1024",
+        "--repetitions",
+        "1",
+        "--snapshot-writes-per-sec",
+        writes_per_sec,
+        "--output",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    json["repetitions"][0]["peak"]["snapshot"].clone()
+}
+
+fn bytes(value: &Value) -> f64 {
+    value
+        .as_f64()
+        .unwrap_or_else(|| panic!("not a figure: {value}"))
+}
+
+#[test]
+fn valkey_forks_and_rises_by_what_it_copied_and_dragonfly_saves_without_a_rise() {
+    let valkey = common::start_spec(&common::shared_build(EngineKind::Valkey, "9.1.2"));
+    let forked = snapshot(&valkey.address.socket_addr(), "40000");
+    assert_eq!(forked["source"], "process-tree", "{forked}");
+    let rise = bytes(&forked["peak_bytes"]) - bytes(&forked["before_bytes"]);
+    let cow = bytes(&forked["cow_bytes"]);
+    // Writes over every key while the fork lives copy a good share of the pages.
+    assert!(cow > 20e6, "the fork copied pages: {forked}");
+    // What the tree rose by is what the engine says it copied; the sampler, every 20-50 ms,
+    // can miss the last pages copied before the child exits, and the parent's own allocations
+    // for the writes add a little.
+    assert!(
+        rise > 0.6 * cow && rise < 1.3 * cow,
+        "rise {rise} against copy-on-write {cow}: {forked}"
+    );
+    assert!(bytes(&forked["ratio"]) > 1.08, "{forked}");
+    let achieved = bytes(&forked["writes_per_sec"]);
+    assert!(
+        achieved > 0.8 * 40_000.0,
+        "the asked rate is reached: {forked}"
+    );
+    assert!(bytes(&forked["write_latency_ms"]["max"]) >= bytes(&forked["write_latency_ms"]["p99"]));
+
+    let dragonfly = common::start_spec(&common::shared_build(EngineKind::Dragonfly, "1.40"));
+    let forkless = snapshot(&dragonfly.address.socket_addr(), "40000");
+    assert_eq!(forkless["source"], "process-tree", "{forkless}");
+    assert!(
+        forkless["cow_bytes"].is_null(),
+        "Dragonfly does not fork: {forkless}"
+    );
+    let ratio = bytes(&forkless["ratio"]);
+    assert!(
+        ratio < 1.04,
+        "Dragonfly's save adds no fork's copy: ratio {ratio}, Valkey's {}: {forkless}",
+        forked["ratio"]
+    );
+    // Compared like with like: the same data, the same writes, Valkey's rise the larger by far.
+    let forkless_rise = bytes(&forkless["peak_bytes"]) - bytes(&forkless["before_bytes"]);
+    assert!(
+        rise > 3.0 * forkless_rise.max(1e6),
+        "{rise} against {forkless_rise}"
+    );
+}
+
+#[test]
+fn a_snapshot_on_a_workload_it_cannot_overwrite_is_refused_before_any_write() {
+    let server = common::start(EngineKind::Valkey, &[]);
+    let output = common::membench(&[
+        "load",
+        "--addr",
+        &server.address.socket_addr(),
+        "--workload",
+        "sorted-set",
+        "--members",
+        "100",
+        "--snapshot-writes-per-sec",
+        "1000",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(common::stderr(&output).contains("strings and records"));
+    let output = common::membench(&[
+        "load",
+        "--addr",
+        &server.address.socket_addr(),
+        "--workload",
+        "strings",
+        "--keys",
+        "100",
+        "--snapshot-write-share",
+        "0.5",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(common::stderr(&output).contains("applies only with --snapshot-writes-per-sec"));
+}
