@@ -1,5 +1,6 @@
-//! `spec.churn` and `spec.eviction` in a cluster, on the dev cluster with the operator running:
-//! they reach the client pods, each round's figures, the defragmentation window and the load
+//! `spec.peak`, `spec.churn` and `spec.eviction` in a cluster, on the dev cluster with the operator running:
+//! they reach the client pods, the snapshot under writes (its data directory an emptyDir with a
+//! size limit), each round's figures, the defragmentation window and the load
 //! past maxmemory land in the engine's status in camelCase (Valkey switches `activedefrag` on;
 //! Dragonfly's window follows its startup flags), and a churn that would delete every key is
 //! `InvalidSpec` before any pod exists.
@@ -15,7 +16,7 @@ use kube::api::ListParams;
 async fn a_churn_with_defrag_lands_round_by_round_in_the_status_of_each_engine()
 -> anyhow::Result<()> {
     let harness = Harness::start("ns-churn", settings()).await?;
-    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n    - {engine: dragonfly, version: \"1.40.0\"}\n  workload: {strings: {keys: 100000}}\n  repetitions: 1\n  churn: {rounds: 2, deleteShare: 0.5, overwriteShare: 0.25, overwriteValueSize: 300, defrag: true, defragSeconds: 30}\n  eviction: {maxmemory: 32mb, loadTo: 2}\n";
+    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n    - {engine: dragonfly, version: \"1.40.0\"}\n  workload: {strings: {keys: 100000}}\n  repetitions: 1\n  churn: {rounds: 2, deleteShare: 0.5, overwriteShare: 0.25, overwriteValueSize: 300, defrag: true, defragSeconds: 30}\n  eviction: {maxmemory: 32mb, loadTo: 2}\n  peak: {snapshot: {writesPerSecond: 20000}}\n";
     harness.create(&spec("churn", body)).await?;
     let done = harness.finished("churn", Duration::from_secs(300)).await?;
     let engines = done.status.unwrap().engines;
@@ -39,6 +40,18 @@ async fn a_churn_with_defrag_lands_round_by_round_in_the_status_of_each_engine()
         assert_eq!(defrag.switched, switched, "{}", engine.name);
         assert!(defrag.write_latency_ms.writes > 0, "{defrag:#?}");
         assert!(defrag.window_seconds >= 5.0, "{defrag:#?}");
+        // The snapshot saved under writes before the churn: Valkey forks and counts its copy.
+        let snapshot = repetition
+            .peak
+            .as_ref()
+            .and_then(|p| p.snapshot.as_ref())
+            .expect("peak.snapshot was asked for");
+        assert!(snapshot.writes_per_sec > 0.0, "{snapshot:#?}");
+        assert_eq!(
+            snapshot.cow_bytes.is_some(),
+            switched == "activedefrag",
+            "{snapshot:#?}"
+        );
         // The load past maxmemory that follows: every key written kept or evicted (Valkey), or
         // refused at the limit (Dragonfly without cache_mode).
         let eviction = repetition

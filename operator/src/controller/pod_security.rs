@@ -76,10 +76,17 @@ pub fn client_pod_security_context() -> PodSecurityContext {
 }
 
 /// The engine's data directory: an emptyDir, since the root filesystem is read-only.
-pub fn engine_data_volume() -> Volume {
+/// With `size_limit` (a spec with `peak.snapshot`: the snapshot lands there), the kubelet
+/// evicts the pod once the directory holds more, which ends the engine as its pod lost.
+pub fn engine_data_volume(size_limit: Option<u64>) -> Volume {
     Volume {
         name: ENGINE_DATA_VOLUME.into(),
-        empty_dir: Some(EmptyDirVolumeSource::default()),
+        empty_dir: Some(EmptyDirVolumeSource {
+            size_limit: size_limit.map(|bytes| {
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity(bytes.to_string())
+            }),
+            ..Default::default()
+        }),
         ..Default::default()
     }
 }

@@ -224,7 +224,15 @@ fn build(
                 pod_anti_affinity: Some(anti_affinity),
             }),
             security_context: Some(engine_pod_security_context(engine)),
-            volumes: Some(vec![engine_data_volume()]),
+            // A snapshot (spec.peak) is written here: bounded by the engine's memory, which
+            // an RDB of the data never exceeds.
+            volumes: Some(vec![engine_data_volume(
+                benchmark
+                    .spec
+                    .peak
+                    .as_ref()
+                    .map(|_| memory_bytes.max(64 << 20)),
+            )]),
             containers: vec![Container {
                 name: "engine".into(),
                 image: Some(engine_image(engine, settings)),

@@ -493,3 +493,33 @@ fn a_run_on_a_later_instance_type_takes_its_own_entrys_settings() {
         "{valkey:?}"
     );
 }
+
+#[test]
+fn peak_churn_and_eviction_reach_the_client_and_a_snapshot_gets_a_bounded_data_directory() {
+    let b = parsed(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: s, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}]\n  workload: {strings: {keys: 1000}}\n  peak: {snapshot: {writesPerSecond: 5000, writeShare: 0.5}}\n  churn: {rounds: 2, deleteShare: 0.5, defrag: true}\n  eviction: {maxmemory: 64mb, policy: allkeys-lfu, loadTo: 2}\n",
+    );
+    let args = client_args_of(&b, 0).join(" ");
+    for flags in [
+        "--snapshot-writes-per-sec 5000 --snapshot-write-share 0.5",
+        "--churn-rounds 2 --delete-share 0.5",
+        "--defrag-seconds 60",
+        "--maxmemory 64mb --maxmemory-policy allkeys-lfu --load-to 2",
+    ] {
+        assert!(args.contains(flags), "{flags} in {args}");
+    }
+    assert!(args.ends_with("--defrag"), "{args}");
+    let limit = |b: &MemoryBenchmark| {
+        engine_pod(b, 0, 512 << 20, None, &PodSettings::default())
+            .spec
+            .unwrap()
+            .volumes
+            .unwrap()[0]
+            .empty_dir
+            .clone()
+            .unwrap()
+            .size_limit
+    };
+    assert_eq!(limit(&b).map(|q| q.0), Some((512u64 << 20).to_string()));
+    assert_eq!(limit(&benchmark("")), None, "no snapshot, no limit");
+}
