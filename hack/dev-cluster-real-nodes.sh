@@ -317,20 +317,54 @@ import_node_images() {
       die "$name: ctr images import $archive failed"
     preload_image "$image"
   done <<<"$images"
-  local membench_archive=${MEMBENCH_IMAGE_ARCHIVE:-${CARGO_TARGET_DIR:-$root/target}/image/membench-oci.tar}
-  if [[ -f "$membench_archive" ]]; then
-    local version
-    # The archive's tag is its index's ref.name (hack/build-image.sh: the version).
-    version=$(tar -xOf "$membench_archive" index.json | sed -n 's/.*"org.opencontainers.image.ref.name":"\([^"]*\)".*/\1/p')
-    [[ -n "$version" ]] || die "$name: $membench_archive names no tag (org.opencontainers.image.ref.name in index.json)"
-    "${ctr[@]}" images import --platform linux/amd64 --base-name ghcr.io/membench/membench "$membench_archive" >/dev/null ||
-      die "$name: ctr images import $membench_archive failed"
-    "${ctr[@]}" images tag --force "ghcr.io/membench/membench:$version" ghcr.io/membench/membench:dev >/dev/null
-    preload_image "ghcr.io/membench/membench:$version"
-    "${ctr[@]}" images label ghcr.io/membench/membench:dev io.cri-containerd.pinned=pinned >/dev/null
-  else
-    log "$name: no membench image archive at $membench_archive (hack/build-image.sh): client pods cannot start on this real node"
+  import_membench_image "$name" "$dir"
+}
+
+# membench_archive: the membench image archive this checkout's hack/build-image.sh wrote.
+membench_archive() {
+  echo "${MEMBENCH_IMAGE_ARCHIVE:-${CARGO_TARGET_DIR:-$root/target}/image/membench-oci.tar}"
+}
+
+# import_membench_image NAME DIR: this node's platform of the membench image archive, as
+# ghcr.io/membench/membench:<version> and :dev, named by its digest and pinned; a log line
+# when there is no archive (client pods cannot start there then).
+import_membench_image() {
+  local name=$1 dir=$2 ctr=(ctr_quiet --address "$2/containerd.sock" --namespace k8s.io)
+  local archive version digest
+  archive=$(membench_archive)
+  if [[ ! -f "$archive" ]]; then
+    log "$name: no membench image archive at $archive (hack/build-image.sh): client pods cannot start on this real node"
+    return 0
   fi
+  # The archive's tag is its index's ref.name (hack/build-image.sh: the version).
+  version=$(tar -xOf "$archive" index.json | sed -n 's/.*"org.opencontainers.image.ref.name":"\([^"]*\)".*/\1/p')
+  [[ -n "$version" ]] || die "$name: $archive names no tag (org.opencontainers.image.ref.name in index.json)"
+  "${ctr[@]}" images import --platform linux/amd64 --base-name ghcr.io/membench/membench "$archive" >/dev/null ||
+    die "$name: ctr images import $archive failed"
+  "${ctr[@]}" images tag --force "ghcr.io/membench/membench:$version" ghcr.io/membench/membench:dev >/dev/null
+  digest=$("${ctr[@]}" images ls | awk -v ref="ghcr.io/membench/membench:$version" '$1 == ref {print $3}')
+  [[ -n "$digest" ]] || die "$name: ghcr.io/membench/membench:$version is not among the imported images"
+  "${ctr[@]}" images tag --force "ghcr.io/membench/membench:$version" "ghcr.io/membench/membench@$digest" >/dev/null
+  local image
+  for image in "ghcr.io/membench/membench:$version" "ghcr.io/membench/membench@$digest" ghcr.io/membench/membench:dev; do
+    "${ctr[@]}" images label "$image" io.cri-containerd.pinned=pinned >/dev/null
+  done
+}
+
+# refresh_membench_image NAME DIR: a node that already runs keeps the images it was started
+# with; when this checkout's archive holds another membench image than the node's :dev (a later
+# build, or a node started where there was none), that image is imported, so the client pods
+# run the binary under test and not an earlier one.
+refresh_membench_image() {
+  local name=$1 dir=$2 ctr=(ctr_quiet --address "$2/containerd.sock" --namespace k8s.io)
+  local archive want have
+  archive=$(membench_archive)
+  [[ -f "$archive" ]] || return 0
+  want=$(tar -xOf "$archive" index.json | sed -n 's/.*"digest":"\(sha256:[0-9a-f]*\)".*/\1/p' | head -1)
+  have=$("${ctr[@]}" images ls | awk '$1 == "ghcr.io/membench/membench:dev" {print $3}')
+  [[ -n "$want" && "$want" == "$have" ]] && return 0
+  log "$name: its membench image (${have:-none}) is not this checkout's ($want): importing $archive"
+  import_membench_image "$name" "$dir"
 }
 
 # start_real_node NAME TYPE ZONE INDEX
@@ -432,6 +466,7 @@ start_real_nodes() {
   for node in "${real_nodes[@]}"; do
     read -r name type zone index <<<"$node"
     if pid_alive "$state/pids/real-$name-kubelet.pid" && pid_alive "$state/pids/real-$name-containerd.pid"; then
+      refresh_membench_image "$name" "$(real_node_dir "$name")"
       continue
     fi
     stop_real_node "$name"
