@@ -28,6 +28,11 @@ pub const MAX_CHURN_ITEMS: u64 = 100_000_000;
 /// Commands per batch of a round (one batch in flight: a round is not timed as a load is).
 const CHURN_BATCH: usize = 200;
 
+/// How long a round's reading waits after its last command: Redis and Valkey refresh
+/// used_memory_rss and the allocator's figures (`allocator_frag_ratio`) in their 100 ms cron,
+/// so a reading right after the deletes can hold the figures from before them.
+pub const ROUND_SETTLE: Duration = Duration::from_millis(300);
+
 /// A churn as asked, checked.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Churn {
@@ -591,6 +596,7 @@ pub fn run(
                 ),
             });
         }
+        stop.sleep(ROUND_SETTLE)?;
         let memory = read(shards, "after a churn round")?;
         rounds.push(ChurnRound {
             round,

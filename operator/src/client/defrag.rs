@@ -22,9 +22,12 @@ use crate::stats::percentile;
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(500);
 /// How often the probe writes.
 const PROBE_INTERVAL: Duration = Duration::from_millis(50);
-/// RSS has stopped falling when it fell less than this share over [`STEADY_FOR`].
+/// RSS has stopped falling when it fell less than this share over [`STEADY_FOR`], and the
+/// allocator's fragmentation did not fall either. The span outlasts jemalloc's
+/// `dirty_decay_ms` (10 s in Redis and Valkey): the pages the defragmenter emptied go back to
+/// the kernel over that time, so RSS may not move for seconds after the fragmentation fell.
 const STEADY_SHARE: f64 = 0.005;
-const STEADY_FOR: Duration = Duration::from_secs(5);
+const STEADY_FOR: Duration = Duration::from_secs(12);
 /// The probe's key and value: one key of 16 bytes, deleted at the end of the window.
 const PROBE_KEY: &str = "membench:defrag-probe";
 const PROBE_VALUE: &str = "0123456789abcdef";
@@ -70,7 +73,7 @@ pub struct DefragReport {
     /// Seconds from switching it on to the first reading within half a percent of the
     /// window's lowest RSS: how long it took to regain what it regained.
     pub seconds: f64,
-    /// The whole window, until RSS had held for 5 s or the bound passed.
+    /// The whole window, until RSS had held for 12 s or the bound passed.
     pub window_seconds: f64,
     /// The engine's CPU time (user and system) in the window.
     pub cpu_seconds: f64,
@@ -156,7 +159,7 @@ fn set(control: &mut ControlConnection, settings: &[(String, String)]) -> Result
 }
 
 /// Runs the window: reads memory (`read`: the control connection alone), switches
-/// defragmentation on, samples and probes until RSS has held for 5 s or `bound` passes, puts
+/// defragmentation on, samples and probes until RSS has held for 12 s or `bound` passes, puts
 /// the settings back, deletes the probe's key and reads memory again.
 pub fn run(
     shards: &mut ShardSet,
@@ -292,8 +295,13 @@ fn held_steady(samples: &[DefragSample]) -> bool {
     let Some(then) = samples.iter().rev().find(|s| s.at_seconds <= since) else {
         return false;
     };
+    let fragmentation_fell = matches!(
+        (then.allocator_frag_ratio, last.allocator_frag_ratio),
+        (Some(then), Some(now)) if now < then
+    );
     (then.used_memory_rss as f64 - last.used_memory_rss as f64)
         < STEADY_SHARE * then.used_memory_rss as f64
+        && !fragmentation_fell
 }
 
 #[cfg(test)]
@@ -309,20 +317,29 @@ mod tests {
     }
 
     #[test]
-    fn rss_has_held_once_it_fell_less_than_half_a_percent_over_five_seconds() {
+    fn rss_has_held_once_it_fell_less_than_half_a_percent_over_twelve_seconds() {
         let falling: Vec<_> = (0..12)
             .map(|i| sample(i as f64 * 0.5, 100_000_000 - i * 2_000_000))
             .collect();
         assert!(!held_steady(&falling));
         let mut flat = falling.clone();
-        for i in 12..24 {
+        for i in 12..36 {
             flat.push(sample(i as f64 * 0.5, 78_000_000));
         }
+        assert!(!held_steady(&flat[..30]), "11.5 s flat is not yet held");
         assert!(held_steady(&flat));
-        // Less than five seconds of readings never counts as held.
+        // Less than twelve seconds of readings never counts as held.
         assert!(!held_steady(&[sample(0.0, 10), sample(0.5, 10)]));
         // It took until RSS came within half a percent of its lowest: 78 MB first at 11 x 0.5 s
         // (100 - 11 x 2 = 78).
         assert_eq!(settled_at(&flat), 5.5);
+        // RSS flat while the fragmentation still falls (the allocator has yet to give the
+        // pages back) is not held.
+        let mut still_falling = flat.clone();
+        for sample in &mut still_falling {
+            sample.allocator_frag_ratio = Some(1.85);
+        }
+        still_falling.last_mut().unwrap().allocator_frag_ratio = Some(1.03);
+        assert!(!held_steady(&still_falling));
     }
 }

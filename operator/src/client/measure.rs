@@ -20,33 +20,25 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+pub use crate::client::load_options::{DEFAULT_OTHER_CLIENTS_TIMEOUT, LoadOptions};
 pub use crate::client::measured::{
     BenchmarkReport, ClusterCost, ErrorReport, FailedRepetition, MemorySample, RepetitionResult,
     SettledMemory, ShardReading, ShardSpread, Summary, WorkloadReport,
 };
 
-use crate::client::churn::{self, Churn};
 use crate::client::defrag;
 use crate::client::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
-use crate::client::eviction::{self, Eviction};
+use crate::client::phases;
 use crate::client::resp::CommandBuffer;
 use crate::client::shards::{
     JOIN_TIMEOUT, LoadConnections, LoadFailure, ShardSet, check_shard_count, shard_name,
     total_memory,
 };
 use crate::client::slots::redirected_slot;
-use crate::client::snapshot::{self, Snapshot};
 use crate::client::stop_request::StopRequest;
-use crate::client::ttl::Ttl;
 use crate::client::type_memory;
 use crate::client::workload::Workload;
 use crate::error::BenchError;
-use crate::stats::StabilityThresholds;
-
-/// Long enough for the connections that come and go around a benchmark (a TCP readiness
-/// probe, the operator's progress reading, which gives up after 3 s, the load connection
-/// the server has yet to close), short enough that a client that stays is reported quickly.
-pub const DEFAULT_OTHER_CLIENTS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Progress is reported after the first batch to reach every this many commands, and at the
 /// end: often enough for a bar, rare enough to cost nothing per batch at pipeline 1.
@@ -94,90 +86,6 @@ pub fn wait_until_sole_client(
             });
         }
         std::thread::sleep(CLIENT_POLL_INTERVAL);
-    }
-}
-
-/// How to run the load.
-#[derive(Clone, Debug)]
-pub struct LoadOptions {
-    /// Commands per batch: a batch is sent whole, and its replies read whole.
-    pub pipeline: u32,
-    /// Batches sent before the replies of the first of them are read: 1 keeps at most
-    /// `pipeline` commands unanswered (as `redis-benchmark -P`); more (8 by default) send the
-    /// next batches while the engine still works on the first, so the engine never waits for
-    /// the client between batches. What is in flight stays under [`EARLY_BATCH_BYTES`].
-    pub batches_in_flight: u32,
-    pub repetitions: u32,
-    /// Seconds to wait after a load before a second memory reading (0: no second reading).
-    pub settle_seconds: u32,
-    pub thresholds: StabilityThresholds,
-    pub connect_timeout: Duration,
-    /// How long to wait for every other client of the engine to disconnect before each
-    /// baseline and final memory reading (see [`wait_until_sole_client`]).
-    pub other_clients_timeout: Duration,
-    /// Stops the run early when requested (never, unless someone holds a clone).
-    pub stop: StopRequest,
-    /// Refuse a server that holds keys at the start (`ServerNotEmpty`) instead of emptying it
-    /// with the first repetition's FLUSHALL: `membench load`, pointed at someone's server,
-    /// unless asked to `--flush`. Engines the caller started itself are its own to empty.
-    pub refuse_existing_keys: bool,
-    /// Engine settings to read back with `CONFIG GET` into the result's `engine.config`: the
-    /// ones the spec changed.
-    pub read_config: Vec<String>,
-    /// A TTL to give the items it picks, set with their writes (`workload.*.ttlSeconds`).
-    pub ttl: Option<Ttl>,
-    /// Make the engine, a cluster-mode node, own all 16,384 slots before the first baseline.
-    /// Several shards are joined whether it is set or not.
-    pub own_all_slots: bool,
-    /// Deletes and overwrites after each repetition's readings, and defragmentation
-    /// (`client::churn`).
-    pub churn: Option<Churn>,
-    /// A load past maxmemory after each repetition's other phases (`client::eviction`).
-    pub eviction: Option<Eviction>,
-    /// A snapshot saved under writes after each repetition's readings (`client::snapshot`).
-    pub snapshot: Option<Snapshot>,
-}
-
-impl Default for LoadOptions {
-    fn default() -> Self {
-        Self {
-            pipeline: 100,
-            batches_in_flight: 8,
-            repetitions: 10,
-            settle_seconds: 0,
-            thresholds: StabilityThresholds::default(),
-            connect_timeout: Duration::from_secs(5),
-            other_clients_timeout: DEFAULT_OTHER_CLIENTS_TIMEOUT,
-            stop: StopRequest::default(),
-            refuse_existing_keys: false,
-            read_config: Vec::new(),
-            ttl: None,
-            own_all_slots: false,
-            churn: None,
-            eviction: None,
-            snapshot: None,
-        }
-    }
-}
-
-impl LoadOptions {
-    pub fn validate(&self) -> Result<(), BenchError> {
-        let invalid = |field: &str, message: &str| {
-            Err(BenchError::InvalidArgument {
-                field: field.into(),
-                message: message.into(),
-            })
-        };
-        if self.pipeline == 0 || self.pipeline > 100_000 {
-            return invalid("pipeline", "must be between 1 and 100000");
-        }
-        if self.batches_in_flight == 0 || self.batches_in_flight > 16 {
-            return invalid("batches-in-flight", "must be between 1 and 16");
-        }
-        if self.repetitions == 0 || self.repetitions > 100 {
-            return invalid("repetitions", "must be between 1 and 100");
-        }
-        Ok(())
     }
 }
 
@@ -529,53 +437,22 @@ fn run_repetition(
             });
         }
     }
-    let peak = match &options.snapshot {
-        Some(phase) => {
-            // Read again: the settled reading, when there was one, is older than the save.
-            let before = total_memory(&shards.data_memory(&control_at_baseline)?);
-            Some(crate::client::measured::PeakReport {
-                snapshot: Some(snapshot::run(
-                    shards,
-                    workload,
-                    phase,
-                    &engine.name,
-                    engine.process_id,
-                    &before,
-                    options.connect_timeout,
-                    &options.stop,
-                )?),
-            })
-        }
-        None => None,
+    // The phases after the readings, in order, on the data the repetition loaded; each of
+    // their readings waits until the control connection is the engine's only client and
+    // counts connections as at the baseline, as the load's readings do.
+    let mut read = |shards: &mut ShardSet, reading: &'static str| {
+        sole_client(shards, reading)?;
+        Ok(total_memory(&shards.data_memory(&control_at_baseline)?))
     };
-    let engine = engine.name.as_str();
-    let churn = match &options.churn {
-        Some(churn) => Some(run_churn(
-            shards,
-            workload,
-            churn,
-            verified.items,
-            options,
-            &control_at_baseline,
-            engine,
-        )?),
-        None => None,
-    };
-    let eviction = match &options.eviction {
-        Some(eviction) => Some(eviction::run(
-            shards,
-            workload,
-            eviction,
-            engine,
-            bytes_per_item(&after),
-            &eviction::Pacing {
-                pipeline: options.pipeline,
-                connect_timeout: options.connect_timeout,
-                stop: &options.stop,
-            },
-        )?),
-        None => None,
-    };
+    let phases = phases::after_readings(
+        shards,
+        workload,
+        options,
+        engine,
+        verified.items,
+        bytes_per_item(&after),
+        &mut read,
+    )?;
     let commands = workload.commands() + outcome.expires_sent;
     Ok(RepetitionResult {
         repetition: state.repetition,
@@ -598,55 +475,10 @@ fn run_repetition(
         samples: std::mem::take(&mut state.samples),
         shards: shard_readings,
         by_type: type_memory::of_readings(&workload.type_segments(), &outcome.type_readings),
-        peak,
-        churn,
-        eviction,
+        peak: phases.peak,
+        churn: phases.churn,
+        eviction: phases.eviction,
     })
-}
-
-/// The churn phase on the data the repetition loaded (`client::churn`), then defragmentation
-/// when asked (`client::defrag`); each reading waits until the control connection is the
-/// engine's only client and counts connections as at the baseline, as the load's readings do.
-fn run_churn(
-    shards: &mut ShardSet,
-    workload: &Workload,
-    churn: &Churn,
-    items: u64,
-    options: &LoadOptions,
-    control_at_baseline: &[u64],
-    engine: &str,
-) -> Result<churn::ChurnReport, BenchError> {
-    let mut read = |shards: &mut ShardSet, reading: &'static str| {
-        shards.each(|control, address| {
-            wait_until_sole_client(
-                control,
-                address,
-                options.other_clients_timeout,
-                reading,
-                &options.stop,
-            )
-        })?;
-        Ok(total_memory(&shards.data_memory(control_at_baseline)?))
-    };
-    let mut report = churn::run(
-        shards,
-        workload,
-        churn,
-        items,
-        options.connect_timeout,
-        &mut read,
-        &options.stop,
-    )?;
-    if churn.defrag {
-        report.defrag = Some(defrag::run(
-            shards,
-            engine,
-            Duration::from_secs(u64::from(churn.defrag_seconds)),
-            &mut read,
-            &options.stop,
-        )?);
-    }
-    Ok(report)
 }
 
 /// Batches larger than this go one at a time, whatever `batches_in_flight` says: the replies to

@@ -1,6 +1,6 @@
 //! The benchmark client's load path, the code that also runs inside the client pod
 //! (`membench load`): the wire protocol (`resp`), the workloads (`workload`) and their commands (`encoder`), the measurement
-//! protocol (`measure`) and what it reports (`measured`), a sharded cluster's join and routing (`shards`, `slots`), a profile's rebuild (`profile_workload`, its keys drawn in `profile_shape`, its commands in `profile_encoder`), the seeded draws (`draws`), the control commands to an engine (`engine`), progress on a terminal
+//! protocol (`measure`), how to run it (`load_options`) and the phases after its readings (`phases`) and what it reports (`measured`), a sharded cluster's join and routing (`shards`, `slots`), a profile's rebuild (`profile_workload`, its keys drawn in `profile_shape`, its commands in `profile_encoder`), the seeded draws (`draws`), the control commands to an engine (`engine`), progress on a terminal
 //! (`progress`) and on the pod's HTTP endpoint (`progress_endpoint`), keys with a TTL (`ttl`), deletes and overwrites after the load (`churn`) and the defragmentation after them (`defrag`), a load past maxmemory (`eviction`), a snapshot under writes (`snapshot`) and the engine's process tree it reads (`process_tree`), a rebuild's bytes per key by type (`type_memory`), leaving on SIGINT
 //! and SIGTERM (`stop`, `stop_request`), and the result in the container's termination message (`result`).
 //!
@@ -14,8 +14,10 @@ pub mod draws;
 pub mod encoder;
 pub mod engine;
 pub mod eviction;
+pub mod load_options;
 pub mod measure;
 pub mod measured;
+pub mod phases;
 pub mod process_tree;
 pub mod profile_encoder;
 pub mod profile_shape;
