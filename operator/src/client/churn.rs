@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::client::draws::KeyGenerator;
+use crate::client::encoder::{KEY_DIGITS, KEY_PREFIX};
 use crate::client::resp::{CommandBuffer, push_decimal};
 use crate::client::shards::{LoadConnections, ReadMemory, ShardSet};
 use crate::client::workload::Workload;
@@ -295,43 +296,16 @@ fn overwritten_member(out: &mut Vec<u8>, item: u64, size: u32) {
     out.extend_from_slice(b"m:");
     push_decimal(out, item);
     out.push(b':');
-    while out.len() < size as usize {
-        out.push(b'x');
-    }
+    out.resize(out.len().max(size as usize), b'x');
 }
 
-fn member(out: &mut Vec<u8>, item: u64, state: u8, size: u32) {
-    if state == OVERWRITTEN {
-        overwritten_member(out, item, size);
-    } else {
-        out.clear();
-        out.extend_from_slice(b"m:");
-        push_decimal(out, item);
-    }
-}
-
-fn string_key(out: &mut Vec<u8>, item: u64) {
-    out.clear();
-    out.extend_from_slice(b"key:");
-    let start = out.len();
-    push_decimal(out, item);
-    let digits = out.len() - start;
-    for _ in digits..12 {
-        out.insert(start, b'0');
-    }
-}
-
-fn record_key(out: &mut Vec<u8>, item: u64) {
-    out.clear();
-    out.extend_from_slice(b"user:");
-    push_decimal(out, item);
-}
-
-/// The commands of one item's change, appended to `batch`; the replies they owe.
+/// The commands of one item's change, appended to `batch`; the replies they owe. Keys and
+/// members are named as the load's encoder names them (`key:` and 12 digits, `user:<i>` and
+/// `user:<i>:<field>`, `m:<i>`).
 struct Encoder<'a> {
     workload: &'a Workload,
     value: Vec<u8>,
-    key: Vec<u8>,
+    /// A record field's key, or an overwritten member's name.
     name: Vec<u8>,
 }
 
@@ -340,24 +314,45 @@ impl<'a> Encoder<'a> {
         Self {
             workload,
             value: vec![b'x'; size as usize],
-            key: Vec::new(),
             name: Vec::new(),
+        }
+    }
+
+    /// `user:<item>:<field>` into `self.name`.
+    fn field_key(&mut self, item: u64, field: &str) {
+        self.name.clear();
+        self.name.extend_from_slice(b"user:");
+        push_decimal(&mut self.name, item);
+        self.name.push(b':');
+        self.name.extend_from_slice(field.as_bytes());
+    }
+
+    /// The item's key as an argument: strings and records stored as hashes.
+    fn key(batch: &mut CommandBuffer, workload: &Workload, item: u64) {
+        match workload {
+            Workload::Strings { .. } => batch.bulk_padded_decimal(KEY_PREFIX, item, KEY_DIGITS),
+            _ => batch.bulk_prefixed_decimal(b"user:", item),
+        };
+    }
+
+    /// The member's current name as an argument.
+    fn member(&mut self, batch: &mut CommandBuffer, item: u64, state: u8, size: u32) {
+        if state == OVERWRITTEN {
+            overwritten_member(&mut self.name, item, size);
+            batch.bulk(&self.name);
+        } else {
+            batch.bulk_prefixed_decimal(b"m:", item);
         }
     }
 
     fn delete(&mut self, batch: &mut CommandBuffer, item: u64, state: u8, size: u32) -> usize {
         match self.workload {
-            Workload::Strings { .. } => {
-                string_key(&mut self.key, item);
-                batch.array(2).bulk(b"DEL").bulk(&self.key);
-                1
-            }
-            Workload::Records {
+            Workload::Strings { .. }
+            | Workload::Records {
                 layout: RecordLayout::Hash,
                 ..
             } => {
-                record_key(&mut self.key, item);
-                batch.array(2).bulk(b"DEL").bulk(&self.key);
+                Self::key(batch.array(2).bulk(b"DEL"), self.workload, item);
                 1
             }
             Workload::Records {
@@ -367,20 +362,14 @@ impl<'a> Encoder<'a> {
             } => {
                 // One DEL per field's key: in a cluster they may live on different shards.
                 for field in fields {
-                    record_key(&mut self.key, item);
-                    self.key.push(b':');
-                    self.key.extend_from_slice(field.as_bytes());
-                    batch.array(2).bulk(b"DEL").bulk(&self.key);
+                    self.field_key(item, field);
+                    batch.array(2).bulk(b"DEL").bulk(&self.name);
                 }
                 fields.len()
             }
             Workload::SortedSet { key, .. } => {
-                member(&mut self.name, item, state, size);
-                batch
-                    .array(3)
-                    .bulk(b"ZREM")
-                    .bulk(key.as_bytes())
-                    .bulk(&self.name);
+                batch.array(3).bulk(b"ZREM").bulk(key.as_bytes());
+                self.member(batch, item, state, size);
                 1
             }
             Workload::RandomStrings { .. } | Workload::Profile(_) => {
@@ -392,12 +381,8 @@ impl<'a> Encoder<'a> {
     fn overwrite(&mut self, batch: &mut CommandBuffer, item: u64, state: u8, size: u32) -> usize {
         match self.workload {
             Workload::Strings { .. } => {
-                string_key(&mut self.key, item);
-                batch
-                    .array(3)
-                    .bulk(b"SET")
-                    .bulk(&self.key)
-                    .bulk(&self.value);
+                Self::key(batch.array(3).bulk(b"SET"), self.workload, item);
+                batch.bulk(&self.value);
                 1
             }
             Workload::Records {
@@ -405,11 +390,11 @@ impl<'a> Encoder<'a> {
                 fields,
                 ..
             } => {
-                record_key(&mut self.key, item);
-                batch
-                    .array(2 + 2 * fields.len())
-                    .bulk(b"HSET")
-                    .bulk(&self.key);
+                Self::key(
+                    batch.array(2 + 2 * fields.len()).bulk(b"HSET"),
+                    self.workload,
+                    item,
+                );
                 for field in fields {
                     batch.bulk(field.as_bytes()).bulk(&self.value);
                 }
@@ -421,13 +406,11 @@ impl<'a> Encoder<'a> {
                 ..
             } => {
                 for field in fields {
-                    record_key(&mut self.key, item);
-                    self.key.push(b':');
-                    self.key.extend_from_slice(field.as_bytes());
+                    self.field_key(item, field);
                     batch
                         .array(3)
                         .bulk(b"SET")
-                        .bulk(&self.key)
+                        .bulk(&self.name)
                         .bulk(&self.value);
                 }
                 fields.len()
@@ -435,12 +418,8 @@ impl<'a> Encoder<'a> {
             Workload::SortedSet { key, .. } => {
                 // Removed under its current name, added again under a name of the new size
                 // with the same score. Once overwritten its name stays the same size.
-                member(&mut self.name, item, state, size);
-                batch
-                    .array(3)
-                    .bulk(b"ZREM")
-                    .bulk(key.as_bytes())
-                    .bulk(&self.name);
+                batch.array(3).bulk(b"ZREM").bulk(key.as_bytes());
+                self.member(batch, item, state, size);
                 overwritten_member(&mut self.name, item, size);
                 batch
                     .array(4)
@@ -653,15 +632,13 @@ fn count_held(
             let keys = shards.dbsize()?;
             // An overwritten record keeps its fields (HSET of existing ones adds none): checked
             // on the first few, the others' HSET replies said so already.
-            let mut key = Vec::new();
             for (item, _) in states
                 .iter()
                 .enumerate()
                 .filter(|(_, s)| **s == OVERWRITTEN)
                 .take(8)
             {
-                record_key(&mut key, item as u64);
-                let name = String::from_utf8_lossy(&key).into_owned();
+                let name = format!("user:{item}");
                 let length = shards.hlen(&name)?;
                 if length != fields.len() as u64 {
                     return Err(BenchError::CountMismatch {
@@ -728,11 +705,50 @@ mod tests {
 
     #[test]
     fn names_match_the_loads_and_an_overwritten_member_is_longer() {
+        let record = |layout| Workload::Records {
+            records: 10,
+            layout,
+            fields: vec!["name".into(), "age".into()],
+        };
+        let workloads = [
+            Workload::Strings {
+                keys: 100,
+                value_size: 100,
+            },
+            record(RecordLayout::Hash),
+            record(RecordLayout::Strings),
+            Workload::SortedSet {
+                members: 100,
+                key: "z".into(),
+                sample_every: 0,
+            },
+        ];
+        for workload in &workloads {
+            // The load's commands for item 42 (a record stored as strings: both its fields).
+            let mut load = CommandBuffer::default();
+            let mut encoder = workload.encoder();
+            let per = workload.commands_per_item();
+            for index in 42 * per..43 * per {
+                encoder.encode(index, &mut load);
+            }
+            let mut deleted = CommandBuffer::default();
+            Encoder::new(workload, 10).delete(&mut deleted, 42, ORIGINAL, 10);
+            // Every argument the delete names after its command is one the load wrote.
+            let text = String::from_utf8_lossy(deleted.as_bytes()).into_owned();
+            let loaded = String::from_utf8_lossy(load.as_bytes()).into_owned();
+            for argument in text
+                .split("\r\n")
+                .filter(|a| !a.is_empty() && !a.starts_with(['*', '$']))
+            {
+                if !["DEL", "ZREM", "z"].contains(&argument) {
+                    assert!(
+                        loaded.contains(&format!("\r\n{argument}\r\n")),
+                        "{argument} is not in the load's {loaded:?}"
+                    );
+                }
+            }
+        }
         let mut out = Vec::new();
-        string_key(&mut out, 42);
-        assert_eq!(out, b"key:000000000042");
-        record_key(&mut out, 7);
-        assert_eq!(out, b"user:7");
         overwritten_member(&mut out, 5, 10);
         assert_eq!(out, b"m:5:xxxxxx");
         overwritten_member(&mut out, 12345, 3);

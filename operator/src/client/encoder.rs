@@ -11,8 +11,8 @@ use crate::crd::{RecordLayout, default_seed};
 
 /// Key names of the string workloads: `key:` and a 12-digit zero-padded number, as
 /// redis-benchmark and valkey-benchmark name `key:__rand_int__`.
-const KEY_PREFIX: &[u8] = b"key:";
-const KEY_DIGITS: usize = 12;
+pub(crate) const KEY_PREFIX: &[u8] = b"key:";
+pub(crate) const KEY_DIGITS: usize = 12;
 
 /// Above this key space the exact count of distinct random keys would need too large a bitmap
 /// (one bit per key), and the check falls back to the statistical expectation.
