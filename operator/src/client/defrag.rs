@@ -85,13 +85,6 @@ pub struct DefragReport {
     pub samples: Vec<DefragSample>,
 }
 
-impl DefragReport {
-    /// RSS the window gave back.
-    pub fn rss_regained(&self) -> i64 {
-        self.rss_before as i64 - self.rss_after as i64
-    }
-}
-
 /// Whether the engine switches defragmentation at runtime (Redis and Valkey) or by its
 /// startup flags (Dragonfly).
 fn switches_at_runtime(engine: &str) -> bool {

@@ -209,12 +209,11 @@ pub fn measure_shards_journaled(
             control_at_baseline: Vec::new(),
             samples: Vec::new(),
         };
-        let engine = report.engine.clone();
         let outcome = run_repetition(
             &mut shards,
             workload,
             options,
-            &engine,
+            &report.engine,
             &mut state,
             progress,
         );

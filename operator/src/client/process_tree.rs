@@ -88,9 +88,7 @@ pub fn tree_bytes(pid: u32) -> u64 {
 pub fn local_engine(pid: u32) -> Option<u32> {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
     let comm = comm.trim();
-    let named = ENGINE_COMMS.iter().any(|name| comm.starts_with(name))
-        || comm.starts_with("valkey")
-        || comm.starts_with("redis");
+    let named = ENGINE_COMMS.iter().any(|name| comm.starts_with(name));
     (named && std::fs::metadata(format!("/proc/{pid}/smaps_rollup")).is_ok()).then_some(pid)
 }
 

@@ -23,40 +23,40 @@ pub struct ChurnLine {
 }
 
 impl ChurnLine {
-    /// From a local report's first repetition (its RSS after the load, then the churn's).
-    pub fn of_report(engine: &str, loaded_rss: u64, churn: &ChurnReport) -> Self {
+    /// RSS after the load, after each round (its number, its RSS) and after defragmentation.
+    fn new(
+        engine: &str,
+        loaded_rss: u64,
+        rounds: impl Iterator<Item = (u32, u64)>,
+        defragmented: Option<u64>,
+    ) -> Self {
         let mut points = vec![("load".to_string(), loaded_rss)];
-        points.extend(
-            churn
-                .rounds
-                .iter()
-                .map(|r| (format!("round {}", r.round), r.used_memory_rss)),
-        );
-        if let Some(defrag) = &churn.defrag {
-            points.push(("defrag".into(), defrag.rss_after));
-        }
+        points.extend(rounds.map(|(round, rss)| (format!("round {round}"), rss)));
+        points.extend(defragmented.map(|rss| ("defrag".to_string(), rss)));
         Self {
             engine: engine.into(),
             points,
         }
     }
 
+    /// From a local report's first repetition (its RSS after the load, then the churn's).
+    pub fn of_report(engine: &str, loaded_rss: u64, churn: &ChurnReport) -> Self {
+        Self::new(
+            engine,
+            loaded_rss,
+            churn.rounds.iter().map(|r| (r.round, r.used_memory_rss)),
+            churn.defrag.as_ref().map(|d| d.rss_after),
+        )
+    }
+
     /// The same from a status's first repetition.
     pub fn of_status(engine: &str, loaded_rss: u64, churn: &ChurnStatus) -> Self {
-        let mut points = vec![("load".to_string(), loaded_rss)];
-        points.extend(
-            churn
-                .rounds
-                .iter()
-                .map(|r| (format!("round {}", r.round), r.used_memory_rss)),
-        );
-        if let Some(defrag) = &churn.defrag {
-            points.push(("defrag".into(), defrag.rss_after));
-        }
-        Self {
-            engine: engine.into(),
-            points,
-        }
+        Self::new(
+            engine,
+            loaded_rss,
+            churn.rounds.iter().map(|r| (r.round, r.used_memory_rss)),
+            churn.defragmented_rss(),
+        )
     }
 }
 

@@ -109,6 +109,8 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
             engine.message.clone().unwrap_or_default()
         )),
     };
+    let (churned_rss, defragmented_rss) =
+        crate::report::churn::churned_rss_of_status(&engine.repetitions);
     ComparisonRow {
         name: engine.name.clone(),
         engine: engine.engine.clone(),
@@ -137,32 +139,20 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         unstable: summary.is_some_and(|s| s.unstable),
         change_vs_first_percent: engine.change_vs_first_percent,
         emulator: emulator_of(engine.image_id.as_deref()),
-        churned_rss: crate::report::churn::churned_rss_of_status(&engine.repetitions).0,
-        defragmented_rss: crate::report::churn::churned_rss_of_status(&engine.repetitions).1,
+        churned_rss,
+        defragmented_rss,
         snapshot_peak: crate::report::table::describe_snapshot(
-            engine
+            &engine
                 .repetitions
                 .iter()
-                .filter_map(|r| {
-                    let s = r.peak.as_ref()?.snapshot.as_ref()?;
-                    Some((s.ratio, s.peak_bytes, s.cow_bytes))
-                })
-                .collect(),
+                .filter_map(|r| r.peak.as_ref()?.snapshot.clone())
+                .collect::<Vec<_>>(),
         ),
         eviction: engine
             .repetitions
             .iter()
             .find_map(|r| r.eviction.as_ref())
-            .map(|e| {
-                crate::report::table::describe_eviction(
-                    e.maxmemory,
-                    e.overshoot_bytes,
-                    e.evicted_keys,
-                    e.keys_kept,
-                    e.items_per_sec_evicting,
-                    e.refused_at_items,
-                )
-            }),
+            .map(crate::report::table::describe_eviction),
         by_type: summary
             .map(|s| {
                 s.bytes_per_key_by_type

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::client::measure::BenchmarkReport;
 use crate::client::type_memory::{self, TypeSummary};
 use crate::client::workload::Workload;
+use crate::crd::{EvictionStatus, SnapshotStatus};
 use crate::report::published::{PublishedFigure, PublishedTable};
 
 /// Output formats of the commands that print results.
@@ -308,29 +309,17 @@ impl ComparisonRow {
             churned_rss: report.churned_rss(),
             defragmented_rss: report.defragmented_rss(),
             snapshot_peak: describe_snapshot(
-                report
+                &report
                     .repetitions
                     .iter()
-                    .filter_map(|r| {
-                        let s = r.peak.as_ref()?.snapshot.as_ref()?;
-                        Some((s.ratio, s.peak_bytes, s.cow_bytes))
-                    })
-                    .collect(),
+                    .filter_map(|r| r.peak.as_ref()?.snapshot.as_ref().map(Into::into))
+                    .collect::<Vec<_>>(),
             ),
             eviction: report
                 .repetitions
                 .iter()
                 .find_map(|r| r.eviction.as_ref())
-                .map(|e| {
-                    describe_eviction(
-                        e.maxmemory,
-                        e.overshoot_bytes,
-                        e.evicted_keys,
-                        e.keys_kept,
-                        e.items_per_sec_evicting,
-                        e.refused_at_items,
-                    )
-                }),
+                .map(|e| describe_eviction(&e.into())),
             note,
             published_table: None,
             published: None,
@@ -636,26 +625,22 @@ pub fn growth_table(report: &BenchmarkReport) -> Option<Table> {
 
 /// Each repetition's snapshot (peak / steady, peak bytes, copy-on-write bytes) as the median
 /// peak over the steady memory, the median peak and copy-on-write, in a line; `None` without.
-pub fn describe_snapshot(
-    snapshots: Vec<(Option<f64>, Option<u64>, Option<u64>)>,
-) -> Option<String> {
+pub fn describe_snapshot(snapshots: &[SnapshotStatus]) -> Option<String> {
     if snapshots.is_empty() {
         return None;
     }
     let median = |values: Vec<f64>| crate::stats::Spread::of(&values).map(|s| s.median);
-    let ratio = median(snapshots.iter().filter_map(|s| s.0).collect());
-    let peak = median(
-        snapshots
-            .iter()
-            .filter_map(|s| s.1.map(|b| b as f64))
-            .collect(),
-    );
-    let cow = median(
-        snapshots
-            .iter()
-            .filter_map(|s| s.2.map(|b| b as f64))
-            .collect(),
-    );
+    let bytes = |f: fn(&SnapshotStatus) -> Option<u64>| {
+        median(
+            snapshots
+                .iter()
+                .filter_map(|s| f(s).map(|b| b as f64))
+                .collect(),
+        )
+    };
+    let ratio = median(snapshots.iter().filter_map(|s| s.ratio).collect());
+    let peak = bytes(|s| s.peak_bytes);
+    let cow = bytes(|s| s.cow_bytes);
     let mut parts = Vec::new();
     match (ratio, peak) {
         (Some(ratio), Some(peak)) => parts.push(format!("x{ratio:.2} ({})", format_bytes(peak))),
@@ -669,14 +654,16 @@ pub fn describe_snapshot(
 
 /// A repetition's load past maxmemory in a line: the peak against maxmemory, the keys evicted
 /// and kept, the write rate while evicting, or the refusal that was its result.
-pub fn describe_eviction(
-    maxmemory: u64,
-    overshoot: i64,
-    evicted: u64,
-    kept: u64,
-    evicting_rate: Option<f64>,
-    refused_at: Option<u64>,
-) -> String {
+pub fn describe_eviction(eviction: &EvictionStatus) -> String {
+    let EvictionStatus {
+        maxmemory,
+        overshoot_bytes: overshoot,
+        evicted_keys: evicted,
+        keys_kept: kept,
+        items_per_sec_evicting: evicting_rate,
+        refused_at_items: refused_at,
+        ..
+    } = *eviction;
     let sign = if overshoot < 0 { "-" } else { "+" };
     let peak = format!(
         "peak {sign}{} against maxmemory {}",
