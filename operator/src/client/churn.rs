@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::client::draws::KeyGenerator;
 use crate::client::encoder::{KEY_DIGITS, KEY_PREFIX};
 use crate::client::resp::{CommandBuffer, push_decimal};
-use crate::client::shards::{LoadConnections, ReadMemory, ShardSet};
+use crate::client::shards::{LoadConnections, Pacing, ReadMemory, ShardSet};
 use crate::client::workload::Workload;
 use crate::crd::{
     ChurnRoundStatus, ChurnSpec, ChurnStatus, DefragStatus, LatencyStatus, RecordLayout,
@@ -493,10 +493,14 @@ pub fn run(
     workload: &Workload,
     churn: &Churn,
     items: u64,
-    connect_timeout: Duration,
+    pacing: &Pacing<'_>,
     read: &mut ReadMemory<'_>,
-    stop: &crate::client::stop_request::StopRequest,
 ) -> Result<ChurnReport, BenchError> {
+    let Pacing {
+        connect_timeout,
+        stop,
+        ..
+    } = *pacing;
     let mut states = vec![ORIGINAL; usize::try_from(items).unwrap_or(usize::MAX)];
     let mut held = items;
     let mut rounds = Vec::with_capacity(churn.rounds as usize);

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::engine::ControlConnection;
 use crate::client::resp::CommandBuffer;
-use crate::client::shards::{LoadConnections, ShardSet, total_memory};
+use crate::client::shards::{LoadConnections, Pacing, ShardSet, total_memory};
 use crate::client::workload::Workload;
 use crate::crd::{EvictionSpec, EvictionStatus};
 use crate::error::{BenchError, is_out_of_memory};
@@ -231,13 +231,6 @@ fn apply(control: &mut ControlConnection, settings: &[(String, String)]) -> Resu
 /// Runs the phase: empties the engine, sets maxmemory (per shard: the limit is each
 /// process's) and the policy, writes `load_to x maxmemory` worth of the workload's items at
 /// `bytes_per_item` (the repetition's own figure), puts the settings back.
-/// How the phase's load talks to the engine: the run's batch size, connect timeout and stop.
-pub struct Pacing<'a> {
-    pub pipeline: u32,
-    pub connect_timeout: std::time::Duration,
-    pub stop: &'a crate::client::stop_request::StopRequest,
-}
-
 pub fn run(
     shards: &mut ShardSet,
     workload: &Workload,

@@ -12,7 +12,7 @@ use crate::client::engine::EngineInfo;
 use crate::client::eviction::{self, EvictionReport};
 use crate::client::load_options::LoadOptions;
 use crate::client::measured::PeakReport;
-use crate::client::shards::{ReadMemory, ShardSet};
+use crate::client::shards::{Pacing, ReadMemory, ShardSet};
 use crate::client::snapshot;
 use crate::client::workload::Workload;
 use crate::error::BenchError;
@@ -35,6 +35,11 @@ pub fn after_readings(
     bytes_per_item: f64,
     read: &mut ReadMemory<'_>,
 ) -> Result<Phases, BenchError> {
+    let pacing = Pacing {
+        pipeline: options.pipeline,
+        connect_timeout: options.connect_timeout,
+        stop: &options.stop,
+    };
     let peak = match &options.snapshot {
         Some(phase) => {
             // Read again: the settled reading, when there was one, is older than the save.
@@ -47,8 +52,7 @@ pub fn after_readings(
                     &engine.name,
                     engine.process_id,
                     &before,
-                    options.connect_timeout,
-                    &options.stop,
+                    &pacing,
                 )?),
             })
         }
@@ -56,15 +60,7 @@ pub fn after_readings(
     };
     let churn = match &options.churn {
         Some(phase) => {
-            let mut report = churn::run(
-                shards,
-                workload,
-                phase,
-                items,
-                options.connect_timeout,
-                read,
-                &options.stop,
-            )?;
+            let mut report = churn::run(shards, workload, phase, items, &pacing, read)?;
             if phase.defrag {
                 report.defrag = Some(defrag::run(
                     shards,
@@ -85,11 +81,7 @@ pub fn after_readings(
             phase,
             &engine.name,
             bytes_per_item,
-            &eviction::Pacing {
-                pipeline: options.pipeline,
-                connect_timeout: options.connect_timeout,
-                stop: &options.stop,
-            },
+            &pacing,
         )?),
         None => None,
     };

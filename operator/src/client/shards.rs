@@ -426,6 +426,15 @@ impl ShardSet {
     }
 }
 
+/// How a phase after the load (`client::snapshot`, `churn`, `eviction`) talks to the engine:
+/// the run's batch size, connect timeout and stop.
+#[derive(Clone, Copy)]
+pub struct Pacing<'a> {
+    pub pipeline: u32,
+    pub connect_timeout: Duration,
+    pub stop: &'a crate::client::stop_request::StopRequest,
+}
+
 /// Reads memory between a run's phases, once the phase's connections are gone (waiting until
 /// the control connection is the engine's only client, and counting connections as at the
 /// baseline): the measurement's own reading, handed to the phases after the load

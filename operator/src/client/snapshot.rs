@@ -14,7 +14,7 @@ use crate::client::draws::KeyGenerator;
 use crate::client::engine::{ControlConnection, MemoryInfo};
 use crate::client::process_tree::{self, PeakSampler};
 use crate::client::resp::CommandBuffer;
-use crate::client::shards::{LoadConnections, ShardSet};
+use crate::client::shards::{LoadConnections, Pacing, ShardSet};
 use crate::client::workload::Workload;
 use crate::crd::{SnapshotSpec, SnapshotStatus, WriteLatencyStatus};
 use crate::error::BenchError;
@@ -186,7 +186,6 @@ fn save_done(
 /// Runs the phase on a single engine (the shards of a cluster each fork on their own; not
 /// measured here): `BGSAVE`, paced overwrites of `write_share` of the loaded items until the
 /// save is done, the process tree's peak sampled meanwhile when the engine is on this machine.
-#[allow(clippy::too_many_arguments)]
 pub fn run(
     shards: &mut ShardSet,
     workload: &Workload,
@@ -194,9 +193,13 @@ pub fn run(
     engine: &str,
     process_id: Option<u32>,
     before: &MemoryInfo,
-    connect_timeout: Duration,
-    stop: &crate::client::stop_request::StopRequest,
+    pacing: &Pacing<'_>,
 ) -> Result<SnapshotReport, BenchError> {
+    let Pacing {
+        connect_timeout,
+        stop,
+        ..
+    } = *pacing;
     let local = process_id.and_then(process_tree::local_engine);
     let before_bytes = local.map(process_tree::tree_bytes);
     let mut kept_name = None;
