@@ -79,6 +79,15 @@ fn a_cluster_mode_node_owns_every_slot_before_the_baseline() {
             "{engine} {version}"
         );
         assert_eq!(info["cluster_known_nodes"], "1", "{engine} {version}");
+        // What the result records of it.
+        let state = control
+            .cluster_node_state()
+            .expect("a cluster node's state");
+        assert_eq!(
+            (state.state.as_str(), state.slots, state.nodes, state.size),
+            ("ok", 16384, 1, 1),
+            "{engine} {version}"
+        );
         // A second call finds the slots owned and changes nothing.
         control.own_all_slots().unwrap();
         server.stop();
@@ -93,6 +102,7 @@ fn a_cluster_mode_node_owns_every_slot_before_the_baseline() {
             ControlConnection::open(&standalone.address, Duration::from_secs(5)).unwrap();
         let err = control.own_all_slots().unwrap_err().to_string();
         assert!(err.contains("not in cluster mode"), "{engine}: {err}");
+        assert_eq!(control.cluster_node_state(), None, "{engine}");
         standalone.stop();
     }
 }
@@ -118,6 +128,19 @@ fn cluster_mode_costs_valkey_7_2_a_slot_pointer_pair_per_key_and_reports_its_fix
             .unwrap()
     };
     assert!(engines[0].get("cluster").is_none());
+    assert!(
+        engines[0]["engine"].get("cluster").is_none(),
+        "{}",
+        engines[0]["engine"]
+    );
+    for i in [1, 3, 4] {
+        let state = &engines[i]["engine"]["cluster"];
+        assert_eq!(
+            (&state["state"], &state["slots"], &state["nodes"]),
+            (&"ok".into(), &16384.into(), &1.into()),
+            "{state}"
+        );
+    }
     for i in [1, 3, 4] {
         let cluster = &engines[i]["cluster"];
         assert_eq!(

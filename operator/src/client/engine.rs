@@ -119,6 +119,10 @@ pub struct EngineInfo {
     /// could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modules: Option<Vec<EngineModule>>,
+    /// `CLUSTER INFO` of a cluster-mode engine, read once the client made the cluster (shard
+    /// 0's for a sharded one); absent for a standalone engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::crd::ClusterNodeState>,
     /// `process_id` from `INFO server`: the engine's process, which a peak phase reads the
     /// memory of when it runs on the same machine (`client::process_tree`). Not reported.
     #[serde(skip)]
@@ -471,80 +475,6 @@ impl ControlConnection {
             .find(|pair| pair[0].eq_ignore_ascii_case(name))
             .or_else(|| pairs.chunks(2).next())
             .and_then(|pair| pair.get(1).cloned())
-    }
-
-    /// `CLUSTER INFO`, parsed; an engine not in cluster mode is an `EngineStart` error saying so.
-    pub fn cluster_info(&mut self) -> Result<HashMap<String, String>, BenchError> {
-        match self.query::<String>(redis::cmd("CLUSTER").arg("INFO")) {
-            Ok(text) => Ok(parse_info(&text)),
-            Err(BenchError::EngineRejected { message, .. }) => {
-                Err(BenchError::EngineStart(format!(
-                    "the engine is not in cluster mode (CLUSTER INFO: {message}); clusterMode starts it with cluster-enabled yes"
-                )))
-            }
-            Err(other) => Err(other),
-        }
-    }
-
-    /// Gives the node the slots `first` to `last` (`CLUSTER ADDSLOTSRANGE`, or `CLUSTER
-    /// ADDSLOTS` of each where the engine has no range form, as Redis 6.2).
-    pub fn add_slots(&mut self, first: u16, last: u16) -> Result<(), BenchError> {
-        let range = self.query::<String>(
-            redis::cmd("CLUSTER")
-                .arg("ADDSLOTSRANGE")
-                .arg(first)
-                .arg(last),
-        );
-        if let Err(BenchError::EngineRejected { .. }) = range {
-            let mut each = redis::cmd("CLUSTER");
-            each.arg("ADDSLOTS");
-            for slot in first..=last {
-                each.arg(slot);
-            }
-            self.query::<String>(&mut each)?;
-            return Ok(());
-        }
-        range.map(|_| ())
-    }
-
-    /// Makes a cluster-mode node that owns no slots a one-node cluster owning all 16,384
-    /// ([`ControlConnection::add_slots`]), and waits up to 10 s for `cluster_state:ok`. A node
-    /// that already owns them (Dragonfly's emulated cluster) is left as it is.
-    pub fn own_all_slots(&mut self) -> Result<(), BenchError> {
-        let info = self.cluster_info()?;
-        let assigned: u64 = info
-            .get("cluster_slots_assigned")
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        if assigned > 0 && assigned < 16384 {
-            return Err(BenchError::InvalidArgument {
-                field: "--own-all-slots".into(),
-                message: format!(
-                    "the node at {} already owns {assigned} of the 16384 slots (it is part of a cluster, or was given some before): --own-all-slots makes a node that owns none a one-node cluster. Give every shard's node with --addr instead, or reset this node (CLUSTER RESET) if it is yours to reset",
-                    self.address()
-                ),
-            });
-        }
-        if assigned == 0 {
-            self.add_slots(0, 16383)?;
-        }
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let info = self.cluster_info()?;
-            if info.get("cluster_state").map(String::as_str) == Some("ok") {
-                return Ok(());
-            }
-            if std::time::Instant::now() > deadline {
-                return Err(BenchError::EngineStart(format!(
-                    "the one-node cluster did not reach cluster_state:ok within 10 s (cluster_state:{}, cluster_slots_assigned:{})",
-                    info.get("cluster_state").cloned().unwrap_or_default(),
-                    info.get("cluster_slots_assigned")
-                        .cloned()
-                        .unwrap_or_default()
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
     }
 
     /// Reads `names` back with `CONFIG GET` into `info.config`, and the names the engine does

@@ -274,6 +274,11 @@ fn prepare(
     } else if options.own_all_slots {
         shards.first().own_all_slots()?;
     }
+    if shards.is_sharded() || options.own_all_slots {
+        // Only of the cluster the client made: a command a standalone engine refuses still
+        // raises its used_memory by a step (24 KiB on Valkey 7.2) before its baseline.
+        info.cluster = shards.first().cluster_node_state();
+    }
     shards.first().read_config(&options.read_config, &mut info);
     if options.churn.as_ref().is_some_and(|c| c.defrag) {
         // Before any write: a build that cannot defragment is refused, not measured.

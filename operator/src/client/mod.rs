@@ -9,6 +9,7 @@
 //! (docs/architecture.md, `layout_tests.rs`).
 
 pub mod churn;
+pub mod cluster_node;
 pub mod defrag;
 pub mod draws;
 pub mod encoder;

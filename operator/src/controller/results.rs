@@ -104,6 +104,7 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
         engine.config = result.engine.config.clone();
         engine.config_unreported = result.engine.config_unreported.clone();
         engine.modules = result.engine.modules.clone();
+        engine.cluster = result.engine.cluster.clone();
     }
     if listed.is_empty() || listed.len() < engine.repetitions.len() {
         return;

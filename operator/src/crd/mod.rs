@@ -56,9 +56,9 @@ pub use spec::{
     Arch, CleanupPolicy, ImagePullSecret, MemoryBenchmark, MemoryBenchmarkSpec, PublishedTableName,
 };
 pub use status::{
-    CapacityStatus, ClusterFixedCostStatus, EngineCapacityStatus, EngineModule, EngineStatus,
-    GrowthPoint, MemoryBenchmarkStatus, Phase, Progress, RepetitionStatus, ShardSpreadStatus,
-    ShardStatus, SpreadStatus, SummaryStatus, TypeBytesStatus, describe_modules,
+    CapacityStatus, ClusterFixedCostStatus, ClusterNodeState, EngineCapacityStatus, EngineModule,
+    EngineStatus, GrowthPoint, MemoryBenchmarkStatus, Phase, Progress, RepetitionStatus,
+    ShardSpreadStatus, ShardStatus, SpreadStatus, SummaryStatus, TypeBytesStatus, describe_modules,
 };
 pub use workload_spec::{
     ProfileConfigMapRef, ProfileWorkloadSpec, RandomStringsWorkload, RecordLayout, RecordsWorkload,

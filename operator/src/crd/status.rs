@@ -211,6 +211,10 @@ pub struct EngineStatus {
     /// none loaded; absent: not reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modules: Option<Vec<EngineModule>>,
+    /// `CLUSTER INFO` of a cluster-mode engine (shard 0's for a sharded one), read after the
+    /// client made the cluster; absent for a standalone engine, which does not answer it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterNodeState>,
     /// The node the engine ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
@@ -265,6 +269,21 @@ pub struct EngineStatus {
     /// entry's first baseline. Absent without such an entry: add one to see it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_fixed_cost: Option<ClusterFixedCostStatus>,
+}
+
+/// What a cluster-mode engine said of its cluster (`CLUSTER INFO`) once the client had made it
+/// (a one-node cluster owning every slot, shards joined, or Dragonfly's emulated cluster), so a
+/// figure from a cluster-mode node is never read as a standalone one's.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, schemars::JsonSchema)]
+pub struct ClusterNodeState {
+    /// `cluster_state`: `ok` when every slot is served.
+    pub state: String,
+    /// `cluster_slots_assigned`: 16384 for a one-node cluster.
+    pub slots: u32,
+    /// `cluster_known_nodes`: the nodes this one knows, itself included.
+    pub nodes: u32,
+    /// `cluster_size`: the primaries that serve slots.
+    pub size: u32,
 }
 
 /// A module an engine loaded (one `module:` line of `INFO modules`).

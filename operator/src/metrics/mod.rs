@@ -54,7 +54,10 @@ const fn result_labels_and<const N: usize>(extra: &[&'static str]) -> [&'static 
 }
 
 /// The result labels plus what the info series carries.
-pub const INFO_LABELS: [&str; 10] = result_labels_and(&["allocator", "image"]);
+/// `modules` is what the report shows beside the allocator (`vectorset 1`, `graph 41603,
+/// vectorset 1`, `none`; empty when the engine did not say): a dashboard can tell a figure
+/// from an image that loads modules from one that loads none.
+pub const INFO_LABELS: [&str; 11] = result_labels_and(&["allocator", "image", "modules"]);
 
 /// The result labels plus the key type, for a profile rebuild's bytes per key by type.
 pub const TYPE_LABELS: [&str; 9] = result_labels_and(&["type"]);
@@ -156,7 +159,7 @@ impl Metrics {
         let engine_info = IntGaugeVec::new(
             Opts::new(
                 "membench_engine_info",
-                "Always 1; carries the allocator the engine reported and the image it ran.",
+                "Always 1; carries the allocator and the modules the engine reported and the image it ran.",
             ),
             &INFO_LABELS,
         )
@@ -290,6 +293,7 @@ impl Metrics {
             let mut info = labels.clone();
             info.push(engine.allocator.clone().unwrap_or_default());
             info.push(engine.image.clone().unwrap_or_default());
+            info.push(crate::crd::describe_modules(engine.modules.as_deref()));
             now.info.insert(info);
             now.results.insert(labels.clone());
             for t in engine.summary.iter().flat_map(|s| &s.bytes_per_key_by_type) {

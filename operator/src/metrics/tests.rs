@@ -251,6 +251,47 @@ fn observing_a_finished_benchmark_publishes_its_results_per_engine() {
 }
 
 #[test]
+fn the_info_series_carries_the_modules_the_engine_loaded_as_the_report_shows_them() {
+    let metrics = Metrics::new();
+    let mut redis = engine_status("redis-8.2.3", "redis", "8.2.3", [60.0, 60.0, 60.0]);
+    redis.modules = Some(vec![
+        crate::crd::EngineModule {
+            name: "graph".into(),
+            version: "41603".into(),
+        },
+        crate::crd::EngineModule {
+            name: "vectorset".into(),
+            version: "1".into(),
+        },
+    ]);
+    let mut valkey = engine_status("valkey-9.0.0", "valkey", "9.0.0", [60.0, 60.0, 60.0]);
+    valkey.modules = Some(vec![]);
+    let unreported = engine_status("valkey-8.1.4", "valkey", "8.1.4", [60.0, 60.0, 60.0]);
+    metrics.observe_benchmark(&benchmark(
+        "bench",
+        "zset",
+        Phase::Succeeded,
+        vec![redis, valkey, unreported],
+    ));
+    let text = metrics.encode();
+    for (entry, modules) in [
+        ("redis-8.2.3", "graph 41603, vectorset 1"),
+        ("valkey-9.0.0", "none"),
+        ("valkey-8.1.4", ""),
+    ] {
+        assert_eq!(
+            sample(
+                &text,
+                "membench_engine_info",
+                &[("entry", entry), ("modules", modules)]
+            ),
+            Some(1.0),
+            "{entry}: {text}"
+        );
+    }
+}
+
+#[test]
 fn an_engine_still_running_has_progress_but_no_results_yet() {
     let metrics = Metrics::new();
     let mut running = engine_status("valkey-9.1", "valkey", "9.1", [0.0; 3]);

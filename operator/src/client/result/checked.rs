@@ -187,6 +187,13 @@ impl ClientResult {
                 MAX_IDENTITY + '…'.len_utf8(),
             )?;
         }
+        if let Some(cluster) = &self.engine.cluster {
+            bounded_text(
+                "engine.cluster.state",
+                &cluster.state,
+                MAX_IDENTITY + '…'.len_utf8(),
+            )?;
+        }
         if self.warnings.len() > MAX_WARNINGS {
             return Err(format!(
                 "{} warnings, more than the {MAX_WARNINGS} a client sends",

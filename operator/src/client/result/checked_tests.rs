@@ -24,6 +24,12 @@ fn three() -> ClientResult {
                 name: "vectorset".into(),
                 version: "1".into(),
             }]),
+            cluster: Some(crate::crd::ClusterNodeState {
+                state: "ok".into(),
+                slots: 16384,
+                nodes: 1,
+                size: 1,
+            }),
         },
         commands: 1000,
         encoding: Some("skiplist".into()),
@@ -197,6 +203,14 @@ fn strings_longer_than_a_client_sends_are_refused() {
     let mut result = three();
     result.engine.modules = Some(vec![module("m".repeat(100))]);
     assert!(invalid(&result, 3).contains("an engine.modules name"));
+    let mut result = three();
+    result.engine.cluster = Some(crate::crd::ClusterNodeState {
+        state: "o".repeat(100),
+        slots: 16384,
+        nodes: 1,
+        size: 1,
+    });
+    assert!(invalid(&result, 3).contains("engine.cluster.state"));
 }
 
 #[test]

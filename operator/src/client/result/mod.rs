@@ -148,6 +148,9 @@ pub struct EngineIdentity {
     /// version at most 64 bytes); absent when the engine did not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modules: Option<Vec<crate::crd::EngineModule>>,
+    /// A cluster-mode engine's `CLUSTER INFO` (its state at most 64 bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::crd::ClusterNodeState>,
 }
 
 /// The most modules a result lists (engines load 0 to 3 of them).
@@ -434,6 +437,12 @@ impl ClientResult {
                             version: shortened(&m.version, 64),
                         })
                         .collect()
+                }),
+                cluster: report.engine.cluster.clone().map(|cluster| {
+                    crate::crd::ClusterNodeState {
+                        state: shortened(&cluster.state, 64),
+                        ..cluster
+                    }
                 }),
             },
             commands: report.repetitions.first().map_or(0, |r| r.commands),
