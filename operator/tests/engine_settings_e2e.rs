@@ -12,7 +12,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use common::operator::{Harness, invalid_spec_message, settings, spec};
-use kube::api::ListParams;
+use common::pod_record::PodRecord;
+use common::real_node::run_locally;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entrys_config_reaches_its_engine_and_the_effective_values_land_in_status()
@@ -58,6 +59,7 @@ async fn an_entrys_config_reaches_its_engine_and_the_effective_values_land_in_st
 async fn args_outside_the_allowlist_are_invalid_spec_naming_them_and_nothing_is_created()
 -> anyhow::Result<()> {
     let harness = Harness::start("ns-settings-args", settings()).await?;
+    let record = PodRecord::start(harness.pods()).await?;
     let cases = [
         (
             "df-pass",
@@ -111,26 +113,87 @@ async fn args_outside_the_allowlist_are_invalid_spec_naming_them_and_nothing_is_
             "{name}: {message}"
         );
     }
-    let pods = harness.pods().list(&ListParams::default()).await?.items;
-    assert!(pods.is_empty(), "{} pods were created", pods.len());
+    // Not one pod, ever: watched from before the first benchmark was created.
+    let pods = record.all_pods()?;
+    assert!(pods.is_empty(), "pods were created: {pods:?}");
     harness.finish().await;
     Ok(())
 }
 
+/// Each build standalone and in cluster mode, side by side: the cluster-mode entries' fixed cost
+/// is measured against the standalone ones.
+const CLUSTER_MODE: &str = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\", name: valkey}\n    - {engine: valkey, version: \"9.1.2\", name: valkey-cluster, clusterMode: true}\n    - {engine: redis, version: \"7.0.15\", name: redis}\n    - {engine: redis, version: \"7.0.15\", name: redis-cluster, clusterMode: true}\n    - {engine: dragonfly, version: \"1.40.0\", name: dragonfly}\n    - {engine: dragonfly, version: \"1.40.0\", name: dragonfly-cluster, clusterMode: true}\n  workload: {strings: {keys: 5000, valueSize: 16}}\n  repetitions: 1\n";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cluster_mode_engine_runs_as_a_one_node_cluster_in_its_pod() -> anyhow::Result<()> {
+async fn a_cluster_mode_engine_runs_as_a_one_node_cluster_in_its_pod_and_its_fixed_cost_is_a_local_runs()
+-> anyhow::Result<()> {
     let harness = Harness::start("ns-cluster-mode", settings()).await?;
-    let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\", clusterMode: true}\n    - {engine: redis, version: \"7.0.15\", clusterMode: true}\n    - {engine: dragonfly, version: \"1.40.0\", clusterMode: true}\n  workload: {strings: {keys: 5000, valueSize: 16}}\n  repetitions: 1\n";
-    harness.create(&spec("cluster", body)).await?;
+    harness.create(&spec("cluster", CLUSTER_MODE)).await?;
     let done = harness
-        .finished("cluster", Duration::from_secs(300))
+        .finished("cluster", Duration::from_secs(400))
         .await?;
-    let status = done.status.unwrap();
+    let status = done.status.clone().unwrap();
     for engine in &status.engines {
         assert_eq!(engine.state, "Succeeded", "{engine:#?}");
         assert_eq!(engine.repetitions[0].items, 5000, "{engine:#?}");
     }
-    // The client made the node own every slot: a cluster node without slots refuses writes.
+    // What each engine answered to CLUSTER INFO in its pod: the cluster-mode ones (Dragonfly's
+    // emulated cluster included) a one-node cluster owning every slot; the standalone ones
+    // none (the client asks only a cluster it made: cluster_mode.rs shows that standalone
+    // engines refuse the command).
+    for pair in status.engines.chunks(2) {
+        let (standalone, cluster) = (&pair[0], &pair[1]);
+        assert_eq!(standalone.cluster, None, "{standalone:#?}");
+        assert_eq!(standalone.cluster_fixed_cost, None, "{standalone:#?}");
+        let state = cluster
+            .cluster
+            .as_ref()
+            .with_context(|| format!("{} recorded no CLUSTER INFO", cluster.name))?;
+        assert_eq!(
+            (state.state.as_str(), state.slots, state.nodes, state.size),
+            ("ok", 16384, 1, 1),
+            "{}",
+            cluster.name
+        );
+        let cost = cluster
+            .cluster_fixed_cost
+            .as_ref()
+            .with_context(|| format!("{} has no clusterFixedCost", cluster.name))?;
+        assert_eq!(cost.standalone_entry, standalone.name);
+    }
+    // The pods' fixed costs are those of the same builds run locally (membench run's path).
+    let images: Vec<&str> = status
+        .engines
+        .iter()
+        .map(|e| e.image.as_deref().unwrap_or_default())
+        .collect();
+    let local = run_locally(&spec("cluster", CLUSTER_MODE), &images).await?;
+    for (in_pod, local) in status.engines.iter().zip(&local).skip(1).step_by(2) {
+        let in_pod_cost = in_pod.cluster_fixed_cost.as_ref().unwrap().fixed_cost_bytes;
+        let local_cost = local
+            .cluster
+            .as_ref()
+            .with_context(|| format!("the local run of {} has no fixed cost", in_pod.name))?
+            .fixed_cost_bytes;
+        eprintln!(
+            "{}: cluster fixed cost {in_pod_cost} B in its pod, {local_cost} B locally",
+            in_pod.name
+        );
+        // An empty engine's used_memory steps by about 24 KiB with its first connections.
+        let margin = (local_cost.abs() / 20).max(64 * 1024);
+        assert!(
+            (in_pod_cost - local_cost).abs() <= margin,
+            "{}: {in_pod_cost} B in its pod against {local_cost} B locally (within {margin} B)",
+            in_pod.name
+        );
+    }
+    // Valkey 9.1's dictionary per slot costs about 1.9 MB before any data (cluster_mode.rs
+    // reads it locally): a standalone node in the pod would show none.
+    let valkey = status.engines[1].cluster_fixed_cost.as_ref().unwrap();
+    assert!(
+        valkey.fixed_cost_bytes > 1_000_000,
+        "Valkey 9.1.2's cluster fixed cost in its pod: {valkey:?}"
+    );
     // The pods go after the status says done (their deletion takes a moment).
     harness
         .pods_gone_within(Duration::from_secs(60))

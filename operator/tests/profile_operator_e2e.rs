@@ -11,8 +11,9 @@ mod common;
 use std::time::Duration;
 
 use common::operator::*;
+use common::pod_record::PodRecord;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use membench::crd::Phase;
 
 /// 400 hashes of 3 fields (a third of them with a TTL) and 600 strings, as `membench
@@ -74,6 +75,7 @@ async fn create_profile_config_map(
 async fn a_profile_from_a_config_map_is_rebuilt_and_measured_like_any_workload()
 -> anyhow::Result<()> {
     let harness = Harness::start("op-profile", settings()).await?;
+    let record = PodRecord::start(harness.pods()).await?;
     create_profile_config_map(&harness, "shop-profile", PROFILE.to_string()).await?;
     let large = many_families();
     assert!(large.len() > 128 * 1024, "{} bytes", large.len());
@@ -147,12 +149,14 @@ async fn a_profile_from_a_config_map_is_rebuilt_and_measured_like_any_workload()
         "{}",
         failed.message
     );
-    let lost_pods = harness
-        .pods()
-        .list(&ListParams::default().labels("membench.io/benchmark=lost"))
-        .await?
-        .items;
+    // Not one pod of it, ever: watched from before it was created.
+    let lost_pods = record.pods_of("lost")?;
     assert!(lost_pods.is_empty(), "{lost_pods:?}");
+    // The watch saw the pods of the benchmarks that ran.
+    assert!(
+        !record.pods_of("shop")?.is_empty(),
+        "the watch saw no pod of the benchmark that ran"
+    );
     harness.finish().await;
     Ok(())
 }
@@ -188,9 +192,10 @@ async fn the_api_server_refuses_a_profile_both_inline_and_from_a_config_map_or_o
 }
 
 /// The benchmark `name` ended as Failed/InvalidSpec with every one of `words` in its message,
-/// and no pod of it was ever created.
+/// and no pod of it was ever created (`record` watched from before it was).
 async fn invalid_before_any_pod(
     harness: &Harness,
+    record: &PodRecord,
     name: &str,
     words: &[&str],
 ) -> anyhow::Result<()> {
@@ -209,12 +214,8 @@ async fn invalid_before_any_pod(
             failed.message
         );
     }
-    let pods = harness
-        .pods()
-        .list(&ListParams::default().labels(&format!("membench.io/benchmark={name}")))
-        .await?
-        .items;
-    assert!(pods.is_empty(), "{name}: pods exist: {pods:?}");
+    let pods = record.pods_of(name)?;
+    assert!(pods.is_empty(), "{name}: pods were created: {pods:?}");
     Ok(())
 }
 
@@ -222,6 +223,7 @@ async fn invalid_before_any_pod(
 async fn a_profile_larger_than_the_engine_pods_memory_or_from_a_config_map_whose_shares_do_not_add_up_is_invalid_before_any_pod()
 -> anyhow::Result<()> {
     let harness = Harness::start("op-profile-bad", settings()).await?;
+    let record = PodRecord::start(harness.pods()).await?;
     // The CRD's rule cannot see into a ConfigMap: the operator's check of it must refuse it.
     let unsummed = PROFILE.replace("share: 0.4", "share: 0.3");
     create_profile_config_map(&harness, "unsummed-profile", unsummed).await?;
@@ -233,6 +235,7 @@ async fn a_profile_larger_than_the_engine_pods_memory_or_from_a_config_map_whose
 
     invalid_before_any_pod(
         &harness,
+        &record,
         "unsummed",
         &[
             "ConfigMap unsummed-profile key profile.yaml",
@@ -242,6 +245,7 @@ async fn a_profile_larger_than_the_engine_pods_memory_or_from_a_config_map_whose
     .await?;
     invalid_before_any_pod(
         &harness,
+        &record,
         "too-big",
         &[
             "spec.engines[0].memory is 256Mi",

@@ -9,6 +9,7 @@ pub mod engine_watch;
 pub mod faults;
 pub mod operator;
 pub mod operator_process;
+pub mod pod_record;
 pub mod real_node;
 
 use std::path::PathBuf;
