@@ -4,7 +4,8 @@
 //! a mirror's names, pulled by the node's containerd with the credentials of the pull Secret the
 //! operator gives every benchmark pod (`--benchmark-image-pull-secrets`), as on a cluster whose
 //! images come from a private mirror. Each test first removes the images it pulls from the
-//! node, so nothing is preloaded.
+//! node, so nothing is preloaded. A version the mirror lacks, reached through the operator's
+//! `--engine-registry`, ends ImagePullFailed naming the missing image, not the Secret.
 //!
 //! These tests need the real node and the registry: when either cannot start they fail, naming
 //! what is missing.
@@ -21,6 +22,10 @@ use membench::crd::Phase;
 use membench_devcluster::EnsureOptions;
 use membench_devcluster::real_nodes::{TOLERATE_REAL_NODES, ensure_real_node, remove_images};
 use membench_devcluster::registry::{REGISTRY_USER, Registry};
+
+/// The tests run one at a time: the real node has room for one benchmark's pods (an engine
+/// pod waiting on a pull holds its CPU), and each reads the registry's log of its own pulls.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// One small Redis 8.2.3 run from `image`, on the real node's instance type.
 fn redis_from(image: &str) -> String {
@@ -44,6 +49,7 @@ fn settings_for(registry: &Registry, secret: &str) -> membench::controller::obse
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_benchmark_pulls_its_engine_and_client_images_from_the_registry_with_the_operators_pull_secret()
 -> anyhow::Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
     ensure_real_node(&EnsureOptions::default()).await?;
     let registry = Registry::of_dev_cluster(&EnsureOptions::default()).await?;
     let engine_image = registry.engine_image("redis:8.2.3");
@@ -99,6 +105,7 @@ async fn a_benchmark_pulls_its_engine_and_client_images_from_the_registry_with_t
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pull_secret_the_registry_refuses_ends_image_pull_failed_naming_the_registry_and_the_secret()
 -> anyhow::Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
     ensure_real_node(&EnsureOptions::default()).await?;
     let registry = Registry::of_dev_cluster(&EnsureOptions::default()).await?;
     let image = registry.engine_image("redis:8.2.3");
@@ -140,6 +147,63 @@ async fn a_pull_secret_the_registry_refuses_ends_image_pull_failed_naming_the_re
                 "the imagePullSecret stale-mirror-creds (namespace {})",
                 harness.namespace.name()
             )),
+        "{message}"
+    );
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_the_engine_mirror_lacks_ends_image_pull_failed_naming_the_missing_image()
+-> anyhow::Result<()> {
+    let _one = ONE_AT_A_TIME.lock().await;
+    ensure_real_node(&EnsureOptions::default()).await?;
+    let registry = Registry::of_dev_cluster(&EnsureOptions::default()).await?;
+    let mut settings = settings_for(&registry, "mirror-creds");
+    // The chart's engineRegistry: every engine's default image comes from the mirror.
+    let mirror = membench::controller::engine_registry::EngineRegistry::parse(&registry.host)
+        .map_err(anyhow::Error::msg)?;
+    settings
+        .policy
+        .allowed_images
+        .extend(mirror.allowed_patterns());
+    settings.pods.engine_registry = Some(mirror);
+    let harness = Harness::start("real-missing", settings).await?;
+    registry
+        .create_pull_secret(&harness.client, harness.namespace.name(), "mirror-creds")
+        .await?;
+    // Redis 7.2.4 is a real release, but the dev cluster's mirror holds only the engine
+    // store's versions (hack/node-images.sh).
+    let body = format!(
+        "  instanceType: r7i.xlarge\n  engines:\n    - {{engine: redis, version: \"7.2.4\"}}\n  workload: {{sortedSet: {{members: 20000, sampleEvery: 0}}}}\n  repetitions: 1\n{TOLERATE_REAL_NODES}"
+    );
+    harness.create(&spec("missing", &body)).await?;
+    let done = harness
+        .finished("missing", Duration::from_secs(180))
+        .await?;
+    let first = engine(&done, 0);
+    let image = format!("{}/library/redis:7.2.4", registry.host);
+    assert_eq!(
+        first.image.as_deref(),
+        Some(image.as_str()),
+        "{}",
+        status_of(&done)
+    );
+    assert_eq!(
+        first.reason.as_deref(),
+        Some("ImagePullFailed"),
+        "{}",
+        status_of(&done)
+    );
+    let message = first.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains(&format!("cannot pull the engine image {image}"))
+            && message.contains(&format!(
+                "registry {} answered that it has no image {image}",
+                registry.host
+            ))
+            && message.contains("engineRegistry")
+            && !message.contains("holds credentials"),
         "{message}"
     );
     harness.finish().await;

@@ -14,7 +14,7 @@ use crate::crd::{CleanupPolicy, MemoryBenchmarkStatus};
 use super::conditions::reason;
 use super::observation::{LoadProbe, elapsed_since, pods_of};
 use super::pods::{self, Component, PodState, client_state};
-use super::pull_failure::{credentials_note, pull_secret_names};
+use super::pull_failure::{pull_failure_note, pull_secret_names};
 use super::results::{absorb, result_note, retryable, tail};
 use super::step::{NEVER_STARTED, Step, container_error_reason, never_started};
 
@@ -122,7 +122,7 @@ impl Step<'_, '_> {
                     Some(retried) => {
                         let secrets = pull_secret_names(&client);
                         let namespace = client.namespace().unwrap_or_default();
-                        let note = credentials_note(&image, &secrets, &namespace);
+                        let note = pull_failure_note(&image, &message, &secrets, &namespace);
                         let message = format!(
                             "cannot pull the client image {image}: {why}: {message}{retried}; {note}"
                         );

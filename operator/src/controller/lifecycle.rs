@@ -19,7 +19,7 @@ use super::pods::{
     self, Component, PodState, client_state, disruption, engine_index, has_started, pod_state,
     stuck_deleting,
 };
-use super::pull_failure::{credentials_note, pull_secret_names};
+use super::pull_failure::{pull_failure_note, pull_secret_names};
 use super::queue::{busy_nodes, nodes_busy, waiting_message};
 use super::results::{absorb, tail};
 use super::step::{KeptResult, NEVER_STARTED, Step, container_error_reason, never_started};
@@ -212,7 +212,7 @@ impl Step<'_, '_> {
                     Some(retried) => {
                         let secrets = pull_secret_names(pod);
                         let namespace = pod.namespace().unwrap_or_default();
-                        let note = credentials_note(&image, &secrets, &namespace);
+                        let note = pull_failure_note(&image, &message, &secrets, &namespace);
                         let message = format!(
                             "cannot pull the engine image {image}: {why}: {message}{retried}; {note}"
                         );

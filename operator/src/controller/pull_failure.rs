@@ -29,6 +29,35 @@ pub fn pull_secret_names(pod: &Pod) -> Vec<String> {
         .collect()
 }
 
+/// Whether the runtime's message says the registry has no such image (containerd: `...: not
+/// found`; a registry's own `manifest unknown`), as opposed to refusing the credentials.
+pub fn image_not_found(kubelet_message: &str) -> bool {
+    let message = kubelet_message.to_ascii_lowercase();
+    message.contains(": not found") || message.contains("manifest unknown")
+}
+
+/// The sentence that follows a pull failure of `image` by a pod in `namespace` that presented
+/// the pull Secrets `secrets`, whose runtime said `kubelet_message`: the registry, and either
+/// that it has no such image (a mirror that lacks a version: mirror it, or name an image it has)
+/// or which Secrets to check or how to give one.
+pub fn pull_failure_note(
+    image: &str,
+    kubelet_message: &str,
+    secrets: &[String],
+    namespace: &str,
+) -> String {
+    if !image_not_found(kubelet_message) {
+        return credentials_note(image, secrets, namespace);
+    }
+    let host = registry_host(image);
+    format!(
+        "registry {host} answered that it has no image {image}: a mirror must hold every \
+         version a benchmark asks for (copy it there, for example with skopeo copy --all from \
+         the official image), or name an image it holds in engines[].image; with the chart's \
+         engineRegistry (--engine-registry) every engine's default image comes from that mirror"
+    )
+}
+
 /// The sentence that follows a pull failure of `image` by a pod in `namespace` that presented
 /// the pull Secrets `secrets`: the registry, and which Secrets to check or how to give one.
 pub fn credentials_note(image: &str, secrets: &[String], namespace: &str) -> String {
@@ -105,6 +134,41 @@ mod tests {
         assert!(
             one.contains("the imagePullSecret regcred (namespace team): check that it holds"),
             "{one}"
+        );
+    }
+
+    #[test]
+    fn an_image_the_registry_does_not_have_is_named_as_missing_not_as_a_credentials_problem() {
+        // containerd's message through the kubelet, for a tag the mirror lacks.
+        let missing = "failed to pull and unpack image \"127.0.0.1:24000/library/redis:6.9.9\": failed to resolve reference \"127.0.0.1:24000/library/redis:6.9.9\": 127.0.0.1:24000/library/redis:6.9.9: not found";
+        assert!(image_not_found(missing));
+        assert!(image_not_found("manifest unknown: manifest unknown"));
+        let note = pull_failure_note(
+            "127.0.0.1:24000/library/redis:6.9.9",
+            missing,
+            &["mirror".into()],
+            "team",
+        );
+        assert!(
+            note.starts_with(
+                "registry 127.0.0.1:24000 answered that it has no image 127.0.0.1:24000/library/redis:6.9.9"
+            ) && note.contains("engines[].image")
+                && note.contains("engineRegistry")
+                && !note.contains("credentials"),
+            "{note}"
+        );
+        // A refusal of the credentials keeps the Secrets' note.
+        let refused =
+            "failed to authorize: failed to fetch oauth token: unexpected status: 401 Unauthorized";
+        assert!(!image_not_found(refused));
+        assert_eq!(
+            pull_failure_note(
+                "mirror.example.com/redis:8",
+                refused,
+                &["regcred".into()],
+                "team"
+            ),
+            credentials_note("mirror.example.com/redis:8", &["regcred".into()], "team")
         );
     }
 
