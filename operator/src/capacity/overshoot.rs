@@ -39,7 +39,7 @@ pub fn make_room(
         rss.rss_high = rss.rss_high.saturating_add(extra(high));
         rss.eviction_overshoot_ratio = Some(ratio);
         format!(
-            "room added for spec.eviction's overshoot: its load past maxmemory peaked at {ratio:.4} times the limit ({} bytes of used_memory over {}), so an engine given maxmemory at the projected used_memory needs {added} bytes more at its peak",
+            "room added for spec.eviction's overshoot: its load past maxmemory peaked {over} bytes above the limit ({} bytes of used_memory over {}, a ratio of {ratio:.6}), so an engine given maxmemory at the projected used_memory needs {added} bytes more at its peak",
             peak.peak_used_memory, peak.limit
         )
     };
@@ -83,7 +83,11 @@ mod tests {
             note.contains("room added for spec.eviction's overshoot"),
             "{note}"
         );
-        assert!(note.contains("1.0500 times the limit"), "{note}");
+        assert!(
+            note.contains("peaked 5242880 bytes above the limit"),
+            "{note}"
+        );
+        assert!(note.contains("a ratio of 1.050000"), "{note}");
         assert!(note.contains("5000000 bytes more"), "{note}");
         // The churn's note, when there is one, is kept before it.
         let mut churned = projection();
