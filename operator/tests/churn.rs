@@ -426,6 +426,30 @@ fn a_hash_records_fields_are_deleted_and_overwritten_one_by_one_and_an_emptied_r
     for engine in [EngineKind::Valkey, EngineKind::Dragonfly] {
         hash_fields_churned_one_by_one(engine);
     }
+    // The table says the counts are fields, and the fields beside the records left.
+    let server = common::start(EngineKind::Valkey, &[]);
+    let output = common::membench(&[
+        "load",
+        "--addr",
+        &server.address.socket_addr(),
+        "--workload",
+        "records",
+        "--records",
+        "200",
+        "--repetitions",
+        "1",
+        "--churn-rounds",
+        "1",
+        "--delete-share",
+        "0.5",
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let table = String::from_utf8_lossy(&output.stdout);
+    println!("{table}");
+    assert!(
+        table.contains("Fields deleted") && table.contains("Records (fields)"),
+        "{table}"
+    );
 }
 
 fn hash_fields_churned_one_by_one(engine: EngineKind) {
