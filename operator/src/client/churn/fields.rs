@@ -123,9 +123,7 @@ impl<'a> FieldChurn<'a> {
                 overwrites.entries += 1;
                 overwritten += to_overwrite.len() as u64;
             }
-            if deletes.entries >= super::rounds::CHURN_BATCH
-                || overwrites.entries >= super::rounds::CHURN_BATCH
-            {
+            if deletes.is_full() || overwrites.is_full() {
                 deletes.flush(&mut connections, &what)?;
                 overwrites.flush(&mut connections, &what)?;
                 stop.check(0)?;

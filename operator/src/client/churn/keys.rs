@@ -94,7 +94,7 @@ impl<'a> KeyChurn<'a> {
                 Change::Keep => continue,
             }
             batch.entries += 1;
-            if batch.entries >= super::rounds::CHURN_BATCH {
+            if batch.is_full() {
                 batch.flush(&mut connections, &what)?;
                 stop.check(0)?;
             }

@@ -10,6 +10,10 @@ use crate::error::BenchError;
 /// Commands per batch of a round (one batch in flight: a round is not timed as a load is).
 pub const CHURN_BATCH: usize = 200;
 
+/// The most bytes a batch holds before it is sent, whatever its count: 200 overwrites of a
+/// 64-field record with 1 MiB values would otherwise be a 12.5 GiB batch.
+pub const MAX_BATCH_BYTES: usize = 4 << 20;
+
 /// An item's (or a field's) state, one byte each.
 pub const DELETED: u8 = 0;
 pub const ORIGINAL: u8 = 1;
@@ -89,7 +93,7 @@ pub struct RoundOutcome {
 pub struct Batch {
     pub buffer: CommandBuffer,
     pub replies: usize,
-    /// Commands (or records) in the batch, counted against [`CHURN_BATCH`] by the caller.
+    /// Items (or records) in the batch, counted against [`CHURN_BATCH`] by [`Batch::is_full`].
     pub entries: usize,
     pub sum: u64,
     owed: Vec<usize>,
@@ -106,13 +110,18 @@ impl Batch {
         }
     }
 
-    /// Sends the batch when it holds [`CHURN_BATCH`] entries.
+    /// Whether the batch holds [`CHURN_BATCH`] entries or [`MAX_BATCH_BYTES`].
+    pub fn is_full(&self) -> bool {
+        self.entries >= CHURN_BATCH || self.buffer.as_bytes().len() >= MAX_BATCH_BYTES
+    }
+
+    /// Sends the batch when it [is full](Self::is_full).
     pub fn flush_when_full(
         &mut self,
         connections: &mut LoadConnections,
         what: &str,
     ) -> Result<(), BenchError> {
-        if self.entries >= CHURN_BATCH {
+        if self.is_full() {
             self.flush(connections, what)?;
         }
         Ok(())
@@ -170,6 +179,20 @@ mod tests {
             .filter(|i| drawn(1, 1, DELETE, *i, 0.5) != drawn(1, 2, DELETE, *i, 0.5))
             .count();
         assert!(other_round > 300, "rounds draw apart: {other_round}");
+    }
+
+    #[test]
+    fn a_batch_is_full_at_its_count_or_its_bytes_whichever_comes_first() {
+        let mut batch = Batch::new();
+        batch.entries = CHURN_BATCH - 1;
+        assert!(!batch.is_full());
+        batch.entries += 1;
+        assert!(batch.is_full());
+        let mut large = Batch::new();
+        large.entries = 1;
+        large.buffer.array(3).bulk(b"SET").bulk(b"k");
+        large.buffer.bulk(&vec![b'x'; MAX_BATCH_BYTES]);
+        assert!(large.is_full());
     }
 
     #[test]
