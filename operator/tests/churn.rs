@@ -2,7 +2,10 @@
 //! used_memory falls, active defragmentation gives it back (Valkey 9.1.2 with its bundled
 //! jemalloc), the same deletes sent by `redis-cli --pipe` from the test's own script give the
 //! same memory (at the Churn table's 1,000,000 keys), overwrites and sorted-set members are
-//! counted, and what cannot be churned or defragmented is refused before any write.
+//! counted, a hash record's fields are deleted and overwritten one by one (an emptied record is
+//! gone), a random-strings load is churned on exactly the keys its draws wrote (both checked
+//! key by key against the test's own replay of the published draws), and what cannot be
+//! churned or defragmented is refused before any write.
 
 mod common;
 
@@ -339,6 +342,7 @@ fn what_cannot_be_churned_or_defragmented_is_refused_before_any_write() {
         let stderr = common::stderr(&output);
         assert!(stderr.contains(says), "{flags:?}: {stderr}");
     }
+    // A key space larger than the client follows (a byte per key) is refused, saying so.
     let output = common::membench(&[
         "load",
         "--addr",
@@ -348,14 +352,15 @@ fn what_cannot_be_churned_or_defragmented_is_refused_before_any_write() {
         "--requests",
         "100",
         "--keyspace",
-        "100",
+        "100000001",
         "--churn-rounds",
         "1",
         "--delete-share",
         "0.5",
     ]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(common::stderr(&output).contains("strings, records and sortedSet"));
+    let stderr = common::stderr(&output);
+    assert!(stderr.contains("follows at most 100000000"), "{stderr}");
     assert_eq!(dbsize(&server.address), 0, "nothing was written");
 }
 
@@ -374,4 +379,226 @@ fn a_spec_that_would_delete_every_key_is_refused_naming_the_field() {
     assert!(stderr.contains("spec.churn.deleteShare"), "{stderr}");
     assert!(stderr.contains("would delete every item"), "{stderr}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// What the published draws say a churn of `items` things (a record's fields, numbered record
+/// x fields + the field's place; a key space's keys) leaves after `rounds` rounds of seed 1:
+/// `None` deleted, `Some(false)` as loaded, `Some(true)` overwritten; and each round's deletes
+/// and overwrites. `held` says which existed before the first round.
+fn replay(
+    held: &[bool],
+    rounds: u32,
+    delete: f64,
+    overwrite: f64,
+) -> (Vec<Option<bool>>, Vec<(u64, u64)>) {
+    use membench::client::churn::{deletes, overwrites};
+    let mut states: Vec<Option<bool>> = held.iter().map(|h| h.then_some(false)).collect();
+    let mut counts = Vec::new();
+    for round in 1..=rounds {
+        let (mut deleted, mut overwritten) = (0, 0);
+        for (item, state) in states.iter_mut().enumerate() {
+            if state.is_none() {
+                continue;
+            }
+            if deletes(1, round, item as u64, delete) {
+                *state = None;
+                deleted += 1;
+            } else if overwrites(1, round, item as u64, overwrite) {
+                *state = Some(true);
+                overwritten += 1;
+            }
+        }
+        counts.push((deleted, overwritten));
+    }
+    (states, counts)
+}
+
+fn rounds_of(json: &Value) -> Vec<Value> {
+    json["repetitions"][0]["churn"]["rounds"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no churn rounds: {json}"))
+        .clone()
+}
+
+#[test]
+fn a_hash_records_fields_are_deleted_and_overwritten_one_by_one_and_an_emptied_record_is_gone() {
+    // Valkey 9.1 and Dragonfly: both delete a hash's key with its last field.
+    for engine in [EngineKind::Valkey, EngineKind::Dragonfly] {
+        hash_fields_churned_one_by_one(engine);
+    }
+    // The table says the counts are fields, and the fields beside the records left.
+    let server = common::start(EngineKind::Valkey, &[]);
+    let output = common::membench(&[
+        "load",
+        "--addr",
+        &server.address.socket_addr(),
+        "--workload",
+        "records",
+        "--records",
+        "200",
+        "--repetitions",
+        "1",
+        "--churn-rounds",
+        "1",
+        "--delete-share",
+        "0.5",
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let table = String::from_utf8_lossy(&output.stdout);
+    println!("{table}");
+    assert!(
+        table.contains("Fields deleted") && table.contains("Records (fields)"),
+        "{table}"
+    );
+}
+
+fn hash_fields_churned_one_by_one(engine: EngineKind) {
+    const RECORDS: u64 = 2_000;
+    const FIELDS: [&str; 4] = ["name", "age", "city", "score"];
+    let server = common::start(engine, &[]);
+    let records = RECORDS.to_string();
+    let output = common::membench(&[
+        "load",
+        "--addr",
+        &server.address.socket_addr(),
+        "--workload",
+        "records",
+        "--records",
+        &records,
+        "--repetitions",
+        "1",
+        "--churn-rounds",
+        "2",
+        "--delete-share",
+        "0.5",
+        "--overwrite-share",
+        "0.5",
+        "--overwrite-value-size",
+        "64",
+        "--keep-data",
+        "--output",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rounds = rounds_of(&json);
+
+    // The test's own replay of the published draws, field by field.
+    let per = FIELDS.len() as u64;
+    let (states, counts) = replay(&vec![true; (RECORDS * per) as usize], 2, 0.5, 0.5);
+    for (round, (deleted, overwritten)) in rounds.iter().zip(&counts) {
+        assert_eq!(round["deleted"].as_u64(), Some(*deleted), "fields: {round}");
+        assert_eq!(round["overwritten"].as_u64(), Some(*overwritten), "{round}");
+    }
+
+    // Every record holds exactly the fields the draws left, overwritten ones at 64 bytes.
+    let mut connection = common::connect(&server.address);
+    let mut pipe = redis::pipe();
+    for record in 0..RECORDS {
+        pipe.cmd("HGETALL").arg(format!("user:{record}"));
+    }
+    let held: Vec<std::collections::HashMap<String, String>> = pipe.query(&mut connection).unwrap();
+    let (mut keys, mut fields) = (0u64, 0u64);
+    for (record, hash) in held.iter().enumerate() {
+        let mut expected = std::collections::BTreeMap::new();
+        for (place, name) in FIELDS.iter().enumerate() {
+            if let Some(overwritten) = states[record * FIELDS.len() + place] {
+                expected.insert(name.to_string(), overwritten);
+            }
+        }
+        let found: std::collections::BTreeMap<String, bool> = hash
+            .iter()
+            .map(|(name, value)| (name.clone(), value.len() == 64 && value.starts_with("xx")))
+            .collect();
+        assert_eq!(found, expected, "{engine:?} user:{record}: {hash:?}");
+        keys += u64::from(!expected.is_empty());
+        fields += expected.len() as u64;
+    }
+    // About 0.75^4 of the records lost every field over the two rounds: their keys are gone,
+    // and the round counts them no more.
+    assert!(
+        keys < RECORDS * 8 / 10 && keys > RECORDS / 2,
+        "{engine:?}: {keys} of {RECORDS} records keep a field"
+    );
+    let last = &rounds[1];
+    println!(
+        "{engine:?}: {keys} records and {fields} fields left; rounds: {}",
+        serde_json::to_string(&rounds).unwrap()
+    );
+    assert_eq!(last["items"].as_u64(), Some(keys), "{last}");
+    assert_eq!(last["elements"].as_u64(), Some(fields), "{last}");
+    assert_eq!(dbsize(&server.address), keys);
+}
+
+#[test]
+fn a_random_strings_load_is_churned_on_exactly_the_keys_its_draws_wrote() {
+    const REQUESTS: u64 = 30_000;
+    const KEYSPACE: u64 = 20_000;
+    let server = common::start(EngineKind::Valkey, &[]);
+    let (requests, keyspace) = (REQUESTS.to_string(), KEYSPACE.to_string());
+    let output = common::membench(&[
+        "load",
+        "--addr",
+        &server.address.socket_addr(),
+        "--workload",
+        "random-strings",
+        "--requests",
+        &requests,
+        "--keyspace",
+        &keyspace,
+        "--seed",
+        "5",
+        "--repetitions",
+        "1",
+        "--churn-rounds",
+        "2",
+        "--delete-share",
+        "0.5",
+        "--overwrite-share",
+        "0.5",
+        "--overwrite-value-size",
+        "64",
+        "--keep-data",
+        "--output",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rounds = rounds_of(&json);
+
+    // The keys the load wrote, from its generator as the test draws it, then the churn's draws.
+    let mut drawn = vec![false; KEYSPACE as usize];
+    let mut keys = membench::client::draws::KeyGenerator::new(5);
+    for _ in 0..REQUESTS {
+        drawn[keys.below(KEYSPACE) as usize] = true;
+    }
+    let loaded = drawn.iter().filter(|d| **d).count() as u64;
+    assert!(
+        loaded < KEYSPACE * 8 / 10,
+        "the key space is not whole: {loaded}"
+    );
+    assert_eq!(json["repetitions"][0]["items"].as_u64(), Some(loaded));
+    let (states, counts) = replay(&drawn, 2, 0.5, 0.5);
+    for (round, (deleted, overwritten)) in rounds.iter().zip(&counts) {
+        assert_eq!(round["deleted"].as_u64(), Some(*deleted), "{round}");
+        assert_eq!(round["overwritten"].as_u64(), Some(*overwritten), "{round}");
+    }
+
+    // Each key of the key space: absent, 16 bytes as loaded or 64 as overwritten.
+    let mut pipe = redis::pipe();
+    for key in 0..KEYSPACE {
+        pipe.cmd("STRLEN").arg(format!("key:{key:012}"));
+    }
+    let lengths: Vec<u64> = pipe.query(&mut common::connect(&server.address)).unwrap();
+    for (key, (length, state)) in lengths.iter().zip(&states).enumerate() {
+        let expected = match state {
+            None => 0,
+            Some(false) => 16,
+            Some(true) => 64,
+        };
+        assert_eq!(*length, expected, "key:{key:012}");
+    }
+    let held = states.iter().filter(|s| s.is_some()).count() as u64;
+    assert_eq!(rounds[1]["items"].as_u64(), Some(held));
+    assert_eq!(dbsize(&server.address), held);
 }

@@ -207,3 +207,141 @@ fn what_cannot_be_loaded_past_maxmemory_is_refused_before_any_write() {
     assert!(stderr.contains("spec.engines[0].memory"), "{stderr}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `membench capacity FILE --items N --output json`: the first engine's plan.
+fn capacity_of(path: &std::path::Path) -> Value {
+    let output = common::membench(&[
+        "capacity",
+        path.to_str().unwrap(),
+        "--items",
+        "1000000",
+        "--instance-families",
+        "r8g",
+        "--output",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    json["engines"][0]["capacity"].clone()
+}
+
+#[test]
+fn a_capacity_plan_of_a_run_with_an_eviction_makes_room_for_its_measured_overshoot() {
+    let dir = std::env::temp_dir().join(format!("membench-eviction-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = common::write_spec(
+        &dir,
+        "eviction-plan",
+        "  engines: [{engine: valkey, version: \"9.1\"}]\n  workload: {strings: {keys: 20000}}\n  repetitions: 1\n  settleSeconds: 1\n  eviction: {maxmemory: 16mb, policy: allkeys-lru, loadTo: 2}\n  capacity: {items: 1000000, instanceFamilies: [r8g]}\n",
+    );
+    let result = dir.join("result.json");
+    let output = common::membench(&[
+        "run",
+        spec.to_str().unwrap(),
+        "--result-file",
+        result.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let mut json: Value = serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+    let eviction = json["engines"][0]["repetitions"][0]["eviction"].clone();
+    let peak = count(&eviction["peak_used_memory"]);
+    let limit = 16u64 << 20;
+    assert_eq!(
+        eviction["overshoot_bytes"].as_i64(),
+        Some(peak as i64 - limit as i64)
+    );
+    let planned = capacity_of(&result);
+
+    // The same result without its eviction: the plan the overshoot is added to.
+    for repetition in json["engines"][0]["repetitions"].as_array_mut().unwrap() {
+        repetition.as_object_mut().unwrap().remove("eviction");
+    }
+    let without = dir.join("without-eviction.json");
+    std::fs::write(&without, serde_json::to_vec(&json).unwrap()).unwrap();
+    let plain = capacity_of(&without);
+    let used = count(&planned["projected_used_memory"]);
+    assert_eq!(used, count(&plain["projected_used_memory"]));
+    let note = planned["rss_note"].as_str().unwrap_or_default().to_string();
+    println!(
+        "peak used_memory {peak} at maxmemory {limit}; projected RSS {} without the overshoot, {} with it",
+        plain["projected_rss"], planned["projected_rss"]
+    );
+    if peak > limit {
+        let extra = (u128::from(peak - limit) * u128::from(used)).div_ceil(u128::from(limit));
+        assert_eq!(
+            count(&planned["projected_rss"]),
+            count(&plain["projected_rss"]) + extra as u64,
+            "{planned}"
+        );
+        assert!(
+            count(&planned["engine_memory"]) > count(&plain["engine_memory"]),
+            "{planned}"
+        );
+        let ratio = planned["eviction_overshoot_ratio"].as_f64().unwrap();
+        assert!(
+            (ratio - peak as f64 / limit as f64).abs() < 1e-12,
+            "{planned}"
+        );
+        assert!(
+            note.contains("room added for spec.eviction's overshoot"),
+            "{note}"
+        );
+    } else {
+        assert_eq!(planned["projected_rss"], plain["projected_rss"]);
+        assert!(note.contains("no room added"), "{note}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_published_eviction_runs_overshoot_is_planned_for_each_engine_that_went_over() {
+    // docs/results.md's Eviction table: one real run of six entries, four of them above
+    // maxmemory (+80 to +91,112 bytes), two under it.
+    let path = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/results/eviction/eviction-strings-100mb.json"
+    ));
+    let output = common::membench(&[
+        "capacity",
+        path.to_str().unwrap(),
+        "--items",
+        "1000000",
+        "--instance-families",
+        "r8g",
+        "--output",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let plan: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut over = 0;
+    for (engine, planned) in result["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(plan["engines"].as_array().unwrap())
+    {
+        let eviction = &engine["repetitions"][0]["eviction"];
+        let peak = count(&eviction["peak_used_memory"]);
+        let overshoot = eviction["overshoot_bytes"].as_i64().unwrap();
+        let capacity = &planned["capacity"];
+        let note = capacity["rss_note"].as_str().unwrap_or_default();
+        if overshoot > 0 {
+            over += 1;
+            let ratio = capacity["eviction_overshoot_ratio"].as_f64().unwrap();
+            let limit = (peak as i64 - overshoot) as f64;
+            assert!((ratio - peak as f64 / limit).abs() < 1e-12, "{capacity}");
+            assert!(
+                note.contains("room added for spec.eviction's overshoot"),
+                "{note}"
+            );
+        } else {
+            assert!(
+                capacity.get("eviction_overshoot_ratio").is_none(),
+                "{capacity}"
+            );
+            assert!(note.contains("no room added"), "{note}");
+        }
+    }
+    assert_eq!(over, 4, "{plan}");
+}

@@ -35,6 +35,43 @@ pub struct EngineMeasurement {
     /// The first repetition's RSS empty, after the load and after `spec.churn`'s last round,
     /// when the run churned: what the projected RSS is raised by (`super::rss`).
     pub churn: Option<ChurnGrowth>,
+    /// The highest used_memory a load past maxmemory reached over its limit (`spec.eviction`),
+    /// of the repetition where that ratio was highest: what the projected RSS makes room for
+    /// (`super::overshoot`).
+    pub eviction: Option<EvictionPeak>,
+}
+
+/// A load past maxmemory: the limit (maxmemory of every shard) and the highest used_memory
+/// read during it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EvictionPeak {
+    pub limit: u64,
+    pub peak_used_memory: u64,
+}
+
+impl EvictionPeak {
+    /// From a result's `peak_used_memory` and `overshoot_bytes` (peak - limit).
+    pub fn of(peak_used_memory: u64, overshoot_bytes: i64) -> Option<Self> {
+        let limit = i128::from(peak_used_memory) - i128::from(overshoot_bytes);
+        let limit = u64::try_from(limit).ok().filter(|l| *l > 0)?;
+        Some(Self {
+            limit,
+            peak_used_memory,
+        })
+    }
+
+    /// peak_used_memory / limit.
+    pub fn ratio(&self) -> f64 {
+        self.peak_used_memory as f64 / self.limit as f64
+    }
+}
+
+/// The peak of the repetitions' whose ratio to its limit is highest.
+fn highest_peak(repetitions: &[Reading]) -> Option<EvictionPeak> {
+    repetitions
+        .iter()
+        .filter_map(|r| r.eviction)
+        .max_by(|a, b| a.ratio().total_cmp(&b.ratio()))
 }
 
 /// used_memory_rss of the first repetition's empty server, after its load (settled, when it
@@ -99,6 +136,8 @@ struct Reading {
     settled: Option<(u64, u64)>,
     /// used_memory_rss after the last churn round.
     churned_rss: Option<u64>,
+    /// The load past maxmemory, when the repetition had one.
+    eviction: Option<EvictionPeak>,
 }
 
 impl Reading {
@@ -160,6 +199,7 @@ impl EngineMeasurement {
                 settled_growth: first.settled_growth(),
                 threads: who.threads,
                 churn: first.churn_growth(),
+                eviction: highest_peak(repetitions),
                 rebuild: Some(RebuildMeasurement {
                     keys: profile.keys,
                     ttl_keys: profile.ttl_keys,
@@ -199,6 +239,7 @@ impl EngineMeasurement {
             threads: who.threads,
             rebuild: None,
             churn: first.churn_growth(),
+            eviction: highest_peak(repetitions),
         })
     }
 
@@ -230,6 +271,10 @@ impl EngineMeasurement {
                         .as_ref()
                         .map(|s| (s.used_memory, s.used_memory_rss)),
                     churned_rss: r.churn.as_ref().and_then(|c| c.churned_rss()),
+                    eviction: r
+                        .eviction
+                        .as_ref()
+                        .and_then(|e| EvictionPeak::of(e.peak_used_memory, e.overshoot_bytes)),
                 })
                 .collect::<Vec<_>>(),
         )
@@ -260,6 +305,10 @@ impl EngineMeasurement {
                     baseline_used_memory_rss: r.baseline_used_memory_rss,
                     settled: r.settled_used_memory.zip(r.settled_used_memory_rss),
                     churned_rss: r.churn.as_ref().and_then(|c| c.churned_rss()),
+                    eviction: r
+                        .eviction
+                        .as_ref()
+                        .and_then(|e| EvictionPeak::of(e.peak_used_memory, e.overshoot_bytes)),
                 })
                 .collect::<Vec<_>>(),
         )

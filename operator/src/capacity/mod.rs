@@ -6,7 +6,9 @@
 //! - [`rebuild`]: used_memory at N keys of a profile's rebuild, from a rebuild at another scale;
 //! - [`dash_table`]: Dragonfly's keyspace growth (segments per shard), which the projection fits;
 //! - [`prices`]: the user's prices file;
-//! - [`rss`]: the RSS at N, from the data's settled growth or the run's ratio;
+//! - [`rss`]: the RSS at N, from the data's settled growth or the run's ratio, raised by a
+//!   churn's factor;
+//! - [`overshoot`]: room in that RSS for a load past maxmemory's peak above it;
 //! - [`measurement`]: a run's result (a local report, a status) read as the model's input;
 //! - [`status`]: the plan from and for a benchmark's status (`status.capacity`).
 //!
@@ -23,6 +25,7 @@
 pub mod dash_table;
 pub mod instance_types;
 pub mod measurement;
+pub mod overshoot;
 pub mod prices;
 pub mod projection;
 pub mod rebuild;
@@ -158,9 +161,14 @@ pub struct EngineCapacity {
     /// RSS added per byte of used_memory the data added, on the data-growth basis.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_growth_ratio: Option<f64>,
-    /// Why the run ratio was used, or that the RSS was raised to used_memory.
+    /// Why the run ratio was used, or that the RSS was raised to used_memory, by a churn's
+    /// factor or for an eviction's overshoot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_note: Option<String>,
+    /// peak used_memory / maxmemory of the run's load past maxmemory (`spec.eviction`), when
+    /// above 1: projected_rss holds that share of projected_used_memory more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction_overshoot_ratio: Option<f64>,
     /// The memory to give the engine: the band's top RSS (by `rss_basis`, never below its
     /// used_memory) over 1 - headroom.
     pub engine_memory: u64,
@@ -316,7 +324,12 @@ pub fn plan_engine(
         );
     }
     let ratio = measurement.fragmentation_ratio.unwrap_or(1.0);
-    let rss = rss::project(measurement, projection.used_memory, projection.high);
+    let rss = overshoot::make_room(
+        rss::project(measurement, projection.used_memory, projection.high),
+        measurement.eviction.as_ref(),
+        projection.used_memory,
+        projection.high,
+    );
     let engine_memory =
         (rss.rss_high as f64 / (1.0 - f64::from(request.headroom_percent) / 100.0)).ceil() as u64;
     let fits: Vec<InstanceFit> = request
@@ -350,6 +363,7 @@ pub fn plan_engine(
         rss_basis: rss.basis,
         rss_growth_ratio: rss.growth_ratio,
         rss_note: rss.note,
+        eviction_overshoot_ratio: rss.eviction_overshoot_ratio,
         engine_memory,
         required_node_memory,
         smallest_instance_type: smallest.and_then(|f| f.instance_type.clone()),

@@ -38,6 +38,9 @@ pub struct RssProjection {
     pub note: Option<String>,
     /// The churn's factor the figures were raised by (`spec.churn`), when above 1.
     pub churn_factor: Option<f64>,
+    /// peak used_memory / maxmemory of a load past maxmemory (`spec.eviction`), when above 1
+    /// and room was made for it (`super::overshoot`).
+    pub eviction_overshoot_ratio: Option<f64>,
 }
 
 /// The data-growth ratio of a settled first repetition, or why it cannot be used.
@@ -135,6 +138,7 @@ fn project_fresh(measurement: &EngineMeasurement, used: u64, high: u64) -> RssPr
                 growth_ratio: Some(ratio),
                 note,
                 churn_factor: None,
+                eviction_overshoot_ratio: None,
             }
         }
         Err(why) => {
@@ -152,6 +156,7 @@ fn project_fresh(measurement: &EngineMeasurement, used: u64, high: u64) -> RssPr
                 growth_ratio: None,
                 note: Some(note),
                 churn_factor: None,
+                eviction_overshoot_ratio: None,
             }
         }
     }
@@ -173,6 +178,7 @@ mod tests {
             threads: None,
             rebuild: None,
             churn: None,
+            eviction: None,
         }
     }
 

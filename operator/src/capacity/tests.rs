@@ -29,6 +29,7 @@ fn redis_like(name: &str, per_entry: u64) -> EngineMeasurement {
         threads: None,
         rebuild: None,
         churn: None,
+        eviction: None,
     }
 }
 
@@ -66,6 +67,30 @@ fn the_node_needs_rss_over_headroom_plus_what_the_node_keeps() {
     assert_eq!(e.required_node_memory, e.engine_memory + reserve);
     assert!(e.cheapest.is_none(), "no prices: no cost");
     assert!(r8g.monthly_usd.is_none());
+}
+
+#[test]
+fn a_run_with_an_eviction_peak_gives_the_engine_room_for_its_overshoot_and_says_so() {
+    let plain = plan_engine(&redis_like("redis-8.2", 120), &request(100_000_000, None)).unwrap();
+    let mut m = redis_like("redis-8.2", 120);
+    // The load past maxmemory peaked 3% above its 100 MiB limit.
+    m.eviction = Some(measurement::EvictionPeak {
+        limit: 100 << 20,
+        peak_used_memory: 103 << 20,
+    });
+    let e = plan_engine(&m, &request(100_000_000, None)).unwrap();
+    assert_eq!(e.projected_used_memory, plain.projected_used_memory);
+    let extra = (3 * u128::from(plain.projected_used_memory)).div_ceil(100) as u64;
+    assert_eq!(e.projected_rss, plain.projected_rss + extra);
+    assert!(e.engine_memory > plain.engine_memory, "{e:?}");
+    assert_eq!(e.eviction_overshoot_ratio, Some(1.03));
+    assert!(
+        e.rss_note
+            .as_deref()
+            .unwrap()
+            .contains("room added for spec.eviction's overshoot"),
+        "{e:?}"
+    );
 }
 
 #[test]

@@ -12,9 +12,10 @@ use serde::{Deserialize, Serialize};
 pub struct ChurnRoundStatus {
     /// Counted from 1.
     pub round: u32,
-    /// Items the round deleted.
+    /// Items the round deleted (records stored as hashes: fields).
     pub deleted: u64,
-    /// Items the round overwrote with values of `overwriteValueSize`.
+    /// Items the round overwrote with values of `overwriteValueSize` (records stored as
+    /// hashes: fields).
     pub overwritten: u64,
     /// used_memory after the round, in bytes.
     pub used_memory: u64,
@@ -26,9 +27,10 @@ pub struct ChurnRoundStatus {
     /// used_memory_rss / used_memory after the round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_fragmentation_ratio: Option<f64>,
-    /// Items held after the round, verified in the engine.
+    /// Items held after the round, verified in the engine (records stored as hashes: the
+    /// records with a field left).
     pub items: u64,
-    /// Elements held after the round, where items hold them (a record's fields).
+    /// Elements held after the round, verified, where items hold them (a record's fields).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elements: Option<u64>,
     /// How long the round's commands took, in seconds.

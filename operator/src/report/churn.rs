@@ -4,6 +4,8 @@
 //! `BenchmarkReport::churned_rss`).
 
 use crate::client::measure::BenchmarkReport;
+use crate::client::workload::Workload;
+use crate::crd::RecordLayout;
 use crate::report::table::{Table, format_bytes};
 
 /// The median of what each repetition reports, if any does.
@@ -49,12 +51,26 @@ pub fn churn_table(report: &BenchmarkReport) -> Option<Table> {
     if churned.is_empty() {
         return None;
     }
+    // Records stored as hashes churn on their fields: the counts are fields, the items the
+    // records left, with their fields beside them.
+    let on_fields = matches!(
+        report.workload.workload,
+        Workload::Records {
+            layout: RecordLayout::Hash,
+            ..
+        }
+    );
+    let (deleted, overwritten, items) = if on_fields {
+        ("Fields deleted", "Fields overwritten", "Records (fields)")
+    } else {
+        ("Deleted", "Overwritten", "Items")
+    };
     let mut table = Table::new(&[
         "Rep",
         "After",
-        "Deleted",
-        "Overwritten",
-        "Items",
+        deleted,
+        overwritten,
+        items,
         "used_memory",
         "used_memory_rss",
         "allocator_frag_ratio",
@@ -78,7 +94,10 @@ pub fn churn_table(report: &BenchmarkReport) -> Option<Table> {
                 format!("round {}", round.round),
                 round.deleted.to_string(),
                 round.overwritten.to_string(),
-                round.items.to_string(),
+                match round.elements {
+                    Some(fields) if on_fields => format!("{} ({fields})", round.items),
+                    _ => round.items.to_string(),
+                },
                 format_bytes(round.used_memory as f64),
                 format_bytes(round.used_memory_rss as f64),
                 ratio(round.allocator_frag_ratio),
