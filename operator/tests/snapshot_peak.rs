@@ -114,3 +114,99 @@ fn a_snapshot_on_a_workload_it_cannot_overwrite_is_refused_before_any_write() {
     assert_eq!(output.status.code(), Some(2));
     assert!(common::stderr(&output).contains("applies only with --snapshot-writes-per-sec"));
 }
+
+/// `membench capacity FILE --items 1000000 --output json`: each engine's plan.
+fn plans_of(path: &std::path::Path) -> Vec<Value> {
+    let output = common::membench(&[
+        "capacity",
+        path.to_str().unwrap(),
+        "--items",
+        "1000000",
+        "--instance-families",
+        "r8g",
+        "--output",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    json["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["capacity"].clone())
+        .collect()
+}
+
+#[test]
+fn a_capacity_plan_sizes_each_engine_for_its_measured_snapshot_peak() {
+    // docs/results.md's Peak memory table: one real run, Redis and Valkey forking (1.50-1.61x)
+    // and Dragonfly saving without a rise.
+    let published = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/results/peak/peak-snapshot-500k.json"
+    ));
+    let mut json: Value =
+        serde_json::from_str(&std::fs::read_to_string(published).unwrap()).unwrap();
+    let planned = plans_of(published);
+    let highest: Vec<f64> = json["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            e["repetitions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| bytes(&r["peak"]["snapshot"]["ratio"]))
+                .fold(f64::MIN, f64::max)
+        })
+        .collect();
+    // The same result without its snapshots: the plan the peak raises.
+    for engine in json["engines"].as_array_mut().unwrap() {
+        for repetition in engine["repetitions"].as_array_mut().unwrap() {
+            repetition.as_object_mut().unwrap().remove("peak");
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("membench-peak-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let without = dir.join("without-peak.json");
+    std::fs::write(&without, serde_json::to_vec(&json).unwrap()).unwrap();
+    let plain = plans_of(&without);
+    let mut forked = 0;
+    for ((planned, plain), highest) in planned.iter().zip(&plain).zip(&highest) {
+        let name = &planned["name"];
+        let raised = bytes(&planned["projected_rss"]);
+        let steady = bytes(&plain["projected_rss"]);
+        println!(
+            "{name}: snapshot peak {highest:.3}x, projected RSS {steady} steady, {raised} at the peak"
+        );
+        assert_eq!(
+            planned["projected_used_memory"],
+            plain["projected_used_memory"]
+        );
+        let ratio = highest.max(1.0);
+        assert_eq!(
+            planned["snapshot_peak_ratio"].as_f64(),
+            Some(ratio),
+            "{planned}"
+        );
+        assert_eq!(raised, (steady * ratio).ceil(), "{name}");
+        if ratio > 1.2 {
+            forked += 1;
+            assert!(
+                bytes(&planned["required_node_memory"]) > bytes(&plain["required_node_memory"]),
+                "{name}: {planned}"
+            );
+            assert!(
+                planned["rss_note"].as_str().is_some_and(|n| n
+                    .contains("for spec.peak.snapshot (measured on the engine's process tree)")),
+                "{planned}"
+            );
+        }
+    }
+    assert!(
+        forked >= 4,
+        "the published run's Redis and Valkey entries fork: {highest:?}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

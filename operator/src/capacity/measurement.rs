@@ -7,6 +7,7 @@ use crate::client::measure::BenchmarkReport;
 use crate::client::workload::{Workload, expected_unique_keys};
 use crate::crd::{EngineStatus, RecordLayout};
 
+use super::peak::SnapshotPeak;
 use super::projection::CurvePoint;
 use super::rebuild::{RebuildMeasurement, RebuildRepetition};
 
@@ -39,6 +40,9 @@ pub struct EngineMeasurement {
     /// of the repetition where that ratio was highest: what the projected RSS makes room for
     /// (`super::overshoot`).
     pub eviction: Option<EvictionPeak>,
+    /// The highest peak of a snapshot saved under writes over the steady memory
+    /// (`spec.peak.snapshot`): what the projected RSS is raised by (`super::peak`).
+    pub snapshot: Option<SnapshotPeak>,
 }
 
 /// A load past maxmemory: the limit (maxmemory of every shard) and the highest used_memory
@@ -64,6 +68,11 @@ impl EvictionPeak {
     pub fn ratio(&self) -> f64 {
         self.peak_used_memory as f64 / self.limit as f64
     }
+}
+
+/// The highest of the repetitions' snapshot peaks.
+fn highest_snapshot(repetitions: &[Reading]) -> Option<SnapshotPeak> {
+    super::peak::highest(repetitions.iter().filter_map(|r| r.snapshot))
 }
 
 /// The peak of the repetitions' whose ratio to its limit is highest.
@@ -138,6 +147,8 @@ struct Reading {
     churned_rss: Option<u64>,
     /// The load past maxmemory, when the repetition had one.
     eviction: Option<EvictionPeak>,
+    /// The snapshot saved under writes, when the repetition had one.
+    snapshot: Option<SnapshotPeak>,
 }
 
 impl Reading {
@@ -200,6 +211,7 @@ impl EngineMeasurement {
                 threads: who.threads,
                 churn: first.churn_growth(),
                 eviction: highest_peak(repetitions),
+                snapshot: highest_snapshot(repetitions),
                 rebuild: Some(RebuildMeasurement {
                     keys: profile.keys,
                     ttl_keys: profile.ttl_keys,
@@ -240,6 +252,7 @@ impl EngineMeasurement {
             rebuild: None,
             churn: first.churn_growth(),
             eviction: highest_peak(repetitions),
+            snapshot: highest_snapshot(repetitions),
         })
     }
 
@@ -275,6 +288,11 @@ impl EngineMeasurement {
                         .eviction
                         .as_ref()
                         .and_then(|e| EvictionPeak::of(e.peak_used_memory, e.overshoot_bytes)),
+                    snapshot: r
+                        .peak
+                        .as_ref()
+                        .and_then(|p| p.snapshot.as_ref())
+                        .and_then(|snapshot| SnapshotPeak::of(&snapshot.into())),
                 })
                 .collect::<Vec<_>>(),
         )
@@ -309,6 +327,11 @@ impl EngineMeasurement {
                         .eviction
                         .as_ref()
                         .and_then(|e| EvictionPeak::of(e.peak_used_memory, e.overshoot_bytes)),
+                    snapshot: r
+                        .peak
+                        .as_ref()
+                        .and_then(|p| p.snapshot.as_ref())
+                        .and_then(SnapshotPeak::of),
                 })
                 .collect::<Vec<_>>(),
         )

@@ -9,6 +9,7 @@
 //! - [`rss`]: the RSS at N, from the data's settled growth or the run's ratio, raised by a
 //!   churn's factor;
 //! - [`overshoot`]: room in that RSS for a load past maxmemory's peak above it;
+//! - [`peak`]: that RSS raised by a snapshot's peak under writes over the steady memory;
 //! - [`measurement`]: a run's result (a local report, a status) read as the model's input;
 //! - [`status`]: the plan from and for a benchmark's status (`status.capacity`).
 //!
@@ -26,6 +27,7 @@ pub mod dash_table;
 pub mod instance_types;
 pub mod measurement;
 pub mod overshoot;
+pub mod peak;
 pub mod prices;
 pub mod projection;
 pub mod rebuild;
@@ -169,6 +171,10 @@ pub struct EngineCapacity {
     /// above 1: projected_rss holds that share of projected_used_memory more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eviction_overshoot_ratio: Option<f64>,
+    /// peak / steady memory of a snapshot saved under the run's writes (`spec.peak.snapshot`),
+    /// the highest of its repetitions: projected_rss is raised by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_peak_ratio: Option<f64>,
     /// The memory to give the engine: the band's top RSS (by `rss_basis`, never below its
     /// used_memory) over 1 - headroom.
     pub engine_memory: u64,
@@ -324,11 +330,14 @@ pub fn plan_engine(
         );
     }
     let ratio = measurement.fragmentation_ratio.unwrap_or(1.0);
-    let rss = overshoot::make_room(
-        rss::project(measurement, projection.used_memory, projection.high),
-        measurement.eviction.as_ref(),
-        projection.used_memory,
-        projection.high,
+    let rss = peak::make_room(
+        overshoot::make_room(
+            rss::project(measurement, projection.used_memory, projection.high),
+            measurement.eviction.as_ref(),
+            projection.used_memory,
+            projection.high,
+        ),
+        measurement.snapshot.as_ref(),
     );
     let engine_memory =
         (rss.rss_high as f64 / (1.0 - f64::from(request.headroom_percent) / 100.0)).ceil() as u64;
@@ -364,6 +373,7 @@ pub fn plan_engine(
         rss_growth_ratio: rss.growth_ratio,
         rss_note: rss.note,
         eviction_overshoot_ratio: rss.eviction_overshoot_ratio,
+        snapshot_peak_ratio: rss.snapshot_peak_ratio,
         engine_memory,
         required_node_memory,
         smallest_instance_type: smallest.and_then(|f| f.instance_type.clone()),

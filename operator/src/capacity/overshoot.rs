@@ -64,6 +64,7 @@ mod tests {
             note: None,
             churn_factor: None,
             eviction_overshoot_ratio: None,
+            snapshot_peak_ratio: None,
         }
     }
 

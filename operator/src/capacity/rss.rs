@@ -41,6 +41,9 @@ pub struct RssProjection {
     /// peak used_memory / maxmemory of a load past maxmemory (`spec.eviction`), when above 1
     /// and room was made for it (`super::overshoot`).
     pub eviction_overshoot_ratio: Option<f64>,
+    /// The factor a snapshot saved under writes raised the figures by (`spec.peak.snapshot`,
+    /// `super::peak`).
+    pub snapshot_peak_ratio: Option<f64>,
 }
 
 /// The data-growth ratio of a settled first repetition, or why it cannot be used.
@@ -139,6 +142,7 @@ fn project_fresh(measurement: &EngineMeasurement, used: u64, high: u64) -> RssPr
                 note,
                 churn_factor: None,
                 eviction_overshoot_ratio: None,
+                snapshot_peak_ratio: None,
             }
         }
         Err(why) => {
@@ -157,6 +161,7 @@ fn project_fresh(measurement: &EngineMeasurement, used: u64, high: u64) -> RssPr
                 note: Some(note),
                 churn_factor: None,
                 eviction_overshoot_ratio: None,
+                snapshot_peak_ratio: None,
             }
         }
     }
@@ -179,6 +184,7 @@ mod tests {
             rebuild: None,
             churn: None,
             eviction: None,
+            snapshot: None,
         }
     }
 

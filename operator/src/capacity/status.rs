@@ -95,6 +95,8 @@ pub fn to_status(plan: &CapacityPlan, message: Option<String>) -> CapacityStatus
                         .ok()
                         .and_then(|v| v.as_str().map(String::from))
                         .unwrap_or_default(),
+                    eviction_overshoot_ratio: e.eviction_overshoot_ratio,
+                    snapshot_peak_ratio: e.snapshot_peak_ratio,
                     required_node_memory: e.required_node_memory,
                     smallest_instance_type: e.smallest_instance_type.clone(),
                     fill_percent: smallest

@@ -30,6 +30,7 @@ fn redis_like(name: &str, per_entry: u64) -> EngineMeasurement {
         rebuild: None,
         churn: None,
         eviction: None,
+        snapshot: None,
     }
 }
 
@@ -89,6 +90,34 @@ fn a_run_with_an_eviction_peak_gives_the_engine_room_for_its_overshoot_and_says_
             .as_deref()
             .unwrap()
             .contains("room added for spec.eviction's overshoot"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn a_run_with_a_snapshot_peak_sizes_the_node_for_the_peak_and_says_so() {
+    let plain = plan_engine(&redis_like("redis-8.2", 120), &request(100_000_000, None)).unwrap();
+    let mut m = redis_like("redis-8.2", 120);
+    m.snapshot = Some(crate::capacity::peak::SnapshotPeak {
+        ratio: 1.5,
+        measured: true,
+    });
+    let e = plan_engine(&m, &request(100_000_000, None)).unwrap();
+    assert_eq!(e.projected_used_memory, plain.projected_used_memory);
+    assert_eq!(
+        e.projected_rss,
+        (plain.projected_rss as f64 * 1.5).ceil() as u64
+    );
+    assert!(
+        e.required_node_memory > plain.required_node_memory,
+        "{e:?} against {plain:?}"
+    );
+    assert_eq!(e.snapshot_peak_ratio, Some(1.5));
+    assert!(
+        e.rss_note
+            .as_deref()
+            .unwrap()
+            .contains("raised 1.500x for spec.peak.snapshot"),
         "{e:?}"
     );
 }

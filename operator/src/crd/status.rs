@@ -118,6 +118,15 @@ pub struct EngineCapacityStatus {
     /// measured fragmentation ratio, which oversizes from a small run).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub rss_basis: String,
+    /// peak used_memory / maxmemory of the run's load past maxmemory (`spec.eviction`), when
+    /// above 1: projectedRss holds that share of projectedUsedMemory more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction_overshoot_ratio: Option<f64>,
+    /// Peak over steady memory of a snapshot saved under the run's writes
+    /// (`spec.peak.snapshot`), the highest of its repetitions: projectedRss is raised by it,
+    /// since the node holds the engine and the pages its fork copied at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_peak_ratio: Option<f64>,
     /// The memory a node needs for it: the band's top RSS plus headroom, plus kube-reserved and
     /// the eviction threshold of the smallest instance type that holds it, in bytes.
     pub required_node_memory: u64,

@@ -1,0 +1,176 @@
+//! Room for the peak of a snapshot saved under writes (`spec.peak.snapshot`): Redis and Valkey
+//! save by forking, and every page the engine writes while the child saves is copied, so the
+//! node holds the engine's memory and that copy at once; the kernel kills the engine at its
+//! limit then, not at used_memory. A node sized for the steady state is lost at the save. The
+//! projected RSS is raised by the run's measured factor, peak over steady, of the repetition
+//! where it was highest:
+//! - `process-tree` (the client beside the engine read its processes): the measured peak of the
+//!   engine's resident set plus its fork child's private pages, over the same before the save;
+//! - `engine-only` (a client pod that cannot see the engine's processes): estimated from the
+//!   engine's own `rdb_last_cow_size` over its used_memory before the save, and said so.
+//!
+//! The factor holds for the run's write rate and share of keys written: the copy grows with the
+//! pages written during the save, and a save of more data lasts longer, so at a larger size and
+//! the same rate it is a floor, not a bound. The note says that too.
+
+use crate::crd::SnapshotStatus;
+
+use super::rss::RssProjection;
+
+/// A repetition's snapshot peak, as a factor over its steady memory.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SnapshotPeak {
+    /// peak / before (at least 1).
+    pub ratio: f64,
+    /// Whether the ratio was measured on the engine's processes (`process-tree`) or estimated
+    /// from the engine's own copy-on-write figure (`engine-only`).
+    pub measured: bool,
+}
+
+impl SnapshotPeak {
+    /// From a repetition's snapshot: its measured ratio, or the engine's copy-on-write size
+    /// over its used_memory before the save; None when neither is known.
+    pub fn of(snapshot: &SnapshotStatus) -> Option<Self> {
+        if let Some(ratio) = snapshot.ratio.filter(|r| r.is_finite() && *r > 0.0) {
+            return Some(Self {
+                ratio: ratio.max(1.0),
+                measured: true,
+            });
+        }
+        let cow = snapshot.cow_bytes?;
+        (snapshot.used_memory_before > 0).then(|| Self {
+            ratio: 1.0 + cow as f64 / snapshot.used_memory_before as f64,
+            measured: false,
+        })
+    }
+}
+
+/// The highest of the repetitions' peaks.
+pub fn highest(peaks: impl Iterator<Item = SnapshotPeak>) -> Option<SnapshotPeak> {
+    peaks.max_by(|a, b| a.ratio.total_cmp(&b.ratio))
+}
+
+/// `rss` raised by `peak`'s factor at the point and the band's top, and said in its note.
+pub fn make_room(mut rss: RssProjection, peak: Option<&SnapshotPeak>) -> RssProjection {
+    let Some(peak) = peak else {
+        return rss;
+    };
+    let raise = |bytes: u64| (bytes as f64 * peak.ratio).ceil() as u64;
+    let before = rss.rss;
+    rss.rss = raise(rss.rss).max(rss.rss);
+    rss.rss_high = raise(rss.rss_high).max(rss.rss_high);
+    rss.snapshot_peak_ratio = Some(peak.ratio);
+    let how = if peak.measured {
+        "measured on the engine's process tree"
+    } else {
+        "estimated from the engine's rdb_last_cow_size over its used_memory (the client could not see the engine's processes)"
+    };
+    let note = format!(
+        "raised {:.3}x for spec.peak.snapshot ({how}): the node holds the engine's memory and the pages its fork copied during a save under the run's writes, {} bytes at the estimate instead of {before}; a save of more data at the same write rate lasts longer and copies more, so this is a floor",
+        peak.ratio, rss.rss
+    );
+    rss.note = Some(match rss.note.take() {
+        Some(earlier) => format!("{earlier}; {note}"),
+        None => note,
+    });
+    rss
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::rss::RssBasis;
+
+    fn projection() -> RssProjection {
+        RssProjection {
+            basis: RssBasis::DataGrowthSettled,
+            rss: 100_000_000,
+            rss_high: 110_000_000,
+            growth_ratio: Some(1.05),
+            note: None,
+            churn_factor: None,
+            eviction_overshoot_ratio: None,
+            snapshot_peak_ratio: None,
+        }
+    }
+
+    fn snapshot(ratio: Option<f64>, cow: Option<u64>) -> SnapshotStatus {
+        SnapshotStatus {
+            source: if ratio.is_some() {
+                "process-tree".into()
+            } else {
+                "engine-only".into()
+            },
+            ratio,
+            cow_bytes: cow,
+            used_memory_before: 600_000_000,
+            ..SnapshotStatus::default()
+        }
+    }
+
+    #[test]
+    fn a_measured_peak_raises_the_projected_rss_by_its_factor_and_says_so() {
+        // Valkey 9.1.2 saving 500,000 x 1 KiB under 50,000 writes/s: 1.55x (docs/results.md).
+        let peak = highest(
+            [snapshot(Some(1.50), None), snapshot(Some(1.55), None)]
+                .iter()
+                .filter_map(SnapshotPeak::of),
+        );
+        let raised = make_room(projection(), peak.as_ref());
+        assert_eq!(raised.rss, 155_000_000);
+        assert_eq!(raised.rss_high, 170_500_000);
+        assert_eq!(raised.snapshot_peak_ratio, Some(1.55));
+        let note = raised.note.unwrap();
+        assert!(
+            note.contains(
+                "raised 1.550x for spec.peak.snapshot (measured on the engine's process tree)"
+            ) && note.contains("155000000 bytes at the estimate instead of 100000000")
+                && note.contains("a floor"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn an_engine_only_snapshot_is_estimated_from_its_copy_on_write_and_says_so() {
+        // 300 MB copied of 600 MB used: 1.5x.
+        let peak = highest(
+            [snapshot(None, Some(300_000_000))]
+                .iter()
+                .filter_map(SnapshotPeak::of),
+        )
+        .unwrap();
+        assert_eq!(
+            peak,
+            SnapshotPeak {
+                ratio: 1.5,
+                measured: false
+            }
+        );
+        let raised = make_room(projection(), Some(&peak));
+        assert_eq!(raised.rss, 150_000_000);
+        assert!(
+            raised
+                .note
+                .unwrap()
+                .contains("estimated from the engine's rdb_last_cow_size"),
+        );
+    }
+
+    #[test]
+    fn no_snapshot_or_no_figure_adds_nothing_and_a_forkless_save_adds_nothing_either() {
+        assert_eq!(make_room(projection(), None), projection());
+        assert_eq!(
+            highest([snapshot(None, None)].iter().filter_map(SnapshotPeak::of)),
+            None
+        );
+        // Dragonfly's forkless save: its peak is its steady memory (a reading a little below
+        // counts as 1).
+        let peak = highest(
+            [snapshot(Some(0.99), None)]
+                .iter()
+                .filter_map(SnapshotPeak::of),
+        );
+        let raised = make_room(projection(), peak.as_ref());
+        assert_eq!((raised.rss, raised.rss_high), (100_000_000, 110_000_000));
+    }
+}
