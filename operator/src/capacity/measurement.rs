@@ -5,9 +5,8 @@
 
 use crate::client::measure::BenchmarkReport;
 use crate::client::workload::{Workload, expected_unique_keys};
-use crate::crd::{EngineStatus, RecordLayout};
+use crate::crd::{EngineStatus, RecordLayout, SnapshotStatus};
 
-use super::peak::SnapshotPeak;
 use super::projection::CurvePoint;
 use super::rebuild::{RebuildMeasurement, RebuildRepetition};
 
@@ -70,9 +69,42 @@ impl EvictionPeak {
     }
 }
 
+/// A repetition's snapshot peak, as a factor over its steady memory.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SnapshotPeak {
+    /// peak / before (at least 1).
+    pub ratio: f64,
+    /// Whether the ratio was measured on the engine's processes (`process-tree`) or estimated
+    /// from the engine's own copy-on-write figure (`engine-only`).
+    pub measured: bool,
+}
+
+impl SnapshotPeak {
+    /// From a repetition's snapshot: its measured ratio, or the engine's copy-on-write size
+    /// over its used_memory before the save; None when neither is known.
+    pub fn of(snapshot: &SnapshotStatus) -> Option<Self> {
+        if let Some(ratio) = snapshot.ratio.filter(|r| r.is_finite() && *r > 0.0) {
+            return Some(Self {
+                ratio: ratio.max(1.0),
+                measured: true,
+            });
+        }
+        let cow = snapshot.cow_bytes?;
+        (snapshot.used_memory_before > 0).then(|| Self {
+            ratio: 1.0 + cow as f64 / snapshot.used_memory_before as f64,
+            measured: false,
+        })
+    }
+}
+
+/// The highest of the repetitions' peaks.
+pub fn highest_snapshot_peak(peaks: impl Iterator<Item = SnapshotPeak>) -> Option<SnapshotPeak> {
+    peaks.max_by(|a, b| a.ratio.total_cmp(&b.ratio))
+}
+
 /// The highest of the repetitions' snapshot peaks.
 fn highest_snapshot(repetitions: &[Reading]) -> Option<SnapshotPeak> {
-    super::peak::highest(repetitions.iter().filter_map(|r| r.snapshot))
+    highest_snapshot_peak(repetitions.iter().filter_map(|r| r.snapshot))
 }
 
 /// The peak of the repetitions' whose ratio to its limit is highest.

@@ -13,42 +13,8 @@
 //! pages written during the save, and a save of more data lasts longer, so at a larger size and
 //! the same rate it is a floor, not a bound. The note says that too.
 
-use crate::crd::SnapshotStatus;
-
+use super::measurement::SnapshotPeak;
 use super::rss::RssProjection;
-
-/// A repetition's snapshot peak, as a factor over its steady memory.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SnapshotPeak {
-    /// peak / before (at least 1).
-    pub ratio: f64,
-    /// Whether the ratio was measured on the engine's processes (`process-tree`) or estimated
-    /// from the engine's own copy-on-write figure (`engine-only`).
-    pub measured: bool,
-}
-
-impl SnapshotPeak {
-    /// From a repetition's snapshot: its measured ratio, or the engine's copy-on-write size
-    /// over its used_memory before the save; None when neither is known.
-    pub fn of(snapshot: &SnapshotStatus) -> Option<Self> {
-        if let Some(ratio) = snapshot.ratio.filter(|r| r.is_finite() && *r > 0.0) {
-            return Some(Self {
-                ratio: ratio.max(1.0),
-                measured: true,
-            });
-        }
-        let cow = snapshot.cow_bytes?;
-        (snapshot.used_memory_before > 0).then(|| Self {
-            ratio: 1.0 + cow as f64 / snapshot.used_memory_before as f64,
-            measured: false,
-        })
-    }
-}
-
-/// The highest of the repetitions' peaks.
-pub fn highest(peaks: impl Iterator<Item = SnapshotPeak>) -> Option<SnapshotPeak> {
-    peaks.max_by(|a, b| a.ratio.total_cmp(&b.ratio))
-}
 
 /// `rss` raised by `peak`'s factor at the point and the band's top, and said in its note.
 pub fn make_room(mut rss: RssProjection, peak: Option<&SnapshotPeak>) -> RssProjection {
@@ -79,7 +45,9 @@ pub fn make_room(mut rss: RssProjection, peak: Option<&SnapshotPeak>) -> RssProj
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capacity::measurement::highest_snapshot_peak as highest;
     use crate::capacity::rss::RssBasis;
+    use crate::crd::SnapshotStatus;
 
     fn projection() -> RssProjection {
         RssProjection {

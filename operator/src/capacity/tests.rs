@@ -98,7 +98,7 @@ fn a_run_with_an_eviction_peak_gives_the_engine_room_for_its_overshoot_and_says_
 fn a_run_with_a_snapshot_peak_sizes_the_node_for_the_peak_and_says_so() {
     let plain = plan_engine(&redis_like("redis-8.2", 120), &request(100_000_000, None)).unwrap();
     let mut m = redis_like("redis-8.2", 120);
-    m.snapshot = Some(crate::capacity::peak::SnapshotPeak {
+    m.snapshot = Some(crate::capacity::measurement::SnapshotPeak {
         ratio: 1.5,
         measured: true,
     });

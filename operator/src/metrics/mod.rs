@@ -55,7 +55,7 @@ const fn result_labels_and<const N: usize>(extra: &[&'static str]) -> [&'static 
 
 /// The result labels plus what the info series carries.
 /// `modules` is what the report shows beside the allocator (`vectorset 1`, `graph 41603,
-/// vectorset 1`, `none`; empty when the engine did not say): a dashboard can tell a figure
+/// vectorset 1`, `none`; `not reported` when the engine did not say): a dashboard can tell a figure
 /// from an image that loads modules from one that loads none.
 pub const INFO_LABELS: [&str; 11] = result_labels_and(&["allocator", "image", "modules"]);
 
@@ -293,7 +293,11 @@ impl Metrics {
             let mut info = labels.clone();
             info.push(engine.allocator.clone().unwrap_or_default());
             info.push(engine.image.clone().unwrap_or_default());
-            info.push(crate::crd::describe_modules(engine.modules.as_deref()));
+            // Prometheus drops an empty label: an engine that did not say is `not reported`.
+            info.push(match engine.modules.as_deref() {
+                None => "not reported".to_string(),
+                modules => crate::crd::describe_modules(modules),
+            });
             now.info.insert(info);
             now.results.insert(labels.clone());
             for t in engine.summary.iter().flat_map(|s| &s.bytes_per_key_by_type) {

@@ -277,7 +277,7 @@ fn the_info_series_carries_the_modules_the_engine_loaded_as_the_report_shows_the
     for (entry, modules) in [
         ("redis-8.2.3", "graph 41603, vectorset 1"),
         ("valkey-9.0.0", "none"),
-        ("valkey-8.1.4", ""),
+        ("valkey-8.1.4", "not reported"),
     ] {
         assert_eq!(
             sample(
