@@ -208,23 +208,6 @@ fn what_cannot_be_loaded_past_maxmemory_is_refused_before_any_write() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// `membench capacity FILE --items N --output json`: the first engine's plan.
-fn capacity_of(path: &std::path::Path) -> Value {
-    let output = common::membench(&[
-        "capacity",
-        path.to_str().unwrap(),
-        "--items",
-        "1000000",
-        "--instance-families",
-        "r8g",
-        "--output",
-        "json",
-    ]);
-    assert!(output.status.success(), "{}", common::stderr(&output));
-    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
-    json["engines"][0]["capacity"].clone()
-}
-
 #[test]
 fn a_capacity_plan_of_a_run_with_an_eviction_makes_room_for_its_measured_overshoot() {
     let dir = std::env::temp_dir().join(format!("membench-eviction-plan-{}", std::process::id()));
@@ -250,7 +233,7 @@ fn a_capacity_plan_of_a_run_with_an_eviction_makes_room_for_its_measured_oversho
         eviction["overshoot_bytes"].as_i64(),
         Some(peak as i64 - limit as i64)
     );
-    let planned = capacity_of(&result);
+    let planned = common::capacity_plans(&result).remove(0);
 
     // The same result without its eviction: the plan the overshoot is added to.
     for repetition in json["engines"][0]["repetitions"].as_array_mut().unwrap() {
@@ -258,7 +241,7 @@ fn a_capacity_plan_of_a_run_with_an_eviction_makes_room_for_its_measured_oversho
     }
     let without = dir.join("without-eviction.json");
     std::fs::write(&without, serde_json::to_vec(&json).unwrap()).unwrap();
-    let plain = capacity_of(&without);
+    let plain = common::capacity_plans(&without).remove(0);
     let used = count(&planned["projected_used_memory"]);
     assert_eq!(used, count(&plain["projected_used_memory"]));
     let note = planned["rss_note"].as_str().unwrap_or_default().to_string();
@@ -301,30 +284,14 @@ fn the_published_eviction_runs_overshoot_is_planned_for_each_engine_that_went_ov
         env!("CARGO_MANIFEST_DIR"),
         "/../docs/results/eviction/eviction-strings-100mb.json"
     ));
-    let output = common::membench(&[
-        "capacity",
-        path.to_str().unwrap(),
-        "--items",
-        "1000000",
-        "--instance-families",
-        "r8g",
-        "--output",
-        "json",
-    ]);
-    assert!(output.status.success(), "{}", common::stderr(&output));
-    let plan: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let plans = common::capacity_plans(path);
     let result: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut over = 0;
-    for (engine, planned) in result["engines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(plan["engines"].as_array().unwrap())
-    {
+    for (engine, planned) in result["engines"].as_array().unwrap().iter().zip(&plans) {
         let eviction = &engine["repetitions"][0]["eviction"];
         let peak = count(&eviction["peak_used_memory"]);
         let overshoot = eviction["overshoot_bytes"].as_i64().unwrap();
-        let capacity = &planned["capacity"];
+        let capacity = planned;
         let note = capacity["rss_note"].as_str().unwrap_or_default();
         if overshoot > 0 {
             over += 1;
@@ -343,5 +310,5 @@ fn the_published_eviction_runs_overshoot_is_planned_for_each_engine_that_went_ov
             assert!(note.contains("no room added"), "{note}");
         }
     }
-    assert_eq!(over, 4, "{plan}");
+    assert_eq!(over, 4, "{plans:#?}");
 }

@@ -115,28 +115,6 @@ fn a_snapshot_on_a_workload_it_cannot_overwrite_is_refused_before_any_write() {
     assert!(common::stderr(&output).contains("applies only with --snapshot-writes-per-sec"));
 }
 
-/// `membench capacity FILE --items 1000000 --output json`: each engine's plan.
-fn plans_of(path: &std::path::Path) -> Vec<Value> {
-    let output = common::membench(&[
-        "capacity",
-        path.to_str().unwrap(),
-        "--items",
-        "1000000",
-        "--instance-families",
-        "r8g",
-        "--output",
-        "json",
-    ]);
-    assert!(output.status.success(), "{}", common::stderr(&output));
-    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
-    json["engines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["capacity"].clone())
-        .collect()
-}
-
 #[test]
 fn a_capacity_plan_sizes_each_engine_for_its_measured_snapshot_peak() {
     // docs/results.md's Peak memory table: one real run, Redis and Valkey forking (1.50-1.61x)
@@ -147,7 +125,7 @@ fn a_capacity_plan_sizes_each_engine_for_its_measured_snapshot_peak() {
     ));
     let mut json: Value =
         serde_json::from_str(&std::fs::read_to_string(published).unwrap()).unwrap();
-    let planned = plans_of(published);
+    let planned = common::capacity_plans(published);
     let highest: Vec<f64> = json["engines"]
         .as_array()
         .unwrap()
@@ -171,7 +149,7 @@ fn a_capacity_plan_sizes_each_engine_for_its_measured_snapshot_peak() {
     std::fs::create_dir_all(&dir).unwrap();
     let without = dir.join("without-peak.json");
     std::fs::write(&without, serde_json::to_vec(&json).unwrap()).unwrap();
-    let plain = plans_of(&without);
+    let plain = common::capacity_plans(&without);
     let mut forked = 0;
     for ((planned, plain), highest) in planned.iter().zip(&plain).zip(&highest) {
         let name = &planned["name"];

@@ -43,10 +43,7 @@ pub fn make_room(
             peak.peak_used_memory, peak.limit
         )
     };
-    rss.note = Some(match rss.note.take() {
-        Some(before) => format!("{before}; {note}"),
-        None => note,
-    });
+    rss.add_note(note);
     rss
 }
 

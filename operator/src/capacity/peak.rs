@@ -35,10 +35,7 @@ pub fn make_room(mut rss: RssProjection, peak: Option<&SnapshotPeak>) -> RssProj
         "raised {:.3}x for spec.peak.snapshot ({how}): the node holds the engine's memory and the pages its fork copied during a save under the run's writes, {} bytes at the estimate instead of {before}; a save of more data at the same write rate lasts longer and copies more, so this is a floor",
         peak.ratio, rss.rss
     );
-    rss.note = Some(match rss.note.take() {
-        Some(earlier) => format!("{earlier}; {note}"),
-        None => note,
-    });
+    rss.add_note(note);
     rss
 }
 

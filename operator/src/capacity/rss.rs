@@ -46,6 +46,16 @@ pub struct RssProjection {
     pub snapshot_peak_ratio: Option<f64>,
 }
 
+impl RssProjection {
+    /// Adds `note` after the notes already said (each step that changes the figures says so).
+    pub fn add_note(&mut self, note: String) {
+        self.note = Some(match self.note.take() {
+            Some(before) => format!("{before}; {note}"),
+            None => note,
+        });
+    }
+}
+
 /// The data-growth ratio of a settled first repetition, or why it cannot be used.
 fn growth_ratio(growth: Option<&SettledGrowth>) -> Result<(f64, SettledGrowth), String> {
     let g = growth.copied().ok_or_else(|| {
@@ -85,22 +95,16 @@ pub fn project(measurement: &EngineMeasurement, used: u64, high: u64) -> RssProj
 /// The churn's factor: RSS the last round left above the empty server's, over what the load
 /// left; the projection's RSS above the empty server's raised by it when above 1.
 fn churned(mut fresh: RssProjection, churn: &ChurnGrowth) -> RssProjection {
-    let mut add = |note: String| {
-        fresh.note = Some(match fresh.note.take() {
-            Some(before) => format!("{before}; {note}"),
-            None => note,
-        });
-    };
     let loaded = churn.loaded_rss.saturating_sub(churn.baseline_rss);
     if loaded < MIN_CHURN_RSS_GROWTH {
-        add(format!(
+        fresh.add_note(format!(
             "spec.churn's factor not used: the load added {loaded} bytes of RSS, under the {MIN_CHURN_RSS_GROWTH} it is trusted from"
         ));
         return fresh;
     }
     let factor = churn.churned_rss.saturating_sub(churn.baseline_rss) as f64 / loaded as f64;
     if factor <= 1.0 {
-        add(format!(
+        fresh.add_note(format!(
             "spec.churn left RSS at {factor:.2} times the load's growth, not above it: planned from the load"
         ));
         return fresh;
@@ -112,7 +116,7 @@ fn churned(mut fresh: RssProjection, churn: &ChurnGrowth) -> RssProjection {
     fresh.rss = raise(fresh.rss);
     fresh.rss_high = raise(fresh.rss_high);
     fresh.churn_factor = Some(factor);
-    add(format!(
+    fresh.add_note(format!(
         "raised by spec.churn's factor {factor:.2} (the first repetition's RSS after its last round, over the load's, each above the empty server's): what deletes and overwrites leave in the allocator's pages"
     ));
     fresh

@@ -330,3 +330,26 @@ pub fn start_load(
         .spawn()
         .expect("membench runs")
 }
+
+/// `membench capacity RESULT --items 1000000 --instance-families r8g --output json`: each
+/// engine's plan, in the result's order.
+pub fn capacity_plans(result: &std::path::Path) -> Vec<serde_json::Value> {
+    let output = membench(&[
+        "capacity",
+        result.to_str().unwrap(),
+        "--items",
+        "1000000",
+        "--instance-families",
+        "r8g",
+        "--output",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    json["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["capacity"].clone())
+        .collect()
+}
