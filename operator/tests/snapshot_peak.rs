@@ -85,6 +85,42 @@ fn valkey_forks_and_rises_by_what_it_copied_and_dragonfly_saves_without_a_rise()
 }
 
 #[test]
+fn dragonfly_saves_begun_within_one_second_of_each_other_are_each_seen_to_end() {
+    // Dragonfly stamps a save with the second it began in, and its start-up with the second it
+    // started: four repetitions of 100 keys begin their saves within one second, so two share a
+    // second by pigeonhole, and a client that waited for the stamp to move would wait for ever
+    // (as one CI run did, for the phase's whole 600 s bound). Bounded here at 60 s.
+    let dragonfly = common::start_spec(&common::shared_build(EngineKind::Dragonfly, "1.40"));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(["load", "--addr", &dragonfly.address.socket_addr()])
+        .args(["--workload", "strings", "--keys", "100", "--value-size", "100"])
+        .args(["--repetitions", "4", "--snapshot-writes-per-sec", "1000"])
+        .args(["--output", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("membench runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("four saves of 100 keys did not end within 60 s: an end went unseen");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let repetitions = json["repetitions"].as_array().unwrap();
+    assert_eq!(repetitions.len(), 4, "{json}");
+    for repetition in repetitions {
+        let snapshot = &repetition["peak"]["snapshot"];
+        assert!(bytes(&snapshot["duration_seconds"]) < 10.0, "{snapshot}");
+        assert!(bytes(&snapshot["writes"]) >= 1.0, "{snapshot}");
+    }
+}
+
+#[test]
 fn a_snapshot_on_a_workload_it_cannot_overwrite_is_refused_before_any_write() {
     let server = common::start(EngineKind::Valkey, &[]);
     let output = common::membench(&[

@@ -183,6 +183,32 @@ fn save_done(
     Ok(true)
 }
 
+/// Dragonfly stamps a save with the second it started in (`last_success_save`,
+/// `last_failed_save`), and its start-up with the second it started: a save begun in the same
+/// second as the stamp before it would leave the stamp as it was, and its end would never be
+/// seen. Waits (by the engine's own clock, `TIME`, at most 2 s) until that second has passed.
+fn wait_past_last_save(
+    control: &mut ControlConnection,
+    before: &std::collections::HashMap<String, String>,
+) -> Result<(), BenchError> {
+    let stamp = |name: &str| {
+        before
+            .get(name)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let latest = stamp("last_success_save").max(stamp("last_failed_save"));
+    let waited = Instant::now();
+    loop {
+        let time: Vec<String> = control.query(&mut redis::cmd("TIME"))?;
+        let now = time.first().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        if now > latest || waited.elapsed() >= Duration::from_secs(2) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Runs the phase on a single engine (the shards of a cluster each fork on their own; not
 /// measured here): `BGSAVE`, paced overwrites of `write_share` of the loaded items until the
 /// save is done, the process tree's peak sampled meanwhile when the engine is on this machine.
@@ -218,6 +244,9 @@ pub fn run(
         }
     }
     let persistence = shards.first().info("persistence")?;
+    if engine == "dragonfly" {
+        wait_past_last_save(shards.first(), &persistence)?;
+    }
     let sampler = local.map(PeakSampler::start);
     let started = Instant::now();
     let saved: Result<String, BenchError> = shards.first().query(&mut redis::cmd("BGSAVE"));
