@@ -93,7 +93,14 @@ fn dragonfly_saves_begun_within_one_second_of_each_other_are_each_seen_to_end() 
     let dragonfly = common::start_spec(&common::shared_build(EngineKind::Dragonfly, "1.40"));
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
         .args(["load", "--addr", &dragonfly.address.socket_addr()])
-        .args(["--workload", "strings", "--keys", "100", "--value-size", "100"])
+        .args([
+            "--workload",
+            "strings",
+            "--keys",
+            "100",
+            "--value-size",
+            "100",
+        ])
         .args(["--repetitions", "4", "--snapshot-writes-per-sec", "1000"])
         .args(["--output", "json"])
         .stdout(std::process::Stdio::piped())

@@ -201,7 +201,10 @@ fn wait_past_last_save(
     let waited = Instant::now();
     loop {
         let time: Vec<String> = control.query(&mut redis::cmd("TIME"))?;
-        let now = time.first().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        let now = time
+            .first()
+            .and_then(|s| s.parse::<u64>().ok())
+            .unwrap_or(0);
         if now > latest || waited.elapsed() >= Duration::from_secs(2) {
             return Ok(());
         }
