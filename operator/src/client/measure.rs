@@ -339,7 +339,7 @@ struct LoadOutcome {
     first_write: Instant,
     /// used_memory before the first command and after each type's last one (a profile's
     /// rebuild; empty otherwise).
-    type_readings: Vec<u64>,
+    type_readings: Vec<type_memory::TypeReading>,
 }
 
 fn run_repetition(
@@ -576,7 +576,9 @@ fn load(
     };
     let mut type_readings = Vec::new();
     if !type_ends.is_empty() {
-        type_readings.push(data_memory(shards)?);
+        type_memory::wait_for_rehash(shards)?;
+        let used_memory = data_memory(shards)?;
+        type_readings.push(type_memory::reading(shards, used_memory)?);
     }
     let mut encoder = workload.encoder_with_ttl(options.ttl);
     let mut integer_replies = 0u64;
@@ -663,6 +665,10 @@ fn load(
         integer_replies += tally.integer_sum;
         if *sent == next_sample {
             let pause = Instant::now();
+            // A type's end waits for a rehash under way to finish (`type_memory`).
+            if type_ends.contains(sent) {
+                type_memory::wait_for_rehash(shards)?;
+            }
             let used_memory = data_memory(shards)?;
             if sample_every > 0 && sent.is_multiple_of(sample_every) {
                 samples.push(MemorySample {
@@ -671,7 +677,7 @@ fn load(
                 });
             }
             if type_ends.contains(sent) {
-                type_readings.push(used_memory);
+                type_readings.push(type_memory::reading(shards, used_memory)?);
             }
             next_sample = reading_after(next_sample);
             paused += pause.elapsed();
