@@ -356,6 +356,13 @@ impl ControlConnection {
         Ok(control)
     }
 
+    /// How long a reply may take on this connection (300 s from `open`).
+    pub fn set_read_timeout(&mut self, timeout: Duration) -> Result<(), BenchError> {
+        self.connection
+            .set_read_timeout(Some(timeout))
+            .map_err(|e| BenchError::from_redis(&self.address, e))
+    }
+
     pub(crate) fn query<T: redis::FromRedisValue>(
         &mut self,
         cmd: &mut redis::Cmd,

@@ -4,7 +4,8 @@
 //! fork: every page the parent writes during the save is copied, which `rdb_last_cow_size`
 //! counts and the process tree's Pss shows (`client::process_tree`, on the engine's own
 //! machine); Dragonfly saves without a fork. The writes end when the save has finished
-//! (`INFO persistence`), within a bound.
+//! (Redis and Valkey: `INFO persistence`; Dragonfly: the answer to `SAVE` on a connection of
+//! its own), within a bound.
 
 use std::time::{Duration, Instant};
 
@@ -147,34 +148,15 @@ impl From<&SnapshotReport> for SnapshotStatus {
     }
 }
 
-/// Whether the save `BGSAVE` started is over: Redis and Valkey clear
-/// `rdb_bgsave_in_progress`; Dragonfly clears `saving` and moves `last_success_save` or
-/// `last_failed_save`. An error names what the engine said of a failed save.
-fn save_done(
-    control: &mut ControlConnection,
-    engine: &str,
-    before: &std::collections::HashMap<String, String>,
-) -> Result<bool, BenchError> {
+/// Whether the save `BGSAVE` started on Redis or Valkey is over: `rdb_bgsave_in_progress`
+/// cleared. An error says a failed save failed.
+fn save_done(control: &mut ControlConnection) -> Result<bool, BenchError> {
     let now = control.info("persistence")?;
-    let field = |map: &std::collections::HashMap<String, String>, name: &str| {
-        map.get(name).cloned().unwrap_or_default()
-    };
-    if engine == "dragonfly" {
-        if field(&now, "saving") == "1" {
-            return Ok(false);
-        }
-        if field(&now, "last_failed_save") != field(before, "last_failed_save") {
-            return Err(BenchError::EngineRejected {
-                command: "BGSAVE".into(),
-                message: format!("the snapshot failed: {}", field(&now, "last_error")),
-            });
-        }
-        return Ok(field(&now, "last_success_save") != field(before, "last_success_save"));
-    }
-    if field(&now, "rdb_bgsave_in_progress") == "1" {
+    let field = |name: &str| now.get(name).cloned().unwrap_or_default();
+    if field("rdb_bgsave_in_progress") == "1" {
         return Ok(false);
     }
-    if field(&now, "rdb_last_bgsave_status") != "ok" {
+    if field("rdb_last_bgsave_status") != "ok" {
         return Err(BenchError::EngineRejected {
             command: "BGSAVE".into(),
             message: "the snapshot failed (rdb_last_bgsave_status:err): the engine's log says why (a full disk, a directory it cannot write)".into(),
@@ -183,32 +165,60 @@ fn save_done(
     Ok(true)
 }
 
-/// Dragonfly stamps a save with the second it started in (`last_success_save`,
-/// `last_failed_save`), and its start-up with the second it started: a save begun in the same
-/// second as the stamp before it would leave the stamp as it was, and its end would never be
-/// seen. Waits (by the engine's own clock, `TIME`, at most 2 s) until that second has passed.
-fn wait_past_last_save(
-    control: &mut ControlConnection,
-    before: &std::collections::HashMap<String, String>,
-) -> Result<(), BenchError> {
-    let stamp = |name: &str| {
-        before
-            .get(name)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    let latest = stamp("last_success_save").max(stamp("last_failed_save"));
-    let waited = Instant::now();
-    loop {
-        let time: Vec<String> = control.query(&mut redis::cmd("TIME"))?;
-        let now = time
-            .first()
-            .and_then(|s| s.parse::<u64>().ok())
-            .unwrap_or(0);
-        if now > latest || waited.elapsed() >= Duration::from_secs(2) {
-            return Ok(());
+/// A save under way, and how its end is known.
+enum Save {
+    /// Redis and Valkey: `BGSAVE` forked a child; INFO persistence says when it is done.
+    Forked,
+    /// Dragonfly: `SAVE` on a connection of its own, answered when the save has ended (it
+    /// blocks that connection only; the engine serves the writes meanwhile). Its INFO cannot
+    /// tell: `last_success_save` is the second a save began by a clock of its own, which one
+    /// CI run saw a second behind `TIME`, so a save begun in the second of the one before it
+    /// left the stamp as it was and its end went unseen for the phase's whole bound.
+    Answered(std::thread::JoinHandle<Result<String, BenchError>>),
+}
+
+impl Save {
+    fn start(
+        control: &mut ControlConnection,
+        engine: &str,
+        timeout: Duration,
+    ) -> Result<Self, BenchError> {
+        if engine != "dragonfly" {
+            control.query::<String>(&mut redis::cmd("BGSAVE"))?;
+            return Ok(Save::Forked);
         }
-        std::thread::sleep(Duration::from_millis(20));
+        let mut own = ControlConnection::open(control.address(), timeout)?;
+        own.set_read_timeout(SAVE_BOUND + Duration::from_secs(30))?;
+        Ok(Save::Answered(std::thread::spawn(move || {
+            own.query::<String>(&mut redis::cmd("SAVE"))
+        })))
+    }
+
+    /// Whether the save has ended; an error for a save that failed.
+    fn done(&mut self, control: &mut ControlConnection) -> Result<bool, BenchError> {
+        match self {
+            Save::Forked => save_done(control),
+            Save::Answered(handle) if !handle.is_finished() => Ok(false),
+            Save::Answered(_) => {
+                let Save::Answered(handle) = std::mem::replace(self, Save::Forked) else {
+                    unreachable!()
+                };
+                match handle.join() {
+                    Ok(Ok(_)) => Ok(true),
+                    Ok(Err(BenchError::EngineRejected { message, .. })) => {
+                        Err(BenchError::EngineRejected {
+                            command: "SAVE".into(),
+                            message: format!("the snapshot failed: {message}"),
+                        })
+                    }
+                    Ok(Err(other)) => Err(other),
+                    Err(_) => Err(BenchError::EngineRejected {
+                        command: "SAVE".into(),
+                        message: "the thread waiting for the save's answer panicked".into(),
+                    }),
+                }
+            }
+        }
     }
 }
 
@@ -246,23 +256,10 @@ pub fn run(
             kept_name = Some(String::new());
         }
     }
-    let persistence = shards.first().info("persistence")?;
-    if engine == "dragonfly" {
-        wait_past_last_save(shards.first(), &persistence)?;
-    }
     let sampler = local.map(PeakSampler::start);
     let started = Instant::now();
-    let saved: Result<String, BenchError> = shards.first().query(&mut redis::cmd("BGSAVE"));
-    let result = saved.and_then(|_| {
-        write_until_saved(
-            shards,
-            workload,
-            snapshot,
-            engine,
-            &persistence,
-            connect_timeout,
-            stop,
-        )
+    let result = Save::start(shards.first(), engine, connect_timeout).and_then(|save| {
+        write_until_saved(shards, workload, snapshot, save, connect_timeout, stop)
     });
     let duration = started.elapsed().as_secs_f64();
     let (peak, samples) = sampler.map_or((None, 0), |s| {
@@ -323,8 +320,7 @@ fn write_until_saved(
     shards: &mut ShardSet,
     workload: &Workload,
     snapshot: &Snapshot,
-    engine: &str,
-    persistence: &std::collections::HashMap<String, String>,
+    mut save: Save,
     connect_timeout: Duration,
     stop: &crate::client::stop_request::StopRequest,
 ) -> Result<(u64, Vec<f64>), BenchError> {
@@ -344,7 +340,7 @@ fn write_until_saved(
         stop.check(writes)?;
         if last_poll.elapsed() >= POLL {
             last_poll = Instant::now();
-            if save_done(shards.first(), engine, persistence)? {
+            if save.done(shards.first())? {
                 return Ok((writes, latencies));
             }
             if started.elapsed() >= SAVE_BOUND {
