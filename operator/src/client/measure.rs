@@ -576,9 +576,7 @@ fn load(
     };
     let mut type_readings = Vec::new();
     if !type_ends.is_empty() {
-        type_memory::wait_for_rehash(shards)?;
-        let used_memory = data_memory(shards)?;
-        type_readings.push(type_memory::reading(shards, used_memory)?);
+        type_readings.push(type_memory::reading(shards, data_memory)?);
     }
     let mut encoder = workload.encoder_with_ttl(options.ttl);
     let mut integer_replies = 0u64;
@@ -665,19 +663,19 @@ fn load(
         integer_replies += tally.integer_sum;
         if *sent == next_sample {
             let pause = Instant::now();
-            // A type's end waits for a rehash under way to finish (`type_memory`).
-            if type_ends.contains(sent) {
-                type_memory::wait_for_rehash(shards)?;
-            }
-            let used_memory = data_memory(shards)?;
+            // A type's end is read once a rehash under way has finished (`type_memory`).
+            let used_memory = if type_ends.contains(sent) {
+                let reading = type_memory::reading(shards, data_memory)?;
+                type_readings.push(reading);
+                reading.used_memory
+            } else {
+                data_memory(shards)?
+            };
             if sample_every > 0 && sent.is_multiple_of(sample_every) {
                 samples.push(MemorySample {
                     items: *sent / per_item,
                     used_memory,
                 });
-            }
-            if type_ends.contains(sent) {
-                type_readings.push(type_memory::reading(shards, used_memory)?);
             }
             next_sample = reading_after(next_sample);
             paused += pause.elapsed();

@@ -82,42 +82,35 @@ impl std::ops::Add for KeyTables {
 /// The longest the load waits at a type's boundary for the engine to finish a rehash.
 const REHASH_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Waits, at most [`REHASH_BOUND`], until no shard is inside a rehash (`MEMORY STATS`
-/// `db.dict.rehashing.count`, Redis 7.4 and Valkey 8 and later; an engine that does not say
-/// is not waited for). Inside one the engine holds a key table's old bucket array beside the
+/// A boundary's reading, once no shard is inside a rehash (waited for at most
+/// [`REHASH_BOUND`]; `MEMORY STATS` `db.dict.rehashing.count`, Redis 7.4 and Valkey 8 and later,
+/// and an engine that does not say is not waited for): the data's used_memory
+/// (`data_memory`), and the key tables of every shard added up (None if one shard does not
+/// answer them). Inside a rehash the engine holds a key table's old bucket array beside the
 /// new one until its cron (`activerehashing`, a millisecond every tick) or the commands have
 /// moved every bucket: Valkey 9.1 at 30,000 keys held 262,144 B more for about 300 ms, which
-/// the type read then would carry and a type loaded alone and read later would not.
-pub fn wait_for_rehash(shards: &mut ShardSet) -> Result<(), BenchError> {
+/// the type read then would carry and a type loaded alone and read later would not. The
+/// tables come from the same `MEMORY STATS` replies that said the rehash was over (nothing is
+/// sent between them and used_memory).
+pub fn reading(
+    shards: &mut ShardSet,
+    data_memory: impl Fn(&mut ShardSet) -> Result<u64, BenchError>,
+) -> Result<TypeReading, BenchError> {
     let started = std::time::Instant::now();
-    loop {
-        let rehashing = shards.each(|control, _| Ok(rehashing(control)))?;
-        if rehashing.iter().all(|r| *r == 0) || started.elapsed() >= REHASH_BOUND {
-            return Ok(());
+    let stats = loop {
+        let stats = shards.each(|control, _| Ok(memory_stats(control)))?;
+        let rehashing = stats
+            .iter()
+            .any(|s| s.as_ref().is_some_and(|s| rehashing(s) > 0));
+        if !rehashing || started.elapsed() >= REHASH_BOUND {
+            break stats;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
-/// The tables being rehashed, from `MEMORY STATS`; 0 where the engine does not say.
-fn rehashing(control: &mut ControlConnection) -> u64 {
-    control
-        .query_unclassified::<redis::Value>(redis::cmd("MEMORY").arg("STATS"))
-        .ok()
-        .and_then(|stats| {
-            let (_, value) = named_entries(&stats)
-                .into_iter()
-                .find(|(name, _)| name == "db.dict.rehashing.count")?;
-            redis::from_redis_value(value).ok()
-        })
-        .unwrap_or(0)
-}
-
-/// A boundary's reading: the data's used_memory as read, and the key tables of every shard
-/// added up (None if one shard does not answer them).
-pub fn reading(shards: &mut ShardSet, used_memory: u64) -> Result<TypeReading, BenchError> {
+    };
+    let used_memory = data_memory(shards)?;
+    let mut stats = stats.into_iter();
     let mut tables = Some(KeyTables::default());
-    for shard in shards.each(|control, _| key_tables(control))? {
+    for shard in shards.each(|control, _| key_tables(control, stats.next().flatten()))? {
         tables = tables.zip(shard).map(|(a, b)| a + b);
     }
     Ok(TypeReading {
@@ -126,13 +119,31 @@ pub fn reading(shards: &mut ShardSet, used_memory: u64) -> Result<TypeReading, B
     })
 }
 
-/// The engine's key tables, or None where it answers neither `MEMORY STATS` with `db.N`
-/// entries nor INFO memory's `table_used_memory`.
-fn key_tables(control: &mut ControlConnection) -> Result<Option<KeyTables>, BenchError> {
+/// The engine's `MEMORY STATS` reply, or None where it refuses the command.
+fn memory_stats(control: &mut ControlConnection) -> Option<redis::Value> {
+    control
+        .query_unclassified(redis::cmd("MEMORY").arg("STATS"))
+        .ok()
+}
+
+/// The tables being rehashed, from a `MEMORY STATS` reply; 0 where the engine does not say.
+fn rehashing(stats: &redis::Value) -> u64 {
+    named_entries(stats)
+        .into_iter()
+        .find(|(name, _)| name == "db.dict.rehashing.count")
+        .and_then(|(_, value)| redis::from_redis_value(value).ok())
+        .unwrap_or(0)
+}
+
+/// The engine's key tables (from its `MEMORY STATS` reply, `stats`, else INFO memory), or
+/// None where it answers neither `MEMORY STATS` with `db.N` entries nor INFO memory's
+/// `table_used_memory`.
+fn key_tables(
+    control: &mut ControlConnection,
+    stats: Option<redis::Value>,
+) -> Result<Option<KeyTables>, BenchError> {
     let keys_with_ttl = control.keys_with_expiry()?;
-    if let Ok(stats) = control.query_unclassified::<redis::Value>(redis::cmd("MEMORY").arg("STATS"))
-        && let Some((main, expires)) = tables_of_stats(&stats)
-    {
+    if let Some((main, expires)) = stats.as_ref().and_then(tables_of_stats) {
         return Ok(Some(KeyTables {
             main,
             expires,
@@ -155,8 +166,7 @@ fn key_tables(control: &mut ControlConnection) -> Result<Option<KeyTables>, Benc
 /// (0, 0) for Redis's and Valkey's reply with no `db.N` entry (they leave out an empty
 /// database), None for a reply that is not theirs (Dragonfly answers a few fields of its own).
 fn tables_of_stats(stats: &redis::Value) -> Option<(u64, u64)> {
-    let pairs = named_entries;
-    let entries = pairs(stats);
+    let entries = named_entries(stats);
     if !entries.iter().any(|(name, _)| name == "total.allocated") {
         return None;
     }
@@ -165,7 +175,7 @@ fn tables_of_stats(stats: &redis::Value) -> Option<(u64, u64)> {
         if !name.starts_with("db.") {
             continue;
         }
-        for (field, value) in pairs(&db) {
+        for (field, value) in named_entries(&db) {
             let bytes = || redis::from_redis_value::<u64>(value.clone()).ok();
             match field.as_str() {
                 "overhead.hashtable.main" => main += bytes()?,
