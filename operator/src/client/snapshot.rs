@@ -174,7 +174,8 @@ enum Save {
     /// tell: `last_success_save` is the second a save began by a clock of its own, which one
     /// CI run saw a second behind `TIME`, so a save begun in the second of the one before it
     /// left the stamp as it was and its end went unseen for the phase's whole bound.
-    Answered(std::thread::JoinHandle<Result<String, BenchError>>),
+    /// The thread waiting for the answer; None once it was taken.
+    Answered(Option<std::thread::JoinHandle<Result<String, BenchError>>>),
 }
 
 impl Save {
@@ -189,35 +190,35 @@ impl Save {
         }
         let mut own = ControlConnection::open(control.address(), timeout)?;
         own.set_read_timeout(SAVE_BOUND + Duration::from_secs(30))?;
-        Ok(Save::Answered(std::thread::spawn(move || {
+        Ok(Save::Answered(Some(std::thread::spawn(move || {
             own.query::<String>(&mut redis::cmd("SAVE"))
-        })))
+        }))))
     }
 
     /// Whether the save has ended; an error for a save that failed.
     fn done(&mut self, control: &mut ControlConnection) -> Result<bool, BenchError> {
-        match self {
-            Save::Forked => save_done(control),
-            Save::Answered(handle) if !handle.is_finished() => Ok(false),
-            Save::Answered(_) => {
-                let Save::Answered(handle) = std::mem::replace(self, Save::Forked) else {
-                    unreachable!()
-                };
-                match handle.join() {
-                    Ok(Ok(_)) => Ok(true),
-                    Ok(Err(BenchError::EngineRejected { message, .. })) => {
-                        Err(BenchError::EngineRejected {
-                            command: "SAVE".into(),
-                            message: format!("the snapshot failed: {message}"),
-                        })
-                    }
-                    Ok(Err(other)) => Err(other),
-                    Err(_) => Err(BenchError::EngineRejected {
-                        command: "SAVE".into(),
-                        message: "the thread waiting for the save's answer panicked".into(),
-                    }),
-                }
+        let Save::Answered(answer) = self else {
+            return save_done(control);
+        };
+        if answer.as_ref().is_some_and(|handle| !handle.is_finished()) {
+            return Ok(false);
+        }
+        let Some(handle) = answer.take() else {
+            return Ok(true);
+        };
+        let failed = |message: String| BenchError::EngineRejected {
+            command: "SAVE".into(),
+            message,
+        };
+        match handle.join() {
+            Ok(Ok(_)) => Ok(true),
+            Ok(Err(BenchError::EngineRejected { message, .. })) => {
+                Err(failed(format!("the snapshot failed: {message}")))
             }
+            Ok(Err(other)) => Err(other),
+            Err(_) => Err(failed(
+                "the thread waiting for the save's answer panicked".into(),
+            )),
         }
     }
 }
