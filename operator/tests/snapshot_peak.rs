@@ -91,31 +91,28 @@ fn dragonfly_saves_begun_within_one_second_of_each_other_are_each_seen_to_end() 
     // second by pigeonhole, and a client that waited for the stamp to move would wait for ever
     // (as one CI run did, for the phase's whole 600 s bound). Bounded here at 60 s.
     let dragonfly = common::start_spec(&common::shared_build(EngineKind::Dragonfly, "1.40"));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
-        .args(["load", "--addr", &dragonfly.address.socket_addr()])
-        .args([
+    let address = dragonfly.address.socket_addr();
+    let output = common::membench_within(
+        &[
+            "load",
+            "--addr",
+            &address,
             "--workload",
             "strings",
             "--keys",
             "100",
             "--value-size",
             "100",
-        ])
-        .args(["--repetitions", "4", "--snapshot-writes-per-sec", "1000"])
-        .args(["--output", "json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("membench runs");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("four saves of 100 keys did not end within 60 s: an end went unseen");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let output = child.wait_with_output().unwrap();
+            "--repetitions",
+            "4",
+            "--snapshot-writes-per-sec",
+            "1000",
+            "--output",
+            "json",
+        ],
+        std::time::Duration::from_secs(60),
+    )
+    .expect("four saves of 100 keys did not end within 60 s: an end went unseen");
     assert!(output.status.success(), "{}", common::stderr(&output));
     let json: Value = serde_json::from_slice(&output.stdout).unwrap();
     let repetitions = json["repetitions"].as_array().unwrap();
