@@ -88,7 +88,7 @@ const REHASH_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
 /// (`data_memory`), and the key tables of every shard added up (None if one shard does not
 /// answer them). Inside a rehash the engine holds a key table's old bucket array beside the
 /// new one until its cron (`activerehashing`, a millisecond every tick) or the commands have
-/// moved every bucket: Valkey 9.1 at 30,000 keys held 262,144 B more for about 300 ms, which
+/// moved every bucket: Valkey 9.1 at 30,000 keys held 262,144 B more for tens of milliseconds, which
 /// the type read then would carry and a type loaded alone and read later would not. The
 /// tables come from the same `MEMORY STATS` replies that said the rehash was over (nothing is
 /// sent between them and used_memory).
