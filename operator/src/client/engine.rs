@@ -313,6 +313,14 @@ pub struct OwnClient {
     pub memory: u64,
 }
 
+/// What an engine holds for membench's own control connection and for every other one
+/// (`tot-mem`), read with `INFO memory` (`ControlConnection::memory_and_connections`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeldForConnections {
+    pub own: u64,
+    pub others: u64,
+}
+
 /// A numeric field (`name=value`) of a `CLIENT LIST` line.
 pub fn client_list_field(line: &str, name: &str) -> Option<u64> {
     line.split_whitespace()
@@ -435,22 +443,62 @@ impl ControlConnection {
         })
     }
 
-    /// What the engine holds right now for this connection and for all the others (`tot-mem`
-    /// of `CLIENT INFO` and `CLIENT LIST`); (0, 0) where the engine reports no such figure.
-    pub fn connections_memory(&mut self) -> (u64, u64) {
-        let Some(own) = self.own_client() else {
-            return (0, 0);
+    /// `INFO memory` with what the engine holds right now for this connection and for all the
+    /// others (`tot-mem` of `CLIENT INFO` and `CLIENT LIST`; 0 and 0 where the engine reports
+    /// no such figure). The three go as one pipeline, which the engine answers in one pass
+    /// over this connection's input, so that its cron cannot run between them: the cron
+    /// shrinks an idle connection's 16 KiB reply buffer (by 14,592 B on Valkey 9.1), and asked
+    /// one after the other, a shrink between the client list and `INFO` moved a reading by
+    /// that much (seen a few times in 25 runs of client_workloads on a busy machine).
+    pub fn memory_and_connections(
+        &mut self,
+    ) -> Result<(MemoryInfo, HeldForConnections), BenchError> {
+        let replies: Vec<redis::RedisResult<String>> = redis::pipe()
+            .cmd("CLIENT")
+            .arg("INFO")
+            .cmd("CLIENT")
+            .arg("LIST")
+            .cmd("INFO")
+            .arg("memory")
+            .ignore_errors()
+            .query(&mut self.connection)
+            .map_err(|e| BenchError::from_redis(&self.address, e))?;
+        let mut replies = replies.into_iter();
+        let (own, list, info) = match (replies.next(), replies.next(), replies.next()) {
+            (Some(own), Some(list), Some(info)) => (own, list, info),
+            _ => {
+                return Err(BenchError::EngineRejected {
+                    command: "CLIENT INFO, CLIENT LIST, INFO memory".into(),
+                    message: "the engine answered the pipeline with fewer than three replies"
+                        .into(),
+                });
+            }
         };
-        let list: String = match self.query_unclassified(redis::cmd("CLIENT").arg("LIST")) {
-            Ok(list) => list,
-            Err(_) => return (own.memory, 0),
+        let memory = MemoryInfo::from_info(&parse_info(
+            &info.map_err(|e| BenchError::from_redis(&self.address, e))?,
+        ))?;
+        let own = own.ok().and_then(|line| {
+            Some(OwnClient {
+                id: client_list_field(&line, "id")?,
+                memory: client_list_field(&line, "tot-mem")?,
+            })
+        });
+        let held = match (own, list) {
+            (None, _) => HeldForConnections::default(),
+            (Some(own), Err(_)) => HeldForConnections {
+                own: own.memory,
+                others: 0,
+            },
+            (Some(own), Ok(list)) => HeldForConnections {
+                own: own.memory,
+                others: list
+                    .lines()
+                    .filter(|line| client_list_field(line, "id") != Some(own.id))
+                    .filter_map(|line| client_list_field(line, "tot-mem"))
+                    .sum(),
+            },
         };
-        let others = list
-            .lines()
-            .filter(|line| client_list_field(line, "id") != Some(own.id))
-            .filter_map(|line| client_list_field(line, "tot-mem"))
-            .sum();
-        (own.memory, others)
+        Ok((memory, held))
     }
 
     pub fn connected_clients(&mut self) -> Result<u64, BenchError> {

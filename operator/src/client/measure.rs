@@ -378,9 +378,8 @@ fn run_repetition(
         })
     };
     sole_client(shards, "baseline")?;
-    let control_at_baseline = shards.held_for_controls()?;
+    let (baselines, control_at_baseline) = shards.baseline_memory()?;
     state.control_at_baseline = control_at_baseline.clone();
-    let baselines = shards.memory()?;
     let baseline = total_memory(&baselines);
     state.baseline = Some(baseline.clone());
 

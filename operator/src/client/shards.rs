@@ -164,31 +164,42 @@ impl ShardSet {
         self.each(|control, _| control.memory())
     }
 
-    /// What each shard holds for membench's control connection right now (0 where an engine
-    /// reports no figure for one client). A connection's reply buffer starts at 16 KiB and the
-    /// engine's cron shrinks it to under 2 KiB once it is idle (Valkey 9.1: `rbs` 16384 ->
-    /// 1792), so the control connection's own memory can move by about 14 KiB between
-    /// readings. Read before the baseline with the same commands as `data_memory`, this is
-    /// also their first use, whose latency histograms (Redis 7 and later, Valkey: about 23 KiB
-    /// a command) are then not counted as data.
-    pub fn held_for_controls(&mut self) -> Result<Vec<u64>, BenchError> {
-        self.each(|control, _| Ok(control.connections_memory().0))
+    /// `INFO memory` of every shard at the baseline, with what each holds for membench's
+    /// control connection at that moment (0 where an engine reports no figure for one client),
+    /// both from one pipeline (`ControlConnection::memory_and_connections`). A connection's
+    /// reply buffer starts at 16 KiB and the engine's cron shrinks it to under 2 KiB once it
+    /// is idle (Valkey 9.1: `rbs` 16384 -> 1792), so the control connection's own memory can
+    /// move by about 14 KiB between readings; `data_memory` counts it as it was here. The
+    /// pipeline is sent once before the reading: the first use of each of its commands
+    /// allocates the engine's latency histogram for it (Redis 7 and later, Valkey: about
+    /// 23 KiB a command), which must not be counted as data.
+    pub fn baseline_memory(&mut self) -> Result<(Vec<MemoryInfo>, Vec<u64>), BenchError> {
+        self.each(|control, _| control.memory_and_connections())?;
+        let readings = self.each(|control, _| control.memory_and_connections())?;
+        Ok(readings
+            .into_iter()
+            .map(|(memory, held)| (memory, held.own))
+            .unzip())
     }
 
     /// `INFO memory` of every shard as the data alone would make it: less what the engine holds
     /// for every other connection (the load's, whose query buffer batches in flight leave
     /// larger), and with the control connection counted as it was when `at_baseline` was read
-    /// (`held_for_controls`), whatever the engine's cron did to its buffers since. Both are
+    /// (`baseline_memory`), whatever the engine's cron did to its buffers since. Both are
     /// `tot-mem` of `CLIENT INFO` and `CLIENT LIST`, which the engine computes when asked
     /// (INFO's `mem_clients_normal` is refreshed only in its cron); an engine without them
     /// (Dragonfly) is read as it is.
     pub fn data_memory(&mut self, at_baseline: &[u64]) -> Result<Vec<MemoryInfo>, BenchError> {
-        let held = self.each(|control, _| Ok(control.connections_memory()))?;
-        let mut readings = self.memory()?;
-        for ((reading, then), (own, others)) in readings.iter_mut().zip(at_baseline).zip(held) {
-            reading.used_memory = (reading.used_memory + then).saturating_sub(own + others);
-        }
-        Ok(readings)
+        let readings = self.each(|control, _| control.memory_and_connections())?;
+        Ok(readings
+            .into_iter()
+            .zip(at_baseline)
+            .map(|((mut reading, held), then)| {
+                reading.used_memory =
+                    (reading.used_memory + then).saturating_sub(held.own + held.others);
+                reading
+            })
+            .collect())
     }
 
     /// Makes the shards one cluster, unless they already form one: each must be in cluster
