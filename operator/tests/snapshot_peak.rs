@@ -117,11 +117,70 @@ fn dragonfly_saves_begun_within_one_second_of_each_other_are_each_seen_to_end() 
     let json: Value = serde_json::from_slice(&output.stdout).unwrap();
     let repetitions = json["repetitions"].as_array().unwrap();
     assert_eq!(repetitions.len(), 4, "{json}");
+    let mut ratios = Vec::new();
     for repetition in repetitions {
         let snapshot = &repetition["peak"]["snapshot"];
         assert!(bytes(&snapshot["duration_seconds"]) < 10.0, "{snapshot}");
         assert!(bytes(&snapshot["writes"]) >= 1.0, "{snapshot}");
+        ratios.push(bytes(&snapshot["ratio"]));
     }
+    // The summary's ratio is the median of the four (the mean of the middle two), between
+    // the lowest and the highest.
+    ratios.sort_by(f64::total_cmp);
+    let summary = &json["summary"]["peak"]["snapshot"];
+    assert_eq!(summary["repetitions"], 4, "{summary}");
+    assert!(
+        (bytes(&summary["ratio"]) - (ratios[1] + ratios[2]) / 2.0).abs() < 1e-12,
+        "{summary} against {ratios:?}"
+    );
+    assert_eq!(bytes(&summary["min"]), ratios[0], "{summary}");
+    assert_eq!(bytes(&summary["max"]), ratios[3], "{summary}");
+}
+
+#[test]
+fn a_snapshot_that_fails_ends_the_run_naming_the_phase_and_keeps_the_repetitions_figures() {
+    // The engine's directory is gone (a volume unmounted, a disk replaced): its fork cannot
+    // create the snapshot file, and the save fails after the repetition's readings were taken.
+    let valkey = common::start(EngineKind::Valkey, &[]);
+    let dir: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("dir")
+        .query(&mut common::connect(&valkey.address))
+        .unwrap();
+    std::fs::remove_dir_all(&dir[1]).unwrap();
+    let output = common::membench(&[
+        "load",
+        "--addr",
+        &valkey.address.socket_addr(),
+        "--workload",
+        "strings",
+        "--keys",
+        "2000",
+        "--value-size",
+        "100",
+        "--repetitions",
+        "3",
+        "--snapshot-writes-per-sec",
+        "1000",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", common::stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let message = json["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("the snapshot phase after repetition 1's readings failed")
+            && (message.contains("rdb_last_bgsave_status:err") || message.contains("MISCONF")),
+        "{message}"
+    );
+    // The repetition whose readings were taken is kept whole, without the phase that failed.
+    let repetitions = json["repetitions"].as_array().unwrap();
+    assert_eq!(repetitions.len(), 1, "{json}");
+    assert_eq!(repetitions[0]["items"], 2000);
+    assert!(bytes(&repetitions[0]["bytes_per_item"]) > 100.0, "{json}");
+    assert!(repetitions[0]["peak"].is_null(), "{json}");
+    assert_eq!(json["summary"]["repetitions"], 1, "{json}");
+    assert!(json["failed_repetition"].is_null(), "{json}");
 }
 
 #[test]

@@ -28,7 +28,7 @@ pub use crate::client::measured::{
 
 use crate::client::defrag;
 use crate::client::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
-use crate::client::phases;
+use crate::client::phases::{self, PhaseFailure};
 use crate::client::resp::CommandBuffer;
 use crate::client::shards::{
     JOIN_TIMEOUT, LoadConnections, LoadFailure, ShardSet, check_shard_count, shard_name,
@@ -218,10 +218,29 @@ pub fn measure_shards_journaled(
             progress,
         );
         match outcome {
-            Ok(result) => {
+            Ok((result, None)) => {
                 report.repetitions.push(result);
                 report.summary = Summary::of(&report.repetitions, &options.thresholds);
                 journal(&report);
+            }
+            Ok((result, Some(PhaseFailure { phase, error }))) => {
+                // The repetition's readings (and the phases before this one) stand: it is kept,
+                // and the run ends with the phase named.
+                let error = match options.stop.behind(&error) {
+                    Some(cause) => BenchError::Stopped {
+                        items_sent: result.items,
+                        cause,
+                    },
+                    None => error.after_connected(result.items),
+                };
+                report.repetitions.push(result);
+                report.error = Some(ErrorReport {
+                    category: error.category().to_string(),
+                    message: format!(
+                        "the {phase} phase after repetition {repetition}'s readings failed (the repetition's figures are kept): {error}"
+                    ),
+                });
+                break;
             }
             Err(error) => {
                 // Asked to stop: whatever ended the repetition (a command the signal interrupted,
@@ -349,7 +368,7 @@ fn run_repetition(
     engine: &EngineInfo,
     state: &mut RepetitionState,
     progress: &mut dyn FnMut(LoadProgress),
-) -> Result<RepetitionResult, BenchError> {
+) -> Result<(RepetitionResult, Option<PhaseFailure>), BenchError> {
     options.stop.check(0)?;
     shards.each(|control, _| control.flush_all())?;
     let leftover = shards.each(|control, _| control.dbsize())?;
@@ -455,9 +474,9 @@ fn run_repetition(
         verified.items,
         bytes_per_item(&after),
         &mut read,
-    )?;
+    );
     let commands = workload.commands() + outcome.expires_sent;
-    Ok(RepetitionResult {
+    let result = RepetitionResult {
         repetition: state.repetition,
         baseline_used_memory: baseline.used_memory,
         baseline_used_memory_rss: baseline.used_memory_rss,
@@ -481,7 +500,8 @@ fn run_repetition(
         peak: phases.peak,
         churn: phases.churn,
         eviction: phases.eviction,
-    })
+    };
+    Ok((result, phases.failed))
 }
 
 /// Batches larger than this go one at a time, whatever `batches_in_flight` says: the replies to

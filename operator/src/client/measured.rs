@@ -157,6 +157,53 @@ pub struct Summary {
     /// How the data spread over the shards of a sharded cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<ShardSpread>,
+    /// The peak phases over the repetitions that measured them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<PeakSummary>,
+}
+
+/// The peak phases over the repetitions: what the engine's machine held at the peak against
+/// just before it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeakSummary {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<PeakRatio>,
+}
+
+impl PeakSummary {
+    /// `None` when no repetition measured a peak's memory: a client that cannot see the
+    /// engine's processes (`source: engine-only`) reports the engine's own figures only.
+    fn of(repetitions: &[RepetitionResult]) -> Option<Self> {
+        let snapshot = PeakRatio::of(
+            repetitions
+                .iter()
+                .filter_map(|r| r.peak.as_ref()?.snapshot.as_ref()?.ratio),
+        );
+        snapshot.is_some().then_some(Self { snapshot })
+    }
+}
+
+/// A peak phase over the repetitions: `peak_bytes / before_bytes`, its median (`ratio`), its
+/// lowest and highest, and how many repetitions measured it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeakRatio {
+    pub ratio: f64,
+    pub min: f64,
+    pub max: f64,
+    pub repetitions: u32,
+}
+
+impl PeakRatio {
+    fn of(ratios: impl Iterator<Item = f64>) -> Option<Self> {
+        let ratios: Vec<f64> = ratios.collect();
+        let spread = Spread::of(&ratios)?;
+        Some(Self {
+            ratio: spread.median,
+            min: spread.min,
+            max: spread.max,
+            repetitions: ratios.len() as u32,
+        })
+    }
 }
 
 impl Summary {
@@ -202,6 +249,7 @@ impl Summary {
             unstable: !reasons.is_empty(),
             unstable_reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
             shards: ShardSpread::of(repetitions),
+            peak: PeakSummary::of(repetitions),
         })
     }
 }

@@ -2,7 +2,8 @@
 //! snapshot under writes (`client::snapshot`), the churn and its defragmentation
 //! (`client::churn`, `client::defrag`), and last the load past maxmemory
 //! (`client::eviction`), which empties the engine. `client::measure` calls them once per
-//! repetition with its own memory reading.
+//! repetition with its own memory reading. A phase that fails ends the phases after it, and
+//! what the repetition measured before it (its readings, the phases that finished) is kept.
 
 use std::time::Duration;
 
@@ -17,11 +18,21 @@ use crate::client::snapshot;
 use crate::client::workload::Workload;
 use crate::error::BenchError;
 
-/// What the phases measured (each absent when the run did not ask for it).
+/// What the phases measured (each absent when the run did not ask for it, or when it or one
+/// before it failed), and the failure that ended them.
+#[derive(Default)]
 pub struct Phases {
     pub peak: Option<PeakReport>,
     pub churn: Option<ChurnReport>,
     pub eviction: Option<EvictionReport>,
+    pub failed: Option<PhaseFailure>,
+}
+
+/// A phase that failed after the repetition's readings: which one, and why.
+pub struct PhaseFailure {
+    /// `snapshot`, `churn`, `defrag` or `eviction`.
+    pub phase: &'static str,
+    pub error: BenchError,
 }
 
 /// Runs the phases `options` asks for: `items` is the repetition's verified count,
@@ -34,60 +45,91 @@ pub fn after_readings(
     items: u64,
     bytes_per_item: f64,
     read: &mut ReadMemory<'_>,
-) -> Result<Phases, BenchError> {
+) -> Phases {
+    let mut phases = Phases::default();
+    if let Err(failure) = run_in_order(
+        shards,
+        workload,
+        options,
+        engine,
+        items,
+        bytes_per_item,
+        read,
+        &mut phases,
+    ) {
+        phases.failed = Some(failure);
+    }
+    phases
+}
+
+/// The phases in order, each one's report kept in `phases` as soon as it is done.
+#[allow(clippy::too_many_arguments)]
+fn run_in_order(
+    shards: &mut ShardSet,
+    workload: &Workload,
+    options: &LoadOptions,
+    engine: &EngineInfo,
+    items: u64,
+    bytes_per_item: f64,
+    read: &mut ReadMemory<'_>,
+    phases: &mut Phases,
+) -> Result<(), PhaseFailure> {
     let pacing = Pacing {
         pipeline: options.pipeline,
         connect_timeout: options.connect_timeout,
         stop: &options.stop,
     };
-    let peak = match &options.snapshot {
-        Some(phase) => {
-            // Read again: the settled reading, when there was one, is older than the save.
-            let before = read(shards, "before the snapshot")?;
-            Some(PeakReport {
-                snapshot: Some(snapshot::run(
-                    shards,
-                    workload,
-                    phase,
-                    &engine.name,
-                    engine.process_id,
-                    &before,
-                    &pacing,
-                )?),
-            })
-        }
-        None => None,
-    };
-    let churn = match &options.churn {
-        Some(phase) => {
-            let mut report = churn::run(shards, workload, phase, items, &pacing, read)?;
-            if phase.defrag {
-                report.defrag = Some(defrag::run(
+    if let Some(phase) = &options.snapshot {
+        // Read again: the settled reading, when there was one, is older than the save.
+        let before = read(shards, "before the snapshot").map_err(failed("snapshot"))?;
+        let report = snapshot::run(
+            shards,
+            workload,
+            phase,
+            &engine.name,
+            engine.process_id,
+            &before,
+            &pacing,
+        )
+        .map_err(failed("snapshot"))?;
+        phases.peak = Some(PeakReport {
+            snapshot: Some(report),
+        });
+    }
+    if let Some(phase) = &options.churn {
+        let report =
+            churn::run(shards, workload, phase, items, &pacing, read).map_err(failed("churn"))?;
+        let churn = phases.churn.insert(report);
+        if phase.defrag {
+            churn.defrag = Some(
+                defrag::run(
                     shards,
                     &engine.name,
                     Duration::from_secs(u64::from(phase.defrag_seconds)),
                     read,
                     &options.stop,
-                )?);
-            }
-            Some(report)
+                )
+                .map_err(failed("defrag"))?,
+            );
         }
-        None => None,
-    };
-    let eviction = match &options.eviction {
-        Some(phase) => Some(eviction::run(
-            shards,
-            workload,
-            phase,
-            &engine.name,
-            bytes_per_item,
-            &pacing,
-        )?),
-        None => None,
-    };
-    Ok(Phases {
-        peak,
-        churn,
-        eviction,
-    })
+    }
+    if let Some(phase) = &options.eviction {
+        phases.eviction = Some(
+            eviction::run(
+                shards,
+                workload,
+                phase,
+                &engine.name,
+                bytes_per_item,
+                &pacing,
+            )
+            .map_err(failed("eviction"))?,
+        );
+    }
+    Ok(())
+}
+
+/// Names the phase a failure happened in.
+fn failed(phase: &'static str) -> impl FnOnce(BenchError) -> PhaseFailure {
+    move |error| PhaseFailure { phase, error }
 }

@@ -3,8 +3,8 @@
 
 use crate::client::result::{ClientResult, MAX_GROWTH_POINTS, ShardColumns};
 use crate::crd::{
-    EngineStatus, GrowthPoint, RepetitionStatus, ShardSpreadStatus, SpreadStatus, SummaryStatus,
-    TypeBytesStatus,
+    EngineStatus, GrowthPoint, PeakRatioStatus, PeakSummaryStatus, RepetitionStatus,
+    ShardSpreadStatus, SpreadStatus, SummaryStatus, TypeBytesStatus,
 };
 use crate::stats::Spread;
 
@@ -185,6 +185,14 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
                 bytes_per_key: t.bytes_per_key,
             })
             .collect(),
+        peak: s.peak.as_ref().map(|p| PeakSummaryStatus {
+            snapshot: p.snapshot.as_ref().map(|r| PeakRatioStatus {
+                ratio: r.ratio,
+                min: r.min,
+                max: r.max,
+                repetitions: r.repetitions,
+            }),
+        }),
     });
 }
 
@@ -226,6 +234,7 @@ mod tests {
     use super::*;
     use crate::client::measure::MemorySample;
     use crate::client::result::{GrowthColumn, RepetitionColumns};
+    use crate::stats::StabilityThresholds;
 
     fn result_with_growth(points: u64) -> ClientResult {
         let samples: Vec<MemorySample> = (1..=points)
@@ -272,6 +281,85 @@ mod tests {
         without.growth = None;
         absorb(&mut engine, &without, 1);
         assert_eq!(engine.growth.len(), 5);
+    }
+
+    /// A report of three repetitions whose snapshots peaked at `ratios` of their steady memory.
+    fn report_with_snapshot_peaks(ratios: [f64; 3]) -> crate::client::measure::BenchmarkReport {
+        use crate::client::measured::{PeakReport, Summary};
+        use crate::client::snapshot::{SnapshotReport, WriteLatency};
+        let mut report = crate::client::result::tests::report(3, false);
+        for (repetition, ratio) in report.repetitions.iter_mut().zip(ratios) {
+            let before = 5_000_000_000u64;
+            repetition.peak = Some(PeakReport {
+                snapshot: Some(SnapshotReport {
+                    source: "process-tree".into(),
+                    before_bytes: Some(before),
+                    peak_bytes: Some((before as f64 * ratio) as u64),
+                    ratio: Some(ratio),
+                    sample_interval_ms: 20,
+                    samples: 150,
+                    cow_bytes: Some(2_000_000_000),
+                    used_memory_before: 4_800_000_000,
+                    used_memory_rss_before: 4_900_000_000,
+                    duration_seconds: 3.0,
+                    writes: 150_000,
+                    writes_per_sec: 50_000.0,
+                    writes_per_sec_asked: 50_000,
+                    write_latency_ms: WriteLatency {
+                        p50: 0.2,
+                        p99: 1.5,
+                        max: 40.0,
+                    },
+                }),
+            });
+        }
+        report.summary = Summary::of(&report.repetitions, &StabilityThresholds::default());
+        report
+    }
+
+    #[test]
+    fn the_snapshots_median_peak_over_steady_memory_lands_in_the_status_summary() {
+        let report = report_with_snapshot_peaks([1.62, 1.41, 1.55]);
+        for message in [
+            ClientResult::from_report(&report).to_message(),
+            serde_json::to_string(&ClientResult::whole(&report)).unwrap(),
+        ] {
+            let result = ClientResult::read_whole(&message, 3).unwrap();
+            let mut engine = EngineStatus::default();
+            absorb(&mut engine, &result, 3);
+            let peak = engine.summary.unwrap().peak.unwrap().snapshot.unwrap();
+            assert_eq!(
+                (peak.ratio, peak.min, peak.max, peak.repetitions),
+                (1.55, 1.41, 1.62, 3)
+            );
+        }
+    }
+
+    #[test]
+    fn a_summary_peak_that_is_no_ratio_of_its_repetitions_is_refused() {
+        for (ratio, min, max, repetitions) in [
+            (f64::NAN, 1.4, 1.6, 3),
+            (-1.5, -2.0, 1.6, 3),
+            (1.7, 1.4, 1.6, 3),
+            (1.5, 1.4, 1.6, 0),
+            (1.5, 1.4, 1.6, 4),
+        ] {
+            let mut report = report_with_snapshot_peaks([1.62, 1.41, 1.55]);
+            let snapshot = report.summary.as_mut().unwrap().peak.as_mut().unwrap();
+            let snapshot = snapshot.snapshot.as_mut().unwrap();
+            (
+                snapshot.ratio,
+                snapshot.min,
+                snapshot.max,
+                snapshot.repetitions,
+            ) = (ratio, min, max, repetitions);
+            let message = serde_json::to_string(&ClientResult::whole(&report)).unwrap();
+            let refused = ClientResult::read_whole(&message, 3);
+            assert!(
+                refused.is_err(),
+                "{ratio} in {min}..{max} over {repetitions}: {refused:?}"
+            );
+        }
     }
 
     #[test]

@@ -44,8 +44,8 @@ pub use churn_spec::{
     default_load_to, default_write_share,
 };
 pub use churn_status::{
-    ChurnRoundStatus, ChurnStatus, DefragStatus, EvictionStatus, LatencyStatus, PeakStatus,
-    SnapshotStatus, WriteLatencyStatus,
+    ChurnRoundStatus, ChurnStatus, DefragStatus, EvictionStatus, LatencyStatus, PeakRatioStatus,
+    PeakStatus, PeakSummaryStatus, SnapshotStatus, WriteLatencyStatus,
 };
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
 pub use placement::{PlacementSpec, TolerationSpec};

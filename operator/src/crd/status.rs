@@ -485,6 +485,10 @@ pub struct SummaryStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 6))]
     pub bytes_per_key_by_type: Vec<TypeBytesStatus>,
+    /// The peak phases (`spec.peak`) over the repetitions that measured them: the median of
+    /// each one's peak over its steady memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<super::churn_status::PeakSummaryStatus>,
 }
 
 /// One type's keys in a profile's rebuild.

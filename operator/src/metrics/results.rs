@@ -354,12 +354,17 @@ impl ResultValues {
                         .collect(),
                 ),
             ],
-            snapshot_ratio: median_of(
-                repetitions
-                    .iter()
-                    .filter_map(|r| r.peak.as_ref()?.snapshot.as_ref()?.ratio)
-                    .collect(),
-            ),
+            // The summary's covers every repetition, the listed ones may be fewer.
+            snapshot_ratio: summary
+                .and_then(|s| Some(s.peak.as_ref()?.snapshot.as_ref()?.ratio))
+                .or_else(|| {
+                    median_of(
+                        repetitions
+                            .iter()
+                            .filter_map(|r| r.peak.as_ref()?.snapshot.as_ref()?.ratio)
+                            .collect(),
+                    )
+                }),
             eviction: [
                 median_of(
                     repetitions

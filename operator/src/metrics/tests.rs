@@ -67,6 +67,7 @@ fn engine_status(name: &str, engine: &str, version: &str, bytes: [f64; 3]) -> En
             },
             unstable: false,
             bytes_per_key_by_type: Vec::new(),
+            peak: None,
         }),
         ..EngineStatus::default()
     }

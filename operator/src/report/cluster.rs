@@ -267,6 +267,7 @@ mod tests {
                 },
                 unstable: false,
                 bytes_per_key_by_type: Vec::new(),
+                peak: None,
             }),
             ..Default::default()
         }

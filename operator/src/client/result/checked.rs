@@ -10,6 +10,7 @@ use super::{
     ClientResult, DecodedRepetition, MAX_MODULES, MAX_TEXT, TERMINATION_MESSAGE_LIMIT,
     WHOLE_RESULT_LIMIT,
 };
+use crate::client::measured::PeakRatio;
 use crate::crd::engine_settings::MAX_CONFIG_SETTINGS;
 use crate::stats::Spread;
 
@@ -275,6 +276,9 @@ impl ClientResult {
                 bounded_text("summary.unstable_reason", reason, MAX_TEXT + '…'.len_utf8())?;
             }
             check_by_type(&summary.by_type)?;
+            if let Some(snapshot) = summary.peak.as_ref().and_then(|p| p.snapshot.as_ref()) {
+                check_peak_ratio("summary.peak.snapshot", snapshot, repetitions)?;
+            }
         }
         Ok(())
     }
@@ -387,6 +391,30 @@ fn check_by_type(types: &[crate::client::type_memory::TypeSummary]) -> Result<()
                 t.key_type
             ));
         }
+    }
+    Ok(())
+}
+
+/// A peak over steady memory: finite, positive, its median between its lowest and highest, over
+/// 1 to `repetitions` repetitions.
+fn check_peak_ratio(field: &str, peak: &PeakRatio, repetitions: u32) -> Result<(), String> {
+    let figures = [peak.ratio, peak.min, peak.max];
+    if !figures.iter().all(|f| f.is_finite() && *f > 0.0) {
+        return Err(format!(
+            "{field} holds a ratio that is not a positive number"
+        ));
+    }
+    if !(peak.min <= peak.ratio && peak.ratio <= peak.max) {
+        return Err(format!(
+            "{field}: the median {} is not between the lowest {} and the highest {}",
+            peak.ratio, peak.min, peak.max
+        ));
+    }
+    if peak.repetitions == 0 || peak.repetitions > repetitions {
+        return Err(format!(
+            "{field} covers {} repetitions, not 1 to the {repetitions} asked for",
+            peak.repetitions
+        ));
     }
     Ok(())
 }

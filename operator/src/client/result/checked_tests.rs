@@ -54,6 +54,7 @@ fn three() -> ClientResult {
             unstable: false,
             unstable_reason: None,
             shards: None,
+            peak: None,
         }),
         ..Default::default()
     }

@@ -599,7 +599,7 @@ impl ClientResult {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::client::engine::EngineInfo;
     use crate::client::measure::{SettledMemory, WorkloadReport};
