@@ -212,6 +212,37 @@ fn a_snapshot_on_a_workload_it_cannot_overwrite_is_refused_before_any_write() {
     ]);
     assert_eq!(output.status.code(), Some(2));
     assert!(common::stderr(&output).contains("applies only with --snapshot-writes-per-sec"));
+    // Two shards each fork on their own: one save is measured, never a cluster's first shard
+    // taken for the whole.
+    let second = common::start(EngineKind::Valkey, &[]);
+    let output = common::membench(&[
+        "load",
+        "--addr",
+        &server.address.socket_addr(),
+        "--addr",
+        &second.address.socket_addr(),
+        "--workload",
+        "strings",
+        "--keys",
+        "100",
+        "--snapshot-writes-per-sec",
+        "1000",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", common::stderr(&output));
+    assert!(
+        common::stderr(&output).contains("a cluster of 2 shards forks each on its own"),
+        "{}",
+        common::stderr(&output)
+    );
+    for engine in [&server, &second] {
+        assert_eq!(
+            redis::cmd("DBSIZE")
+                .query::<u64>(&mut common::connect(&engine.address))
+                .unwrap(),
+            0,
+            "nothing was written"
+        );
+    }
 }
 
 #[test]

@@ -179,8 +179,7 @@ pub fn measure_shards_journaled(
                     "measures one engine's save; a cluster of {} shards forks each on its own: measure one shard",
                     addresses.len()
                 ),
-            })
-            .or(snapshot.check_workload(workload, "peak.snapshot")),
+            }),
             Some(snapshot) => snapshot.check_workload(workload, "peak.snapshot"),
             None => Ok(()),
         })

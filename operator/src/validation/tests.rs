@@ -354,3 +354,18 @@ fn a_dragonfly_memory_limit_too_small_for_its_threads_is_refused_naming_the_mini
     .unwrap();
     assert!(estimated.engine_memory[0] >= dragonfly_memory::minimum_limit(16));
 }
+
+#[test]
+fn a_snapshot_peak_of_a_sharded_entry_is_refused_naming_the_entry() {
+    let spec = |shards: &str| {
+        unchecked(&format!(
+            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: peak}}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{{engine: valkey, version: \"9.1\"}}, {{engine: valkey, version: \"9.1\", name: sharded{shards}}}]\n  workload: {{strings: {{keys: 1000}}}}\n  peak: {{snapshot: {{writesPerSecond: 1000}}}}\n"
+        ))
+    };
+    validate_spec(&spec("")).expect("one engine each: each save is measured");
+    let err = validate_spec(&spec(", shards: 3")).unwrap_err();
+    assert!(
+        err.contains("spec.engines[1] is a sharded cluster whose shards each fork on their own"),
+        "{err}"
+    );
+}
