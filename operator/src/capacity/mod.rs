@@ -19,7 +19,7 @@
 //! Per engine: the projected used_memory at N (and its band), the projected RSS (from the RSS
 //! the data's growth added in a settled first repetition, else the run's own fragmentation
 //! ratio, used_memory_rss / used_memory; never below used_memory), the memory given to the engine (the
-//! band's top RSS over 1 - headroom), and per instance type the memory the node needs (that,
+//! band's top RSS over 1 - headroom, or raised by a measured snapshot peak in its place), and per instance type the memory the node needs (that,
 //! plus kube-reserved and the eviction threshold of the type, `instance_types`) and how full
 //! the node would be.
 
@@ -176,8 +176,13 @@ pub struct EngineCapacity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_peak_ratio: Option<f64>,
     /// The memory to give the engine: the band's top RSS (by `rss_basis`, never below its
-    /// used_memory) over 1 - headroom.
+    /// used_memory) over 1 - headroom, or raised by the snapshot's peak in its place
+    /// (`headroom_basis`).
     pub engine_memory: u64,
+    /// `headroom-percent` or `snapshot-peak` (`peak::engine_memory`). Absent from results
+    /// planned before it: the headroom percent.
+    #[serde(default)]
+    pub headroom_basis: peak::HeadroomBasis,
     /// engine_memory plus the reserve of the smallest instance type that holds it (of the
     /// largest type of the families, when none does).
     pub required_node_memory: u64,
@@ -339,8 +344,7 @@ pub fn plan_engine(
         ),
         measurement.snapshot.as_ref(),
     );
-    let engine_memory =
-        (rss.rss_high as f64 / (1.0 - f64::from(request.headroom_percent) / 100.0)).ceil() as u64;
+    let (engine_memory, headroom_basis) = peak::engine_memory(&rss, request.headroom_percent);
     let fits: Vec<InstanceFit> = request
         .families
         .iter()
@@ -375,6 +379,7 @@ pub fn plan_engine(
         eviction_overshoot_ratio: rss.eviction_overshoot_ratio,
         snapshot_peak_ratio: rss.snapshot_peak_ratio,
         engine_memory,
+        headroom_basis,
         required_node_memory,
         smallest_instance_type: smallest.and_then(|f| f.instance_type.clone()),
         instance_types: fits,

@@ -12,9 +12,40 @@
 //! The factor holds for the run's write rate and share of keys written: the copy grows with the
 //! pages written during the save, and a save of more data lasts longer, so at a larger size and
 //! the same rate it is a floor, not a bound. The note says that too.
+//!
+//! The raised RSS is then the memory the engine is given, in place of the plan's headroom
+//! (`headroomPercent`, 25 by default: ElastiCache's reserve for fork copy-on-write among
+//! others), which is a guess where the run measured what the save takes ([`engine_memory`]).
+
+use serde::{Deserialize, Serialize};
 
 use super::measurement::SnapshotPeak;
 use super::rss::RssProjection;
+
+/// What the memory given to the engine holds beyond its projected steady RSS.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum HeadroomBasis {
+    /// The band's top RSS over 1 - headroomPercent / 100.
+    #[default]
+    HeadroomPercent,
+    /// The band's top RSS raised by the run's snapshot peak over steady memory, with no
+    /// headroom percent on top.
+    SnapshotPeak,
+}
+
+/// The memory to give the engine: the band's top RSS raised by the snapshot's peak when the run
+/// measured one, else over 1 - `headroom_percent` / 100.
+pub fn engine_memory(rss: &RssProjection, headroom_percent: u32) -> (u64, HeadroomBasis) {
+    if rss.snapshot_peak_ratio.is_some() {
+        return (rss.rss_high, HeadroomBasis::SnapshotPeak);
+    }
+    let reserved = 1.0 - f64::from(headroom_percent) / 100.0;
+    (
+        (rss.rss_high as f64 / reserved).ceil() as u64,
+        HeadroomBasis::HeadroomPercent,
+    )
+}
 
 /// `rss` raised by `peak`'s factor at the point and the band's top, and said in its note.
 pub fn make_room(mut rss: RssProjection, peak: Option<&SnapshotPeak>) -> RssProjection {

@@ -97,6 +97,10 @@ pub fn to_status(plan: &CapacityPlan, message: Option<String>) -> CapacityStatus
                         .unwrap_or_default(),
                     eviction_overshoot_ratio: e.eviction_overshoot_ratio,
                     snapshot_peak_ratio: e.snapshot_peak_ratio,
+                    headroom_basis: serde_json::to_value(e.headroom_basis)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default(),
                     required_node_memory: e.required_node_memory,
                     smallest_instance_type: e.smallest_instance_type.clone(),
                     fill_percent: smallest

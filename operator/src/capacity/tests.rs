@@ -1,6 +1,7 @@
 //! The arithmetic of a plan on curves of known shape (the real engines' runs are in
 //! operator/tests/capacity.rs).
 
+use super::peak::HeadroomBasis;
 use super::projection::CurvePoint;
 use super::*;
 
@@ -119,6 +120,43 @@ fn a_run_with_a_snapshot_peak_sizes_the_node_for_the_peak_and_says_so() {
             .unwrap()
             .contains("raised 1.500x for spec.peak.snapshot"),
         "{e:?}"
+    );
+    // The measured peak is the engine's memory, in place of the 25% headroom.
+    assert_eq!(plain.headroom_basis, HeadroomBasis::HeadroomPercent);
+    assert_eq!(e.headroom_basis, HeadroomBasis::SnapshotPeak);
+    let plain_high = plain.engine_memory as f64 * 0.75;
+    assert!(
+        (e.engine_memory as f64 - plain_high * 1.5).abs() <= 2.0,
+        "{} against 1.5 x {plain_high}",
+        e.engine_memory
+    );
+}
+
+#[test]
+fn a_save_that_copies_nothing_needs_no_headroom_for_copies_and_gets_a_smaller_node() {
+    // Dragonfly saving without a fork: 1.004x (docs/results.md's Peak memory run).
+    let plain = plan_engine(&redis_like("dragonfly", 120), &request(100_000_000, None)).unwrap();
+    let mut m = redis_like("dragonfly", 120);
+    m.snapshot = Some(crate::capacity::measurement::SnapshotPeak {
+        ratio: 1.004,
+        measured: true,
+    });
+    let planned = plan(std::slice::from_ref(&m), &request(100_000_000, None));
+    let e = &planned.engines[0];
+    assert_eq!(e.headroom_basis, HeadroomBasis::SnapshotPeak);
+    assert!(
+        e.engine_memory < plain.engine_memory,
+        "{} against {} with 25% headroom",
+        e.engine_memory,
+        plain.engine_memory
+    );
+    assert!(e.required_node_memory <= plain.required_node_memory);
+    let footer = crate::report::capacity::capacity_footer(&planned);
+    assert!(
+        footer.contains(
+            "engine memory: dragonfly: the RSS at the snapshot's measured peak (1.004x), in place of the 25% headroom"
+        ),
+        "{footer}"
     );
 }
 

@@ -127,6 +127,11 @@ pub struct EngineCapacityStatus {
     /// since the node holds the engine and the pages its fork copied at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_peak_ratio: Option<f64>,
+    /// What the memory given to the engine holds beyond its projected RSS: `headroom-percent`
+    /// (RSS / (1 - headroomPercent/100)) or `snapshot-peak` (the RSS raised by
+    /// snapshotPeakRatio, with no headroom percent on top).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub headroom_basis: String,
     /// The memory a node needs for it: the band's top RSS plus headroom, plus kube-reserved and
     /// the eviction threshold of the smallest instance type that holds it, in bytes.
     pub required_node_memory: u64,

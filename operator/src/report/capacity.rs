@@ -1,6 +1,7 @@
 //! The capacity plan as a table: per engine and instance family, the projected memory at N,
 //! what the node needs, the smallest type that holds it, how full, and (priced) what it costs.
 
+use crate::capacity::peak::HeadroomBasis;
 use crate::capacity::rss::RssBasis;
 use crate::capacity::{CapacityPlan, EngineCapacity, GrowthRule};
 
@@ -111,6 +112,14 @@ pub fn capacity_footer(plan: &CapacityPlan) -> String {
     }
     for engine in &plan.engines {
         lines.push(rss_line(engine));
+        if engine.headroom_basis == HeadroomBasis::SnapshotPeak {
+            lines.push(format!(
+                "engine memory: {}: the RSS at the snapshot's measured peak ({:.3}x), in place of the {}% headroom",
+                engine.name,
+                engine.snapshot_peak_ratio.unwrap_or(1.0),
+                plan.headroom_percent
+            ));
+        }
         for note in &engine.projection.notes {
             lines.push(format!("note: {}: {note}", engine.name));
         }
