@@ -136,12 +136,7 @@ fn a_run_with_a_snapshot_peak_sizes_the_node_for_the_peak_and_says_so() {
 fn a_save_that_copies_nothing_needs_no_headroom_for_copies_and_gets_a_smaller_node() {
     // Dragonfly saving without a fork: 1.004x (docs/results.md's Peak memory run).
     let plain = plan_engine(&redis_like("dragonfly", 120), &request(100_000_000, None)).unwrap();
-    let mut m = redis_like("dragonfly", 120);
-    m.snapshot = Some(crate::capacity::measurement::SnapshotPeak {
-        ratio: 1.004,
-        measured: true,
-    });
-    let planned = plan(std::slice::from_ref(&m), &request(100_000_000, None));
+    let planned = plan_with_snapshot_peak("dragonfly", 1.004);
     let e = &planned.engines[0];
     assert_eq!(e.headroom_basis, HeadroomBasis::SnapshotPeak);
     assert!(
@@ -151,13 +146,16 @@ fn a_save_that_copies_nothing_needs_no_headroom_for_copies_and_gets_a_smaller_no
         plain.engine_memory
     );
     assert!(e.required_node_memory <= plain.required_node_memory);
-    let footer = crate::report::capacity::capacity_footer(&planned);
-    assert!(
-        footer.contains(
-            "engine memory: dragonfly: the RSS at the snapshot's measured peak (1.004x), in place of the 25% headroom"
-        ),
-        "{footer}"
-    );
+}
+
+/// A plan of one engine whose snapshot peaked at `ratio` of its steady memory.
+pub(crate) fn plan_with_snapshot_peak(name: &str, ratio: f64) -> CapacityPlan {
+    let mut m = redis_like(name, 120);
+    m.snapshot = Some(crate::capacity::measurement::SnapshotPeak {
+        ratio,
+        measured: true,
+    });
+    plan(&[m], &request(100_000_000, None))
 }
 
 #[test]

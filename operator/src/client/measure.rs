@@ -261,6 +261,9 @@ pub fn measure_shards_journaled(
     }
     report.summary = Summary::of(&report.repetitions, &options.thresholds);
     report
+        .warnings
+        .extend(phases::snapshot_shortfall(&report.repetitions));
+    report
 }
 
 /// Before the first repetition: who the engine is (shard 0 for a cluster, whose shards must

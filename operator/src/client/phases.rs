@@ -12,9 +12,10 @@ use crate::client::defrag;
 use crate::client::engine::EngineInfo;
 use crate::client::eviction::{self, EvictionReport};
 use crate::client::load_options::LoadOptions;
-use crate::client::measured::PeakReport;
+use crate::client::measured::{PeakReport, RepetitionResult};
 use crate::client::shards::{Pacing, ReadMemory, ShardSet};
 use crate::client::snapshot;
+use crate::client::snapshot::SnapshotReport;
 use crate::client::workload::Workload;
 use crate::error::BenchError;
 
@@ -132,4 +133,25 @@ fn run_in_order(
 /// Names the phase a failure happened in.
 fn failed(phase: &'static str) -> impl FnOnce(BenchError) -> PhaseFailure {
     move |error| PhaseFailure { phase, error }
+}
+
+/// What to tell a reader when the writes of some repetitions' snapshots did not reach 90% of
+/// the rate asked: the lowest rate reached, in how many, and that the peak is that of the rate
+/// reached (one warning for the run).
+pub fn snapshot_shortfall(repetitions: &[RepetitionResult]) -> Option<String> {
+    let short: Vec<(u32, &SnapshotReport)> = repetitions
+        .iter()
+        .filter_map(|r| Some((r.repetition, r.peak.as_ref()?.snapshot.as_ref()?)))
+        .filter(|(_, s)| s.writes_per_sec < 0.9 * f64::from(s.writes_per_sec_asked))
+        .collect();
+    let (repetition, lowest) = short
+        .iter()
+        .min_by(|a, b| a.1.writes_per_sec.total_cmp(&b.1.writes_per_sec))?;
+    Some(format!(
+        "the writes during the snapshot reached under 90% of the {} a second asked (peak.snapshot.writesPerSecond) in {} of {} repetitions, {:.0} a second at the lowest (repetition {repetition}): the engine or this client could not keep up, and each peak measured is that of the rate reached",
+        lowest.writes_per_sec_asked,
+        short.len(),
+        repetitions.len(),
+        lowest.writes_per_sec
+    ))
 }

@@ -117,6 +117,10 @@ pub struct SnapshotReport {
     /// What the engine says the fork copied (`rdb_last_cow_size`; Dragonfly does not fork).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cow_bytes: Option<u64>,
+    /// The highest `current_cow_peak` the engine reported while the save ran (read every
+    /// 25 ms with the save's progress; Redis 7 and later, Valkey).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cow_peak_bytes: Option<u64>,
     pub used_memory_before: u64,
     pub used_memory_rss_before: u64,
     /// From `BGSAVE` until the engine reported the save done.
@@ -136,9 +140,11 @@ impl From<&SnapshotReport> for SnapshotStatus {
             peak_bytes: r.peak_bytes,
             ratio: r.ratio,
             cow_bytes: r.cow_bytes,
+            cow_peak_bytes: r.cow_peak_bytes,
             used_memory_before: r.used_memory_before,
             duration_seconds: r.duration_seconds,
             writes_per_sec: r.writes_per_sec,
+            writes_per_sec_asked: r.writes_per_sec_asked,
             write_latency_ms: WriteLatencyStatus {
                 p50: r.write_latency_ms.p50,
                 p99: r.write_latency_ms.p99,
@@ -149,11 +155,18 @@ impl From<&SnapshotReport> for SnapshotStatus {
 }
 
 /// Whether the save `BGSAVE` started on Redis or Valkey is over: `rdb_bgsave_in_progress`
-/// cleared. An error says a failed save failed.
-fn save_done(control: &mut ControlConnection) -> Result<bool, BenchError> {
+/// cleared. An error says a failed save failed. `cow_peak` keeps the highest
+/// `current_cow_peak` read while the save ran (Redis 7 and later, Valkey).
+fn save_done(
+    control: &mut ControlConnection,
+    cow_peak: &mut Option<u64>,
+) -> Result<bool, BenchError> {
     let now = control.info("persistence")?;
     let field = |name: &str| now.get(name).cloned().unwrap_or_default();
     if field("rdb_bgsave_in_progress") == "1" {
+        if let Ok(copied) = field("current_cow_peak").parse::<u64>() {
+            *cow_peak = Some(cow_peak.unwrap_or(0).max(copied));
+        }
         return Ok(false);
     }
     if field("rdb_last_bgsave_status") != "ok" {
@@ -195,10 +208,15 @@ impl Save {
         }))))
     }
 
-    /// Whether the save has ended; an error for a save that failed.
-    fn done(&mut self, control: &mut ControlConnection) -> Result<bool, BenchError> {
+    /// Whether the save has ended; an error for a save that failed. `cow_peak` as in
+    /// `save_done` (Dragonfly does not fork: never set).
+    fn done(
+        &mut self,
+        control: &mut ControlConnection,
+        cow_peak: &mut Option<u64>,
+    ) -> Result<bool, BenchError> {
         let Save::Answered(answer) = self else {
-            return save_done(control);
+            return save_done(control, cow_peak);
         };
         if answer.as_ref().is_some_and(|handle| !handle.is_finished()) {
             return Ok(false);
@@ -272,7 +290,7 @@ pub fn run(
             .first()
             .query::<()>(redis::cmd("CONFIG").arg("SET").arg("dbfilename").arg(name))?;
     }
-    let (writes, latencies) = result?;
+    let (writes, latencies, cow_peak_bytes) = result?;
     let cow_bytes = shards
         .first()
         .info("persistence")?
@@ -301,6 +319,7 @@ pub fn run(
         } else {
             cow_bytes
         },
+        cow_peak_bytes,
         used_memory_before: before.used_memory,
         used_memory_rss_before: before.used_memory_rss,
         duration_seconds: duration,
@@ -315,8 +334,8 @@ pub fn run(
     })
 }
 
-/// Overwrites loaded items at the asked rate until the save is done; the writes sent and each
-/// batch's round trip in milliseconds.
+/// Overwrites loaded items at the asked rate until the save is done; the writes sent, each
+/// batch's round trip in milliseconds, and the highest copy-on-write the engine reported.
 fn write_until_saved(
     shards: &mut ShardSet,
     workload: &Workload,
@@ -324,7 +343,7 @@ fn write_until_saved(
     mut save: Save,
     connect_timeout: Duration,
     stop: &crate::client::stop_request::StopRequest,
-) -> Result<(u64, Vec<f64>), BenchError> {
+) -> Result<(u64, Vec<f64>, Option<u64>), BenchError> {
     let items = workload.intended_items().unwrap_or(1).max(1);
     let span = ((items as f64 * snapshot.write_share).ceil() as u64).clamp(1, items);
     let per_item = workload.commands_per_item();
@@ -337,12 +356,13 @@ fn write_until_saved(
     let started = Instant::now();
     let mut last_poll = started;
     let mut writes = 0u64;
+    let mut cow_peak = None;
     loop {
         stop.check(writes)?;
         if last_poll.elapsed() >= POLL {
             last_poll = Instant::now();
-            if save.done(shards.first())? {
-                return Ok((writes, latencies));
+            if save.done(shards.first(), &mut cow_peak)? {
+                return Ok((writes, latencies, cow_peak));
             }
             if started.elapsed() >= SAVE_BOUND {
                 return Err(BenchError::EngineRejected {

@@ -299,6 +299,7 @@ mod tests {
                     sample_interval_ms: 20,
                     samples: 150,
                     cow_bytes: Some(2_000_000_000),
+                    cow_peak_bytes: Some(1_900_000_000),
                     used_memory_before: 4_800_000_000,
                     used_memory_rss_before: 4_900_000_000,
                     duration_seconds: 3.0,

@@ -167,12 +167,19 @@ pub struct SnapshotStatus {
     /// What the engine says its fork copied (`rdb_last_cow_size`), in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cow_bytes: Option<u64>,
+    /// The highest `current_cow_peak` the engine reported during the save, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cow_peak_bytes: Option<u64>,
     /// used_memory just before the save, in bytes.
     pub used_memory_before: u64,
     /// From BGSAVE until the engine reported it done, in seconds.
     pub duration_seconds: f64,
     /// The write rate achieved during the save.
     pub writes_per_sec: f64,
+    /// The write rate asked for (`spec.peak.snapshot.writesPerSecond`); 0 in a status written
+    /// before it was recorded.
+    #[serde(default)]
+    pub writes_per_sec_asked: u32,
     /// The writes' latency.
     pub write_latency_ms: WriteLatencyStatus,
 }

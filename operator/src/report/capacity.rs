@@ -148,6 +148,18 @@ mod tests {
     use crate::capacity::tests::three_engines_at_one_price;
 
     #[test]
+    fn a_plan_from_a_measured_snapshot_peak_says_it_replaced_the_headroom() {
+        let plan = crate::capacity::tests::plan_with_snapshot_peak("dragonfly", 1.004);
+        let footer = capacity_footer(&plan);
+        assert!(
+            footer.contains(
+                "engine memory: dragonfly: the RSS at the snapshot's measured peak (1.004x), in place of the 25% headroom"
+            ),
+            "{footer}"
+        );
+    }
+
+    #[test]
     fn a_tie_on_price_is_called_a_tie() {
         let (plan, _) = three_engines_at_one_price();
         let footer = capacity_footer(&plan);
