@@ -295,6 +295,14 @@ fn a_wrong_password_is_authentication_failed_saying_what_to_check() {
     ]);
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["error"]["category"], "AuthRequired");
+    // The profiler says the same with the same exit code as the load.
+    let output = membench(&["profile", "--addr", &addr, "--password", "wrong"]);
+    assert_eq!(output.status.code(), Some(1), "{}", common::stderr(&output));
+    let stderr = common::stderr(&output);
+    assert!(
+        stderr.contains("refused the password") && stderr.contains("--password"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -470,10 +478,17 @@ const EXIT_CODES: [(&str, &str); 5] = [
 
 #[test]
 fn exit_codes_are_documented_in_help_and_the_readme() {
-    let helps: Vec<String> = [&["--help"][..], &["load", "--help"], &["run", "--help"]]
-        .iter()
-        .map(|args| stdout(&membench(args)))
-        .collect();
+    let helps: Vec<String> = [
+        &["--help"][..],
+        &["load", "--help"],
+        &["run", "--help"],
+        &["profile", "--help"],
+        &["capacity", "--help"],
+        &["report", "--help"],
+    ]
+    .iter()
+    .map(|args| stdout(&membench(args)))
+    .collect();
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
     for (code, meaning) in EXIT_CODES {

@@ -108,6 +108,45 @@ fn a_cluster_mode_node_owns_every_slot_before_the_baseline() {
 }
 
 #[test]
+fn own_all_slots_on_a_node_that_owns_some_says_so_in_words_and_writes_nothing() {
+    let mut spec = common::shared_build(EngineKind::Valkey, "9.1");
+    spec.cluster_mode = true;
+    let server = common::start_spec(&spec);
+    let mut connection = common::connect(&server.address);
+    redis::cmd("CLUSTER")
+        .arg("ADDSLOTSRANGE")
+        .arg(0)
+        .arg(99)
+        .query::<()>(&mut connection)
+        .unwrap();
+    let output = common::membench(&[
+        "load",
+        "--addr",
+        &server.address.socket_addr(),
+        "--own-all-slots",
+        "--workload",
+        "strings",
+        "--keys",
+        "100",
+    ]);
+    let stderr = common::stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--own-all-slots")
+            && stderr.contains("already owns 100 of the 16384 slots")
+            && !stderr.contains("Slot 0 is already busy"),
+        "{stderr}"
+    );
+    // The node keeps the slots it had, and no key was written.
+    let info = cluster_info(&server).unwrap();
+    assert_eq!(info["cluster_slots_assigned"], "100");
+    assert_eq!(
+        redis::cmd("DBSIZE").query::<u64>(&mut connection).unwrap(),
+        0
+    );
+}
+
+#[test]
 fn cluster_mode_costs_valkey_7_2_a_slot_pointer_pair_per_key_and_reports_its_fixed_cost_apart() {
     let v72 = common::shared_build(EngineKind::Valkey, "7.2")
         .build
