@@ -48,6 +48,9 @@ pub struct CapacityRequest {
     pub headroom_percent: u32,
     pub families: Vec<InstanceFamily>,
     pub prices: Option<Prices>,
+    /// What the plan should say of the request itself: an instance type the table does not
+    /// know, and what was planned over instead (`unknown_instance_types_note`).
+    pub notes: Vec<String>,
 }
 
 /// The most headroom a plan takes: beyond it the engine would get a tenth of its node.
@@ -61,10 +64,14 @@ impl CapacityRequest {
         instance_types: &[&str],
         prices: Option<Prices>,
     ) -> Result<Self, String> {
+        let families = default_families(&spec.instance_families, instance_types);
         let request = Self {
             items: spec.items,
             headroom_percent: spec.headroom_percent,
-            families: default_families(&spec.instance_families, instance_types),
+            notes: unknown_instance_types_note(&spec.instance_families, instance_types, &families)
+                .into_iter()
+                .collect(),
+            families,
             prices,
         };
         request.validate()?;
@@ -439,7 +446,7 @@ pub fn plan(measurements: &[EngineMeasurement], request: &CapacityRequest) -> Ca
         cheapest,
         smallest_instance_type,
         cheapest_tie,
-        notes: Vec::new(),
+        notes: request.notes.clone(),
     }
 }
 

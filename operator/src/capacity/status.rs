@@ -74,8 +74,27 @@ pub fn to_status(plan: &CapacityPlan, message: Option<String>) -> CapacityStatus
             .map(|f| f.to_string())
             .collect(),
         smallest_instance_type: plan.smallest_instance_type.clone(),
-        cheapest_engine: plan.cheapest.as_ref().map(|c| c.engine.clone()),
-        cheapest_instance_type: plan.cheapest.as_ref().map(|c| c.instance_type.clone()),
+        cheapest_engine: plan
+            .cheapest
+            .as_ref()
+            .filter(|_| plan.cheapest_tie.is_empty())
+            .map(|c| c.engine.clone()),
+        cheapest_tie: plan
+            .cheapest_tie
+            .iter()
+            .map(|c| format!("{} on {}", c.engine, c.instance_type))
+            .collect(),
+        notes: plan.notes.clone(),
+        // In a tie, the instance type only when every engine of the tie is on it.
+        cheapest_instance_type: plan
+            .cheapest
+            .as_ref()
+            .filter(|c| {
+                plan.cheapest_tie
+                    .iter()
+                    .all(|t| t.instance_type == c.instance_type)
+            })
+            .map(|c| c.instance_type.clone()),
         cheapest_monthly_usd: plan.cheapest.as_ref().map(|c| c.monthly_usd),
         message,
         engines: plan
@@ -190,6 +209,46 @@ mod tests {
             );
             assert_eq!(status.engines.len(), runs as usize, "{status:?}");
         }
+    }
+
+    #[test]
+    fn a_tie_on_price_is_called_a_tie_in_the_status_and_no_engine_is_named_cheapest() {
+        let (plan, _) = crate::capacity::tests::three_engines_at_one_price();
+        let status = to_status(&plan, None);
+        assert_eq!(status.cheapest_engine, None, "{status:?}");
+        assert_eq!(
+            status.cheapest_tie,
+            ["a on r8g.xlarge", "b on r8g.xlarge", "c on r8g.xlarge"]
+        );
+        // All three on one type at one price: those stand.
+        assert_eq!(status.cheapest_instance_type.as_deref(), Some("r8g.xlarge"));
+        assert!(status.cheapest_monthly_usd.is_some());
+    }
+
+    #[test]
+    fn an_instance_type_the_table_does_not_know_is_named_in_the_status_with_what_was_planned() {
+        let engines = [measured("redis-8.2", "redis", 100)];
+        let status = status_of(
+            &benchmark(serde_json::json!({"instanceType": "e2-highmem-8"})),
+            &engines,
+            None,
+        )
+        .unwrap();
+        assert_eq!(status.notes.len(), 1, "{status:?}");
+        assert!(
+            status.notes[0].contains("e2-highmem-8 is not in membench's instance-type table")
+                && status.notes[0].contains("the plan looks in r8g, r7g, r7i, r6g, r6i instead"),
+            "{:?}",
+            status.notes
+        );
+        // A type the table knows: nothing to say.
+        let known = status_of(
+            &benchmark(serde_json::json!({"instanceType": "r8g.4xlarge"})),
+            &engines,
+            None,
+        )
+        .unwrap();
+        assert!(known.notes.is_empty(), "{known:?}");
     }
 
     #[test]

@@ -41,6 +41,7 @@ fn request(items: u64, prices: Option<Prices>) -> CapacityRequest {
         headroom_percent: 25,
         families: vec![InstanceFamily::R8g, InstanceFamily::R7i],
         prices,
+        notes: Vec::new(),
     }
 }
 

@@ -110,6 +110,7 @@ pub fn run_capacity(args: CapacityArgs) -> ExitCode {
         headroom_percent: args.headroom_percent,
         families: Vec::new(),
         prices: None,
+        notes: Vec::new(),
     };
     if let Err(message) = flags.validate() {
         return usage_error(
@@ -140,17 +141,17 @@ pub fn run_capacity(args: CapacityArgs) -> ExitCode {
             &types,
             &families,
         );
+        if let Some(note) = &unknown {
+            eprintln!("warning: {note}");
+        }
         let request = CapacityRequest {
             items: args.items,
             headroom_percent: args.headroom_percent,
             families,
             prices: prices.clone(),
+            notes: unknown.into_iter().collect(),
         };
-        let mut plan = plan_reports(&comparison.reports, &request);
-        if let Some(note) = unknown {
-            eprintln!("warning: {note}");
-            plan.notes.push(note);
-        }
+        let plan = plan_reports(&comparison.reports, &request);
         failed |= !plan.not_projected.is_empty();
         for missing in &plan.not_projected {
             eprintln!("error: {}: not projected: {}", missing.name, missing.reason);

@@ -81,7 +81,8 @@ pub struct CapacityStatus {
     /// The smallest instance type that holds any engine at that size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smallest_instance_type: Option<String>,
-    /// The engine whose node costs least a month, with the prices given.
+    /// The engine whose node costs least a month, with the prices given; absent when several
+    /// tie for it (`cheapestTie`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cheapest_engine: Option<String>,
     /// That engine's instance type.
@@ -90,6 +91,16 @@ pub struct CapacityStatus {
     /// That node's monthly cost in USD (730 hours at the given hourly price).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cheapest_monthly_usd: Option<f64>,
+    /// Every engine at the cheapest price (within half a cent a month) when more than one
+    /// is, as `ENGINE on INSTANCE-TYPE`: a tie, not one engine cheaper than the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    pub cheapest_tie: Vec<String>,
+    /// What a reader of the plan should know: an instance type the table does not know, and
+    /// what was planned over instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub notes: Vec<String>,
     /// Why there is no plan, or no price (prices not readable, an engine not projected).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
