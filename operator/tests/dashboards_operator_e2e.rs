@@ -53,7 +53,8 @@ spec:
   # The comparison dashboard's capacity panels read what the operator plans at this size.
   capacity:
     items: 1000000
-  # Its churn and eviction panels read these phases' figures.
+  # Its snapshot, churn and eviction panels read these phases' figures.
+  peak: {snapshot: {writesPerSecond: 2000}}
   churn: {rounds: 1, deleteShare: 0.5, defrag: true, defragSeconds: 20}
   eviction: {maxmemory: 4mb, loadTo: 2}
 ";

@@ -46,6 +46,7 @@ pub(super) struct ResultGauges {
     eviction_overshoot: GaugeVec,
     eviction_evicted_keys: GaugeVec,
     snapshot_peak_ratio: GaugeVec,
+    snapshot_cow: GaugeVec,
 }
 
 impl ResultGauges {
@@ -159,10 +160,14 @@ impl ResultGauges {
                 "membench_snapshot_peak_ratio",
                 "Median over the repetitions of the engine's process-tree memory at its highest during spec.peak.snapshot's save, over the same just before it.",
             ),
+            snapshot_cow: result(
+                "membench_snapshot_cow_bytes",
+                "Median over the repetitions of what the engine says its fork copied during spec.peak.snapshot's save (rdb_last_cow_size; absent for an engine that does not fork).",
+            ),
         }
     }
 
-    pub(super) fn all(&self) -> [&GaugeVec; 26] {
+    pub(super) fn all(&self) -> [&GaugeVec; 27] {
         [
             &self.memory_per_item_median,
             &self.memory_per_item_min,
@@ -190,6 +195,7 @@ impl ResultGauges {
             &self.eviction_overshoot,
             &self.eviction_evicted_keys,
             &self.snapshot_peak_ratio,
+            &self.snapshot_cow,
         ]
     }
 
@@ -239,6 +245,7 @@ impl ResultGauges {
         set(&gauges.eviction_overshoot, figures.eviction[0]);
         set(&gauges.eviction_evicted_keys, figures.eviction[1]);
         set(&gauges.snapshot_peak_ratio, figures.snapshot_ratio);
+        set(&gauges.snapshot_cow, figures.snapshot_cow);
     }
 }
 
@@ -266,6 +273,8 @@ pub(super) struct ResultValues {
     eviction: [Option<f64>; 2],
     /// The snapshot's peak over its before (median).
     snapshot_ratio: Option<f64>,
+    /// What the snapshot's fork copied (median).
+    snapshot_cow: Option<f64>,
 }
 
 impl ResultValues {
@@ -365,6 +374,13 @@ impl ResultValues {
                             .collect(),
                     )
                 }),
+            snapshot_cow: median_of(
+                repetitions
+                    .iter()
+                    .filter_map(|r| r.peak.as_ref()?.snapshot.as_ref()?.cow_bytes)
+                    .map(|b| b as f64)
+                    .collect(),
+            ),
             eviction: [
                 median_of(
                     repetitions

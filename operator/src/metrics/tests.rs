@@ -656,3 +656,88 @@ fn a_churn_in_status_becomes_the_churned_and_defragmented_rss_series() {
         None
     );
 }
+
+#[test]
+fn a_snapshot_in_status_becomes_the_peak_ratio_and_copy_on_write_series() {
+    let metrics = Metrics::new();
+    let snapshot = |ratio: Option<f64>, cow: Option<u64>| crate::crd::PeakStatus {
+        snapshot: Some(crate::crd::SnapshotStatus {
+            source: if ratio.is_some() {
+                "process-tree"
+            } else {
+                "engine-only"
+            }
+            .into(),
+            ratio,
+            cow_bytes: cow,
+            ..Default::default()
+        }),
+    };
+    // Valkey in a pod: the engine's own figures only, so no ratio and a copy-on-write median.
+    let mut valkey = engine_status("valkey-9.1.2", "valkey", "9.1.2", [90.0, 89.0, 91.0]);
+    for (repetition, cow) in
+        valkey
+            .repetitions
+            .iter_mut()
+            .zip([300_000_000, 340_000_000, 320_000_000])
+    {
+        repetition.peak = Some(snapshot(None, Some(cow)));
+    }
+    // Dragonfly measured where its processes are seen: the summary's median is the series,
+    // whatever the repetitions listed say; it does not fork.
+    let mut dragonfly = engine_status("dragonfly-1.40", "dragonfly", "1.40", [50.0, 49.0, 51.0]);
+    for repetition in &mut dragonfly.repetitions {
+        repetition.peak = Some(snapshot(Some(1.9), None));
+    }
+    dragonfly.summary.as_mut().unwrap().peak = Some(crate::crd::PeakSummaryStatus {
+        snapshot: Some(crate::crd::PeakRatioStatus {
+            ratio: 1.004,
+            min: 1.001,
+            max: 1.006,
+            repetitions: 3,
+        }),
+    });
+    let plain = engine_status("redis-7.0.15", "redis", "7.0.15", [120.0, 119.0, 121.0]);
+    metrics.observe_benchmark(&benchmark(
+        "bench",
+        "peak",
+        Phase::Succeeded,
+        vec![valkey, dragonfly, plain],
+    ));
+    let text = metrics.encode();
+    let entry = |name| [("entry", name)];
+    assert_eq!(
+        sample(&text, "membench_snapshot_cow_bytes", &entry("valkey-9.1.2")),
+        Some(320_000_000.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "membench_snapshot_peak_ratio",
+            &entry("valkey-9.1.2")
+        ),
+        None
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "membench_snapshot_peak_ratio",
+            &entry("dragonfly-1.40")
+        ),
+        Some(1.004)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "membench_snapshot_cow_bytes",
+            &entry("dragonfly-1.40")
+        ),
+        None
+    );
+    for metric in [
+        "membench_snapshot_peak_ratio",
+        "membench_snapshot_cow_bytes",
+    ] {
+        assert_eq!(sample(&text, metric, &entry("redis-7.0.15")), None);
+    }
+}

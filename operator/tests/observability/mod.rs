@@ -279,6 +279,12 @@ pub fn fixture_benchmarks() -> Vec<MemoryBenchmark> {
                        "seconds": 4.5, "windowSeconds": 9.5, "cpuSeconds": 0.4,
                        "writeLatencyMs": {"writes": 190, "p50": 0.3, "p99": 1.1, "max": 2.0}},
         });
+        repetition["peak"] = json!({"snapshot": {
+            "source": "process-tree", "beforeBytes": 9_000_000u64, "peakBytes": 13_950_000u64,
+            "ratio": 1.55, "cowBytes": 4_700_000u64, "usedMemoryBefore": 600_000u64,
+            "durationSeconds": 0.4, "writesPerSec": 1000.0, "writesPerSecAsked": 1000,
+            "writeLatencyMs": {"p50": 0.2, "p99": 0.9, "max": 3.0},
+        }});
         repetition["eviction"] = json!({
             "maxmemory": 16_777_216u64, "policy": "allkeys-lru", "itemsWritten": 300_000u64,
             "peakUsedMemory": 16_777_300u64, "overshootBytes": 84, "usedMemoryRss": 19_000_000u64,
