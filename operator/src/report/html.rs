@@ -488,6 +488,33 @@ mod tests {
     }
 
     #[test]
+    fn a_snapshots_peak_is_shown_beside_bytes_per_item() {
+        let mut b = benchmark(false);
+        let valkey = &mut b.status.as_mut().unwrap().engines[1];
+        valkey.repetitions = vec![crate::crd::RepetitionStatus {
+            items: 50_000_000,
+            peak: Some(crate::crd::PeakStatus {
+                snapshot: Some(crate::crd::SnapshotStatus {
+                    source: "process-tree".into(),
+                    before_bytes: Some(4_000_000_000),
+                    peak_bytes: Some(6_224_000_000),
+                    ratio: Some(1.556),
+                    cow_bytes: Some(2_100_000_000),
+                    ..Default::default()
+                }),
+            }),
+            ..Default::default()
+        }];
+        let page = render_page("t", &[section_from_status(&b)]);
+        assert!(page.contains("Peak during snapshot"), "no column");
+        assert!(page.contains("x1.56 (6.22 GB)"), "no figure");
+        assert!(page.contains("copy-on-write 2.10 GB"), "no copy");
+        // Without a snapshot, no column.
+        let page = render_page("t", &[section_from_status(&benchmark(false))]);
+        assert!(!page.contains("Peak during snapshot"));
+    }
+
+    #[test]
     fn the_page_fetches_nothing() {
         let page = render_page("t", &[section_from_status(&benchmark(true))]);
         for forbidden in [
