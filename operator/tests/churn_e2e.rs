@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::operator::{Harness, invalid_spec_message, settings, spec};
-use kube::api::ListParams;
+use common::pod_record::PodRecord;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_churn_with_defrag_lands_round_by_round_in_the_status_of_each_engine()
@@ -83,16 +83,19 @@ async fn a_churn_with_defrag_lands_round_by_round_in_the_status_of_each_engine()
 async fn a_churn_that_would_delete_every_key_is_invalid_spec_and_nothing_is_created()
 -> anyhow::Result<()> {
     let harness = Harness::start("ns-churn-bad", settings()).await?;
+    // Every pod the namespace ever holds from here on: one created and deleted at once would
+    // be gone by the end.
+    let record = PodRecord::start(harness.pods()).await?;
     let body = "  instanceType: r7i.4xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {strings: {keys: 1000}}\n  repetitions: 1\n  churn: {rounds: 1, deleteShare: 1.0}\n";
     harness.create(&spec("all", body)).await?;
     let done = harness.finished("all", Duration::from_secs(60)).await?;
     let message = invalid_spec_message(&done, "all");
     assert!(message.contains("spec.churn.deleteShare"), "{message}");
     assert!(message.contains("would delete every item"), "{message}");
-    let pods = harness.pods().list(&ListParams::default()).await?;
+    let pods = record.all_pods()?;
     assert!(
-        pods.items.is_empty(),
-        "no pod is created for an invalid spec"
+        pods.is_empty(),
+        "no pod is created for an invalid spec: {pods:?}"
     );
     harness.finish().await;
     Ok(())

@@ -9,13 +9,16 @@ mod common;
 use std::time::Duration;
 
 use common::operator::{Harness, invalid_spec_message, settings, spec};
-use kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
+use common::pod_record::PodRecord;
+use kube::api::{ApiResource, DynamicObject, PostParams};
 use membench::crd::MemoryBenchmark;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_only_engine_fields_are_invalid_spec_naming_membench_run_and_nothing_is_created()
 -> anyhow::Result<()> {
     let harness = Harness::start("ns-local-only", settings()).await?;
+    // Every pod the namespace ever holds from here on, not only those left at the end.
+    let record = PodRecord::start(harness.pods()).await?;
     let fields = [
         ("binary", "binary: /usr/bin/redis-server"),
         ("build", "build: redis-7.0.15-debian"),
@@ -44,12 +47,8 @@ async fn local_only_engine_fields_are_invalid_spec_naming_membench_run_and_nothi
     }
     // The refusal is decided before anything is created: every benchmark has its terminal
     // status, written by the same reconcile that would have created its pods.
-    let pods = harness.pods().list(&ListParams::default()).await?.items;
-    assert!(
-        pods.is_empty(),
-        "{:?}",
-        pods.iter().map(|p| &p.metadata.name).collect::<Vec<_>>()
-    );
+    let pods = record.all_pods()?;
+    assert!(pods.is_empty(), "{pods:?}");
     harness.finish().await;
     Ok(())
 }
