@@ -199,18 +199,10 @@ pub fn run_operator(args: OperatorArgs) -> ExitCode {
         Ok(defaults) => defaults,
         Err(message) => return usage_error(&message),
     };
-    let mut allowed_images: Vec<String> = args
-        .allowed_images
-        .map(|patterns| {
-            patterns
-                .into_iter()
-                .filter(|p| !p.trim().is_empty())
-                .collect()
-        })
-        .unwrap_or_else(|| membench::controller::policy::Policy::default().allowed_images);
-    if let Some(registry) = &engine_registry {
-        allowed_images.extend(registry.allowed_patterns());
-    }
+    let allowed_images = membench::controller::policy::Policy::allowed_images_with(
+        args.allowed_images,
+        engine_registry.as_ref(),
+    );
     let settings = membench::controller::Settings {
         pods: membench::controller::pods::PodSettings {
             client_image: args.client_image,

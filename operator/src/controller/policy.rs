@@ -45,6 +45,27 @@ impl Default for Policy {
 }
 
 impl Policy {
+    /// The image patterns the operator allows: `given` (`--allowed-images`; blank patterns
+    /// dropped) or the official images, and with an engine mirror (`--engine-registry`) its
+    /// repositories too, so that the images it rewrites every engine to are allowed without
+    /// naming them again.
+    pub fn allowed_images_with(
+        given: Option<Vec<String>>,
+        registry: Option<&EngineRegistry>,
+    ) -> Vec<String> {
+        let mut allowed: Vec<String> = match given {
+            Some(patterns) => patterns
+                .into_iter()
+                .filter(|p| !p.trim().is_empty())
+                .collect(),
+            None => Self::default().allowed_images,
+        };
+        if let Some(registry) = registry {
+            allowed.extend(registry.allowed_patterns());
+        }
+        allowed
+    }
+
     /// Whether `image` matches one of the allowed patterns.
     pub fn image_allowed(&self, image: &str) -> bool {
         self.allowed_images

@@ -21,6 +21,40 @@ fn the_official_images_of_every_engine_are_allowed_by_default() {
 }
 
 #[test]
+fn an_engine_mirror_allows_the_images_it_rewrites_to_without_naming_them_in_allowed_images() {
+    let registry = EngineRegistry::parse("mirror.example.com:5000/hub").unwrap();
+    let defaults = spec(
+        "[{engine: redis, version: \"8.2.3\"}, {engine: valkey, version: \"9.1.2\"}, {engine: dragonfly, version: \"1.40.0\"}]",
+        "",
+    );
+    // The default patterns, and a list an administrator gave: the mirror's repositories are
+    // added to both.
+    for given in [None, Some(vec!["redis".to_string(), " ".to_string()])] {
+        let policy = Policy {
+            allowed_images: Policy::allowed_images_with(given.clone(), Some(&registry)),
+            ..Policy::default()
+        };
+        assert_eq!(
+            policy.check_with(&defaults, Some(&registry)),
+            Ok(()),
+            "{given:?}: {:?}",
+            policy.allowed_images
+        );
+        assert!(
+            !policy.allowed_images.iter().any(|p| p.trim().is_empty()),
+            "{:?}",
+            policy.allowed_images
+        );
+        // Only the mirror's engine repositories, not the whole mirror.
+        assert!(!policy.image_allowed("mirror.example.com:5000/hub/other/thing:1"));
+    }
+    // Without the mirror's patterns the same images are refused, naming the mirror.
+    let without = Policy::default();
+    let err = without.check_with(&defaults, Some(&registry)).unwrap_err();
+    assert!(err.contains("engineRegistry"), "{err}");
+}
+
+#[test]
 fn an_image_outside_allowed_images_is_refused_naming_the_setting() {
     let policy = Policy::default();
     let mirror = spec(
