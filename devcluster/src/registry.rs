@@ -96,6 +96,30 @@ impl Registry {
     /// the registry serves for the tag, read with skopeo over the registry's TLS and
     /// credentials, as a node's imageID names it.
     pub fn manifest_digest(&self, repository: &str, tag: &str) -> anyhow::Result<Option<String>> {
+        let Some(manifest) = self.raw_manifest(repository, tag)? else {
+            return Ok(None);
+        };
+        let mut sha = std::process::Command::new("sha256sum")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .context("running sha256sum")?;
+        use std::io::Write;
+        sha.stdin
+            .take()
+            .context("sha256sum's stdin")?
+            .write_all(&manifest)?;
+        let sum = sha.wait_with_output()?;
+        let hex = String::from_utf8_lossy(&sum.stdout);
+        Ok(hex
+            .split_whitespace()
+            .next()
+            .map(|hex| format!("sha256:{hex}")))
+    }
+
+    /// The manifest (or index) the registry serves for `repository:tag`, as it serves it (None
+    /// when it has no such image), read with skopeo over the registry's TLS and credentials.
+    pub fn raw_manifest(&self, repository: &str, tag: &str) -> anyhow::Result<Option<Vec<u8>>> {
         let cert_dir = tempfile_dir()?;
         std::fs::copy(&self.ca, cert_dir.join("ca.crt"))
             .with_context(|| format!("copying {}", self.ca.display()))?;
@@ -108,25 +132,7 @@ impl Registry {
             .output()
             .context("running skopeo (hack/install-node-runtime.sh installs it)")?;
         let _ = std::fs::remove_dir_all(&cert_dir);
-        if !output.status.success() {
-            return Ok(None);
-        }
-        let mut sha = std::process::Command::new("sha256sum")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .context("running sha256sum")?;
-        use std::io::Write;
-        sha.stdin
-            .take()
-            .context("sha256sum's stdin")?
-            .write_all(&output.stdout)?;
-        let sum = sha.wait_with_output()?;
-        let hex = String::from_utf8_lossy(&sum.stdout);
-        Ok(hex
-            .split_whitespace()
-            .next()
-            .map(|hex| format!("sha256:{hex}")))
+        Ok(output.status.success().then_some(output.stdout))
     }
 
     /// The membench image of `version` (the chart's appVersion) in this registry.

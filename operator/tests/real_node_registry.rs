@@ -160,13 +160,14 @@ async fn a_version_the_engine_mirror_lacks_ends_image_pull_failed_naming_the_mis
     ensure_real_node(&EnsureOptions::default()).await?;
     let registry = Registry::of_dev_cluster(&EnsureOptions::default()).await?;
     let mut settings = settings_for(&registry, "mirror-creds");
-    // The chart's engineRegistry: every engine's default image comes from the mirror.
+    // The chart's engineRegistry: every engine's default image comes from the mirror, and its
+    // repositories are allowed as the operator's flags allow them.
     let mirror = membench::controller::engine_registry::EngineRegistry::parse(&registry.host)
         .map_err(anyhow::Error::msg)?;
-    settings
-        .policy
-        .allowed_images
-        .extend(mirror.allowed_patterns());
+    settings.policy.allowed_images = membench::controller::policy::Policy::allowed_images_with(
+        Some(settings.policy.allowed_images.clone()),
+        Some(&mirror),
+    );
     settings.pods.engine_registry = Some(mirror);
     let harness = Harness::start("real-missing", settings).await?;
     registry
@@ -207,5 +208,54 @@ async fn a_version_the_engine_mirror_lacks_ends_image_pull_failed_naming_the_mis
         "{message}"
     );
     harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mirror_holds_membench_for_both_platforms_and_each_engine_under_a_mirrors_name()
+-> anyhow::Result<()> {
+    // The engine images are pushed once the cluster has a real node.
+    ensure_real_node(&EnsureOptions::default()).await?;
+    let registry = Registry::of_dev_cluster(&EnsureOptions::default()).await?;
+    let manifest = |repository: &str, tag: &str| -> anyhow::Result<serde_json::Value> {
+        let raw = registry.raw_manifest(repository, tag)?.ok_or_else(|| {
+            anyhow::anyhow!(
+                "the registry {} has no {repository}:{tag} (hack/dev-cluster.sh up pushes it)",
+                registry.host
+            )
+        })?;
+        Ok(serde_json::from_slice(&raw)?)
+    };
+    // hack/build-image.sh's one index of both platforms, under the chart's appVersion.
+    let index = manifest("membench/membench", env!("CARGO_PKG_VERSION"))?;
+    let platforms: Vec<String> = index["manifests"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .map(|m| {
+                    format!(
+                        "{}/{}",
+                        m["platform"]["os"].as_str().unwrap_or("?"),
+                        m["platform"]["architecture"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(platforms, ["linux/amd64", "linux/arm64"], "{index}");
+    // Each engine under the name a mirror of the official image holds, as --engine-registry
+    // rewrites it.
+    for (repository, tag) in [
+        ("library/redis", "8.2.3"),
+        ("valkey/valkey", "9.1.2"),
+        ("dragonflydb/dragonfly", "v1.40.0"),
+    ] {
+        let image = manifest(repository, tag)?;
+        assert!(
+            image["layers"].as_array().is_some_and(|l| !l.is_empty())
+                || image["manifests"].as_array().is_some_and(|m| !m.is_empty()),
+            "{repository}:{tag}: {image}"
+        );
+    }
     Ok(())
 }
