@@ -8,26 +8,38 @@ mod common;
 use membench::crd::EngineKind;
 use serde_json::Value;
 
-/// 200,000 keys of 1 KiB (about 240 MB): a save takes long enough for the writes to dirty a
-/// good share of the pages.
-fn snapshot(address: &str, writes_per_sec: &str) -> Value {
-    let output = common::membench(&[
+/// `membench load --output json` of `keys` strings of `value_size` bytes into the engine at
+/// `address`, `repetitions` times, with a snapshot under `writes_per_sec` writes.
+fn load_with_snapshot(
+    address: &str,
+    keys: &str,
+    value_size: &str,
+    repetitions: &str,
+    writes_per_sec: &str,
+) -> std::process::Output {
+    common::membench(&[
         "load",
         "--addr",
         address,
         "--workload",
         "strings",
         "--keys",
-        "200000",
+        keys,
         "--value-size",
-        "1024",
+        value_size,
         "--repetitions",
-        "1",
+        repetitions,
         "--snapshot-writes-per-sec",
         writes_per_sec,
         "--output",
         "json",
-    ]);
+    ])
+}
+
+/// 200,000 keys of 1 KiB (about 240 MB): a save takes long enough for the writes to dirty a
+/// good share of the pages.
+fn snapshot(address: &str, writes_per_sec: &str) -> Value {
+    let output = load_with_snapshot(address, "200000", "1024", "1", writes_per_sec);
     assert!(output.status.success(), "{}", common::stderr(&output));
     let json: Value = serde_json::from_slice(&output.stdout).unwrap();
     json["repetitions"][0]["peak"]["snapshot"].clone()
@@ -153,23 +165,7 @@ fn a_snapshot_that_fails_ends_the_run_naming_the_phase_and_keeps_the_repetitions
         .query(&mut common::connect(&valkey.address))
         .unwrap();
     std::fs::remove_dir_all(&dir[1]).unwrap();
-    let output = common::membench(&[
-        "load",
-        "--addr",
-        &valkey.address.socket_addr(),
-        "--workload",
-        "strings",
-        "--keys",
-        "2000",
-        "--value-size",
-        "100",
-        "--repetitions",
-        "3",
-        "--snapshot-writes-per-sec",
-        "1000",
-        "--output",
-        "json",
-    ]);
+    let output = load_with_snapshot(&valkey.address.socket_addr(), "2000", "100", "3", "1000");
     assert_eq!(output.status.code(), Some(1), "{}", common::stderr(&output));
     let json: Value = serde_json::from_slice(&output.stdout).unwrap();
     let message = json["error"]["message"].as_str().unwrap();
@@ -191,23 +187,13 @@ fn a_snapshot_that_fails_ends_the_run_naming_the_phase_and_keeps_the_repetitions
 #[test]
 fn a_rate_the_writes_cannot_reach_is_reported_as_the_rate_reached_with_a_warning() {
     let valkey = common::start(EngineKind::Valkey, &[]);
-    let output = common::membench(&[
-        "load",
-        "--addr",
+    let output = load_with_snapshot(
         &valkey.address.socket_addr(),
-        "--workload",
-        "strings",
-        "--keys",
         "20000",
-        "--value-size",
         "100",
-        "--repetitions",
         "2",
-        "--snapshot-writes-per-sec",
         "10000000",
-        "--output",
-        "json",
-    ]);
+    );
     assert!(output.status.success(), "{}", common::stderr(&output));
     let json: Value = serde_json::from_slice(&output.stdout).unwrap();
     for repetition in json["repetitions"].as_array().unwrap() {

@@ -37,7 +37,8 @@ pub struct PhaseFailure {
 }
 
 /// Runs the phases `options` asks for: `items` is the repetition's verified count,
-/// `bytes_per_item` its figure, `read` the measurement's own reading.
+/// `bytes_per_item` its figure, `read` the measurement's own reading. Each phase's report is
+/// kept as soon as it is done; the first that fails ends them (`Phases::failed`).
 pub fn after_readings(
     shards: &mut ShardSet,
     workload: &Workload,
@@ -48,86 +49,65 @@ pub fn after_readings(
     read: &mut ReadMemory<'_>,
 ) -> Phases {
     let mut phases = Phases::default();
-    if let Err(failure) = run_in_order(
-        shards,
-        workload,
-        options,
-        engine,
-        items,
-        bytes_per_item,
-        read,
-        &mut phases,
-    ) {
-        phases.failed = Some(failure);
-    }
-    phases
-}
-
-/// The phases in order, each one's report kept in `phases` as soon as it is done.
-#[allow(clippy::too_many_arguments)]
-fn run_in_order(
-    shards: &mut ShardSet,
-    workload: &Workload,
-    options: &LoadOptions,
-    engine: &EngineInfo,
-    items: u64,
-    bytes_per_item: f64,
-    read: &mut ReadMemory<'_>,
-    phases: &mut Phases,
-) -> Result<(), PhaseFailure> {
-    let pacing = Pacing {
-        pipeline: options.pipeline,
-        connect_timeout: options.connect_timeout,
-        stop: &options.stop,
-    };
-    if let Some(phase) = &options.snapshot {
-        // Read again: the settled reading, when there was one, is older than the save.
-        let before = read(shards, "before the snapshot").map_err(failed("snapshot"))?;
-        let report = snapshot::run(
-            shards,
-            workload,
-            phase,
-            &engine.name,
-            engine.process_id,
-            &before,
-            &pacing,
-        )
-        .map_err(failed("snapshot"))?;
-        phases.peak = Some(PeakReport {
-            snapshot: Some(report),
-        });
-    }
-    if let Some(phase) = &options.churn {
-        let report =
-            churn::run(shards, workload, phase, items, &pacing, read).map_err(failed("churn"))?;
-        let churn = phases.churn.insert(report);
-        if phase.defrag {
-            churn.defrag = Some(
-                defrag::run(
-                    shards,
-                    &engine.name,
-                    Duration::from_secs(u64::from(phase.defrag_seconds)),
-                    read,
-                    &options.stop,
-                )
-                .map_err(failed("defrag"))?,
-            );
-        }
-    }
-    if let Some(phase) = &options.eviction {
-        phases.eviction = Some(
-            eviction::run(
+    let mut in_order = |phases: &mut Phases| -> Result<(), PhaseFailure> {
+        let pacing = Pacing {
+            pipeline: options.pipeline,
+            connect_timeout: options.connect_timeout,
+            stop: &options.stop,
+        };
+        if let Some(phase) = &options.snapshot {
+            // Read again: the settled reading, when there was one, is older than the save.
+            let before = read(shards, "before the snapshot").map_err(failed("snapshot"))?;
+            let report = snapshot::run(
                 shards,
                 workload,
                 phase,
                 &engine.name,
-                bytes_per_item,
+                engine.process_id,
+                &before,
                 &pacing,
             )
-            .map_err(failed("eviction"))?,
-        );
+            .map_err(failed("snapshot"))?;
+            phases.peak = Some(PeakReport {
+                snapshot: Some(report),
+            });
+        }
+        if let Some(phase) = &options.churn {
+            let report = churn::run(shards, workload, phase, items, &pacing, read)
+                .map_err(failed("churn"))?;
+            let churn = phases.churn.insert(report);
+            if phase.defrag {
+                churn.defrag = Some(
+                    defrag::run(
+                        shards,
+                        &engine.name,
+                        Duration::from_secs(u64::from(phase.defrag_seconds)),
+                        read,
+                        &options.stop,
+                    )
+                    .map_err(failed("defrag"))?,
+                );
+            }
+        }
+        if let Some(phase) = &options.eviction {
+            phases.eviction = Some(
+                eviction::run(
+                    shards,
+                    workload,
+                    phase,
+                    &engine.name,
+                    bytes_per_item,
+                    &pacing,
+                )
+                .map_err(failed("eviction"))?,
+            );
+        }
+        Ok(())
+    };
+    if let Err(failure) = in_order(&mut phases) {
+        phases.failed = Some(failure);
     }
-    Ok(())
+    phases
 }
 
 /// Names the phase a failure happened in.
