@@ -164,6 +164,24 @@ const BAD_SPECS: &[BadSpec] = &[
         words: "config sets hash-max-listpack-entries, which is not a memory-relevant setting membench lets a benchmark change for dragonfly",
     },
     BadSpec {
+        replace: "  placement:\n",
+        with: "  podResources: {engineCpu: two}\n  placement:\n",
+        field: "spec.podResources.engineCpu",
+        words: "CPU must be a CPU quantity such as 2, 1.5 or 500m",
+    },
+    BadSpec {
+        replace: "  placement:\n",
+        with: "  podResources: {clientCpu: \"0\"}\n  placement:\n",
+        field: "spec.podResources.clientCpu",
+        words: "CPU must be more than 0",
+    },
+    BadSpec {
+        replace: "  placement:\n",
+        with: "  podResources: {clientMemory: 8Mi}\n  placement:\n",
+        field: "spec.podResources.clientMemory",
+        words: "clientMemory must be at least 16Mi",
+    },
+    BadSpec {
         replace: "sampleEvery: 100000}",
         with: "sampleEvery: 100000, ttlSeconds: 10}",
         field: "spec.workload.sortedSet.ttlSeconds",
