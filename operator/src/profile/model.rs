@@ -240,8 +240,8 @@ pub struct ValueShape {
     pub integer_length: Option<Distribution>,
     /// How the keys differ from one another: each sampled key's mean length of its elements
     /// that are not integers, in thousandths of a byte (a key whose values average 19.625
-    /// bytes counts as 19625), a key read in part moved towards the others by as much as
-    /// reading only part of it spreads the means. A key of few elements is one allocation
+    /// bytes counts as 19625); a key with more elements than were read counts at the keys'
+    /// mean, since a part of it says little of it. A key of few elements is one allocation
     /// (a listpack), rounded up to the allocator's size class, so how its elements' lengths
     /// add up matters beside their distribution. Hashes, lists, sets and sorted sets only;
     /// absent in a profile written before it, when every rebuilt key gets the same mix of
