@@ -1,12 +1,24 @@
 //! A profile is right without reading every key: a keyspace with one big key (30,000 strings
 //! of 100 B, one sorted set of 60,000 members, 8,000 hashes half with a TTL) profiled with a
-//! sample of 2,000 keys and rebuilt on a fresh server of the same build lands within 1% of
-//! where a profile that read every key lands (the rebuild's own error on this data, -1.2% to
-//! -1.7%), and within 2% of the source, with five seeds (the data and the rebuild). The sorted set is its own group of one key with its exact member count; every
-//! group's key count is the source's. A sample scaled up, as profiles were taken before, lost
-//! the sorted set or counted it several times over.
+//! sample of 2,000 keys and rebuilt on a fresh server of the same build (Valkey 9.1) lands
+//! within 1% of the source, and of where a profile that read every key lands, with five seeds
+//! (the data and the rebuild); each type's keys by MEMORY USAGE within 2% of the source's. The
+//! sorted set is its own group of one key with its exact member count; every group's key count
+//! is the source's. A sample scaled up, as profiles were taken before, lost the sorted set or
+//! counted it several times over.
+//!
+//! Measured, three runs of the five seeds (2026-12-05): the rebuild from the sample -0.14% to
+//! +0.18% of the source, from every key -0.06% to +0.05%; by type strings +0.00% (every key
+//! 128 B in both), hashes -0.39% to +0.84%, the sorted set -0.20% to +0.09%. Before the
+//! profile kept each key's mean length (`keyMeanLength`) every rebuilt hash had the same mix of
+//! value lengths, and its listpack the same size class, where the source's, of independently
+//! drawn values, spread over four: the hashes -3.06%, the whole -0.60%. The figures this test
+//! quoted then (-1.0% to -1.7%) were read with Valkey's latency tracking on, whose histograms
+//! are not data (see the test): with it on, the rebuild now lands -0.16% to -0.56% (one run).
 
 mod common;
+
+use std::collections::BTreeMap;
 
 use membench::crd::EngineKind;
 use membench::profile::Profile;
@@ -72,17 +84,47 @@ fn load_mixed(connection: &mut redis::Connection, seed: u64) {
     // Every count above is a multiple of its batch: nothing is left queued.
 }
 
-/// `membench load --workload profile` of `profile` on a fresh server of `spec` with `seed`:
-/// the data's bytes (used_memory above the empty server's).
+/// What the keys of each type take by `MEMORY USAGE key SAMPLES 0` (every element counted),
+/// summed: the data without the key tables, type by type.
+fn memory_by_type(address: &membench::client::engine::EngineAddress) -> BTreeMap<String, u64> {
+    let mut connection = common::connect(address);
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut connection).unwrap();
+    let mut pipe = redis::pipe();
+    for key in &keys {
+        pipe.cmd("TYPE").arg(key);
+        pipe.cmd("MEMORY")
+            .arg("USAGE")
+            .arg(key)
+            .arg("SAMPLES")
+            .arg(0);
+    }
+    let replies: Vec<redis::Value> = pipe.query(&mut connection).unwrap();
+    let mut by_type = BTreeMap::new();
+    for pair in replies.chunks(2) {
+        let key_type: String = redis::from_redis_value(pair[0].clone()).unwrap();
+        let bytes: u64 = redis::from_redis_value(pair[1].clone()).unwrap();
+        *by_type.entry(key_type).or_default() += bytes;
+    }
+    by_type
+}
+
+/// The data's bytes on a server: used_memory above the empty server's, and by type.
+struct Reading {
+    bytes: f64,
+    by_type: BTreeMap<String, u64>,
+}
+
+/// `membench load --workload profile` of `profile` on a fresh server of `spec` with `seed`.
 fn rebuild(
     spec: &membench::crd::EngineSpec,
     profile: &std::path::Path,
     seed: u64,
     keys: u64,
-) -> f64 {
+) -> Reading {
     let target = common::start_spec(spec);
     let mut args = common::rebuild_args(&target.address.socket_addr(), profile, 1, "json");
-    args.extend(["--seed".to_string(), seed.to_string()]);
+    // The keys stay for their MEMORY USAGE, read after membench's own readings.
+    args.extend(["--seed".to_string(), seed.to_string(), "--keep-data".into()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let output = common::membench(&args);
     assert!(output.status.success(), "{}", common::stderr(&output));
@@ -93,16 +135,20 @@ fn rebuild(
         Some(keys),
         "the rebuild stores every key"
     );
-    (rep["used_memory"].as_u64().unwrap() - rep["baseline_used_memory"].as_u64().unwrap()) as f64
+    Reading {
+        bytes: (rep["used_memory"].as_u64().unwrap()
+            - rep["baseline_used_memory"].as_u64().unwrap()) as f64,
+        by_type: memory_by_type(&target.address),
+    }
 }
 
 /// One round with `seed`: the source's bytes, and the profiles at `--sample-keys` `SAMPLE`
 /// and with every key read, rebuilt with `seed`.
 struct Round {
-    source: f64,
-    sampled: f64,
+    source: Reading,
+    sampled: Reading,
     /// The rebuild of a profile that read every key (the first round only).
-    every_key: Option<f64>,
+    every_key: Option<Reading>,
     profile: Profile,
 }
 
@@ -115,7 +161,11 @@ fn round(spec: &membench::crd::EngineSpec, dir: &std::path::Path, seed: u64, eve
         .unwrap();
     // The loading connections are closed; their buffers are gone.
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let source_data = (common::used_memory(&source.address) - empty) as f64;
+    let source_data = Reading {
+        bytes: (common::used_memory(&source.address) - empty) as f64,
+        // Before the profile, whose reads move the sorted set's table out of a rehash.
+        by_type: memory_by_type(&source.address),
+    };
     let mut profiles = Vec::new();
     let samples: &[&str] = if every {
         &[SAMPLE, "1000000"]
@@ -135,9 +185,33 @@ fn round(spec: &membench::crd::EngineSpec, dir: &std::path::Path, seed: u64, eve
     drop(source);
     let sampled = rebuild(spec, &profiles[0].0, seed, keys);
     let every_key = every.then(|| rebuild(spec, &profiles[1].0, seed, keys));
+    let off = |reading: &Reading| (reading.bytes / source_data.bytes - 1.0) * 100.0;
+    let by_type = |reading: &Reading| {
+        reading
+            .by_type
+            .iter()
+            .map(|(t, b)| {
+                let source = source_data.by_type.get(t).copied().unwrap_or(0) as f64;
+                format!("{t} {b} ({:+.2}%)", (*b as f64 / source - 1.0) * 100.0)
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     eprintln!(
-        "seed {seed}: source {source_data} B; sample of {SAMPLE}: rebuilt {sampled} B ({:+.2}% of the source); every key read: {every_key:?} B",
-        (sampled / source_data - 1.0) * 100.0,
+        "seed {seed}: source {} B (MEMORY USAGE by type {:?}); sample of {SAMPLE}: rebuilt {} B ({:+.2}% of the source; {}){}",
+        source_data.bytes,
+        source_data.by_type,
+        sampled.bytes,
+        off(&sampled),
+        by_type(&sampled),
+        every_key
+            .as_ref()
+            .map_or(String::new(), |every_key| format!(
+                "; every key read: {} B ({:+.2}%; {})",
+                every_key.bytes,
+                off(every_key),
+                by_type(every_key)
+            )),
     );
     Round {
         source: source_data,
@@ -148,9 +222,16 @@ fn round(spec: &membench::crd::EngineSpec, dir: &std::path::Path, seed: u64, eve
 }
 
 #[test]
-fn a_keyspace_with_one_big_key_rebuilt_from_a_small_sample_lands_within_one_percent_of_every_key_read_in_every_run()
+fn a_keyspace_with_one_big_key_rebuilt_from_a_small_sample_lands_within_one_percent_of_the_source_in_every_run()
  {
-    let spec = common::shared_build(EngineKind::Valkey, "9.1");
+    let mut spec = common::shared_build(EngineKind::Valkey, "9.1");
+    // Without latency tracking: its per-command histograms (24,688 B each on Valkey 9.1, made
+    // at a command's first use) are not data, and the source's load and the rebuild's make
+    // different ones (INFO, SET, ZADD, HMSET, EXPIRE and DBSIZE after the source's empty
+    // reading; SET, HSET, ZADD, PEXPIRE and MEMORY STATS after the rebuild's baseline). With
+    // it on, the rebuild lands about 0.4% lower than with it off, one histogram's 0.21% of it
+    // explained.
+    spec.args = vec!["--latency-tracking".into(), "no".into()];
     let dir =
         std::env::temp_dir().join(format!("membench-profile-defaults-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -165,9 +246,22 @@ fn a_keyspace_with_one_big_key_rebuilt_from_a_small_sample_lands_within_one_perc
             profile,
         } = round(&spec, &dir, seed, seed == 1);
         if let Some(every_key) = every_key {
-            own = every_key / source - 1.0;
+            own = every_key.bytes / source.bytes - 1.0;
         }
-        errors.push(sampled / source - 1.0);
+        errors.push(sampled.bytes / source.bytes - 1.0);
+        // Each type's keys, as MEMORY USAGE counts them, are within 2% of the source's (the
+        // hashes were 3.0% short when every rebuilt hash got the same mix of value lengths;
+        // the strings are byte for byte the source's; the hashes, read about 640 of 8,000,
+        // move by 0.4% from one sample to the next).
+        for (key_type, bytes) in &source.by_type {
+            let rebuilt = sampled.by_type.get(key_type).copied().unwrap_or(0) as f64;
+            let off = rebuilt / *bytes as f64 - 1.0;
+            assert!(
+                off.abs() <= 0.02,
+                "seed {seed}: the rebuild's {key_type} keys take {rebuilt} B by MEMORY USAGE, {:+.2}% off the source's {bytes} B",
+                off * 100.0
+            );
+        }
         // The walk counted every group; the sorted set is one key with its exact size.
         let zsets: Vec<_> = profile
             .groups
@@ -209,23 +303,33 @@ fn a_keyspace_with_one_big_key_rebuilt_from_a_small_sample_lands_within_one_perc
         std::fs::remove_dir_all(&dir).ok();
     }
     eprintln!(
-        "the rebuild's own error (every key read): {:+.2}%",
+        "the rebuild from every key read: {:+.2}% of the source; from a sample of {SAMPLE}: {}",
+        own * 100.0,
+        errors
+            .iter()
+            .map(|e| format!("{:+.2}%", e * 100.0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    assert!(
+        own.abs() <= 0.01,
+        "the rebuild of a profile that read every key is {:+.2}% off the source",
         own * 100.0
     );
     for (seed, error) in errors.iter().enumerate() {
-        // What the sample adds to the rebuild's own error: within 1% in every run.
+        // Within 1% of the source in every run, and of where reading every key lands.
+        assert!(
+            error.abs() <= 0.01,
+            "seed {}: the rebuild from a sample is {:+.2}% off the source: {errors:?}",
+            seed + 1,
+            error * 100.0
+        );
         assert!(
             (error - own).abs() <= 0.01,
             "seed {}: the rebuild from a sample is {:+.2}% off the source, the one from every key {:+.2}%: {errors:?}",
             seed + 1,
             error * 100.0,
             own * 100.0
-        );
-        assert!(
-            error.abs() <= 0.02,
-            "seed {}: the rebuild is {:+.2}% off the source: {errors:?}",
-            seed + 1,
-            error * 100.0
         );
     }
 }

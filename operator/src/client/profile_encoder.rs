@@ -12,7 +12,7 @@ use crate::profile::model::{KeyType, Profile, ValueShape};
 use crate::profile::templates::KeyTemplate;
 
 use super::profile_shape::{
-    ELEMENTS_PER_COMMAND, KeyShape, REBUILD_TTL_MILLIS, Stratum, chance, group_stratum,
+    ELEMENTS_PER_COMMAND, KeyShape, KeySpread, REBUILD_TTL_MILLIS, Stratum, chance, group_stratum,
     key_generator,
 };
 
@@ -29,6 +29,8 @@ pub(super) struct CurrentKey {
 pub struct ProfileEncoder {
     profile: Arc<Profile>,
     templates: Vec<KeyTemplate>,
+    /// Per group, how its keys' fields, values and scores differ in mean length.
+    spreads: Vec<[Option<KeySpread>; 3]>,
     group_keys: Vec<u64>,
     /// The number of each group's first key: key numbers follow the profile's order of
     /// groups, whatever the load order, so a key's name and data do not depend on it.
@@ -210,10 +212,23 @@ impl ProfileEncoder {
             .iter()
             .map(|g| KeyTemplate::parse(&g.template).expect("a checked profile's templates parse"))
             .collect();
+        let spreads = profile
+            .groups
+            .iter()
+            .map(|g| {
+                let of = |shape: Option<&ValueShape>| shape.and_then(KeySpread::of);
+                [
+                    of(g.fields.as_ref()),
+                    of(Some(&g.values)),
+                    of(g.scores.as_ref()),
+                ]
+            })
+            .collect();
         let group = load_order.first().copied().unwrap_or(0);
         Self {
             profile,
             templates,
+            spreads,
             left_in_group: group_keys.get(group).copied().unwrap_or(0),
             group_keys,
             first_keys,
@@ -381,7 +396,8 @@ impl ProfileEncoder {
         let group = &self.profile.groups[self.group];
         let mut rng = key_generator(self.seed, self.k);
         let place = group_stratum(self.seed, self.group).of(count - self.left_in_group, count);
-        let shape = KeyShape::draw(group, self.element_scale, place, &mut rng);
+        let mut shape = KeyShape::draw(group, self.element_scale, place, &mut rng);
+        shape.spread(&self.spreads[self.group], place);
         self.key.clear();
         self.templates[self.group].render(self.k, shape.key_length, &mut self.key);
         self.current = Some(CurrentKey {

@@ -521,11 +521,7 @@ mod tests {
 
     #[test]
     fn integers_are_spread_evenly_over_a_keys_elements() {
-        let stratum = Stratum {
-            index: 0,
-            count: 10,
-            offsets: [0.37, 0.5, 0.5],
-        };
+        let stratum = Stratum::new([0.37, 0.5, 0.5]).of(0, 10);
         let integers = (0..10).filter(|j| stratum.of(*j, 10).place(0.3).0).count();
         assert_eq!(integers, 3);
         assert_eq!(stratum.with_integers(0.3, 10), 3);

@@ -112,6 +112,12 @@ fn merge_values(parts: &[Weighted<ValueShape>]) -> ValueShape {
                 .map(|(v, w)| (v.integer_length.as_ref(), *w))
                 .collect::<Vec<_>>(),
         ),
+        key_mean_length: merge_optional(
+            &parts
+                .iter()
+                .map(|(v, w)| (v.key_mean_length.as_ref(), *w))
+                .collect::<Vec<_>>(),
+        ),
     }
 }
 

