@@ -343,7 +343,8 @@ fn profile_stopped_by(signal: libc::c_int) -> (Option<i32>, String, Option<Profi
         pipe.set(format!("k:{i}"), "value").ignore();
     }
     pipe.query::<()>(&mut connection).unwrap();
-    // About 600 commands a second: the walk and a few sampled keys in the first second.
+    // About 600 commands a second: the walk, then the keys sampled one by one (each with a
+    // PTTL) for about 15 s.
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
         .args([
             "profile",
@@ -357,7 +358,27 @@ fn profile_stopped_by(signal: libc::c_int) -> (Option<i32>, String, Option<Profi
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // The signal goes once a few keys have been sampled, however long the start and the walk
+    // took on a busy machine (the engine counts the profiler's PTTLs), within 60 s.
+    let pttls = |connection: &mut redis::Connection| -> u64 {
+        let stats: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(connection)
+            .unwrap();
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix("cmdstat_pttl:calls="))
+            .and_then(|rest| rest.split(',').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while pttls(&mut connection) < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "membench profile sampled no 3 keys within 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     common::send_signal(child.id(), signal).unwrap();
     let output = child.wait_with_output().unwrap();
     let profile = serde_json::from_slice(&output.stdout).ok();
@@ -380,7 +401,11 @@ fn sigint_and_sigterm_during_a_profile_print_what_was_read_marked_incomplete() {
                 && why.contains("keys to sample"),
             "{name}: {why}"
         );
-        assert!(profile.source.sampled_keys > 0 && profile.source.sampled_keys < 3000);
+        assert!(
+            profile.source.sampled_keys > 0 && profile.source.sampled_keys < 3000,
+            "{name}: {} keys sampled",
+            profile.source.sampled_keys
+        );
         assert!(
             stderr.contains("the profile is incomplete")
                 && stderr.contains("keys read in full of 3000"),
