@@ -111,8 +111,18 @@ async fn the_status_carries_the_plan_and_kubectl_shows_the_instance_type_that_fi
         Some("r8g.large")
     );
     assert_eq!(capacity.cheapest_monthly_usd, Some(0.25 * 730.0));
-    let cheapest = capacity.cheapest_engine.clone().expect("a cheapest engine");
-    assert!(capacity.engines.iter().any(|e| e.name == cheapest));
+    // Both engines land on r8g.large at the same price: a tie, and no engine is named the
+    // cheapest.
+    assert_eq!(capacity.cheapest_engine, None, "{capacity:#?}");
+    let mut tie = capacity.cheapest_tie.clone();
+    tie.sort();
+    let mut expected: Vec<String> = capacity
+        .engines
+        .iter()
+        .map(|e| format!("{} on r8g.large", e.name))
+        .collect();
+    expected.sort();
+    assert_eq!(tie, expected, "{capacity:#?}");
     for engine in &capacity.engines {
         // The smallest type listed first (r7i.large, 16 GiB like r8g.large) with its price.
         assert_eq!(engine.monthly_usd, Some(0.5 * 730.0), "{engine:?}");
