@@ -142,22 +142,6 @@ fn a_profile_holds_types_templates_sizes_and_ttls_and_no_name_or_value() {
     }
 }
 
-/// The commands a server answered, from INFO commandstats (`cmdstat_get:calls=...`).
-fn commands_called(connection: &mut redis::Connection) -> BTreeMap<String, u64> {
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(connection)
-        .unwrap();
-    stats
-        .lines()
-        .filter_map(|line| {
-            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest.split(',').find_map(|f| f.strip_prefix("calls="))?;
-            Some((name.to_string(), calls.parse().ok()?))
-        })
-        .collect()
-}
-
 #[test]
 fn profiling_only_reads_and_never_sends_keys() {
     let engine = common::start(EngineKind::Valkey, &[]);
@@ -169,7 +153,7 @@ fn profiling_only_reads_and_never_sends_keys() {
         .unwrap();
     let (output, _) = common::profile_json(&engine.address.socket_addr(), &[]);
     assert!(output.status.success(), "{}", common::stderr(&output));
-    let called = commands_called(&mut connection);
+    let called = common::commands_called(&mut connection);
     let reads = [
         "ping",
         "info",

@@ -361,14 +361,9 @@ fn profile_stopped_by(signal: libc::c_int) -> (Option<i32>, String, Option<Profi
     // The signal goes once a few keys have been sampled, however long the start and the walk
     // took on a busy machine (the engine counts the profiler's PTTLs), within 60 s.
     let pttls = |connection: &mut redis::Connection| -> u64 {
-        let stats: String = redis::cmd("INFO")
-            .arg("commandstats")
-            .query(connection)
-            .unwrap();
-        stats
-            .lines()
-            .find_map(|l| l.strip_prefix("cmdstat_pttl:calls="))
-            .and_then(|rest| rest.split(',').next()?.parse().ok())
+        common::commands_called(connection)
+            .get("pttl")
+            .copied()
             .unwrap_or(0)
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);

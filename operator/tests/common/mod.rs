@@ -392,3 +392,21 @@ pub fn capacity_plans(result: &std::path::Path) -> Vec<serde_json::Value> {
         .map(|e| e["capacity"].clone())
         .collect()
 }
+
+/// The commands a server answered, from INFO commandstats (`cmdstat_get:calls=...`).
+pub fn commands_called(
+    connection: &mut redis::Connection,
+) -> std::collections::BTreeMap<String, u64> {
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(connection)
+        .unwrap();
+    stats
+        .lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest.split(',').find_map(|f| f.strip_prefix("calls="))?;
+            Some((name.to_string(), calls.parse().ok()?))
+        })
+        .collect()
+}
