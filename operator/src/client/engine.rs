@@ -313,6 +313,16 @@ pub struct OwnClient {
     pub memory: u64,
 }
 
+impl OwnClient {
+    /// The `id` and `tot-mem` of a `CLIENT INFO` line; None without them (Dragonfly).
+    fn parse(line: &str) -> Option<Self> {
+        Some(Self {
+            id: client_list_field(line, "id")?,
+            memory: client_list_field(line, "tot-mem")?,
+        })
+    }
+}
+
 /// What an engine holds for membench's own control connection and for every other one
 /// (`tot-mem`), read with `INFO memory` (`ControlConnection::memory_and_connections`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -437,10 +447,7 @@ impl ControlConnection {
         let line: String = self
             .query_unclassified(redis::cmd("CLIENT").arg("INFO"))
             .ok()?;
-        Some(OwnClient {
-            id: client_list_field(&line, "id")?,
-            memory: client_list_field(&line, "tot-mem")?,
-        })
+        OwnClient::parse(&line)
     }
 
     /// `INFO memory` with what the engine holds right now for this connection and for all the
@@ -463,26 +470,16 @@ impl ControlConnection {
             .ignore_errors()
             .query(&mut self.connection)
             .map_err(|e| BenchError::from_redis(&self.address, e))?;
-        let mut replies = replies.into_iter();
-        let (own, list, info) = match (replies.next(), replies.next(), replies.next()) {
-            (Some(own), Some(list), Some(info)) => (own, list, info),
-            _ => {
-                return Err(BenchError::EngineRejected {
-                    command: "CLIENT INFO, CLIENT LIST, INFO memory".into(),
-                    message: "the engine answered the pipeline with fewer than three replies"
-                        .into(),
-                });
-            }
-        };
+        let [own, list, info]: [_; 3] = replies.try_into().map_err(|_| {
+            BenchError::Protocol(
+                "the engine answered CLIENT INFO, CLIENT LIST and INFO memory with other than three replies"
+                    .into(),
+            )
+        })?;
         let memory = MemoryInfo::from_info(&parse_info(
             &info.map_err(|e| BenchError::from_redis(&self.address, e))?,
         ))?;
-        let own = own.ok().and_then(|line| {
-            Some(OwnClient {
-                id: client_list_field(&line, "id")?,
-                memory: client_list_field(&line, "tot-mem")?,
-            })
-        });
+        let own = own.ok().as_deref().and_then(OwnClient::parse);
         let held = match (own, list) {
             (None, _) => HeldForConnections::default(),
             (Some(own), Err(_)) => HeldForConnections {

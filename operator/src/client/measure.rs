@@ -225,13 +225,7 @@ pub fn measure_shards_journaled(
             Ok((result, Some(PhaseFailure { phase, error }))) => {
                 // The repetition's readings (and the phases before this one) stand: it is kept,
                 // and the run ends with the phase named.
-                let error = match options.stop.behind(&error) {
-                    Some(cause) => BenchError::Stopped {
-                        items_sent: result.items,
-                        cause,
-                    },
-                    None => error.after_connected(result.items),
-                };
+                let error = ended_by(&options.stop, error, result.items);
                 report.repetitions.push(result);
                 report.error = Some(ErrorReport {
                     category: error.category().to_string(),
@@ -242,17 +236,7 @@ pub fn measure_shards_journaled(
                 break;
             }
             Err(error) => {
-                // Asked to stop: whatever ended the repetition (a command the signal interrupted,
-                // the check between batches) ends it because of the stop. Otherwise, an engine
-                // that answered before and cannot be reached now went away.
-                let error = if let Some(cause) = options.stop.behind(&error) {
-                    BenchError::Stopped {
-                        items_sent: state.sent,
-                        cause,
-                    }
-                } else {
-                    error.after_connected(state.sent)
-                };
+                let error = ended_by(&options.stop, error, state.sent);
                 report.failed_repetition = Some(state.partial(&mut shards));
                 report.error = Some((&error).into());
                 break;
@@ -264,6 +248,19 @@ pub fn measure_shards_journaled(
         .warnings
         .extend(phases::snapshot_shortfall(&report.repetitions));
     report
+}
+
+/// What ended a repetition after `sent` items. Asked to stop: whatever ended it (a command the
+/// signal interrupted, the check between batches) ends it because of the stop. Otherwise, an
+/// engine that answered before and cannot be reached now went away.
+fn ended_by(stop: &StopRequest, error: BenchError, sent: u64) -> BenchError {
+    match stop.behind(&error) {
+        Some(cause) => BenchError::Stopped {
+            items_sent: sent,
+            cause,
+        },
+        None => error.after_connected(sent),
+    }
 }
 
 /// Before the first repetition: who the engine is (shard 0 for a cluster, whose shards must

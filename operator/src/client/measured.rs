@@ -193,6 +193,19 @@ pub struct PeakRatio {
     pub repetitions: u32,
 }
 
+impl From<&PeakSummary> for crate::crd::PeakSummaryStatus {
+    fn from(p: &PeakSummary) -> Self {
+        Self {
+            snapshot: p.snapshot.as_ref().map(|r| crate::crd::PeakRatioStatus {
+                ratio: r.ratio,
+                min: r.min,
+                max: r.max,
+                repetitions: r.repetitions,
+            }),
+        }
+    }
+}
+
 impl PeakRatio {
     fn of(ratios: impl Iterator<Item = f64>) -> Option<Self> {
         let ratios: Vec<f64> = ratios.collect();

@@ -3,8 +3,8 @@
 
 use crate::client::result::{ClientResult, MAX_GROWTH_POINTS, ShardColumns};
 use crate::crd::{
-    EngineStatus, GrowthPoint, PeakRatioStatus, PeakSummaryStatus, RepetitionStatus,
-    ShardSpreadStatus, SpreadStatus, SummaryStatus, TypeBytesStatus,
+    EngineStatus, GrowthPoint, RepetitionStatus, ShardSpreadStatus, SpreadStatus, SummaryStatus,
+    TypeBytesStatus,
 };
 use crate::stats::Spread;
 
@@ -185,14 +185,7 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
                 bytes_per_key: t.bytes_per_key,
             })
             .collect(),
-        peak: s.peak.as_ref().map(|p| PeakSummaryStatus {
-            snapshot: p.snapshot.as_ref().map(|r| PeakRatioStatus {
-                ratio: r.ratio,
-                min: r.min,
-                max: r.max,
-                repetitions: r.repetitions,
-            }),
-        }),
+        peak: s.peak.as_ref().map(Into::into),
     });
 }
 
