@@ -4,8 +4,9 @@
 //! same memory (at the Churn table's 1,000,000 keys), overwrites and sorted-set members are
 //! counted, a hash record's fields are deleted and overwritten one by one (an emptied record is
 //! gone), a random-strings load is churned on exactly the keys its draws wrote (both checked
-//! key by key against the test's own replay of the published draws), and what cannot be
-//! churned or defragmented is refused before any write.
+//! key by key against the test's own replay of the published draws), Dragonfly's
+//! defragmentation stays idle through the rounds and regains RSS in its window, and what cannot
+//! be churned or defragmented is refused before any write.
 
 mod common;
 
@@ -151,6 +152,83 @@ fn deleting_half_the_keys_leaves_rss_where_the_load_left_it_and_active_defrag_gi
         .unwrap();
     assert_eq!(ignore[1], "104857600", "the default 100mb is back");
     assert_eq!(dbsize(&server.address), KEYS - deleted, "no probe key left");
+}
+
+/// Dragonfly cannot switch its defragmentation at runtime: started as a spec with `defrag`
+/// starts it (`started_entry`: a check every second, a low waste threshold), it stays idle
+/// through the rounds under its 0.7-of-maxmemory gate, and the window regains RSS by lowering
+/// maxmemory over that gate, then puts maxmemory back. At its defaults it regained nothing in
+/// 20 s of the same deletes (measured by hand, 1,000,000 keys).
+#[test]
+fn dragonflys_defragmentation_waits_for_the_window_and_regains_rss_in_it() {
+    let churn: membench::crd::ChurnSpec =
+        serde_json::from_str(r#"{"rounds": 1, "deleteShare": 0.5, "defrag": true}"#).unwrap();
+    let entry = common::shared_build(EngineKind::Dragonfly, "1.40.0");
+    let started = membench::validation::engine_config::started_entry(&entry, Some(&churn));
+    assert_eq!(
+        started
+            .config
+            .get("mem_defrag_check_sec_interval")
+            .map(String::as_str),
+        Some("1"),
+        "{started:?}"
+    );
+    let server = common::start_spec(&started);
+    let addr = server.address.socket_addr();
+    let maxmemory = || -> Vec<String> {
+        redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("maxmemory")
+            .query(&mut common::connect(&server.address))
+            .unwrap()
+    };
+    let deny_ratio = || -> Vec<String> {
+        redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("rss_oom_deny_ratio")
+            .query(&mut common::connect(&server.address))
+            .unwrap()
+    };
+    let (maxmemory_before, deny_ratio_before) = (maxmemory(), deny_ratio());
+    let (json, output) = load(
+        &addr,
+        &[
+            "--churn-rounds",
+            "1",
+            "--delete-share",
+            "0.5",
+            "--defrag",
+            "--defrag-seconds",
+            "30",
+        ],
+    );
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let repetition = &json["repetitions"][0];
+    let loaded_used = number(&repetition["used_memory"]);
+    let loaded_rss = number(&repetition["used_memory_rss"]);
+    let round = &repetition["churn"]["rounds"][0];
+    let freed = loaded_used - number(&round["used_memory"]);
+    assert!(freed > 0.0, "{round}");
+    // Idle through the round: RSS where the load left it (it fell by about the freed memory
+    // when the check ran armed from the start, measured by hand).
+    let churned_rss = number(&round["used_memory_rss"]);
+    assert!(
+        churned_rss > loaded_rss - 0.25 * freed,
+        "the round's RSS stays where the load left it: {loaded_rss} -> {churned_rss}, {freed} freed"
+    );
+    let defrag = &repetition["churn"]["defrag"];
+    assert_eq!(defrag["switched"], "maxmemory-gate", "{defrag}");
+    let regained = number(&defrag["rss_before"]) - number(&defrag["rss_after"]);
+    assert!(
+        regained > 0.5 * freed,
+        "the window regains most of the {freed} bytes freed: {defrag}"
+    );
+    assert_eq!(maxmemory(), maxmemory_before, "maxmemory is put back");
+    assert_eq!(
+        deny_ratio(),
+        deny_ratio_before,
+        "rss_oom_deny_ratio is put back"
+    );
 }
 
 #[test]

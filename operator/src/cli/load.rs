@@ -69,7 +69,9 @@ pub struct LoadArgs {
     #[arg(long, value_name = "BYTES")]
     overwrite_value_size: Option<u32>,
     /// After the churn rounds (and --settle-seconds), switch active defragmentation on and
-    /// follow it until RSS stops falling (refused on a build that cannot defragment).
+    /// follow it until RSS stops falling (refused on a build that cannot defragment). Dragonfly
+    /// has no switch: its maxmemory is lowered for the window, and it must run with
+    /// --mem_defrag_check_sec_interval=1 (60 s by default, past the window).
     #[arg(long)]
     defrag: bool,
     /// The longest defragmentation window, in seconds.

@@ -43,9 +43,11 @@ pub struct ChurnSpec {
     /// `active-defrag-ignore-bytes 1mb`, `active-defrag-threshold-lower 1`) and read memory
     /// every half second until RSS stops falling or `defragSeconds` pass. Refused on a build
     /// whose allocator cannot defragment (a libc malloc build, Debian's system jemalloc).
-    /// Dragonfly defragments by its own startup flags (`engines[].config`:
-    /// `mem_defrag_threshold` and others), which cannot be switched at runtime: its window is
-    /// followed the same way.
+    /// Dragonfly cannot switch it at runtime: with `defrag`, membench starts it with
+    /// `mem_defrag_check_sec_interval=1` and `mem_defrag_waste_threshold=0.05` (unless the entry
+    /// sets them), which leave it idle under its 0.7-of-maxmemory gate
+    /// (`mem_defrag_threshold`) through the load and the rounds, and for the window lowers
+    /// maxmemory until used memory is 0.8 of it, putting it back after.
     #[serde(default)]
     pub defrag: bool,
 

@@ -55,7 +55,8 @@ pub struct LatencyStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DefragStatus {
-    /// How it was switched on: `activedefrag` (Redis, Valkey) or `startup-flags` (Dragonfly).
+    /// How it was switched on: `activedefrag` (Redis, Valkey) or `maxmemory-gate` (Dragonfly:
+    /// maxmemory lowered for the window until used memory passed its defragmentation threshold).
     pub switched: String,
     /// used_memory_rss before defragmentation was switched on, in bytes.
     pub rss_before: u64,

@@ -464,7 +464,8 @@ pub fn run_benchmark(
             false => None,
         };
         on_engine(&engine.display_name());
-        let mut report = match start_engines(engine, program, password.as_deref()) {
+        let started = crate::validation::engine_config::started_entry(engine, spec.churn.as_ref());
+        let mut report = match start_engines(&started, program, password.as_deref()) {
             Ok(servers) => {
                 let addresses: Vec<EngineAddress> =
                     servers.iter().map(|s| s.address.clone()).collect();

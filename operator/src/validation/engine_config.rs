@@ -10,7 +10,7 @@ use crate::crd::engine_settings::{
     DRAGONFLY_ARGS_ONLY, DRAGONFLY_SETTINGS, MAX_CONFIG_SETTINGS, MAX_CONFIG_VALUE, REDIS_SETTINGS,
     Setting, ValueKind,
 };
-use crate::crd::{EngineKind, EngineSpec};
+use crate::crd::{ChurnSpec, EngineKind, EngineSpec};
 
 /// The settings `engines[].config` takes for an engine.
 pub fn config_settings(engine: EngineKind) -> &'static [Setting] {
@@ -402,3 +402,40 @@ pub fn entry_args(engine: &EngineSpec) -> Vec<String> {
 #[cfg(test)]
 #[path = "engine_config_tests.rs"]
 mod tests;
+
+/// Dragonfly's defragmentation flags a defrag window needs (`spec.churn.defrag`), and the values
+/// membench starts it with. Dragonfly cannot switch its defragmentation at runtime: it checks
+/// every `mem_defrag_check_sec_interval` (60 s by default) whether the waste in its pages passed
+/// `mem_defrag_waste_threshold` (0.2) while its used memory is above `mem_defrag_threshold`
+/// (0.7) of maxmemory. A check every second and a waste threshold of 5% (as Redis and Valkey get
+/// thresholds low enough to act) leave it idle through the load and the rounds, under the 0.7
+/// gate; the window lifts used memory over that gate by lowering maxmemory
+/// (`client::defrag`).
+pub const DRAGONFLY_DEFRAG_FLAGS: [(&str, &str); 2] = [
+    ("mem_defrag_check_sec_interval", "1"),
+    ("mem_defrag_waste_threshold", "0.05"),
+];
+
+/// The entry as its engine starts: with `spec.churn.defrag`, a Dragonfly entry gets
+/// [`DRAGONFLY_DEFRAG_FLAGS`] in its `config`, each unless the entry sets it itself (the
+/// settings read back stay the entry's own).
+pub fn started_entry<'a>(
+    engine: &'a EngineSpec,
+    churn: Option<&ChurnSpec>,
+) -> std::borrow::Cow<'a, EngineSpec> {
+    if engine.engine != EngineKind::Dragonfly || !churn.is_some_and(|c| c.defrag) {
+        return std::borrow::Cow::Borrowed(engine);
+    }
+    let mut started = engine.clone();
+    for (name, value) in DRAGONFLY_DEFRAG_FLAGS {
+        let set_by_entry = engine.config.keys().any(|k| k.eq_ignore_ascii_case(name))
+            || engine
+                .args
+                .iter()
+                .any(|a| a.trim_start_matches('-').split('=').next() == Some(name));
+        if !set_by_entry {
+            started.config.insert(name.to_string(), value.to_string());
+        }
+    }
+    std::borrow::Cow::Owned(started)
+}

@@ -240,3 +240,36 @@ fn config_becomes_each_engines_command_line_and_is_read_back_with_allowlisted_ar
         ["--cache_mode=true"]
     );
 }
+
+#[test]
+fn a_dragonfly_entry_starts_with_its_defrag_flags_only_when_a_defrag_window_is_asked_and_never_over_its_own()
+ {
+    let churn = |defrag: bool| -> ChurnSpec {
+        serde_json::from_value(
+            serde_json::json!({"rounds": 1, "deleteShare": 0.5, "defrag": defrag}),
+        )
+        .unwrap()
+    };
+    let dragonfly = entry(EngineKind::Dragonfly, &[], &[]);
+    let started = started_entry(&dragonfly, Some(&churn(true)));
+    assert_eq!(
+        config_args(EngineKind::Dragonfly, &started.config),
+        [
+            "--mem_defrag_check_sec_interval=1",
+            "--mem_defrag_waste_threshold=0.05"
+        ]
+    );
+    // No window, no churn, or not Dragonfly: the entry as it is.
+    assert_eq!(*started_entry(&dragonfly, Some(&churn(false))), dragonfly);
+    assert_eq!(*started_entry(&dragonfly, None), dragonfly);
+    let valkey = entry(EngineKind::Valkey, &[], &[]);
+    assert_eq!(*started_entry(&valkey, Some(&churn(true))), valkey);
+    // What the entry sets itself, in config or in args, is left to it.
+    let own = entry(
+        EngineKind::Dragonfly,
+        &[("mem_defrag_waste_threshold", "0.3")],
+        &["--mem_defrag_check_sec_interval=5"],
+    );
+    let started = started_entry(&own, Some(&churn(true)));
+    assert_eq!(started.config, own.config, "{started:?}");
+}

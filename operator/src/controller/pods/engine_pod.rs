@@ -18,7 +18,7 @@ use crate::controller::pod_security::{
     restricted_container,
 };
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
-use crate::validation::engine_config::entry_args;
+use crate::validation::engine_config::{entry_args, started_entry};
 use crate::validation::{dragonfly_memory, mebibytes};
 
 /// The arguments an engine starts with: port 6379, persistence off, reachable over the pod
@@ -236,7 +236,11 @@ fn build(
             containers: vec![Container {
                 name: "engine".into(),
                 image: Some(engine_image(engine, settings)),
-                args: Some(pod_engine_args(engine, memory_bytes, shard.is_some())),
+                args: Some(pod_engine_args(
+                    &started_entry(engine, benchmark.spec.churn.as_ref()),
+                    memory_bytes,
+                    shard.is_some(),
+                )),
                 env: Some(engine_env(benchmark, engine, shard.is_some())),
                 working_dir: Some(ENGINE_DATA_DIR.into()),
                 volume_mounts: Some(vec![engine_data_mount()]),
