@@ -161,10 +161,16 @@ fn deleting_half_the_keys_leaves_rss_where_the_load_left_it_and_active_defrag_gi
 /// 20 s of the same deletes (measured by hand, 1,000,000 keys).
 #[test]
 fn dragonflys_defragmentation_waits_for_the_window_and_regains_rss_in_it() {
-    let churn: membench::crd::ChurnSpec =
-        serde_json::from_str(r#"{"rounds": 1, "deleteShare": 0.5, "defrag": true}"#).unwrap();
     let entry = common::shared_build(EngineKind::Dragonfly, "1.40.0");
-    let started = membench::validation::engine_config::started_entry(&entry, Some(&churn));
+    let mut spec: membench::crd::MemoryBenchmarkSpec = serde_json::from_value(serde_json::json!({
+        "instanceType": "r7i.large",
+        "engines": [],
+        "workload": {"strings": {"keys": KEYS}},
+        "churn": {"rounds": 1, "deleteShare": 0.5, "defrag": true}
+    }))
+    .unwrap();
+    spec.engines.push(entry.clone());
+    let started = membench::validation::engine_config::started_entry(&entry, &spec);
     assert_eq!(
         started
             .config

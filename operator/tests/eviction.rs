@@ -208,6 +208,67 @@ fn what_cannot_be_loaded_past_maxmemory_is_refused_before_any_write() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// An entry's own `config.maxmemory` and `config.maxmemory-policy` are its limit and policy
+/// for the load past maxmemory, in place of spec.eviction's: its engine starts without them (the
+/// load before the phase, 60,000 keys of about 6 MB at 100 B each, is whole although it is
+/// above the entry's 4mb), and the other entry takes spec.eviction's.
+#[test]
+fn an_entrys_own_maxmemory_is_its_limit_for_the_load_past_it_and_not_before() {
+    let dir = std::env::temp_dir().join(format!("membench-eviction-own-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = common::write_spec(
+        &dir,
+        "eviction-own",
+        "  engines:\n    - {engine: valkey, version: \"9.1\", config: {maxmemory: 4mb, maxmemory-policy: allkeys-random}}\n    - {engine: valkey, version: \"9.1\", name: lfu, config: {maxmemory-policy: allkeys-lfu}}\n  workload: {strings: {keys: 60000}}\n  repetitions: 1\n  settleSeconds: 0\n  eviction: {loadTo: 2}\n",
+    );
+    let refused = common::membench(&["run", spec.to_str().unwrap()]);
+    assert_eq!(
+        refused.status.code(),
+        Some(2),
+        "{}",
+        common::stderr(&refused)
+    );
+    assert!(
+        common::stderr(&refused).contains("spec.engines[1]")
+            && common::stderr(&refused)
+                .contains("set spec.eviction.maxmemory, or config.maxmemory"),
+        "{}",
+        common::stderr(&refused)
+    );
+    let spec = common::write_spec(
+        &dir,
+        "eviction-own",
+        "  engines:\n    - {engine: valkey, version: \"9.1\", config: {maxmemory: 4mb, maxmemory-policy: allkeys-random}}\n    - {engine: valkey, version: \"9.1\", name: lfu, config: {maxmemory: 6mb, maxmemory-policy: allkeys-lfu}}\n  workload: {strings: {keys: 60000}}\n  repetitions: 1\n  settleSeconds: 0\n  eviction: {loadTo: 2}\n",
+    );
+    let result = dir.join("result.json");
+    let output = common::membench(&[
+        "run",
+        spec.to_str().unwrap(),
+        "--result-file",
+        result.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+    for (engine, (limit, policy)) in json["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip([(4u64 << 20, "allkeys-random"), (6 << 20, "allkeys-lfu")])
+    {
+        let repetition = &engine["repetitions"][0];
+        assert_eq!(
+            count(&repetition["items"]),
+            60_000,
+            "the load before the phase is whole: {repetition}"
+        );
+        let eviction = &repetition["eviction"];
+        assert_eq!(count(&eviction["maxmemory"]), limit, "{eviction}");
+        assert_eq!(eviction["policy"], policy, "{eviction}");
+        assert!(count(&eviction["evicted_keys"]) > 0, "{eviction}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn a_capacity_plan_of_a_run_with_an_eviction_makes_room_for_its_measured_overshoot() {
     let dir = std::env::temp_dir().join(format!("membench-eviction-plan-{}", std::process::id()));

@@ -309,11 +309,8 @@ impl LoadArgs {
             };
         };
         let spec = membench::crd::EvictionSpec {
-            maxmemory: maxmemory.clone(),
-            policy: self
-                .maxmemory_policy
-                .clone()
-                .unwrap_or_else(|| "allkeys-lru".into()),
+            maxmemory: Some(maxmemory.clone()),
+            policy: self.maxmemory_policy.clone(),
             load_to: self.load_to.unwrap_or_else(membench::crd::default_load_to),
         };
         let flag = |name: &str| {

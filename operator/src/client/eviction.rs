@@ -15,7 +15,7 @@ use crate::client::engine::ControlConnection;
 use crate::client::resp::CommandBuffer;
 use crate::client::shards::{LoadConnections, Pacing, ShardSet, total_memory};
 use crate::client::workload::Workload;
-use crate::crd::{EvictionSpec, EvictionStatus};
+use crate::crd::{EngineSpec, EvictionSpec, EvictionStatus};
 use crate::error::{BenchError, is_out_of_memory};
 
 /// used_memory is read after every this many writes.
@@ -78,12 +78,17 @@ impl Eviction {
             field: field(name),
             message,
         };
-        let maxmemory = parse_memory(&spec.maxmemory).ok_or_else(|| {
+        let Some(written) = spec.maxmemory.as_deref() else {
+            return Err(invalid(
+                "maxmemory",
+                "is not set: give the limit to load past (100mb, 2gb, 104857600), here or as each engine's config.maxmemory".into(),
+            ));
+        };
+        let maxmemory = parse_memory(written).ok_or_else(|| {
             invalid(
                 "maxmemory",
                 format!(
-                    "is '{}': give bytes with an optional unit, as the engine reads it (100mb, 2gb, 104857600)",
-                    spec.maxmemory
+                    "is '{written}': give bytes with an optional unit, as the engine reads it (100mb, 2gb, 104857600)"
                 ),
             )
         })?;
@@ -95,14 +100,14 @@ impl Eviction {
                 ),
             ));
         }
-        if !POLICIES.contains(&spec.policy.as_str()) {
+        let policy = spec
+            .policy
+            .as_deref()
+            .unwrap_or(crate::crd::DEFAULT_EVICTION_POLICY);
+        if !POLICIES.contains(&policy) {
             return Err(invalid(
                 "policy",
-                format!(
-                    "is '{}': it must be one of {}",
-                    spec.policy,
-                    POLICIES.join(", ")
-                ),
+                format!("is '{policy}': it must be one of {}", POLICIES.join(", ")),
             ));
         }
         if !(spec.load_to > 1.0 && spec.load_to <= 20.0) {
@@ -116,14 +121,34 @@ impl Eviction {
         }
         Ok(Self {
             maxmemory,
-            policy: spec.policy.clone(),
+            policy: policy.to_string(),
             load_to: spec.load_to,
         })
     }
 
-    /// A spec's eviction (`spec.eviction`), checked.
-    pub fn from_spec(spec: &EvictionSpec) -> Result<Self, BenchError> {
-        Self::checked(spec, &|name| format!("spec.eviction.{name}"))
+    /// The eviction entry `index` of a spec runs (`spec.eviction`, its maxmemory and policy
+    /// given there or in the entry's own `config`: [`EvictionSpec::for_entry`]), checked; the
+    /// fields named as the user gave them.
+    pub fn for_entry(
+        spec: &EvictionSpec,
+        engine: &EngineSpec,
+        index: usize,
+    ) -> Result<Self, BenchError> {
+        let resolved = spec
+            .for_entry(engine)
+            .map_err(|message| BenchError::InvalidArgument {
+                field: format!("spec.engines[{index}]"),
+                message,
+            })?;
+        Self::checked(&resolved, &|name| match name {
+            "maxmemory" if spec.maxmemory.is_none() => {
+                format!("spec.engines[{index}].config.maxmemory")
+            }
+            "policy" if spec.policy.is_none() => {
+                format!("spec.engines[{index}].config.maxmemory-policy")
+            }
+            _ => format!("spec.eviction.{name}"),
+        })
     }
 
     /// Whether it applies to `workload`: one of many keys whose numbers can go on past the
@@ -387,25 +412,88 @@ mod tests {
 
     fn spec(maxmemory: &str, policy: &str, load_to: f64) -> EvictionSpec {
         EvictionSpec {
-            maxmemory: maxmemory.into(),
-            policy: policy.into(),
+            maxmemory: Some(maxmemory.into()),
+            policy: Some(policy.into()),
             load_to,
         }
     }
 
     #[test]
     fn a_bad_size_policy_or_multiple_is_refused_naming_the_field() {
-        let refusal = |s: EvictionSpec| Eviction::from_spec(&s).unwrap_err().to_string();
+        let plain = EngineSpec::new(crate::crd::EngineKind::Valkey, "9.1");
+        let refusal = |s: EvictionSpec| Eviction::for_entry(&s, &plain, 0).unwrap_err().to_string();
         assert!(refusal(spec("lots", "allkeys-lru", 3.0)).contains("spec.eviction.maxmemory"));
         assert!(refusal(spec("1000", "allkeys-lru", 3.0)).contains("at least 1mb"));
         assert!(refusal(spec("100mb", "allkeys-lrx", 3.0)).contains("one of noeviction"));
         assert!(refusal(spec("100mb", "allkeys-lru", 1.0)).contains("spec.eviction.loadTo"));
         assert!(refusal(spec("100mb", "allkeys-lru", f64::NAN)).contains("above 1"));
         assert_eq!(
-            Eviction::from_spec(&spec("100mb", "noeviction", 3.0))
+            Eviction::for_entry(&spec("100mb", "noeviction", 3.0), &plain, 0)
                 .unwrap()
                 .maxmemory,
             100 << 20
         );
+    }
+
+    #[test]
+    fn an_entrys_own_config_gives_the_limit_and_policy_and_is_refused_beside_the_specs() {
+        let mut own = EngineSpec::new(crate::crd::EngineKind::Valkey, "9.1");
+        own.config.insert("maxmemory".into(), "64mb".into());
+        own.config
+            .insert("maxmemory-policy".into(), "allkeys-lfu".into());
+        let only_load_to = EvictionSpec {
+            maxmemory: None,
+            policy: None,
+            load_to: 2.0,
+        };
+        let eviction = Eviction::for_entry(&only_load_to, &own, 1).unwrap();
+        assert_eq!(
+            (
+                eviction.maxmemory,
+                eviction.policy.as_str(),
+                eviction.load_to
+            ),
+            (64 << 20, "allkeys-lfu", 2.0)
+        );
+        // Without a policy anywhere: allkeys-lru.
+        own.config.remove("maxmemory-policy");
+        let eviction = Eviction::for_entry(&only_load_to, &own, 1).unwrap();
+        assert_eq!(eviction.policy, "allkeys-lru");
+        // A bad size in the entry's config is named there.
+        own.config.insert("maxmemory".into(), "lots".into());
+        let refused = Eviction::for_entry(&only_load_to, &own, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("spec.engines[1].config.maxmemory"),
+            "{refused}"
+        );
+        // Both, or neither: refused naming what to do.
+        own.config.insert("maxmemory".into(), "64mb".into());
+        let refused = Eviction::for_entry(&spec("100mb", "allkeys-lru", 3.0), &own, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("spec.engines[1]") && refused.contains("keep one"),
+            "{refused}"
+        );
+        let plain = EngineSpec::new(crate::crd::EngineKind::Valkey, "9.1");
+        let refused = Eviction::for_entry(&only_load_to, &plain, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("set spec.eviction.maxmemory, or config.maxmemory"),
+            "{refused}"
+        );
+        // Two policies that differ.
+        own.config
+            .insert("maxmemory-policy".into(), "allkeys-lfu".into());
+        let two = EvictionSpec {
+            maxmemory: None,
+            policy: Some("allkeys-lru".into()),
+            load_to: 2.0,
+        };
+        let refused = Eviction::for_entry(&two, &own, 1).unwrap_err().to_string();
+        assert!(refused.contains("differ"), "{refused}");
     }
 }

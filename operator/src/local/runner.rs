@@ -421,11 +421,6 @@ pub fn run_benchmark(
             .as_ref()
             .map(crate::client::churn::Churn::from_spec)
             .transpose()?,
-        eviction: spec
-            .eviction
-            .as_ref()
-            .map(crate::client::eviction::Eviction::from_spec)
-            .transpose()?,
         snapshot: spec
             .peak
             .as_ref()
@@ -434,21 +429,40 @@ pub fn run_benchmark(
             .transpose()?,
         ..LoadOptions::default()
     };
+    // Each entry's load past maxmemory: spec.eviction's limit, or the entry's own.
+    let evictions = spec
+        .engines
+        .iter()
+        .enumerate()
+        .map(|(i, engine)| {
+            spec.eviction
+                .as_ref()
+                .map(|e| crate::client::eviction::Eviction::for_entry(e, engine, i))
+                .transpose()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let read_back: Vec<Vec<String>> = spec
         .engines
         .iter()
-        .map(crate::validation::engine_config::settings_to_read_back)
+        .map(|engine| crate::validation::engine_config::settings_read_back_in(engine, spec))
         .collect();
     // The Secret spec.auth names is a cluster object: locally, the engines require a password
     // made for this run, so the load authenticates as it does in a cluster.
     let password = spec.auth.as_ref().map(|_| run_password()).transpose()?;
     let mut engines = Vec::new();
-    for ((engine, program), read_back) in spec.engines.iter().zip(&programs).zip(read_back) {
+    for (((engine, program), read_back), eviction) in spec
+        .engines
+        .iter()
+        .zip(&programs)
+        .zip(read_back)
+        .zip(evictions)
+    {
         if stop.requested() {
             break;
         }
         let options = LoadOptions {
             read_config: read_back,
+            eviction,
             ttl: crate::validation::entry_ttl(spec, engine),
             own_all_slots: engine.is_cluster(),
             ..options.clone()
@@ -464,7 +478,7 @@ pub fn run_benchmark(
             false => None,
         };
         on_engine(&engine.display_name());
-        let started = crate::validation::engine_config::started_entry(engine, spec.churn.as_ref());
+        let started = crate::validation::engine_config::started_entry(engine, spec);
         let mut report = match start_engines(&started, program, password.as_deref()) {
             Ok(servers) => {
                 let addresses: Vec<EngineAddress> =

@@ -10,7 +10,7 @@ use crate::crd::engine_settings::{
     DRAGONFLY_ARGS_ONLY, DRAGONFLY_SETTINGS, MAX_CONFIG_SETTINGS, MAX_CONFIG_VALUE, REDIS_SETTINGS,
     Setting, ValueKind,
 };
-use crate::crd::{ChurnSpec, EngineKind, EngineSpec};
+use crate::crd::{EngineKind, EngineSpec, MemoryBenchmarkSpec};
 
 /// The settings `engines[].config` takes for an engine.
 pub fn config_settings(engine: EngineKind) -> &'static [Setting] {
@@ -162,9 +162,10 @@ fn allowed_names(engine: EngineKind, args: bool) -> String {
 }
 
 /// Checks `engines[i].config`: at most 16 settings, each a memory-relevant setting of the
-/// engine with a value of its form, `maxmemory-policy` only with a `maxmemory` to act at, and
+/// engine with a value of its form, `maxmemory-policy` only with a `maxmemory` to act at (or
+/// with `spec.eviction`, whose maxmemory it may take: `eviction`), and
 /// none also set in `args` (which come later and would win unseen).
-pub fn check_config(i: usize, engine: &EngineSpec) -> Result<(), String> {
+pub fn check_config(i: usize, engine: &EngineSpec, eviction: bool) -> Result<(), String> {
     let config = &engine.config;
     if config.len() > MAX_CONFIG_SETTINGS {
         return Err(format!(
@@ -208,9 +209,11 @@ pub fn check_config(i: usize, engine: &EngineSpec) -> Result<(), String> {
         || arg_names
             .iter()
             .any(|a| a.eq_ignore_ascii_case("maxmemory"));
+    // With spec.eviction, a policy alone is that phase's, at spec.eviction.maxmemory.
     if let Some(policy) = config.get("maxmemory-policy")
         && policy != "noeviction"
         && !has_maxmemory
+        && !eviction
     {
         return Err(format!(
             "spec.engines[{i}].config.maxmemory-policy: {policy} evicts only once used memory reaches maxmemory, and this engine has none, so it would change nothing; set config.maxmemory too"
@@ -416,18 +419,35 @@ pub const DRAGONFLY_DEFRAG_FLAGS: [(&str, &str); 2] = [
     ("mem_defrag_waste_threshold", "0.05"),
 ];
 
+/// The settings of an entry's `config` that, with `spec.eviction`, are the load past
+/// maxmemory's rather than the engine's from its start (the load before it would evict).
+const EVICTION_SETTINGS: [&str; 2] = ["maxmemory", "maxmemory-policy"];
+
+/// Whether `name` is one of the entry's settings held back for `spec.eviction`.
+fn held_for_eviction(spec: &MemoryBenchmarkSpec, name: &str) -> bool {
+    spec.eviction.is_some()
+        && EVICTION_SETTINGS
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case(name))
+}
+
 /// The entry as its engine starts: with `spec.churn.defrag`, a Dragonfly entry gets
-/// [`DRAGONFLY_DEFRAG_FLAGS`] in its `config`, each unless the entry sets it itself (the
-/// settings read back stay the entry's own).
+/// [`DRAGONFLY_DEFRAG_FLAGS`] in its `config`, each unless the entry sets it itself; with
+/// `spec.eviction`, its `config.maxmemory` and `config.maxmemory-policy` wait for that phase
+/// (`EvictionSpec::for_entry`).
 pub fn started_entry<'a>(
     engine: &'a EngineSpec,
-    churn: Option<&ChurnSpec>,
+    spec: &MemoryBenchmarkSpec,
 ) -> std::borrow::Cow<'a, EngineSpec> {
-    if engine.engine != EngineKind::Dragonfly || !churn.is_some_and(|c| c.defrag) {
+    let defrag =
+        engine.engine == EngineKind::Dragonfly && spec.churn.as_ref().is_some_and(|c| c.defrag);
+    let held = engine.config.keys().any(|k| held_for_eviction(spec, k));
+    if !defrag && !held {
         return std::borrow::Cow::Borrowed(engine);
     }
     let mut started = engine.clone();
-    for (name, value) in DRAGONFLY_DEFRAG_FLAGS {
+    started.config.retain(|k, _| !held_for_eviction(spec, k));
+    for (name, value) in DRAGONFLY_DEFRAG_FLAGS.iter().filter(|_| defrag) {
         let set_by_entry = engine.config.keys().any(|k| k.eq_ignore_ascii_case(name))
             || engine
                 .args
@@ -438,4 +458,12 @@ pub fn started_entry<'a>(
         }
     }
     std::borrow::Cow::Owned(started)
+}
+
+/// [`settings_to_read_back`] but for those held back for `spec.eviction` (the engine does not
+/// have them while its figures are read; the eviction's result reports them).
+pub fn settings_read_back_in(engine: &EngineSpec, spec: &MemoryBenchmarkSpec) -> Vec<String> {
+    let mut names = settings_to_read_back(engine);
+    names.retain(|name| !held_for_eviction(spec, name));
+    names
 }

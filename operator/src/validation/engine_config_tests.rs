@@ -29,7 +29,7 @@ fn memory_layout_settings_of_each_engine_are_taken_with_values_of_their_form() {
         ],
         &[],
     );
-    assert_eq!(check_config(0, &valkey), Ok(()));
+    assert_eq!(check_config(0, &valkey, false), Ok(()));
     let dragonfly = entry(
         EngineKind::Dragonfly,
         &[
@@ -39,7 +39,7 @@ fn memory_layout_settings_of_each_engine_are_taken_with_values_of_their_form() {
         ],
         &[],
     );
-    assert_eq!(check_config(0, &dragonfly), Ok(()));
+    assert_eq!(check_config(0, &dragonfly, false), Ok(()));
 }
 
 #[test]
@@ -57,7 +57,7 @@ fn a_setting_outside_the_allowlist_is_refused_naming_it_and_what_is_allowed() {
         (EngineKind::Dragonfly, "hash-max-listpack-entries"),
         (EngineKind::Valkey, "list_max_listpack_size"),
     ] {
-        let err = check_config(2, &entry(engine, &[(name, "1")], &[])).unwrap_err();
+        let err = check_config(2, &entry(engine, &[(name, "1")], &[]), false).unwrap_err();
         assert!(
             err.starts_with(&format!(
                 "spec.engines[2].config.{name}: membench does not let a benchmark change {name}"
@@ -66,7 +66,7 @@ fn a_setting_outside_the_allowlist_is_refused_naming_it_and_what_is_allowed() {
         );
         assert!(err.contains("config takes"), "{err}");
     }
-    let err = check_config(0, &entry(EngineKind::Redis, &[("dir", "/")], &[])).unwrap_err();
+    let err = check_config(0, &entry(EngineKind::Redis, &[("dir", "/")], &[]), false).unwrap_err();
     assert!(
         err.contains("would open the engine: it moves where"),
         "{err}"
@@ -87,7 +87,8 @@ fn a_value_not_of_the_settings_form_is_refused_saying_what_it_takes() {
         ("maxmemory-policy", "lru", "one of noeviction"),
         ("maxmemory", "8 gb", "bytes"),
     ] {
-        let err = check_config(0, &entry(EngineKind::Valkey, &[(name, value)], &[])).unwrap_err();
+        let err =
+            check_config(0, &entry(EngineKind::Valkey, &[(name, value)], &[]), false).unwrap_err();
         assert!(
             err.contains(&format!("config.{name}: invalid value '{value}'")) && err.contains(takes),
             "{name} {value}: {err}"
@@ -96,6 +97,7 @@ fn a_value_not_of_the_settings_form_is_refused_saying_what_it_takes() {
     let err = check_config(
         0,
         &entry(EngineKind::Dragonfly, &[("mem_defrag_threshold", "2")], &[]),
+        false,
     )
     .unwrap_err();
     assert!(err.contains("from 0 to 1"), "{err}");
@@ -110,21 +112,29 @@ fn maxmemory_policy_needs_a_maxmemory_and_a_setting_may_not_be_in_config_and_arg
             &[("maxmemory-policy", "allkeys-lru")],
             &[],
         ),
+        false,
     )
     .unwrap_err();
     assert!(err.contains("set config.maxmemory too"), "{err}");
+    // With spec.eviction a policy alone is that phase's, at its maxmemory.
+    let policy_alone = entry(
+        EngineKind::Redis,
+        &[("maxmemory-policy", "allkeys-lru")],
+        &[],
+    );
+    assert_eq!(check_config(0, &policy_alone, true), Ok(()));
     let with_arg = entry(
         EngineKind::Redis,
         &[("maxmemory-policy", "allkeys-lru")],
         &["--maxmemory", "1gb"],
     );
-    assert_eq!(check_config(0, &with_arg), Ok(()));
+    assert_eq!(check_config(0, &with_arg, false), Ok(()));
     let twice = entry(
         EngineKind::Redis,
         &[("hash-max-listpack-entries", "64")],
         &["--hash-max-listpack-entries", "128"],
     );
-    let err = check_config(0, &twice).unwrap_err();
+    let err = check_config(0, &twice, false).unwrap_err();
     assert!(err.contains("set in both config and args"), "{err}");
 }
 
@@ -244,14 +254,23 @@ fn config_becomes_each_engines_command_line_and_is_read_back_with_allowlisted_ar
 #[test]
 fn a_dragonfly_entry_starts_with_its_defrag_flags_only_when_a_defrag_window_is_asked_and_never_over_its_own()
  {
-    let churn = |defrag: bool| -> ChurnSpec {
-        serde_json::from_value(
-            serde_json::json!({"rounds": 1, "deleteShare": 0.5, "defrag": defrag}),
-        )
-        .unwrap()
+    let spec_with = |defrag: Option<bool>| -> MemoryBenchmarkSpec {
+        let mut spec: MemoryBenchmarkSpec = serde_json::from_value(serde_json::json!({
+            "instanceType": "r7i.large",
+            "engines": [{"engine": "dragonfly", "version": "1.40"}],
+            "workload": {"strings": {"keys": 1000}}
+        }))
+        .unwrap();
+        spec.churn = defrag.map(|defrag| {
+            serde_json::from_value(
+                serde_json::json!({"rounds": 1, "deleteShare": 0.5, "defrag": defrag}),
+            )
+            .unwrap()
+        });
+        spec
     };
     let dragonfly = entry(EngineKind::Dragonfly, &[], &[]);
-    let started = started_entry(&dragonfly, Some(&churn(true)));
+    let started = started_entry(&dragonfly, &spec_with(Some(true)));
     assert_eq!(
         config_args(EngineKind::Dragonfly, &started.config),
         [
@@ -260,16 +279,51 @@ fn a_dragonfly_entry_starts_with_its_defrag_flags_only_when_a_defrag_window_is_a
         ]
     );
     // No window, no churn, or not Dragonfly: the entry as it is.
-    assert_eq!(*started_entry(&dragonfly, Some(&churn(false))), dragonfly);
-    assert_eq!(*started_entry(&dragonfly, None), dragonfly);
+    assert_eq!(
+        *started_entry(&dragonfly, &spec_with(Some(false))),
+        dragonfly
+    );
+    assert_eq!(*started_entry(&dragonfly, &spec_with(None)), dragonfly);
     let valkey = entry(EngineKind::Valkey, &[], &[]);
-    assert_eq!(*started_entry(&valkey, Some(&churn(true))), valkey);
+    assert_eq!(*started_entry(&valkey, &spec_with(Some(true))), valkey);
     // What the entry sets itself, in config or in args, is left to it.
     let own = entry(
         EngineKind::Dragonfly,
         &[("mem_defrag_waste_threshold", "0.3")],
         &["--mem_defrag_check_sec_interval=5"],
     );
-    let started = started_entry(&own, Some(&churn(true)));
+    let started = started_entry(&own, &spec_with(Some(true)));
     assert_eq!(started.config, own.config, "{started:?}");
+}
+
+#[test]
+fn with_an_eviction_phase_an_entrys_own_maxmemory_waits_for_it_and_is_not_read_back() {
+    let mut spec: MemoryBenchmarkSpec = serde_json::from_value(serde_json::json!({
+        "instanceType": "r7i.large",
+        "engines": [{"engine": "valkey", "version": "9.1"}],
+        "workload": {"strings": {"keys": 1000}}
+    }))
+    .unwrap();
+    let valkey = entry(
+        EngineKind::Valkey,
+        &[
+            ("maxmemory", "64mb"),
+            ("maxmemory-policy", "allkeys-lfu"),
+            ("hash-max-listpack-entries", "64"),
+        ],
+        &[],
+    );
+    // Without spec.eviction they are the engine's from its start.
+    assert_eq!(*started_entry(&valkey, &spec), valkey);
+    assert_eq!(settings_read_back_in(&valkey, &spec).len(), 3);
+    spec.eviction = Some(serde_json::from_value(serde_json::json!({"loadTo": 2})).unwrap());
+    let started = started_entry(&valkey, &spec);
+    assert_eq!(
+        config_args(EngineKind::Valkey, &started.config),
+        ["--hash-max-listpack-entries", "64"]
+    );
+    assert_eq!(
+        settings_read_back_in(&valkey, &spec),
+        ["hash-max-listpack-entries"]
+    );
 }

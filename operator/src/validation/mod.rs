@@ -238,7 +238,7 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
                 engine.version
             ));
         }
-        engine_config::check_config(i, engine)?;
+        engine_config::check_config(i, engine, spec.eviction.is_some())?;
         if !names.insert(engine.display_name()) {
             return Err(format!(
                 "spec.engines[{i}] is a second '{}': give entries with the same engine and version a different engines[].name",
@@ -325,19 +325,20 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
             ));
         }
     }
-    if let Some(eviction) = &spec.eviction {
-        let eviction = crate::client::eviction::Eviction::from_spec(eviction)
-            .and_then(|e| e.check_workload(&workload, "spec.eviction").map(|_| e))
-            .map_err(|e| e.to_string())?;
-        // The engine must reach maxmemory before its pod's limit, or the kernel kills it first.
+    if let Some(eviction_spec) = &spec.eviction {
         for (i, engine) in spec.engines.iter().enumerate() {
+            let eviction = crate::client::eviction::Eviction::for_entry(eviction_spec, engine, i)
+                .and_then(|e| e.check_workload(&workload, "spec.eviction").map(|_| e))
+                .map_err(|e| e.to_string())?;
+            // The engine must reach maxmemory before its pod's limit, or the kernel kills it
+            // first.
             let Some(memory) = &engine.memory else {
                 continue;
             };
             if parse_memory_quantity(memory).is_some_and(|limit| limit <= eviction.maxmemory) {
                 return Err(format!(
-                    "spec.eviction.maxmemory ({}) is not below spec.engines[{i}].memory ({memory}): the pod's limit would stop the engine before maxmemory does; lower maxmemory or raise memory",
-                    spec.eviction.as_ref().map_or("", |e| e.maxmemory.as_str())
+                    "the maxmemory of spec.engines[{i}]'s load past it ({} bytes) is not below spec.engines[{i}].memory ({memory}): the pod's limit would stop the engine before maxmemory does; lower maxmemory or raise memory",
+                    eviction.maxmemory
                 ));
             }
         }

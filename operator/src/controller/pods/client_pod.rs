@@ -18,7 +18,7 @@ use crate::client::progress_endpoint::PROGRESS_PORT;
 use crate::client::workload::Workload;
 use crate::controller::pod_security::{client_pod_security_context, restricted_container};
 use crate::crd::{MemoryBenchmark, RecordLayout};
-use crate::validation::engine_config::settings_to_read_back;
+use crate::validation::engine_config::settings_read_back_in;
 use crate::validation::entry_ttl;
 
 /// The `membench load` arguments that load the spec's workload into the engine at `address`
@@ -109,11 +109,6 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
         );
         flag("snapshot-write-share", snapshot.write_share.to_string());
     }
-    if let Some(eviction) = &spec.eviction {
-        flag("maxmemory", eviction.maxmemory.clone());
-        flag("maxmemory-policy", eviction.policy.clone());
-        flag("load-to", eviction.load_to.to_string());
-    }
     flag("output", "json".into());
     flag("result-file", TERMINATION_MESSAGE_PATH.into());
     flag("progress-port", PROGRESS_PORT.to_string());
@@ -164,7 +159,24 @@ fn client_args_reading_back(
     if engine.is_cluster() {
         args.push("--own-all-slots".into());
     }
-    let names = settings_to_read_back(engine);
+    // The load past maxmemory: spec.eviction's limit or the entry's own (admission checked
+    // both, so a refusal here cannot happen for an admitted spec).
+    if let Some(eviction) = benchmark
+        .spec
+        .eviction
+        .as_ref()
+        .and_then(|e| e.for_entry(engine).ok())
+    {
+        args.extend([
+            "--maxmemory".into(),
+            eviction.maxmemory.unwrap_or_default(),
+            "--maxmemory-policy".into(),
+            eviction.policy.unwrap_or_default(),
+            "--load-to".into(),
+            eviction.load_to.to_string(),
+        ]);
+    }
+    let names = settings_read_back_in(engine, &benchmark.spec);
     if !names.is_empty() {
         args.push("--read-config".into());
         args.push(names.join(","));

@@ -237,7 +237,7 @@ fn build(
                 name: "engine".into(),
                 image: Some(engine_image(engine, settings)),
                 args: Some(pod_engine_args(
-                    &started_entry(engine, benchmark.spec.churn.as_ref()),
+                    &started_entry(engine, &benchmark.spec),
                     memory_bytes,
                     shard.is_some(),
                 )),

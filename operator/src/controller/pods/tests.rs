@@ -508,7 +508,7 @@ fn peak_churn_and_eviction_reach_the_client_and_a_snapshot_gets_a_bounded_data_d
     ] {
         assert!(args.contains(flags), "{flags} in {args}");
     }
-    assert!(args.ends_with("--defrag"), "{args}");
+    assert!(args.split(' ').any(|word| word == "--defrag"), "{args}");
     let limit = |b: &MemoryBenchmark| {
         engine_pod(b, 0, 512 << 20, None, &PodSettings::default())
             .spec
@@ -522,4 +522,64 @@ fn peak_churn_and_eviction_reach_the_client_and_a_snapshot_gets_a_bounded_data_d
     };
     assert_eq!(limit(&b).map(|q| q.0), Some((512u64 << 20).to_string()));
     assert_eq!(limit(&benchmark("")), None, "no snapshot, no limit");
+}
+
+#[test]
+fn an_entrys_own_maxmemory_is_held_from_its_engine_for_the_load_past_it() {
+    let yaml = |eviction: &str| {
+        format!(
+            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: s, namespace: bench}}\nspec:\n  instanceType: r8g.4xlarge\n  engines:\n    - {{engine: valkey, version: \"9.1.2\", config: {{maxmemory: 64mb, maxmemory-policy: allkeys-lfu, hash-max-listpack-entries: \"64\"}}}}\n  workload: {{strings: {{keys: 1000}}}}\n{eviction}"
+        )
+    };
+    let b = parsed(&yaml("  eviction: {loadTo: 2}\n"));
+    crate::validation::validate(&b).unwrap();
+    let client = client_args_of(&b, 0).join(" ");
+    assert!(
+        client.contains("--maxmemory 64mb --maxmemory-policy allkeys-lfu --load-to 2"),
+        "{client}"
+    );
+    assert!(
+        client.contains("--read-config hash-max-listpack-entries"),
+        "the held settings are not read back: {client}"
+    );
+    let engine = engine_pod(&b, 0, 512 << 20, None, &PodSettings::default())
+        .spec
+        .unwrap()
+        .containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert!(!engine.contains(&"--maxmemory".to_string()), "{engine:?}");
+    assert!(
+        engine.contains(&"--hash-max-listpack-entries".to_string()),
+        "{engine:?}"
+    );
+    // Without spec.eviction they are the engine's own from its start.
+    let b = parsed(&yaml(""));
+    let engine = engine_pod(&b, 0, 512 << 20, None, &PodSettings::default())
+        .spec
+        .unwrap()
+        .containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert!(engine.contains(&"--maxmemory".to_string()), "{engine:?}");
+    // Both limits, or none at all: refused when the spec is read, naming the entry.
+    let both = parse_specs(&yaml("  eviction: {maxmemory: 32mb}\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        both.contains("spec.engines[0]") && both.contains("keep one"),
+        "{both}"
+    );
+    let none = parse_specs(
+        &yaml("  eviction: {loadTo: 2}\n")
+            .replace("maxmemory: 64mb, maxmemory-policy: allkeys-lfu, ", ""),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        none.contains("set spec.eviction.maxmemory, or config.maxmemory"),
+        "{none}"
+    );
 }
