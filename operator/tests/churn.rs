@@ -603,7 +603,7 @@ fn a_random_strings_load_is_churned_on_exactly_the_keys_its_draws_wrote() {
     assert_eq!(dbsize(&server.address), held);
 }
 
-/// A small profile of every type but streams, its elements about 150 bytes (so that a round's
+/// A small profile of every type, its elements about 150 bytes (so that a round's
 /// 300-byte rewrites of a quarter of the half it left do not outweigh the half it deleted): a
 /// quarter of the strings and of the hashes with a TTL, a few lists past the listpack's length.
 const MIXED_PROFILE: &str = r#"format: 1
@@ -611,7 +611,7 @@ source: {keys: 4000}
 groups:
 - template: "s:{n}"
   type: string
-  share: 0.4
+  share: 0.35
   keyLength: {buckets: [[10, 10, 1]]}
   ttl: {share: 0.25, millis: {buckets: [[100000, 100000, 1]]}}
   values: {textLength: {buckets: [[100, 200, 1]]}}
@@ -635,6 +635,14 @@ groups:
   keyLength: {buckets: [[10, 10, 1]]}
   elements: {buckets: [[3, 10, 20], [150, 200, 1]]}
   values: {textLength: {buckets: [[100, 200, 1]]}}
+- template: "x:{n}"
+  type: stream
+  share: 0.05
+  keyLength: {buckets: [[10, 10, 1]]}
+  elements: {buckets: [[2, 5, 1]]}
+  entryFields: {buckets: [[2, 2, 1]]}
+  fields: {textLength: {buckets: [[4, 6, 1]]}}
+  values: {textLength: {buckets: [[100, 200, 1]]}}
 - template: "z:{n}"
   type: zset
   share: 0.1
@@ -647,7 +655,8 @@ groups:
 /// A key as the test reads it from the engine: its type, its length (a string's bytes, a
 /// collection's elements), whether it has a TTL, and whether it holds the churn's rewrite (a
 /// string of 300 bytes; a hash's field `0` of 300 bytes, a list's first value of 300 bytes, a
-/// set's or sorted set's member `m:0:` padded to 300, scored 0).
+/// set's or sorted set's member `m:0:` padded to 300, scored 0; a stream's first entry of one
+/// field `v` of 300 bytes).
 #[derive(Clone, Debug, PartialEq)]
 struct HeldKey {
     key_type: String,
@@ -686,6 +695,16 @@ fn held_keys(address: &EngineAddress) -> std::collections::BTreeMap<String, Held
                 redis::cmd("SISMEMBER").arg(name).arg(&member).clone(),
             ),
             "zset" => ("ZCARD", redis::cmd("ZSCORE").arg(name).arg(&member).clone()),
+            "stream" => (
+                "XLEN",
+                redis::cmd("XRANGE")
+                    .arg(name)
+                    .arg("-")
+                    .arg("+")
+                    .arg("COUNT")
+                    .arg(1)
+                    .clone(),
+            ),
             other => panic!("{name} is a {other}"),
         };
         lengths.cmd(length).arg(name);
@@ -702,6 +721,16 @@ fn held_keys(address: &EngineAddress) -> std::collections::BTreeMap<String, Held
             ("set", redis::Value::Int(n)) => *n == 1,
             ("zset", redis::Value::BulkString(score)) => score == b"0",
             ("list", redis::Value::BulkString(value)) => value.len() == 300,
+            ("stream", redis::Value::Array(entries)) => {
+                let fields = match entries.first() {
+                    Some(redis::Value::Array(entry)) => entry.get(1),
+                    _ => None,
+                };
+                matches!(fields, Some(redis::Value::Array(pair))
+                    if pair.len() == 2
+                        && pair[0] == redis::Value::BulkString(b"v".to_vec())
+                        && matches!(&pair[1], redis::Value::BulkString(v) if v.len() == 300))
+            }
             _ => false,
         };
         let key = HeldKey {
@@ -828,7 +857,7 @@ fn profile_rebuild_churned(engine: EngineKind) {
     assert_eq!(rounds[1]["items"].as_u64(), Some(held.len() as u64));
     let elements = elements_by_type(held.values());
     let loaded_elements = elements_by_type(loaded.values());
-    for key_type in ["hash", "list", "set", "zset"] {
+    for key_type in ["hash", "list", "set", "zset", "stream"] {
         assert!(
             elements[key_type] < loaded_elements[key_type] * 6 / 10,
             "{engine:?} {key_type}: {elements:?} of {loaded_elements:?}"
