@@ -4,8 +4,9 @@
 //! same memory (at the Churn table's 1,000,000 keys), overwrites and sorted-set members are
 //! counted, a hash record's fields are deleted and overwritten one by one (an emptied record is
 //! gone), a random-strings load is churned on exactly the keys its draws wrote (both checked
-//! key by key against the test's own replay of the published draws), and what cannot be
-//! churned or defragmented is refused before any write.
+//! key by key against the test's own replay of the published draws), a profile's rebuild loses
+//! and rewrites the same keys of every type (checked key by key the same way, by the numbers in
+//! their names), and what cannot be churned or defragmented is refused before any write.
 
 mod common;
 
