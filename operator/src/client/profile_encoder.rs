@@ -391,21 +391,78 @@ impl ProfileEncoder {
             self.group = self.load_order[self.position];
             self.left_in_group = self.group_keys[self.group];
         }
-        let count = self.group_keys[self.group];
-        self.k = self.first_keys[self.group] + (count - self.left_in_group);
-        let group = &self.profile.groups[self.group];
-        let mut rng = key_generator(self.seed, self.k);
-        let place = group_stratum(self.seed, self.group).of(count - self.left_in_group, count);
-        let mut shape = KeyShape::draw(group, self.element_scale, place, &mut rng);
-        shape.spread(&self.spreads[self.group], place);
-        self.key.clear();
-        self.templates[self.group].render(self.k, shape.key_length, &mut self.key);
+        let rank = self.group_keys[self.group] - self.left_in_group;
+        let mut key = std::mem::take(&mut self.key);
+        let (k, shape, rng) = self.draw_key(self.group, rank, &mut key);
+        self.key = key;
+        self.k = k;
         self.current = Some(CurrentKey {
-            commands: shape.commands(group.key_type),
+            commands: shape.commands(self.profile.groups[self.group].key_type),
             shape,
             rng,
             sent: 0,
             elements_sent: 0,
         });
     }
+
+    /// Key `rank` of `group`: its number, its shape and the generator its elements are drawn
+    /// from next; its name written into `name`.
+    fn draw_key(
+        &self,
+        group: usize,
+        rank: u64,
+        name: &mut Vec<u8>,
+    ) -> (u64, KeyShape, KeyGenerator) {
+        let count = self.group_keys[group];
+        let k = self.first_keys[group] + rank;
+        let mut rng = key_generator(self.seed, k);
+        let place = group_stratum(self.seed, group).of(rank, count);
+        let mut shape = KeyShape::draw(
+            &self.profile.groups[group],
+            self.element_scale,
+            place,
+            &mut rng,
+        );
+        shape.spread(&self.spreads[group], place);
+        name.clear();
+        self.templates[group].render(k, shape.key_length, name);
+        (k, shape, rng)
+    }
+
+    /// Every key the rebuild writes, by number (the profile's order of groups, not the load's),
+    /// drawn as the load draws it but without its elements: what a churn names and rewrites
+    /// (`client::churn`) without reading the engine's keys back.
+    pub fn each_key<E>(
+        &self,
+        mut visit: impl FnMut(RebuiltKey<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut name = Vec::with_capacity(128);
+        for (group, count) in self.group_keys.iter().enumerate() {
+            let key_type = self.profile.groups[group].key_type;
+            for rank in 0..*count {
+                let (number, shape, _) = self.draw_key(group, rank, &mut name);
+                visit(RebuiltKey {
+                    number,
+                    key_type,
+                    name: &name,
+                    elements: shape.elements,
+                    ttl: shape.ttl,
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One key of a rebuild as the load writes it ([`ProfileEncoder::each_key`]).
+pub struct RebuiltKey<'a> {
+    /// Its number, counted over the profile's groups in order (`{n}` in its template).
+    pub number: u64,
+    pub key_type: KeyType,
+    pub name: &'a [u8],
+    /// A hash's fields, a list's, set's or sorted set's elements, a stream's entries; 1 for a
+    /// string.
+    pub elements: u64,
+    /// Whether the load gave it a TTL (of `REBUILD_TTL_MILLIS`).
+    pub ttl: bool,
 }

@@ -472,6 +472,55 @@ mod tests {
     }
 
     #[test]
+    fn each_key_names_the_keys_the_load_writes_with_their_types_elements_and_ttls() {
+        let workload = ProfileWorkload::new(profile(MIXED), 2.0, 1.0, 42).unwrap();
+        let mut encoder = workload.encoder();
+        // Per key, from the load's commands: its command, elements and whether it got a TTL.
+        let mut written = std::collections::BTreeMap::<String, (String, u64, bool)>::new();
+        for _ in 0..workload.commands {
+            let mut out = CommandBuffer::default();
+            encoder.encode_next(&mut out);
+            let text = String::from_utf8_lossy(out.as_bytes()).to_string();
+            let parts: Vec<&str> = text.split("\r\n").collect();
+            let arguments: u64 = parts[0][1..].parse().unwrap();
+            let key = written.entry(parts[4].to_string()).or_default();
+            match parts[2] {
+                "PEXPIRE" => key.2 = true,
+                command => {
+                    key.0 = command.to_string();
+                    key.1 += match command {
+                        "HSET" | "ZADD" => (arguments - 2) / 2,
+                        "RPUSH" | "SADD" => arguments - 2,
+                        _ => 1,
+                    };
+                    key.2 |= command == "SET" && arguments == 5;
+                }
+            }
+        }
+        let mut drawn = std::collections::BTreeMap::new();
+        let mut numbers = Vec::new();
+        workload
+            .encoder()
+            .each_key(|key| {
+                let command = match key.key_type {
+                    KeyType::String => "SET",
+                    KeyType::Hash => "HSET",
+                    KeyType::List => "RPUSH",
+                    KeyType::Set => "SADD",
+                    KeyType::Zset => "ZADD",
+                    KeyType::Stream => "XADD",
+                };
+                let name = String::from_utf8(key.name.to_vec()).unwrap();
+                drawn.insert(name, (command.to_string(), key.elements, key.ttl));
+                numbers.push(key.number);
+                Ok::<_, ()>(())
+            })
+            .unwrap();
+        assert_eq!(drawn, written);
+        assert_eq!(numbers, (0..workload.keys).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn keys_load_type_by_type_and_keep_their_numbers_and_data() {
         // The profile's order interleaves the types: the stream group comes first, the
         // strings last.

@@ -13,8 +13,10 @@ use super::engine_spec::EngineSpec;
 /// memory. Which items a round deletes and overwrites is drawn from `seed`, so every engine
 /// loses and rewrites the same ones. Records stored as hashes churn on their fields (each field
 /// drawn on its own; a record whose last field is deleted is gone, as the engine deletes an
-/// empty hash); a randomStrings load on the keys its draws wrote. Applies to strings,
-/// randomStrings, records and sortedSet without a TTL.
+/// empty hash); a randomStrings load on the keys its draws wrote; a profile's rebuild on its
+/// keys (an overwritten collection has its elements replaced by as many of
+/// `overwriteValueSize` bytes; a key's TTL from the profile is given again). Applies to
+/// strings, randomStrings, records, sortedSet and profile without `ttlSeconds`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChurnSpec {
@@ -24,14 +26,15 @@ pub struct ChurnSpec {
     pub rounds: u32,
 
     /// The share of the items still held that each round deletes (keys with `DEL`, sorted-set
-    /// members with `ZREM`, a hash record's fields with `HDEL`): above 0 and below 1 (a round
-    /// must leave something to measure).
+    /// members with `ZREM`, a hash record's fields with `HDEL`, a rebuild's keys of any type
+    /// with `DEL`): above 0 and below 1 (a round must leave something to measure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete_share: Option<f64>,
 
     /// The share of the items a round left that it then overwrites with values of
     /// `overwriteValueSize` bytes (`SET`; a hash record's fields left with `HSET`; a sorted-set
-    /// member is removed and added again under a name of that size): above 0 and at most 1.
+    /// member is removed and added again under a name of that size; a rebuild's collection is
+    /// written again with as many elements of that size): above 0 and at most 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overwrite_share: Option<f64>,
 

@@ -28,9 +28,10 @@ pub struct ChurnRoundStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_fragmentation_ratio: Option<f64>,
     /// Items held after the round, verified in the engine (records stored as hashes: the
-    /// records with a field left).
+    /// records with a field left; a profile's rebuild: its keys).
     pub items: u64,
-    /// Elements held after the round, verified, where items hold them (a record's fields).
+    /// Elements held after the round, verified, where items hold them (a record's fields; a
+    /// rebuild's collections' elements).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elements: Option<u64>,
     /// How long the round's commands took, in seconds.

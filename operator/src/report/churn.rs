@@ -60,8 +60,13 @@ pub fn churn_table(report: &BenchmarkReport) -> Option<Table> {
             ..
         }
     );
+    // A profile's rebuild churns keys of mixed types: the keys left, with the collections'
+    // elements beside them.
+    let on_keys = matches!(report.workload.workload, Workload::Profile(_));
     let (deleted, overwritten, items) = if on_fields {
         ("Fields deleted", "Fields overwritten", "Records (fields)")
+    } else if on_keys {
+        ("Keys deleted", "Keys overwritten", "Keys (elements)")
     } else {
         ("Deleted", "Overwritten", "Items")
     };
@@ -95,7 +100,9 @@ pub fn churn_table(report: &BenchmarkReport) -> Option<Table> {
                 round.deleted.to_string(),
                 round.overwritten.to_string(),
                 match round.elements {
-                    Some(fields) if on_fields => format!("{} ({fields})", round.items),
+                    Some(elements) if on_fields || on_keys => {
+                        format!("{} ({elements})", round.items)
+                    }
                     _ => round.items.to_string(),
                 },
                 format_bytes(round.used_memory as f64),

@@ -12,7 +12,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::rounds::{Batch, Change, DELETED, ORIGINAL, OVERWRITTEN, RoundOutcome, Shares};
+use super::rounds::{
+    Batch, Change, DELETED, ORIGINAL, OVERWRITTEN, RoundOutcome, Shares, check_count,
+};
 use crate::client::resp::CommandBuffer;
 use crate::client::shards::{LoadConnections, ShardSet};
 use crate::client::stop_request::StopRequest;
@@ -36,13 +38,11 @@ fn record_key(buffer: &mut CommandBuffer, record: u64) {
 impl<'a> FieldChurn<'a> {
     /// `records` records of `fields`, as the load verified them (`items` must be `records`).
     pub fn new(records: u64, fields: &'a [String], items: u64) -> Result<Self, BenchError> {
-        if items != records {
-            return Err(BenchError::CountMismatch {
-                message: format!(
-                    "the churn starts from {records} records, but the load's count says the engine holds {items}"
-                ),
-            });
-        }
+        check_count(items, records, || {
+            format!(
+                "the churn starts from {records} records, but the load's count says the engine holds {items}"
+            )
+        })?;
         let count = records.saturating_mul(fields.len() as u64);
         Ok(Self {
             fields,
@@ -132,42 +132,34 @@ impl<'a> FieldChurn<'a> {
         deletes.flush(&mut connections, &what)?;
         overwrites.flush(&mut connections, &what)?;
         let seconds = started.elapsed().as_secs_f64();
-        if deletes.sum != deleted {
-            return Err(BenchError::CountMismatch {
-                message: format!(
-                    "churn round {round}: the engine's HDEL replies confirm {} of the {deleted} fields deleted: fields the load stored were missing, or another client changed the data",
-                    deletes.sum
-                ),
-            });
-        }
-        if overwrites.sum != 0 {
-            return Err(BenchError::CountMismatch {
-                message: format!(
-                    "churn round {round}: the engine's HSET replies say {} of the {overwritten} fields overwritten were new: fields the load stored were missing, or another client changed the data",
-                    overwrites.sum
-                ),
-            });
-        }
+        check_count(deletes.sum, deleted, || {
+            format!(
+                "churn round {round}: the engine's HDEL replies confirm {} of the {deleted} fields deleted: fields the load stored were missing, or another client changed the data",
+                deletes.sum
+            )
+        })?;
+        check_count(overwrites.sum, 0, || {
+            format!(
+                "churn round {round}: the engine's HSET replies say {} of the {overwritten} fields overwritten were new: fields the load stored were missing, or another client changed the data",
+                overwrites.sum
+            )
+        })?;
         self.keys_held -= emptied;
         self.fields_held -= deleted;
         let keys = shards.dbsize()?;
-        if keys != self.keys_held {
-            return Err(BenchError::CountMismatch {
-                message: format!(
-                    "after churn round {round} the engine holds {keys} keys, expected {} records with a field left ({emptied} lost their last field this round; an empty hash's key is deleted)",
-                    self.keys_held
-                ),
-            });
-        }
+        check_count(keys, self.keys_held, || {
+            format!(
+                "after churn round {round} the engine holds {keys} keys, expected {} records with a field left ({emptied} lost their last field this round; an empty hash's key is deleted)",
+                self.keys_held
+            )
+        })?;
         let counted = self.count_fields(&mut connections, &what)?;
-        if counted != self.fields_held {
-            return Err(BenchError::CountMismatch {
-                message: format!(
-                    "after churn round {round} HLEN over the {keys} records held sums to {counted} fields, expected {} ({deleted} deleted this round)",
-                    self.fields_held
-                ),
-            });
-        }
+        check_count(counted, self.fields_held, || {
+            format!(
+                "after churn round {round} HLEN over the {keys} records held sums to {counted} fields, expected {} ({deleted} deleted this round)",
+                self.fields_held
+            )
+        })?;
         Ok(RoundOutcome {
             deleted,
             overwritten,

@@ -11,7 +11,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::rounds::{Batch, Change, DELETED, ORIGINAL, OVERWRITTEN, RoundOutcome, Shares};
+use super::rounds::{
+    Batch, Change, DELETED, ORIGINAL, OVERWRITTEN, RoundOutcome, Shares, check_count,
+};
 use crate::client::draws::KeyGenerator;
 use crate::client::encoder::{KEY_DIGITS, KEY_PREFIX};
 use crate::client::resp::{CommandBuffer, push_decimal};
@@ -41,13 +43,11 @@ impl<'a> KeyChurn<'a> {
             } => {
                 let states = replayed_keys(*requests, *keyspace, *seed);
                 let drawn = states.iter().filter(|s| **s != DELETED).count() as u64;
-                if drawn != items {
-                    return Err(BenchError::CountMismatch {
-                        message: format!(
-                            "the load's {requests} draws over {keyspace} keys (seed {seed}) wrote {drawn} distinct keys, but the engine holds {items}: the churn cannot name the keys that exist (did something else write to the server?)"
-                        ),
-                    });
-                }
+                check_count(drawn, items, || {
+                    format!(
+                        "the load's {requests} draws over {keyspace} keys (seed {seed}) wrote {drawn} distinct keys, but the engine holds {items}: the churn cannot name the keys that exist (did something else write to the server?)"
+                    )
+                })?;
                 states
             }
             _ => vec![ORIGINAL; usize::try_from(items).unwrap_or(usize::MAX)],
@@ -103,26 +103,22 @@ impl<'a> KeyChurn<'a> {
         drop(connections);
         let seconds = started.elapsed().as_secs_f64();
         let expected = integer_replies_owed(self.workload, deleted, overwritten);
-        if batch.sum != expected {
-            return Err(BenchError::CountMismatch {
-                message: format!(
-                    "churn round {round}: the engine's replies confirm {} of the {expected} deletes and re-adds sent ({deleted} items deleted, {overwritten} overwritten): items the load stored were missing, or another client changed the data",
-                    batch.sum
-                ),
-            });
-        }
+        check_count(batch.sum, expected, || {
+            format!(
+                "churn round {round}: the engine's replies confirm {} of the {expected} deletes and re-adds sent ({deleted} items deleted, {overwritten} overwritten): items the load stored were missing, or another client changed the data",
+                batch.sum
+            )
+        })?;
         self.held -= deleted;
         let (counted, elements) = count_held(shards, self.workload)?;
-        if counted != self.held {
-            return Err(BenchError::CountMismatch {
-                message: format!(
-                    "after churn round {round} the engine holds {counted} {}s, expected {} ({deleted} deleted of {})",
-                    self.workload.item_noun(),
-                    self.held,
-                    self.held + deleted
-                ),
-            });
-        }
+        check_count(counted, self.held, || {
+            format!(
+                "after churn round {round} the engine holds {counted} {}s, expected {} ({deleted} deleted of {})",
+                self.workload.item_noun(),
+                self.held,
+                self.held + deleted
+            )
+        })?;
         Ok(RoundOutcome {
             deleted,
             overwritten,
@@ -214,7 +210,7 @@ impl<'a> Encoder<'a> {
                 self.member(batch, item, state, size);
                 1
             }
-            Workload::Profile(_) => unreachable!("check_workload refuses it"),
+            Workload::Profile(_) => unreachable!("a profile churns in `profile`"),
         }
     }
 
@@ -253,7 +249,7 @@ impl<'a> Encoder<'a> {
                     .bulk(&self.name);
                 2
             }
-            Workload::Profile(_) => unreachable!("check_workload refuses it"),
+            Workload::Profile(_) => unreachable!("a profile churns in `profile`"),
         }
     }
 }

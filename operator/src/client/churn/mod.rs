@@ -10,10 +10,13 @@
 //! - `spec`: the churn asked for, checked, and the workloads it applies to;
 //! - `rounds`: the draws, the states and the batches both kinds of churn send;
 //! - `keys`: whole items (strings, random strings, records as strings, sorted-set members);
-//! - `fields`: records stored as hashes, churned on their fields (`HDEL`, `HSET`).
+//! - `fields`: records stored as hashes, churned on their fields (`HDEL`, `HSET`);
+//! - `profile`: a profile's rebuild, keys of mixed types (`DEL`; a string `SET`, a
+//!   collection's elements replaced by as many of the overwrite's size).
 
 mod fields;
 mod keys;
+mod profile;
 mod rounds;
 mod spec;
 
@@ -27,6 +30,7 @@ use crate::crd::{ChurnRoundStatus, ChurnStatus, DefragStatus, LatencyStatus, Rec
 use crate::error::BenchError;
 use fields::FieldChurn;
 use keys::KeyChurn;
+use profile::ProfileChurn;
 pub use spec::{Churn, MAX_CHURN_ITEMS};
 
 /// How long a round's reading waits after its last command: Redis and Valkey refresh
@@ -40,9 +44,10 @@ pub struct ChurnRound {
     /// Counted from 1.
     pub round: u32,
     /// Items this round deleted (each confirmed by its command's reply); for records stored as
-    /// hashes, fields (HDEL).
+    /// hashes, fields (HDEL); for a profile's rebuild, keys of any type (DEL).
     pub deleted: u64,
-    /// Items this round overwrote; for records stored as hashes, fields (HSET).
+    /// Items this round overwrote; for records stored as hashes, fields (HSET); for a
+    /// profile's rebuild, keys (a string SET, a collection's elements replaced).
     pub overwritten: u64,
     pub used_memory: u64,
     pub used_memory_rss: u64,
@@ -54,7 +59,8 @@ pub struct ChurnRound {
     /// as hashes, the records with a field left (an empty hash's key is deleted).
     pub items: u64,
     /// A record's fields held after the round, where items hold elements: as a hash, the sum
-    /// of HLEN over the records held; as strings, DBSIZE (one key per field).
+    /// of HLEN over the records held; as strings, DBSIZE (one key per field); for a profile's
+    /// rebuild, the elements of its collection keys held (HLEN, LLEN, SCARD, ZCARD, XLEN).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elements: Option<u64>,
     /// How long the round's commands took.
@@ -141,10 +147,12 @@ pub fn overwrites(seed: u64, round: u32, item: u64, share: f64) -> bool {
     rounds::drawn(seed, round, rounds::OVERWRITE, item, share)
 }
 
-/// The churn of one workload: whole items, or a hash record's fields.
+/// The churn of one workload: whole items, a hash record's fields, or a rebuild's keys.
 enum Follower<'a> {
     Keys(KeyChurn<'a>),
     Fields(FieldChurn<'a>),
+    // Boxed: its encoder is ten times the others.
+    Profile(Box<ProfileChurn>),
 }
 
 /// Runs the rounds on the data a repetition loaded (`items` of them, verified), reading memory
@@ -168,6 +176,9 @@ pub fn run(
             layout: RecordLayout::Hash,
             fields,
         } => Follower::Fields(FieldChurn::new(*records, fields, items)?),
+        Workload::Profile(profile) => {
+            Follower::Profile(Box::new(ProfileChurn::new(profile, items)?))
+        }
         _ => Follower::Keys(KeyChurn::new(workload, items)?),
     };
     let shares = churn.shares();
@@ -179,6 +190,7 @@ pub fn run(
             Follower::Fields(fields) => {
                 fields.round(shards, &shares, round, connect_timeout, stop)?
             }
+            Follower::Profile(keys) => keys.round(shards, &shares, round, connect_timeout, stop)?,
         };
         stop.sleep(ROUND_SETTLE)?;
         let memory = read(shards, "after a churn round")?;

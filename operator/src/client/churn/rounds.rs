@@ -35,6 +35,20 @@ pub fn drawn(seed: u64, round: u32, purpose: u64, item: u64, share: f64) -> bool
     (draw as f64) < share * (1u64 << 53) as f64
 }
 
+/// Fails the round with `message` unless the engine's count (or its replies' sum) is the one
+/// the states give: a key or element missing or added behind the churn's back.
+pub fn check_count(
+    found: u64,
+    expected: u64,
+    message: impl FnOnce() -> String,
+) -> Result<(), BenchError> {
+    if found == expected {
+        Ok(())
+    } else {
+        Err(BenchError::CountMismatch { message: message() })
+    }
+}
+
 /// What a round draws by: the seed, the shares and the overwrites' value size.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Shares {

@@ -122,7 +122,8 @@ impl Churn {
     }
 
     /// Whether the churn applies to `workload`: one whose items it can name (a random-strings
-    /// load's keys are named by replaying its draws), with no TTL (an overwrite would drop the
+    /// load's keys are named by replaying its draws, a profile's rebuild's by its own), with no
+    /// TTL (`ttlSeconds`; a rebuilt key's TTL from its profile is given again on overwrite) (an overwrite would drop the
     /// TTL and a key that expires mid-round would be counted as lost), of at most
     /// [`MAX_CHURN_ITEMS`] things to follow (items; a hash record's fields; a random-strings
     /// key space). `field` names the churn as the user gave it.
@@ -154,9 +155,7 @@ impl Churn {
                 *keyspace,
                 "keys of key space (the client replays the load's draws over the whole key space to know which keys exist)",
             ),
-            Workload::Profile(_) => {
-                return refuse("applies to the strings, randomStrings, records and sortedSet workloads, not yet to a profile's rebuild: churn a workload of one of those kinds".into());
-            }
+            Workload::Profile(profile) => (profile.keys, "keys"),
         };
         if has_ttl {
             return refuse("does not apply with a TTL (ttlSeconds): an overwrite drops a key's TTL, and keys that expire during a round would be counted as deleted; remove ttlSeconds or the churn".into());
@@ -205,7 +204,7 @@ mod tests {
     }
 
     #[test]
-    fn a_profile_a_ttl_and_too_many_things_to_follow_are_refused_saying_what_to_do() {
+    fn a_ttl_and_too_many_things_to_follow_are_refused_saying_what_to_do_and_a_rebuild_is_not() {
         let churn = Churn::from_spec(&spec(Some(0.5), None, None)).unwrap();
         let check = |workload: &Workload, ttl: bool| {
             churn
@@ -236,5 +235,14 @@ mod tests {
         assert!(check(&hashes(MAX_CHURN_ITEMS / 4), false).is_ok());
         let message = check(&hashes(MAX_CHURN_ITEMS / 4 + 1), false).unwrap_err();
         assert!(message.contains("fields (records x fields"), "{message}");
+        // A profile's rebuild follows its keys; its own TTLs are no `ttlSeconds`.
+        let profile = crate::profile::Profile::parse(
+            "format: 1\nsource: {keys: 10}\ngroups:\n- template: \"s:{n}\"\n  type: string\n  share: 1\n  keyLength: {buckets: [[5, 5, 1]]}\n  ttl: {share: 0.5, millis: {buckets: [[1000, 1000, 1]]}}\n  values: {textLength: {buckets: [[4, 4, 1]]}}\n",
+        )
+        .unwrap();
+        let rebuild = crate::client::profile_workload::ProfileWorkload::new(profile, 1.0, 1.0, 1);
+        let rebuild = Workload::Profile(rebuild.unwrap());
+        assert!(check(&rebuild, false).is_ok());
+        assert!(check(&rebuild, true).unwrap_err().contains("TTL"));
     }
 }
