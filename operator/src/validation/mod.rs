@@ -336,9 +336,15 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
                 continue;
             };
             if parse_memory_quantity(memory).is_some_and(|limit| limit <= eviction.maxmemory) {
+                let given = match &eviction_spec.maxmemory {
+                    Some(written) => format!("spec.eviction.maxmemory ({written})"),
+                    None => format!(
+                        "spec.engines[{i}].config.maxmemory ({})",
+                        engine.config.get("maxmemory").map_or("", String::as_str)
+                    ),
+                };
                 return Err(format!(
-                    "the maxmemory of spec.engines[{i}]'s load past it ({} bytes) is not below spec.engines[{i}].memory ({memory}): the pod's limit would stop the engine before maxmemory does; lower maxmemory or raise memory",
-                    eviction.maxmemory
+                    "{given} is not below spec.engines[{i}].memory ({memory}): the pod's limit would stop the engine before maxmemory does; lower maxmemory or raise memory"
                 ));
             }
         }
