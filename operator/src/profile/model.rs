@@ -463,6 +463,16 @@ impl Profile {
             for (name, share) in &group.encodings {
                 check_share(&format!("{at}.encodings.{name}"), *share)?;
             }
+            if let Some(share) = group.sampled_share {
+                check_share(&format!("{at}.sampledShare"), share)?;
+            }
+            if let Some(error) = group.size_error
+                && !(error.is_finite() && error >= 0.0)
+            {
+                return Err(format!(
+                    "{at}.sizeError: the bound of a relative error is a number of 0 or more, not {error}"
+                ));
+            }
             let ty = group.key_type;
             match (&group.elements, ty.has_elements()) {
                 (Some(d), true) => d.check(&format!("{at}.elements"))?,
@@ -636,5 +646,25 @@ mod tests {
         });
         let err = profile(vec![group]).check().unwrap_err();
         assert!(err.contains("groups[0].fields is missing"), "{err}");
+    }
+
+    #[test]
+    fn a_sampled_share_or_size_error_out_of_range_is_refused_naming_the_field() {
+        for (share, error, field) in [
+            (Some(1.5), None, "groups[0].sampledShare"),
+            (Some(-0.1), None, "groups[0].sampledShare"),
+            (None, Some(-0.01), "groups[0].sizeError"),
+            (None, Some(f64::INFINITY), "groups[0].sizeError"),
+        ] {
+            let mut group = string_group(1.0);
+            group.sampled_share = share;
+            group.size_error = error;
+            let err = profile(vec![group]).check().unwrap_err();
+            assert!(err.contains(field), "{err}");
+        }
+        let mut group = string_group(1.0);
+        group.sampled_share = Some(0.25);
+        group.size_error = Some(0.0);
+        profile(vec![group]).check().unwrap();
     }
 }
