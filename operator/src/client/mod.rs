@@ -18,6 +18,7 @@ pub mod eviction;
 pub mod load_options;
 pub mod measure;
 pub mod measured;
+pub mod paced_writes;
 pub mod phases;
 pub mod process_tree;
 pub mod profile_encoder;

@@ -11,22 +11,17 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::draws::KeyGenerator;
 use crate::client::engine::{ControlConnection, MemoryInfo};
+pub use crate::client::paced_writes::WriteLatency;
+use crate::client::paced_writes::{self, Beside, WriteRate};
 use crate::client::process_tree::{self, PeakSampler};
-use crate::client::resp::CommandBuffer;
-use crate::client::shards::{LoadConnections, Pacing, ShardSet};
+use crate::client::shards::{Pacing, ShardSet};
 use crate::client::workload::Workload;
 use crate::crd::{SnapshotSpec, SnapshotStatus, WriteLatencyStatus};
 use crate::error::BenchError;
-use crate::stats::percentile;
 
 /// The longest a save may take before the phase fails.
 pub const SAVE_BOUND: Duration = Duration::from_secs(600);
-/// Writes go in a batch every this often, as many as the rate has due (at most 100).
-const TICK: Duration = Duration::from_millis(1);
-/// How often the save's progress is read.
-const POLL: Duration = Duration::from_millis(25);
 /// The snapshot's base name on Dragonfly when its run gave it none (`--dbfilename=`).
 const DRAGONFLY_SNAPSHOT: &str = "membench-snapshot";
 
@@ -85,14 +80,6 @@ impl Snapshot {
             }),
         }
     }
-}
-
-/// The writes' latency during the save: the round trip of each batch, in milliseconds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct WriteLatency {
-    pub p50: f64,
-    pub p99: f64,
-    pub max: f64,
 }
 
 /// What the save cost.
@@ -154,6 +141,28 @@ impl From<&SnapshotReport> for SnapshotStatus {
     }
 }
 
+/// Whether a fork child runs, from `INFO persistence` (`rdb_bgsave_in_progress`: a save, or a
+/// replica's full sync); while one does, `cow_peak` keeps the highest `current_cow_peak` read
+/// (Redis 7 and later, Valkey).
+pub fn note_cow_peak(
+    persistence: &std::collections::HashMap<String, String>,
+    cow_peak: &mut Option<u64>,
+) -> bool {
+    let field = |name: &str| {
+        persistence
+            .get(name)
+            .map(String::as_str)
+            .unwrap_or_default()
+    };
+    if field("rdb_bgsave_in_progress") != "1" {
+        return false;
+    }
+    if let Ok(copied) = field("current_cow_peak").parse::<u64>() {
+        *cow_peak = Some(cow_peak.unwrap_or(0).max(copied));
+    }
+    true
+}
+
 /// Whether the save `BGSAVE` started on Redis or Valkey is over: `rdb_bgsave_in_progress`
 /// cleared. An error says a failed save failed. `cow_peak` keeps the highest
 /// `current_cow_peak` read while the save ran (Redis 7 and later, Valkey).
@@ -163,10 +172,7 @@ fn save_done(
 ) -> Result<bool, BenchError> {
     let now = control.info("persistence")?;
     let field = |name: &str| now.get(name).cloned().unwrap_or_default();
-    if field("rdb_bgsave_in_progress") == "1" {
-        if let Ok(copied) = field("current_cow_peak").parse::<u64>() {
-            *cow_peak = Some(cow_peak.unwrap_or(0).max(copied));
-        }
+    if note_cow_peak(&now, cow_peak) {
         return Ok(false);
     }
     if field("rdb_last_bgsave_status") != "ok" {
@@ -253,11 +259,7 @@ pub fn run(
     before: &MemoryInfo,
     pacing: &Pacing<'_>,
 ) -> Result<SnapshotReport, BenchError> {
-    let Pacing {
-        connect_timeout,
-        stop,
-        ..
-    } = *pacing;
+    let connect_timeout = pacing.connect_timeout;
     let local = process_id.and_then(process_tree::local_engine);
     let before_bytes = local.map(process_tree::tree_bytes);
     let mut kept_name = None;
@@ -277,8 +279,27 @@ pub fn run(
     }
     let sampler = local.map(PeakSampler::start);
     let started = Instant::now();
-    let result = Save::start(shards.first(), engine, connect_timeout).and_then(|save| {
-        write_until_saved(shards, workload, snapshot, save, connect_timeout, stop)
+    let mut cow_peak_bytes = None;
+    let overdue = || BenchError::EngineRejected {
+        command: "BGSAVE".into(),
+        message: format!(
+            "the snapshot did not finish within {} s",
+            SAVE_BOUND.as_secs()
+        ),
+    };
+    let beside = Beside {
+        phase: "snapshot",
+        bound: SAVE_BOUND,
+        overdue: &overdue,
+    };
+    let rate = WriteRate {
+        writes_per_sec: snapshot.writes_per_sec,
+        write_share: snapshot.write_share,
+    };
+    let result = Save::start(shards.first(), engine, connect_timeout).and_then(|mut save| {
+        paced_writes::write_until(shards, workload, rate, pacing, &beside, &mut |shards| {
+            save.done(shards.first(), &mut cow_peak_bytes)
+        })
     });
     let duration = started.elapsed().as_secs_f64();
     let (peak, samples) = sampler.map_or((None, 0), |s| {
@@ -290,15 +311,13 @@ pub fn run(
             .first()
             .query::<()>(redis::cmd("CONFIG").arg("SET").arg("dbfilename").arg(name))?;
     }
-    let (writes, latencies, cow_peak_bytes) = result?;
+    let writes = result?;
     let cow_bytes = shards
         .first()
         .info("persistence")?
         .get("rdb_last_cow_size")
         .and_then(|v| v.parse::<u64>().ok());
     let peak_bytes = peak.zip(before_bytes).map(|(p, b)| p.max(b));
-    let mut sorted = latencies;
-    sorted.sort_by(f64::total_cmp);
     Ok(SnapshotReport {
         source: if local.is_some() {
             "process-tree"
@@ -323,91 +342,11 @@ pub fn run(
         used_memory_before: before.used_memory,
         used_memory_rss_before: before.used_memory_rss,
         duration_seconds: duration,
-        writes,
-        writes_per_sec: writes as f64 / duration.max(1e-9),
+        writes: writes.writes,
+        writes_per_sec: writes.writes as f64 / duration.max(1e-9),
         writes_per_sec_asked: snapshot.writes_per_sec,
-        write_latency_ms: WriteLatency {
-            p50: percentile(&sorted, 50.0),
-            p99: percentile(&sorted, 99.0),
-            max: sorted.last().copied().unwrap_or(0.0),
-        },
+        write_latency_ms: WriteLatency::of(writes.latencies_ms),
     })
-}
-
-/// Overwrites loaded items at the asked rate until the save is done; the writes sent, each
-/// batch's round trip in milliseconds, and the highest copy-on-write the engine reported.
-fn write_until_saved(
-    shards: &mut ShardSet,
-    workload: &Workload,
-    snapshot: &Snapshot,
-    mut save: Save,
-    connect_timeout: Duration,
-    stop: &crate::client::stop_request::StopRequest,
-) -> Result<(u64, Vec<f64>, Option<u64>), BenchError> {
-    let items = workload.intended_items().unwrap_or(1).max(1);
-    let span = ((items as f64 * snapshot.write_share).ceil() as u64).clamp(1, items);
-    let per_item = workload.commands_per_item();
-    let mut connections = LoadConnections::connect(shards, connect_timeout)?;
-    let mut encoder = workload.encoder();
-    let mut draws = KeyGenerator::new(crate::crd::default_seed());
-    let mut batch = CommandBuffer::with_capacity(16 * 1024);
-    let mut owed = Vec::new();
-    let mut latencies = Vec::new();
-    let started = Instant::now();
-    let mut last_poll = started;
-    let mut writes = 0u64;
-    let mut cow_peak = None;
-    loop {
-        stop.check(writes)?;
-        if last_poll.elapsed() >= POLL {
-            last_poll = Instant::now();
-            if save.done(shards.first(), &mut cow_peak)? {
-                return Ok((writes, latencies, cow_peak));
-            }
-            if started.elapsed() >= SAVE_BOUND {
-                return Err(BenchError::EngineRejected {
-                    command: "BGSAVE".into(),
-                    message: format!(
-                        "the snapshot did not finish within {} s",
-                        SAVE_BOUND.as_secs()
-                    ),
-                });
-            }
-        }
-        let due = (started.elapsed().as_secs_f64() * f64::from(snapshot.writes_per_sec)) as u64;
-        let count = due.saturating_sub(writes).min(100);
-        if count == 0 {
-            std::thread::sleep(TICK);
-            continue;
-        }
-        batch.clear();
-        let mut replies = 0;
-        for _ in 0..count {
-            // A record stored as strings is one SET per field: its first field's key stands for
-            // it (the encoder numbers commands, not records).
-            let item = draws.below(span);
-            replies += encoder.encode(item * per_item, &mut batch);
-        }
-        let sent = Instant::now();
-        let lost = |connections: &LoadConnections, failure| BenchError::ConnectionLost {
-            items_sent: writes,
-            detail: format!("snapshot phase: {}", connections.describe(&failure)),
-        };
-        connections
-            .send(&batch, replies, &mut owed)
-            .map_err(|f| lost(&connections, f))?;
-        let (tally, shard) = connections.read(&owed).map_err(|f| lost(&connections, f))?;
-        latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
-        if let Some(reply) = tally.first_error {
-            return Err(BenchError::from_load_reply(
-                "a write during the snapshot",
-                reply,
-                writes,
-                connections.address(shard),
-            ));
-        }
-        writes += count;
-    }
 }
 
 #[cfg(test)]
