@@ -40,7 +40,7 @@ enum Command {
     /// Print the MemoryBenchmark CustomResourceDefinition as YAML.
     Crd,
     /// Load a workload into a running engine and measure its memory.
-    Load(LoadArgs),
+    Load(Box<LoadArgs>),
     /// Read the shape of a live server's keyspace (types, sizes, key-name templates, TTLs;
     /// never a name or value) and print it as a profile, which `load --workload profile`
     /// rebuilds on any engine at any scale. Read-only, rate-limited and time-bounded.
@@ -50,7 +50,7 @@ enum Command {
     Run(RunArgs),
     /// Run the Kubernetes operator: measure each MemoryBenchmark in the cluster on a node of
     /// its instance type, one engine at a time, with the results in its status.
-    Operator(OperatorArgs),
+    Operator(Box<OperatorArgs>),
     /// Print the comparison table of finished MemoryBenchmarks in the cluster.
     Report(ReportArgs),
     /// From a saved result (`membench run --result-file`), without measuring again: each
@@ -97,10 +97,10 @@ fn main() -> ExitCode {
             print!("{}", membench::crd_yaml());
             ExitCode::SUCCESS
         }
-        Command::Load(args) => run_load(args),
+        Command::Load(args) => run_load(*args),
         Command::Profile(args) => run_profile(args),
         Command::Run(args) => run_local(args),
-        Command::Operator(args) => run_operator(args),
+        Command::Operator(args) => run_operator(*args),
         Command::Report(args) => run_report(args),
         Command::Capacity(args) => run_capacity(args),
         Command::Engines(args) => run_engines(args),

@@ -89,6 +89,20 @@ pub struct LoadArgs {
     /// The share of the loaded items those writes are spread over (default 1).
     #[arg(long, value_name = "SHARE")]
     snapshot_write_share: Option<f64>,
+    /// After each repetition's readings (and its snapshot), make the server at ADDR, an empty
+    /// engine of the same kind, a replica of --addr (REPLICAOF, with its masterauth set to
+    /// --password when one is given) while overwriting loaded keys at --replica-writes-per-sec,
+    /// until it is in sync (INFO replication), then measure: the primary's process tree's peak
+    /// when it runs on this machine and the copy-on-write it reports, the replica's memory and
+    /// keys (verified against the primary's), the sync's duration and the writes' latency
+    /// (strings, records; one --addr). The replica is then detached (REPLICAOF NO ONE) and
+    /// emptied (FLUSHALL); a replica that holds keys is refused. ADDR must be able to reach the
+    /// primary at --addr.
+    #[arg(long, value_name = "HOST:PORT", requires = "replica_writes_per_sec")]
+    replica: Option<String>,
+    /// The overwrites per second during the replica's sync, over every loaded key.
+    #[arg(long, value_name = "N", requires = "replica")]
+    replica_writes_per_sec: Option<u32>,
     /// After each repetition's other phases, empty the engine, give it this maxmemory (100mb,
     /// 2gb, bytes) and load the workload past it (strings, records).
     #[arg(long, value_name = "SIZE")]
@@ -525,6 +539,37 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => return usage_error(&e.to_string()),
     };
+    if let (Some(replica), Some(rate)) = (&args.replica, args.replica_writes_per_sec) {
+        let spec = membench::crd::ReplicaSpec {
+            writes_per_sec: rate,
+        };
+        let replica =
+            membench::client::replica::ReplicaRate::checked(&spec, "--replica-writes-per-sec")
+                .and_then(|rate| {
+                    EngineAddress::parse(replica, args.password.clone())
+                        .map_err(|_| membench::error::BenchError::InvalidArgument {
+                            field: "--replica".into(),
+                            message: format!(
+                                "'{replica}' is not HOST:PORT (for example 127.0.0.1:6380)"
+                            ),
+                        })
+                        .map(|address| rate.at(address))
+                })
+                .and_then(|replica| {
+                    replica
+                        .check_before_writes(
+                            &addresses,
+                            &workload,
+                            options.connect_timeout,
+                            "--replica",
+                        )
+                        .map(|_| replica)
+                });
+        match replica {
+            Ok(replica) => options.replica = Some(replica),
+            Err(e) => return usage_error(&e.to_string()),
+        }
+    }
     let target = match addresses.as_slice() {
         [only] => only.to_string(),
         shards => format!(

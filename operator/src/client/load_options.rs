@@ -1,11 +1,13 @@
 //! How to run a load: the batches, the repetitions and readings, and the phases after the
-//! readings that a run asks for (`client::snapshot`, `client::churn`, `client::eviction`). The
+//! readings that a run asks for (`client::snapshot`, `client::replica`, `client::churn`,
+//! `client::eviction`). The
 //! protocol that follows them is `client::measure`.
 
 use std::time::Duration;
 
 use crate::client::churn::Churn;
 use crate::client::eviction::Eviction;
+use crate::client::replica::Replica;
 use crate::client::snapshot::Snapshot;
 use crate::client::stop_request::StopRequest;
 use crate::client::ttl::Ttl;
@@ -56,6 +58,8 @@ pub struct LoadOptions {
     pub eviction: Option<Eviction>,
     /// A snapshot saved under writes after each repetition's readings (`client::snapshot`).
     pub snapshot: Option<Snapshot>,
+    /// A replica's full sync under writes after the snapshot (`client::replica`).
+    pub replica: Option<Replica>,
 }
 
 impl Default for LoadOptions {
@@ -76,6 +80,7 @@ impl Default for LoadOptions {
             churn: None,
             eviction: None,
             snapshot: None,
+            replica: None,
         }
     }
 }

@@ -172,18 +172,8 @@ pub fn measure_shards_journaled(
             Some(eviction) => eviction.check_workload(workload, "eviction"),
             None => Ok(()),
         })
-        .and_then(|_| match &options.snapshot {
-            Some(snapshot) if addresses.len() > 1 => Err(BenchError::InvalidArgument {
-                field: "peak.snapshot".into(),
-                message: format!(
-                    "measures one engine's save; a cluster of {} shards forks each on its own: measure one shard",
-                    addresses.len()
-                ),
-            }),
-            Some(snapshot) => snapshot.check_workload(workload, "peak.snapshot"),
-            None => Ok(()),
-        })
         .and_then(|_| check_shard_count(addresses.len()))
+        .and_then(|_| phases::check_peak(addresses, workload, options))
     {
         report.error = Some((&e).into());
         return report;

@@ -108,10 +108,12 @@ pub struct RepetitionResult {
 }
 
 /// A repetition's peak phases.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PeakReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<crate::client::snapshot::SnapshotReport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<crate::client::replica::ReplicaReport>,
 }
 
 /// What is known of a repetition that did not finish. No bytes per item: the count is not
@@ -168,6 +170,8 @@ pub struct Summary {
 pub struct PeakSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<PeakRatio>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<PeakRatio>,
 }
 
 impl PeakSummary {
@@ -179,7 +183,12 @@ impl PeakSummary {
                 .iter()
                 .filter_map(|r| r.peak.as_ref()?.snapshot.as_ref()?.ratio),
         );
-        snapshot.is_some().then_some(Self { snapshot })
+        let replica = PeakRatio::of(
+            repetitions
+                .iter()
+                .filter_map(|r| r.peak.as_ref()?.replica.as_ref()?.primary.ratio),
+        );
+        (snapshot.is_some() || replica.is_some()).then_some(Self { snapshot, replica })
     }
 }
 
@@ -196,12 +205,19 @@ pub struct PeakRatio {
 impl From<&PeakSummary> for crate::crd::PeakSummaryStatus {
     fn from(p: &PeakSummary) -> Self {
         Self {
-            snapshot: p.snapshot.as_ref().map(|r| crate::crd::PeakRatioStatus {
-                ratio: r.ratio,
-                min: r.min,
-                max: r.max,
-                repetitions: r.repetitions,
-            }),
+            snapshot: p.snapshot.as_ref().map(Into::into),
+            replica: p.replica.as_ref().map(Into::into),
+        }
+    }
+}
+
+impl From<&PeakRatio> for crate::crd::PeakRatioStatus {
+    fn from(r: &PeakRatio) -> Self {
+        Self {
+            ratio: r.ratio,
+            min: r.min,
+            max: r.max,
+            repetitions: r.repetitions,
         }
     }
 }

@@ -26,12 +26,25 @@ pub struct WriteRate {
     pub write_share: f64,
 }
 
-/// The phase the writes run beside: its name in errors (`snapshot`, `replica`), how long it
-/// may take, and the error that says it took longer.
-pub struct Beside<'a> {
+/// The engine a peak phase runs on and how: the workload it loaded (whose items the writes
+/// overwrite), its name (`dragonfly` saves and syncs its own way), its process id as its INFO
+/// reports it (its process tree is read when it is on this machine), and the run's pacing.
+pub struct PeakTarget<'a> {
+    pub workload: &'a Workload,
+    pub engine: &'a str,
+    pub process_id: Option<u32>,
+    pub pacing: Pacing<'a>,
+}
+
+/// The phase the writes run beside: its name in errors (`snapshot`, `replica`), the command
+/// that started it, the writes' rate, how long it may take and what did not happen when it
+/// took longer (`the snapshot did not finish`).
+pub struct Beside {
     pub phase: &'static str,
+    pub command: &'static str,
+    pub rate: WriteRate,
     pub bound: Duration,
-    pub overdue: &'a dyn Fn() -> BenchError,
+    pub unfinished: String,
 }
 
 /// What the writes did.
@@ -60,16 +73,15 @@ impl WriteLatency {
     }
 }
 
-/// Overwrites loaded items at `rate` until `done` says the phase is over (asked every 25 ms),
-/// or fails with `beside.overdue()` once `beside.bound` has passed.
+/// Overwrites loaded items of `target` at `beside.rate` until `done` says the phase is over
+/// (asked every 25 ms), or fails naming `beside.bound` once it has passed.
 pub fn write_until(
     shards: &mut ShardSet,
-    workload: &Workload,
-    rate: WriteRate,
-    pacing: &Pacing<'_>,
-    beside: &Beside<'_>,
+    target: &PeakTarget<'_>,
+    beside: &Beside,
     done: &mut dyn FnMut(&mut ShardSet) -> Result<bool, BenchError>,
 ) -> Result<PacedWrites, BenchError> {
+    let (workload, pacing, rate) = (target.workload, &target.pacing, beside.rate);
     let items = workload.intended_items().unwrap_or(1).max(1);
     let span = ((items as f64 * rate.write_share).ceil() as u64).clamp(1, items);
     let per_item = workload.commands_per_item();
@@ -93,7 +105,10 @@ pub fn write_until(
                 });
             }
             if started.elapsed() >= beside.bound {
-                return Err((beside.overdue)());
+                return Err(BenchError::EngineRejected {
+                    command: beside.command.into(),
+                    message: format!("{} within {} s", beside.unfinished, beside.bound.as_secs()),
+                });
             }
         }
         let due = (started.elapsed().as_secs_f64() * f64::from(rate.writes_per_sec)) as u64;

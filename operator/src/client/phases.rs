@@ -1,5 +1,6 @@
 //! The phases a repetition runs after its readings, in order, on the data it loaded: a
-//! snapshot under writes (`client::snapshot`), the churn and its defragmentation
+//! snapshot under writes (`client::snapshot`), a replica's full sync under writes
+//! (`client::replica`), the churn and its defragmentation
 //! (`client::churn`, `client::defrag`), and last the load past maxmemory
 //! (`client::eviction`), which empties the engine. `client::measure` calls them once per
 //! repetition with its own memory reading. A phase that fails ends the phases after it, and
@@ -10,9 +11,12 @@ use std::time::Duration;
 use crate::client::churn::{self, ChurnReport};
 use crate::client::defrag;
 use crate::client::engine::EngineInfo;
+use crate::client::engine::{EngineAddress, MemoryInfo};
 use crate::client::eviction::{self, EvictionReport};
 use crate::client::load_options::LoadOptions;
 use crate::client::measured::{PeakReport, RepetitionResult};
+use crate::client::paced_writes::PeakTarget;
+use crate::client::replica;
 use crate::client::shards::{Pacing, ReadMemory, ShardSet};
 use crate::client::snapshot;
 use crate::client::snapshot::SnapshotReport;
@@ -31,7 +35,7 @@ pub struct Phases {
 
 /// A phase that failed after the repetition's readings: which one, and why.
 pub struct PhaseFailure {
-    /// `snapshot`, `churn`, `defrag` or `eviction`.
+    /// `snapshot`, `replica`, `churn`, `defrag` or `eviction`.
     pub phase: &'static str,
     pub error: BenchError,
 }
@@ -55,22 +59,23 @@ pub fn after_readings(
             connect_timeout: options.connect_timeout,
             stop: &options.stop,
         };
+        let target = PeakTarget {
+            workload,
+            engine: &engine.name,
+            process_id: engine.process_id,
+            pacing,
+        };
         if let Some(phase) = &options.snapshot {
-            // Read again: the settled reading, when there was one, is older than the save.
-            let before = read(shards, "before the snapshot").map_err(failed("snapshot"))?;
-            let report = snapshot::run(
-                shards,
-                workload,
-                phase,
-                &engine.name,
-                engine.process_id,
-                &before,
-                &pacing,
-            )
-            .map_err(failed("snapshot"))?;
-            phases.peak = Some(PeakReport {
-                snapshot: Some(report),
-            });
+            let report = after_reading(shards, read, "snapshot", "before the snapshot", |s, b| {
+                snapshot::run(s, phase, &target, b)
+            })?;
+            phases.peak.get_or_insert_with(PeakReport::default).snapshot = Some(report);
+        }
+        if let Some(phase) = &options.replica {
+            let report = after_reading(shards, read, "replica", "before the sync", |s, b| {
+                replica::run(s, phase, &target, b)
+            })?;
+            phases.peak.get_or_insert_with(PeakReport::default).replica = Some(report);
         }
         if let Some(phase) = &options.churn {
             let report = churn::run(shards, workload, phase, items, &pacing, read)
@@ -108,6 +113,51 @@ pub fn after_readings(
         phases.failed = Some(failure);
     }
     phases
+}
+
+/// What the peak phases asked for cannot do with these engines and this workload, said before
+/// anything is written: a snapshot or a replica of several shards (each forks on its own), a
+/// workload whose writes would not overwrite loaded keys, a replica that does not answer, is
+/// the engine itself or holds keys.
+pub fn check_peak(
+    addresses: &[EngineAddress],
+    workload: &Workload,
+    options: &LoadOptions,
+) -> Result<(), BenchError> {
+    if let Some(snapshot) = &options.snapshot {
+        if addresses.len() > 1 {
+            return Err(BenchError::InvalidArgument {
+                field: "peak.snapshot".into(),
+                message: format!(
+                    "measures one engine's save; a cluster of {} shards forks each on its own: measure one shard",
+                    addresses.len()
+                ),
+            });
+        }
+        snapshot.check_workload(workload, "peak.snapshot")?;
+    }
+    match &options.replica {
+        Some(replica) => replica.check_before_writes(
+            addresses,
+            workload,
+            options.connect_timeout,
+            "peak.replica",
+        ),
+        None => Ok(()),
+    }
+}
+
+/// Runs a peak phase on a memory reading of its own, taken just before it (the settled
+/// reading, when there was one, is older than the phase); a failure of either names `phase`.
+fn after_reading<T>(
+    shards: &mut ShardSet,
+    read: &mut ReadMemory<'_>,
+    phase: &'static str,
+    reading: &'static str,
+    run: impl FnOnce(&mut ShardSet, &MemoryInfo) -> Result<T, BenchError>,
+) -> Result<T, PhaseFailure> {
+    let before = read(shards, reading).map_err(failed(phase))?;
+    run(shards, &before).map_err(failed(phase))
 }
 
 /// Names the phase a failure happened in.

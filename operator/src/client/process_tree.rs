@@ -136,6 +136,62 @@ impl PeakSampler {
     }
 }
 
+/// An engine's process tree watched through a phase, when the engine runs on this machine: its
+/// memory just before, and the sampler reading it meanwhile.
+pub struct TreeWatch {
+    before_bytes: Option<u64>,
+    sampler: Option<PeakSampler>,
+}
+
+/// What a [`TreeWatch`] saw.
+pub struct TreePeak {
+    /// `process-tree` when the engine's processes were seen, else `engine-only`.
+    pub source: &'static str,
+    pub before_bytes: Option<u64>,
+    /// The highest reading, never below `before_bytes`.
+    pub peak_bytes: Option<u64>,
+    pub samples: u64,
+}
+
+impl TreeWatch {
+    /// Reads the tree of the engine whose INFO says `process_id`, if it is on this machine, and
+    /// starts sampling it.
+    pub fn start(process_id: Option<u32>) -> Self {
+        let local = process_id.and_then(local_engine);
+        Self {
+            before_bytes: local.map(tree_bytes),
+            sampler: local.map(PeakSampler::start),
+        }
+    }
+
+    pub fn finish(self) -> TreePeak {
+        let (peak, samples) = self.sampler.map_or((None, 0), |s| {
+            let (peak, samples) = s.finish();
+            (Some(peak), samples)
+        });
+        TreePeak {
+            source: if peak.is_some() {
+                "process-tree"
+            } else {
+                "engine-only"
+            },
+            before_bytes: self.before_bytes,
+            peak_bytes: peak.zip(self.before_bytes).map(|(p, b)| p.max(b)),
+            samples,
+        }
+    }
+}
+
+impl TreePeak {
+    /// peak_bytes / before_bytes.
+    pub fn ratio(&self) -> Option<f64> {
+        self.peak_bytes
+            .zip(self.before_bytes)
+            .filter(|(_, b)| *b > 0)
+            .map(|(p, b)| p as f64 / b as f64)
+    }
+}
+
 impl Drop for PeakSampler {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);

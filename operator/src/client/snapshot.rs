@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::engine::{ControlConnection, MemoryInfo};
 pub use crate::client::paced_writes::WriteLatency;
-use crate::client::paced_writes::{self, Beside, WriteRate};
-use crate::client::process_tree::{self, PeakSampler};
-use crate::client::shards::{Pacing, ShardSet};
+use crate::client::paced_writes::{self, Beside, PacedWrites, PeakTarget, WriteRate};
+use crate::client::process_tree::{self, TreePeak, TreeWatch};
+use crate::client::shards::ShardSet;
 use crate::client::workload::Workload;
 use crate::crd::{SnapshotSpec, SnapshotStatus, WriteLatencyStatus};
 use crate::error::BenchError;
@@ -163,6 +163,14 @@ pub fn note_cow_peak(
     true
 }
 
+/// What the engine's last fork copied (`rdb_last_cow_size`), where it reports it.
+pub fn last_cow_size(control: &mut ControlConnection) -> Result<Option<u64>, BenchError> {
+    Ok(control
+        .info("persistence")?
+        .get("rdb_last_cow_size")
+        .and_then(|v| v.parse::<u64>().ok()))
+}
+
 /// Whether the save `BGSAVE` started on Redis or Valkey is over: `rdb_bgsave_in_progress`
 /// cleared. An error says a failed save failed. `cow_peak` keeps the highest
 /// `current_cow_peak` read while the save ran (Redis 7 and later, Valkey).
@@ -252,18 +260,13 @@ impl Save {
 /// save is done, the process tree's peak sampled meanwhile when the engine is on this machine.
 pub fn run(
     shards: &mut ShardSet,
-    workload: &Workload,
     snapshot: &Snapshot,
-    engine: &str,
-    process_id: Option<u32>,
+    target: &PeakTarget<'_>,
     before: &MemoryInfo,
-    pacing: &Pacing<'_>,
 ) -> Result<SnapshotReport, BenchError> {
-    let connect_timeout = pacing.connect_timeout;
-    let local = process_id.and_then(process_tree::local_engine);
-    let before_bytes = local.map(process_tree::tree_bytes);
+    let connect_timeout = target.pacing.connect_timeout;
     let mut kept_name = None;
-    if engine == "dragonfly" {
+    if target.engine == "dragonfly" {
         let pair: Vec<String> = shards
             .first()
             .query(redis::cmd("CONFIG").arg("GET").arg("dbfilename"))?;
@@ -277,76 +280,76 @@ pub fn run(
             kept_name = Some(String::new());
         }
     }
-    let sampler = local.map(PeakSampler::start);
+    let watch = TreeWatch::start(target.process_id);
     let started = Instant::now();
     let mut cow_peak_bytes = None;
-    let overdue = || BenchError::EngineRejected {
-        command: "BGSAVE".into(),
-        message: format!(
-            "the snapshot did not finish within {} s",
-            SAVE_BOUND.as_secs()
-        ),
-    };
     let beside = Beside {
         phase: "snapshot",
+        command: "BGSAVE",
+        rate: WriteRate {
+            writes_per_sec: snapshot.writes_per_sec,
+            write_share: snapshot.write_share,
+        },
         bound: SAVE_BOUND,
-        overdue: &overdue,
+        unfinished: "the snapshot did not finish".into(),
     };
-    let rate = WriteRate {
-        writes_per_sec: snapshot.writes_per_sec,
-        write_share: snapshot.write_share,
-    };
-    let result = Save::start(shards.first(), engine, connect_timeout).and_then(|mut save| {
-        paced_writes::write_until(shards, workload, rate, pacing, &beside, &mut |shards| {
-            save.done(shards.first(), &mut cow_peak_bytes)
-        })
-    });
+    let result =
+        Save::start(shards.first(), target.engine, connect_timeout).and_then(|mut save| {
+            paced_writes::write_until(shards, target, &beside, &mut |shards| {
+                save.done(shards.first(), &mut cow_peak_bytes)
+            })
+        });
     let duration = started.elapsed().as_secs_f64();
-    let (peak, samples) = sampler.map_or((None, 0), |s| {
-        let (peak, samples) = s.finish();
-        (Some(peak), samples)
-    });
+    let tree = watch.finish();
     if let Some(name) = kept_name {
         shards
             .first()
             .query::<()>(redis::cmd("CONFIG").arg("SET").arg("dbfilename").arg(name))?;
     }
     let writes = result?;
-    let cow_bytes = shards
-        .first()
-        .info("persistence")?
-        .get("rdb_last_cow_size")
-        .and_then(|v| v.parse::<u64>().ok());
-    let peak_bytes = peak.zip(before_bytes).map(|(p, b)| p.max(b));
-    Ok(SnapshotReport {
-        source: if local.is_some() {
-            "process-tree"
-        } else {
-            "engine-only"
-        }
-        .into(),
-        before_bytes,
-        peak_bytes,
-        ratio: peak_bytes
-            .zip(before_bytes)
-            .filter(|(_, b)| *b > 0)
-            .map(|(p, b)| p as f64 / b as f64),
-        sample_interval_ms: process_tree::SAMPLE_INTERVAL.as_millis() as u64,
-        samples,
-        cow_bytes: if engine == "dragonfly" {
-            None
-        } else {
-            cow_bytes
-        },
+    let cow_bytes = last_cow_size(shards.first())?;
+    Ok(SnapshotReport::of(
+        tree,
+        before,
+        duration,
+        writes,
+        snapshot.writes_per_sec,
+        cow_bytes.filter(|_| target.engine != "dragonfly"),
         cow_peak_bytes,
-        used_memory_before: before.used_memory,
-        used_memory_rss_before: before.used_memory_rss,
-        duration_seconds: duration,
-        writes: writes.writes,
-        writes_per_sec: writes.writes as f64 / duration.max(1e-9),
-        writes_per_sec_asked: snapshot.writes_per_sec,
-        write_latency_ms: WriteLatency::of(writes.latencies_ms),
-    })
+    ))
+}
+
+impl SnapshotReport {
+    /// A phase's figures: what the engine's tree did (`tree`), its memory just before
+    /// (`before`), the phase's seconds, the writes beside it and the rate asked for, and the
+    /// copy-on-write the engine reported (none where it does not fork).
+    pub fn of(
+        tree: TreePeak,
+        before: &MemoryInfo,
+        duration_seconds: f64,
+        writes: PacedWrites,
+        writes_per_sec_asked: u32,
+        cow_bytes: Option<u64>,
+        cow_peak_bytes: Option<u64>,
+    ) -> Self {
+        Self {
+            source: tree.source.into(),
+            ratio: tree.ratio(),
+            before_bytes: tree.before_bytes,
+            peak_bytes: tree.peak_bytes,
+            sample_interval_ms: process_tree::SAMPLE_INTERVAL.as_millis() as u64,
+            samples: tree.samples,
+            cow_bytes,
+            cow_peak_bytes,
+            used_memory_before: before.used_memory,
+            used_memory_rss_before: before.used_memory_rss,
+            duration_seconds,
+            writes: writes.writes,
+            writes_per_sec: writes.writes as f64 / duration_seconds.max(1e-9),
+            writes_per_sec_asked,
+            write_latency_ms: WriteLatency::of(writes.latencies_ms),
+        }
+    }
 }
 
 #[cfg(test)]

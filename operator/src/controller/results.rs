@@ -45,9 +45,11 @@ pub const REPETITION_STATUS_BYTES: usize = 400;
 pub const CHURN_ROUND_STATUS_BYTES: usize = 240;
 pub const DEFRAG_STATUS_BYTES: usize = 420;
 /// An upper estimate of a repetition's eviction in the status (about 300 bytes), and of its
-/// snapshot peak (about 330).
+/// snapshot peak (about 330), and of its replica's sync (under 500: the snapshot's figures and
+/// the replica's, `a_replicas_status_fits_its_estimate`).
 pub const EVICTION_STATUS_BYTES: usize = 360;
 pub const PEAK_STATUS_BYTES: usize = 400;
+pub const REPLICA_STATUS_BYTES: usize = 560;
 
 /// What a repetition's status takes on top of [`REPETITION_STATUS_BYTES`] for its churn and
 /// eviction.
@@ -55,7 +57,10 @@ pub fn churn_status_bytes(spec: &crate::crd::MemoryBenchmarkSpec) -> usize {
     spec.churn.as_ref().map_or(0, |c| {
         c.rounds as usize * CHURN_ROUND_STATUS_BYTES + usize::from(c.defrag) * DEFRAG_STATUS_BYTES
     }) + spec.eviction.as_ref().map_or(0, |_| EVICTION_STATUS_BYTES)
-        + spec.peak.as_ref().map_or(0, |_| PEAK_STATUS_BYTES)
+        + spec.peak.as_ref().map_or(0, |p| {
+            usize::from(p.snapshot.is_some()) * PEAK_STATUS_BYTES
+                + usize::from(p.replica.is_some()) * REPLICA_STATUS_BYTES
+        })
 }
 
 /// How many repetitions a run's status lists, at most: all `requested` while a benchmark's
@@ -138,6 +143,7 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
             eviction: result.eviction.get(i).map(Into::into),
             peak: result.peak.get(i).map(|p| crate::crd::PeakStatus {
                 snapshot: p.snapshot.as_ref().map(Into::into),
+                replica: p.replica.as_ref().map(Into::into),
             }),
         })
         .collect();
@@ -305,6 +311,7 @@ mod tests {
                         max: 40.0,
                     },
                 }),
+                replica: None,
             });
         }
         report.summary = Summary::of(&report.repetitions, &StabilityThresholds::default());
@@ -327,6 +334,66 @@ mod tests {
                 (1.55, 1.41, 1.62, 3)
             );
         }
+    }
+
+    /// [`report_with_snapshot_peaks`] whose repetitions also synced a replica, the primary's
+    /// peak at `ratios` of its memory before.
+    fn report_with_replica_peaks(ratios: [f64; 3]) -> crate::client::measure::BenchmarkReport {
+        let mut report = report_with_snapshot_peaks(ratios);
+        for repetition in &mut report.repetitions {
+            let peak = repetition.peak.as_mut().unwrap();
+            peak.replica = Some(crate::client::replica::ReplicaReport {
+                primary: peak.snapshot.clone().unwrap(),
+                backlog_bytes: Some(1_048_576),
+                replica_peak_bytes: Some(5_100_000_000),
+                replica_used_memory: 4_790_000_000,
+                replica_used_memory_rss: 4_950_000_000,
+                replica_keys: 50_000_000,
+            });
+        }
+        report.summary = crate::client::measured::Summary::of(
+            &report.repetitions,
+            &StabilityThresholds::default(),
+        );
+        report
+    }
+
+    #[test]
+    fn the_replicas_median_peak_and_its_figures_land_in_the_status_in_camel_case() {
+        let report = report_with_replica_peaks([1.12, 1.31, 1.2]);
+        let message = serde_json::to_string(&ClientResult::whole(&report)).unwrap();
+        let result = ClientResult::read_whole(&message, 3).unwrap();
+        let mut engine = EngineStatus::default();
+        absorb(&mut engine, &result, 3);
+        let summary = engine.summary.as_ref().unwrap().peak.as_ref().unwrap();
+        let replica = summary.replica.as_ref().unwrap();
+        assert_eq!(
+            (replica.ratio, replica.min, replica.max, replica.repetitions),
+            (1.2, 1.12, 1.31, 3)
+        );
+        let listed = engine.repetitions[0].peak.as_ref().unwrap();
+        let json = serde_json::to_value(listed.replica.as_ref().unwrap()).unwrap();
+        assert_eq!(json["replicaKeys"], 50_000_000, "{json}");
+        assert_eq!(json["replicaUsedMemory"], 4_790_000_000u64, "{json}");
+        assert_eq!(json["ratio"], 1.12, "{json}");
+        assert_eq!(json["backlogBytes"], 1_048_576, "{json}");
+        let text = serde_json::to_string(listed.replica.as_ref().unwrap()).unwrap();
+        assert!(
+            text.len() < REPLICA_STATUS_BYTES,
+            "{} bytes against the estimate {REPLICA_STATUS_BYTES}: {text}",
+            text.len()
+        );
+    }
+
+    #[test]
+    fn a_replicas_summary_peak_that_is_no_ratio_of_its_repetitions_is_refused() {
+        let mut report = report_with_replica_peaks([1.12, 1.31, 1.2]);
+        let summary = report.summary.as_mut().unwrap().peak.as_mut().unwrap();
+        summary.replica.as_mut().unwrap().ratio = 1.5;
+        let message = serde_json::to_string(&ClientResult::whole(&report)).unwrap();
+        let refused = ClientResult::read_whole(&message, 3).unwrap_err();
+        let refused = refused.to_string();
+        assert!(refused.contains("summary.peak.replica"), "{refused}");
     }
 
     #[test]

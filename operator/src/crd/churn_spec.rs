@@ -128,6 +128,26 @@ pub struct PeakSpec {
     /// `dir`/`dbfilename`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotSpec>,
+    /// A replica of the engine does a full sync (`REPLICAOF`) while the client overwrites
+    /// loaded keys, after the snapshot when both are asked: Redis and Valkey fork to send it,
+    /// Dragonfly syncs without a fork. Measured on the primary (its process tree's peak, the
+    /// copy-on-write it counts) and on the replica (its memory and keys once in sync), which is
+    /// then detached and emptied. Applies to the strings and records workloads, on one engine
+    /// without shards or cluster mode. Measured locally (`membench run` starts the replica as a
+    /// second process of the same build) for now: the operator refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<ReplicaSpec>,
+}
+
+/// The writes during a replica's full sync.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaSpec {
+    /// Overwrites per second, spread over every loaded item, while the replica syncs (the
+    /// achieved rate is reported).
+    #[serde(rename = "writesPerSecond")]
+    #[schemars(range(min = 1, max = 10000000))]
+    pub writes_per_sec: u32,
 }
 
 /// The writes during the snapshot.

@@ -157,28 +157,31 @@ pub struct SnapshotStatus {
     /// `process-tree` (the engine's process tree read on its machine) or `engine-only` (the
     /// engine's own figures: a client in a pod of its own cannot see its processes).
     pub source: String,
-    /// The process tree's memory just before the save, in bytes.
+    /// The process tree's memory just before the save (or a replica's sync), in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before_bytes: Option<u64>,
-    /// The highest read during the save, in bytes.
+    /// The highest read during the save (or the sync), in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_bytes: Option<u64>,
     /// peakBytes / beforeBytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio: Option<f64>,
-    /// What the engine says its fork copied (`rdb_last_cow_size`), in bytes.
+    /// What the engine says its fork copied (`rdb_last_cow_size`), in bytes; Dragonfly does not
+    /// fork.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cow_bytes: Option<u64>,
-    /// The highest `current_cow_peak` the engine reported during the save, in bytes.
+    /// The highest `current_cow_peak` the engine reported while its fork child ran, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cow_peak_bytes: Option<u64>,
-    /// used_memory just before the save, in bytes.
+    /// used_memory just before the save (or the sync), in bytes.
     pub used_memory_before: u64,
-    /// From BGSAVE until the engine reported it done, in seconds.
+    /// From BGSAVE until the engine reported it done (a replica: from REPLICAOF until the
+    /// replica said it was in sync), in seconds.
     pub duration_seconds: f64,
-    /// The write rate achieved during the save.
+    /// The write rate achieved during the save (or the sync).
     pub writes_per_sec: f64,
-    /// The write rate asked for (`spec.peak.snapshot.writesPerSecond`); 0 in a status written
+    /// The write rate asked for (`spec.peak.snapshot.writesPerSecond`, or the replica's); 0 in a
+    /// status written
     /// before it was recorded.
     #[serde(default)]
     pub writes_per_sec_asked: u32,
@@ -193,6 +196,10 @@ pub struct PeakSummaryStatus {
     /// The snapshot saved under writes, over the repetitions that measured its peak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<PeakRatioStatus>,
+    /// The replica's full sync under writes, over the repetitions that measured the primary's
+    /// peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<PeakRatioStatus>,
 }
 
 /// A peak phase's peakBytes / beforeBytes over the repetitions.
@@ -217,4 +224,29 @@ pub struct PeakStatus {
     /// The snapshot saved under writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotStatus>,
+    /// The replica's full sync under writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<ReplicaStatus>,
+}
+
+/// What a replica's full sync under writes cost (`spec.peak.replica`): the primary's peak and
+/// the replica once in sync.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaStatus {
+    /// The primary's figures, in a snapshot's shape: its process tree before and at its
+    /// highest during the sync, the copy-on-write of the fork that sent it, the sync's duration
+    /// (from REPLICAOF until the replica said it was in sync) and the writes.
+    #[serde(flatten)]
+    pub primary: SnapshotStatus,
+    /// The primary's replication backlog once the replica was in sync
+    /// (`mem_replication_backlog`), in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backlog_bytes: Option<u64>,
+    /// The replica's used_memory once in sync, in bytes.
+    pub replica_used_memory: u64,
+    /// The replica's used_memory_rss once in sync, in bytes.
+    pub replica_used_memory_rss: u64,
+    /// The keys the replica held once in sync (the primary's, verified).
+    pub replica_keys: u64,
 }

@@ -40,12 +40,12 @@ mod workload_spec;
 pub use auth_spec::{AuthSpec, SecretKeyRef};
 pub use capacity_spec::{CapacitySpec, ConfigMapKeyRef, InstanceFamily, default_headroom_percent};
 pub use churn_spec::{
-    ChurnSpec, DEFAULT_EVICTION_POLICY, EvictionSpec, PeakSpec, SnapshotSpec, default_churn_seed,
-    default_defrag_seconds, default_load_to, default_write_share,
+    ChurnSpec, DEFAULT_EVICTION_POLICY, EvictionSpec, PeakSpec, ReplicaSpec, SnapshotSpec,
+    default_churn_seed, default_defrag_seconds, default_load_to, default_write_share,
 };
 pub use churn_status::{
     ChurnRoundStatus, ChurnStatus, DefragStatus, EvictionStatus, LatencyStatus, PeakRatioStatus,
-    PeakStatus, PeakSummaryStatus, SnapshotStatus, WriteLatencyStatus,
+    PeakStatus, PeakSummaryStatus, ReplicaStatus, SnapshotStatus, WriteLatencyStatus,
 };
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
 pub use placement::{PlacementSpec, TolerationSpec};

@@ -200,7 +200,8 @@ pub struct MemoryBenchmarkSpec {
     pub eviction: Option<EvictionSpec>,
 
     /// What the engine holds at its peak, in every repetition after its readings: a snapshot
-    /// saved under writes (`peak.snapshot`), its peak memory beside the steady state. Local
+    /// saved under writes (`peak.snapshot`) and a replica's full sync under writes
+    /// (`peak.replica`, local runs only for now), its peak memory beside the steady state. Local
     /// runs read the engine's process tree (Pss, every 20 ms); in a cluster the client reports
     /// the engine's own figures (the copy-on-write it counted, the save's duration, the
     /// writes' latency).

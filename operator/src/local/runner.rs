@@ -429,6 +429,13 @@ pub fn run_benchmark(
             .transpose()?,
         ..LoadOptions::default()
     };
+    // A replica's sync: each entry's replica is a second process of its build, started beside it.
+    let replica_rate = spec
+        .peak
+        .as_ref()
+        .and_then(|p| p.replica.as_ref())
+        .map(crate::client::replica::ReplicaRate::from_spec)
+        .transpose()?;
     // Each entry's load past maxmemory: spec.eviction's limit, or the entry's own.
     let evictions = spec
         .engines
@@ -479,10 +486,30 @@ pub fn run_benchmark(
         };
         on_engine(&engine.display_name());
         let started = crate::validation::engine_config::started_entry(engine, spec);
-        let mut report = match start_engines(&started, program, password.as_deref()) {
-            Ok(servers) => {
+        let servers = start_engines(&started, program, password.as_deref()).and_then(|servers| {
+            let replica = replica_rate
+                .map(|_| LocalEngine::start_with_password(&started, program, password.as_deref()))
+                .transpose();
+            match replica {
+                Ok(replica) => Ok((servers, replica)),
+                Err(e) => {
+                    servers.into_iter().for_each(LocalEngine::stop);
+                    Err(BenchError::EngineStart(format!(
+                        "the replica for spec.peak.replica did not start: {e}"
+                    )))
+                }
+            }
+        });
+        let mut report = match servers {
+            Ok((servers, replica)) => {
                 let addresses: Vec<EngineAddress> =
                     servers.iter().map(|s| s.address.clone()).collect();
+                let options = LoadOptions {
+                    replica: replica_rate
+                        .zip(replica.as_ref())
+                        .map(|(rate, replica)| rate.at(replica.address.clone())),
+                    ..options
+                };
                 let report = measure_shards_journaled(
                     &addresses,
                     &workload,
@@ -490,9 +517,10 @@ pub fn run_benchmark(
                     progress,
                     &mut |_| {},
                 );
-                for server in servers {
-                    server.stop();
-                }
+                servers
+                    .into_iter()
+                    .chain(replica)
+                    .for_each(LocalEngine::stop);
                 report
             }
             // An engine killed at start by a stop is stopped, not broken.
@@ -562,6 +590,7 @@ fn standalone_used_memory(
         churn: None,
         eviction: None,
         snapshot: None,
+        replica: None,
         ..options.clone()
     };
     let one_key = Workload::Strings {

@@ -672,6 +672,7 @@ fn a_snapshot_in_status_becomes_the_peak_ratio_and_copy_on_write_series() {
             cow_bytes: cow,
             ..Default::default()
         }),
+        replica: None,
     };
     // Valkey in a pod: the engine's own figures only, so no ratio and a copy-on-write median.
     let mut valkey = engine_status("valkey-9.1.2", "valkey", "9.1.2", [90.0, 89.0, 91.0]);
@@ -696,6 +697,7 @@ fn a_snapshot_in_status_becomes_the_peak_ratio_and_copy_on_write_series() {
             max: 1.006,
             repetitions: 3,
         }),
+        replica: None,
     });
     let plain = engine_status("redis-7.0.15", "redis", "7.0.15", [120.0, 119.0, 121.0]);
     metrics.observe_benchmark(&benchmark(

@@ -502,6 +502,7 @@ mod tests {
                     cow_bytes: Some(2_100_000_000),
                     ..Default::default()
                 }),
+                replica: None,
             }),
             ..Default::default()
         }];

@@ -14,7 +14,7 @@ pub mod spec_file;
 
 use crate::client::ttl::Ttl;
 use crate::client::workload::Workload;
-use crate::crd::{Allocator, EngineKind, MemoryBenchmark, PlacementSpec, RecordLayout};
+use crate::crd::{Allocator, EngineKind, EngineSpec, MemoryBenchmark, PlacementSpec, RecordLayout};
 use crate::formats::{
     LABEL_VALUE_MAX, MAX_BENCHMARK_NAME, MAX_NODE_SELECTOR, MAX_SAMPLES, MAX_TOLERATIONS,
     MIN_SAMPLE_EVERY, is_cpu_quantity, is_image_reference, is_label_key, is_label_value,
@@ -89,9 +89,21 @@ const LOCAL_ONLY_FIELDS: [(&str, &str); 3] = [
     ),
 ];
 
-/// Refuses the local-only engine fields, which a cluster would otherwise ignore without a word
-/// and measure something else than the spec says.
+/// Refuses the local-only fields, which a cluster would otherwise ignore without a word and
+/// measure something else than the spec says: the engine fields that pick a program, and
+/// `peak.replica` (a replica needs a second engine pod on a node of its own, which the operator
+/// does not start yet).
 fn refuse_local_only_fields(benchmark: &MemoryBenchmark) -> Result<(), String> {
+    if benchmark
+        .spec
+        .peak
+        .as_ref()
+        .is_some_and(|p| p.replica.is_some())
+    {
+        return Err(
+            "spec.peak.replica is measured locally for now (membench run starts the replica as a second process of the engine's build; membench load --replica ADDR against servers of yours): the operator does not yet start a replica pod on a node of its own; remove peak.replica from the MemoryBenchmark you create in the cluster, or keep peak.snapshot".into(),
+        );
+    }
     for (i, engine) in benchmark.spec.engines.iter().enumerate() {
         let set = [
             engine.binary.is_some(),
@@ -322,6 +334,23 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
         {
             return Err(format!(
                 "spec.peak.snapshot measures one engine's save, and spec.engines[{i}] is a sharded cluster whose shards each fork on their own: measure it without shards, or remove peak"
+            ));
+        }
+    }
+    if let Some(replica) = spec.peak.as_ref().and_then(|p| p.replica.as_ref()) {
+        crate::client::replica::ReplicaRate::from_spec(replica).map_err(|e| e.to_string())?;
+        if !matches!(
+            workload,
+            Workload::Strings { .. } | Workload::Records { .. }
+        ) {
+            return Err(format!(
+                "spec.peak.replica applies to the strings and records workloads (their writes overwrite loaded keys with values of the same size), not to {}",
+                workload.kind()
+            ));
+        }
+        if let Some(i) = spec.engines.iter().position(EngineSpec::is_cluster) {
+            return Err(format!(
+                "spec.peak.replica measures one engine's full sync to a replica, and spec.engines[{i}] runs in cluster mode or with shards: measure it without them, or remove peak.replica"
             ));
         }
     }

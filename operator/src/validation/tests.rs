@@ -369,3 +369,45 @@ fn a_snapshot_peak_of_a_sharded_entry_is_refused_naming_the_entry() {
         "{err}"
     );
 }
+
+/// A spec with `peak: {replica: ...}` over two Valkey entries, the second with `second`.
+fn replica_peak(second: &str, workload: &str, rate: u32) -> MemoryBenchmark {
+    unchecked(&format!(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: peak}}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{{engine: valkey, version: \"9.1\"}}, {{engine: valkey, version: \"9.1\", name: second{second}}}]\n  workload: {workload}\n  peak: {{replica: {{writesPerSecond: {rate}}}}}\n"
+    ))
+}
+
+#[test]
+fn a_replica_peak_runs_locally_and_the_operator_refuses_it_saying_so() {
+    let spec = replica_peak("", "{strings: {keys: 1000}}", 1000);
+    validate_spec(&spec).expect("membench run takes it");
+    let err = validate(&spec).unwrap_err();
+    assert!(
+        err.starts_with("spec.peak.replica is measured locally for now (membench run"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_replica_peak_is_refused_for_a_sharded_entry_a_sorted_set_or_a_rate_out_of_range() {
+    let sharded = validate_spec(&replica_peak(
+        ", shards: 3",
+        "{strings: {keys: 1000}}",
+        1000,
+    ));
+    assert!(
+        sharded
+            .unwrap_err()
+            .contains("spec.engines[1] runs in cluster mode or with shards"),
+        "a sharded entry"
+    );
+    let sorted = validate_spec(&replica_peak("", "{sortedSet: {members: 1000}}", 1000));
+    assert!(sorted.unwrap_err().contains("not to sorted-set"));
+    for rate in [0, 10_000_001] {
+        let err = validate_spec(&replica_peak("", "{strings: {keys: 1000}}", rate)).unwrap_err();
+        assert!(
+            err.contains("spec.peak.replica.writesPerSecond") && err.contains(&rate.to_string()),
+            "{err}"
+        );
+    }
+}

@@ -279,6 +279,9 @@ impl ClientResult {
             if let Some(snapshot) = summary.peak.as_ref().and_then(|p| p.snapshot.as_ref()) {
                 check_peak_ratio("summary.peak.snapshot", snapshot, repetitions)?;
             }
+            if let Some(replica) = summary.peak.as_ref().and_then(|p| p.replica.as_ref()) {
+                check_peak_ratio("summary.peak.replica", replica, repetitions)?;
+            }
         }
         Ok(())
     }

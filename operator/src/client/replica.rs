@@ -1,0 +1,367 @@
+//! The replica peak phase (`spec.peak.replica`, `membench load --replica`), run after a
+//! repetition's readings (after the snapshot when both are asked) on the data it loaded: a
+//! replica of the engine does a full sync (`REPLICAOF`) while the client overwrites loaded keys
+//! at a given rate (`client::paced_writes`), and the phase measures what the primary's machine
+//! holds meanwhile and what the replica holds once in sync. Redis and Valkey fork to send the
+//! sync (their fork child copies every page the writes touch, as for a snapshot); Dragonfly
+//! syncs without a fork. The writes end when the replica says it is in sync (`INFO
+//! replication`: `master_link_status:up`, `master_sync_in_progress:0`) and holds the primary's
+//! keys, within a bound; the replica is then detached (`REPLICAOF NO ONE`) and emptied, so
+//! that the next repetition starts with a replica as empty as this one found it.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::engine::{ControlConnection, EngineAddress, MemoryInfo};
+use crate::client::paced_writes::{self, Beside, PeakTarget, WriteRate};
+use crate::client::process_tree::TreeWatch;
+use crate::client::shards::ShardSet;
+use crate::client::snapshot::{SnapshotReport, last_cow_size, note_cow_peak};
+use crate::client::workload::Workload;
+use crate::crd::{ReplicaSpec, ReplicaStatus};
+use crate::error::BenchError;
+
+/// The longest a full sync may take before the phase fails. (Valkey and Redis wait
+/// `repl-diskless-sync-delay`, 5 s by default, for more replicas before they fork.)
+pub const SYNC_BOUND: Duration = Duration::from_secs(300);
+/// Longer than Redis's and Valkey's period of reading their own RSS (100 ms at `hz 10`).
+const RSS_REFRESH: Duration = Duration::from_millis(250);
+/// How long the replica may take, once in sync, to show the primary's key count.
+const KEYS_BOUND: Duration = Duration::from_secs(10);
+
+/// The writes asked for during a replica's sync, checked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReplicaRate {
+    pub writes_per_sec: u32,
+}
+
+impl ReplicaRate {
+    pub fn checked(spec: &ReplicaSpec, field: &str) -> Result<Self, BenchError> {
+        if spec.writes_per_sec == 0 || spec.writes_per_sec > 10_000_000 {
+            return Err(BenchError::InvalidArgument {
+                field: field.to_string(),
+                message: format!(
+                    "is {}: it must be between 1 and 10000000",
+                    spec.writes_per_sec
+                ),
+            });
+        }
+        Ok(Self {
+            writes_per_sec: spec.writes_per_sec,
+        })
+    }
+
+    pub fn from_spec(spec: &ReplicaSpec) -> Result<Self, BenchError> {
+        Self::checked(spec, "spec.peak.replica.writesPerSecond")
+    }
+
+    /// The phase on the replica at `address`.
+    pub fn at(self, address: EngineAddress) -> Replica {
+        Replica {
+            writes_per_sec: self.writes_per_sec,
+            address,
+        }
+    }
+}
+
+/// A replica phase as asked: the rate, and the replica's address (an engine of the same kind
+/// that can reach the primary at the address this client uses).
+#[derive(Clone, Debug)]
+pub struct Replica {
+    pub writes_per_sec: u32,
+    pub address: EngineAddress,
+}
+
+impl Replica {
+    /// What can be refused before anything is written to either server: a primary of several
+    /// shards, a replica at the primary's own address, a workload whose writes would not
+    /// overwrite loaded keys (as the snapshot's), a replica that does not answer, or one that
+    /// holds keys (its sync would wipe them). `field` names the setting in messages.
+    pub fn check_before_writes(
+        &self,
+        primaries: &[EngineAddress],
+        workload: &Workload,
+        timeout: Duration,
+        field: &str,
+    ) -> Result<(), BenchError> {
+        let refused = |message: String| BenchError::InvalidArgument {
+            field: field.to_string(),
+            message,
+        };
+        let [primary] = primaries else {
+            return Err(refused(format!(
+                "measures one engine's full sync to a replica; {} shards were given: measure one shard",
+                primaries.len()
+            )));
+        };
+        if same_server(primary, &self.address) {
+            return Err(refused(format!(
+                "{} is the engine's own address: the replica must be a second, empty server",
+                self.address
+            )));
+        }
+        match workload {
+            Workload::Strings { .. } | Workload::Records { .. } => {}
+            other => {
+                return Err(refused(format!(
+                    "applies to the strings and records workloads (their writes overwrite loaded keys with values of the same size), not to {}",
+                    other.kind()
+                )));
+            }
+        }
+        let mut replica = ControlConnection::open(&self.address, timeout).map_err(|e| {
+            refused(format!(
+                "the replica at {} does not answer ({e}): start an empty server of the same engine there",
+                self.address
+            ))
+        })?;
+        let keys = replica.keys_in_all_databases()?;
+        if keys > 0 {
+            return Err(refused(format!(
+                "the replica at {} holds {keys} keys, which its full sync would wipe: give an empty server",
+                self.address
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Whether two addresses name one server: the same port, and hosts that resolve alike.
+fn same_server(a: &EngineAddress, b: &EngineAddress) -> bool {
+    use std::net::ToSocketAddrs;
+    if a.port != b.port {
+        return false;
+    }
+    if a.host.eq_ignore_ascii_case(&b.host) {
+        return true;
+    }
+    let resolved = |address: &EngineAddress| -> Vec<std::net::SocketAddr> {
+        address
+            .socket_addr()
+            .to_socket_addrs()
+            .map(|all| all.collect())
+            .unwrap_or_default()
+    };
+    let theirs = resolved(b);
+    resolved(a).iter().any(|address| theirs.contains(address))
+}
+
+/// What the full sync cost, on both sides.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaReport {
+    /// The primary's figures, in a snapshot's shape: its process tree just before `REPLICAOF`
+    /// and at its highest during the sync, the copy-on-write of the fork that sent it
+    /// (`rdb_last_cow_size`, `current_cow_peak`; Dragonfly does not fork), the sync's
+    /// duration (from `REPLICAOF` until the replica said it was in sync) and the writes.
+    #[serde(flatten)]
+    pub primary: SnapshotReport,
+    /// The primary's `mem_replication_backlog` once the replica was in sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backlog_bytes: Option<u64>,
+    /// The replica's process tree at its highest during the sync, when it runs on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_peak_bytes: Option<u64>,
+    /// The replica once in sync: its memory, and its keys (the primary's, verified).
+    pub replica_used_memory: u64,
+    pub replica_used_memory_rss: u64,
+    pub replica_keys: u64,
+}
+
+impl From<&ReplicaReport> for ReplicaStatus {
+    fn from(r: &ReplicaReport) -> Self {
+        ReplicaStatus {
+            primary: (&r.primary).into(),
+            backlog_bytes: r.backlog_bytes,
+            replica_used_memory: r.replica_used_memory,
+            replica_used_memory_rss: r.replica_used_memory_rss,
+            replica_keys: r.replica_keys,
+        }
+    }
+}
+
+/// Whether the replica says its full sync is done and it holds the primary's `keys`.
+fn in_sync(replica: &mut ControlConnection, keys: u64) -> Result<bool, BenchError> {
+    let replication = replica.info("replication")?;
+    let field = |name: &str| {
+        replication
+            .get(name)
+            .map(String::as_str)
+            .unwrap_or_default()
+    };
+    // Dragonfly may call the link up before its full sync has begun: its keys tell.
+    Ok(field("master_link_status") == "up"
+        && field("master_sync_in_progress") == "0"
+        && replica.keys_in_all_databases()? == keys)
+}
+
+/// The replica's process id, as its INFO reports it.
+fn replica_process(replica: &mut ControlConnection) -> Option<u32> {
+    replica.info("server").ok()?.get("process_id")?.parse().ok()
+}
+
+/// Runs the phase: the replica at `replica.address` syncs from the single engine of `shards`
+/// under paced overwrites of every loaded item, the primary's process tree sampled meanwhile
+/// when it is on this machine; the replica is detached and emptied afterwards, whether the
+/// sync succeeded or not.
+pub fn run(
+    shards: &mut ShardSet,
+    replica: &Replica,
+    target: &PeakTarget<'_>,
+    before: &MemoryInfo,
+) -> Result<ReplicaReport, BenchError> {
+    let mut link = ControlConnection::open(&replica.address, target.pacing.connect_timeout)?;
+    let held = link.keys_in_all_databases()?;
+    if held > 0 {
+        return Err(BenchError::InvalidArgument {
+            field: "peak.replica".into(),
+            message: format!(
+                "the replica at {} holds {held} keys, which its full sync would wipe: give an empty server",
+                replica.address
+            ),
+        });
+    }
+    let primary = shards.first().address().clone();
+    if let Some(password) = &primary.password {
+        link.query::<()>(
+            redis::cmd("CONFIG")
+                .arg("SET")
+                .arg("masterauth")
+                .arg(password),
+        )?;
+    }
+    let keys = shards.first().keys_in_all_databases()?;
+    let replica_watch = TreeWatch::start(replica_process(&mut link));
+    let watch = TreeWatch::start(target.process_id);
+    let started = Instant::now();
+    let mut cow_peak_bytes = None;
+    let beside = Beside {
+        phase: "replica",
+        command: "REPLICAOF",
+        rate: WriteRate {
+            writes_per_sec: replica.writes_per_sec,
+            write_share: 1.0,
+        },
+        bound: SYNC_BOUND,
+        unfinished: format!(
+            "the replica at {} did not report itself in sync (INFO replication: master_link_status:up, master_sync_in_progress:0) holding the primary's {keys} keys",
+            replica.address
+        ),
+    };
+    let result = link
+        .query::<()>(redis::cmd("REPLICAOF").arg(&primary.host).arg(primary.port))
+        .and_then(|_| {
+            paced_writes::write_until(shards, target, &beside, &mut |shards| {
+                note_cow_peak(&shards.first().info("persistence")?, &mut cow_peak_bytes);
+                in_sync(&mut link, keys)
+            })
+        });
+    let duration = started.elapsed().as_secs_f64();
+    let tree = watch.finish();
+    let replica_peak_bytes = replica_watch.finish().peak_bytes;
+    let measured = result.and_then(|writes| {
+        // Redis and Valkey read their RSS every 100 ms (serverCron): wait for a reading taken
+        // after the sync (one right at its end said 22 MB of a replica whose process held 72).
+        std::thread::sleep(RSS_REFRESH);
+        let replica_memory = link.memory()?;
+        let replica_keys = settled_keys(&mut link, keys)?;
+        let cow_bytes = last_cow_size(shards.first())?;
+        let backlog_bytes = shards
+            .first()
+            .info("memory")?
+            .get("mem_replication_backlog")
+            .and_then(|v| v.parse::<u64>().ok());
+        Ok((
+            writes,
+            replica_memory,
+            replica_keys,
+            cow_bytes,
+            backlog_bytes,
+        ))
+    });
+    // Detached and emptied whatever happened, so that neither the next repetition's FLUSHALL
+    // nor its load reaches the replica.
+    let detached = detach(&mut link);
+    let (writes, replica_memory, replica_keys, cow_bytes, backlog_bytes) = measured?;
+    detached?;
+    Ok(ReplicaReport {
+        primary: SnapshotReport::of(
+            tree,
+            before,
+            duration,
+            writes,
+            replica.writes_per_sec,
+            cow_bytes.filter(|_| target.engine != "dragonfly"),
+            cow_peak_bytes,
+        ),
+        backlog_bytes,
+        replica_peak_bytes,
+        replica_used_memory: replica_memory.used_memory,
+        replica_used_memory_rss: replica_memory.used_memory_rss,
+        replica_keys,
+    })
+}
+
+/// The replica's keys once in sync, verified against the primary's `keys` (a replica that
+/// lost some in the sync fails the phase).
+fn settled_keys(replica: &mut ControlConnection, keys: u64) -> Result<u64, BenchError> {
+    let started = Instant::now();
+    loop {
+        let held = replica.keys_in_all_databases()?;
+        if held == keys {
+            return Ok(held);
+        }
+        if started.elapsed() >= KEYS_BOUND {
+            return Err(BenchError::CountMismatch {
+                message: format!(
+                    "the replica at {} holds {held} keys once in sync, the primary {keys}",
+                    replica.address()
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `REPLICAOF NO ONE`, then `FLUSHALL`: the replica as empty as the phase found it.
+fn detach(replica: &mut ControlConnection) -> Result<(), BenchError> {
+    replica.query::<()>(redis::cmd("REPLICAOF").arg("NO").arg("ONE"))?;
+    replica.flush_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address(addr: &str) -> EngineAddress {
+        EngineAddress::parse(addr, None).unwrap()
+    }
+
+    #[test]
+    fn a_rate_outside_its_range_is_refused_naming_the_field() {
+        for rate in [0, 10_000_001] {
+            let refusal = ReplicaRate::from_spec(&ReplicaSpec {
+                writes_per_sec: rate,
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(
+                refusal.contains("spec.peak.replica.writesPerSecond")
+                    && refusal.contains("between 1 and 10000000"),
+                "{refusal}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_replica_at_the_primarys_own_address_is_the_same_server() {
+        assert!(same_server(
+            &address("127.0.0.1:6379"),
+            &address("localhost:6379")
+        ));
+        assert!(!same_server(
+            &address("127.0.0.1:6379"),
+            &address("127.0.0.1:6380")
+        ));
+    }
+}
