@@ -273,20 +273,11 @@ fn an_entrys_own_maxmemory_is_its_limit_for_the_load_past_it_and_not_before() {
 fn a_capacity_plan_of_a_run_with_an_eviction_makes_room_for_its_measured_overshoot() {
     let dir = std::env::temp_dir().join(format!("membench-eviction-plan-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let spec = common::write_spec(
+    let mut json = common::run_spec(
         &dir,
         "eviction-plan",
         "  engines: [{engine: valkey, version: \"9.1\"}]\n  workload: {strings: {keys: 20000}}\n  repetitions: 1\n  settleSeconds: 1\n  eviction: {maxmemory: 16mb, policy: allkeys-lru, loadTo: 2}\n  capacity: {items: 1000000, instanceFamilies: [r8g]}\n",
     );
-    let result = dir.join("result.json");
-    let output = common::membench(&[
-        "run",
-        spec.to_str().unwrap(),
-        "--result-file",
-        result.to_str().unwrap(),
-    ]);
-    assert!(output.status.success(), "{}", common::stderr(&output));
-    let mut json: Value = serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
     let eviction = json["engines"][0]["repetitions"][0]["eviction"].clone();
     let peak = count(&eviction["peak_used_memory"]);
     let limit = 16u64 << 20;
@@ -294,7 +285,7 @@ fn a_capacity_plan_of_a_run_with_an_eviction_makes_room_for_its_measured_oversho
         eviction["overshoot_bytes"].as_i64(),
         Some(peak as i64 - limit as i64)
     );
-    let planned = common::capacity_plans(&result).remove(0);
+    let planned = common::capacity_plans(&dir.join("eviction-plan.json")).remove(0);
 
     // The same result without its eviction: the plan the overshoot is added to.
     for repetition in json["engines"][0]["repetitions"].as_array_mut().unwrap() {

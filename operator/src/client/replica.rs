@@ -156,12 +156,20 @@ pub struct ReplicaReport {
     /// duration (from `REPLICAOF` until the replica said it was in sync) and the writes.
     #[serde(flatten)]
     pub primary: SnapshotReport,
-    /// The primary's `mem_replication_backlog` once the replica was in sync.
+    /// The primary's `mem_replication_backlog` once the replica was in sync (allocated by the
+    /// first sync and kept: 10 MB by default on Valkey 9).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backlog_bytes: Option<u64>,
+    /// The primary's used_memory once the replica was in sync (its backlog included), beside
+    /// which the replica's is read.
+    pub primary_used_memory_after: u64,
     /// The replica's process tree at its highest during the sync, when it runs on this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_peak_bytes: Option<u64>,
+    /// The replica's own `mem_replication_backlog` once in sync (part of its used_memory: Valkey
+    /// allocates it as the sync ends, or with the first write after it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_backlog_bytes: Option<u64>,
     /// The replica once in sync: its memory, and its keys (the primary's, verified).
     pub replica_used_memory: u64,
     pub replica_used_memory_rss: u64,
@@ -173,6 +181,7 @@ impl From<&ReplicaReport> for ReplicaStatus {
         ReplicaStatus {
             primary: (&r.primary).into(),
             backlog_bytes: r.backlog_bytes,
+            primary_used_memory_after: r.primary_used_memory_after,
             replica_used_memory: r.replica_used_memory,
             replica_used_memory_rss: r.replica_used_memory_rss,
             replica_keys: r.replica_keys,
@@ -263,43 +272,43 @@ pub fn run(
         // Redis and Valkey read their RSS every 100 ms (serverCron): wait for a reading taken
         // after the sync (one right at its end said 22 MB of a replica whose process held 72).
         std::thread::sleep(RSS_REFRESH);
-        let replica_memory = link.memory()?;
+        let replica_info = link.info("memory")?;
+        let replica_memory = MemoryInfo::from_info(&replica_info)?;
         let replica_keys = settled_keys(&mut link, keys)?;
         let cow_bytes = last_cow_size(shards.first())?;
-        let backlog_bytes = shards
-            .first()
-            .info("memory")?
-            .get("mem_replication_backlog")
-            .and_then(|v| v.parse::<u64>().ok());
-        Ok((
-            writes,
-            replica_memory,
+        let primary_memory = shards.first().info("memory")?;
+        Ok(ReplicaReport {
+            primary: SnapshotReport::of(
+                tree,
+                before,
+                duration,
+                writes,
+                replica.writes_per_sec,
+                cow_bytes.filter(|_| target.engine != "dragonfly"),
+                cow_peak_bytes,
+            ),
+            backlog_bytes: backlog(&primary_memory),
+            replica_backlog_bytes: backlog(&replica_info),
+            primary_used_memory_after: MemoryInfo::from_info(&primary_memory)?.used_memory,
+            replica_peak_bytes,
+            replica_used_memory: replica_memory.used_memory,
+            replica_used_memory_rss: replica_memory.used_memory_rss,
             replica_keys,
-            cow_bytes,
-            backlog_bytes,
-        ))
+        })
     });
     // Detached and emptied whatever happened, so that neither the next repetition's FLUSHALL
     // nor its load reaches the replica.
     let detached = detach(&mut link);
-    let (writes, replica_memory, replica_keys, cow_bytes, backlog_bytes) = measured?;
+    let report = measured?;
     detached?;
-    Ok(ReplicaReport {
-        primary: SnapshotReport::of(
-            tree,
-            before,
-            duration,
-            writes,
-            replica.writes_per_sec,
-            cow_bytes.filter(|_| target.engine != "dragonfly"),
-            cow_peak_bytes,
-        ),
-        backlog_bytes,
-        replica_peak_bytes,
-        replica_used_memory: replica_memory.used_memory,
-        replica_used_memory_rss: replica_memory.used_memory_rss,
-        replica_keys,
-    })
+    Ok(report)
+}
+
+/// `mem_replication_backlog` of an `INFO memory`, where the engine reports it.
+fn backlog(memory: &std::collections::HashMap<String, String>) -> Option<u64> {
+    memory
+        .get("mem_replication_backlog")
+        .and_then(|v| v.parse::<u64>().ok())
 }
 
 /// The replica's keys once in sync, verified against the primary's `keys` (a replica that

@@ -345,6 +345,8 @@ mod tests {
             peak.replica = Some(crate::client::replica::ReplicaReport {
                 primary: peak.snapshot.clone().unwrap(),
                 backlog_bytes: Some(1_048_576),
+                primary_used_memory_after: 4_801_000_000,
+                replica_backlog_bytes: Some(1_048_576),
                 replica_peak_bytes: Some(5_100_000_000),
                 replica_used_memory: 4_790_000_000,
                 replica_used_memory_rss: 4_950_000_000,

@@ -243,6 +243,8 @@ pub struct ReplicaStatus {
     /// (`mem_replication_backlog`), in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backlog_bytes: Option<u64>,
+    /// The primary's used_memory once the replica was in sync (its backlog included), in bytes.
+    pub primary_used_memory_after: u64,
     /// The replica's used_memory once in sync, in bytes.
     pub replica_used_memory: u64,
     /// The replica's used_memory_rss once in sync, in bytes.

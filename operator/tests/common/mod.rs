@@ -345,6 +345,21 @@ pub fn write_spec(dir: &std::path::Path, name: &str, spec: &str) -> PathBuf {
     path
 }
 
+/// `membench run` of a MemoryBenchmark named `name` with `spec` (as [`write_spec`], in `dir`),
+/// which must succeed: its result file's JSON.
+pub fn run_spec(dir: &std::path::Path, name: &str, spec: &str) -> serde_json::Value {
+    let path = write_spec(dir, name, spec);
+    let result = dir.join(format!("{name}.json"));
+    let output = membench(&[
+        "run",
+        path.to_str().unwrap(),
+        "--result-file",
+        result.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap()
+}
+
 /// `membench load` of `workload` (its flags) into the engine at each of `addresses` (one
 /// engine, or the shards of a cluster), `repetitions` times, writing its result to `result` as
 /// a client pod does; its stderr piped, its stdout dropped.
