@@ -236,7 +236,7 @@ pub fn measure_shards_journaled(
     report.summary = Summary::of(&report.repetitions, &options.thresholds);
     report
         .warnings
-        .extend(phases::snapshot_shortfall(&report.repetitions));
+        .extend(phases::peak_shortfalls(&report.repetitions));
     report
 }
 

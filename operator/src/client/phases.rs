@@ -165,20 +165,41 @@ fn failed(phase: &'static str) -> impl FnOnce(BenchError) -> PhaseFailure {
     move |error| PhaseFailure { phase, error }
 }
 
-/// What to tell a reader when the writes of some repetitions' snapshots did not reach 90% of
-/// the rate asked: the lowest rate reached, in how many, and that the peak is that of the rate
-/// reached (one warning for the run).
-pub fn snapshot_shortfall(repetitions: &[RepetitionResult]) -> Option<String> {
+/// What to tell a reader when the writes of some repetitions' peak phases (a snapshot, a
+/// replica's sync) did not reach 90% of the rate asked: per phase, the lowest rate reached, in
+/// how many, and that the peak is that of the rate reached (one warning per phase for the run).
+pub fn peak_shortfalls(repetitions: &[RepetitionResult]) -> Vec<String> {
+    fn snapshot(p: &PeakReport) -> Option<&SnapshotReport> {
+        p.snapshot.as_ref()
+    }
+    fn replica(p: &PeakReport) -> Option<&SnapshotReport> {
+        p.replica.as_ref().map(|r| &r.primary)
+    }
+    [
+        shortfall(repetitions, "the snapshot", "peak.snapshot", snapshot),
+        shortfall(repetitions, "the replica's sync", "peak.replica", replica),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+fn shortfall(
+    repetitions: &[RepetitionResult],
+    during: &str,
+    field: &str,
+    phase: fn(&PeakReport) -> Option<&SnapshotReport>,
+) -> Option<String> {
     let short: Vec<(u32, &SnapshotReport)> = repetitions
         .iter()
-        .filter_map(|r| Some((r.repetition, r.peak.as_ref()?.snapshot.as_ref()?)))
+        .filter_map(|r| Some((r.repetition, phase(r.peak.as_ref()?)?)))
         .filter(|(_, s)| s.writes_per_sec < 0.9 * f64::from(s.writes_per_sec_asked))
         .collect();
     let (repetition, lowest) = short
         .iter()
         .min_by(|a, b| a.1.writes_per_sec.total_cmp(&b.1.writes_per_sec))?;
     Some(format!(
-        "the writes during the snapshot reached under 90% of the {} a second asked (peak.snapshot.writesPerSecond) in {} of {} repetitions, {:.0} a second at the lowest (repetition {repetition}): the engine or this client could not keep up, and each peak measured is that of the rate reached",
+        "the writes during {during} reached under 90% of the {} a second asked ({field}.writesPerSecond) in {} of {} repetitions, {:.0} a second at the lowest (repetition {repetition}): the engine or this client could not keep up, and each peak measured is that of the rate reached",
         lowest.writes_per_sec_asked,
         short.len(),
         repetitions.len(),

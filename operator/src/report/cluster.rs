@@ -141,11 +141,18 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         emulator: emulator_of(engine.image_id.as_deref()),
         churned_rss,
         defragmented_rss,
-        snapshot_peak: crate::report::table::describe_snapshot(
+        snapshot_peak: crate::report::peak::describe_snapshot(
             &engine
                 .repetitions
                 .iter()
                 .filter_map(|r| r.peak.as_ref()?.snapshot.clone())
+                .collect::<Vec<_>>(),
+        ),
+        replica_peak: crate::report::peak::describe_replica(
+            &engine
+                .repetitions
+                .iter()
+                .filter_map(|r| r.peak.as_ref()?.replica.clone())
                 .collect::<Vec<_>>(),
         ),
         eviction: engine

@@ -516,6 +516,40 @@ mod tests {
     }
 
     #[test]
+    fn a_replicas_sync_is_shown_beside_bytes_per_item() {
+        let mut b = benchmark(false);
+        let valkey = &mut b.status.as_mut().unwrap().engines[1];
+        valkey.repetitions = vec![crate::crd::RepetitionStatus {
+            items: 50_000,
+            peak: Some(crate::crd::PeakStatus {
+                snapshot: None,
+                replica: Some(crate::crd::ReplicaStatus {
+                    primary: crate::crd::SnapshotStatus {
+                        source: "process-tree".into(),
+                        before_bytes: Some(74_160_000),
+                        peak_bytes: Some(83_480_000),
+                        ratio: Some(1.1257),
+                        cow_bytes: Some(9_170_000),
+                        ..Default::default()
+                    },
+                    replica_used_memory: 65_570_000,
+                    ..Default::default()
+                }),
+            }),
+            ..Default::default()
+        }];
+        let page = render_page("t", &[section_from_status(&b)]);
+        assert!(page.contains("Peak during replica sync"), "no column");
+        assert!(
+            page.contains("x1.13 (83.48 MB), copy-on-write 9.17 MB, replica 65.57 MB"),
+            "no figures"
+        );
+        assert!(!page.contains("Peak during snapshot"), "no snapshot asked");
+        let page = render_page("t", &[section_from_status(&benchmark(false))]);
+        assert!(!page.contains("Peak during replica sync"));
+    }
+
+    #[test]
     fn the_page_fetches_nothing() {
         let page = render_page("t", &[section_from_status(&benchmark(true))]);
         for forbidden in [

@@ -3,7 +3,7 @@
 //! of raw numbers (`csv`), the comparison of finished benchmarks read from their status in the
 //! cluster (`cluster`), the self-contained HTML page (`html`) with its SVG charts (`charts`),
 //! what a local run measured (`local_run`) and the published tables that users quote
-//! (`published`), a sharded cluster's shards (`shards`), and what a churn left (`churn`, its chart `churn_chart`).
+//! (`published`), a sharded cluster's shards (`shards`), the peak phases in a line (`peak`), bytes as a report writes them (`units`), and what a churn left (`churn`, its chart `churn_chart`).
 //!
 //! It may use the parts below it (`validation`, `client` for the measured results, `crd` and
 //! the leaves); never the controller or the local runner, which call it, nor the metrics, its
@@ -18,6 +18,8 @@ pub mod cluster;
 pub mod csv;
 pub mod html;
 pub mod local_run;
+pub mod peak;
 pub mod published;
 pub mod shards;
 pub mod table;
+pub mod units;

@@ -8,8 +8,10 @@ use serde::Serialize;
 use crate::client::measure::BenchmarkReport;
 use crate::client::type_memory::{self, TypeSummary};
 use crate::client::workload::Workload;
-use crate::crd::{EvictionStatus, SnapshotStatus};
+use crate::crd::EvictionStatus;
+use crate::report::peak::{describe_replica, describe_snapshot};
 use crate::report::published::{PublishedFigure, PublishedTable};
+pub use crate::report::units::format_bytes;
 
 /// Output formats of the commands that print results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -134,22 +136,6 @@ impl Table {
     }
 }
 
-/// Bytes in decimal units, as the published tables give used_memory ("4.83 GB").
-pub fn format_bytes(bytes: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
-    let mut value = bytes;
-    let mut unit = 0;
-    while value.abs() >= 1000.0 && unit < UNITS.len() - 1 {
-        value /= 1000.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{value:.0} B")
-    } else {
-        format!("{value:.2} {}", UNITS[unit])
-    }
-}
-
 /// Operations per second, as "539k/s" or "1.20M/s".
 pub fn format_rate(per_sec: f64) -> String {
     if per_sec >= 1e6 {
@@ -251,6 +237,10 @@ pub struct ComparisonRow {
     /// a line (`describe_snapshot`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot_peak: Option<String>,
+    /// With `spec.peak.replica`: the primary's median peak during the sync, and the replica's
+    /// memory, in a line (`report::peak::describe_replica`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_peak: Option<String>,
     /// With `spec.eviction`: the first repetition's load past maxmemory, in a line
     /// (`report::churn::describe_eviction`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -313,6 +303,13 @@ impl ComparisonRow {
                     .repetitions
                     .iter()
                     .filter_map(|r| r.peak.as_ref()?.snapshot.as_ref().map(Into::into))
+                    .collect::<Vec<_>>(),
+            ),
+            replica_peak: describe_replica(
+                &report
+                    .repetitions
+                    .iter()
+                    .filter_map(|r| r.peak.as_ref()?.replica.as_ref().map(Into::into))
                     .collect::<Vec<_>>(),
             ),
             eviction: report
@@ -414,6 +411,7 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     let with_defrag = rows.iter().any(|r| r.defragmented_rss.is_some());
     let with_eviction = rows.iter().any(|r| r.eviction.is_some());
     let with_snapshot = rows.iter().any(|r| r.snapshot_peak.is_some());
+    let with_replica = rows.iter().any(|r| r.replica_peak.is_some());
     let mut headers = if with_name { vec!["Name"] } else { Vec::new() };
     headers.extend(["Engine", "Version", "Allocator", "Modules"]);
     if with_instance {
@@ -428,6 +426,9 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
     }
     if with_snapshot {
         headers.push("Peak during snapshot");
+    }
+    if with_replica {
+        headers.push("Peak during replica sync");
     }
     if with_eviction {
         headers.push("At maxmemory");
@@ -479,6 +480,9 @@ pub fn comparison_table(rows: &[ComparisonRow]) -> Table {
         }
         if with_snapshot {
             row.push(r.snapshot_peak.clone().unwrap_or_else(dash));
+        }
+        if with_replica {
+            row.push(r.replica_peak.clone().unwrap_or_else(dash));
         }
         if with_eviction {
             row.push(r.eviction.clone().unwrap_or_else(dash));
@@ -623,35 +627,6 @@ pub fn growth_table(report: &BenchmarkReport) -> Option<Table> {
     Some(table)
 }
 
-/// Each repetition's snapshot (peak / steady, peak bytes, copy-on-write bytes) as the median
-/// peak over the steady memory, the median peak and copy-on-write, in a line; `None` without.
-pub fn describe_snapshot(snapshots: &[SnapshotStatus]) -> Option<String> {
-    if snapshots.is_empty() {
-        return None;
-    }
-    let median = |values: Vec<f64>| crate::stats::Spread::of(&values).map(|s| s.median);
-    let bytes = |f: fn(&SnapshotStatus) -> Option<u64>| {
-        median(
-            snapshots
-                .iter()
-                .filter_map(|s| f(s).map(|b| b as f64))
-                .collect(),
-        )
-    };
-    let ratio = median(snapshots.iter().filter_map(|s| s.ratio).collect());
-    let peak = bytes(|s| s.peak_bytes);
-    let cow = bytes(|s| s.cow_bytes);
-    let mut parts = Vec::new();
-    match (ratio, peak) {
-        (Some(ratio), Some(peak)) => parts.push(format!("x{ratio:.2} ({})", format_bytes(peak))),
-        _ => parts.push("process tree not seen".to_string()),
-    }
-    if let Some(cow) = cow {
-        parts.push(format!("copy-on-write {}", format_bytes(cow)));
-    }
-    Some(parts.join(", "))
-}
-
 /// A repetition's load past maxmemory in a line: the peak against maxmemory, the keys evicted
 /// and kept, the write rate while evicting, or the refusal that was its result.
 pub fn describe_eviction(eviction: &EvictionStatus) -> String {
@@ -726,6 +701,7 @@ mod tests {
             churned_rss: None,
             defragmented_rss: None,
             snapshot_peak: None,
+            replica_peak: None,
             eviction: None,
             note: None,
             published_table: None,
@@ -781,6 +757,7 @@ mod tests {
             churned_rss: None,
             defragmented_rss: None,
             snapshot_peak: None,
+            replica_peak: None,
             eviction: None,
             note: None,
             published_table: None,
