@@ -89,14 +89,14 @@ pub struct LoadArgs {
     /// The share of the loaded items those writes are spread over (default 1).
     #[arg(long, value_name = "SHARE")]
     snapshot_write_share: Option<f64>,
-    /// After each repetition's readings (and its snapshot), make the server at ADDR, an empty
-    /// engine of the same kind, a replica of --addr (REPLICAOF, with its masterauth set to
-    /// --password when one is given) while overwriting loaded keys at --replica-writes-per-sec,
+    /// After each repetition's readings (and its snapshot), make the server at HOST:PORT, an
+    /// empty engine of the same kind (reached with --password too), a replica of --addr
+    /// (REPLICAOF, with its masterauth set to --password when one is given) while overwriting loaded keys at --replica-writes-per-sec,
     /// until it is in sync (INFO replication), then measure: the primary's process tree's peak
     /// when it runs on this machine and the copy-on-write it reports, the replica's memory and
     /// keys (verified against the primary's), the sync's duration and the writes' latency
     /// (strings, records; one --addr). The replica is then detached (REPLICAOF NO ONE) and
-    /// emptied (FLUSHALL); a replica that holds keys is refused. ADDR must be able to reach the
+    /// emptied (FLUSHALL); a replica that holds keys is refused. It must be able to reach the
     /// primary at --addr.
     #[arg(long, value_name = "HOST:PORT", requires = "replica_writes_per_sec")]
     replica: Option<String>,
