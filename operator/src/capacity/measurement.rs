@@ -5,7 +5,7 @@
 
 use crate::client::measure::BenchmarkReport;
 use crate::client::workload::{Workload, expected_unique_keys};
-use crate::crd::{EngineStatus, RecordLayout, SnapshotStatus};
+use crate::crd::{EngineStatus, PeakStatus, RecordLayout, SnapshotStatus};
 
 use super::projection::CurvePoint;
 use super::rebuild::{RebuildMeasurement, RebuildRepetition};
@@ -77,6 +77,35 @@ pub struct SnapshotPeak {
     /// Whether the ratio was measured on the engine's processes (`process-tree`) or estimated
     /// from the engine's own copy-on-write figure (`engine-only`).
     pub measured: bool,
+    /// The phase that reached it: a snapshot's save, or a replica's full sync (the primary
+    /// forks for it as for a save).
+    pub phase: PeakPhase,
+}
+
+/// The phase a peak was measured in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PeakPhase {
+    #[default]
+    Snapshot,
+    Replica,
+}
+
+impl PeakPhase {
+    /// The spec's field, for notes.
+    pub fn field(self) -> &'static str {
+        match self {
+            PeakPhase::Snapshot => "spec.peak.snapshot",
+            PeakPhase::Replica => "spec.peak.replica",
+        }
+    }
+
+    /// What the node holds at the peak, for notes.
+    pub fn what(self) -> &'static str {
+        match self {
+            PeakPhase::Snapshot => "during a save",
+            PeakPhase::Replica => "while it sends a replica its full sync",
+        }
+    }
 }
 
 impl SnapshotPeak {
@@ -87,13 +116,28 @@ impl SnapshotPeak {
             return Some(Self {
                 ratio: ratio.max(1.0),
                 measured: true,
+                phase: PeakPhase::Snapshot,
             });
         }
         let cow = snapshot.cow_bytes?;
         (snapshot.used_memory_before > 0).then(|| Self {
             ratio: 1.0 + cow as f64 / snapshot.used_memory_before as f64,
             measured: false,
+            phase: PeakPhase::Snapshot,
         })
+    }
+
+    /// The higher of a repetition's peaks: its snapshot's and its replica sync's (the
+    /// primary's, in a snapshot's shape).
+    pub fn of_peak(peak: &PeakStatus) -> Option<Self> {
+        let snapshot = peak.snapshot.as_ref().and_then(Self::of);
+        let replica = peak.replica.as_ref().and_then(|r| {
+            Self::of(&r.primary).map(|p| Self {
+                phase: PeakPhase::Replica,
+                ..p
+            })
+        });
+        highest_snapshot_peak(snapshot.into_iter().chain(replica))
     }
 }
 
@@ -320,11 +364,12 @@ impl EngineMeasurement {
                         .eviction
                         .as_ref()
                         .and_then(|e| EvictionPeak::of(e.peak_used_memory, e.overshoot_bytes)),
-                    snapshot: r
-                        .peak
-                        .as_ref()
-                        .and_then(|p| p.snapshot.as_ref())
-                        .and_then(|snapshot| SnapshotPeak::of(&snapshot.into())),
+                    snapshot: r.peak.as_ref().and_then(|p| {
+                        SnapshotPeak::of_peak(&crate::crd::PeakStatus {
+                            snapshot: p.snapshot.as_ref().map(Into::into),
+                            replica: p.replica.as_ref().map(Into::into),
+                        })
+                    }),
                 })
                 .collect::<Vec<_>>(),
         )
@@ -359,11 +404,7 @@ impl EngineMeasurement {
                         .eviction
                         .as_ref()
                         .and_then(|e| EvictionPeak::of(e.peak_used_memory, e.overshoot_bytes)),
-                    snapshot: r
-                        .peak
-                        .as_ref()
-                        .and_then(|p| p.snapshot.as_ref())
-                        .and_then(SnapshotPeak::of),
+                    snapshot: r.peak.as_ref().and_then(SnapshotPeak::of_peak),
                 })
                 .collect::<Vec<_>>(),
         )

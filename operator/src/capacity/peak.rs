@@ -29,7 +29,8 @@ pub enum HeadroomBasis {
     /// The band's top RSS over 1 - headroomPercent / 100.
     #[default]
     HeadroomPercent,
-    /// The band's top RSS raised by the run's snapshot peak over steady memory, with no
+    /// The band's top RSS raised by the run's measured peak (a snapshot's save or a replica's
+    /// full sync) over steady memory, with no
     /// headroom percent on top.
     SnapshotPeak,
 }
@@ -63,8 +64,11 @@ pub fn make_room(mut rss: RssProjection, peak: Option<&SnapshotPeak>) -> RssProj
         "estimated from the engine's rdb_last_cow_size over its used_memory (the client could not see the engine's processes)"
     };
     let note = format!(
-        "raised {:.3}x for spec.peak.snapshot ({how}): the node holds the engine's memory and the pages its fork copied during a save under the run's writes, {} bytes at the estimate instead of {before}; a save of more data at the same write rate lasts longer and copies more, so this is a floor",
-        peak.ratio, rss.rss
+        "raised {:.3}x for {} ({how}): the node holds the engine's memory and the pages its fork copied {} under the run's writes, {} bytes at the estimate instead of {before}; more data at the same write rate takes longer to save or send and copies more, so this is a floor",
+        peak.ratio,
+        peak.phase.field(),
+        peak.phase.what(),
+        rss.rss
     );
     rss.add_note(note);
     rss
@@ -73,6 +77,7 @@ pub fn make_room(mut rss: RssProjection, peak: Option<&SnapshotPeak>) -> RssProj
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capacity::measurement::PeakPhase;
     use crate::capacity::measurement::highest_snapshot_peak as highest;
     use crate::capacity::rss::RssBasis;
     use crate::crd::SnapshotStatus;
@@ -139,7 +144,8 @@ mod tests {
             peak,
             SnapshotPeak {
                 ratio: 1.5,
-                measured: false
+                measured: false,
+                phase: PeakPhase::Snapshot,
             }
         );
         let raised = make_room(projection(), Some(&peak));
@@ -168,5 +174,35 @@ mod tests {
         );
         let raised = make_room(projection(), peak.as_ref());
         assert_eq!((raised.rss, raised.rss_high), (100_000_000, 110_000_000));
+    }
+
+    #[test]
+    fn a_replica_sync_that_peaked_higher_than_the_save_is_the_peak_planned_for_and_named() {
+        use crate::crd::{PeakStatus, ReplicaStatus};
+        let sync = ReplicaStatus {
+            primary: snapshot(Some(1.30), None),
+            ..ReplicaStatus::default()
+        };
+        let both = PeakStatus {
+            snapshot: Some(snapshot(Some(1.10), None)),
+            replica: Some(sync.clone()),
+        };
+        let peak = SnapshotPeak::of_peak(&both).unwrap();
+        assert_eq!((peak.ratio, peak.phase), (1.30, PeakPhase::Replica));
+        let raised = make_room(projection(), Some(&peak));
+        assert_eq!(raised.rss, 130_000_000);
+        let note = raised.note.unwrap();
+        assert!(
+            note.contains("raised 1.300x for spec.peak.replica")
+                && note.contains("while it sends a replica its full sync"),
+            "{note}"
+        );
+        // The save's, when it was the higher.
+        let save_higher = PeakStatus {
+            snapshot: Some(snapshot(Some(1.40), None)),
+            replica: Some(sync),
+        };
+        let peak = SnapshotPeak::of_peak(&save_higher).unwrap();
+        assert_eq!((peak.ratio, peak.phase), (1.40, PeakPhase::Snapshot));
     }
 }

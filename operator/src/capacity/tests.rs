@@ -103,6 +103,7 @@ fn a_run_with_a_snapshot_peak_sizes_the_node_for_the_peak_and_says_so() {
     m.snapshot = Some(crate::capacity::measurement::SnapshotPeak {
         ratio: 1.5,
         measured: true,
+        phase: Default::default(),
     });
     let e = plan_engine(&m, &request(100_000_000, None)).unwrap();
     assert_eq!(e.projected_used_memory, plain.projected_used_memory);
@@ -155,6 +156,7 @@ pub(crate) fn plan_with_snapshot_peak(name: &str, ratio: f64) -> CapacityPlan {
     m.snapshot = Some(crate::capacity::measurement::SnapshotPeak {
         ratio,
         measured: true,
+        phase: Default::default(),
     });
     plan(&[m], &request(100_000_000, None))
 }
