@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod chromium;
+pub mod churn;
 pub mod engine_watch;
 pub mod faults;
 pub mod operator;
