@@ -131,18 +131,23 @@ export MEMBENCH_KUBECTL="$bin_dir/kubernetes-$KUBERNETES_VERSION/kubectl"
 # minutes each); arm64_client.rs and image.rs test what this writes.
 phase build-image 2400 hack/build-image.sh
 
-# Tests that need the dev cluster start it through hack/dev-cluster.sh; stop it afterwards
-# unless it was already up before the tests.
-cluster_was_up=false
+# Tests that need the dev cluster start it through hack/dev-cluster.sh, and it is stopped
+# afterwards. A cluster already up is taken down first: its real nodes keep what earlier tests
+# left on them, such as the kubelet's records of images pulled with a pull Secret
+# (real_node_registry's mirror copy of redis:8.2.3 shares its image with the preloaded one, and
+# the kubelet then re-verifies that image for every other pod by pulling it from Docker Hub:
+# seen 2026-12-05, seven real-node tests failed in a run that reused an earlier run's cluster).
 if timeout 60 hack/dev-cluster.sh status >/dev/null 2>&1; then
-  cluster_was_up=true
+  echo "hack/test.sh: the dev cluster is up; taking it down so that this run starts its own" >&2
+  timeout --kill-after=10 120 hack/dev-cluster.sh down >/dev/null 2>&1 || {
+    echo "hack/test.sh: 'hack/dev-cluster.sh down' failed or timed out; stop it and run again" >&2
+    exit 1
+  }
 fi
 cleanup() {
   report_phase_times
-  if [[ "$cluster_was_up" == false ]]; then
-    timeout --kill-after=10 120 hack/dev-cluster.sh down >/dev/null 2>&1 ||
-      echo "hack/test.sh: 'hack/dev-cluster.sh down' failed or timed out" >&2
-  fi
+  timeout --kill-after=10 120 hack/dev-cluster.sh down >/dev/null 2>&1 ||
+    echo "hack/test.sh: 'hack/dev-cluster.sh down' failed or timed out" >&2
 }
 trap cleanup EXIT
 
