@@ -170,21 +170,9 @@ fn dragonflys_defragmentation_waits_for_the_window_and_regains_rss_in_it() {
     );
     let server = common::start_spec(&started);
     let addr = server.address.socket_addr();
-    let maxmemory = || -> Vec<String> {
-        redis::cmd("CONFIG")
-            .arg("GET")
-            .arg("maxmemory")
-            .query(&mut common::connect(&server.address))
-            .unwrap()
-    };
-    let deny_ratio = || -> Vec<String> {
-        redis::cmd("CONFIG")
-            .arg("GET")
-            .arg("rss_oom_deny_ratio")
-            .query(&mut common::connect(&server.address))
-            .unwrap()
-    };
-    let (maxmemory_before, deny_ratio_before) = (maxmemory(), deny_ratio());
+    let setting = |name: &str| common::config(&mut common::connect(&server.address), name);
+    let (maxmemory_before, deny_ratio_before) =
+        (setting("maxmemory"), setting("rss_oom_deny_ratio"));
     let (json, output) = load(
         &addr,
         &[
@@ -218,9 +206,13 @@ fn dragonflys_defragmentation_waits_for_the_window_and_regains_rss_in_it() {
         regained > 0.5 * freed,
         "the window regains most of the {freed} bytes freed: {defrag}"
     );
-    assert_eq!(maxmemory(), maxmemory_before, "maxmemory is put back");
     assert_eq!(
-        deny_ratio(),
+        setting("maxmemory"),
+        maxmemory_before,
+        "maxmemory is put back"
+    );
+    assert_eq!(
+        setting("rss_oom_deny_ratio"),
         deny_ratio_before,
         "rss_oom_deny_ratio is put back"
     );

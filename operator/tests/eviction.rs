@@ -30,15 +30,6 @@ fn load(address: &str, extra: &[&str]) -> (Value, std::process::Output) {
     (json, output)
 }
 
-fn config(connection: &mut redis::Connection, name: &str) -> String {
-    let pair: Vec<String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg(name)
-        .query(connection)
-        .unwrap();
-    pair[1].clone()
-}
-
 fn count(value: &Value) -> u64 {
     value
         .as_u64()
@@ -102,11 +93,14 @@ fn every_key_written_past_maxmemory_is_kept_or_evicted_and_the_settings_are_put_
         "{eviction}"
     );
     assert_eq!(
-        config(&mut connection, "maxmemory"),
+        common::config(&mut connection, "maxmemory"),
         "0",
         "maxmemory is put back"
     );
-    assert_eq!(config(&mut connection, "maxmemory-policy"), "noeviction");
+    assert_eq!(
+        common::config(&mut connection, "maxmemory-policy"),
+        "noeviction"
+    );
 }
 
 #[test]

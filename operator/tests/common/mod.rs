@@ -426,3 +426,13 @@ pub fn commands_called(
         })
         .collect()
 }
+
+/// The value a server gives for `CONFIG GET name`.
+pub fn config(connection: &mut redis::Connection, name: &str) -> String {
+    let pair: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg(name)
+        .query(connection)
+        .unwrap();
+    pair[1].clone()
+}

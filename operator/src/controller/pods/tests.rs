@@ -542,27 +542,23 @@ fn an_entrys_own_maxmemory_is_held_from_its_engine_for_the_load_past_it() {
         client.contains("--read-config hash-max-listpack-entries"),
         "the held settings are not read back: {client}"
     );
-    let engine = engine_pod(&b, 0, 512 << 20, None, &PodSettings::default())
-        .spec
-        .unwrap()
-        .containers[0]
-        .args
-        .clone()
-        .unwrap();
+    let engine_args = |b: &MemoryBenchmark| {
+        engine_pod(b, 0, 512 << 20, None, &PodSettings::default())
+            .spec
+            .unwrap()
+            .containers[0]
+            .args
+            .clone()
+            .unwrap()
+    };
+    let engine = engine_args(&b);
     assert!(!engine.contains(&"--maxmemory".to_string()), "{engine:?}");
     assert!(
         engine.contains(&"--hash-max-listpack-entries".to_string()),
         "{engine:?}"
     );
     // Without spec.eviction they are the engine's own from its start.
-    let b = parsed(&yaml(""));
-    let engine = engine_pod(&b, 0, 512 << 20, None, &PodSettings::default())
-        .spec
-        .unwrap()
-        .containers[0]
-        .args
-        .clone()
-        .unwrap();
+    let engine = engine_args(&parsed(&yaml("")));
     assert!(engine.contains(&"--maxmemory".to_string()), "{engine:?}");
     // Both limits, or none at all: refused when the spec is read, naming the entry.
     let both = parse_specs(&yaml("  eviction: {maxmemory: 32mb}\n"))
