@@ -230,7 +230,13 @@ impl KeyShape {
         place: Stratum,
         rng: &mut KeyGenerator,
     ) -> Self {
-        let key_length = draw(&group.key_length, rng) as usize;
+        // The names' lengths step through their distribution in the order of the keys, the
+        // shortest first: a group's names are numbered in the same order (`render`), and a
+        // name must be long enough for its number, as the source's were.
+        let key_length = group
+            .key_length
+            .quantile((place.index as f64 + place.offsets[0]) / place.count as f64)
+            as usize;
         let ttl = group.ttl.as_ref().is_some_and(|t| place.place(t.share).0);
         let elements = group.elements.as_ref().map_or(1, |d| {
             let quantile = (place.index as f64 + place.offsets[1]) / place.count as f64;

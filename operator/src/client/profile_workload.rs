@@ -560,12 +560,61 @@ mod tests {
             );
             at = end;
         }
-        // Key numbers follow the profile's order (strings are group 3: keys 30 to 39).
+        // A group's names are numbered from 0 whatever its place (the strings are group 3,
+        // keys 30 to 39): as short as the source's own, densely numbered, names.
         let strings: std::collections::BTreeSet<u64> = written[..10]
             .iter()
             .map(|(_, key)| key.trim_start_matches("s:").parse().unwrap())
             .collect();
-        assert_eq!(strings, (30..40).collect());
+        assert_eq!(strings, (0..10).collect());
+    }
+
+    #[test]
+    fn names_need_no_more_digits_than_a_densely_numbered_source_and_shared_templates_take_turns() {
+        // 1,000 strings named s:0 to s:999 behind 2,000 other keys, and a string group and a
+        // hash group that share one template, as the profiler writes them.
+        let yaml = r#"- template: "o:{n}"
+  type: string
+  share: 0.4
+  keyLength: {buckets: [[6, 6, 1]]}
+  values: {textLength: {buckets: [[4, 4, 1]]}}
+- template: "s:{n}"
+  type: string
+  share: 0.2
+  keyLength: {buckets: [[3, 3, 10], [4, 4, 90], [5, 5, 900]]}
+  values: {textLength: {buckets: [[4, 4, 1]]}}
+- template: "u:{n}"
+  type: string
+  share: 0.2
+  keyLength: {buckets: [[5, 5, 1]]}
+  values: {textLength: {buckets: [[4, 4, 1]]}}
+- template: "u:{n}"
+  type: hash
+  share: 0.2
+  keyLength: {buckets: [[5, 5, 1]]}
+  elements: {buckets: [[1, 1, 1]]}
+  fields: {textLength: {buckets: [[4, 4, 1]]}}
+  values: {textLength: {buckets: [[4, 4, 1]]}}"#;
+        let workload = ProfileWorkload::new(profile(yaml), 125.0, 1.0, 3).unwrap();
+        let mut lengths = std::collections::BTreeMap::<usize, u64>::new();
+        let mut shared = std::collections::BTreeSet::new();
+        workload
+            .encoder()
+            .each_key::<()>(|key| {
+                let name = String::from_utf8(key.name.to_vec()).unwrap();
+                if name.starts_with("s:") {
+                    *lengths.entry(name.len()).or_default() += 1;
+                }
+                if name.starts_with("u:") {
+                    assert!(shared.insert(name.clone()), "{name} named twice");
+                }
+                Ok(())
+            })
+            .unwrap();
+        // The source's lengths exactly: s:0-s:9, s:10-s:99, s:100-s:999.
+        assert_eq!(lengths, [(3, 10), (4, 90), (5, 900)].into_iter().collect());
+        assert_eq!(shared.len(), 2000);
+        assert!(shared.iter().all(|name| name.len() <= 6), "{shared:?}");
     }
 
     #[test]
