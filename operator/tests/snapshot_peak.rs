@@ -152,6 +152,80 @@ fn dragonfly_saves_begun_within_one_second_of_each_other_are_each_seen_to_end() 
     );
     assert_eq!(bytes(&summary["min"]), ratios[0], "{summary}");
     assert_eq!(bytes(&summary["max"]), ratios[3], "{summary}");
+    // Started without a dbfilename, it saved under membench's own name: four saves' files,
+    // removed after each.
+    let left = snapshot_files(&dragonfly.address, "membench-snapshot");
+    assert!(left.is_empty(), "left in the engine's directory: {left:?}");
+}
+
+/// The files in the directory of the engine at `address` whose names begin with `prefix`.
+fn snapshot_files(address: &membench::client::engine::EngineAddress, prefix: &str) -> Vec<String> {
+    let pair: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("dir")
+        .query(&mut common::connect(address))
+        .unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(&pair[1])
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.starts_with(prefix))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_dragonfly_on_this_machine_keeps_no_snapshot_of_the_benchmark_and_every_file_it_had() {
+    // Dragonfly's own default name: every save makes new files, one snapshot of the
+    // benchmark's data per repetition in the user's directory unless removed.
+    let mut spec = common::shared_build(EngineKind::Dragonfly, "1.40");
+    spec.args = vec!["--dbfilename=dump-{timestamp}".into()];
+    let dragonfly = common::start_spec(&spec);
+    let pair: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("dir")
+        .query(&mut common::connect(&dragonfly.address))
+        .unwrap();
+    let dir = std::path::Path::new(&pair[1]);
+    // The user's own files: an earlier snapshot and something else.
+    std::fs::write(dir.join("dump-earlier-summary.dfs"), b"the user's").unwrap();
+    std::fs::write(dir.join("dump-notes.txt"), b"the user's").unwrap();
+    let output = common::membench_within(
+        &[
+            "load",
+            "--addr",
+            &dragonfly.address.socket_addr(),
+            "--workload",
+            "strings",
+            "--keys",
+            "1000",
+            "--value-size",
+            "100",
+            "--repetitions",
+            "2",
+            "--snapshot-writes-per-sec",
+            "1000",
+            "--output",
+            "json",
+        ],
+        std::time::Duration::from_secs(60),
+    )
+    .expect("two saves of 1,000 keys ended within 60 s");
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        json["summary"]["peak"]["snapshot"]["repetitions"], 2,
+        "{json}"
+    );
+    assert_eq!(
+        snapshot_files(&dragonfly.address, "dump-"),
+        ["dump-earlier-summary.dfs", "dump-notes.txt"],
+        "the two saves' files removed, the user's kept"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("dump-earlier-summary.dfs")).unwrap(),
+        b"the user's"
+    );
 }
 
 #[test]

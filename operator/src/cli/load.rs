@@ -83,7 +83,8 @@ pub struct LoadArgs {
     /// After each repetition's readings, save a snapshot (BGSAVE) while overwriting loaded
     /// keys at this many writes per second, and measure the peak: the engine's process tree's
     /// Pss when it runs on this machine, the copy-on-write it reports, the save's duration and
-    /// the writes' latency (strings, records). Writes the server's snapshot file.
+    /// the writes' latency (strings, records). Writes the server's snapshot file (the new
+    /// files of a Dragonfly on this machine are removed after each save).
     #[arg(long, value_name = "N")]
     snapshot_writes_per_sec: Option<u32>,
     /// The share of the loaded items those writes are spread over (default 1).

@@ -16,6 +16,7 @@ pub use crate::client::paced_writes::WriteLatency;
 use crate::client::paced_writes::{self, Beside, PacedWrites, PeakTarget, WriteRate};
 use crate::client::process_tree::{self, TreePeak, TreeWatch};
 use crate::client::shards::ShardSet;
+use crate::client::snapshot_files::SaveFiles;
 use crate::client::workload::Workload;
 use crate::crd::{SnapshotSpec, SnapshotStatus, WriteLatencyStatus};
 use crate::error::BenchError;
@@ -280,6 +281,9 @@ pub fn run(
             kept_name = Some(String::new());
         }
     }
+    let files = (target.engine == "dragonfly")
+        .then(|| SaveFiles::before_save(shards.first(), target.process_id))
+        .flatten();
     let watch = TreeWatch::start(target.process_id);
     let started = Instant::now();
     let mut cow_peak_bytes = None;
@@ -305,6 +309,10 @@ pub fn run(
         shards
             .first()
             .query::<()>(redis::cmd("CONFIG").arg("SET").arg("dbfilename").arg(name))?;
+    }
+    // What the save wrote is the benchmark's data, not the user's: removed where it is here.
+    for left in files.iter().flat_map(SaveFiles::remove_new) {
+        eprintln!("warning: cannot remove the snapshot file Dragonfly wrote: {left}");
     }
     let writes = result?;
     let cow_bytes = last_cow_size(shards.first())?;
