@@ -21,7 +21,7 @@
 //!
 //! So 320Mi: 60 MiB above Valkey's steady memory, 44 MiB below the lowest of its peaks, and
 //! 128 MiB above Dragonfly's, whose `--maxmemory` (80% of the limit, 256 MiB) holds its
-//! 188 MB. Under it the kernel killed Valkey's server, the container's PID 1, in each of 5 runs
+//! 188 MB. Under it the kernel killed Valkey's server, the container's PID 1, in each of 6 runs
 //! (exit 137; the kernel's log: "Memory cgroup out of memory: Killed process ... (valkey-server)
 //! ... anon-rss:264960kB"; the engine's log ends at "Background saving started by pid", with no
 //! "terminated by signal 9" that a killed child would have left and the server survived). The
