@@ -83,7 +83,9 @@ async fn valkey_over_its_limit_by_the_saves_fork_copy_is_oom_killed_in_the_snaps
     // The phase, from the client whose connection broke in it; the engine's own last words
     // (its log's tail) show the save it had forked.
     for said in [
-        "OOMKilled (memory limit 320Mi) during repetition 1's snapshot phase, after 1 of 3 repetitions",
+        &format!(
+            "OOMKilled (memory limit {LIMIT}) during repetition 1's snapshot phase, after 1 of 3 repetitions"
+        ),
         "the save forks",
         "Background saving started by pid",
     ] {
