@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 pub use crate::client::load_options::{DEFAULT_OTHER_CLIENTS_TIMEOUT, LoadOptions};
 pub use crate::client::measured::{
-    BenchmarkReport, ClusterCost, ErrorReport, FailedRepetition, MemorySample, RepetitionResult,
-    SettledMemory, ShardReading, ShardSpread, Summary, WorkloadReport,
+    BenchmarkReport, ClusterCost, ErrorReport, FailedPhase, FailedRepetition, MemorySample,
+    RepetitionResult, SettledMemory, ShardReading, ShardSpread, Summary, WorkloadReport,
 };
 
 use crate::client::defrag;
@@ -222,6 +222,10 @@ pub fn measure_shards_journaled(
                     message: format!(
                         "the {phase} phase after repetition {repetition}'s readings failed (the repetition's figures are kept): {error}"
                     ),
+                    phase: Some(FailedPhase {
+                        name: phase.into(),
+                        repetition,
+                    }),
                 });
                 break;
             }

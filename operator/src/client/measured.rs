@@ -288,6 +288,20 @@ impl Summary {
 pub struct ErrorReport {
     pub category: String,
     pub message: String,
+    /// The phase after a repetition's readings that failed, when one ended the run: the
+    /// operator names it when the engine's container ended meanwhile (a save's fork copy that
+    /// took the container past its memory limit is the kernel's to kill, and its record says
+    /// only OOMKilled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<FailedPhase>,
+}
+
+/// Which phase failed, and after which repetition's readings (1-based).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedPhase {
+    /// `snapshot`, `replica`, `churn`, `defrag` or `eviction`.
+    pub name: String,
+    pub repetition: u32,
 }
 
 impl From<&BenchError> for ErrorReport {
@@ -295,6 +309,7 @@ impl From<&BenchError> for ErrorReport {
         Self {
             category: e.category().to_string(),
             message: e.to_string(),
+            phase: None,
         }
     }
 }

@@ -187,7 +187,7 @@ fn save_done(
     if field("rdb_last_bgsave_status") != "ok" {
         return Err(BenchError::EngineRejected {
             command: "BGSAVE".into(),
-            message: "the snapshot failed (rdb_last_bgsave_status:err): the engine's log says why (a full disk, a directory it cannot write)".into(),
+            message: "the snapshot failed (rdb_last_bgsave_status:err): the engine's log says why (a full disk, a directory it cannot write, or the save's fork child killed, as the kernel's OOM killer does at a container's memory limit when it picks the child)".into(),
         });
     }
     Ok(true)

@@ -366,7 +366,7 @@ impl Step<'_, '_> {
             self.requeue(Duration::from_secs(2));
             return;
         }
-        match self.keep_client_result(status, index) {
+        let phase = match self.keep_client_result(status, index) {
             KeptResult::Stopping => {
                 let message = format!(
                     "the engine exited with code {exit_code}; stopping the client to keep what it measured"
@@ -380,8 +380,9 @@ impl Step<'_, '_> {
                 self.succeed(status, index);
                 return;
             }
-            KeptResult::Partial | KeptResult::Nothing => {}
-        }
+            KeptResult::Partial(phase) => phase,
+            KeptResult::Nothing => None,
+        };
         let done = status.engines[index].repetitions.len();
         let of = self.benchmark.spec.repetitions;
         let oom = why.as_deref() == Some("OOMKilled");
@@ -389,6 +390,12 @@ impl Step<'_, '_> {
         // The spec's entry this run is of (runs repeat the entries per instance type).
         let entry = self.benchmark.spec.entry_of_run(index);
         let never_ran = done == 0 && status.engines[index].state != state::RUNNING;
+        // The phase the client was in when its connection broke: a kubelet's record says how
+        // the container ended, never what it was doing.
+        let during = phase
+            .as_ref()
+            .map(|p| format!("during repetition {}'s {} phase, ", p.repetition, p.name))
+            .unwrap_or_default();
         let (why, mut text) = if let Some(kubelet_says) = evicted {
             // The kubelet stopped it (SIGTERM): its exit code says nothing, the eviction does.
             let node = status.engines[index]
@@ -415,12 +422,13 @@ impl Step<'_, '_> {
             (reason::RUN_CONTAINER_ERROR, text)
         } else if oom {
             let text = format!(
-                "the engine was OOMKilled (memory limit {limit}) after {done} of {of} repetitions; set spec.engines[{entry}].memory higher"
+                "the engine was OOMKilled (memory limit {limit}) {during}after {done} of {of} repetitions; set spec.engines[{entry}].memory higher{}",
+                phase.map_or("", |p| forked_copy_note(&p.name))
             );
             (reason::ENGINE_OOM_KILLED, text)
         } else {
             let text = format!(
-                "the engine exited with code {exit_code}{} after {done} of {of} repetitions",
+                "the engine exited with code {exit_code}{} {during}after {done} of {of} repetitions",
                 why.map(|w| format!(" ({w})")).unwrap_or_default()
             );
             (reason::ENGINE_CRASHED, text)
@@ -504,5 +512,16 @@ impl Step<'_, '_> {
             .and_then(|r| r.limits.as_ref())
             .and_then(|l| l.get("memory"))
             .map_or_else(|| "unknown".into(), |q| q.0.clone())
+    }
+}
+
+/// What an OOM kill during `phase` says about the limit: a save and a replica's full sync fork
+/// on Redis and Valkey, and every page written meanwhile is copied inside the same limit.
+fn forked_copy_note(phase: &str) -> &'static str {
+    match phase {
+        "snapshot" | "replica" => {
+            " (the save forks: the limit must hold the engine's memory and the pages its writes copied meanwhile)"
+        }
+        _ => "",
     }
 }

@@ -288,6 +288,34 @@ fn an_oom_killed_engine_keeps_its_partial_results_and_the_next_engine_still_runs
 }
 
 #[test]
+fn an_engine_oom_killed_during_a_snapshot_is_reported_with_the_phase_its_client_was_in() {
+    let mut b = benchmark("");
+    let engine = first_engine_ready(&mut b, 0);
+    let client = client_created(&mut b, &engine, 5);
+    let dead = terminated(engine, "r8g-1", 137, "OOMKilled", "", 30);
+    // The client's connection broke in repetition 2's snapshot phase: its report names it.
+    let repetitions = (1..=2).map(|i| repetition(i, 96.0)).collect();
+    let mut report = report_of("valkey", "9.1.2", repetitions, Some("ConnectionLost"));
+    report.error.as_mut().unwrap().phase = Some(crate::client::measured::FailedPhase {
+        name: "snapshot".into(),
+        repetition: 2,
+    });
+    let message = crate::client::result::ClientResult::from_report(&report).to_message();
+    let partial = terminated(client, "r8g-1", 1, "Error", &message, 31);
+    reconcile(&mut b, &[dead, partial], 32, None);
+    let engine = &b.status.as_ref().unwrap().engines[0];
+    assert_eq!(engine.reason.as_deref(), Some(reason::ENGINE_OOM_KILLED));
+    let message = engine.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("OOMKilled (memory limit ")
+            && message.contains("during repetition 2's snapshot phase, after 2 of 3 repetitions")
+            && message.contains("the save forks"),
+        "{message}"
+    );
+    assert_eq!(engine.repetitions.len(), 2);
+}
+
+#[test]
 fn an_entrypoint_that_cannot_find_its_server_fails_as_a_start_error_not_a_crash() {
     let mut b = benchmark("");
     let plan = reconcile(&mut b, &[], 0, None);

@@ -12,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
+use crate::client::measured::FailedPhase;
 use crate::client::result::{ClientResult, ReadError};
 use crate::client::workload::Workload;
 use crate::crd::{CleanupPolicy, MemoryBenchmark, MemoryBenchmarkStatus};
@@ -182,7 +183,7 @@ impl Step<'_, '_> {
                     self.not_run_after(status, index, why);
                 }
             }
-            KeptResult::Partial | KeptResult::Nothing => {
+            KeptResult::Partial(_) | KeptResult::Nothing => {
                 let done = status.engines[index].repetitions.len();
                 let message = if done > 0 {
                     format!(
@@ -351,7 +352,7 @@ impl Step<'_, '_> {
                     status.engines[index].message = result_note(&result, self.listed());
                     KeptResult::Complete
                 } else {
-                    KeptResult::Partial
+                    KeptResult::Partial(result.error.and_then(|e| e.phase))
                 }
             }
             _ if has_started(&client) => {
@@ -392,8 +393,9 @@ pub(super) enum KeptResult {
     Stopping,
     /// It had finished every repetition: its result is in the status.
     Complete,
-    /// It ended early: what it measured is in the status.
-    Partial,
+    /// It ended early: what it measured is in the status, and the phase after a repetition's
+    /// readings that was running when it ended, if one was.
+    Partial(Option<FailedPhase>),
     /// There is nothing to keep (no client, one that never started or left no result, or one
     /// lost with its node).
     Nothing,

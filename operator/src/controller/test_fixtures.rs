@@ -307,6 +307,7 @@ pub(super) fn report_of(
         error: error.map(|category| ErrorReport {
             category: category.into(),
             message: format!("{category} during the load"),
+            phase: None,
         }),
     }
 }

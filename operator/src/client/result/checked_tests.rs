@@ -183,6 +183,7 @@ fn strings_longer_than_a_client_sends_are_refused() {
     result.error = Some(ErrorReport {
         category: "Evil reason with spaces".into(),
         message: "x".into(),
+        phase: None,
     });
     assert!(invalid(&result, 3).contains("CamelCase"));
     let mut result = three();

@@ -462,6 +462,7 @@ impl ClientResult {
             error: report.error.as_ref().map(|e| ErrorReport {
                 category: e.category.clone(),
                 message: shorten(&e.message),
+                phase: e.phase.clone(),
             }),
             warnings: report.warnings.iter().take(3).map(|w| shorten(w)).collect(),
             shards: report

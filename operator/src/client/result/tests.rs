@@ -256,6 +256,7 @@ fn a_failed_run_keeps_its_finished_repetitions_and_the_error() {
     report.error = Some(ErrorReport {
         category: "ConnectionLost".into(),
         message: "x".repeat(5000),
+        phase: None,
     });
     report.failed_repetition = Some(crate::client::measure::FailedRepetition {
         repetition: 4,
