@@ -423,7 +423,10 @@ impl Step<'_, '_> {
         } else if oom {
             let text = format!(
                 "the engine was OOMKilled (memory limit {limit}) {during}after {done} of {of} repetitions; set spec.engines[{entry}].memory higher{}",
-                phase.map_or("", |p| forked_copy_note(&p.name))
+                phase.map_or("", |p| forked_copy_note(
+                    &p.name,
+                    self.benchmark.spec.engines[entry].engine
+                ))
             );
             (reason::ENGINE_OOM_KILLED, text)
         } else {
@@ -517,9 +520,10 @@ impl Step<'_, '_> {
 
 /// What an OOM kill during `phase` says about the limit: a save and a replica's full sync fork
 /// on Redis and Valkey, and every page written meanwhile is copied inside the same limit.
-fn forked_copy_note(phase: &str) -> &'static str {
+/// Dragonfly does not fork.
+pub(crate) fn forked_copy_note(phase: &str, engine: crate::crd::EngineKind) -> &'static str {
     match phase {
-        "snapshot" | "replica" => {
+        "snapshot" | "replica" if engine != crate::crd::EngineKind::Dragonfly => {
             " (the save forks: the limit must hold the engine's memory and the pages its writes copied meanwhile)"
         }
         _ => "",

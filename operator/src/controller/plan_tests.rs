@@ -316,6 +316,19 @@ fn an_engine_oom_killed_during_a_snapshot_is_reported_with_the_phase_its_client_
 }
 
 #[test]
+fn only_a_forking_engine_killed_in_a_save_or_sync_is_told_its_fork_copies() {
+    use crate::controller::lifecycle::forked_copy_note;
+    use crate::crd::EngineKind;
+    for phase in ["snapshot", "replica"] {
+        assert!(forked_copy_note(phase, EngineKind::Valkey).contains("the save forks"));
+        assert!(forked_copy_note(phase, EngineKind::Redis).contains("the save forks"));
+        // Dragonfly saves and syncs without a fork: nothing was copied.
+        assert_eq!(forked_copy_note(phase, EngineKind::Dragonfly), "");
+    }
+    assert_eq!(forked_copy_note("churn", EngineKind::Valkey), "");
+}
+
+#[test]
 fn an_entrypoint_that_cannot_find_its_server_fails_as_a_start_error_not_a_crash() {
     let mut b = benchmark("");
     let plan = reconcile(&mut b, &[], 0, None);
