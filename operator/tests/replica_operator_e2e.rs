@@ -54,8 +54,9 @@ async fn a_valkey_replica_syncs_under_writes_on_the_other_node_and_its_figures_r
             .and_then(|p| p.replica.as_ref())
             .with_context(|| format!("no peak.replica in repetition {}", i + 1))?;
         eprintln!(
-            "repetition {}: replica used_memory {} B, rss {} B, {} keys; primary {} B after, backlog {:?}, sync {:.2} s at {:.0} writes/s (asked {}), cow {:?}",
+            "repetition {} ({}): replica used_memory {} B, rss {} B, {} keys; primary {} B after, backlog {:?}, sync {:.2} s at {:.0} writes/s (asked {}), cow {:?}",
             i + 1,
+            replica.primary.source,
             replica.replica_used_memory,
             replica.replica_used_memory_rss,
             replica.replica_keys,
