@@ -151,7 +151,8 @@ impl Step<'_, '_> {
             status.engines[index].node_name = Some(node);
         }
         let addresses = Self::shard_addresses(&engines);
-        // The replica is named whenever it is followed; a shard while it is not ready.
+        // The replica is named whenever it is followed; a shard, or the engine beside a
+        // replica, while it is not ready.
         let named = (pods::is_replica(&pod) || sharded && pod_state(&pod) != PodState::Ready)
             .then_some(&pod);
         self.naming_shard(status, index, named, |step, status| {

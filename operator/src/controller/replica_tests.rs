@@ -344,3 +344,34 @@ fn only_a_benchmark_with_a_replica_lets_its_replica_pods_reach_its_engines() {
     let clients_only = engine_port_peers(&without);
     assert_eq!(clients_only.len(), 1, "{clients_only:?}");
 }
+
+#[test]
+fn the_engine_beside_a_replica_that_crashes_is_named_as_the_engine() {
+    let mut b = with_replica();
+    let (engine, replica) = engine_and_replica(&mut b);
+    let seen = vec![
+        terminated(
+            engine.clone(),
+            "r8g-0",
+            139,
+            "Error",
+            "Segmentation fault",
+            4,
+        ),
+        ready(replica.clone(), "r8g-1", "127.1.0.11"),
+    ];
+    let plan = reconcile(&mut b, &seen, 5, None);
+    let engine_status = &b.status.as_ref().unwrap().engines[0];
+    assert_eq!(
+        engine_status.reason.as_deref(),
+        Some(reason::ENGINE_CRASHED)
+    );
+    assert!(
+        message(&b).starts_with("engine (pod peak-0-engine): the engine exited with code 139"),
+        "{}",
+        message(&b)
+    );
+    let mut deleted = plan.delete.clone();
+    deleted.sort();
+    assert_eq!(deleted, ["peak-0-engine", "peak-0-replica"]);
+}

@@ -42,12 +42,15 @@ fn urgency(state: &PodState) -> u8 {
     }
 }
 
-/// The words that name a shard, or the replica, in its run's messages.
+/// The words that name a shard, the replica, or the engine beside a replica, in its run's
+/// messages.
 pub(super) fn shard_label(pod: &Pod) -> String {
     if is_replica(pod) {
         format!("replica (pod {})", pod.name_any())
-    } else {
+    } else if pod.labels().contains_key(pods::LABEL_SHARD) {
         format!("shard {} (pod {})", shard_index(pod), pod.name_any())
+    } else {
+        format!("engine (pod {})", pod.name_any())
     }
 }
 
@@ -111,7 +114,7 @@ impl Step<'_, '_> {
             let label = if self.shard_count(index) > 1 {
                 Some(format!("shard {s} (pod {name})"))
             } else {
-                self.has_replica().then(|| format!("pod {name}"))
+                self.has_replica().then(|| format!("engine (pod {name})"))
             };
             return Some(MissingPod { label });
         }
