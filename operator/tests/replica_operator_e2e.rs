@@ -27,19 +27,6 @@ async fn a_valkey_replica_syncs_under_writes_on_the_other_node_and_its_figures_r
     );
     harness.create(&spec("replica", &body)).await?;
 
-    // The policy is in place before the first pod: the replica reaches its engine on 6379.
-    let policies: kube::Api<NetworkPolicy> = harness.namespace.api();
-    let policy = serde_json::to_value(policies.get("replica").await?)?;
-    let replica_rule = policy["spec"]["ingress"]
-        .as_array()
-        .context("ingress rules")?
-        .iter()
-        .any(|r| {
-            r["ports"][0]["port"] == 6379
-                && r["from"][0]["podSelector"]["matchLabels"]["membench.io/role"] == "replica"
-        });
-    assert!(replica_rule, "no rule lets the replica in: {policy:#}");
-
     let done = harness
         .finished("replica", Duration::from_secs(300))
         .await?;
@@ -79,6 +66,20 @@ async fn a_valkey_replica_syncs_under_writes_on_the_other_node_and_its_figures_r
         // Valkey forks to send the sync, and counts what the fork copied.
         assert!(replica.primary.cow_bytes.is_some(), "{replica:#?}");
     }
+
+    // The benchmark's policy (made before its first pod, kept until it is deleted): the
+    // replica reaches its engine on 6379.
+    let policies: kube::Api<NetworkPolicy> = harness.namespace.api();
+    let policy = serde_json::to_value(policies.get("replica").await?)?;
+    let replica_rule = policy["spec"]["ingress"]
+        .as_array()
+        .context("ingress rules")?
+        .iter()
+        .any(|r| {
+            r["ports"][0]["port"] == 6379
+                && r["from"][0]["podSelector"]["matchLabels"]["membench.io/role"] == "replica"
+        });
+    assert!(replica_rule, "no rule lets the replica in: {policy:#}");
 
     // The engine and its replica each on a node of the pool, never the same one; the client
     // beside the engine; the status names both nodes.
