@@ -56,12 +56,14 @@ impl Step<'_, '_> {
         if self.blocked_by_earlier_pod(status, index, &name) {
             return;
         }
+        let replica_ip = self.replica_ip(index);
         self.plan.create.push(pods::client_pod_of_shards(
             self.benchmark,
             index,
             attempt,
             self.workload,
             engine_ips,
+            replica_ip.as_deref(),
             &self.settings.pods,
         ));
         let engine = &mut status.engines[index];

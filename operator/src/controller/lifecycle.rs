@@ -55,7 +55,7 @@ impl Step<'_, '_> {
     /// (`spec.parallelism`), the pool is smaller than the parallelism: the run waits for one of
     /// them (no deadline but timeoutSeconds), saying how many nodes of the type there are.
     /// Otherwise it waits in the pool's queue behind other benchmarks' engines.
-    fn wait_for_busy_node(
+    pub(super) fn wait_for_busy_node(
         &mut self,
         status: &mut MemoryBenchmarkStatus,
         index: usize,
@@ -100,7 +100,7 @@ impl Step<'_, '_> {
     }
 
     /// How many of this benchmark's engine pods are bound to a node of `instance_type`.
-    fn own_engines_on_nodes(&self, instance_type: &str) -> usize {
+    pub(super) fn own_engines_on_nodes(&self, instance_type: &str) -> usize {
         let spec = &self.benchmark.spec;
         self.pods
             .iter()
@@ -120,7 +120,7 @@ impl Step<'_, '_> {
         load: Option<LoadProbe>,
     ) {
         let engines = self.engine_pods(index);
-        let sharded = self.shard_count(index) > 1;
+        let sharded = self.several_engine_pods(index);
         let lost_shard = engines
             .iter()
             .find(|p| stuck_deleting(p, self.now, self.settings.lost_pod_margin))
@@ -131,14 +131,12 @@ impl Step<'_, '_> {
             return;
         }
         self.record_shards(status, index, &engines);
-        if let Some((shard, name)) = self.missing_shard(index, &engines) {
+        if let Some(missing) = self.missing_shard(index, &engines) {
             if status.engines[index].started_at.is_some() {
-                let message = if sharded {
-                    format!(
-                        "shard {shard} (pod {name}): the engine pod disappeared before the engine finished (deleted by someone else, or evicted)"
-                    )
-                } else {
-                    "the engine pod disappeared before the engine finished (deleted by someone else, or evicted)".into()
+                let lost = "the engine pod disappeared before the engine finished (deleted by someone else, or evicted)";
+                let message = match missing.label {
+                    Some(label) => format!("{label}: {lost}"),
+                    None => lost.into(),
                 };
                 self.fail(status, index, reason::ENGINE_POD_LOST, message, false);
             } else {
@@ -153,7 +151,10 @@ impl Step<'_, '_> {
             status.engines[index].node_name = Some(node);
         }
         let addresses = Self::shard_addresses(&engines);
-        let named = (sharded && pod_state(&pod) != PodState::Ready).then_some(&pod);
+        // The replica is named whenever it is followed; a shard, or the engine beside a
+        // replica, while it is not ready.
+        let named = (pods::is_replica(&pod) || sharded && pod_state(&pod) != PodState::Ready)
+            .then_some(&pod);
         self.naming_shard(status, index, named, |step, status| {
             step.engine_pod(status, index, &pod, addresses, load)
         });
@@ -185,6 +186,10 @@ impl Step<'_, '_> {
                 "the engine pod was deleted before the engine finished".into(),
                 false,
             ),
+            PodState::Unscheduled { message } if pods::is_replica(pod) => {
+                let message = message.unwrap_or_else(|| "waiting for the scheduler".into());
+                self.replica_unscheduled(status, index, created, &message);
+            }
             PodState::Unscheduled { message } => {
                 let message = message.unwrap_or_else(|| "waiting for the scheduler".into());
                 if nodes_busy(&message) {

@@ -51,6 +51,9 @@ pub mod profile_config_map;
 pub mod progress;
 pub mod pull_failure;
 pub mod queue;
+mod replica_pods;
+#[cfg(test)]
+mod replica_tests;
 pub mod results;
 mod running;
 #[cfg(test)]

@@ -8,7 +8,10 @@
 //!   to the engine's pod IP);
 //! - with a sharded entry (`engines[].shards`), the engines also reach each other, and only
 //!   each other, on the cluster bus (16379), where the shards of a run gossip; the client
-//!   reaches every shard on 6379 by the rules above.
+//!   reaches every shard on 6379 by the rules above;
+//! - with `spec.peak.replica`, the engines also take 6379 from the benchmark's replica pods
+//!   (engine pods labelled `membench.io/role=replica`), which connect to the engine they copy;
+//!   the client reaches the replica, an engine pod, by the rules above.
 //!
 //! So no other pod in the cluster can write into an engine and skew its figures, or reach an
 //! engine old enough to allow `CONFIG SET dir` or `MODULE LOAD`. A network plugin that enforces
@@ -32,7 +35,7 @@ use crate::crd::MemoryBenchmark;
 
 use super::pods::{
     APP_NAME, CLUSTER_BUS_PORT, Component, ENGINE_PORT, LABEL_BENCHMARK, LABEL_COMPONENT,
-    LABEL_MANAGED_BY, LABEL_NAME, MANAGER, benchmark_object_metadata,
+    LABEL_MANAGED_BY, LABEL_NAME, LABEL_ROLE, MANAGER, ROLE_REPLICA, benchmark_object_metadata,
 };
 
 /// The namespace label every namespace carries (Kubernetes sets it).
@@ -145,6 +148,27 @@ pub fn network_policy(
         egress.push(NetworkPolicyEgressRule {
             to: engines(),
             ports: Some(tcp(CLUSTER_BUS_PORT)),
+        });
+    }
+    // A replica connects to the engine it copies (REPLICAOF) and takes the sync over that
+    // connection; its egress to the engines on 6379 is the rule every pod has.
+    if benchmark
+        .spec
+        .peak
+        .as_ref()
+        .is_some_and(|p| p.replica.is_some())
+    {
+        ingress.push(NetworkPolicyIngressRule {
+            from: Some(vec![NetworkPolicyPeer {
+                pod_selector: Some(selector(&[
+                    (LABEL_NAME, APP_NAME),
+                    (LABEL_BENCHMARK, name.as_str()),
+                    (LABEL_COMPONENT, Component::Engine.as_str()),
+                    (LABEL_ROLE, ROLE_REPLICA),
+                ])),
+                ..Default::default()
+            }]),
+            ports: Some(tcp(ENGINE_PORT)),
         });
     }
     NetworkPolicy {

@@ -124,9 +124,10 @@ pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTa
     let index = current_engine(&status)?;
     let observation = Observation::of_pods(benchmark, pods, Timestamp::UNIX_EPOCH);
     let owned = owned(&observation);
+    // The engine the client loads, not a replica (spec.peak.replica) beside it.
     let engine = pods_of(&owned, index, Component::Engine)
         .into_iter()
-        .next()?;
+        .find(|p| !pods::is_replica(p))?;
     if !matches!(
         pod_state(&engine),
         PodState::Ready | PodState::Unready { .. }

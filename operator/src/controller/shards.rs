@@ -6,8 +6,11 @@
 //! one-engine path of [`super::lifecycle`] unchanged (the same waits, failures and kept
 //! results), its messages prefixed with the shard's index and pod, so a shard that dies
 //! mid-load fails the run naming it and keeping what was measured; once every shard is ready,
-//! the client starts on shard 0's node with every shard's address, in shard order. Part of the
-//! pure decision, like `lifecycle`.
+//! the client starts on shard 0's node with every shard's address, in shard order. A run with
+//! `spec.peak.replica` has one more engine pod, its replica ([`pods::replica_pod`]), followed
+//! the same way and named `replica (pod ...)` in its messages; it comes last in the run's list,
+//! and the client, which starts once it too is ready, syncs it rather than loading it. Part of
+//! the pure decision, like `lifecycle`.
 
 use std::time::Duration;
 
@@ -19,7 +22,9 @@ use crate::crd::MemoryBenchmarkStatus;
 
 use super::conditions::{ENGINE_POD_CREATED, SHARD_PODS_CREATED, reason};
 use super::observation::pods_of;
-use super::pods::{self, Component, PodState, pod_state, shard_index};
+use super::pods::{
+    self, Component, PodState, engine_pod_order, is_replica, pod_state, shard_index,
+};
 use super::step::Step;
 
 /// How much a shard pod's state needs the run's attention: lower first. A shard that ended
@@ -37,9 +42,22 @@ fn urgency(state: &PodState) -> u8 {
     }
 }
 
-/// The words that name a shard in its run's messages.
+/// The words that name a shard, the replica, or the engine beside a replica, in its run's
+/// messages.
 pub(super) fn shard_label(pod: &Pod) -> String {
-    format!("shard {} (pod {})", shard_index(pod), pod.name_any())
+    if is_replica(pod) {
+        format!("replica (pod {})", pod.name_any())
+    } else if pod.labels().contains_key(pods::LABEL_SHARD) {
+        format!("shard {} (pod {})", shard_index(pod), pod.name_any())
+    } else {
+        format!("engine (pod {})", pod.name_any())
+    }
+}
+
+/// An engine pod a run should have and does not: how its messages name it (`None` for the one
+/// engine of a run without shards or replica).
+pub(super) struct MissingPod {
+    pub label: Option<String>,
 }
 
 impl Step<'_, '_> {
@@ -52,10 +70,26 @@ impl Step<'_, '_> {
             .map_or(1, |n| n as usize)
     }
 
-    /// Run `index`'s engine pods, in shard order.
+    /// Whether the benchmark's runs have a replica pod beside their engine
+    /// (`spec.peak.replica`).
+    pub(super) fn has_replica(&self) -> bool {
+        self.benchmark
+            .spec
+            .peak
+            .as_ref()
+            .is_some_and(|p| p.replica.is_some())
+    }
+
+    /// Whether run `index` has more than one engine pod (shards, or a replica), so its
+    /// messages name the pod they are about.
+    pub(super) fn several_engine_pods(&self, index: usize) -> bool {
+        self.shard_count(index) > 1 || self.has_replica()
+    }
+
+    /// Run `index`'s engine pods, in shard order, the replica last.
     pub(super) fn engine_pods(&self, index: usize) -> Vec<Pod> {
         let mut engines = pods_of(self.pods, index, Component::Engine);
-        engines.sort_by_key(shard_index);
+        engines.sort_by_key(engine_pod_order);
         engines
     }
 
@@ -64,21 +98,32 @@ impl Step<'_, '_> {
     pub(super) fn followed_shard(engines: &[Pod]) -> Option<Pod> {
         engines
             .iter()
-            .min_by_key(|p| (urgency(&pod_state(p)), shard_index(p)))
+            .min_by_key(|p| (urgency(&pod_state(p)), engine_pod_order(p)))
             .cloned()
     }
 
-    /// The first shard of run `index` that has no pod (shard 0 of a run that has none), and
-    /// the name its pod has.
-    pub(super) fn missing_shard(&self, index: usize, engines: &[Pod]) -> Option<(usize, String)> {
-        (0..self.shard_count(index))
-            .find(|s| !engines.iter().any(|p| shard_index(p) == *s))
-            .map(|s| {
-                (
-                    s,
-                    pods::shard_pod_name(&self.benchmark.name_any(), index, s),
-                )
-            })
+    /// The first engine pod of run `index` that does not exist (shard 0 of a run that has
+    /// none; the replica after every shard).
+    pub(super) fn missing_shard(&self, index: usize, engines: &[Pod]) -> Option<MissingPod> {
+        let benchmark = self.benchmark.name_any();
+        let primaries: Vec<&Pod> = engines.iter().filter(|p| !is_replica(p)).collect();
+        if let Some(s) =
+            (0..self.shard_count(index)).find(|s| !primaries.iter().any(|p| shard_index(p) == *s))
+        {
+            let name = pods::shard_pod_name(&benchmark, index, s);
+            let label = if self.shard_count(index) > 1 {
+                Some(format!("shard {s} (pod {name})"))
+            } else {
+                self.has_replica().then(|| format!("engine (pod {name})"))
+            };
+            return Some(MissingPod { label });
+        }
+        (self.has_replica() && !engines.iter().any(is_replica)).then(|| {
+            let name = pods::replica_pod_name(&benchmark, index);
+            MissingPod {
+                label: Some(format!("replica (pod {name})")),
+            }
+        })
     }
 
     /// Runs `act` on run `index` for the shard pod `shard` (`None`: an unsharded run, or every
@@ -123,16 +168,23 @@ impl Step<'_, '_> {
             .iter()
             .filter(|e| e.instance_type.as_deref() == Some(instance_type.as_str()))
             .find_map(|e| e.node_name.clone());
-        let wanted: Vec<Pod> = pods::shard_pods(
+        let mut wanted: Vec<Pod> = pods::shard_pods(
             self.benchmark,
             index,
             memory,
             first_node.as_deref(),
             &self.settings.pods,
-        )
-        .into_iter()
-        .filter(|p| !existing.iter().any(|e| e.name_any() == p.name_any()))
-        .collect();
+        );
+        if self.has_replica() {
+            wanted.push(pods::replica_pod(
+                self.benchmark,
+                index,
+                memory,
+                first_node.as_deref(),
+                &self.settings.pods,
+            ));
+        }
+        wanted.retain(|p| !existing.iter().any(|e| e.name_any() == p.name_any()));
         for pod in &wanted {
             let name = pod.name_any();
             if let Some(refusal) = self.rejection(&name) {
@@ -161,18 +213,26 @@ impl Step<'_, '_> {
         true
     }
 
-    /// Records where a sharded run's shards are: each shard's pod and node, in shard order.
+    /// Records where a sharded run's shards are, each shard's pod and node in shard order, and
+    /// the node of a run's replica.
     pub(super) fn record_shards(
         &self,
         status: &mut MemoryBenchmarkStatus,
         index: usize,
         engines: &[Pod],
     ) {
+        let engine = &mut status.engines[index];
+        if let Some(node) = engines
+            .iter()
+            .filter(|p| is_replica(p))
+            .find_map(pods::node_name)
+        {
+            engine.replica_node_name = Some(node);
+        }
         if self.shard_count(index) < 2 {
             return;
         }
-        let engine = &mut status.engines[index];
-        for pod in engines {
+        for pod in engines.iter().filter(|p| !is_replica(p)) {
             let shard = engine.shard_mut(shard_index(pod) as u32);
             shard.pod = pod.name_any();
             if let Some(node) = pods::node_name(pod) {
@@ -181,8 +241,26 @@ impl Step<'_, '_> {
         }
     }
 
-    /// Every engine pod's address, in shard order, once each has one.
+    /// The address of every engine pod the client loads, in shard order, once each of the
+    /// run's engine pods (its replica too) has one.
     pub(super) fn shard_addresses(engines: &[Pod]) -> Option<Vec<String>> {
-        engines.iter().map(pods::pod_ip).collect()
+        let all: Vec<(bool, String)> = engines
+            .iter()
+            .map(|p| pods::pod_ip(p).map(|ip| (is_replica(p), ip)))
+            .collect::<Option<_>>()?;
+        Some(
+            all.into_iter()
+                .filter(|(replica, _)| !replica)
+                .map(|(_, ip)| ip)
+                .collect(),
+        )
+    }
+
+    /// The address of run `index`'s replica pod, once it has one.
+    pub(super) fn replica_ip(&self, index: usize) -> Option<String> {
+        self.engine_pods(index)
+            .iter()
+            .filter(|p| is_replica(p))
+            .find_map(pods::pod_ip)
     }
 }

@@ -246,6 +246,10 @@ pub struct EngineStatus {
     /// That node's `node.kubernetes.io/instance-type`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_type: Option<String>,
+    /// The node the engine's replica ran on (`spec.peak.replica`): another node of the same
+    /// instance type, never the engine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_node_name: Option<String>,
     /// The image the engine pod ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,

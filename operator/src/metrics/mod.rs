@@ -29,6 +29,8 @@ use prometheus::{
 
 use crate::crd::{MemoryBenchmark, Phase};
 
+#[cfg(test)]
+mod replica_tests;
 mod results;
 pub mod serve;
 #[cfg(test)]

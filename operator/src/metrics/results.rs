@@ -47,6 +47,9 @@ pub(super) struct ResultGauges {
     eviction_evicted_keys: GaugeVec,
     snapshot_peak_ratio: GaugeVec,
     snapshot_cow: GaugeVec,
+    replica_peak_ratio: GaugeVec,
+    replica_cow: GaugeVec,
+    replica_used_memory: GaugeVec,
 }
 
 impl ResultGauges {
@@ -164,10 +167,22 @@ impl ResultGauges {
                 "membench_snapshot_cow_bytes",
                 "Median over the repetitions of what the engine says its fork copied during spec.peak.snapshot's save (rdb_last_cow_size; absent for an engine that does not fork).",
             ),
+            replica_peak_ratio: result(
+                "membench_replica_sync_peak_ratio",
+                "Median over the repetitions of the primary's process-tree memory at its highest during spec.peak.replica's full sync, over the same just before it.",
+            ),
+            replica_cow: result(
+                "membench_replica_sync_cow_bytes",
+                "Median over the repetitions of what the primary says its fork copied while it sent spec.peak.replica's full sync (rdb_last_cow_size; absent for an engine that does not fork).",
+            ),
+            replica_used_memory: result(
+                "membench_replica_used_memory_bytes",
+                "Median over the repetitions of the replica's used_memory once in sync with the primary (spec.peak.replica).",
+            ),
         }
     }
 
-    pub(super) fn all(&self) -> [&GaugeVec; 27] {
+    pub(super) fn all(&self) -> [&GaugeVec; 30] {
         [
             &self.memory_per_item_median,
             &self.memory_per_item_min,
@@ -196,6 +211,9 @@ impl ResultGauges {
             &self.eviction_evicted_keys,
             &self.snapshot_peak_ratio,
             &self.snapshot_cow,
+            &self.replica_peak_ratio,
+            &self.replica_cow,
+            &self.replica_used_memory,
         ]
     }
 
@@ -246,6 +264,9 @@ impl ResultGauges {
         set(&gauges.eviction_evicted_keys, figures.eviction[1]);
         set(&gauges.snapshot_peak_ratio, figures.snapshot_ratio);
         set(&gauges.snapshot_cow, figures.snapshot_cow);
+        set(&gauges.replica_peak_ratio, figures.replica[0]);
+        set(&gauges.replica_cow, figures.replica[1]);
+        set(&gauges.replica_used_memory, figures.replica[2]);
     }
 }
 
@@ -275,6 +296,9 @@ pub(super) struct ResultValues {
     snapshot_ratio: Option<f64>,
     /// What the snapshot's fork copied (median).
     snapshot_cow: Option<f64>,
+    /// The replica's full sync: the primary's peak over its before, what its fork copied, the
+    /// replica's used_memory once in sync (medians).
+    replica: [Option<f64>; 3],
 }
 
 impl ResultValues {
@@ -381,6 +405,34 @@ impl ResultValues {
                     .map(|b| b as f64)
                     .collect(),
             ),
+            replica: [
+                summary
+                    .and_then(|s| Some(s.peak.as_ref()?.replica.as_ref()?.ratio))
+                    .or_else(|| {
+                        median_of(
+                            repetitions
+                                .iter()
+                                .filter_map(|r| r.peak.as_ref()?.replica.as_ref()?.primary.ratio)
+                                .collect(),
+                        )
+                    }),
+                median_of(
+                    repetitions
+                        .iter()
+                        .filter_map(|r| r.peak.as_ref()?.replica.as_ref()?.primary.cow_bytes)
+                        .map(|b| b as f64)
+                        .collect(),
+                ),
+                median_of(
+                    repetitions
+                        .iter()
+                        .filter_map(|r| {
+                            Some(r.peak.as_ref()?.replica.as_ref()?.replica_used_memory)
+                        })
+                        .map(|b| b as f64)
+                        .collect(),
+                ),
+            ],
             eviction: [
                 median_of(
                     repetitions

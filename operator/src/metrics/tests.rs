@@ -7,7 +7,12 @@ use crate::crd::{
     RepetitionStatus, SortedSetWorkload, SpreadStatus, SummaryStatus, WorkloadSpec,
 };
 
-fn engine_status(name: &str, engine: &str, version: &str, bytes: [f64; 3]) -> EngineStatus {
+pub(super) fn engine_status(
+    name: &str,
+    engine: &str,
+    version: &str,
+    bytes: [f64; 3],
+) -> EngineStatus {
     let repetition = |bytes_per_item: f64, rss: u64, ratio: f64| RepetitionStatus {
         baseline_used_memory: 900_000,
         used_memory: 900_000 + (bytes_per_item * 1000.0) as u64,
@@ -73,7 +78,7 @@ fn engine_status(name: &str, engine: &str, version: &str, bytes: [f64; 3]) -> En
     }
 }
 
-fn benchmark(
+pub(super) fn benchmark(
     namespace: &str,
     name: &str,
     phase: Phase,
@@ -123,7 +128,7 @@ fn benchmark(
 }
 
 /// The value of the one sample of `name` whose labels include all of `labels`.
-fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+pub(super) fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     text.lines()
         .filter(|line| !line.starts_with('#'))
         .filter(|line| {

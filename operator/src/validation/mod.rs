@@ -90,20 +90,10 @@ const LOCAL_ONLY_FIELDS: [(&str, &str); 3] = [
 ];
 
 /// Refuses the local-only fields, which a cluster would otherwise ignore without a word and
-/// measure something else than the spec says: the engine fields that pick a program, and
-/// `peak.replica` (a replica needs a second engine pod on a node of its own, which the operator
-/// does not start yet).
+/// measure something else than the spec says: the engine fields that pick a program.
+/// (`peak.replica` runs in both: a second process locally, a replica pod on a node of its own
+/// in a cluster.)
 fn refuse_local_only_fields(benchmark: &MemoryBenchmark) -> Result<(), String> {
-    if benchmark
-        .spec
-        .peak
-        .as_ref()
-        .is_some_and(|p| p.replica.is_some())
-    {
-        return Err(
-            "spec.peak.replica is measured locally for now (membench run starts the replica as a second process of the engine's build; membench load --replica ADDR against servers of yours): the operator does not yet start a replica pod on a node of its own; remove peak.replica from the MemoryBenchmark you create in the cluster, or keep peak.snapshot".into(),
-        );
-    }
     for (i, engine) in benchmark.spec.engines.iter().enumerate() {
         let set = [
             engine.binary.is_some(),

@@ -378,12 +378,22 @@ fn replica_peak(second: &str, workload: &str, rate: u32) -> MemoryBenchmark {
 }
 
 #[test]
-fn a_replica_peak_runs_locally_and_the_operator_refuses_it_saying_so() {
+fn a_replica_peak_is_taken_by_membench_run_and_by_the_operator() {
     let spec = replica_peak("", "{strings: {keys: 1000}}", 1000);
     validate_spec(&spec).expect("membench run takes it");
-    let err = validate(&spec).unwrap_err();
+    validate(&spec).expect("the operator takes it: it starts a replica pod");
+}
+
+#[test]
+fn the_operator_still_refuses_a_replica_peak_of_a_sharded_entry() {
+    let err = validate(&replica_peak(
+        ", shards: 3",
+        "{strings: {keys: 1000}}",
+        1000,
+    ))
+    .unwrap_err();
     assert!(
-        err.starts_with("spec.peak.replica is measured locally for now (membench run"),
+        err.contains("spec.engines[1] runs in cluster mode or with shards"),
         "{err}"
     );
 }

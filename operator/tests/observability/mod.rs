@@ -284,6 +284,14 @@ pub fn fixture_benchmarks() -> Vec<MemoryBenchmark> {
             "ratio": 1.55, "cowBytes": 4_700_000u64, "usedMemoryBefore": 600_000u64,
             "durationSeconds": 0.4, "writesPerSec": 1000.0, "writesPerSecAsked": 1000,
             "writeLatencyMs": {"p50": 0.2, "p99": 0.9, "max": 3.0},
+        }, "replica": {
+            "source": "process-tree", "beforeBytes": 9_000_000u64, "peakBytes": 10_170_000u64,
+            "ratio": 1.13, "cowBytes": 1_100_000u64, "usedMemoryBefore": 600_000u64,
+            "durationSeconds": 5.6, "writesPerSec": 1000.0, "writesPerSecAsked": 1000,
+            "writeLatencyMs": {"p50": 0.2, "p99": 0.8, "max": 2.0},
+            "backlogBytes": 1_048_576u64, "primaryUsedMemoryAfter": 1_650_000u64,
+            "replicaUsedMemory": 620_000u64, "replicaUsedMemoryRss": 8_900_000u64,
+            "replicaKeys": 1_000u64,
         }});
         repetition["eviction"] = json!({
             "maxmemory": 16_777_216u64, "policy": "allkeys-lru", "itemsWritten": 300_000u64,

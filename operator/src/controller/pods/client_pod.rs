@@ -1,18 +1,20 @@
 //! The client pod: next to its engine (a sharded run's shard 0), loading the workload into it
-//! (every shard), its result in the termination message.
+//! (every shard), syncing the run's replica pod from it (`spec.peak.replica`), its result in
+//! the termination message.
 
 use k8s_openapi::api::core::v1::{
     Affinity, Container, ContainerPort, EnvVar, Pod, PodAffinity, PodAffinityTerm, PodSpec,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube::ResourceExt;
 
 use super::profile_delivery::profile_delivery;
 use super::{
     ANNOTATION_CLIENT_OF, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_BENCHMARK,
-    LABEL_CLIENT_ATTEMPT, LABEL_COMPONENT, LABEL_ENGINE_INDEX, LABEL_SHARD, PodSettings,
-    RESULT_FINALIZER, TERMINATION_MESSAGE_PATH, client_of, client_pod_name, guaranteed,
-    image_pull_secrets, labels, metadata, node_selector, pod_ip_env, pod_resources, tolerations,
+    LABEL_CLIENT_ATTEMPT, LABEL_COMPONENT, LABEL_ENGINE_INDEX, LABEL_ROLE, LABEL_SHARD,
+    PodSettings, RESULT_FINALIZER, TERMINATION_MESSAGE_PATH, client_of, client_pod_name,
+    guaranteed, image_pull_secrets, labels, metadata, node_selector, pod_ip_env, pod_resources,
+    tolerations,
 };
 use crate::client::progress_endpoint::PROGRESS_PORT;
 use crate::client::workload::Workload;
@@ -133,12 +135,14 @@ pub const SERVE_RESULT_SECONDS: u64 = 30;
 /// `withoutTtl`, and the settings its entry changed to read back (`--read-config`), so the
 /// result records their effective values.
 /// A sharded run's client gets one `--addr` per shard, in shard order, right after the first
-/// (`membench load` joins them into one cluster before its first baseline).
+/// (`membench load` joins them into one cluster before its first baseline); a run with
+/// `spec.peak.replica` gets its replica pod's address (`--replica`) and the writes' rate.
 fn client_args_reading_back(
     benchmark: &MemoryBenchmark,
     index: usize,
     workload: &Workload,
     addresses: &[String],
+    replica: Option<&str>,
 ) -> Vec<String> {
     let first = addresses.first().map(String::as_str).unwrap_or_default();
     let mut args = client_args(benchmark, workload, first);
@@ -158,6 +162,21 @@ fn client_args_reading_back(
     }
     if engine.is_cluster() {
         args.push("--own-all-slots".into());
+    }
+    if let (Some(spec), Some(address)) = (
+        benchmark
+            .spec
+            .peak
+            .as_ref()
+            .and_then(|p| p.replica.as_ref()),
+        replica,
+    ) {
+        args.extend([
+            "--replica".into(),
+            address.to_string(),
+            "--replica-writes-per-sec".into(),
+            spec.writes_per_sec.to_string(),
+        ]);
     }
     // The load past maxmemory: spec.eviction's limit or the entry's own (admission checked
     // both, so a refusal here cannot happen for an admitted spec).
@@ -206,17 +225,27 @@ pub fn client_pod(
     settings: &PodSettings,
 ) -> Pod {
     let engine_ips = [engine_ip.to_string()];
-    client_pod_of_shards(benchmark, index, attempt, workload, &engine_ips, settings)
+    client_pod_of_shards(
+        benchmark,
+        index,
+        attempt,
+        workload,
+        &engine_ips,
+        None,
+        settings,
+    )
 }
 
 /// [`client_pod`] for engine pods at `engine_ips`, in shard order: a sharded run's client runs
-/// on shard 0's node and loads every shard.
+/// on shard 0's node and loads every shard. `replica_ip` is the run's replica pod's address
+/// (`spec.peak.replica`), which the client syncs from the engine it loaded.
 pub fn client_pod_of_shards(
     benchmark: &MemoryBenchmark,
     index: usize,
     attempt: u32,
     workload: &Workload,
     engine_ips: &[String],
+    replica_ip: Option<&str>,
     settings: &PodSettings,
 ) -> Pod {
     let name = benchmark.name_any();
@@ -244,10 +273,23 @@ pub fn client_pod_of_shards(
     if benchmark.spec.engine_of_run(index).shards.is_some() {
         engine_labels.insert(LABEL_SHARD.to_string(), "0".to_string());
     }
+    // Beside the engine it loads, never beside that engine's replica (an engine pod too).
+    let not_the_replica = benchmark
+        .spec
+        .peak
+        .as_ref()
+        .is_some_and(|p| p.replica.is_some())
+        .then(|| {
+            vec![LabelSelectorRequirement {
+                key: LABEL_ROLE.to_string(),
+                operator: "DoesNotExist".into(),
+                values: None,
+            }]
+        });
     let next_to_engine = PodAffinityTerm {
         label_selector: Some(LabelSelector {
             match_labels: Some(engine_labels),
-            ..Default::default()
+            match_expressions: not_the_replica,
         }),
         topology_key: HOSTNAME_LABEL.to_string(),
         ..Default::default()
@@ -255,7 +297,9 @@ pub fn client_pod_of_shards(
     // A profile workload's profile: a file from its ConfigMap, or the environment.
     let profile = profile_delivery(benchmark);
     let addresses: Vec<String> = engine_ips.iter().map(|ip| engine_address(ip)).collect();
-    let mut args = client_args_reading_back(benchmark, index, workload, &addresses);
+    let replica = replica_ip.map(engine_address);
+    let mut args =
+        client_args_reading_back(benchmark, index, workload, &addresses, replica.as_deref());
     args.extend(profile.args);
     let mut env = client_env(benchmark);
     env.extend(profile.env);

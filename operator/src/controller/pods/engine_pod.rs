@@ -9,9 +9,10 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
 use super::{
-    APP_NAME, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_COMPONENT, LABEL_NAME, LABEL_SHARD,
-    POD_IP_ENV, PodSettings, engine_image, guaranteed, image_pull_secrets, labels, metadata,
-    node_selector, pod_ip_env, pod_resources, shard_pod_name, tolerations,
+    APP_NAME, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_COMPONENT, LABEL_NAME, LABEL_ROLE,
+    LABEL_SHARD, POD_IP_ENV, PodSettings, ROLE_REPLICA, engine_image, guaranteed,
+    image_pull_secrets, labels, metadata, node_selector, pod_ip_env, pod_resources,
+    replica_pod_name, shard_pod_name, tolerations,
 };
 use crate::controller::pod_security::{
     ENGINE_DATA_DIR, engine_data_mount, engine_data_volume, engine_pod_security_context,
@@ -96,11 +97,48 @@ pub fn engine_pod(
     build(
         benchmark,
         index,
-        None,
+        Member::Engine,
         memory_bytes,
         preferred_node,
         settings,
     )
+}
+
+/// The replica pod of run `index` (`spec.peak.replica`): the engine pod's twin (image,
+/// arguments, password, resources, security, the same emptyDir for the sync's file), named
+/// `<benchmark>-<i>-replica` and labelled [`LABEL_ROLE`]` = replica`. Labelled an engine too, it
+/// keeps the engine pods' anti-affinity against every membench engine, its own run's included:
+/// the scheduler puts it on another node of the instance type than the engine it copies, and no
+/// other benchmark's engine beside it. It starts empty; the client makes it a replica
+/// (`REPLICAOF`) after each repetition's readings. `engines_node` is the node the engine
+/// prefers (the benchmark's first engine's): the replica prefers any other, so that, created
+/// at the same moment, it does not take the node the engine wants.
+pub fn replica_pod(
+    benchmark: &MemoryBenchmark,
+    index: usize,
+    memory_bytes: u64,
+    engines_node: Option<&str>,
+    settings: &PodSettings,
+) -> Pod {
+    build(
+        benchmark,
+        index,
+        Member::Replica,
+        memory_bytes,
+        engines_node,
+        settings,
+    )
+}
+
+/// Which of its run's engine pods a pod is.
+#[derive(Clone, Copy, PartialEq)]
+enum Member {
+    /// The one engine of an unsharded run.
+    Engine,
+    /// A shard of a sharded run.
+    Shard(usize),
+    /// The replica of `spec.peak.replica`.
+    Replica,
 }
 
 /// The engine pods of run `index`: its one [`engine_pod`], or for an entry with `shards: N`
@@ -129,7 +167,7 @@ pub fn shard_pods(
                 build(
                     benchmark,
                     index,
-                    Some(shard),
+                    Member::Shard(shard),
                     memory_bytes,
                     preferred,
                     settings,
@@ -142,13 +180,17 @@ pub fn shard_pods(
 fn build(
     benchmark: &MemoryBenchmark,
     index: usize,
-    shard: Option<usize>,
+    member: Member,
     memory_bytes: u64,
     preferred_node: Option<&str>,
     settings: &PodSettings,
 ) -> Pod {
     let name = benchmark.name_any();
     let engine = benchmark.spec.engine_of_run(index);
+    let shard = match member {
+        Member::Shard(shard) => Some(shard),
+        Member::Engine | Member::Replica => None,
+    };
     let placement = benchmark.spec.placement.clone().unwrap_or_default();
     let user_affinity = placement.affinity.clone().unwrap_or_default();
 
@@ -181,12 +223,18 @@ fn build(
     let mut node_affinity = user_affinity.node_affinity.clone();
     if let Some(node) = preferred_node {
         // matchFields on metadata.name: a node's name, unlike its hostname label, is unique.
+        // The replica's preference is the other way round: away from the engine's node.
         let same_node = PreferredSchedulingTerm {
             weight: 100,
             preference: NodeSelectorTerm {
                 match_fields: Some(vec![NodeSelectorRequirement {
                     key: "metadata.name".into(),
-                    operator: "In".into(),
+                    operator: if member == Member::Replica {
+                        "NotIn"
+                    } else {
+                        "In"
+                    }
+                    .into(),
                     values: Some(vec![node.to_string()]),
                 }]),
                 ..Default::default()
@@ -204,12 +252,14 @@ fn build(
     if let Some(shard) = shard {
         pod_labels.insert(LABEL_SHARD.into(), shard.to_string());
     }
+    let pod_name = if member == Member::Replica {
+        pod_labels.insert(LABEL_ROLE.into(), ROLE_REPLICA.into());
+        replica_pod_name(&name, index)
+    } else {
+        shard_pod_name(&name, index, shard.unwrap_or(0))
+    };
     Pod {
-        metadata: metadata(
-            benchmark,
-            shard_pod_name(&name, index, shard.unwrap_or(0)),
-            pod_labels,
-        ),
+        metadata: metadata(benchmark, pod_name, pod_labels),
         spec: Some(PodSpec {
             restart_policy: Some("Never".into()),
             termination_grace_period_seconds: Some(10),

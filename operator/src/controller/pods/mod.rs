@@ -32,7 +32,7 @@ mod profile_tests;
 pub(crate) mod tests;
 
 pub use client_pod::{client_args, client_pod, client_pod_of_shards, engine_address};
-pub use engine_pod::{engine_args, engine_pod, shard_pods};
+pub use engine_pod::{engine_args, engine_pod, replica_pod, shard_pods};
 
 pub const LABEL_NAME: &str = "app.kubernetes.io/name";
 pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
@@ -43,6 +43,12 @@ pub const LABEL_ENGINE_INDEX: &str = "membench.io/engine-index";
 pub const LABEL_CLIENT_ATTEMPT: &str = "membench.io/client-attempt";
 /// On the engine pods of a sharded run (`engines[].shards`): which shard, from 0.
 pub const LABEL_SHARD: &str = "membench.io/shard";
+/// On the replica pod of a run with `spec.peak.replica`: `replica`. The replica is an engine pod
+/// (labelled as one, so it keeps a node to itself like every engine) that its run's client
+/// never loads and never sits beside; this label is how they tell it from the engine it copies.
+pub const LABEL_ROLE: &str = "membench.io/role";
+/// [`LABEL_ROLE`]'s value on a replica pod.
+pub const ROLE_REPLICA: &str = "replica";
 /// On client pods: `<benchmark UID>/<engine index>/<attempt>`, written by the operator when it
 /// creates the pod. Only a pod whose name, owner and this annotation all agree is read as a
 /// client (see [`owned_by`]).
@@ -177,6 +183,11 @@ pub fn shard_pod_name(benchmark: &str, index: usize, shard: usize) -> String {
     } else {
         format!("{benchmark}-{index}-engine-{shard}")
     }
+}
+
+/// `<benchmark>-<i>-replica`: the replica of run `i`'s engine (`spec.peak.replica`).
+pub fn replica_pod_name(benchmark: &str, index: usize) -> String {
+    format!("{benchmark}-{index}-replica")
 }
 
 /// `<benchmark>-<i>-client` for the first attempt, `<benchmark>-<i>-client-<n>` for retries.
@@ -355,6 +366,17 @@ pub fn shard_index(pod: &Pod) -> usize {
         .unwrap_or(0)
 }
 
+/// Whether an engine pod is a replica (`spec.peak.replica`), not an engine the client loads.
+pub fn is_replica(pod: &Pod) -> bool {
+    pod.labels().get(LABEL_ROLE).map(String::as_str) == Some(ROLE_REPLICA)
+}
+
+/// Where an engine pod comes in its run's list: the shards in order, the replica last (so the
+/// first is always the engine the client runs beside).
+pub fn engine_pod_order(pod: &Pod) -> (bool, usize) {
+    (is_replica(pod), shard_index(pod))
+}
+
 /// Whether a pod is an engine or a client.
 pub fn component(pod: &Pod) -> Option<Component> {
     match pod.labels().get(LABEL_COMPONENT)?.as_str() {
@@ -399,6 +421,9 @@ pub fn owned_by(pod: &Pod, benchmark: &MemoryBenchmark) -> bool {
     let benchmark_name = benchmark.name_any();
     controlled
         && match component(pod) {
+            Some(Component::Engine) if is_replica(pod) => {
+                pod.name_any() == replica_pod_name(&benchmark_name, index)
+            }
             Some(Component::Engine) => {
                 pod.name_any() == shard_pod_name(&benchmark_name, index, shard_index(pod))
             }
