@@ -53,8 +53,9 @@ spec:
   # The comparison dashboard's capacity panels read what the operator plans at this size.
   capacity:
     items: 1000000
-  # Its snapshot, churn and eviction panels read these phases' figures.
-  peak: {snapshot: {writesPerSecond: 2000}}
+  # Its snapshot, replica, churn and eviction panels read these phases' figures (the replica
+  # runs on the pool's other r7i.4xlarge node).
+  peak: {snapshot: {writesPerSecond: 2000}, replica: {writesPerSecond: 2000}}
   churn: {rounds: 1, deleteShare: 0.5, defrag: true, defragSeconds: 20}
   eviction: {maxmemory: 4mb, loadTo: 2}
 ";
