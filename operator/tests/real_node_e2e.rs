@@ -153,13 +153,7 @@ async fn an_engine_over_its_cgroup_limit_is_oom_killed_by_the_kernel_keeping_ear
         "the repetitions finished before the kill are kept: {first:#?}"
     );
     // The kubelet's record: the kernel's OOM kill (SIGKILL, 137).
-    let terminated = common::real_node::terminated_state(&harness.pods(), "oom-0-engine").await?;
-    assert_eq!(
-        terminated.reason.as_deref(),
-        Some("OOMKilled"),
-        "{terminated:#?}"
-    );
-    assert_eq!(terminated.exit_code, 137, "{terminated:#?}");
+    common::real_node::assert_oom_killed(&harness.pods(), "oom-0-engine").await?;
     harness.finish().await;
     Ok(())
 }

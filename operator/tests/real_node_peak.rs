@@ -100,14 +100,7 @@ async fn valkey_over_its_limit_by_the_saves_fork_copy_is_oom_killed_in_the_snaps
     assert!(first.peak.is_none(), "{first:#?}");
     // The kubelet's record: the kernel killed the container's main process (the server, PID 1
     // of the container), not only the save's child, which would have left it running.
-    let terminated =
-        common::real_node::terminated_state(&harness.pods(), "vk-save-0-engine").await?;
-    assert_eq!(
-        terminated.reason.as_deref(),
-        Some("OOMKilled"),
-        "{terminated:#?}"
-    );
-    assert_eq!(terminated.exit_code, 137, "{terminated:#?}");
+    common::real_node::assert_oom_killed(&harness.pods(), "vk-save-0-engine").await?;
     harness.finish().await;
     Ok(())
 }

@@ -144,22 +144,7 @@ fn the_client_starts_once_both_are_ready_beside_the_engine_with_the_replicas_add
         "{args}"
     );
     assert_eq!(args.matches("--addr").count(), 1, "{args}");
-    let next_to = client
-        .spec
-        .as_ref()
-        .unwrap()
-        .affinity
-        .as_ref()
-        .unwrap()
-        .pod_affinity
-        .as_ref()
-        .unwrap()
-        .required_during_scheduling_ignored_during_execution
-        .as_ref()
-        .unwrap()[0]
-        .label_selector
-        .clone()
-        .unwrap();
+    let next_to = required_affinity(client)[0].label_selector.clone().unwrap();
     // Beside the engine pod, never beside the replica, an engine pod too.
     let not_replica = next_to.match_expressions.unwrap();
     assert_eq!(

@@ -170,19 +170,7 @@ fn the_client_starts_only_once_every_shard_is_ready_next_to_shard_0_with_every_a
         "{args}"
     );
     assert!(args.contains("--own-all-slots"), "{args}");
-    let next_to = client
-        .spec
-        .as_ref()
-        .unwrap()
-        .affinity
-        .as_ref()
-        .unwrap()
-        .pod_affinity
-        .as_ref()
-        .unwrap()
-        .required_during_scheduling_ignored_during_execution
-        .as_ref()
-        .unwrap()[0]
+    let next_to = required_affinity(client)[0]
         .label_selector
         .as_ref()
         .unwrap()

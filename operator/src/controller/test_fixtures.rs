@@ -379,6 +379,19 @@ pub(super) fn first_engine_measured(b: &mut MemoryBenchmark) -> Vec<Pod> {
     vec![deleting(engine), deleting(client)]
 }
 
+/// The pod's required affinity terms (a client pod's: beside the engine it loads).
+pub(super) fn required_affinity(pod: &Pod) -> Vec<k8s_openapi::api::core::v1::PodAffinityTerm> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.pod_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .clone()
+        })
+        .unwrap_or_default()
+}
+
 /// The pod's required anti-affinity terms (an engine pod's: one membench engine per node).
 pub(super) fn required_anti_affinity(
     pod: &Pod,

@@ -189,3 +189,19 @@ pub async fn terminated_state(
             format!("the terminated state of {pod}'s container (cleanupPolicy KeepFailed)")
         })
 }
+
+/// Asserts the kubelet recorded `pod`'s container as killed by the kernel's OOM killer:
+/// reason `OOMKilled`, exit code 137 (SIGKILL).
+pub async fn assert_oom_killed(
+    pods: &kube::Api<k8s_openapi::api::core::v1::Pod>,
+    pod: &str,
+) -> anyhow::Result<()> {
+    let terminated = terminated_state(pods, pod).await?;
+    assert_eq!(
+        terminated.reason.as_deref(),
+        Some("OOMKilled"),
+        "{terminated:#?}"
+    );
+    assert_eq!(terminated.exit_code, 137, "{terminated:#?}");
+    Ok(())
+}
