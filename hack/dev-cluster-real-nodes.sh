@@ -16,6 +16,8 @@
 #     in pids/real-<node>-*.pid), and what containerd starts (shims, pause, containers), all in
 #     that mount namespace: `down` stops the kubelet and containerd by PID, then kills every
 #     process whose mount namespace is the node's (recorded in nodes/<node>/mnt-ns);
+#   - an empty directory /run/containerd (the mount point of the node's own, in its namespace;
+#     left in place);
 #   - cgroups `/membench-<cluster>-<node>` in each hierarchy (the kubelet's cgroupRoot),
 #     removed once empty;
 #   - one bridge per cluster (`mbr<cluster>`) with an address per node; the bridge CNI plugin
@@ -388,7 +390,10 @@ subjectAltName=IP:$ip,DNS:$name"
   write_kubeconfig "$dir/kubeconfig" "node-$name"
 
   # The mount namespace: the node's own /var/lib (kubelet, CNI, shims) and /var/log (pod logs),
-  # and the three sysctl files. Its holder keeps it while containerd and the kubelet start.
+  # the three sysctl files, and /run/containerd holding a link to the node's containerd socket:
+  # the kubelet's cAdvisor finds containerd only at /run/containerd/containerd.sock, as on a
+  # real node, and without it serves no container's own figures (only its pod's) on
+  # /metrics/cadvisor. Its holder keeps it while containerd and the kubelet start.
   start_process "real-$name-namespace" unshare --mount --propagation private -- bash -c '
     set -e
     mount --bind "$1/var-lib" /var/lib
@@ -396,6 +401,9 @@ subjectAltName=IP:$ip,DNS:$name"
     mount --bind "$1/sysctl/overcommit_memory" /proc/sys/vm/overcommit_memory
     mount --bind "$1/sysctl/panic" /proc/sys/kernel/panic
     mount --bind "$1/sysctl/panic_on_oops" /proc/sys/kernel/panic_on_oops
+    mkdir -p /run/containerd "$1/run-containerd"
+    ln -sfn "$1/containerd.sock" "$1/run-containerd/containerd.sock"
+    mount --bind "$1/run-containerd" /run/containerd
     touch "$1/namespace-ready"
     exec sleep infinity' real-node "$dir"
   wait_until 10 "$name's mount namespace" test -e "$dir/namespace-ready"
