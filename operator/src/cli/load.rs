@@ -195,6 +195,12 @@ pub struct LoadArgs {
     /// the run; 0 leaves at once. The result file is written first either way.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     serve_result_seconds: u64,
+    /// At each peak phase's start and end, wait (at most 60 s) for the reader of the progress
+    /// (the operator) to answer with the engine container's memory as the kubelet read it,
+    /// when the engine's processes are not on this machine (client pods on a real node). Needs
+    /// --progress-port.
+    #[arg(long, requires = "progress_port")]
+    container_memory_marks: bool,
     /// The address to serve progress on (client pods: their pod IP, from the downward API).
     #[arg(
         long,
@@ -616,6 +622,9 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
     let mut progress = ProgressReporter::new(&format!("{} at {target}", workload.kind()));
     let endpoint =
         std::sync::Arc::new(membench::client::progress_endpoint::ProgressEndpoint::default());
+    if args.container_memory_marks {
+        options.container = Some(endpoint.clone());
+    }
     if let Some(port) = args.progress_port {
         let at = std::net::SocketAddr::new(args.progress_ip, port);
         // Progress is a convenience: a load without it measures the same.

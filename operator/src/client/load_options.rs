@@ -60,6 +60,9 @@ pub struct LoadOptions {
     pub snapshot: Option<Snapshot>,
     /// A replica's full sync under writes after the snapshot (`client::replica`).
     pub replica: Option<Replica>,
+    /// Who reads the engine's container at a peak phase's marks when its processes are not on
+    /// this machine (`client::container_memory`: the operator, through the progress endpoint).
+    pub container: Option<std::sync::Arc<dyn crate::client::container_memory::ContainerMarks>>,
 }
 
 impl Default for LoadOptions {
@@ -81,6 +84,7 @@ impl Default for LoadOptions {
             eviction: None,
             snapshot: None,
             replica: None,
+            container: None,
         }
     }
 }

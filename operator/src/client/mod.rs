@@ -10,6 +10,7 @@
 
 pub mod churn;
 pub mod cluster_node;
+pub mod container_memory;
 pub mod defrag;
 pub mod draws;
 pub mod encoder;
@@ -19,6 +20,7 @@ pub mod load_options;
 pub mod measure;
 pub mod measured;
 pub mod paced_writes;
+pub mod phase_memory;
 pub mod phases;
 pub mod process_tree;
 pub mod profile_encoder;

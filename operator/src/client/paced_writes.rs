@@ -34,6 +34,8 @@ pub struct PeakTarget<'a> {
     pub engine: &'a str,
     pub process_id: Option<u32>,
     pub pacing: Pacing<'a>,
+    /// Who reads the engine's container when its processes are not on this machine.
+    pub container: Option<&'a dyn crate::client::container_memory::ContainerMarks>,
 }
 
 /// The phase the writes run beside: its name in errors (`snapshot`, `replica`), the command

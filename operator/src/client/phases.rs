@@ -64,6 +64,7 @@ pub fn after_readings(
             engine: &engine.name,
             process_id: engine.process_id,
             pacing,
+            container: options.container.as_deref(),
         };
         if let Some(phase) = &options.snapshot {
             let report = after_reading(shards, read, "snapshot", "before the snapshot", |s, b| {

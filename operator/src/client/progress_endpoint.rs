@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::client::container_memory::{
+    ContainerMarks, ContainerReading, MarkBoard, PendingMark, answer_path, parse_answer,
+};
 use crate::client::measure::{BenchmarkReport, LoadProgress};
 use crate::client::result::{ClientResult, WHOLE_RESULT_LIMIT};
 use crate::client::stop_request::StopRequest;
@@ -54,6 +57,10 @@ pub struct ProgressReading {
     /// (false) from clients before it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub done: bool,
+    /// A mark the client waits on for a reading of its engine's container
+    /// ([`crate::client::container_memory`]); absent when it waits on none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<PendingMark>,
 }
 
 impl ProgressReading {
@@ -78,7 +85,7 @@ impl ProgressReading {
 }
 
 /// The progress the load updates and the endpoint serves.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct ProgressEndpoint {
     repetition: AtomicU32,
     repetitions: AtomicU32,
@@ -89,6 +96,14 @@ pub struct ProgressEndpoint {
     result: Mutex<Option<String>>,
     /// Whether anyone has read the progress (the operator): only then is the result waited for.
     read: AtomicBool,
+    /// The marks a peak phase posts, answered with `POST /mark?...`.
+    marks: MarkBoard,
+}
+
+impl ContainerMarks for ProgressEndpoint {
+    fn mark(&self, timeout: Duration) -> Result<ContainerReading, String> {
+        self.marks.mark(timeout)
+    }
 }
 
 impl ProgressEndpoint {
@@ -108,6 +123,7 @@ impl ProgressEndpoint {
             commands_done: self.commands_done.load(Ordering::Relaxed),
             commands_total: self.commands_total.load(Ordering::Relaxed),
             done: self.done.load(Ordering::SeqCst),
+            mark: self.marks.pending(),
         }
     }
 
@@ -168,6 +184,18 @@ impl ProgressEndpoint {
             }
         }
         let wants_result = request[..read].starts_with(b"GET /result ");
+        if let Some(path) = request[..read]
+            .strip_prefix(b"POST ")
+            .and_then(|rest| rest.split(|b| *b == b' ').next())
+            .and_then(|path| std::str::from_utf8(path).ok())
+        {
+            let taken = parse_answer(path).is_some_and(|(seq, answer)| self.marks.answer(seq, answer));
+            let status = if taken { "204 No Content" } else { "409 Conflict" };
+            return write!(
+                stream,
+                "HTTP/1.0 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
         let body = if wants_result {
             self.result
                 .lock()
@@ -207,13 +235,37 @@ pub async fn fetch_result(address: SocketAddr, timeout: Duration) -> Option<Stri
     String::from_utf8(body.to_vec()).ok()
 }
 
-/// One HTTP/1.0 GET of `path`, its response whole, or `None` when it takes longer than
-/// `timeout` or runs past `max` bytes.
+/// Answers the client's mark `seq` at `address` ([`crate::client::container_memory`]): whether
+/// the client took it (false when it no longer waits on that mark); `None` when it did not
+/// answer within `timeout`.
+pub async fn answer_mark(
+    address: SocketAddr,
+    seq: u32,
+    answer: &Result<ContainerReading, String>,
+    timeout: Duration,
+) -> Option<bool> {
+    let path = answer_path(seq, answer);
+    let response = exchange(address, "POST", &path, 512, timeout).await?;
+    Some(response.starts_with(b"HTTP/1.0 204"))
+}
+
 async fn get(address: SocketAddr, path: &str, max: usize, timeout: Duration) -> Option<Vec<u8>> {
+    exchange(address, "GET", path, max, timeout).await
+}
+
+/// One HTTP/1.0 request for `path`, its response whole, or `None` when it takes longer than
+/// `timeout` or runs past `max` bytes.
+async fn exchange(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    max: usize,
+    timeout: Duration,
+) -> Option<Vec<u8>> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let exchange = async {
         let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
-        let request = format!("GET {path} HTTP/1.0\r\n\r\n");
+        let request = format!("{method} {path} HTTP/1.0\r\n\r\n");
         stream.write_all(request.as_bytes()).await.ok()?;
         let mut response = Vec::with_capacity(512);
         let mut chunk = [0u8; 4096];
@@ -273,6 +325,7 @@ mod tests {
                 commands_done: 5_000,
                 commands_total: 20_000,
                 done: false,
+                mark: None,
             }
         );
         assert_eq!(reading.loaded_percent(), Some(25));

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::engine::{ControlConnection, EngineAddress, MemoryInfo};
 use crate::client::paced_writes::{self, Beside, PeakTarget, WriteRate};
+use crate::client::phase_memory::PhaseWatch;
 use crate::client::process_tree::TreeWatch;
 use crate::client::shards::ShardSet;
 use crate::client::snapshot::{SnapshotReport, last_cow_size, note_cow_peak};
@@ -241,7 +242,7 @@ pub fn run(
     }
     let keys = shards.first().keys_in_all_databases()?;
     let replica_watch = TreeWatch::start(replica_process(&mut link));
-    let watch = TreeWatch::start(target.process_id);
+    let watch = PhaseWatch::start(target.process_id, target.container);
     let started = Instant::now();
     let mut cow_peak_bytes = None;
     let beside = Beside {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::client::engine::{ControlConnection, MemoryInfo};
 pub use crate::client::paced_writes::WriteLatency;
 use crate::client::paced_writes::{self, Beside, PacedWrites, PeakTarget, WriteRate};
-use crate::client::process_tree::{self, TreePeak, TreeWatch};
+use crate::client::phase_memory::{PhasePeak, PhaseWatch};
 use crate::client::shards::ShardSet;
 use crate::client::snapshot_files::SaveFiles;
 use crate::client::workload::Workload;
@@ -87,8 +87,10 @@ impl Snapshot {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SnapshotReport {
     /// Where `before_bytes` and `peak_bytes` come from: `process-tree` (the engine's resident
-    /// set plus its fork children's private pages, on this machine), or `engine-only` (a
-    /// client that cannot see the engine's processes: only the engine's own figures).
+    /// set plus its fork children's private pages, on this machine), `container-cgroup` (the
+    /// engine container's memory cgroup, its usage before and its high-water mark after, read
+    /// by the operator from the kubelet: `client::container_memory`), or `engine-only` (only
+    /// the engine's own figures).
     pub source: String,
     /// The engine's process tree just before the save, and the highest read during it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,9 +101,17 @@ pub struct SnapshotReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio: Option<f64>,
     /// The interval the sampler aimed at, and the readings it took (the achieved interval is
-    /// duration_seconds / samples).
+    /// duration_seconds / samples); 0 and 0 for `container-cgroup`, whose high-water mark the
+    /// kernel keeps.
     pub sample_interval_ms: u64,
     pub samples: u64,
+    /// `container-cgroup`: the container's high-water mark after the phase, whatever reached
+    /// it (`peak_bytes` is given only when it rose during the phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_water_bytes: Option<u64>,
+    /// Why `before_bytes` or `peak_bytes` is missing, when one is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// What the engine says the fork copied (`rdb_last_cow_size`; Dragonfly does not fork).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cow_bytes: Option<u64>,
@@ -127,6 +137,8 @@ impl From<&SnapshotReport> for SnapshotStatus {
             before_bytes: r.before_bytes,
             peak_bytes: r.peak_bytes,
             ratio: r.ratio,
+            high_water_bytes: r.high_water_bytes,
+            note: r.note.clone(),
             cow_bytes: r.cow_bytes,
             cow_peak_bytes: r.cow_peak_bytes,
             used_memory_before: r.used_memory_before,
@@ -284,7 +296,7 @@ pub fn run(
     let files = (target.engine == "dragonfly")
         .then(|| SaveFiles::before_save(shards.first(), target.process_id))
         .flatten();
-    let watch = TreeWatch::start(target.process_id);
+    let watch = PhaseWatch::start(target.process_id, target.container);
     let started = Instant::now();
     let mut cow_peak_bytes = None;
     let beside = Beside {
@@ -332,7 +344,7 @@ impl SnapshotReport {
     /// (`before`), the phase's seconds, the writes beside it and the rate asked for, and the
     /// copy-on-write the engine reported (none where it does not fork).
     pub fn of(
-        tree: TreePeak,
+        tree: PhasePeak,
         before: &MemoryInfo,
         duration_seconds: f64,
         writes: PacedWrites,
@@ -345,8 +357,10 @@ impl SnapshotReport {
             ratio: tree.ratio(),
             before_bytes: tree.before_bytes,
             peak_bytes: tree.peak_bytes,
-            sample_interval_ms: process_tree::SAMPLE_INTERVAL.as_millis() as u64,
+            sample_interval_ms: tree.sample_interval_ms,
             samples: tree.samples,
+            high_water_bytes: tree.high_water_bytes,
+            note: tree.note,
             cow_bytes,
             cow_peak_bytes,
             used_memory_before: before.used_memory,

@@ -78,6 +78,8 @@ pub struct LoadProbe {
     pub done: bool,
     /// The last repetition has sent its commands (or the run is done): look again soon.
     pub finishing: bool,
+    /// A peak phase's mark the client waits on ([`super::container_reading`]).
+    pub mark: Option<crate::client::container_memory::PendingMark>,
 }
 
 /// What a client pod served as its whole result when the operator asked
@@ -165,6 +167,17 @@ pub struct Plan {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProbeTarget {
     pub address: std::net::SocketAddr,
+    /// The engine container the client measures, for its marks; `None` for a result read.
+    pub engine: Option<EngineContainer>,
+}
+
+/// An engine pod's container, where the kubelet serves its memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineContainer {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+    pub node: String,
 }
 
 pub(super) fn is_terminal(engine: &EngineStatus) -> bool {

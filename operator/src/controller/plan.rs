@@ -30,7 +30,7 @@ use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase};
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
 use super::engine_registry::image_registry;
 use super::observation::{
-    LoadProbe, Observation, Plan, ProbeTarget, Settings, current_engine, is_terminal, pods_of,
+    EngineContainer, LoadProbe, Observation, Plan, ProbeTarget, Settings, current_engine, is_terminal, pods_of,
     to_the_second,
 };
 use super::pod_fit;
@@ -138,8 +138,15 @@ pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTa
         .into_iter()
         .find(|c| matches!(pod_state(c), PodState::Ready | PodState::Starting { .. }))?;
     let ip: std::net::IpAddr = pods::pod_ip(&client)?.parse().ok()?;
+    let node = engine.spec.as_ref().and_then(|s| s.node_name.clone());
     Some(ProbeTarget {
         address: std::net::SocketAddr::new(ip, crate::client::progress_endpoint::PROGRESS_PORT),
+        engine: node.map(|node| EngineContainer {
+            namespace: engine.namespace().unwrap_or_default(),
+            pod: engine.name_any(),
+            container: "engine".into(),
+            node,
+        }),
     })
 }
 
@@ -180,7 +187,13 @@ pub fn result_targets(
         };
         let address =
             std::net::SocketAddr::new(ip, crate::client::progress_endpoint::PROGRESS_PORT);
-        targets.push((client.name_any(), ProbeTarget { address }));
+        targets.push((
+            client.name_any(),
+            ProbeTarget {
+                address,
+                engine: None,
+            },
+        ));
     }
     targets
 }

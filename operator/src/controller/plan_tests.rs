@@ -549,10 +549,19 @@ fn the_client_under_way_is_where_progress_is_read() {
         "no client yet"
     );
     let client = ready(client_created(&mut b, &engine, 5), "r8g-1", "127.1.0.3");
+    // The engine's container, on the engine's node, is what a mark of the client reads.
+    let engine_node = engine.spec.as_ref().and_then(|s| s.node_name.clone());
+    assert!(engine_node.is_some(), "the engine pod is on a node");
     assert_eq!(
-        probe_target(&b, &[engine, client]),
+        probe_target(&b, &[engine.clone(), client]),
         Some(ProbeTarget {
             address: "127.1.0.3:9121".parse().unwrap(),
+            engine: engine_node.map(|node| EngineContainer {
+                namespace: engine.namespace().unwrap_or_default(),
+                pod: engine.name_any(),
+                container: "engine".into(),
+                node,
+            }),
         })
     );
 }

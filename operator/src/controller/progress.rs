@@ -44,7 +44,8 @@ impl ProgressReadings {
         let key = (namespace.to_string(), name.to_string(), target.address);
         if let Some((at, reading)) = self.last.lock().expect("readings lock").get(&key) {
             let reuse_for = match reading {
-                Some(r) if r.finishing => REUSE_FINISHING_FOR,
+                // A client waiting on a mark is answered within a second or so.
+                Some(r) if r.finishing || r.mark.is_some() => REUSE_FINISHING_FOR,
                 _ => REUSE_FOR,
             };
             if at.elapsed() < reuse_for {
@@ -58,6 +59,7 @@ impl ProgressReadings {
                 loaded_percent: reading.loaded_percent(),
                 done: reading.done,
                 finishing: reading.finishing(),
+                mark: reading.mark,
             });
         self.last
             .lock()

@@ -297,6 +297,8 @@ mod tests {
                     ratio: Some(ratio),
                     sample_interval_ms: 20,
                     samples: 150,
+                    high_water_bytes: None,
+                    note: None,
                     cow_bytes: Some(2_000_000_000),
                     cow_peak_bytes: Some(1_900_000_000),
                     used_memory_before: 4_800_000_000,

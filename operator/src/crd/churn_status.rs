@@ -154,18 +154,28 @@ pub struct WriteLatencyStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotStatus {
-    /// `process-tree` (the engine's process tree read on its machine) or `engine-only` (the
-    /// engine's own figures: a client in a pod of its own cannot see its processes).
+    /// `process-tree` (the engine's process tree read on its machine), `container-cgroup` (the
+    /// engine container's memory cgroup, read by the operator from the kubelet's
+    /// /metrics/cadvisor just before and just after) or `engine-only` (the engine's own
+    /// figures).
     pub source: String,
-    /// The process tree's memory just before the save (or a replica's sync), in bytes.
+    /// The tree's (or the container's) memory just before the save (or a replica's sync), in
+    /// bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before_bytes: Option<u64>,
-    /// The highest read during the save (or the sync), in bytes.
+    /// The highest during the save (or the sync), in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_bytes: Option<u64>,
     /// peakBytes / beforeBytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio: Option<f64>,
+    /// `container-cgroup`: the container's high-water mark after the phase, whatever reached it
+    /// (peakBytes is given only when it rose during the phase), in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_water_bytes: Option<u64>,
+    /// Why beforeBytes or peakBytes is missing, when one is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// What the engine says its fork copied (`rdb_last_cow_size`), in bytes; Dragonfly does not
     /// fork.
     #[serde(default, skip_serializing_if = "Option::is_none")]

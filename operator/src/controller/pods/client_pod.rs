@@ -120,6 +120,15 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
     // was (--keep-data).
     args.push("--flush".into());
     args.push("--keep-data".into());
+    if spec
+        .peak
+        .as_ref()
+        .is_some_and(|p| p.snapshot.is_some() || p.replica.is_some())
+    {
+        // Where the client cannot see the engine's processes (a real node), the operator reads
+        // the engine container's memory from the kubelet at the phases' marks.
+        args.push("--container-memory-marks".into());
+    }
     if spec.churn.as_ref().is_some_and(|churn| churn.defrag) {
         args.push("--defrag".into());
     }
