@@ -331,6 +331,8 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
         ),
         // Cluster scope only: the fit check reads the nodes of a benchmark's instance type.
         ("".into(), "nodes".into(), verbs(&["list"])),
+        // And a peak phase's marks read the engine container's memory from the kubelet.
+        ("".into(), "nodes/proxy".into(), verbs(&["get"])),
     ];
     expected.sort();
     assert_eq!(rules(role), expected);

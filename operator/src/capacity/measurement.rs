@@ -74,9 +74,10 @@ impl EvictionPeak {
 pub struct SnapshotPeak {
     /// peak / before (at least 1).
     pub ratio: f64,
-    /// Whether the ratio was measured on the engine's processes (`process-tree`) or estimated
-    /// from the engine's own copy-on-write figure (`engine-only`).
-    pub measured: bool,
+    /// What the ratio was measured on: the engine's processes (`process-tree`), its container's
+    /// memory cgroup (`container-cgroup`), or `None` when it is estimated from the engine's own
+    /// copy-on-write figure (`engine-only`).
+    pub measured_on: Option<&'static str>,
     /// The phase that reached it: a snapshot's save, or a replica's full sync (the primary
     /// forks for it as for a save).
     pub phase: PeakPhase,
@@ -115,14 +116,18 @@ impl SnapshotPeak {
         if let Some(ratio) = snapshot.ratio.filter(|r| r.is_finite() && *r > 0.0) {
             return Some(Self {
                 ratio: ratio.max(1.0),
-                measured: true,
+                measured_on: Some(if snapshot.source == "container-cgroup" {
+                    "the engine container's memory cgroup"
+                } else {
+                    "the engine's process tree"
+                }),
                 phase: PeakPhase::Snapshot,
             });
         }
         let cow = snapshot.cow_bytes?;
         (snapshot.used_memory_before > 0).then(|| Self {
             ratio: 1.0 + cow as f64 / snapshot.used_memory_before as f64,
-            measured: false,
+            measured_on: None,
             phase: PeakPhase::Snapshot,
         })
     }

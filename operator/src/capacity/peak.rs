@@ -58,10 +58,9 @@ pub fn make_room(mut rss: RssProjection, peak: Option<&SnapshotPeak>) -> RssProj
     rss.rss = raise(rss.rss).max(rss.rss);
     rss.rss_high = raise(rss.rss_high).max(rss.rss_high);
     rss.snapshot_peak_ratio = Some(peak.ratio);
-    let how = if peak.measured {
-        "measured on the engine's process tree"
-    } else {
-        "estimated from the engine's rdb_last_cow_size over its used_memory (the client could not see the engine's processes)"
+    let how = match peak.measured_on {
+        Some(on) => format!("measured on {on}"),
+        None => "estimated from the engine's rdb_last_cow_size over its used_memory (neither the engine's processes nor its container's memory could be read)".into(),
     };
     let note = format!(
         "raised {:.3}x for {} ({how}): the node holds the engine's memory and the pages its fork copied {} under the run's writes, {} bytes at the estimate instead of {before}; more data at the same write rate takes longer to save or send and copies more, so this is a floor",
@@ -144,7 +143,7 @@ mod tests {
             peak,
             SnapshotPeak {
                 ratio: 1.5,
-                measured: false,
+                measured_on: None,
                 phase: PeakPhase::Snapshot,
             }
         );

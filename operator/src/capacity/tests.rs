@@ -102,7 +102,7 @@ fn a_run_with_a_snapshot_peak_sizes_the_node_for_the_peak_and_says_so() {
     let mut m = redis_like("redis-8.2", 120);
     m.snapshot = Some(crate::capacity::measurement::SnapshotPeak {
         ratio: 1.5,
-        measured: true,
+        measured_on: Some("the engine's process tree"),
         phase: Default::default(),
     });
     let e = plan_engine(&m, &request(100_000_000, None)).unwrap();
@@ -155,7 +155,7 @@ pub(crate) fn plan_with_snapshot_peak(name: &str, ratio: f64) -> CapacityPlan {
     let mut m = redis_like(name, 120);
     m.snapshot = Some(crate::capacity::measurement::SnapshotPeak {
         ratio,
-        measured: true,
+        measured_on: Some("the engine's process tree"),
         phase: Default::default(),
     });
     plan(&[m], &request(100_000_000, None))

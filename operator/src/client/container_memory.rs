@@ -74,6 +74,9 @@ pub struct MarkBoard {
 #[derive(Debug, Default)]
 struct BoardState {
     last_seq: u32,
+    /// A mark went unanswered: nobody answers this client's marks (an operator that is gone,
+    /// or one from before marks), and later ones are not waited for.
+    unanswered: bool,
     pending: Option<PendingMark>,
     answer: Option<(u32, Result<ContainerReading, String>)>,
 }
@@ -105,6 +108,11 @@ impl MarkBoard {
 impl ContainerMarks for MarkBoard {
     fn mark(&self, timeout: Duration) -> Result<ContainerReading, String> {
         let mut state = self.state();
+        if state.unanswered {
+            return Err(
+                "an earlier mark of this run went unanswered: later ones are not waited for".into(),
+            );
+        }
         state.last_seq += 1;
         let seq = state.last_seq;
         state.pending = Some(PendingMark {
@@ -122,6 +130,7 @@ impl ContainerMarks for MarkBoard {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 state.pending = None;
+                state.unanswered = true;
                 return Err(format!(
                     "no reading of the engine container came within {} s of the mark (the operator answers it from the kubelet's /metrics/cadvisor)",
                     timeout.as_secs()
@@ -286,6 +295,11 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(100));
         assert!(error.contains("/metrics/cadvisor"), "{error}");
         assert_eq!(board.pending(), None);
+        // Nobody answers this client: the next mark does not wait again.
+        let started = Instant::now();
+        let error = board.mark(Duration::from_secs(30)).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(1), "{error}");
+        assert!(error.contains("went unanswered"), "{error}");
     }
 
     #[test]

@@ -56,7 +56,9 @@ impl<'a> PhaseWatch<'a> {
         }
     }
 
-    pub fn finish(self) -> PhasePeak {
+    /// The phase's figures. After a phase that failed (`phase_ok` false) the container is not
+    /// read again: its engine may be gone, and nobody would answer the mark.
+    pub fn finish(self, phase_ok: bool) -> PhasePeak {
         let nothing = |note: Option<String>| PhasePeak {
             source: ENGINE_ONLY,
             before_bytes: None,
@@ -79,6 +81,9 @@ impl<'a> PhaseWatch<'a> {
                     note: None,
                 }
             }
+            Self::Container { .. } if !phase_ok => nothing(Some(
+                "the phase failed: the engine container was not read after it".into(),
+            )),
             Self::Container { marks, before } => {
                 let both = before.and_then(|b| marks.mark(MARK_TIMEOUT).map(|a| (b, a)));
                 match both {
@@ -141,9 +146,12 @@ mod tests {
 
     #[test]
     fn an_engine_elsewhere_is_read_at_two_marks_and_its_peak_is_the_risen_high_water_mark() {
-        let answers = Answers(Mutex::new(vec![Ok(reading(270, 280)), Ok(reading(275, 480))]));
+        let answers = Answers(Mutex::new(vec![
+            Ok(reading(270, 280)),
+            Ok(reading(275, 480)),
+        ]));
         // No process of this machine has PID 0.
-        let peak = PhaseWatch::start(Some(0), Some(&answers)).finish();
+        let peak = PhaseWatch::start(Some(0), Some(&answers)).finish(true);
         assert_eq!(peak.source, CONTAINER_CGROUP);
         assert_eq!((peak.before_bytes, peak.peak_bytes), (Some(270), Some(480)));
         assert_eq!(peak.high_water_bytes, Some(480));
@@ -156,11 +164,20 @@ mod tests {
             Ok(reading(270, 280)),
             Err("nodes/proxy is forbidden".into()),
         ]));
-        let peak = PhaseWatch::start(None, Some(&answers)).finish();
+        let peak = PhaseWatch::start(None, Some(&answers)).finish(true);
         assert_eq!(peak.source, ENGINE_ONLY);
         assert_eq!(peak.peak_bytes, None);
         assert!(peak.note.unwrap().contains("nodes/proxy is forbidden"));
-        let none = PhaseWatch::start(None, None).finish();
+        let none = PhaseWatch::start(None, None).finish(true);
         assert_eq!((none.source, none.note), (ENGINE_ONLY, None));
+    }
+
+    #[test]
+    fn after_a_failed_phase_the_container_is_not_read_again() {
+        // One answer only: a second mark would take what is not there and panic.
+        let answers = Answers(Mutex::new(vec![Ok(reading(270, 280))]));
+        let peak = PhaseWatch::start(None, Some(&answers)).finish(false);
+        assert_eq!((peak.source, peak.peak_bytes), (ENGINE_ONLY, None));
+        assert!(peak.note.unwrap().contains("the phase failed"));
     }
 }

@@ -189,8 +189,13 @@ impl ProgressEndpoint {
             .and_then(|rest| rest.split(|b| *b == b' ').next())
             .and_then(|path| std::str::from_utf8(path).ok())
         {
-            let taken = parse_answer(path).is_some_and(|(seq, answer)| self.marks.answer(seq, answer));
-            let status = if taken { "204 No Content" } else { "409 Conflict" };
+            let taken =
+                parse_answer(path).is_some_and(|(seq, answer)| self.marks.answer(seq, answer));
+            let status = if taken {
+                "204 No Content"
+            } else {
+                "409 Conflict"
+            };
             return write!(
                 stream,
                 "HTTP/1.0 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"

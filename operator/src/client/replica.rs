@@ -267,7 +267,7 @@ pub fn run(
             })
         });
     let duration = started.elapsed().as_secs_f64();
-    let tree = watch.finish();
+    let tree = watch.finish(result.is_ok());
     let replica_peak_bytes = replica_watch.finish().peak_bytes;
     let measured = result.and_then(|writes| {
         // Redis and Valkey read their RSS every 100 ms (serverCron): wait for a reading taken

@@ -316,7 +316,7 @@ pub fn run(
             })
         });
     let duration = started.elapsed().as_secs_f64();
-    let tree = watch.finish();
+    let tree = watch.finish(result.is_ok());
     if let Some(name) = kept_name {
         shards
             .first()

@@ -196,7 +196,10 @@ container_memory_usage_bytes{container="engine",id="/kubepods/pod9/1",image="a\"
             pod: "peak-1".into(),
             ..engine()
         };
-        assert_eq!(engine_reading(METRICS, &other).unwrap().usage_bytes, 8_000_000_000);
+        assert_eq!(
+            engine_reading(METRICS, &other).unwrap().usage_bytes,
+            8_000_000_000
+        );
     }
 
     #[test]
@@ -207,7 +210,10 @@ container_memory_usage_bytes{container="engine",id="/kubepods/pod9/1",image="a\"
             .collect::<Vec<_>>()
             .join("\n");
         let error = engine_reading(&pod_only, &engine()).unwrap_err();
-        assert!(error.contains("container engine of pod default/peak-0"), "{error}");
+        assert!(
+            error.contains("container engine of pod default/peak-0"),
+            "{error}"
+        );
         assert!(error.contains("r7i-xlarge-0"), "{error}");
         assert!(error.contains("containerd.sock"), "{error}");
     }
@@ -215,15 +221,24 @@ container_memory_usage_bytes{container="engine",id="/kubepods/pod9/1",image="a\"
     #[test]
     fn lines_without_a_timestamp_or_with_a_bad_value_are_not_taken() {
         assert_eq!(
-            sample("container_memory_usage_bytes{pod=\"a\"} 12", "container_memory_usage_bytes"),
+            sample(
+                "container_memory_usage_bytes{pod=\"a\"} 12",
+                "container_memory_usage_bytes"
+            ),
             None
         );
         assert_eq!(
-            sample("container_memory_usage_bytes{pod=\"a\"} NaN 5", "container_memory_usage_bytes"),
+            sample(
+                "container_memory_usage_bytes{pod=\"a\"} NaN 5",
+                "container_memory_usage_bytes"
+            ),
             None
         );
         assert_eq!(
-            sample("container_memory_usage_bytes{pod=\"a\"} 12 5", "container_memory_usage_bytes"),
+            sample(
+                "container_memory_usage_bytes{pod=\"a\"} 12 5",
+                "container_memory_usage_bytes"
+            ),
             Some(("pod=\"a\"", 12, 5))
         );
     }

@@ -20,9 +20,9 @@
 
 mod capacity_prices;
 mod client_lifecycle;
-mod container_reading;
 mod cluster_cost;
 pub mod conditions;
+mod container_reading;
 pub mod engine_password;
 pub mod engine_registry;
 pub mod events;

@@ -30,8 +30,8 @@ use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase};
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
 use super::engine_registry::image_registry;
 use super::observation::{
-    EngineContainer, LoadProbe, Observation, Plan, ProbeTarget, Settings, current_engine, is_terminal, pods_of,
-    to_the_second,
+    EngineContainer, LoadProbe, Observation, Plan, ProbeTarget, Settings, current_engine,
+    is_terminal, pods_of, to_the_second,
 };
 use super::pod_fit;
 use super::pods::{

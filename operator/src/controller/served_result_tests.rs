@@ -77,7 +77,8 @@ fn done() -> Option<LoadProbe> {
         repetitions_begun: Some(REPETITIONS),
         loaded_percent: Some(100),
         done: true,
-        finishing: true,        mark: None,
+        finishing: true,
+        mark: None,
     })
 }
 
@@ -176,7 +177,8 @@ fn a_served_result_is_taken_only_when_the_client_says_done_and_only_from_its_lat
         repetitions_begun: Some(REPETITIONS),
         loaded_percent: Some(100),
         done: false,
-        finishing: true,        mark: None,
+        finishing: true,
+        mark: None,
     });
     let plan = observe(&mut b, &pods, 200, not_done, &[served(&client, &report)]);
     assert_eq!(engine(&b).reason.as_deref(), Some(reason::MEASURING));
@@ -326,7 +328,8 @@ fn a_client_looked_at_every_second_while_it_finishes_does_not_rewrite_the_status
         repetitions_begun: Some(REPETITIONS),
         loaded_percent: Some(100),
         done: false,
-        finishing: true,        mark: None,
+        finishing: true,
+        mark: None,
     });
     observe(&mut b, &pods, 200, finishing, &[]);
     let before = b.status.clone();

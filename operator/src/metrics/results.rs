@@ -161,7 +161,7 @@ impl ResultGauges {
             ),
             snapshot_peak_ratio: result(
                 "membench_snapshot_peak_ratio",
-                "Median over the repetitions of the engine's process-tree memory at its highest during spec.peak.snapshot's save, over the same just before it.",
+                "Median over the repetitions of the engine's memory at its highest during spec.peak.snapshot's save (its process tree, or its container's memory cgroup read from the kubelet), over the same just before it.",
             ),
             snapshot_cow: result(
                 "membench_snapshot_cow_bytes",
@@ -169,7 +169,7 @@ impl ResultGauges {
             ),
             replica_peak_ratio: result(
                 "membench_replica_sync_peak_ratio",
-                "Median over the repetitions of the primary's process-tree memory at its highest during spec.peak.replica's full sync, over the same just before it.",
+                "Median over the repetitions of the primary's memory at its highest during spec.peak.replica's full sync (its process tree, or its container's memory cgroup read from the kubelet), over the same just before it.",
             ),
             replica_cow: result(
                 "membench_replica_sync_cow_bytes",
