@@ -47,8 +47,19 @@ pub struct ContainerReading {
     pub usage_bytes: u64,
     /// Its high-water mark since it started (`container_memory_max_usage_bytes`).
     pub max_usage_bytes: u64,
-    /// When the kubelet took the reading, in milliseconds since the Unix epoch.
+    /// When the kubelet took the reading, in milliseconds since the Unix epoch (the older of
+    /// the two when a replica's container was read too).
     pub read_at_ms: u64,
+    /// The same two figures of the replica's container (`spec.peak.replica`, on its own node),
+    /// when the run has one.
+    pub replica: Option<CgroupFigures>,
+}
+
+/// A container's memory cgroup: its usage and its high-water mark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CgroupFigures {
+    pub usage_bytes: u64,
+    pub max_usage_bytes: u64,
 }
 
 /// Whoever answers the client's marks.
@@ -148,10 +159,15 @@ impl ContainerMarks for MarkBoard {
 /// The request path that answers mark `seq` (the operator's side).
 pub fn answer_path(seq: u32, answer: &Result<ContainerReading, String>) -> String {
     match answer {
-        Ok(r) => format!(
-            "/mark?seq={seq}&usage={}&max={}&at={}",
-            r.usage_bytes, r.max_usage_bytes, r.read_at_ms
-        ),
+        Ok(r) => {
+            let replica = r.replica.map_or(String::new(), |f| {
+                format!("&rusage={}&rmax={}", f.usage_bytes, f.max_usage_bytes)
+            });
+            format!(
+                "/mark?seq={seq}&usage={}&max={}&at={}{replica}",
+                r.usage_bytes, r.max_usage_bytes, r.read_at_ms
+            )
+        }
         Err(reason) => format!("/mark?seq={seq}&unavailable={}", encode(reason)),
     }
 }
@@ -169,12 +185,20 @@ pub fn parse_answer(path: &str) -> Option<(u32, Result<ContainerReading, String>
         return Some((seq, Err(decode(reason)?)));
     }
     let number = |name: &str| field(name)?.parse::<u64>().ok();
+    let replica = match (field("rusage"), field("rmax")) {
+        (None, None) => None,
+        _ => Some(CgroupFigures {
+            usage_bytes: number("rusage")?,
+            max_usage_bytes: number("rmax")?,
+        }),
+    };
     Some((
         seq,
         Ok(ContainerReading {
             usage_bytes: number("usage")?,
             max_usage_bytes: number("max")?,
             read_at_ms: number("at")?,
+            replica,
         }),
     ))
 }
@@ -206,6 +230,15 @@ fn decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+impl ContainerReading {
+    fn figures(&self) -> CgroupFigures {
+        CgroupFigures {
+            usage_bytes: self.usage_bytes,
+            max_usage_bytes: self.max_usage_bytes,
+        }
+    }
+}
+
 /// What a phase's two marks say.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContainerPeak {
@@ -219,6 +252,15 @@ pub struct ContainerPeak {
 
 impl ContainerPeak {
     pub fn of(before: ContainerReading, after: ContainerReading) -> Self {
+        Self::of_figures(before.figures(), after.figures())
+    }
+
+    /// The replica's container between the same two marks, when both read it.
+    pub fn of_replica(before: ContainerReading, after: ContainerReading) -> Option<Self> {
+        Some(Self::of_figures(before.replica?, after.replica?))
+    }
+
+    fn of_figures(before: CgroupFigures, after: CgroupFigures) -> Self {
         Self {
             before_bytes: before.usage_bytes,
             peak_bytes: (after.max_usage_bytes > before.max_usage_bytes)
@@ -248,6 +290,7 @@ mod tests {
             usage_bytes: usage,
             max_usage_bytes: max,
             read_at_ms: 1_796_469_662_509,
+            replica: None,
         }
     }
 
@@ -255,6 +298,21 @@ mod tests {
     fn an_answer_goes_through_its_path_unchanged() {
         let ok = Ok(reading(268_000_000, 510_000_000));
         assert_eq!(parse_answer(&answer_path(7, &ok)), Some((7, ok)));
+        let with_replica = Ok(ContainerReading {
+            replica: Some(CgroupFigures {
+                usage_bytes: 3_000_000,
+                max_usage_bytes: 290_000_000,
+            }),
+            ..reading(268_000_000, 510_000_000)
+        });
+        assert_eq!(
+            parse_answer(&answer_path(9, &with_replica)),
+            Some((9, with_replica))
+        );
+        assert_eq!(
+            parse_answer("/mark?seq=1&usage=2&max=3&at=4&rusage=5"),
+            None
+        );
         let refused: Result<ContainerReading, String> =
             Err("nodes \"r7i-xlarge-0\" is forbidden: cannot get nodes/proxy & more".into());
         assert_eq!(parse_answer(&answer_path(8, &refused)), Some((8, refused)));
@@ -308,6 +366,19 @@ mod tests {
         assert_eq!(rose.before_bytes, 270);
         assert_eq!(rose.peak_bytes, Some(480));
         assert_eq!(rose.note(), None);
+        let replica = |usage, max| ContainerReading {
+            replica: Some(CgroupFigures {
+                usage_bytes: usage,
+                max_usage_bytes: max,
+            }),
+            ..reading(270, 280)
+        };
+        let synced = ContainerPeak::of_replica(replica(3, 4), replica(250, 300)).unwrap();
+        assert_eq!((synced.before_bytes, synced.peak_bytes), (3, Some(300)));
+        assert_eq!(
+            ContainerPeak::of_replica(reading(1, 1), replica(2, 2)),
+            None
+        );
         let earlier = ContainerPeak::of(reading(270, 490), reading(272, 490));
         assert_eq!(earlier.peak_bytes, None);
         assert_eq!(earlier.high_water_bytes, 490);

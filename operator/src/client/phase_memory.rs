@@ -38,6 +38,9 @@ pub struct PhasePeak {
     pub high_water_bytes: Option<u64>,
     /// Why a figure is missing, when one is.
     pub note: Option<String>,
+    /// The replica's container at its highest during the phase, when the marks read it and
+    /// its high-water mark rose then (`spec.peak.replica` in a cluster).
+    pub replica_peak_bytes: Option<u64>,
 }
 
 impl<'a> PhaseWatch<'a> {
@@ -67,6 +70,7 @@ impl<'a> PhaseWatch<'a> {
             samples: 0,
             high_water_bytes: None,
             note,
+            replica_peak_bytes: None,
         };
         match self {
             Self::Tree(watch) => {
@@ -79,6 +83,7 @@ impl<'a> PhaseWatch<'a> {
                     samples: tree.samples,
                     high_water_bytes: None,
                     note: None,
+                    replica_peak_bytes: None,
                 }
             }
             Self::Container { .. } if !phase_ok => nothing(Some(
@@ -89,6 +94,7 @@ impl<'a> PhaseWatch<'a> {
                 match both {
                     Ok((before, after)) => {
                         let peak = ContainerPeak::of(before, after);
+                        let replica = ContainerPeak::of_replica(before, after);
                         PhasePeak {
                             source: CONTAINER_CGROUP,
                             before_bytes: Some(peak.before_bytes),
@@ -97,6 +103,7 @@ impl<'a> PhaseWatch<'a> {
                             samples: 0,
                             high_water_bytes: Some(peak.high_water_bytes),
                             note: peak.note(),
+                            replica_peak_bytes: replica.and_then(|r| r.peak_bytes),
                         }
                     }
                     Err(reason) => nothing(Some(format!(
@@ -141,6 +148,7 @@ mod tests {
             usage_bytes: usage,
             max_usage_bytes: max,
             read_at_ms: 1,
+            replica: None,
         }
     }
 

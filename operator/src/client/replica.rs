@@ -164,7 +164,9 @@ pub struct ReplicaReport {
     /// The primary's used_memory once the replica was in sync (its backlog included), beside
     /// which the replica's is read.
     pub primary_used_memory_after: u64,
-    /// The replica's process tree at its highest during the sync, when it runs on this machine.
+    /// The replica at its highest during the sync: its process tree when it runs on this
+    /// machine, else its container's memory cgroup when the operator read it (the high-water
+    /// mark, when it rose during the sync).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_peak_bytes: Option<u64>,
     /// The replica's own `mem_replication_backlog` once in sync (part of its used_memory: Valkey
@@ -186,6 +188,7 @@ impl From<&ReplicaReport> for ReplicaStatus {
             replica_used_memory: r.replica_used_memory,
             replica_used_memory_rss: r.replica_used_memory_rss,
             replica_keys: r.replica_keys,
+            replica_peak_bytes: r.replica_peak_bytes,
         }
     }
 }
@@ -268,7 +271,12 @@ pub fn run(
         });
     let duration = started.elapsed().as_secs_f64();
     let tree = watch.finish(result.is_ok());
-    let replica_peak_bytes = replica_watch.finish().peak_bytes;
+    // The replica's process tree where it runs on this machine, else its container read
+    // at the same marks as the primary's.
+    let replica_peak_bytes = replica_watch
+        .finish()
+        .peak_bytes
+        .or(tree.replica_peak_bytes);
     let measured = result.and_then(|writes| {
         // Redis and Valkey read their RSS every 100 ms (serverCron): wait for a reading taken
         // after the sync (one right at its end said 22 MB of a replica whose process held 72).

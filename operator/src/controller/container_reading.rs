@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use kube::Client;
 
-use crate::client::container_memory::{ContainerReading, PendingMark};
+use crate::client::container_memory::{CgroupFigures, ContainerReading, PendingMark};
 use crate::client::progress_endpoint::answer_mark;
 
 use super::observation::{EngineContainer, ProbeTarget};
@@ -30,19 +30,27 @@ pub enum MarkAnswer {
     NotYet,
 }
 
-/// Answers the mark the client at `target` waits on.
+/// Answers the mark the client at `target` waits on: its engine's container, and its
+/// replica's (on another node) when the run has one.
 pub async fn answer(client: &Client, target: &ProbeTarget, mark: PendingMark) -> MarkAnswer {
     let answer = match &target.engine {
         None => Err("the operator does not know the engine pod's node".to_string()),
-        Some(engine) => match read_kubelet(client, engine).await {
+        Some(engine) => match read(client, engine).await {
             Err(reason) => Err(reason),
-            Ok(text) => match engine_reading(&text, engine) {
-                Err(reason) => Err(reason),
-                Ok(reading) if reading.read_at_ms < mark.since_ms => return MarkAnswer::NotYet,
-                Ok(reading) => Ok(reading),
+            Ok((figures, at)) => match &target.replica {
+                None => Ok(reading(figures, at, None)),
+                Some(replica) => read(client, replica).await.map(|(replica, replica_at)| {
+                    reading(figures, at.min(replica_at), Some(replica))
+                }),
             },
         },
     };
+    if answer
+        .as_ref()
+        .is_ok_and(|reading| reading.read_at_ms < mark.since_ms)
+    {
+        return MarkAnswer::NotYet;
+    }
     if let Err(reason) = &answer {
         tracing::warn!(%reason, "cannot read the engine container's memory for a peak phase");
     }
@@ -51,6 +59,24 @@ pub async fn answer(client: &Client, target: &ProbeTarget, mark: PendingMark) ->
         // The client did not answer: its next reading shows whether it still waits.
         None => MarkAnswer::NotYet,
     }
+}
+
+fn reading(figures: CgroupFigures, at: u64, replica: Option<CgroupFigures>) -> ContainerReading {
+    ContainerReading {
+        usage_bytes: figures.usage_bytes,
+        max_usage_bytes: figures.max_usage_bytes,
+        read_at_ms: at,
+        replica,
+    }
+}
+
+/// A container's figures from its node's kubelet, with the time the kubelet took them.
+async fn read(
+    client: &Client,
+    container: &EngineContainer,
+) -> Result<(CgroupFigures, u64), String> {
+    let text = read_kubelet(client, container).await?;
+    container_figures(&text, container)
 }
 
 async fn read_kubelet(client: &Client, engine: &EngineContainer) -> Result<String, String> {
@@ -73,10 +99,13 @@ async fn read_kubelet(client: &Client, engine: &EngineContainer) -> Result<Strin
     }
 }
 
-/// The engine container's reading in the kubelet's cAdvisor metrics (Prometheus text): its
-/// usage and high-water mark, with the time the kubelet took them (the newer line when a
-/// container appears twice).
-pub fn engine_reading(text: &str, engine: &EngineContainer) -> Result<ContainerReading, String> {
+/// A container's figures in the kubelet's cAdvisor metrics (Prometheus text): its usage and
+/// high-water mark, with the time the kubelet took them (the newer line when a container
+/// appears twice).
+pub fn container_figures(
+    text: &str,
+    engine: &EngineContainer,
+) -> Result<(CgroupFigures, u64), String> {
     let find = |metric: &str| -> Option<(u64, u64)> {
         text.lines()
             .filter_map(|line| sample(line, metric))
@@ -96,11 +125,13 @@ pub fn engine_reading(text: &str, engine: &EngineContainer) -> Result<ContainerR
     };
     let (usage, usage_at) = find("container_memory_usage_bytes").ok_or_else(missing)?;
     let (max, max_at) = find("container_memory_max_usage_bytes").ok_or_else(missing)?;
-    Ok(ContainerReading {
-        usage_bytes: usage,
-        max_usage_bytes: max,
-        read_at_ms: usage_at.min(max_at),
-    })
+    Ok((
+        CgroupFigures {
+            usage_bytes: usage,
+            max_usage_bytes: max,
+        },
+        usage_at.min(max_at),
+    ))
 }
 
 /// A sample line of `metric`: its labels, value and timestamp (a line without a timestamp is
@@ -183,21 +214,23 @@ container_memory_usage_bytes{container="engine",id="/kubepods/pod9/1",image="a\"
 
     #[test]
     fn the_engine_containers_own_lines_are_read_with_the_kubelets_time() {
-        let reading = engine_reading(METRICS, &engine()).unwrap();
+        let reading = container_figures(METRICS, &engine()).unwrap();
         assert_eq!(
             reading,
-            ContainerReading {
-                usage_bytes: 280_000_000,
-                max_usage_bytes: 510_000_000,
-                read_at_ms: 1_796_469_663_043,
-            }
+            (
+                CgroupFigures {
+                    usage_bytes: 280_000_000,
+                    max_usage_bytes: 510_000_000,
+                },
+                1_796_469_663_043
+            )
         );
         let other = EngineContainer {
             pod: "peak-1".into(),
             ..engine()
         };
         assert_eq!(
-            engine_reading(METRICS, &other).unwrap().usage_bytes,
+            container_figures(METRICS, &other).unwrap().0.usage_bytes,
             8_000_000_000
         );
     }
@@ -209,7 +242,7 @@ container_memory_usage_bytes{container="engine",id="/kubepods/pod9/1",image="a\"
             .filter(|l| !l.contains("container=\"engine\""))
             .collect::<Vec<_>>()
             .join("\n");
-        let error = engine_reading(&pod_only, &engine()).unwrap_err();
+        let error = container_figures(&pod_only, &engine()).unwrap_err();
         assert!(
             error.contains("container engine of pod default/peak-0"),
             "{error}"

@@ -169,6 +169,8 @@ pub struct ProbeTarget {
     pub address: std::net::SocketAddr,
     /// The engine container the client measures, for its marks; `None` for a result read.
     pub engine: Option<EngineContainer>,
+    /// The run's replica's container (`spec.peak.replica`), read at the same marks.
+    pub replica: Option<EngineContainer>,
 }
 
 /// An engine pod's container, where the kubelet serves its memory.
@@ -178,6 +180,20 @@ pub struct EngineContainer {
     pub pod: String,
     pub container: String,
     pub node: String,
+}
+
+impl EngineContainer {
+    /// The container of an engine pod (its one), once the pod is on a node.
+    pub fn of(pod: &Pod) -> Option<Self> {
+        use kube::ResourceExt;
+        let spec = pod.spec.as_ref()?;
+        Some(Self {
+            namespace: pod.namespace().unwrap_or_default(),
+            pod: pod.name_any(),
+            container: spec.containers.first()?.name.clone(),
+            node: spec.node_name.clone()?,
+        })
+    }
 }
 
 pub(super) fn is_terminal(engine: &EngineStatus) -> bool {

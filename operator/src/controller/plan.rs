@@ -138,15 +138,13 @@ pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTa
         .into_iter()
         .find(|c| matches!(pod_state(c), PodState::Ready | PodState::Starting { .. }))?;
     let ip: std::net::IpAddr = pods::pod_ip(&client)?.parse().ok()?;
-    let node = engine.spec.as_ref().and_then(|s| s.node_name.clone());
+    let replica = pods_of(&owned, index, Component::Engine)
+        .into_iter()
+        .find(pods::is_replica);
     Some(ProbeTarget {
         address: std::net::SocketAddr::new(ip, crate::client::progress_endpoint::PROGRESS_PORT),
-        engine: node.map(|node| EngineContainer {
-            namespace: engine.namespace().unwrap_or_default(),
-            pod: engine.name_any(),
-            container: "engine".into(),
-            node,
-        }),
+        engine: EngineContainer::of(&engine),
+        replica: replica.as_ref().and_then(EngineContainer::of),
     })
 }
 
@@ -192,6 +190,7 @@ pub fn result_targets(
             ProbeTarget {
                 address,
                 engine: None,
+                replica: None,
             },
         ));
     }

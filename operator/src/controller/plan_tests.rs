@@ -562,6 +562,7 @@ fn the_client_under_way_is_where_progress_is_read() {
                 container: "engine".into(),
                 node,
             }),
+            replica: None,
         })
     );
 }

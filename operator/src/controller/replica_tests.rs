@@ -157,6 +157,19 @@ fn the_client_starts_once_both_are_ready_beside_the_engine_with_the_replicas_add
     let engine_status = &b.status.as_ref().unwrap().engines[0];
     assert_eq!(engine_status.node_name.as_deref(), Some("r8g-0"));
     assert_eq!(engine_status.replica_node_name.as_deref(), Some("r8g-1"));
+    // The client's marks read the engine's container and the replica's, each on its node.
+    let mut pods = both_ready(&engine, &replica);
+    pods.push(ready(created(client.clone(), 3), "r8g-0", "127.1.0.12"));
+    let target = crate::controller::plan::probe_target(&b, &pods).expect("a probe target");
+    let containers =
+        [target.engine.unwrap(), target.replica.unwrap()].map(|c| (c.pod, c.container, c.node));
+    assert_eq!(
+        containers,
+        [
+            ("peak-0-engine".into(), "engine".into(), "r8g-0".into()),
+            ("peak-0-replica".into(), "engine".into(), "r8g-1".into()),
+        ]
+    );
 }
 
 #[test]

@@ -261,4 +261,9 @@ pub struct ReplicaStatus {
     pub replica_used_memory_rss: u64,
     /// The keys the replica held once in sync (the primary's, verified).
     pub replica_keys: u64,
+    /// The replica at its highest during the sync, in bytes: its process tree where the client
+    /// saw it, else its container's memory cgroup read from the kubelet (the high-water mark,
+    /// when it rose during the sync).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_peak_bytes: Option<u64>,
 }
