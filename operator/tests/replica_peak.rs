@@ -282,3 +282,78 @@ fn a_local_run_with_peak_replica_starts_the_replica_and_reports_its_sync() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_replica_an_earlier_run_left_attached_is_freed_with_flush_and_refused_without() {
+    let primary = common::start(EngineKind::Valkey, &[]);
+    let replica = common::start(EngineKind::Valkey, &[]);
+    let (at, replica_at) = (primary.address.socket_addr(), replica.address.socket_addr());
+    // What a client that died in the phase leaves: the replica attached to the engine, holding
+    // a copy of its keys.
+    for i in 0..10 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("earlier:{i}"))
+            .arg("x")
+            .query(&mut common::connect(&primary.address))
+            .unwrap();
+    }
+    let _: () = redis::cmd("REPLICAOF")
+        .arg(&primary.address.host)
+        .arg(primary.address.port)
+        .query(&mut common::connect(&replica.address))
+        .unwrap();
+    let started = std::time::Instant::now();
+    while keys(&replica) < 10 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the replica never took the primary's keys"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let strings = [
+        "--workload",
+        "strings",
+        "--keys",
+        "2000",
+        "--value-size",
+        "100",
+    ];
+    let replica_flags = [
+        "--replica",
+        replica_at.as_str(),
+        "--replica-writes-per-sec",
+        "2000",
+    ];
+    // Without --flush the primary's data is not this run's to wipe, nor its replica's copy.
+    refused(
+        &at,
+        &strings,
+        &replica_flags,
+        "already replicates from the engine",
+    );
+    assert_eq!(keys(&replica), 10, "the replica keeps its copy");
+    // With --flush (as the operator's client pods run), the replica is detached and emptied
+    // first, and the run syncs it as any other.
+    let mut args = vec![
+        "load",
+        "--addr",
+        at.as_str(),
+        "--flush",
+        "--repetitions",
+        "1",
+    ];
+    args.extend(strings);
+    args.extend(replica_flags);
+    args.extend(["--output", "json"]);
+    let output = common::membench(&args);
+    let stderr = common::stderr(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("detached and emptied it before the run"),
+        "{stderr}"
+    );
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let sync = &json["repetitions"][0]["peak"]["replica"];
+    assert_eq!(sync["replica_keys"], 2000, "{sync}");
+    assert_eq!(keys(&replica), 0, "the replica is left empty");
+}

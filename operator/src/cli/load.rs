@@ -569,8 +569,14 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
                             &workload,
                             options.connect_timeout,
                             "--replica",
+                            args.flush,
                         )
-                        .map(|_| replica)
+                        .map(|note| {
+                            if let Some(note) = note {
+                                eprintln!("warning: {note}");
+                            }
+                            replica
+                        })
                 });
         match replica {
             Ok(replica) => options.replica = Some(replica),

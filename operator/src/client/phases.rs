@@ -138,12 +138,19 @@ pub fn check_peak(
         snapshot.check_workload(workload, "peak.snapshot")?;
     }
     match &options.replica {
-        Some(replica) => replica.check_before_writes(
-            addresses,
-            workload,
-            options.connect_timeout,
-            "peak.replica",
-        ),
+        Some(replica) => replica
+            .check_before_writes(
+                addresses,
+                workload,
+                options.connect_timeout,
+                "peak.replica",
+                !options.refuse_existing_keys,
+            )
+            .map(|note| {
+                if let Some(note) = note {
+                    eprintln!("warning: {note}");
+                }
+            }),
         None => Ok(()),
     }
 }

@@ -79,13 +79,20 @@ impl Replica {
     /// shards, a replica at the primary's own address, a workload whose writes would not
     /// overwrite loaded keys (as the snapshot's), a replica that does not answer, or one that
     /// holds keys (its sync would wipe them). `field` names the setting in messages.
+    ///
+    /// A replica still replicating from this primary is what an earlier run left attached (a
+    /// client that died in the phase, whose retry this may be): its keys are a copy of the
+    /// primary's, and it would take this run's load as it happens. With `flush` (the primary's
+    /// data may go: `--flush`, as the operator's clients run) it is detached and emptied, and
+    /// the returned note says so; without, it is refused, saying how to free it.
     pub fn check_before_writes(
         &self,
         primaries: &[EngineAddress],
         workload: &Workload,
         timeout: Duration,
         field: &str,
-    ) -> Result<(), BenchError> {
+        flush: bool,
+    ) -> Result<Option<String>, BenchError> {
         let refused = |message: String| BenchError::InvalidArgument {
             field: field.to_string(),
             message,
@@ -117,6 +124,20 @@ impl Replica {
                 self.address
             ))
         })?;
+        let mut note = None;
+        if replicates_from(&mut replica, primary)? {
+            if !flush {
+                return Err(refused(format!(
+                    "the replica at {} already replicates from the engine at {primary} (an earlier run's sync left it attached): pass --flush to let this run detach and empty it, or detach it yourself (REPLICAOF NO ONE, then FLUSHALL)",
+                    self.address
+                )));
+            }
+            detach(&mut replica)?;
+            note = Some(format!(
+                "the replica at {} still replicated from the engine (an earlier run's sync left it attached): detached and emptied it before the run",
+                self.address
+            ));
+        }
         let keys = replica.keys_in_all_databases()?;
         if keys > 0 {
             return Err(refused(format!(
@@ -124,7 +145,7 @@ impl Replica {
                 self.address
             )));
         }
-        Ok(())
+        Ok(note)
     }
 }
 
@@ -206,6 +227,24 @@ fn in_sync(replica: &mut ControlConnection, keys: u64) -> Result<bool, BenchErro
     Ok(field("master_link_status") == "up"
         && field("master_sync_in_progress") == "0"
         && replica.keys_in_all_databases()? == keys)
+}
+
+/// Whether `replica` is a replica of `primary` (its `INFO replication` names the primary's
+/// host and port, as this client reaches it and as the phase's `REPLICAOF` gave them).
+fn replicates_from(
+    replica: &mut ControlConnection,
+    primary: &EngineAddress,
+) -> Result<bool, BenchError> {
+    let replication = replica.info("replication")?;
+    let field = |name: &str| {
+        replication
+            .get(name)
+            .map(String::as_str)
+            .unwrap_or_default()
+    };
+    Ok(matches!(field("role"), "slave" | "replica")
+        && field("master_host") == primary.host
+        && field("master_port") == primary.port.to_string())
 }
 
 /// The replica's process id, as its INFO reports it.
