@@ -373,3 +373,73 @@ fn the_engine_beside_a_replica_that_crashes_is_named_as_the_engine() {
     deleted.sort();
     assert_eq!(deleted, ["peak-0-engine", "peak-0-replica"]);
 }
+
+#[test]
+fn runs_in_parallel_whose_engines_hold_every_node_leave_the_replicas_waiting_then_say_to_lower_parallelism()
+ {
+    let mut b = parse_specs(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: peak, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}, {engine: valkey, version: \"9.1.2\", name: second}]\n  parallelism: 2\n  workload: {strings: {keys: 20000}}\n  repetitions: 2\n  timeoutSeconds: 3600\n  peak: {replica: {writesPerSecond: 2000}}\n",
+    )
+    .unwrap()
+    .remove(0);
+    b.metadata.uid = Some("uid-1".into());
+    b.metadata.generation = Some(1);
+    b.metadata.creation_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(0)));
+    reconcile(&mut b, &[], 0, None);
+    let plan = reconcile(&mut b, &[], 1, None);
+    let mut names: Vec<String> = plan.create.iter().map(|p| p.name_any()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "peak-0-engine",
+            "peak-0-replica",
+            "peak-1-engine",
+            "peak-1-replica"
+        ]
+    );
+    let pod = |name: &str| {
+        created(
+            plan.create
+                .iter()
+                .find(|p| p.name_any() == name)
+                .unwrap()
+                .clone(),
+            1,
+        )
+    };
+    // The pool's two nodes each took one run's engine; neither replica has a node.
+    let scheduler = "0/5 nodes are available: 2 node(s) didn't match pod anti-affinity rules, 3 node(s) didn't match Pod's node affinity/selector. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.";
+    let seen = vec![
+        ready(pod("peak-0-engine"), "r8g-0", "127.1.0.10"),
+        ready(pod("peak-1-engine"), "r8g-1", "127.1.0.11"),
+        unscheduled(pod("peak-0-replica"), scheduler),
+        unscheduled(pod("peak-1-replica"), scheduler),
+    ];
+    let plan = reconcile(&mut b, &seen, 30, None);
+    assert!(plan.create.is_empty() && plan.delete.is_empty(), "{plan:?}");
+    for engine in &b.status.as_ref().unwrap().engines {
+        assert_eq!(engine.reason.as_deref(), Some(reason::WAITING_FOR_NODE));
+        let text = engine.message.clone().unwrap_or_default();
+        assert!(
+            text.contains("the pool's 2 nodes that can take an engine each run one of this benchmark's engines (spec.parallelism is 2")
+                && text.contains("set parallelism to 1 or lower, or add nodes of the type"),
+            "{text}"
+        );
+    }
+    // Past the scheduling deadline, both runs fail saying the same.
+    reconcile(&mut b, &seen, 62, None);
+    for engine in &b.status.as_ref().unwrap().engines {
+        assert_eq!(engine.state, state::FAILED);
+        assert_eq!(engine.reason.as_deref(), Some(reason::UNSCHEDULABLE));
+        assert!(
+            engine
+                .message
+                .as_deref()
+                .unwrap_or_default()
+                .contains("set parallelism to 1 or lower"),
+            "{engine:?}"
+        );
+    }
+}
