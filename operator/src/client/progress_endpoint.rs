@@ -201,6 +201,16 @@ impl ProgressEndpoint {
                 "HTTP/1.0 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
             );
         }
+        // A mark alone, for a reader that follows only the marks (runs in parallel): it does not
+        // count as reading the progress, so the client does not wait for its result to be taken.
+        if request[..read].starts_with(b"GET /mark ") {
+            let body = serde_json::to_string(&self.marks.pending()).expect("marks serialize");
+            return write!(
+                stream,
+                "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
         let body = if wants_result {
             self.result
                 .lock()
@@ -238,6 +248,13 @@ pub async fn fetch_result(address: SocketAddr, timeout: Duration) -> Option<Stri
     let response = get(address, "/result", MAX_RESULT_RESPONSE, timeout).await?;
     let body = body_of_200(&response)?;
     String::from_utf8(body.to_vec()).ok()
+}
+
+/// The mark the client at `address` waits on, without reading its progress; `None` when it
+/// waits on none or does not answer within `timeout`.
+pub async fn fetch_mark(address: SocketAddr, timeout: Duration) -> Option<PendingMark> {
+    let response = get(address, "/mark", MAX_RESPONSE, timeout).await?;
+    serde_json::from_slice::<Option<PendingMark>>(body_of_200(&response)?).ok()?
 }
 
 /// Answers the client's mark `seq` at `address` ([`crate::client::container_memory`]): whether
@@ -397,6 +414,44 @@ mod tests {
         );
         let reading = fetch(address, Duration::from_secs(2)).await.unwrap();
         assert!(reading.done && reading.finishing());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_mark_is_served_and_answered_over_http_without_counting_as_a_progress_read() {
+        let endpoint = Arc::new(ProgressEndpoint::default());
+        let address = endpoint.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        assert_eq!(fetch_mark(address, Duration::from_secs(2)).await, None);
+        let waiting = {
+            let endpoint = endpoint.clone();
+            std::thread::spawn(move || endpoint.mark(Duration::from_secs(10)))
+        };
+        let mark = loop {
+            if let Some(mark) = fetch_mark(address, Duration::from_secs(2)).await {
+                break mark;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        // The progress reading carries it too.
+        let reading = fetch(address, Duration::from_secs(2)).await.unwrap();
+        assert_eq!(reading.mark, Some(mark));
+        let answer = Ok(ContainerReading {
+            usage_bytes: 72_000_000,
+            max_usage_bytes: 149_000_000,
+            read_at_ms: mark.since_ms + 1,
+            replica: None,
+        });
+        // A stale sequence number is turned away; the right one is taken once.
+        let stale = answer_mark(address, mark.seq + 1, &answer, Duration::from_secs(2)).await;
+        assert_eq!(stale, Some(false));
+        let taken = answer_mark(address, mark.seq, &answer, Duration::from_secs(2)).await;
+        assert_eq!(taken, Some(true));
+        assert_eq!(waiting.join().unwrap(), answer);
+        assert_eq!(fetch_mark(address, Duration::from_secs(2)).await, None);
+        // Reading marks alone does not make the client wait for its result to be taken.
+        let marks_only = Arc::new(ProgressEndpoint::default());
+        let address = marks_only.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        assert_eq!(fetch_mark(address, Duration::from_secs(2)).await, None);
+        assert!(!marks_only.was_read());
     }
 
     #[tokio::test]

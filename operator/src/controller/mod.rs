@@ -239,6 +239,7 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
     };
     // A client waiting on a peak phase's mark gets the engine container's memory; until the
     // kubelet's reading is newer than the mark, the benchmark is looked at again in a second.
+    // The clients of runs in parallel are read for their marks only.
     let mut mark_waits = false;
     if let (Some(target), Some(mark)) = (&target, load.and_then(|l| l.mark)) {
         match container_reading::answer(&ctx.client, target, mark).await {
@@ -249,6 +250,14 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
                 }
             }
             MarkAnswer::NotYet => mark_waits = true,
+        }
+    }
+    for other in plan::other_clients_under_way(&benchmark, &pods) {
+        let mark = crate::client::progress_endpoint::fetch_mark(other.address, MARK_READ_TIMEOUT);
+        if let Some(mark) = mark.await
+            && container_reading::answer(&ctx.client, &other, mark).await == MarkAnswer::NotYet
+        {
+            mark_waits = true;
         }
     }
     let now = Timestamp::now();
@@ -355,6 +364,9 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
     };
     Ok(requeue.map_or_else(Action::await_change, Action::requeue))
 }
+
+/// How long reading the progress of a client in parallel (for its marks) may take.
+const MARK_READ_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long reading a client's whole result may take.
 const RESULT_READ_TIMEOUT: Duration = Duration::from_secs(3);

@@ -80,6 +80,17 @@ fn parallelism_creates_that_many_engine_pods_at_once_and_no_more() {
         ..Default::default()
     };
     reconcile(&mut b, &all, 3, Some(probe));
+    // Progress is read from the first run's client; the other run's client is followed for
+    // its peak phases' marks, with its own engine's container on its own node.
+    let probed = super::plan::probe_target(&b, &all).expect("the probed client");
+    let others = super::plan::other_clients_under_way(&b, &all);
+    assert_eq!(others.len(), 1, "{others:?}");
+    assert_ne!(others[0].engine, probed.engine);
+    let other_engine = others[0].engine.clone().expect("its engine's container");
+    assert_eq!(
+        (other_engine.pod.as_str(), other_engine.node.as_str()),
+        ("zset-1-engine", "r8g-2")
+    );
     reconcile(&mut b, &all, 4, None);
     let summary = b.status.as_ref().unwrap().progress.clone().unwrap().summary;
     assert_eq!(

@@ -121,7 +121,22 @@ pub fn pods_created(observation: &Observation) -> bool {
 /// Where to read progress from: the client pod loading an engine right now, if any.
 pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTarget> {
     let status = benchmark.status.clone().unwrap_or_default();
-    let index = current_engine(&status)?;
+    probe_target_of(benchmark, pods, current_engine(&status)?)
+}
+
+/// The clients of the other runs under way (`spec.parallelism` above 1), whose peak phases'
+/// marks ([`super::container_reading`]) are answered as the probed client's are.
+pub fn other_clients_under_way(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Vec<ProbeTarget> {
+    let status = benchmark.status.clone().unwrap_or_default();
+    let probed = current_engine(&status);
+    (0..status.engines.len())
+        .filter(|&i| Some(i) != probed && !is_terminal(&status.engines[i]))
+        .filter_map(|i| probe_target_of(benchmark, pods, i))
+        .collect()
+}
+
+/// The client pod loading run `index`'s engine, if it runs.
+fn probe_target_of(benchmark: &MemoryBenchmark, pods: &[Pod], index: usize) -> Option<ProbeTarget> {
     let observation = Observation::of_pods(benchmark, pods, Timestamp::UNIX_EPOCH);
     let owned = owned(&observation);
     // The engine the client loads, not a replica (spec.peak.replica) beside it.
