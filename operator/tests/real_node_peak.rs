@@ -34,10 +34,10 @@
 //! (`source: container-cgroup`). Dragonfly's test holds them against what this machine reads
 //! from the cgroup itself; the agreement test holds a real node's figures against the same spec
 //! run locally (the engine store's Valkey 9.1.2, its process tree sampled every 20 ms). Measured
-//! here on 2026-12-05, 1,000,000 keys of 16 bytes saved under 200,000 writes/s asked (197,000 to
+//! here on 2026-12-05, 1,000,000 keys of 16 bytes saved under 200,000 writes/s asked (196,000 to
 //! 198,000 reached both ways): used_memory 66.60 MB in the pod, 66.58 locally (+0.03% to
 //! +0.04%); the peak 149.3 to 149.7 MB in the container, 144.3 to 145.3 MB in the tree (+2.8% to
-//! +3.5%, five runs). The container also holds the save's file pages in the page cache (Valkey
+//! +3.5%, six runs). The container also holds the save's file pages in the page cache (Valkey
 //! syncs and drops them every few MB) and not the engine binary's pages, charged elsewhere,
 //! which the tree's resident set counts: so the baselines before the save differ (72.2 MB
 //! against 77.1) and the ratios more than the peaks (2.07 against 1.87). With 64-byte values

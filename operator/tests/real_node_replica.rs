@@ -75,13 +75,15 @@ async fn a_replicas_full_sync_on_two_real_nodes_is_read_from_both_kubelets() -> 
         before > KEYS * 100 && peak > before,
         "the primary's container: before {before}, peak {peak}"
     );
-    // The replica: its container held at least the data it took (its used_memory), read on
-    // its own node.
+    // The replica, read on its own node: its container, empty before the sync, rose to hold
+    // the data it took (100 bytes a value and more) and about what its engine says it holds
+    // (27.7 MB against a used_memory of 25.3 here; its resident set, 32.4 MB, also counts the
+    // binary's file pages, which its container is not charged for).
     let replica_peak = sync
         .replica_peak_bytes
         .with_context(|| format!("the replica's peak in {sync:#?}"))?;
     assert!(
-        replica_peak >= sync.replica_used_memory && sync.replica_used_memory > KEYS * 100,
+        replica_peak > KEYS * 100 && replica_peak as f64 >= 0.8 * sync.replica_used_memory as f64,
         "the replica's container peaked at {replica_peak}, its used_memory {}",
         sync.replica_used_memory
     );
