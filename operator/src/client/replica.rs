@@ -214,15 +214,17 @@ impl From<&ReplicaReport> for ReplicaStatus {
     }
 }
 
+/// The replica's `INFO replication`, read once, as a lookup of its fields ("" when absent).
+fn replication_fields(
+    replica: &mut ControlConnection,
+) -> Result<impl Fn(&str) -> String + use<>, BenchError> {
+    let replication = replica.info("replication")?;
+    Ok(move |name: &str| replication.get(name).cloned().unwrap_or_default())
+}
+
 /// Whether the replica says its full sync is done and it holds the primary's `keys`.
 fn in_sync(replica: &mut ControlConnection, keys: u64) -> Result<bool, BenchError> {
-    let replication = replica.info("replication")?;
-    let field = |name: &str| {
-        replication
-            .get(name)
-            .map(String::as_str)
-            .unwrap_or_default()
-    };
+    let field = replication_fields(replica)?;
     // Dragonfly may call the link up before its full sync has begun: its keys tell.
     Ok(field("master_link_status") == "up"
         && field("master_sync_in_progress") == "0"
@@ -235,14 +237,8 @@ fn replicates_from(
     replica: &mut ControlConnection,
     primary: &EngineAddress,
 ) -> Result<bool, BenchError> {
-    let replication = replica.info("replication")?;
-    let field = |name: &str| {
-        replication
-            .get(name)
-            .map(String::as_str)
-            .unwrap_or_default()
-    };
-    Ok(matches!(field("role"), "slave" | "replica")
+    let field = replication_fields(replica)?;
+    Ok(matches!(field("role").as_str(), "slave" | "replica")
         && field("master_host") == primary.host
         && field("master_port") == primary.port.to_string())
 }

@@ -16,9 +16,14 @@ use crate::validation::spec_file::parse_specs;
 /// A Valkey benchmark of 20,000 strings with a replica synced under 2,000 writes/s, its first
 /// status written at time 0.
 fn with_replica() -> MemoryBenchmark {
-    let mut b = parse_specs(
-        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: peak, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}]\n  workload: {strings: {keys: 20000}}\n  repetitions: 2\n  timeoutSeconds: 3600\n  peak: {replica: {writesPerSecond: 2000}}\n",
-    )
+    with_replica_engines("[{engine: valkey, version: \"9.1.2\"}]", "")
+}
+
+/// [`with_replica`] with these `engines` (YAML) and `extra` spec lines.
+fn with_replica_engines(engines: &str, extra: &str) -> MemoryBenchmark {
+    let mut b = parse_specs(&format!(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: peak, namespace: bench}}\nspec:\n  instanceType: r8g.4xlarge\n  engines: {engines}\n{extra}  workload: {{strings: {{keys: 20000}}}}\n  repetitions: 2\n  timeoutSeconds: 3600\n  peak: {{replica: {{writesPerSecond: 2000}}}}\n"
+    ))
     .unwrap()
     .remove(0);
     b.metadata.uid = Some("uid-1".into());
@@ -377,16 +382,10 @@ fn the_engine_beside_a_replica_that_crashes_is_named_as_the_engine() {
 #[test]
 fn runs_in_parallel_whose_engines_hold_every_node_leave_the_replicas_waiting_then_say_to_lower_parallelism()
  {
-    let mut b = parse_specs(
-        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: peak, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}, {engine: valkey, version: \"9.1.2\", name: second}]\n  parallelism: 2\n  workload: {strings: {keys: 20000}}\n  repetitions: 2\n  timeoutSeconds: 3600\n  peak: {replica: {writesPerSecond: 2000}}\n",
-    )
-    .unwrap()
-    .remove(0);
-    b.metadata.uid = Some("uid-1".into());
-    b.metadata.generation = Some(1);
-    b.metadata.creation_timestamp =
-        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(0)));
-    reconcile(&mut b, &[], 0, None);
+    let mut b = with_replica_engines(
+        "[{engine: valkey, version: \"9.1.2\"}, {engine: valkey, version: \"9.1.2\", name: second}]",
+        "  parallelism: 2\n",
+    );
     let plan = reconcile(&mut b, &[], 1, None);
     let mut names: Vec<String> = plan.create.iter().map(|p| p.name_any()).collect();
     names.sort();
