@@ -182,16 +182,6 @@ impl TreeWatch {
     }
 }
 
-impl TreePeak {
-    /// peak_bytes / before_bytes.
-    pub fn ratio(&self) -> Option<f64> {
-        self.peak_bytes
-            .zip(self.before_bytes)
-            .filter(|(_, b)| *b > 0)
-            .map(|(p, b)| p as f64 / b as f64)
-    }
-}
-
 impl Drop for PeakSampler {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
