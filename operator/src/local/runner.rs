@@ -201,6 +201,32 @@ impl LocalEngine {
         program: &LocalProgram,
         password: Option<&str>,
     ) -> Result<Self, BenchError> {
+        // The port is free when chosen and taken by the engine later: another process (a
+        // parallel test's engine) can take it between the two. The engine then fails to bind
+        // and exits, and is started again on another port.
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(engine, program, password) {
+                Err(StartFailure::PortTaken(port)) if attempt < PORT_ATTEMPTS => {
+                    tracing::debug!(port, attempt, "the engine's port was taken; another port");
+                    attempt += 1;
+                }
+                Err(StartFailure::PortTaken(port)) => {
+                    return Err(BenchError::EngineStart(format!(
+                        "another process took each port chosen for the engine before it could listen ({PORT_ATTEMPTS} tries, the last {port}): free some loopback ports or run fewer engines at once"
+                    )));
+                }
+                Err(StartFailure::Other(error)) => return Err(error),
+                Ok(started) => return Ok(started),
+            }
+        }
+    }
+
+    fn start_once(
+        engine: &EngineSpec,
+        program: &LocalProgram,
+        password: Option<&str>,
+    ) -> Result<Self, StartFailure> {
         // A cluster node also listens on its cluster bus, the port + 10000.
         let port = if engine.is_cluster() {
             free_port_with_bus()?
@@ -259,11 +285,16 @@ impl LocalEngine {
         Ok(started)
     }
 
-    fn wait_until_ready(&mut self, log_path: &Path) -> Result<(), BenchError> {
+    /// Waits until the engine answers on its port, and the port's listening socket is the
+    /// engine's own (an answer from another process that took the port is not the engine).
+    fn wait_until_ready(&mut self, log_path: &Path) -> Result<(), StartFailure> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(status) = self.exited() {
                 let log = std::fs::read_to_string(log_path).unwrap_or_default();
+                if port_taken(&log) {
+                    return Err(StartFailure::PortTaken(self.address.port));
+                }
                 let tail: Vec<&str> = log
                     .lines()
                     .rev()
@@ -272,22 +303,30 @@ impl LocalEngine {
                     .into_iter()
                     .rev()
                     .collect();
-                return Err(BenchError::EngineStart(format!(
+                return Err(StartFailure::Other(BenchError::EngineStart(format!(
                     "the server exited at start ({status}); its last output:\n{}",
                     tail.join("\n")
-                )));
+                ))));
             }
-            match ControlConnection::open(&self.address, Duration::from_millis(500)) {
+            let answered = matches!(
+                ControlConnection::open(&self.address, Duration::from_millis(500)),
                 // A server that asks for a password is up; the load will authenticate.
-                Ok(_) | Err(BenchError::AuthRequired { .. }) => return Ok(()),
-                Err(_) => {}
+                Ok(_) | Err(BenchError::AuthRequired { .. })
+            );
+            if answered && listens_on(self.pid(), self.address.port) {
+                return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(BenchError::EngineStart(format!(
-                    "the server did not answer on {} within 20 s (log: {})",
+                let whose = if answered {
+                    " (something answered there, but its listening socket is not the engine's)"
+                } else {
+                    ""
+                };
+                return Err(StartFailure::Other(BenchError::EngineStart(format!(
+                    "the server did not answer on {} within 20 s{whose} (log: {})",
                     self.address,
                     log_path.display()
-                )));
+                ))));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -337,6 +376,69 @@ impl Drop for LocalEngine {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// How many ports an engine is started on before a start that keeps losing its port fails.
+const PORT_ATTEMPTS: u32 = 5;
+
+/// Why one start of an engine failed.
+enum StartFailure {
+    /// It could not bind the port chosen for it: another process took it first.
+    PortTaken(u16),
+    Other(BenchError),
+}
+
+impl From<BenchError> for StartFailure {
+    fn from(error: BenchError) -> Self {
+        StartFailure::Other(error)
+    }
+}
+
+/// Whether an engine's log says it could not listen because its port was in use (Redis and
+/// Valkey: "Address already in use"; Dragonfly: "address already in use" or "Could not open
+/// port").
+fn port_taken(log: &str) -> bool {
+    let lower = log.to_ascii_lowercase();
+    lower.contains("address already in use") || lower.contains("could not open port")
+}
+
+/// Whether process `pid` holds the socket listening on 127.0.0.1:`port`: the kernel's table of
+/// TCP sockets (`/proc/net/tcp`) names the listening socket's inode, and the process's file
+/// descriptors link to `socket:[inode]` when it is the process's own.
+fn listens_on(pid: u32, port: u16) -> bool {
+    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+        return false;
+    };
+    let inodes = listening_inodes(&table, port);
+    if inodes.is_empty() {
+        return false;
+    }
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|target| {
+            let target = target.to_string_lossy();
+            inodes
+                .iter()
+                .any(|inode| target == format!("socket:[{inode}]"))
+        })
+    })
+}
+
+/// The inodes of the sockets listening on 127.0.0.1:`port` in `/proc/net/tcp`'s text (local
+/// address `0100007F:PORT` in hex, state `0A`, inode the tenth column).
+fn listening_inodes(table: &str, port: u16) -> Vec<String> {
+    let local = format!("0100007F:{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let columns: Vec<&str> = line.split_whitespace().collect();
+            (columns.len() > 9 && columns[1] == local && columns[3] == "0A")
+                .then(|| columns[9].to_string())
+        })
+        .collect()
 }
 
 fn free_port() -> Result<u16, BenchError> {
@@ -648,6 +750,34 @@ mod tests {
             err.contains("--engine valkey-9.1") && err.contains("redis-8.2, v, redis-7.0"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_listening_socket_of_a_port_is_found_in_the_kernels_table() {
+        // /proc/net/tcp as Linux writes it: a socket listening on 127.0.0.1:6379 (0x18EB), one
+        // connected from that port, and one listening on another address.
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:18EB 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0\n   1: 0100007F:18EB 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 4343 1 0000000000000000 20 4 30 10 -1\n   2: 0200007F:18EB 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4444 1 0000000000000000 100 0 0 10 0\n";
+        assert_eq!(listening_inodes(table, 6379), vec!["4242".to_string()]);
+        assert!(listening_inodes(table, 6380).is_empty());
+    }
+
+    #[test]
+    fn a_listener_is_known_as_its_own_process_s_and_no_other_s() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert!(listens_on(std::process::id(), port));
+        // PID 1 does not hold this test's socket.
+        assert!(!listens_on(1, port));
+        drop(listener);
+        assert!(!listens_on(std::process::id(), port));
+    }
+
+    #[test]
+    fn an_engine_that_could_not_bind_its_port_is_told_from_other_failures() {
+        assert!(port_taken(
+            "1234:M 06 Dec 2026 10:00:00.000 # Warning: Could not create server TCP listening socket 127.0.0.1:6379: bind: Address already in use"
+        ));
+        assert!(!port_taken("Fatal error: config file not found"));
     }
 
     #[test]
