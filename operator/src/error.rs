@@ -5,6 +5,111 @@
 
 use std::fmt::Display;
 
+/// The bounded category of a failure: a metric label, an event reason, and the condition
+/// reason a client's error becomes. Serialized as the CamelCase word each has always been; a
+/// word this release does not know (a newer client's) reads as [`ErrorCategory::Unknown`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum ErrorCategory {
+    InvalidSpec,
+    EngineUnreachable,
+    AuthRequired,
+    AuthenticationFailed,
+    ServerNotEmpty,
+    OutOfMemory,
+    EngineRejected,
+    ConnectionLost,
+    SlotMoved,
+    CountMismatch,
+    TtlTooShort,
+    Stopped,
+    OtherClientsConnected,
+    ProtocolError,
+    EngineStartFailed,
+    /// A category this release does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+impl ErrorCategory {
+    /// Every category, in declaration order.
+    pub const ALL: [ErrorCategory; 16] = [
+        ErrorCategory::InvalidSpec,
+        ErrorCategory::EngineUnreachable,
+        ErrorCategory::AuthRequired,
+        ErrorCategory::AuthenticationFailed,
+        ErrorCategory::ServerNotEmpty,
+        ErrorCategory::OutOfMemory,
+        ErrorCategory::EngineRejected,
+        ErrorCategory::ConnectionLost,
+        ErrorCategory::SlotMoved,
+        ErrorCategory::CountMismatch,
+        ErrorCategory::TtlTooShort,
+        ErrorCategory::Stopped,
+        ErrorCategory::OtherClientsConnected,
+        ErrorCategory::ProtocolError,
+        ErrorCategory::EngineStartFailed,
+        ErrorCategory::Unknown,
+    ];
+
+    /// The word, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCategory::InvalidSpec => "InvalidSpec",
+            ErrorCategory::EngineUnreachable => "EngineUnreachable",
+            ErrorCategory::AuthRequired => "AuthRequired",
+            ErrorCategory::AuthenticationFailed => "AuthenticationFailed",
+            ErrorCategory::ServerNotEmpty => "ServerNotEmpty",
+            ErrorCategory::OutOfMemory => "OutOfMemory",
+            ErrorCategory::EngineRejected => "EngineRejected",
+            ErrorCategory::ConnectionLost => "ConnectionLost",
+            ErrorCategory::SlotMoved => "SlotMoved",
+            ErrorCategory::CountMismatch => "CountMismatch",
+            ErrorCategory::TtlTooShort => "TtlTooShort",
+            ErrorCategory::Stopped => "Stopped",
+            ErrorCategory::OtherClientsConnected => "OtherClientsConnected",
+            ErrorCategory::ProtocolError => "ProtocolError",
+            ErrorCategory::EngineStartFailed => "EngineStartFailed",
+            ErrorCategory::Unknown => "Unknown",
+        }
+    }
+
+    /// The category a word names, [`ErrorCategory::Unknown`] for a word it does not know.
+    pub fn parse(word: &str) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.as_str() == word)
+            .unwrap_or(ErrorCategory::Unknown)
+    }
+
+    /// Whether another client is worth starting: the engine could not be reached or the
+    /// connection broke while the engine stayed up, or the client was stopped by someone else
+    /// (its pod evicted or deleted) while its engine is fine. An engine that refuses data
+    /// (maxmemory, a failed count check) would refuse it again; an unknown category is not
+    /// retried, so a newer client's failure is reported, not repeated.
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorCategory::EngineUnreachable
+                | ErrorCategory::ConnectionLost
+                | ErrorCategory::ProtocolError
+                | ErrorCategory::Stopped
+        )
+    }
+}
+
+/// A category equals the word it serializes as (results and tests compare with the word).
+impl PartialEq<&str> for ErrorCategory {
+    fn eq(&self, word: &&str) -> bool {
+        self.as_str() == *word
+    }
+}
+
+impl Display for ErrorCategory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What stopped a run early, which says how to describe it and which exit code reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopCause {
@@ -133,25 +238,30 @@ pub enum BenchError {
 }
 
 impl BenchError {
+    /// The failure's bounded category.
+    pub fn kind(&self) -> ErrorCategory {
+        match self {
+            BenchError::InvalidArgument { .. } => ErrorCategory::InvalidSpec,
+            BenchError::EngineUnreachable { .. } => ErrorCategory::EngineUnreachable,
+            BenchError::AuthRequired { .. } => ErrorCategory::AuthRequired,
+            BenchError::AuthenticationFailed { .. } => ErrorCategory::AuthenticationFailed,
+            BenchError::ServerNotEmpty { .. } => ErrorCategory::ServerNotEmpty,
+            BenchError::OutOfMemory { .. } => ErrorCategory::OutOfMemory,
+            BenchError::EngineRejected { .. } => ErrorCategory::EngineRejected,
+            BenchError::ConnectionLost { .. } => ErrorCategory::ConnectionLost,
+            BenchError::SlotMoved { .. } => ErrorCategory::SlotMoved,
+            BenchError::CountMismatch { .. } => ErrorCategory::CountMismatch,
+            BenchError::TtlTooShort { .. } => ErrorCategory::TtlTooShort,
+            BenchError::Stopped { .. } => ErrorCategory::Stopped,
+            BenchError::OtherClientsConnected { .. } => ErrorCategory::OtherClientsConnected,
+            BenchError::Protocol(_) => ErrorCategory::ProtocolError,
+            BenchError::EngineStart(_) => ErrorCategory::EngineStartFailed,
+        }
+    }
+
     /// A short, bounded category for metric labels and event reasons.
     pub fn category(&self) -> &'static str {
-        match self {
-            BenchError::InvalidArgument { .. } => "InvalidSpec",
-            BenchError::EngineUnreachable { .. } => "EngineUnreachable",
-            BenchError::AuthRequired { .. } => "AuthRequired",
-            BenchError::AuthenticationFailed { .. } => "AuthenticationFailed",
-            BenchError::ServerNotEmpty { .. } => "ServerNotEmpty",
-            BenchError::OutOfMemory { .. } => "OutOfMemory",
-            BenchError::EngineRejected { .. } => "EngineRejected",
-            BenchError::ConnectionLost { .. } => "ConnectionLost",
-            BenchError::SlotMoved { .. } => "SlotMoved",
-            BenchError::CountMismatch { .. } => "CountMismatch",
-            BenchError::TtlTooShort { .. } => "TtlTooShort",
-            BenchError::Stopped { .. } => "Stopped",
-            BenchError::OtherClientsConnected { .. } => "OtherClientsConnected",
-            BenchError::Protocol(_) => "ProtocolError",
-            BenchError::EngineStart(_) => "EngineStartFailed",
-        }
+        self.kind().as_str()
     }
 
     /// The same failure, as seen once the engine had answered: an engine that cannot be

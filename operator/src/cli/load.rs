@@ -14,6 +14,7 @@ use membench::client::stop::{
 };
 use membench::client::workload::Workload;
 use membench::crd::RecordLayout;
+use membench::error::ErrorCategory;
 use membench::profile::Profile;
 use membench::report::table::{ComparisonRow, OutputFormat, comparison_table, repetitions_table};
 
@@ -656,8 +657,8 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
     let refused = report.error.as_ref().is_some_and(|e| {
         // A server that holds keys, or a setting the engine cannot do (a defrag its
         // allocator lacks), refused before any write.
-        e.category == "ServerNotEmpty"
-            || (e.category == "InvalidSpec"
+        e.category == ErrorCategory::ServerNotEmpty
+            || (e.category == ErrorCategory::InvalidSpec
                 && report.repetitions.is_empty()
                 && report.failed_repetition.is_none())
     });

@@ -218,7 +218,7 @@ pub fn measure_shards_journaled(
                 let error = ended_by(&options.stop, error, result.items);
                 report.repetitions.push(result);
                 report.error = Some(ErrorReport {
-                    category: error.category().to_string(),
+                    category: error.kind(),
                     message: format!(
                         "the {phase} phase after repetition {repetition}'s readings failed (the repetition's figures are kept): {error}"
                     ),

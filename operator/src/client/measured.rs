@@ -286,7 +286,7 @@ impl Summary {
 /// An error in a report: a bounded category and the message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ErrorReport {
-    pub category: String,
+    pub category: crate::error::ErrorCategory,
     pub message: String,
     /// The phase after a repetition's readings that failed, when one ended the run: the
     /// operator names it when the engine's container ended meanwhile (a save's fork copy that
@@ -307,7 +307,7 @@ pub struct FailedPhase {
 impl From<&BenchError> for ErrorReport {
     fn from(e: &BenchError) -> Self {
         Self {
-            category: e.category().to_string(),
+            category: e.kind(),
             message: e.to_string(),
             phase: None,
         }

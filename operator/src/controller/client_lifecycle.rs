@@ -15,8 +15,9 @@ use super::conditions::reason;
 use super::observation::{LoadProbe, elapsed_since, pods_of};
 use super::pods::{self, Component, PodState, client_state};
 use super::pull_failure::{pull_failure_note, pull_secret_names};
-use super::results::{absorb, result_note, retryable, tail};
+use super::results::{absorb, result_note, tail};
 use super::step::{NEVER_STARTED, Step, container_error_reason, never_started};
+use crate::error::ErrorCategory;
 
 impl Step<'_, '_> {
     /// Whether a pod named `name`, left by an earlier benchmark of this name, is still in the
@@ -206,12 +207,12 @@ impl Step<'_, '_> {
                         status.engines[index].message = result_note(result, self.listed());
                         self.succeed(status, index);
                     }
-                    (Ok(result), Some(error)) if !retryable(&error.category) => {
+                    (Ok(result), Some(error)) if !error.category.is_retryable() => {
                         absorb(&mut status.engines[index], result, self.listed());
                         let done = status.engines[index].repetitions.len();
-                        let why = match error.category.as_str() {
-                            "OutOfMemory" => reason::ENGINE_OUT_OF_MEMORY,
-                            other => other,
+                        let why = match error.category {
+                            ErrorCategory::OutOfMemory => reason::ENGINE_OUT_OF_MEMORY,
+                            other => other.as_str(),
                         };
                         let message = format!(
                             "{} (after {done} of {repetitions} repetitions)",
@@ -222,7 +223,7 @@ impl Step<'_, '_> {
                     (_, error) => {
                         let lost = error
                             .as_ref()
-                            .is_some_and(|e| e.category == "ConnectionLost");
+                            .is_some_and(|e| e.category == ErrorCategory::ConnectionLost);
                         let recently = finished_at.is_none_or(|f| {
                             elapsed_since(self.now, f) < self.settings.connection_lost_grace
                         });

@@ -8,17 +8,6 @@ use crate::crd::{
 };
 use crate::stats::Spread;
 
-/// Client errors worth another client: the engine could not be reached or the connection
-/// broke while the engine stayed up, or the client was stopped by someone else (its pod evicted
-/// or deleted) while its engine is fine. An engine that refuses data (maxmemory, a failed count
-/// check) would refuse it again.
-pub(super) fn retryable(category: &str) -> bool {
-    matches!(
-        category,
-        "EngineUnreachable" | "ConnectionLost" | "ProtocolError" | "Stopped"
-    )
-}
-
 pub(super) fn tail(text: &str, max: usize) -> String {
     let text = text.trim();
     if text.len() <= max {

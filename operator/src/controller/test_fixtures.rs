@@ -305,7 +305,7 @@ pub(super) fn report_of(
         failed_repetition: None,
         warnings: vec![],
         error: error.map(|category| ErrorReport {
-            category: category.into(),
+            category: crate::error::ErrorCategory::parse(category),
             message: format!("{category} during the load"),
             phase: None,
         }),

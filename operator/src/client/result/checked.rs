@@ -20,9 +20,6 @@ pub const QUOTED_BYTES: usize = 200;
 /// The longest engine name, version, allocator, arch or encoding a result may carry.
 const MAX_IDENTITY: usize = 64;
 
-/// The longest error category: a CamelCase word that becomes a condition reason.
-const MAX_CATEGORY: usize = 64;
-
 /// The most warnings a client sends (`ClientResult::from_report` keeps three).
 const MAX_WARNINGS: usize = 3;
 
@@ -205,16 +202,8 @@ impl ClientResult {
             bounded_text("a warning", warning, MAX_TEXT + '…'.len_utf8())?;
         }
         if let Some(error) = &self.error {
-            let category = &error.category;
-            let camel_case = category.len() <= MAX_CATEGORY
-                && category.starts_with(|c: char| c.is_ascii_uppercase())
-                && category.chars().all(|c| c.is_ascii_alphanumeric());
-            if !camel_case {
-                return Err(format!(
-                    "error.category '{}' is not a CamelCase word of at most {MAX_CATEGORY} letters",
-                    quote(category)
-                ));
-            }
+            // The category is one of a closed set (an unknown word reads as `Unknown`), so only
+            // the message is bounded here.
             bounded_text("error.message", &error.message, MAX_TEXT + '…'.len_utf8())?;
         }
         let columns = &self.repetitions;

@@ -460,7 +460,7 @@ impl ClientResult {
                 used_memory: f.used_memory,
             }),
             error: report.error.as_ref().map(|e| ErrorReport {
-                category: e.category.clone(),
+                category: e.category,
                 message: shorten(&e.message),
                 phase: e.phase.clone(),
             }),

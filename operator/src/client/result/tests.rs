@@ -254,7 +254,7 @@ fn when_even_the_columns_do_not_fit_the_last_repetitions_are_left_out_and_counte
 fn a_failed_run_keeps_its_finished_repetitions_and_the_error() {
     let mut report = report(3, false);
     report.error = Some(ErrorReport {
-        category: "ConnectionLost".into(),
+        category: crate::error::ErrorCategory::ConnectionLost,
         message: "x".repeat(5000),
         phase: None,
     });
@@ -267,7 +267,10 @@ fn a_failed_run_keeps_its_finished_repetitions_and_the_error() {
     });
     let result = ClientResult::read(&ClientResult::from_report(&report).to_message(), 10).unwrap();
     assert_eq!(result.decoded_repetitions().len(), 3);
-    assert_eq!(result.error.as_ref().unwrap().category, "ConnectionLost");
+    assert_eq!(
+        result.error.as_ref().unwrap().category,
+        crate::error::ErrorCategory::ConnectionLost
+    );
     assert!(result.error.as_ref().unwrap().message.len() < 500);
     assert_eq!(result.failed.as_ref().unwrap().commands_sent, 1234);
 }
