@@ -8,6 +8,19 @@
 //! both are lowered for the window and put back after it. A build whose allocator cannot
 //! defragment refuses `activedefrag yes`; [`check_supported`] asks before any write.
 //!
+//! The window ends on the memory, not on the fragmentation ratio alone (`ended_by`): it has
+//! `held` once RSS fell less than half a percent over 12 s while the ratio held too, and RSS has
+//! followed the ratio's fall since the window began (at least half of the bytes the fall of the
+//! ratio implies; a fragmented engine whose ratio has not fallen at all has not been
+//! defragmented yet); otherwise it waits until its `bound`. The ratio can fall at once while the
+//! allocator keeps the emptied pages for a while (seen with Valkey 9.1.2: 1.85 to 1.05 with RSS
+//! flat for 12 s), and a window that ended there reported that defragmentation regained nothing.
+//!
+//! `MEMORY PURGE` is sent only when the bound passed with RSS still short of the ratio's fall
+//! (`purged: true`): the pages the defragmenter emptied and the allocator kept are then handed
+//! back, and `rss_before_purge` keeps what the allocator had done by itself, so the purge never
+//! hides it. An engine without the command (Dragonfly) is not purged.
+//!
 //! Dragonfly has no runtime switch: its defragmenter acts only while used memory is above
 //! `mem_defrag_threshold` (0.7) of maxmemory, at a check every `mem_defrag_check_sec_interval`.
 //! membench starts it with a check every second and a low waste threshold
@@ -25,6 +38,21 @@ use crate::client::engine::ControlConnection;
 use crate::client::shards::{ReadMemory, ShardSet, total_memory};
 use crate::error::BenchError;
 use crate::stats::percentile;
+
+/// `ended_by` when RSS held and had followed the ratio.
+pub const ENDED_HELD: &str = "held";
+/// `ended_by` when the window's bound passed first.
+pub const ENDED_BOUND: &str = "bound";
+
+fn ended_held() -> String {
+    ENDED_HELD.into()
+}
+
+/// The ratio has fallen when it is this much below its reading at the window's start.
+const RATIO_FALL: f64 = 0.05;
+/// RSS has followed the ratio once it fell by at least this share of what the ratio's fall
+/// implies (the allocator's active pages fall with the ratio; RSS holds a little more than them).
+const FOLLOWED_SHARE: f64 = 0.5;
 
 /// How often memory is read during the window.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(500);
@@ -91,8 +119,18 @@ pub struct DefragReport {
     pub window_seconds: f64,
     /// The engine's CPU time (user and system) in the window.
     pub cpu_seconds: f64,
-    /// True when the bound passed while RSS was still falling.
+    /// True when the bound passed while RSS was still falling or had not yet followed the
+    /// fragmentation ratio's fall.
     pub bound_reached: bool,
+    /// Which rule ended the window: [`ENDED_HELD`] or [`ENDED_BOUND`].
+    #[serde(default = "ended_held")]
+    pub ended_by: String,
+    /// `MEMORY PURGE` was sent after the window (its bound passed with RSS short of the
+    /// ratio's fall); `rss_before_purge` is RSS before it, `rss_after` after it.
+    #[serde(default)]
+    pub purged: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_before_purge: Option<u64>,
     pub sample_interval_ms: u64,
     pub write_latency_ms: ProbeLatency,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -241,7 +279,22 @@ pub fn run(
     restored?;
     let cpu_after = cpu_seconds(shards)?;
     shards.each(|control, _| control.query::<u64>(redis::cmd("DEL").arg(PROBE_KEY)))?;
-    let after = read(shards, "after defragmentation")?;
+    let unfollowed = !rss_followed_ratio(&samples);
+    let mut after = read(shards, "after defragmentation")?;
+    let mut rss_before_purge = None;
+    if bound_reached && unfollowed && runtime {
+        let unpurged = after.used_memory_rss;
+        // Redis and Valkey built with jemalloc answer OK; others refuse, and are not purged.
+        let purged = shards.each(|control, _| {
+            Ok(control
+                .query::<()>(redis::cmd("MEMORY").arg("PURGE"))
+                .is_ok())
+        })?;
+        if purged.iter().all(|&p| p) {
+            rss_before_purge = Some(unpurged);
+            after = read(shards, "after MEMORY PURGE")?;
+        }
+    }
     let mut sorted = latencies.clone();
     sorted.sort_by(f64::total_cmp);
     Ok(DefragReport {
@@ -261,6 +314,14 @@ pub fn run(
         window_seconds,
         cpu_seconds: (cpu_after - cpu_before).max(0.0),
         bound_reached,
+        ended_by: if bound_reached {
+            ENDED_BOUND
+        } else {
+            ENDED_HELD
+        }
+        .into(),
+        purged: rss_before_purge.is_some(),
+        rss_before_purge,
         sample_interval_ms: SAMPLE_INTERVAL.as_millis() as u64,
         write_latency_ms: ProbeLatency {
             writes: sorted.len() as u64,
@@ -288,7 +349,7 @@ fn settled_at(samples: &[DefragSample]) -> f64 {
 
 /// Samples memory every [`SAMPLE_INTERVAL`] and writes the probe every [`PROBE_INTERVAL`] on
 /// the first shard's control connection, until RSS fell less than [`STEADY_SHARE`] over
-/// [`STEADY_FOR`] or `bound` passes.
+/// [`STEADY_FOR`] having followed the ratio's fall, or `bound` passes.
 fn follow(
     shards: &mut ShardSet,
     bound: Duration,
@@ -310,7 +371,7 @@ fn follow(
                 allocator_frag_ratio: memory.allocator_frag_ratio,
             });
             next_sample += SAMPLE_INTERVAL;
-            if held_steady(&samples) {
+            if held_steady(&samples) && rss_followed_ratio(&samples) {
                 return Ok((samples, latencies, at, false));
             }
             if started.elapsed() >= bound {
@@ -345,6 +406,34 @@ fn held_steady(samples: &[DefragSample]) -> bool {
     (then.used_memory_rss as f64 - last.used_memory_rss as f64)
         < STEADY_SHARE * then.used_memory_rss as f64
         && !fragmentation_fell
+}
+
+/// Whether the defragmenter's work shows in RSS since the window's first reading: true when
+/// the ratio is not reported (Dragonfly: RSS alone says), or there was little fragmentation to
+/// begin with (the ratio within [`RATIO_FALL`] of 1), or the ratio fell and RSS fell by at
+/// least [`FOLLOWED_SHARE`] of what its fall implies (`rss x fall / ratio`: the allocator's
+/// active pages shrink in proportion to the ratio while its allocations stay). A ratio that
+/// has not fallen yet from a fragmented start is a defragmenter that has not acted yet (seen
+/// on a loaded machine: Valkey 9.1.2 at 1.85 for the first 12 s), not one that is done.
+fn rss_followed_ratio(samples: &[DefragSample]) -> bool {
+    let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
+        return true;
+    };
+    let (Some(ratio_then), Some(ratio_now)) =
+        (first.allocator_frag_ratio, last.allocator_frag_ratio)
+    else {
+        return true;
+    };
+    if ratio_then <= 1.0 + RATIO_FALL {
+        return true;
+    }
+    let fall = ratio_then - ratio_now;
+    if fall < RATIO_FALL {
+        return false;
+    }
+    let implied = first.used_memory_rss as f64 * fall / ratio_then;
+    let regained = first.used_memory_rss as f64 - last.used_memory_rss as f64;
+    regained >= FOLLOWED_SHARE * implied
 }
 
 #[cfg(test)]
@@ -384,5 +473,46 @@ mod tests {
         }
         still_falling.last_mut().unwrap().allocator_frag_ratio = Some(1.03);
         assert!(!held_steady(&still_falling));
+    }
+
+    fn with_ratio(at: f64, rss: u64, ratio: f64) -> DefragSample {
+        DefragSample {
+            at_seconds: at,
+            used_memory_rss: rss,
+            allocator_frag_ratio: Some(ratio),
+        }
+    }
+
+    #[test]
+    fn a_ratio_that_fell_at_once_keeps_the_window_open_until_rss_follows() {
+        // The ratio fell from 1.85 to 1.05 in the first second and stayed; RSS flat for 13 s.
+        let mut flat: Vec<_> = (0..27)
+            .map(|i| {
+                let ratio = if i < 2 { 1.85 } else { 1.05 };
+                with_ratio(i as f64 * 0.5, 200_000_000, ratio)
+            })
+            .collect();
+        assert!(held_steady(&flat), "RSS and the ratio held for 12 s");
+        assert!(
+            !rss_followed_ratio(&flat),
+            "the ratio's fall implies about 86 MB the allocator still holds"
+        );
+        // RSS then falls by 60 MB: at least half of the 86 MB implied.
+        flat.push(with_ratio(13.5, 140_000_000, 1.05));
+        assert!(rss_followed_ratio(&flat));
+        // 30 MB is not half of it.
+        flat.last_mut().unwrap().used_memory_rss = 170_000_000;
+        assert!(!rss_followed_ratio(&flat));
+        // A fragmented engine whose ratio has not fallen yet: the defragmenter has not acted.
+        let idle: Vec<_> = (0..27)
+            .map(|i| with_ratio(i as f64 * 0.5, 41_000_000, 1.85))
+            .collect();
+        assert!(held_steady(&idle), "nothing moved for 12 s");
+        assert!(!rss_followed_ratio(&idle));
+        // Little fragmentation to begin with (within 0.05 of 1), or a ratio not reported
+        // (Dragonfly), asks nothing of RSS.
+        let unfragmented: Vec<_> = (0..4).map(|i| with_ratio(i as f64, 10, 1.04)).collect();
+        assert!(rss_followed_ratio(&unfragmented));
+        assert!(rss_followed_ratio(&[sample(0.0, 10), sample(1.0, 10)]));
     }
 }

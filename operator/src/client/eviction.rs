@@ -6,6 +6,16 @@
 //! `noeviction` (and Dragonfly without `cache_mode`) the engine refuses writes at the limit,
 //! which is that policy's result: reported as such, not as a failure. The engine's settings are
 //! put back afterwards.
+//!
+//! The peak: an engine evicts before it runs each command, INFO included, so a reading taken
+//! with INFO between batches sees memory only after eviction, never the transient the phase
+//! exists to measure (a write past the limit, a hash table's grow). Redis and Valkey record
+//! `used_memory_peak` after each command and before the next command's eviction; it cannot be
+//! reset, so it is read before and after the phase, and when it rose during the phase it is the
+//! phase's peak (`peak_source: engine`). When it did not rise (an earlier load went higher), the
+//! peak is the highest reading (`peak_source: sampled`), which may miss a transient: said so.
+//! Either way the peak is never below a reading taken in the phase or after it, and the
+//! overshoot is never negative.
 
 use std::time::Instant;
 
@@ -32,6 +42,18 @@ pub const POLICIES: [&str; 8] = [
     "volatile-random",
     "volatile-ttl",
 ];
+
+/// `peak_source` when every shard's own `used_memory_peak` rose during the phase: recorded by
+/// the engine after each command, before the next command's eviction, so no transient is missed.
+pub const PEAK_FROM_ENGINE: &str = "engine";
+/// `peak_source` when a shard's `used_memory_peak` had been set higher before the phase (it is
+/// never reset): the highest of the readings every [`SAMPLE_EVERY`] writes and at the end, taken
+/// after the engine's eviction, which can miss a transient above them.
+pub const PEAK_SAMPLED: &str = "sampled";
+
+fn peak_sampled() -> String {
+    PEAK_SAMPLED.into()
+}
 
 /// The most a phase writes, whatever `loadTo` and the bytes per item say.
 const MAX_WRITES: u64 = 1_000_000_000;
@@ -174,9 +196,13 @@ pub struct EvictionReport {
     pub policy: String,
     /// Items written (the workload's items, numbered from 0 on).
     pub items_written: u64,
-    /// The highest used_memory read during the phase.
+    /// The phase's highest used_memory (summed over shards): the engine's own
+    /// `used_memory_peak` where it rose during the phase, else the highest reading.
     pub peak_used_memory: u64,
-    /// peak_used_memory - maxmemory (negative: the engine stayed under it).
+    /// Where the peak comes from: [`PEAK_FROM_ENGINE`] or [`PEAK_SAMPLED`].
+    #[serde(default = "peak_sampled")]
+    pub peak_source: String,
+    /// peak_used_memory - maxmemory, 0 when the engine stayed under it.
     pub overshoot_bytes: i64,
     /// used_memory and used_memory_rss at the end of the phase.
     pub used_memory: u64,
@@ -205,6 +231,7 @@ impl From<&EvictionReport> for EvictionStatus {
             policy: r.policy.clone(),
             items_written: r.items_written,
             peak_used_memory: r.peak_used_memory,
+            peak_source: r.peak_source.clone(),
             overshoot_bytes: r.overshoot_bytes,
             used_memory_rss: r.used_memory_rss,
             evicted_keys: r.evicted_keys,
@@ -213,6 +240,45 @@ impl From<&EvictionReport> for EvictionStatus {
             refused_at_items: r.refused_at_items,
         }
     }
+}
+
+/// Each shard's `used_memory_peak` (None where the engine reports none).
+fn engine_peaks(shards: &mut ShardSet) -> Result<Vec<Option<u64>>, BenchError> {
+    shards.each(|control, _| {
+        Ok(control
+            .info("memory")?
+            .get("used_memory_peak")
+            .and_then(|v| v.parse::<u64>().ok()))
+    })
+}
+
+/// The phase's peak per shard, and its source: a shard's own `used_memory_peak` where it rose
+/// above its value before the phase, else the highest of that shard's readings. A peak is never
+/// below a reading. `sampled[i]` is the highest reading of shard i.
+fn phase_peak(
+    before: &[Option<u64>],
+    after: &[Option<u64>],
+    sampled: &[u64],
+) -> (u64, &'static str) {
+    let mut total = 0u64;
+    let mut every_shard_from_engine = true;
+    for (index, reading) in sampled.iter().enumerate() {
+        let rose = match (
+            before.get(index).copied().flatten(),
+            after.get(index).copied().flatten(),
+        ) {
+            (Some(then), Some(now)) if now > then => Some(now),
+            _ => None,
+        };
+        every_shard_from_engine &= rose.is_some();
+        total = total.saturating_add(rose.unwrap_or(0).max(*reading));
+    }
+    let source = if every_shard_from_engine && !sampled.is_empty() {
+        PEAK_FROM_ENGINE
+    } else {
+        PEAK_SAMPLED
+    };
+    (total, source)
 }
 
 fn evicted(shards: &mut ShardSet) -> Result<u64, BenchError> {
@@ -307,13 +373,21 @@ fn load_past(
         .clamp(1, MAX_WRITES);
     let commands = items * commands_per_item;
     let evicted_before = evicted(shards)?;
+    let peaks_before = engine_peaks(shards)?;
+    let mut sampled = vec![0u64; shards.len()];
+    let sample = |shards: &mut ShardSet, sampled: &mut Vec<u64>| {
+        let readings = shards.memory()?;
+        for (high, reading) in sampled.iter_mut().zip(&readings) {
+            *high = (*high).max(reading.used_memory);
+        }
+        Ok::<_, BenchError>(total_memory(&readings))
+    };
     let mut connections = LoadConnections::connect(shards, connect_timeout)?;
     let mut encoder = workload.encoder();
     let mut batch = CommandBuffer::with_capacity(64 * 1024);
     let mut owed = Vec::new();
     let started = Instant::now();
     let mut eviction_began: Option<(Instant, u64)> = None;
-    let mut peak = 0u64;
     let mut refused: Option<(u64, String)> = None;
     let mut sent = 0u64;
     let batch_size = u64::from(pipeline.clamp(1, 1_000));
@@ -349,8 +423,7 @@ fn load_past(
         }
         if sent >= next_sample || sent >= commands || refused.is_some() {
             next_sample = sent + SAMPLE_EVERY;
-            let memory = total_memory(&shards.memory()?);
-            peak = peak.max(memory.used_memory);
+            sample(shards, &mut sampled)?;
             if eviction_began.is_none() && evicted(shards)? > evicted_before {
                 eviction_began = Some((Instant::now(), sent));
             }
@@ -359,8 +432,9 @@ fn load_past(
     drop(connections);
     let seconds = started.elapsed().as_secs_f64();
     let items_written = sent / commands_per_item;
-    let memory = total_memory(&shards.memory()?);
-    peak = peak.max(memory.used_memory);
+    let memory = sample(shards, &mut sampled)?;
+    let peaks_after = engine_peaks(shards)?;
+    let (peak, peak_source) = phase_peak(&peaks_before, &peaks_after, &sampled);
     let evicted_keys = evicted(shards)?.saturating_sub(evicted_before);
     let keys_kept = shards.each(|control, _| control.dbsize())?.iter().sum();
     let (filling, evicting) = match eviction_began {
@@ -380,7 +454,8 @@ fn load_past(
         policy: eviction.policy.clone(),
         items_written,
         peak_used_memory: peak,
-        overshoot_bytes: peak as i64 - limit as i64,
+        peak_source: peak_source.into(),
+        overshoot_bytes: i64::try_from(peak.saturating_sub(limit)).unwrap_or(i64::MAX),
         used_memory: memory.used_memory,
         used_memory_rss: memory.used_memory_rss,
         evicted_keys,
@@ -396,6 +471,32 @@ fn load_past(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_engine_peak_counts_only_where_it_rose_during_the_phase_and_never_below_a_reading() {
+        // It rose on the one shard: the engine's figure, above every reading.
+        assert_eq!(
+            phase_peak(&[Some(100)], &[Some(180)], &[150]),
+            (180, PEAK_FROM_ENGINE)
+        );
+        // It did not rise (set higher by an earlier load): the highest reading.
+        assert_eq!(
+            phase_peak(&[Some(500)], &[Some(500)], &[150]),
+            (150, PEAK_SAMPLED)
+        );
+        // Not reported: the readings.
+        assert_eq!(phase_peak(&[None], &[None], &[150]), (150, PEAK_SAMPLED));
+        // Two shards, one of which rose: each shard's own, the source says not all were the
+        // engine's.
+        assert_eq!(
+            phase_peak(
+                &[Some(100), Some(900)],
+                &[Some(180), Some(900)],
+                &[150, 160]
+            ),
+            (340, PEAK_SAMPLED)
+        );
+    }
 
     #[test]
     fn maxmemory_is_read_as_the_engine_reads_it() {

@@ -46,7 +46,8 @@ pub struct ChurnSpec {
     /// After the rounds and `spec.settleSeconds`, switch the engine's active defragmentation on
     /// with thresholds low enough to act (Redis and Valkey: `activedefrag yes`,
     /// `active-defrag-ignore-bytes 1mb`, `active-defrag-threshold-lower 1`) and read memory
-    /// every half second until RSS stops falling or `defragSeconds` pass. Refused on a build
+    /// every half second until RSS stops falling, having followed the fragmentation ratio's
+    /// fall (`endedBy: held`), or `defragSeconds` pass (`endedBy: bound`). Refused on a build
     /// whose allocator cannot defragment (a libc malloc build, Debian's system jemalloc).
     /// Dragonfly cannot switch it at runtime: with `defrag`, membench starts it with
     /// `mem_defrag_check_sec_interval=1` and `mem_defrag_waste_threshold=0.05` (unless the entry

@@ -79,9 +79,22 @@ pub struct DefragStatus {
     pub window_seconds: f64,
     /// The engine's CPU time in the window, in seconds.
     pub cpu_seconds: f64,
-    /// The window's bound passed while RSS still fell.
+    /// The window's bound passed while RSS still fell, or had not yet followed the
+    /// fragmentation ratio's fall.
     #[serde(default)]
     pub bound_reached: bool,
+    /// Which rule ended the window: `held` (RSS held for 12 s after following the ratio's
+    /// fall) or `bound` (the window's bound passed first).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ended_by: String,
+    /// `MEMORY PURGE` was sent after the window: its bound passed with RSS short of what the
+    /// ratio's fall implies. rssAfter is then after the purge, rssBeforePurge before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub purged: bool,
+    /// used_memory_rss at the end of the window, before `MEMORY PURGE`: what the allocator
+    /// gave back by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_before_purge: Option<u64>,
     /// The probe's write latency during the window, in milliseconds.
     pub write_latency_ms: LatencyStatus,
 }
@@ -119,9 +132,16 @@ pub struct EvictionStatus {
     pub policy: String,
     /// Items written.
     pub items_written: u64,
-    /// The highest used_memory read during the load (every 1,000 writes and at the end).
+    /// The load's highest used_memory, in bytes: the engine's own used_memory_peak where it
+    /// rose during the load (recorded after each command, before the next one's eviction),
+    /// else the highest reading (every 1,000 writes and at the end).
     pub peak_used_memory: u64,
-    /// peakUsedMemory - maxmemory (negative: the engine stayed under it).
+    /// Where peakUsedMemory comes from: `engine` (the engine's used_memory_peak, which misses
+    /// no transient) or `sampled` (readings taken after eviction, which can miss one: the
+    /// engine's own peak was set higher earlier in the run and cannot be reset).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub peak_source: String,
+    /// peakUsedMemory - maxmemory, 0 when the engine stayed under it.
     pub overshoot_bytes: i64,
     /// used_memory_rss at the end, in bytes.
     pub used_memory_rss: u64,

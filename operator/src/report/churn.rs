@@ -119,10 +119,13 @@ pub fn churn_table(report: &BenchmarkReport) -> Option<Table> {
                     defrag.switched,
                     defrag.seconds,
                     defrag.window_seconds,
-                    if defrag.bound_reached {
-                        ", bound reached"
-                    } else {
-                        ""
+                    match (defrag.bound_reached, defrag.rss_before_purge) {
+                        (true, Some(unpurged)) => format!(
+                            ", bound reached, purged: RSS {} before MEMORY PURGE",
+                            format_bytes(unpurged as f64)
+                        ),
+                        (true, None) => ", bound reached".into(),
+                        _ => String::new(),
                     },
                     defrag.cpu_seconds,
                     defrag.write_latency_ms.p99

@@ -641,9 +641,14 @@ pub fn describe_eviction(eviction: &EvictionStatus) -> String {
     } = *eviction;
     let sign = if overshoot < 0 { "-" } else { "+" };
     let peak = format!(
-        "peak {sign}{} against maxmemory {}",
+        "peak {sign}{} against maxmemory {}{}",
         format_bytes(overshoot.unsigned_abs() as f64),
-        format_bytes(maxmemory as f64)
+        format_bytes(maxmemory as f64),
+        if eviction.peak_source == crate::client::eviction::PEAK_SAMPLED {
+            " (sampled after eviction: a transient can be missed)"
+        } else {
+            ""
+        }
     );
     match refused_at {
         Some(at) => format!("{peak}; writes refused from about {at} items ({kept} kept)"),

@@ -123,6 +123,9 @@ impl From<&ChurnReport> for ChurnStatus {
                 window_seconds: d.window_seconds,
                 cpu_seconds: d.cpu_seconds,
                 bound_reached: d.bound_reached,
+                ended_by: d.ended_by.clone(),
+                purged: d.purged,
+                rss_before_purge: d.rss_before_purge,
                 write_latency_ms: LatencyStatus {
                     writes: d.write_latency_ms.writes,
                     p50: d.write_latency_ms.p50,
