@@ -1,6 +1,6 @@
 //! The commands of the `membench` command line, one module each (its flags and what it
 //! runs), and what they share. The top of the layout: it may use every part of the library
-//! (docs/architecture.md).
+//! (docs/src/contributing/architecture.md).
 
 use std::process::ExitCode;
 

@@ -15,7 +15,7 @@
 //! [`serve::serve`] answers `/metrics`, `/healthz` (always 200 while the process runs) and
 //! `/readyz` (200 once the operator says it is ready).
 //!
-//! It may use only `crd` and the leaves: the controller feeds it statuses (docs/architecture.md,
+//! It may use only `crd` and the leaves: the controller feeds it statuses (docs/src/contributing/architecture.md,
 //! `layout_tests.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
