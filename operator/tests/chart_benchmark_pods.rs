@@ -61,7 +61,8 @@ fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
 
 /// The fenced ```yaml blocks of docs/src/getting-started/cluster.md.
 fn cluster_page_yaml_blocks() -> Vec<String> {
-    let text = std::fs::read_to_string(repo_root().join("docs/src/getting-started/cluster.md")).unwrap();
+    let text =
+        std::fs::read_to_string(repo_root().join("docs/src/getting-started/cluster.md")).unwrap();
     text.split("```yaml\n")
         .skip(1)
         .map(|rest| rest.split("\n```").next().unwrap().to_string())
