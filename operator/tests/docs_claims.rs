@@ -1,0 +1,283 @@
+//! Every `membench ...` command line in a code block of the book (docs/src) and the README
+//! parses with the current command line: a renamed or removed flag or command fails here,
+//! naming the page and line. The lines are parsed by clap (`try_get_matches_from`, through the
+//! hidden `membench reference-docs check-command-lines`), never run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use std::io::Write as _;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("operator/ has a parent")
+        .to_path_buf()
+}
+
+/// A shell word or an operator (`&&`, `|`, `>`, ...), as far as docs' command lines need.
+#[derive(Debug, PartialEq)]
+enum Token {
+    Word(String),
+    Operator(String),
+}
+
+/// Splits a command line as a shell would, for the forms docs use: quotes, backslashes,
+/// comments, pipes, lists and redirections. `$(...)` and globs stay inside their word.
+fn shell_tokens(line: &str) -> Vec<Token> {
+    let mut tokens = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars().peekable();
+    let mut flush = |word: &mut String, in_word: &mut bool, tokens: &mut Vec<Token>| {
+        if *in_word {
+            tokens.push(Token::Word(std::mem::take(word)));
+            *in_word = false;
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    word.push(c);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => word.extend(chars.next()),
+                        c => word.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                word.extend(chars.next());
+            }
+            '#' if !in_word => break,
+            c if c.is_whitespace() => flush(&mut word, &mut in_word, &mut tokens),
+            '|' | '&' | ';' | '>' | '<' => {
+                // `2>` and `2>&1`: a redirection, not a word `2`.
+                if in_word && word == "2" && c == '>' {
+                    word.clear();
+                    in_word = false;
+                }
+                flush(&mut word, &mut in_word, &mut tokens);
+                let mut op = c.to_string();
+                while let Some(&next) = chars.peek() {
+                    if "|&>".contains(next) {
+                        op.push(next);
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                // `>&1`, `>&-`: the descriptor belongs to the redirection.
+                if op.starts_with('>') && op.ends_with('&') {
+                    while let Some(&next) = chars.peek() {
+                        if next.is_ascii_digit() || next == '-' {
+                            op.push(next);
+                            chars.next();
+                        } else {
+                            break;
+                        }
+                    }
+                }
+                tokens.push(Token::Operator(op));
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    flush(&mut word, &mut in_word, &mut tokens);
+    tokens
+}
+
+/// The membench invocations of one shell line, as argument lists starting with `membench`.
+fn membench_invocations(line: &str) -> Vec<Vec<String>> {
+    let mut invocations = Vec::new();
+    let mut command: Vec<String> = Vec::new();
+    let mut skip_next_word = false;
+    let finish = |command: &mut Vec<String>, invocations: &mut Vec<Vec<String>>| {
+        let words: Vec<String> = command
+            .drain(..)
+            .skip_while(|w| w.contains('=') && !w.starts_with('-'))
+            .collect();
+        let rest = match words.first().map(String::as_str) {
+            Some(
+                "membench" | "target/release/membench" | "./membench" | "./target/release/membench",
+            ) => &words[1..],
+            Some("kubectl") if words.get(1).map(String::as_str) == Some("membench") => &words[2..],
+            _ => return,
+        };
+        let mut args = vec!["membench".to_string()];
+        args.extend(rest.iter().cloned());
+        invocations.push(args);
+    };
+    for token in shell_tokens(line) {
+        match token {
+            Token::Word(word) if skip_next_word => {
+                skip_next_word = false;
+                let _ = word;
+            }
+            Token::Word(word) => command.push(word),
+            Token::Operator(op) if op.starts_with('>') || op.starts_with('<') => {
+                // `> file`, `>> file`, `< file`: the next word is the file; `>&1` names none.
+                skip_next_word = !op.contains('&');
+            }
+            Token::Operator(_) => finish(&mut command, &mut invocations),
+        }
+    }
+    finish(&mut command, &mut invocations);
+    invocations
+}
+
+/// `(page, line, text)` of every shell line in a fenced code block, continuations joined.
+fn code_lines(name: &str, markdown: &str) -> Vec<(String, usize, String)> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    let mut pending: Option<(usize, String)> = None;
+    for (i, line) in markdown.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            pending = None;
+            continue;
+        }
+        if !fenced {
+            continue;
+        }
+        let text = line.trim().strip_prefix("$ ").unwrap_or(line.trim());
+        let (start, mut joined) = pending.take().unwrap_or((i + 1, String::new()));
+        joined.push_str(text);
+        if let Some(head) = joined.strip_suffix('\\') {
+            pending = Some((start, format!("{head} ")));
+        } else {
+            out.push((name.to_string(), start, joined));
+        }
+    }
+    out
+}
+
+fn docs() -> Vec<(String, String)> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for entry in entries {
+            if entry.is_dir() {
+                walk(&entry, root, out);
+            } else if entry.extension().is_some_and(|e| e == "md") {
+                let name = entry.strip_prefix(root).unwrap().display().to_string();
+                out.push((name, std::fs::read_to_string(&entry).unwrap()));
+            }
+        }
+    }
+    let root = repo_root();
+    let mut out = vec![(
+        "README.md".to_string(),
+        std::fs::read_to_string(root.join("README.md")).unwrap(),
+    )];
+    walk(&root.join("docs/src"), &root, &mut out);
+    out
+}
+
+/// clap's verdict on each argument list: None when it parses.
+fn verdicts(lines: &[Vec<String>]) -> Vec<Option<String>> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(["reference-docs", "check-command-lines"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("membench runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(lines).unwrap().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "membench reference-docs check-command-lines failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("a JSON list of verdicts")
+}
+
+#[test]
+fn every_membench_line_of_the_docs_parses_with_the_current_command_line() {
+    let mut found: Vec<(String, usize, String, Vec<String>)> = Vec::new();
+    for (name, text) in docs() {
+        for (page, line, shell) in code_lines(&name, &text) {
+            for args in membench_invocations(&shell) {
+                found.push((page.clone(), line, shell.clone(), args));
+            }
+        }
+    }
+    // The README's quickstarts and the pages held 30 such invocations when this test was
+    // written: finding few means the reader of code blocks broke, not that the docs are right.
+    assert!(
+        found.len() >= 25,
+        "only {} membench lines found in the docs",
+        found.len()
+    );
+    let args: Vec<Vec<String>> = found.iter().map(|f| f.3.clone()).collect();
+    let problems: Vec<String> = found
+        .iter()
+        .zip(verdicts(&args))
+        .filter_map(|((page, line, shell, _), verdict)| {
+            verdict.map(|error| {
+                let error = error.lines().next().unwrap_or_default().to_string();
+                format!("{page}:{line}: `{shell}`: {error}")
+            })
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_line_with_a_removed_flag_is_refused_and_a_good_one_taken() {
+    let lines = vec![
+        membench_invocations(
+            "membench load --addr 127.0.0.1:6379 --workload strings --keys 10 > out.json",
+        )
+        .remove(0),
+        membench_invocations("membench load --no-such-flag 1").remove(0),
+    ];
+    let verdicts = verdicts(&lines);
+    assert_eq!(verdicts[0], None);
+    assert!(
+        verdicts[1]
+            .as_deref()
+            .is_some_and(|e| e.contains("--no-such-flag")),
+        "{verdicts:?}"
+    );
+}
+
+#[test]
+fn shell_lines_are_split_into_their_membench_invocations() {
+    assert_eq!(
+        membench_invocations(
+            "hack/install-engines.sh && cargo build --release && target/release/membench run manifests/examples/quick.yaml"
+        ),
+        vec![vec!["membench", "run", "manifests/examples/quick.yaml"]]
+    );
+    assert_eq!(
+        membench_invocations(
+            "MEMBENCH_PASSWORD=x kubectl membench report -n 'a b' --output html > r.html 2>&1 # note"
+        ),
+        vec![vec!["membench", "report", "-n", "a b", "--output", "html"]]
+    );
+    assert!(membench_invocations("kubectl get mb -w").is_empty());
+}
