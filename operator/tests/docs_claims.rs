@@ -29,7 +29,7 @@ fn shell_tokens(line: &str) -> Vec<Token> {
     let mut word = String::new();
     let mut in_word = false;
     let mut chars = line.chars().peekable();
-    let mut flush = |word: &mut String, in_word: &mut bool, tokens: &mut Vec<Token>| {
+    let flush = |word: &mut String, in_word: &mut bool, tokens: &mut Vec<Token>| {
         if *in_word {
             tokens.push(Token::Word(std::mem::take(word)));
             *in_word = false;

@@ -73,28 +73,28 @@ fn describe(path: &str, schema: &Value, required: bool, page: &mut String) {
             );
         }
     }
-    if let Some(items) = schema.get("items") {
-        if items.get("properties").is_some() {
-            for (name, child) in items["properties"].as_object().into_iter().flatten() {
-                describe(
-                    &format!("{path}[].{name}"),
-                    child,
-                    is_required(items, name),
-                    page,
-                );
-            }
+    if let Some(items) = schema.get("items")
+        && let Some(properties) = items["properties"].as_object()
+    {
+        for (name, child) in properties {
+            describe(
+                &format!("{path}[].{name}"),
+                child,
+                is_required(items, name),
+                page,
+            );
         }
     }
-    if let Some(values) = schema.get("additionalProperties") {
-        if let Some(properties) = values["properties"].as_object() {
-            for (name, child) in properties {
-                describe(
-                    &format!("{path}.*.{name}"),
-                    child,
-                    is_required(values, name),
-                    page,
-                );
-            }
+    if let Some(values) = schema.get("additionalProperties")
+        && let Some(properties) = values["properties"].as_object()
+    {
+        for (name, child) in properties {
+            describe(
+                &format!("{path}.*.{name}"),
+                child,
+                is_required(values, name),
+                page,
+            );
         }
     }
 }
