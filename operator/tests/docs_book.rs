@@ -397,6 +397,24 @@ fn the_readme_is_short_and_opens_with_the_two_fresh_machine_commands() {
             "README.md's sentences average {mean:.1} words (at most 20)"
         ));
     }
+    // Its links point into the book and the repository, which a reader on GitHub follows as
+    // files: each must exist.
+    let link = Regex::new(r"\]\(([^)\s]+)\)").unwrap();
+    for (number, line) in text.lines().enumerate() {
+        for capture in link.captures_iter(line) {
+            let target = capture[1].split('#').next().unwrap_or_default();
+            if target.contains("://") || target.is_empty() {
+                continue;
+            }
+            if !repo_root().join(target).exists() {
+                problems.push(format!(
+                    "README.md:{}: link `{}` names no file of the repository",
+                    number + 1,
+                    &capture[1]
+                ));
+            }
+        }
+    }
     // The first two code blocks are the two commands a fresh machine needs, exactly.
     let blocks: Vec<&str> = text
         .split("```sh\n")
