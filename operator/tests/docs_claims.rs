@@ -281,3 +281,99 @@ fn shell_lines_are_split_into_their_membench_invocations() {
     );
     assert!(membench_invocations("kubectl get mb -w").is_empty());
 }
+
+/// The metric names the operator's registry has now, from its generated reference page.
+fn metric_names() -> Vec<String> {
+    let output = Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(["reference-docs", "metrics"])
+        .output()
+        .expect("membench runs");
+    assert!(output.status.success());
+    let page = String::from_utf8(output.stdout).unwrap();
+    page.lines()
+        .filter_map(|l| l.strip_prefix("| `membench_"))
+        .map(|rest| format!("membench_{}", rest.split('`').next().unwrap()))
+        .collect()
+}
+
+/// `(page, line, name)` of every `membench_...` word a page names, prose or code, but not a
+/// Rust path (`membench_devcluster::...`, `agent::membench_image`) or function
+/// (`membench_image(...)`).
+fn named_metrics(name: &str, text: &str) -> Vec<(String, usize, String)> {
+    let word = regex::Regex::new(r"\bmembench_[a-z_]+").unwrap();
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        for found in word.find_iter(line) {
+            let after = &line[found.end()..];
+            let before = &line[..found.start()];
+            if after.starts_with("::") || after.starts_with('(') || before.ends_with("::") {
+                continue;
+            }
+            out.push((name.to_string(), i + 1, found.as_str().to_string()));
+        }
+    }
+    out
+}
+
+/// Whether `named` is a metric (or one of a histogram's series, or a prefix the text completes,
+/// as in `membench_capacity_*`).
+fn is_metric(named: &str, metrics: &[String]) -> bool {
+    metrics.iter().any(|m| {
+        m == named
+            || ["_bucket", "_sum", "_count"]
+                .iter()
+                .any(|suffix| format!("{m}{suffix}") == named)
+            || (named.ends_with('_') && m.starts_with(named))
+    })
+}
+
+#[test]
+fn every_metric_the_docs_name_is_one_the_operator_exposes() {
+    let metrics = metric_names();
+    assert!(
+        metrics.len() >= 30,
+        "only {} metrics in the registry's page",
+        metrics.len()
+    );
+    let mut named = Vec::new();
+    for (name, text) in docs() {
+        if name.ends_with("reference/metrics.md") {
+            continue;
+        }
+        named.extend(named_metrics(&name, &text));
+    }
+    assert!(
+        named.len() >= 20,
+        "only {} metric names found in the docs",
+        named.len()
+    );
+    let problems: Vec<String> = named
+        .iter()
+        .filter(|(_, _, metric)| !is_metric(metric, &metrics))
+        .map(|(page, line, metric)| {
+            format!("{page}:{line}: `{metric}` is no metric of the operator (docs/src/reference/metrics.md lists them)")
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_metric_name_that_does_not_exist_is_named_with_its_line() {
+    let metrics = vec!["membench_used_memory_bytes".to_string()];
+    let named = named_metrics(
+        "p.md",
+        "See `membench_used_memory_bytes`.\nAnd membench_used_memory_rss_bytes, not membench_devcluster::tools.",
+    );
+    let unknown: Vec<_> = named
+        .iter()
+        .filter(|(_, _, m)| !is_metric(m, &metrics))
+        .collect();
+    assert_eq!(
+        unknown,
+        [&(
+            "p.md".to_string(),
+            2,
+            "membench_used_memory_rss_bytes".to_string()
+        )]
+    );
+}
