@@ -377,3 +377,122 @@ fn a_metric_name_that_does_not_exist_is_named_with_its_line() {
         )]
     );
 }
+
+/// The field paths of the MemoryBenchmark API (without `[]`), and those that are maps (whose
+/// keys are the user's), from `membench reference-docs api` (the CRD schema the code generates).
+fn api_paths() -> (Vec<String>, Vec<String>) {
+    let output = Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(["reference-docs", "api"])
+        .output()
+        .expect("membench runs");
+    assert!(output.status.success());
+    let page = String::from_utf8(output.stdout).unwrap();
+    let mut paths = Vec::new();
+    let mut maps = Vec::new();
+    let mut lines = page.lines();
+    while let Some(line) = lines.next() {
+        let Some(path) = line
+            .strip_prefix("### `")
+            .and_then(|rest| rest.strip_suffix('`'))
+        else {
+            continue;
+        };
+        let path = path.replace("[]", "");
+        let facts = lines.by_ref().find(|l| !l.is_empty()).unwrap_or_default();
+        if facts.starts_with("**map of") {
+            maps.push(path.clone());
+        }
+        paths.push(path);
+    }
+    (paths, maps)
+}
+
+/// Status fields of Kubernetes' own objects (a Node's, a Pod's) that pages name beside the
+/// MemoryBenchmark's.
+const KUBERNETES_STATUS_FIELDS: [&str; 4] = [
+    "status.allocatable",
+    "status.containerStatuses",
+    "status.hostIP",
+    "status.podIP",
+];
+
+/// `(page, line, path)` of every `spec.x.y` or `status.x[].y` a page names, but not a file name
+/// (`spec.rs`, `spec.yaml`) or a status field of Kubernetes' own objects.
+fn named_fields(name: &str, text: &str) -> Vec<(String, usize, String)> {
+    let path =
+        regex::Regex::new(r"(?:^|[^\w./-])((?:spec|status)(?:\.[a-zA-Z]+(?:\[\])?)+)").unwrap();
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        for capture in path.captures_iter(line) {
+            let found = capture[1].replace("[]", "");
+            if [".rs", ".yaml", ".json", ".md"]
+                .iter()
+                .any(|e| found.ends_with(e))
+                || KUBERNETES_STATUS_FIELDS
+                    .iter()
+                    .any(|k| found == *k || found.starts_with(&format!("{k}.")))
+            {
+                continue;
+            }
+            out.push((name.to_string(), i + 1, found));
+        }
+    }
+    out
+}
+
+/// Whether `named` is a field of the API, or a key inside one of its maps.
+fn is_field(named: &str, paths: &[String], maps: &[String]) -> bool {
+    paths.iter().any(|p| p == named) || maps.iter().any(|m| named.starts_with(&format!("{m}.")))
+}
+
+#[test]
+fn every_spec_and_status_field_the_docs_name_is_in_the_crd() {
+    let (paths, maps) = api_paths();
+    assert!(
+        paths.len() >= 200,
+        "only {} field paths in the API page",
+        paths.len()
+    );
+    let mut named = Vec::new();
+    for (name, text) in docs() {
+        if name.ends_with("reference/api.md") {
+            continue;
+        }
+        named.extend(named_fields(&name, &text));
+    }
+    assert!(
+        named.len() >= 100,
+        "only {} field paths found in the docs",
+        named.len()
+    );
+    let problems: Vec<String> = named
+        .iter()
+        .filter(|(_, _, field)| !is_field(field, &paths, &maps))
+        .map(|(page, line, field)| {
+            format!("{page}:{line}: `{field}` is no field of MemoryBenchmark (docs/src/reference/api.md lists them)")
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_field_path_that_does_not_exist_is_named_with_its_line() {
+    let paths = vec![
+        "spec.peak".to_string(),
+        "spec.peak.replica".to_string(),
+        "spec.engines.config".to_string(),
+    ];
+    let maps = vec!["spec.engines.config".to_string()];
+    let named = named_fields(
+        "p.md",
+        "`spec.peak.replica` runs in a cluster; spec.rs holds it.\nSet spec.engines[].config.maxmemory, not spec.peak.replicas.\n",
+    );
+    let unknown: Vec<_> = named
+        .iter()
+        .filter(|(_, _, f)| !is_field(f, &paths, &maps))
+        .collect();
+    assert_eq!(
+        unknown,
+        [&("p.md".to_string(), 2, "spec.peak.replicas".to_string())]
+    );
+}
