@@ -496,3 +496,103 @@ fn a_field_path_that_does_not_exist_is_named_with_its_line() {
         [&("p.md".to_string(), 2, "spec.peak.replicas".to_string())]
     );
 }
+
+/// `(page, line, text)` of every ```yaml block.
+fn yaml_blocks(name: &str, markdown: &str) -> Vec<(String, usize, String)> {
+    let mut out = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    let mut fenced = false;
+    for (i, line) in markdown.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") {
+            if let Some((start, text)) = current.take() {
+                out.push((name.to_string(), start, text));
+            } else if !fenced && (trimmed == "```yaml" || trimmed == "```yml") {
+                current = Some((i + 2, String::new()));
+            }
+            fenced = !fenced;
+            continue;
+        }
+        if let Some((_, text)) = &mut current {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    out
+}
+
+/// The key paths of a MemoryBenchmark YAML document below `prefix`, lists looked through.
+fn key_paths(value: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, child) in map {
+                let path = format!("{prefix}.{key}");
+                out.push(path.clone());
+                key_paths(child, &path, out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                key_paths(item, prefix, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn every_field_of_the_docs_memorybenchmark_yaml_is_in_the_crd() {
+    let (paths, maps) = api_paths();
+    let spec_fields: Vec<&str> = paths
+        .iter()
+        .filter_map(|p| p.strip_prefix("spec."))
+        .filter(|p| !p.contains('.'))
+        .collect();
+    let mut checked = 0;
+    let mut problems = Vec::new();
+    for (name, text) in docs() {
+        for (page, line, block) in yaml_blocks(&name, &text) {
+            for document in block.split("\n---\n") {
+                let Ok(value) = serde_saphyr::from_str::<serde_json::Value>(document) else {
+                    continue;
+                };
+                let Some(top) = value.as_object() else {
+                    continue;
+                };
+                let kind = top.get("kind").and_then(|k| k.as_str());
+                // A whole MemoryBenchmark, or a part of one: `spec:` or the spec's own fields.
+                let mut found = Vec::new();
+                if kind == Some("MemoryBenchmark") || (kind.is_none() && top.contains_key("spec")) {
+                    for part in ["spec", "status"] {
+                        if let Some(child) = top.get(part) {
+                            key_paths(child, part, &mut found);
+                        }
+                    }
+                } else if kind.is_none()
+                    && top
+                        .keys()
+                        .next()
+                        .is_some_and(|k| spec_fields.contains(&k.as_str()))
+                {
+                    key_paths(&value, "spec", &mut found);
+                } else {
+                    continue;
+                }
+                checked += 1;
+                for path in found {
+                    if !is_field(&path, &paths, &maps) {
+                        problems.push(format!(
+                            "{page}:{line}: the YAML example sets `{path}`, which is no field of MemoryBenchmark (docs/src/reference/api.md lists them)"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        checked >= 6,
+        "only {checked} MemoryBenchmark YAML examples found in the docs"
+    );
+    problems.dedup();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
