@@ -135,6 +135,13 @@ fn default_of(arg: &Arg) -> String {
 }
 
 fn values_of(arg: &Arg) -> String {
+    // A switch takes no value: its parser's `true`/`false` are not values a user writes.
+    if matches!(
+        arg.get_action(),
+        ArgAction::SetTrue | ArgAction::SetFalse | ArgAction::Count
+    ) {
+        return "-".into();
+    }
     let values: Vec<String> = arg
         .get_possible_values()
         .iter()
