@@ -140,13 +140,17 @@ fn membench_invocations(line: &str) -> Vec<Vec<String>> {
     invocations
 }
 
-/// `(page, line, text)` of every shell line in a fenced code block, continuations joined.
-fn code_lines(name: &str, markdown: &str) -> Vec<(String, usize, String)> {
-    let mut out = Vec::new();
+/// The shell lines of each fenced code block, as `(line, text)` with continuations joined.
+fn code_blocks(markdown: &str) -> Vec<Vec<(usize, String)>> {
+    let mut blocks = Vec::new();
+    let mut current: Vec<(usize, String)> = Vec::new();
     let mut fenced = false;
     let mut pending: Option<(usize, String)> = None;
     for (i, line) in markdown.lines().enumerate() {
         if line.trim_start().starts_with("```") {
+            if fenced {
+                blocks.push(std::mem::take(&mut current));
+            }
             fenced = !fenced;
             pending = None;
             continue;
@@ -160,10 +164,19 @@ fn code_lines(name: &str, markdown: &str) -> Vec<(String, usize, String)> {
         if let Some(head) = joined.strip_suffix('\\') {
             pending = Some((start, format!("{head} ")));
         } else {
-            out.push((name.to_string(), start, joined));
+            current.push((start, joined));
         }
     }
-    out
+    blocks
+}
+
+/// `(page, line, text)` of every shell line in a fenced code block, continuations joined.
+fn code_lines(name: &str, markdown: &str) -> Vec<(String, usize, String)> {
+    code_blocks(markdown)
+        .into_iter()
+        .flatten()
+        .map(|(line, text)| (name.to_string(), line, text))
+        .collect()
 }
 
 fn docs() -> Vec<(String, String)> {
@@ -595,4 +608,128 @@ fn every_field_of_the_docs_memorybenchmark_yaml_is_in_the_crd() {
     );
     problems.dedup();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The names of the MemoryBenchmarks a manifest of the repository creates.
+fn benchmark_names(manifest: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(repo_root().join(manifest))
+        .unwrap_or_else(|e| panic!("cannot read {manifest}: {e}"));
+    text.split("\n---\n")
+        .filter_map(|document| serde_saphyr::from_str::<serde_json::Value>(document).ok())
+        .filter(|value| value["kind"] == "MemoryBenchmark")
+        .filter_map(|value| value["metadata"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The words of `args` that are not flags nor the values of `value_flags`.
+fn positionals<'a>(args: &'a [String], value_flags: &[&str]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for arg in args {
+        if skip {
+            skip = false;
+        } else if value_flags.contains(&arg.as_str()) {
+            skip = true;
+        } else if !arg.starts_with('-') {
+            out.push(arg.as_str());
+        }
+    }
+    out
+}
+
+/// The MemoryBenchmarks a shell line names: `kubectl get|describe|delete|edit mb NAME...` and
+/// `membench report NAME...`.
+fn benchmarks_named(line: &str) -> Vec<String> {
+    let words: Vec<String> = shell_tokens(line)
+        .into_iter()
+        .filter_map(|t| match t {
+            Token::Word(w) => Some(w),
+            Token::Operator(_) => None,
+        })
+        .collect();
+    let kubectl_flags = ["-n", "--namespace", "-o", "--output", "--context", "-l"];
+    let mut names: Vec<String> = Vec::new();
+    if words.first().map(String::as_str) == Some("kubectl")
+        && words.len() > 2
+        && ["get", "describe", "delete", "edit"].contains(&words[1].as_str())
+        && ["mb", "memorybenchmark", "memorybenchmarks"].contains(&words[2].as_str())
+    {
+        names.extend(
+            positionals(&words[3..], &kubectl_flags)
+                .into_iter()
+                .map(str::to_string),
+        );
+    }
+    for args in membench_invocations(line) {
+        if args.get(1).map(String::as_str) == Some("report") {
+            names.extend(
+                positionals(&args[2..], &["-n", "--namespace", "--context", "--output"])
+                    .into_iter()
+                    .map(str::to_string),
+            );
+        }
+    }
+    names
+}
+
+#[test]
+fn every_benchmark_a_code_block_names_is_one_the_example_it_applies_creates() {
+    let mut checked = 0;
+    let mut problems = Vec::new();
+    for (name, text) in docs() {
+        for block in code_blocks(&text) {
+            let created: Vec<(String, Vec<String>)> = block
+                .iter()
+                .flat_map(|(_, line)| {
+                    let words: Vec<String> = shell_tokens(line)
+                        .into_iter()
+                        .filter_map(|t| match t {
+                            Token::Word(w) => Some(w),
+                            Token::Operator(_) => None,
+                        })
+                        .collect();
+                    let applies = words.first().map(String::as_str) == Some("kubectl")
+                        && words.get(1).map(String::as_str) == Some("apply");
+                    words
+                        .windows(2)
+                        .filter(|w| {
+                            applies && w[0] == "-f" && w[1].starts_with("manifests/examples/")
+                        })
+                        .map(|w| (w[1].clone(), benchmark_names(&w[1])))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            if created.is_empty() {
+                continue;
+            }
+            checked += 1;
+            let all: Vec<&String> = created.iter().flat_map(|(_, names)| names).collect();
+            for (line, shell) in &block {
+                for benchmark in benchmarks_named(shell) {
+                    if !all.contains(&&benchmark) {
+                        problems.push(format!(
+                            "{name}:{line}: `{shell}` names the benchmark `{benchmark}`, which {} does not create (it creates {})",
+                            created.iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>().join(", "),
+                            all.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked >= 2, "only {checked} code blocks apply an example");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_benchmark_name_the_example_does_not_create_is_named_with_its_line() {
+    assert_eq!(benchmarks_named("kubectl get mb quick -o yaml"), ["quick"]);
+    assert_eq!(
+        benchmarks_named("membench report -n default quick-sorted-set --output html > q.html"),
+        ["quick-sorted-set"]
+    );
+    assert!(benchmarks_named("kubectl get mb -w").is_empty());
+    let names = benchmark_names("manifests/examples/quick.yaml");
+    assert!(names.contains(&"quick-sorted-set".to_string()), "{names:?}");
+    assert!(!names.contains(&"quick".to_string()), "{names:?}");
 }
