@@ -10,7 +10,7 @@
 #
 # hack/build-image.sh builds the same image without a container runtime (membench's CI does, into
 # target/image/membench-oci.tar). Both lay the file system out with hack/image-rootfs.sh, so
-# both images have the same paths, user and entrypoint: see docs/install.md.
+# both images have the same paths, user and entrypoint: see docs/src/how-to/image.md.
 
 ARG RUST_VERSION=1.95
 

@@ -4,7 +4,7 @@
 # mount namespace of its own, pods on one shared bridge. Sourced by hack/dev-cluster.sh, whose
 # helpers (start_process, stop_pidfile, pid_alive, sign_cert, write_kubeconfig, kc, free_ports,
 # wait_until, log, die) and variables ($state, $root, $pod_octet, $KUBE_BIN) it uses. See
-# docs/dev-cluster.md, "Real nodes".
+# docs/src/contributing/dev-cluster-real-nodes.md.
 #
 # A pool is real when its count has `:kubelet` after it (`r7i.xlarge=1:kubelet`). Only amd64
 # instance types: a real runtime runs arm64 images through binfmt_misc, which this machine

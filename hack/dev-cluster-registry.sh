@@ -8,7 +8,7 @@
 # configuration (`config_path`: certs.d/<host>/hosts.toml and the CA), with the credentials of
 # a pod's imagePullSecret, as a kubelet pulls for a user. Sourced by hack/dev-cluster.sh, whose
 # helpers (start_process, pid_alive, process_status, sign_cert, free_ports, wait_until, log,
-# die) and variables ($state, $root) it uses. See docs/dev-cluster.md, "Registry".
+# die) and variables ($state, $root) it uses. See docs/src/contributing/dev-cluster-registry.md.
 #
 # What it leaves in the state directory, all of which `down` removes with it:
 #   registry/registry.env   REGISTRY (host:port), REGISTRY_USER, REGISTRY_PASSWORD, REGISTRY_CA

@@ -5,7 +5,7 @@
 # runtime; it is test infrastructure, not something users deploy), and real nodes where a pool
 # asks for them (a kubelet with containerd and runc each: hack/dev-cluster-real-nodes.sh), and an
 # image registry they pull from (CNCF distribution, TLS and basic auth: hack/dev-cluster-registry.sh).
-# See docs/dev-cluster.md.
+# See docs/src/contributing/dev-cluster.md.
 #
 # usage: hack/dev-cluster.sh up       start it (a quick no-op when already up); prints
 #                                     `export KUBECONFIG=<path>` on stdout, progress on stderr

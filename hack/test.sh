@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: installs the engines and tools it needs
-# (the engine store, Prometheus, Chromium for the HTML report's tests, the arm64 cross tools,
-# Debian's runc and CNI plugins for the dev cluster's real nodes, and the dev cluster's
+# (the engine store, Prometheus, Chromium for the HTML report's tests, mdBook for the book, the
+# arm64 cross tools, Debian's runc and CNI plugins for the dev cluster's real nodes, and the dev cluster's
 # Kubernetes binaries, kubelet, kubectl, containerd and helm built from Go modules, cached in
 # ~/.cache/membench), builds membench for x86_64 and arm64 and its image, then runs every test
 # of the workspace. The first run on a machine builds the control plane (about 10 minutes on 2
@@ -112,6 +112,10 @@ phase install-chromium 900 hack/install-chromium.sh
 phase install-cross 900 hack/install-cross.sh
 # runc and the CNI plugins of the dev cluster's real nodes.
 phase install-node-runtime 900 hack/install-node-runtime.sh
+# mdBook, for the book in docs/ (operator/tests/docs_book.rs builds it and checks its links).
+phase install-mdbook 1200 hack/install-mdbook.sh
+export MEMBENCH_MDBOOK
+MEMBENCH_MDBOOK=$(hack/install-mdbook.sh --print)
 # A cold build of the control plane, kubectl, etcd and helm takes about 10 minutes on 2 cores;
 # the kubelet about one more, containerd and its shim about two.
 phase build-tools 2400 hack/build-tools.sh

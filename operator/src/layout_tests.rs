@@ -1,6 +1,6 @@
 //! The layout of `operator/src` as a test: every top-level part has a rank, a file imports only
 //! parts of a lower rank than its own (or its own part), and no file imports, through any
-//! chain, a file that imports it back. docs/architecture.md draws the same arrows. The check
+//! chain, a file that imports it back. docs/src/contributing/architecture.md draws the same arrows. The check
 //! reads the `crate::`, `super::` and `membench::` paths of every file under operator/src
 //! (comments left out), so it needs no build of anything but itself.
 
@@ -20,9 +20,11 @@ const RANKS: &[(&str, u32)] = &[
     ("lib", 6),
     ("fuzz_tests", 6),
     ("layout_tests", 6),
-    // The two runners: the operator and the local runner.
+    // The two runners: the operator and the local runner; and the book's generated reference
+    // pages, which read the CRD and the metrics registry.
     ("controller", 5),
     ("local", 5),
+    ("docs_reference", 5),
     // What results become: reports and metrics.
     ("report", 4),
     ("metrics", 4),
@@ -187,7 +189,7 @@ fn layout_problems(sources: &[Source]) -> Vec<String> {
         let part = part_of(&source.path);
         let Some(own) = rank(part) else {
             problems.push(format!(
-                "operator/src/{} is in no part of the layout: give `{part}` a rank in RANKS (layout_tests.rs) and a place in docs/architecture.md",
+                "operator/src/{} is in no part of the layout: give `{part}` a rank in RANKS (layout_tests.rs) and a place in docs/src/contributing/architecture.md",
                 source.path
             ));
             continue;
@@ -203,7 +205,7 @@ fn layout_problems(sources: &[Source]) -> Vec<String> {
             match rank(target) {
                 Some(theirs) if theirs < own => {}
                 Some(theirs) => problems.push(format!(
-                    "operator/src/{} imports {}::{} (part `{target}`, rank {theirs}), but `{part}` has rank {own}: a part imports only parts of a lower rank (see docs/architecture.md)",
+                    "operator/src/{} imports {}::{} (part `{target}`, rank {theirs}), but `{part}` has rank {own}: a part imports only parts of a lower rank (see docs/src/contributing/architecture.md)",
                     source.path,
                     if in_binary(&source.path) { "membench" } else { "crate" },
                     named.join("::")
@@ -312,7 +314,8 @@ fn operator_src_imports_run_one_way() {
 
 #[test]
 fn every_part_has_its_place_in_the_architecture_guide() {
-    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md");
+    let guide =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/contributing/architecture.md");
     let text = std::fs::read_to_string(&guide)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", guide.display()));
     let missing: Vec<&str> = RANKS
@@ -322,7 +325,7 @@ fn every_part_has_its_place_in_the_architecture_guide() {
         .collect();
     assert!(
         missing.is_empty(),
-        "docs/architecture.md does not name these parts of operator/src: {missing:?}"
+        "docs/src/contributing/architecture.md does not name these parts of operator/src: {missing:?}"
     );
 }
 
@@ -356,7 +359,7 @@ fn a_file_outside_every_part_is_named() {
     assert_eq!(
         problems,
         [
-            "operator/src/engine.rs is in no part of the layout: give `engine` a rank in RANKS (layout_tests.rs) and a place in docs/architecture.md"
+            "operator/src/engine.rs is in no part of the layout: give `engine` a rank in RANKS (layout_tests.rs) and a place in docs/src/contributing/architecture.md"
         ]
     );
 }

@@ -10,6 +10,7 @@ pub mod capacity;
 pub mod client;
 pub mod controller;
 pub mod crd;
+pub mod docs_reference;
 pub mod error;
 pub mod formats;
 #[cfg(test)]

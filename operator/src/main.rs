@@ -7,9 +7,9 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 mod cli;
 
 use cli::{
-    CapacityArgs, CompletionsArgs, EnginesArgs, LoadArgs, OperatorArgs, ProfileArgs, ReportArgs,
-    RunArgs, run_capacity, run_completions, run_engines, run_load, run_local, run_operator,
-    run_profile, run_report,
+    CapacityArgs, CompletionsArgs, EnginesArgs, LoadArgs, OperatorArgs, ProfileArgs,
+    ReferenceDocsArgs, ReportArgs, RunArgs, run_capacity, run_completions, run_engines, run_load,
+    run_local, run_operator, run_profile, run_reference_docs, run_report,
 };
 
 /// The exit codes every command shares, for `--help` (the README has the same list).
@@ -62,6 +62,10 @@ enum Command {
     Engines(EnginesArgs),
     /// Print a completion script for a shell (bash, zsh or fish).
     Completions(CompletionsArgs),
+    /// Print a generated reference page of the book (docs/src/reference/PAGE.md), or check the
+    /// docs' command lines against this command line. For the docs' own tests: hidden.
+    #[command(hide = true)]
+    ReferenceDocs(ReferenceDocsArgs),
 }
 
 /// What the program is called, for its help and usage: `kubectl membench` when it is installed
@@ -80,14 +84,19 @@ fn program_name() -> &'static str {
     }
 }
 
-fn main() -> ExitCode {
-    let name = program_name();
+/// The command line as a user meets it, called `name`.
+fn membench_command(name: &'static str) -> clap::Command {
     // The commands that measure or read results exit with these codes too.
-    let command = ["load", "run", "report", "capacity", "profile"]
+    ["load", "run", "report", "capacity", "profile"]
         .into_iter()
         .fold(Cli::command().bin_name(name), |command, sub| {
             command.mut_subcommand(sub, |c| c.after_help(EXIT_CODES))
-        });
+        })
+}
+
+fn main() -> ExitCode {
+    let name = program_name();
+    let command = membench_command(name);
     let cli = match Cli::from_arg_matches(&command.get_matches()) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
@@ -105,5 +114,8 @@ fn main() -> ExitCode {
         Command::Capacity(args) => run_capacity(args),
         Command::Engines(args) => run_engines(args),
         Command::Completions(args) => run_completions(args, Cli::command(), name),
+        Command::ReferenceDocs(args) => {
+            run_reference_docs(args, membench_command("membench").name("membench"))
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! The strings sizes are issue 21's own target: from a 100,000-key run of 100-byte strings, the
 //! projected 1,000,000-key used_memory within 2% of a measured 1,000,000-key run (and inside
 //! the band), on Redis 8.2, Valkey 8.1, Valkey 9.1 and Dragonfly. Both runs, one repetition
-//! each, took 12 s with the debug build on 2 shared cores (docs/results.md, "Capacity
+//! each, took 12 s with the debug build on 2 shared cores (docs/src/results/, "Capacity
 //! projection", has the figures of three repetitions).
 //!
 //! Needs the engine store's Redis 8.2.3, Valkey 9.1.2 (hack/install-engines.sh; both come from
@@ -29,7 +29,7 @@ const LARGE: u64 = 1_000_000;
 const SETTLE_SECONDS: u32 = 2;
 /// How far the projected RSS may be from the large run's settled RSS, (below, above), per
 /// engine. Measured here, four runs of one repetition each with settleSeconds 2
-/// (docs/results.md, "Strings: 100,000 keys of 100 bytes projected to 1,000,000"): Redis 8.2
+/// (docs/src/results/, "Strings: 100,000 keys of 100 bytes projected to 1,000,000"): Redis 8.2
 /// +2.5% to +4.3%, Valkey 8.1 -4.4% to -3.1%, Valkey 9.1 -0.7% to +0.1%; Dragonfly +1.2%,
 /// +2.0%, +2.2% and +21.8%, its RSS growth at 100,000 keys (12.2 MB of data) varying by about
 /// 3 MB from run to run.

@@ -1,7 +1,7 @@
 //! The chart's operator-wide settings for benchmark pods, rendered by the real `helm template`
-//! (as `chart_helm.rs` renders the rest): what docs/install.md tells a platform team to set
+//! (as `chart_helm.rs` renders the rest): what docs/src/getting-started/cluster.md tells a platform team to set
 //! reaches the operator as its flags, the operator takes them, and the chart's default
-//! tolerations tolerate the taint docs/install.md's eksctl and Karpenter examples give the
+//! tolerations tolerate the taint docs/src/getting-started/cluster.md's eksctl and Karpenter examples give the
 //! benchmark nodes, so the unedited `manifests/examples/quick.yaml` schedules there.
 
 mod observability;
@@ -59,19 +59,20 @@ fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter().find_map(|a| a.strip_prefix(&prefix))
 }
 
-/// The fenced ```yaml blocks of docs/install.md.
-fn install_md_yaml_blocks() -> Vec<String> {
-    let text = std::fs::read_to_string(repo_root().join("docs/install.md")).unwrap();
+/// The fenced ```yaml blocks of docs/src/getting-started/cluster.md.
+fn cluster_page_yaml_blocks() -> Vec<String> {
+    let text =
+        std::fs::read_to_string(repo_root().join("docs/src/getting-started/cluster.md")).unwrap();
     text.split("```yaml\n")
         .skip(1)
         .map(|rest| rest.split("\n```").next().unwrap().to_string())
         .collect()
 }
 
-/// The taints docs/install.md's eksctl node group and Karpenter NodePool give benchmark nodes.
+/// The taints docs/src/getting-started/cluster.md's eksctl node group and Karpenter NodePool give benchmark nodes.
 fn documented_taints() -> Vec<Value> {
     let mut taints = Vec::new();
-    for block in install_md_yaml_blocks() {
+    for block in cluster_page_yaml_blocks() {
         let doc: Value = match serde_saphyr::from_str(&block) {
             Ok(doc) => doc,
             Err(_) => continue,
@@ -132,7 +133,7 @@ fn the_charts_default_tolerations_let_the_unedited_quick_examples_onto_the_docum
     assert_eq!(
         taints.len(),
         2,
-        "docs/install.md's eksctl and Karpenter examples each taint the benchmark nodes: {taints:?}"
+        "docs/src/getting-started/cluster.md's eksctl and Karpenter examples each taint the benchmark nodes: {taints:?}"
     );
     let quick = std::fs::read_to_string(repo_root().join("manifests/examples/quick.yaml")).unwrap();
     let benchmarks = parse_specs(&quick).unwrap();
@@ -155,12 +156,12 @@ fn the_charts_default_tolerations_let_the_unedited_quick_examples_onto_the_docum
 }
 
 #[test]
-fn install_mds_values_reach_the_operator_as_its_flags_and_the_operator_takes_them() {
+fn cluster_pages_values_reach_the_operator_as_its_flags_and_the_operator_takes_them() {
     let helm = helm_or_fail();
-    let block = install_md_yaml_blocks()
+    let block = cluster_page_yaml_blocks()
         .into_iter()
         .find(|b| b.starts_with("# membench-values.yaml"))
-        .expect("docs/install.md has a ```yaml block starting with # membench-values.yaml");
+        .expect("docs/src/getting-started/cluster.md has a ```yaml block starting with # membench-values.yaml");
     let dir = std::env::temp_dir().join(format!("membench-chart-values-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let values = dir.join("membench-values.yaml");

@@ -203,7 +203,7 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
     cluster.ok(&["apply", "--server-side", "--force-conflicts", "-f", install]);
     cluster.wait_established("crd/memorybenchmarks.membench.io", Duration::from_secs(60));
 
-    // Exactly the access the operator needs (docs/operator.md, "RBAC") ...
+    // Exactly the access the operator needs (docs/src/reference/operator-flags.md, "RBAC") ...
     for (verb, resource) in [
         ("list", "memorybenchmarks.membench.io"),
         ("watch", "memorybenchmarks.membench.io"),

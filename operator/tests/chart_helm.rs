@@ -296,7 +296,7 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
     let binding = one(&documents, "ClusterRoleBinding");
     assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
     assert_eq!(binding["subjects"][0]["namespace"], "membench-system");
-    // What docs/operator.md says the operator calls, and nothing else.
+    // What docs/src/reference/operator-flags.md says the operator calls, and nothing else.
     let mut expected = vec![
         (
             "".into(),
@@ -573,13 +573,13 @@ fn pod_monitor_scrapes_the_operator_pods_without_the_service_and_never_beside_th
     );
 }
 
-/// The `networkPolicy:` example of docs/dashboards.md's section on other scrapers.
+/// The `networkPolicy:` example of docs/src/how-to/dashboards.md's section on other scrapers.
 fn dashboards_md_metrics_from_example() -> String {
-    let text = std::fs::read_to_string(repo_root().join("docs/dashboards.md")).unwrap();
+    let text = std::fs::read_to_string(repo_root().join("docs/src/how-to/dashboards.md")).unwrap();
     let section = text
         .split("## Scrapers other than kube-prometheus-stack")
         .nth(1)
-        .expect("docs/dashboards.md has a section on other scrapers");
+        .expect("docs/src/how-to/dashboards.md has a section on other scrapers");
     let block = section
         .split("```yaml\n")
         .nth(1)

@@ -21,7 +21,7 @@ use serde_json::Value;
 /// 200,000 keys of 100 B: about 35 MB, enough for fragmentation to show in RSS.
 const KEYS: u64 = 200_000;
 
-/// The Churn table's row size (docs/results.md): 1,000,000 keys of 100 B. The independent check
+/// The Churn table's row size (docs/src/results/): 1,000,000 keys of 100 B. The independent check
 /// runs at it: RSS moves by what redis-cli's query buffer left in the allocator (a few hundred
 /// KiB, measured), which is over 1% of a smaller run's RSS.
 const ROW_KEYS: u64 = 1_000_000;

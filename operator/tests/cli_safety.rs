@@ -477,7 +477,7 @@ const EXIT_CODES: [(&str, &str); 5] = [
 ];
 
 #[test]
-fn exit_codes_are_documented_in_help_and_the_readme() {
+fn exit_codes_are_documented_in_help_and_the_book() {
     let helps: Vec<String> = [
         &["--help"][..],
         &["load", "--help"],
@@ -489,8 +489,11 @@ fn exit_codes_are_documented_in_help_and_the_readme() {
     .iter()
     .map(|args| stdout(&membench(args)))
     .collect();
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/src/reference/exit-codes.md"
+    ))
+    .unwrap();
     for (code, meaning) in EXIT_CODES {
         for help in &helps {
             assert!(
@@ -500,10 +503,9 @@ fn exit_codes_are_documented_in_help_and_the_readme() {
             );
         }
         assert!(
-            readme
-                .lines()
+            page.lines()
                 .any(|l| l.starts_with(&format!("| {code} ")) && l.contains(meaning)),
-            "README lacks exit code {code}"
+            "docs/src/reference/exit-codes.md lacks exit code {code}"
         );
     }
 }

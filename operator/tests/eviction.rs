@@ -404,7 +404,7 @@ fn a_capacity_plan_of_a_run_with_an_eviction_makes_room_for_its_measured_oversho
 
 #[test]
 fn the_published_eviction_runs_overshoot_is_planned_for_each_engine_that_went_over() {
-    // docs/results.md's Eviction table: one real run of six entries, four of them above
+    // docs/src/results/'s Eviction table: one real run of six entries, four of them above
     // maxmemory (+80 to +91,112 bytes), two under it.
     let path = std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -35,7 +35,7 @@ struct Scale {
 /// In the suite, a fifth of the keyspace with a sample far below its 38,001 keys (a
 /// sample scaled up would miss the sorted set or count it many times over). With
 /// `MEMBENCH_PROFILE_DEFAULTS_FULL=1`, the issue's own keyspace (150,000 strings, 300,000
-/// members, 40,000 hashes: 190,001 keys) profiled at the defaults, as docs/results.md reports
+/// members, 40,000 hashes: 190,001 keys) profiled at the defaults, as docs/src/results/ reports
 /// it (about 10 minutes here).
 fn scale() -> Scale {
     if std::env::var_os("MEMBENCH_PROFILE_DEFAULTS_FULL").is_some_and(|v| v == "1") {

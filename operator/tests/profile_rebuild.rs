@@ -245,7 +245,7 @@ fn each_types_bytes_per_key_is_what_its_keys_cost_loaded_alone() {
 /// `db.dict.rehashing.count`, which Valkey 9.1 reports), bounded at 5 s. Prints what the first
 /// reading held for a rehash (`overhead.db.hashtable.rehashing`), how long the rehash took to
 /// end, and the bucket arrays per key then (`overhead.db.hashtable.lut`), the figures
-/// docs/results.md quotes.
+/// docs/src/results/ quotes.
 fn out_of_rehash(connection: &mut redis::Connection) -> u64 {
     let started = std::time::Instant::now();
     let stat = |stats: &[redis::Value], name: &str| -> u64 {

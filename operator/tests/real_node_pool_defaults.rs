@@ -1,6 +1,6 @@
 //! The operator's defaults for every benchmark pod on a real node of the dev cluster: the real
 //! node pool is tainted (`membench.io/real-node=true:NoSchedule`) and labelled
-//! (`membench.io/real-node=true`) as docs/install.md's benchmark pools are, and a spec that says
+//! (`membench.io/real-node=true`) as docs/src/getting-started/cluster.md's benchmark pools are, and a spec that says
 //! nothing about placement runs there because the operator gives its pods the pool's
 //! toleration and label (`--benchmark-tolerations`, `--benchmark-node-selector`). The pods as
 //! the API server stored them carry those and the autoscaler annotations.

@@ -358,7 +358,7 @@ fn a_snapshot_on_a_workload_it_cannot_overwrite_is_refused_before_any_write() {
 
 #[test]
 fn a_capacity_plan_sizes_each_engine_for_its_measured_snapshot_peak() {
-    // docs/results.md's Peak memory table: one real run, Redis and Valkey forking (1.50-1.61x)
+    // docs/src/results/'s Peak memory table: one real run, Redis and Valkey forking (1.50-1.61x)
     // and Dragonfly saving without a rise.
     let published = std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -60,7 +60,7 @@ app.kubernetes.io/component: operator
 {{- end }}
 {{- end }}
 
-{{/* The operator's rules: exactly the calls it makes (docs/operator.md, "RBAC"). */}}
+{{/* The operator's rules: exactly the calls it makes (docs/src/reference/operator-flags.md, "RBAC"). */}}
 {{- define "membench.rules" -}}
 - apiGroups: ["membench.io"]
   resources: ["memorybenchmarks"]

@@ -15,7 +15,7 @@
 //!    `m:{i}` in order, redis-benchmark draws random members: flagged). Target >= 1.0.
 //!    Section "1b" runs depth 1 again with the engine and each client held to one core: no
 //!    target; it shows what is left of a round trip when no core has to be woken
-//!    (docs/performance.md).
+//!    (docs/src/explanation/round-trip.md).
 //! 2. The physical limit: membench at its defaults (pipeline 100, 8 batches in flight) against
 //!    `redis-cli --pipe` streaming the same 5,000,000 `ZADD NX m:{i}` commands from a file.
 //!    Target >= 0.9. (Section 1 runs membench with one batch in flight, as redis-benchmark -P.)
@@ -254,7 +254,7 @@ const RATE_COLUMNS: [&str; 6] = [
 /// one core. At depth 1 every command is a round trip, and across two cores each one wakes
 /// the engine's idle core and then the client's; in a virtual machine each wake-up is an exit
 /// to the hypervisor, and how many such exits an idle entry costs depends on kernel state the
-/// client does not choose (docs/performance.md). On one core nothing sleeps waiting on
+/// client does not choose (docs/src/explanation/round-trip.md). On one core nothing sleeps waiting on
 /// another core, so what is left of the round trip is the two processes' own work.
 fn depth_one_on_one_core(engines: &[Engine], membench: &Path, options: &Options) -> Table {
     let mut columns = RATE_COLUMNS.to_vec();
@@ -510,13 +510,13 @@ fn main() {
     }
     if options.runs("one-core") {
         println!(
-            "1b. Depth 1 with the engine and each client held to one core (no target: where the round trip goes). Across two cores every command wakes the other core twice, and in this virtual machine those wake-ups set the pace of both clients; here they are gone and what is left is each client's own work (docs/performance.md)\n{}",
+            "1b. Depth 1 with the engine and each client held to one core (no target: where the round trip goes). Across two cores every command wakes the other core twice, and in this virtual machine those wake-ups set the pace of both clients; here they are gone and what is left is each client's own work (docs/src/explanation/round-trip.md)\n{}",
             depth_one_on_one_core(&engines, &membench, &options).to_text()
         );
     }
     if options.runs("wait-probe") {
         println!(
-            "Wait probe (only with --only wait-probe; an experiment, not a membench setting): SETs at depth 1 from a minimal client in this process that waits for each reply in different ways, beside redis-benchmark and membench load in the same rounds (docs/performance.md)\n{}",
+            "Wait probe (only with --only wait-probe; an experiment, not a membench setting): SETs at depth 1 from a minimal client in this process that waits for each reply in different ways, beside redis-benchmark and membench load in the same rounds (docs/src/explanation/round-trip.md)\n{}",
             wait_probe::table(
                 &engines,
                 &membench,

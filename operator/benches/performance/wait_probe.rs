@@ -1,5 +1,5 @@
 //! Section "wait-probe", run only when asked for (`-- --only wait-probe`): an experiment for
-//! docs/performance.md, not a membench setting. A minimal client in this process sends SETs
+//! docs/src/explanation/round-trip.md, not a membench setting. A minimal client in this process sends SETs
 //! one at a time, as membench does at depth 1, and waits for each reply in one of several ways;
 //! redis-benchmark and `membench load --pipeline 1` run in the same rounds. On this machine the
 //! way of waiting changed the rate by up to 2x (bench/results/wait-probe.txt).

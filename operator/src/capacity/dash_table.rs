@@ -19,7 +19,7 @@
 //! ```
 //!
 //! which rises in waves around `split_at * 2^d` entries: the sawtooth of Dragonfly's bytes per
-//! key (docs/results.md). The whole keyspace has `shards` tables of `entries / shards` keys.
+//! key (docs/src/results/). The whole keyspace has `shards` tables of `entries / shards` keys.
 //! Where the waves land therefore depends on the thread count, which the run reports
 //! (`INFO server` `thread_count`) and the projection keeps: it projects for that count.
 

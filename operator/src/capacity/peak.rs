@@ -110,7 +110,7 @@ mod tests {
 
     #[test]
     fn a_measured_peak_raises_the_projected_rss_by_its_factor_and_says_so() {
-        // Valkey 9.1.2 saving 500,000 x 1 KiB under 50,000 writes/s: 1.55x (docs/results.md).
+        // Valkey 9.1.2 saving 500,000 x 1 KiB under 50,000 writes/s: 1.55x (docs/src/results/).
         let peak = highest(
             [snapshot(Some(1.50), None), snapshot(Some(1.55), None)]
                 .iter()

@@ -32,7 +32,7 @@
 //! the band is twice the fit's standard error of prediction at N, plus a margin for what the
 //! model leaves out ([`KNOWN_RULE_MARGIN`], [`UNKNOWN_RULE_MARGIN`]). For an unknown rule the
 //! band also spans every bytes-per-entry figure the run went through, times N: Dragonfly's
-//! curve swings by about a quarter between its steps (docs/results.md).
+//! curve swings by about a quarter between its steps (docs/src/results/).
 
 use serde::{Deserialize, Serialize};
 
@@ -127,7 +127,7 @@ impl GrowthRule {
     /// add each move one bucket, so a window lasts at most half as many adds as the old array
     /// has non-empty buckets (for a dict at load factor 1, 1 - 1/e of them; a Valkey bucket of
     /// 7 entries is all but never empty). Redis's sorted set measured here agrees: 2^25 + 1
-    /// members grow the dict, 34M still hold both arrays, 50M one (docs/results.md).
+    /// members grow the dict, 34M still hold both arrays, 50M one (docs/src/results/).
     /// A dash table frees nothing when it splits, so it has no such window.
     pub fn old_buckets_within_window(self, entries: u64) -> Option<u64> {
         if matches!(self, GrowthRule::Unknown | GrowthRule::DashTable) {

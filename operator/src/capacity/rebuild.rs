@@ -17,7 +17,7 @@
 //! per shard for Dragonfly) and `per_key` what the run's own keys cost beside the tables:
 //! (used_memory - baseline - table(keys) - table(ttl keys)) / keys, per repetition, their
 //! median. The growth curve the other workloads fit is not needed, and the by-type readings
-//! of the rebuild are not one: they are different types (see docs/capacity.md).
+//! of the rebuild are not one: they are different types (see docs/src/how-to/capacity-and-cost.md).
 //!
 //! The band: the repetitions' spread of `per_key` times N, plus [`KNOWN_RULE_MARGIN`] of the
 //! projected data (allocator size classes, Valkey's child buckets), plus the old bucket array
@@ -34,7 +34,7 @@ use super::dash_table;
 use super::projection::{GrowthRule, KNOWN_RULE_MARGIN, Projection, UNKNOWN_RULE_MARGIN};
 
 /// The split points (entries a segment holds when it splits) Dragonfly's segments are counted
-/// at: the growth-curve fits of uniform keys on 1.40 give 824 to 825 (docs/capacity.md), so a
+/// at: the growth-curve fits of uniform keys on 1.40 give 824 to 825 (docs/src/how-to/capacity-and-cost.md), so a
 /// little either side of them.
 pub const SPLIT_AT_RANGE: std::ops::RangeInclusive<u32> = 800..=840;
 

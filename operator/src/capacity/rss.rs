@@ -11,7 +11,7 @@ use super::measurement::{ChurnGrowth, EngineMeasurement, SettledGrowth};
 /// ratio is taken from: 8 MiB. RSS moves in 4 KiB pages, and by more than the data at times (a
 /// 2 MiB transparent huge page, a client's query buffer, an allocator's cached extent); under
 /// 8 MiB one such step is a quarter of the growth or more. 100,000 keys of 100 bytes grow
-/// used_memory by 12 to 17 MB on Redis, Valkey and Dragonfly (docs/results.md).
+/// used_memory by 12 to 17 MB on Redis, Valkey and Dragonfly (docs/src/results/).
 pub const MIN_DATA_GROWTH_BYTES: u64 = 8 << 20;
 
 /// Which figure the projected RSS came from.

@@ -136,7 +136,7 @@ fn a_run_with_a_snapshot_peak_sizes_the_node_for_the_peak_and_says_so() {
 
 #[test]
 fn a_save_that_copies_nothing_needs_no_headroom_for_copies_and_gets_a_smaller_node() {
-    // Dragonfly saving without a fork: 1.004x (docs/results.md's Peak memory run).
+    // Dragonfly saving without a fork: 1.004x (docs/src/results/'s Peak memory run).
     let plain = plan_engine(&redis_like("dragonfly", 120), &request(100_000_000, None)).unwrap();
     let planned = plan_with_snapshot_peak("dragonfly", 1.004);
     let e = &planned.engines[0];

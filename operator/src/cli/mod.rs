@@ -1,6 +1,6 @@
 //! The commands of the `membench` command line, one module each (its flags and what it
 //! runs), and what they share. The top of the layout: it may use every part of the library
-//! (docs/architecture.md).
+//! (docs/src/contributing/architecture.md).
 
 use std::process::ExitCode;
 
@@ -15,6 +15,7 @@ mod engines;
 mod load;
 mod operator;
 mod profile;
+mod reference_docs;
 mod report;
 mod run;
 
@@ -25,6 +26,7 @@ pub use engines::{EnginesArgs, run_engines};
 pub use load::{LoadArgs, run_load};
 pub use operator::{OperatorArgs, run_operator};
 pub use profile::{ProfileArgs, run_profile};
+pub use reference_docs::{ReferenceDocsArgs, run_reference_docs};
 pub use report::{ReportArgs, run_report};
 pub use run::{RunArgs, run_local};
 

@@ -6,7 +6,7 @@
 //!
 //! It may use only `crd` and the leaves (`stats`, `formats`, `error`, `profile`): nothing in it knows
 //! about the validation, the reports, the controller or the local runner
-//! (docs/architecture.md, `layout_tests.rs`).
+//! (docs/src/contributing/architecture.md, `layout_tests.rs`).
 
 pub mod churn;
 pub mod cluster_node;

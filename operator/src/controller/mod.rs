@@ -16,7 +16,7 @@
 //! several operator replicas run the controller; `running` runs it (its scope, the election).
 //!
 //! It may use the parts below it (`report`, `metrics`, `validation`, `client`, `auth`, `crd`
-//! and the leaves); never the local runner, its peer (docs/architecture.md, `layout_tests.rs`).
+//! and the leaves); never the local runner, its peer (docs/src/contributing/architecture.md, `layout_tests.rs`).
 
 mod capacity_prices;
 mod client_lifecycle;

@@ -134,8 +134,9 @@ pub struct PeakSpec {
     /// Dragonfly syncs without a fork. Measured on the primary (its process tree's peak, the
     /// copy-on-write it counts) and on the replica (its memory and keys once in sync), which is
     /// then detached and emptied. Applies to the strings and records workloads, on one engine
-    /// without shards or cluster mode. Measured locally (`membench run` starts the replica as a
-    /// second process of the same build) for now: the operator refuses it.
+    /// without shards or cluster mode. `membench run` starts the replica as a second process of
+    /// the same build; the operator starts it as a second engine pod on another node of the
+    /// instance type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<ReplicaSpec>,
 }

@@ -153,7 +153,7 @@ pub fn config_names_rule() -> String {
 /// The message of [`config_names_rule`], naming the first setting it refuses.
 pub fn config_names_message() -> String {
     format!(
-        "'config sets ' + self.config.filter(k, !(self.engine == 'dragonfly' ? k in {} : k in {}))[0] + ', which is not a memory-relevant setting membench lets a benchmark change for ' + self.engine + ' (README: Engine settings lists them)'",
+        "'config sets ' + self.config.filter(k, !(self.engine == 'dragonfly' ? k in {} : k in {}))[0] + ', which is not a memory-relevant setting membench lets a benchmark change for ' + self.engine + ' (the Write a spec page of the book lists them)'",
         cel_names(DRAGONFLY_SETTINGS),
         cel_names(REDIS_SETTINGS)
     )

@@ -124,7 +124,7 @@ pub struct EngineSpec {
     /// `{hash-max-listpack-entries: "512", activedefrag: "yes"}`. Only memory-relevant
     /// settings are taken (encoding thresholds, active defragmentation, lazy freeing,
     /// `maxmemory` and `maxmemory-policy`; Dragonfly's flags of the same kind, such as
-    /// `list_max_listpack_size` or `cache_mode`): README's "Engine settings" lists them. At
+    /// `list_max_listpack_size` or `cache_mode`): the book's "Write a spec" page lists them. At
     /// most 16; values are numbers and words.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(extend("maxProperties" = MAX_CONFIG_SETTINGS, "additionalProperties" = {"type": "string", "maxLength": MAX_CONFIG_VALUE}))]

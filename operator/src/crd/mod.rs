@@ -21,7 +21,7 @@
 //! Every type is re-exported here, so `crate::crd::EngineSpec` and the like keep working.
 //!
 //! It may use only the leaves (`formats`): everything else reads the resource, so nothing here
-//! reads anything else (docs/architecture.md, `layout_tests.rs`).
+//! reads anything else (docs/src/contributing/architecture.md, `layout_tests.rs`).
 
 mod auth_spec;
 mod capacity_spec;

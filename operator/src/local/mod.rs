@@ -4,7 +4,7 @@
 //!
 //! It may use the parts below it (`report`, `validation`, `client`, `auth`, `crd` and the
 //! leaves); never the controller, its peer, and nothing below it imports it
-//! (docs/architecture.md, `layout_tests.rs`).
+//! (docs/src/contributing/architecture.md, `layout_tests.rs`).
 
 pub mod engine_store;
 pub mod runner;

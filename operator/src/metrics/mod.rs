@@ -15,13 +15,15 @@
 //! [`serve::serve`] answers `/metrics`, `/healthz` (always 200 while the process runs) and
 //! `/readyz` (200 once the operator says it is ready).
 //!
-//! It may use only `crd` and the leaves: the controller feeds it statuses (docs/architecture.md,
+//! It may use only `crd` and the leaves: the controller feeds it statuses (docs/src/contributing/architecture.md,
 //! `layout_tests.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use prometheus::core::Collector;
+use prometheus::proto::MetricType;
 use prometheus::{
     Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
@@ -104,6 +106,16 @@ struct Published {
     info: BTreeSet<Vec<String>>,
     /// Label values of the by-type series (in `TYPE_LABELS` order).
     by_type: BTreeSet<Vec<String>>,
+}
+
+/// One metric as a scraper sees it: its name, type, help and label names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetricDescription {
+    pub name: String,
+    /// `counter`, `gauge` or `histogram`.
+    pub kind: &'static str,
+    pub help: String,
+    pub labels: Vec<String>,
 }
 
 /// Measures one reconcile: counts it when started, records its duration when dropped.
@@ -236,6 +248,51 @@ impl Metrics {
     /// The registry, for callers that add their own collectors.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// Every metric this registry can expose, with its type, help and labels, whether or not
+    /// it has a series yet (the registry's own `gather` leaves out vectors without one): what
+    /// the metrics reference page lists.
+    pub fn descriptions(&self) -> Vec<MetricDescription> {
+        let mut collectors: Vec<&dyn Collector> = vec![
+            &self.reconciliations,
+            &self.reconciliation_errors,
+            &self.reconcile_duration,
+            &self.benchmarks,
+            &self.engine_info,
+            &self.bytes_per_key_by_type,
+            &self.leader,
+        ];
+        collectors.extend(self.results.all().into_iter().map(|g| g as &dyn Collector));
+        let mut descriptions: Vec<MetricDescription> = collectors
+            .into_iter()
+            .flat_map(|collector| {
+                let kinds: Vec<MetricType> = collector
+                    .collect()
+                    .iter()
+                    .map(|f| f.get_field_type())
+                    .collect();
+                collector
+                    .desc()
+                    .into_iter()
+                    .zip(kinds)
+                    .map(|(desc, kind)| MetricDescription {
+                        name: desc.fq_name.clone(),
+                        kind: match kind {
+                            MetricType::COUNTER => "counter",
+                            MetricType::GAUGE => "gauge",
+                            MetricType::HISTOGRAM => "histogram",
+                            MetricType::SUMMARY => "summary",
+                            MetricType::UNTYPED => "untyped",
+                        },
+                        help: desc.help.clone(),
+                        labels: desc.variable_labels.clone(),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        descriptions.sort_by(|a, b| a.name.cmp(&b.name));
+        descriptions
     }
 
     /// Counts a reconciliation; its duration is recorded when the returned timer is dropped.

@@ -7,7 +7,7 @@
 //!
 //! It may use the parts below it (`validation`, `client` for the measured results, `crd` and
 //! the leaves); never the controller or the local runner, which call it, nor the metrics, its
-//! peer (docs/architecture.md, `layout_tests.rs`).
+//! peer (docs/src/contributing/architecture.md, `layout_tests.rs`).
 
 pub mod capacity;
 pub mod capacity_chart;

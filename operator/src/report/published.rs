@@ -2,7 +2,7 @@
 //! measured, at what size, and each row's figure. A spec names one in `spec.publishedTable`;
 //! every output then sets each engine's published figure and the difference from it beside the
 //! measured one (the tables, JSON and CSV as columns, `--output html` also as a mark on the
-//! bar), and docs/results.md sets the full-size runs beside them.
+//! bar), and docs/src/results/ sets the full-size runs beside them.
 //!
 //! A row applies to an engine of the same kind and release line (`8.1.9` published applies to
 //! a measured `8.1.7`): the tables were measured on patch releases this machine may not have,

@@ -5,7 +5,7 @@
 //! Pure and I/O-free, but for [`spec_file`], which reads a spec from YAML.
 //!
 //! It may use `client` (the workloads' sizes), `crd` and the leaves; the reports, the local
-//! runner and the controller above it call it (docs/architecture.md, `layout_tests.rs`).
+//! runner and the controller above it call it (docs/src/contributing/architecture.md, `layout_tests.rs`).
 
 pub mod dragonfly_memory;
 pub mod engine_config;

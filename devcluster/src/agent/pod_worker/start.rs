@@ -157,7 +157,7 @@ impl PodWorker {
             Ok(mounts) => mounts,
             Err(e) => return self.mount_error(i, e.to_string()).await,
         };
-        // Looked for, not applied (docs/dev-cluster.md).
+        // Looked for, not applied (docs/src/contributing/dev-cluster-pods-2.md).
         let profiles = seccomp_profiles_dir(&self.ctx.state_dir);
         if let Err(e) = localhost_seccomp_profile(&self.pod, &container, &profiles) {
             return self.cannot_create(i, CREATE_ERROR, e.0).await;
