@@ -49,6 +49,11 @@ pub enum BenchError {
     #[error("invalid {field}: {message}")]
     InvalidArgument { field: String, message: String },
 
+    /// A run plan the client cannot run (`client::plan`): one that does not parse, or one of a
+    /// newer format than this client reads. `field` is the plan's field, as its JSON names it.
+    #[error("the run plan's {field} {message}")]
+    InvalidPlan { field: String, message: String },
+
     #[error(
         "cannot reach the engine at {address}: {detail}. Check that the server runs and listens there"
     )]
@@ -137,6 +142,7 @@ impl BenchError {
     pub fn category(&self) -> &'static str {
         match self {
             BenchError::InvalidArgument { .. } => "InvalidSpec",
+            BenchError::InvalidPlan { .. } => "InvalidPlan",
             BenchError::EngineUnreachable { .. } => "EngineUnreachable",
             BenchError::AuthRequired { .. } => "AuthRequired",
             BenchError::AuthenticationFailed { .. } => "AuthenticationFailed",

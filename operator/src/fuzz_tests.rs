@@ -243,7 +243,7 @@ proptest! {
             for (index, memory) in valid.engine_memory.iter().enumerate() {
                 prop_assert!(*memory >= 16 << 20);
                 engine_pod(&benchmark, index, *memory, Some("node-0"), &PodSettings::default());
-                client_pod(&benchmark, index, 1, &valid.workload, "127.0.0.1", &PodSettings::default());
+                client_pod(&benchmark, index, 1, &valid.plans, "127.0.0.1", &PodSettings::default());
             }
         }
     }
