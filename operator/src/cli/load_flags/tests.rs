@@ -354,7 +354,8 @@ fn every_flag_of_load_is_a_setting_of_the_plan_or_says_where_things_are() {
 
 #[test]
 fn every_setting_flag_changes_its_field_of_the_plan_and_nothing_else() {
-    for (flag, without, with, pointer) in settings() {
+    for (id, without, with, pointer) in settings() {
+        let flag = id.replace('_', "-");
         let (mut before, mut after) = (plan_of(&without), plan_of(&with));
         let (old, new) = (before.pointer(pointer), after.pointer(pointer));
         assert!(
@@ -372,7 +373,8 @@ fn every_setting_flag_changes_its_field_of_the_plan_and_nothing_else() {
 
 #[test]
 fn a_plan_given_whole_takes_no_setting_flag_beside_it() {
-    for (flag, _, with, _) in settings() {
+    for (id, _, with, _) in settings() {
+        let flag = id.replace('_', "-");
         // The arguments that only name the workload are settings too.
         let mut args = vec!["--plan".to_string(), "plan.json".to_string()];
         args.extend(with);
