@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::client::engine::{MAX_INFO_FIELDS, MemoryInfo, parse_info};
 use crate::client::resp::{ReplyTally, scan_replies};
 use crate::client::result::{ClientResult, MAX_REPETITIONS, ReadError};
-use crate::controller::pods::{PodSettings, client_pod, engine_pod};
+use crate::controller::pods::{PodSettings, client_pod, engine_pod, plan_of_client_pod};
 use crate::controller::results::absorb;
 use crate::crd::{EngineStatus, MemoryBenchmark};
 use crate::validation::validate;
@@ -243,7 +243,10 @@ proptest! {
             for (index, memory) in valid.engine_memory.iter().enumerate() {
                 prop_assert!(*memory >= 16 << 20);
                 engine_pod(&benchmark, index, *memory, Some("node-0"), &PodSettings::default());
-                client_pod(&benchmark, index, 1, &valid.plans, "127.0.0.1", &PodSettings::default());
+                let client = client_pod(&benchmark, index, 1, &valid.plans, "127.0.0.1", &PodSettings::default());
+                // The plan its client reads is the one its entry was given, whatever the spec.
+                let carried = plan_of_client_pod(&client).map(|read| read.map_err(|e| e.to_string()));
+                prop_assert_eq!(carried, Some(Ok(valid.plans[benchmark.spec.entry_of_run(index)].clone())));
             }
         }
     }

@@ -414,7 +414,6 @@ pub fn run_benchmark(
     progress: &mut dyn FnMut(LoadProgress),
 ) -> Result<LocalComparison, BenchError> {
     let spec = &benchmark.spec;
-    let workload = Workload::from_spec(&spec.workload)?;
     let programs = spec
         .engines
         .iter()
@@ -430,6 +429,20 @@ pub fn run_benchmark(
         if stop.requested() {
             break;
         }
+        // The entry's run is its plan's: the workload it names (a profile's rebuild from the
+        // spec's profile) and its settings.
+        let profile = spec
+            .workload
+            .profile
+            .as_ref()
+            .map(|p| p.profile())
+            .transpose()
+            .map_err(|message| BenchError::InvalidArgument {
+                field: "spec.workload.profile".into(),
+                message,
+            })?
+            .map(|profile| (profile, "spec.workload.profile".to_string()));
+        let workload = plan.workload.workload(profile)?;
         let options = LoadOptions {
             settings: plan.settings.clone(),
             stop: stop.clone(),
