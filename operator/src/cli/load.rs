@@ -33,6 +33,9 @@ pub struct LoadArgs {
     /// over the shards.
     #[arg(long, required = true, value_name = "HOST:PORT")]
     addr: Vec<String>,
+    /// The settings of the run: the plan they make, unless --plan gives one.
+    #[command(flatten)]
+    settings: SettingFlags,
     /// Leave the benchmark's keys in the server when it ends. Without it, membench flushes what
     /// it wrote, so the server is left as empty as it found it.
     #[arg(long)]
@@ -102,8 +105,6 @@ pub struct LoadArgs {
         conflicts_with = "plan"
     )]
     plan_json: Option<String>,
-    #[command(flatten)]
-    settings: SettingFlags,
     #[command(flatten)]
     stability: StabilityArgs,
 }
