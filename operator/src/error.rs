@@ -11,6 +11,7 @@ use std::fmt::Display;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ErrorCategory {
     InvalidSpec,
+    InvalidPlan,
     EngineUnreachable,
     AuthRequired,
     AuthenticationFailed,
@@ -32,8 +33,9 @@ pub enum ErrorCategory {
 
 impl ErrorCategory {
     /// Every category, in declaration order.
-    pub const ALL: [ErrorCategory; 16] = [
+    pub const ALL: [ErrorCategory; 17] = [
         ErrorCategory::InvalidSpec,
+        ErrorCategory::InvalidPlan,
         ErrorCategory::EngineUnreachable,
         ErrorCategory::AuthRequired,
         ErrorCategory::AuthenticationFailed,
@@ -55,6 +57,7 @@ impl ErrorCategory {
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCategory::InvalidSpec => "InvalidSpec",
+            ErrorCategory::InvalidPlan => "InvalidPlan",
             ErrorCategory::EngineUnreachable => "EngineUnreachable",
             ErrorCategory::AuthRequired => "AuthRequired",
             ErrorCategory::AuthenticationFailed => "AuthenticationFailed",
@@ -154,6 +157,11 @@ pub enum BenchError {
     #[error("invalid {field}: {message}")]
     InvalidArgument { field: String, message: String },
 
+    /// A run plan the client cannot run (`client::plan`): one that does not parse, or one of a
+    /// newer format than this client reads. `field` is the plan's field, as its JSON names it.
+    #[error("the run plan's {field} {message}")]
+    InvalidPlan { field: String, message: String },
+
     #[error(
         "cannot reach the engine at {address}: {detail}. Check that the server runs and listens there"
     )]
@@ -242,6 +250,7 @@ impl BenchError {
     pub fn kind(&self) -> ErrorCategory {
         match self {
             BenchError::InvalidArgument { .. } => ErrorCategory::InvalidSpec,
+            BenchError::InvalidPlan { .. } => ErrorCategory::InvalidPlan,
             BenchError::EngineUnreachable { .. } => ErrorCategory::EngineUnreachable,
             BenchError::AuthRequired { .. } => ErrorCategory::AuthRequired,
             BenchError::AuthenticationFailed { .. } => ErrorCategory::AuthenticationFailed,

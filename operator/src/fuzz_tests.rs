@@ -16,11 +16,13 @@ use proptest::test_runner::{Config, RngSeed};
 use serde_json::{Value, json};
 
 use crate::client::engine::{MAX_INFO_FIELDS, MemoryInfo, parse_info};
+use crate::client::plan::{RunPlan, RunSettings, WorkloadPlan};
 use crate::client::resp::{ReplyTally, scan_replies};
 use crate::client::result::{ClientResult, MAX_REPETITIONS, ReadError};
-use crate::controller::pods::{PodSettings, client_pod, engine_pod};
+use crate::controller::pods::{PodSettings, client_pod, engine_pod, plan_of_client_pod};
 use crate::controller::results::absorb;
 use crate::crd::{EngineStatus, MemoryBenchmark};
+use crate::error::BenchError;
 use crate::validation::validate;
 
 /// Cases per property in the normal suite: a few seconds for all of them in a debug build.
@@ -216,6 +218,19 @@ proptest! {
     }
 
     #[test]
+    fn fuzz_plans_of_any_text_are_read_or_refused_naming_a_field_and_never_panic(
+        text in prop_oneof![".{0,2000}".boxed(), broken_plan().boxed()],
+    ) {
+        match RunPlan::from_json(&text) {
+            Ok(plan) => prop_assert_eq!(RunPlan::from_json(&plan.to_json()).ok(), Some(plan)),
+            Err(BenchError::InvalidPlan { field, message }) => {
+                prop_assert!(!field.is_empty() && !message.is_empty());
+            }
+            Err(other) => prop_assert!(false, "refused as {other:?}, not as a plan"),
+        }
+    }
+
+    #[test]
     fn fuzz_info_of_any_text_gives_bounded_fields_and_never_panics(text in ".{0,4000}") {
         let fields = parse_info(&text);
         prop_assert!(fields.len() <= MAX_INFO_FIELDS);
@@ -243,10 +258,41 @@ proptest! {
             for (index, memory) in valid.engine_memory.iter().enumerate() {
                 prop_assert!(*memory >= 16 << 20);
                 engine_pod(&benchmark, index, *memory, Some("node-0"), &PodSettings::default());
-                client_pod(&benchmark, index, 1, &valid.workload, "127.0.0.1", &PodSettings::default());
+                let client = client_pod(&benchmark, index, 1, &valid.plans, "127.0.0.1", &PodSettings::default());
+                // The plan its client reads is the one its entry was given, whatever the spec.
+                let carried = plan_of_client_pod(&client).map(|read| read.map_err(|e| e.to_string()));
+                prop_assert_eq!(carried, Some(Ok(valid.plans[benchmark.spec.entry_of_run(index)].clone())));
             }
         }
     }
+}
+
+/// A plan's JSON with one of its characters replaced, deleted or doubled: the plans a
+/// truncated environment or a hand edit leaves.
+fn broken_plan() -> impl Strategy<Value = String> {
+    let plan = RunPlan::new(
+        WorkloadPlan::Strings {
+            keys: 1000,
+            value_size: 100,
+        },
+        RunSettings {
+            read_config: vec!["maxmemory".into()],
+            ..RunSettings::default()
+        },
+    )
+    .to_json_pretty();
+    let length = plan.chars().count();
+    (0..length, any::<char>(), 0..3u8).prop_map(move |(at, with, how)| {
+        let mut chars: Vec<char> = plan.chars().collect();
+        match how {
+            0 => chars[at] = with,
+            1 => {
+                chars.remove(at);
+            }
+            _ => chars.insert(at, chars[at]),
+        }
+        chars.into_iter().collect()
+    })
 }
 
 /// Specs as the API server could hand them over, valid or not: every field drawn from values

@@ -20,6 +20,7 @@ const RANKS: &[(&str, u32)] = &[
     ("lib", 6),
     ("fuzz_tests", 6),
     ("layout_tests", 6),
+    ("plan_agreement_tests", 6),
     // The two runners: the operator and the local runner; and the book's generated reference
     // pages, which read the CRD and the metrics registry.
     ("controller", 5),

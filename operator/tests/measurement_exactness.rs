@@ -10,6 +10,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use membench::client::engine::EngineAddress;
+use membench::client::load_options::RunSettings;
 use membench::client::measure::{LoadOptions, LoadProgress, measure};
 use membench::client::workload::Workload;
 use membench::crd::{EngineKind, RecordLayout};
@@ -104,10 +105,10 @@ fn workloads() -> Vec<Workload> {
 /// before and after.
 fn every_workload_agrees_with_an_independent_reading(engine: EngineKind) {
     let server = common::start(engine, &[]);
-    let options = LoadOptions {
+    let options = LoadOptions::of(RunSettings {
         repetitions: 1,
-        ..LoadOptions::default()
-    };
+        ..RunSettings::default()
+    });
     for workload in workloads() {
         // A first load of the workload, thrown away: an engine allocates some things once, at
         // its first FLUSHALL or first command of a kind, which a reading taken before that
@@ -186,11 +187,11 @@ fn sorted_set(members: u64) -> Workload {
 }
 
 fn options(repetitions: u32, other_clients_timeout: Duration) -> LoadOptions {
-    LoadOptions {
+    LoadOptions::of(RunSettings {
         repetitions,
         other_clients_timeout,
-        ..LoadOptions::default()
-    }
+        ..RunSettings::default()
+    })
 }
 
 fn named_connection(address: &EngineAddress, name: &str) -> redis::Connection {

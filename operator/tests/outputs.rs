@@ -12,6 +12,7 @@ use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
 
 use common::membench;
+use membench::client::load_options::RunSettings;
 use membench::client::measure::{LoadOptions, measure};
 use membench::client::workload::Workload;
 use membench::crd::EngineKind;
@@ -93,10 +94,10 @@ fn csv_is_one_table_of_the_json_figures_in_base_units() {
         key: "membench:zset".into(),
         sample_every: 0,
     };
-    let options = LoadOptions {
+    let options = LoadOptions::of(RunSettings {
         repetitions: 3,
-        ..LoadOptions::default()
-    };
+        ..RunSettings::default()
+    });
     let report = measure(&valkey.address, &workload, &options, &mut |_| {});
     assert!(report.error.is_none(), "{:?}", report.error);
     // What `membench load --output json` prints, and what `--output csv` prints.

@@ -13,6 +13,7 @@
 
 mod common;
 
+use membench::client::load_options::RunSettings;
 use membench::client::measure::{BenchmarkReport, LoadOptions, measure};
 use membench::client::workload::Workload;
 use membench::crd::{EngineKind, EngineSpec, RecordLayout};
@@ -20,10 +21,10 @@ use membench::crd::{EngineKind, EngineSpec, RecordLayout};
 /// Loads the workload once into a fresh server of `spec` and returns the report.
 fn measured(spec: &EngineSpec, workload: &Workload) -> BenchmarkReport {
     let engine = common::start_spec(spec);
-    let options = LoadOptions {
+    let options = LoadOptions::of(RunSettings {
         repetitions: 1,
-        ..LoadOptions::default()
-    };
+        ..RunSettings::default()
+    });
     let mut report = measure(&engine.address, workload, &options, &mut |_| {});
     engine.program.record_in(&mut report.engine);
     engine.stop();

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use membench::client::engine::{ControlConnection, EngineAddress};
+use membench::client::load_options::RunSettings;
 use membench::client::measure::{LoadOptions, measure_shards_journaled};
 use membench::client::result::ClientResult;
 use membench::client::shards::ShardSet;
@@ -178,11 +179,11 @@ fn a_slot_moved_under_the_load_fails_it_naming_the_slot_and_the_shard() {
                 keys: 2000,
                 value_size: 16,
             };
-            let options = LoadOptions {
+            let options = LoadOptions::of(RunSettings {
                 repetitions: 2,
                 other_clients_timeout: Duration::from_secs(60),
-                ..LoadOptions::default()
-            };
+                ..RunSettings::default()
+            });
             measure_shards_journaled(&addresses, &workload, &options, &mut |_| {}, &mut |_| {})
         })
     };

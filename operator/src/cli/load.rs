@@ -1,34 +1,28 @@
-//! `membench load`: one workload into one running engine, measured.
+//! `membench load`: one workload into one running engine, measured, as a run plan
+//! (`client::plan`) says: the plan its setting flags make (`load_flags`), or one given whole
+//! (`--plan FILE`, or `$MEMBENCH_PLAN` in a client pod).
 
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use membench::client::engine::EngineAddress;
 use membench::client::measure::{BenchmarkReport, LoadOptions, measure_shards_journaled};
-use membench::client::profile_workload::{
-    PROFILE_DIGEST_ENV, PROFILE_ENV, ProfileWorkload, profile_digest,
-};
+use membench::client::plan::{PLAN_ENV, RunPlan};
 use membench::client::progress::ProgressReporter;
+use membench::client::result::ClientResult;
 use membench::client::stop::{
     Journal, ResultFile, STOP_DEADLINE, stop_on_signals, write_journal_and_exit,
 };
 use membench::client::workload::Workload;
-use membench::crd::RecordLayout;
-use membench::error::ErrorCategory;
-use membench::profile::Profile;
+use membench::error::{BenchError, ErrorCategory};
 use membench::report::table::{ComparisonRow, OutputFormat, comparison_table, repetitions_table};
 
+use super::load_flags::{SettingFlags, read_profile};
 use super::{StabilityArgs, usage_error};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum WorkloadKind {
-    SortedSet,
-    RandomStrings,
-    Strings,
-    Records,
-    /// A keyspace rebuilt from a profile (`membench profile`), with --profile FILE.
-    Profile,
-}
+/// The groups of setting flags, which a given plan excludes: clap names the group of a
+/// flattened struct after it, and fills it only for a struct that flattens none itself.
+const SETTING_GROUPS: [&str; 2] = ["SettingFlags", "StabilityArgs"];
 
 #[derive(Args)]
 pub struct LoadArgs {
@@ -39,58 +33,13 @@ pub struct LoadArgs {
     /// over the shards.
     #[arg(long, required = true, value_name = "HOST:PORT")]
     addr: Vec<String>,
-    /// Empty a server that already holds keys (FLUSHALL: every database) before measuring.
-    /// Without it, a server that is not empty is refused (exit 2), naming how many keys it
-    /// holds: a benchmark starts each repetition with FLUSHALL.
-    #[arg(long)]
-    flush: bool,
+    /// The settings of the run: the plan they make, unless --plan gives one.
+    #[command(flatten)]
+    settings: SettingFlags,
     /// Leave the benchmark's keys in the server when it ends. Without it, membench flushes what
     /// it wrote, so the server is left as empty as it found it.
     #[arg(long)]
     keep_data: bool,
-    /// Give items a TTL of this many seconds, set with the write (SET ... EX, EXPIRE after HSET
-    /// and after the sorted set's first ZADD); at least 60 more than --settle-seconds.
-    #[arg(long, value_name = "SECONDS")]
-    ttl_seconds: Option<u32>,
-    /// The share of items that get the TTL, above 0 and at most 1 (default 1 with
-    /// --ttl-seconds), spread evenly.
-    #[arg(long, value_name = "SHARE")]
-    ttl_share: Option<f64>,
-    /// After each repetition's readings, this many rounds of deletes and overwrites on the
-    /// loaded data, each followed by a memory reading (strings, records and sorted-set).
-    #[arg(long, value_name = "N")]
-    churn_rounds: Option<u32>,
-    /// The share of the items still held that each churn round deletes, above 0 and below 1.
-    #[arg(long, value_name = "SHARE")]
-    delete_share: Option<f64>,
-    /// The share of the items a churn round left that it overwrites, above 0 and at most 1.
-    #[arg(long, value_name = "SHARE")]
-    overwrite_share: Option<f64>,
-    /// The size in bytes of the values a churn overwrite writes.
-    #[arg(long, value_name = "BYTES")]
-    overwrite_value_size: Option<u32>,
-    /// After the churn rounds (and --settle-seconds), switch active defragmentation on and
-    /// follow it until RSS stops falling (refused on a build that cannot defragment). Dragonfly
-    /// has no switch: its maxmemory is lowered for the window, and it must run with
-    /// --mem_defrag_check_sec_interval=1 (60 s by default, past the window).
-    #[arg(long)]
-    defrag: bool,
-    /// The longest defragmentation window, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = membench::crd::default_defrag_seconds())]
-    defrag_seconds: u32,
-    /// The seed of the churn's draws (which items each round deletes and overwrites).
-    #[arg(long, value_name = "SEED", default_value_t = membench::crd::default_churn_seed())]
-    churn_seed: u64,
-    /// After each repetition's readings, save a snapshot (BGSAVE) while overwriting loaded
-    /// keys at this many writes per second, and measure the peak: the engine's process tree's
-    /// Pss when it runs on this machine, the copy-on-write it reports, the save's duration and
-    /// the writes' latency (strings, records). Writes the server's snapshot file (the new
-    /// files of a Dragonfly on this machine are removed after each save).
-    #[arg(long, value_name = "N")]
-    snapshot_writes_per_sec: Option<u32>,
-    /// The share of the loaded items those writes are spread over (default 1).
-    #[arg(long, value_name = "SHARE")]
-    snapshot_write_share: Option<f64>,
     /// After each repetition's readings (and its snapshot), make the server at HOST:PORT, an
     /// empty engine of the same kind (reached with --password too), a replica of --addr
     /// (REPLICAOF, with its masterauth set to --password when one is given) while overwriting loaded keys at --replica-writes-per-sec,
@@ -100,84 +49,14 @@ pub struct LoadArgs {
     /// (strings, records; one --addr). The replica is then detached (REPLICAOF NO ONE) and
     /// emptied (FLUSHALL); a replica that holds keys is refused. It must be able to reach the
     /// primary at --addr.
-    #[arg(long, value_name = "HOST:PORT", requires = "replica_writes_per_sec")]
+    #[arg(long, value_name = "HOST:PORT")]
     replica: Option<String>,
-    /// The overwrites per second during the replica's sync, over every loaded key.
-    #[arg(long, value_name = "N", requires = "replica")]
-    replica_writes_per_sec: Option<u32>,
-    /// After each repetition's other phases, empty the engine, give it this maxmemory (100mb,
-    /// 2gb, bytes) and load the workload past it (strings, records).
-    #[arg(long, value_name = "SIZE")]
-    maxmemory: Option<String>,
-    /// The maxmemory-policy of that load (default allkeys-lru).
-    #[arg(long, value_name = "POLICY")]
-    maxmemory_policy: Option<String>,
-    /// How much that load writes, as a multiple of maxmemory (default 3).
-    #[arg(long, value_name = "MULTIPLE")]
-    load_to: Option<f64>,
-    /// Make the engine, a cluster-mode node that owns no slots, a one-node cluster owning all
-    /// 16384 slots (CLUSTER ADDSLOTSRANGE) before the first baseline. With several --addr, the
-    /// shards are joined whether it is given or not.
-    #[arg(long)]
-    own_all_slots: bool,
-    /// Engine settings to read back with CONFIG GET into the result's engine.config, comma
-    /// separated (the settings a spec's engines[].config changed; the operator's client pod
-    /// passes them). A setting the engine does not report lands in engine.config_unreported.
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
-    read_config: Vec<String>,
     /// The engine's password, if it requires one.
     #[arg(long, env = "MEMBENCH_PASSWORD", hide_env_values = true)]
     password: Option<String>,
-    /// Which published workload to load.
-    #[arg(long, value_enum)]
-    workload: WorkloadKind,
-    /// sorted-set: how many members to add to the one sorted set.
-    #[arg(long)]
-    members: Option<u64>,
-    /// sorted-set: the key of the sorted set.
-    #[arg(long, default_value = "membench:zset")]
-    key: String,
-    /// sorted-set: read used_memory every this many members (0: no growth curve).
-    #[arg(long, default_value_t = 1_000_000)]
-    sample_every: u64,
-    /// random-strings: how many SETs to send (valkey-benchmark -n).
-    #[arg(long)]
-    requests: Option<u64>,
-    /// random-strings: the key space the keys are drawn from (valkey-benchmark -r).
-    #[arg(long)]
-    keyspace: Option<u64>,
-    /// random-strings and profile: seed of the generator (a profile's rebuild is the same data
-    /// for the same seed, on every engine).
-    #[arg(long, default_value_t = membench::crd::default_seed())]
-    seed: u64,
     /// profile: the profile to rebuild (YAML or JSON, as `membench profile` prints it).
     #[arg(long, value_name = "FILE")]
     profile: Option<std::path::PathBuf>,
-    /// profile: store this many times the profile's keys.
-    #[arg(long)]
-    scale: Option<f64>,
-    /// profile: grow the element counts of hashes, sets, sorted sets, lists and streams by
-    /// this factor (for data that grows inside its keys).
-    #[arg(long)]
-    element_scale: Option<f64>,
-    /// strings: how many distinct keys to store.
-    #[arg(long)]
-    keys: Option<u64>,
-    /// random-strings and strings: value size in bytes (default 16 for random-strings, 100 for
-    /// strings, as published).
-    #[arg(long)]
-    value_size: Option<u32>,
-    /// records: how many records to store.
-    #[arg(long)]
-    records: Option<u64>,
-    /// records: one hash per record, or one string key per field.
-    #[arg(long, value_enum, default_value = "hash")]
-    layout: LayoutArg,
-    /// records: the field names of a record, comma separated.
-    #[arg(long, value_delimiter = ',', default_value = "name,age,city,score")]
-    fields: Vec<String>,
-    #[command(flatten)]
-    measurement: MeasurementArgs,
     /// How to print the results.
     #[arg(long, value_enum, default_value = "table")]
     output: OutputFormat,
@@ -210,330 +89,81 @@ pub struct LoadArgs {
         value_name = "IP"
     )]
     progress_ip: std::net::IpAddr,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum LayoutArg {
-    Hash,
-    Strings,
-}
-
-/// Flags shared by the commands that measure.
-#[derive(Args, Clone, Debug)]
-pub struct MeasurementArgs {
-    /// Commands per batch, on the one connection: each batch is sent whole and its replies
-    /// read whole. With several --addr (shards), a batch is split over the shards'
-    /// connections by the owner of each command's key.
-    #[arg(long, default_value_t = 100)]
-    pipeline: u32,
-    /// Batches sent before the first one's replies are read: 1 keeps at most --pipeline
-    /// commands unanswered, like `redis-benchmark -P`; more send the next batches while the
-    /// engine works on the first (never more than 64 KiB of commands in flight, and a larger
-    /// batch goes alone).
-    #[arg(long, default_value_t = 8)]
-    batches_in_flight: u32,
-    /// How many times to load the workload, flushing in between.
-    #[arg(long, default_value_t = 10)]
-    repetitions: u32,
-    /// Seconds to wait after each load before a second memory reading (0: none).
-    #[arg(long, default_value_t = 0)]
-    settle_seconds: u32,
-    /// Seconds to wait for the engine's other clients to disconnect before each baseline and
-    /// final memory reading (their buffers would count as data); a client still connected
-    /// then fails the repetition, naming it.
-    #[arg(long, value_name = "SECONDS", default_value_t = membench::client::measure::DEFAULT_OTHER_CLIENTS_TIMEOUT.as_secs())]
-    other_clients_timeout: u64,
+    /// Run this plan (JSON, as `membench run SPEC --print-plan` prints each entry's `plan`)
+    /// instead of one made from the setting flags, which may then not be given. A plan of a
+    /// newer format than this membench reads is refused (exit 2), naming both.
+    #[arg(long, value_name = "FILE", conflicts_with_all = SETTING_GROUPS)]
+    plan: Option<std::path::PathBuf>,
+    /// The plan itself, as JSON (client pods: the operator puts their engine entry's plan in
+    /// the environment).
+    #[arg(
+        long,
+        value_name = "JSON",
+        env = PLAN_ENV,
+        hide_env_values = true,
+        conflicts_with_all = SETTING_GROUPS,
+        conflicts_with = "plan"
+    )]
+    plan_json: Option<String>,
     #[command(flatten)]
     stability: StabilityArgs,
 }
 
-impl MeasurementArgs {
-    fn options(&self) -> LoadOptions {
-        LoadOptions {
-            pipeline: self.pipeline,
-            batches_in_flight: self.batches_in_flight,
-            repetitions: self.repetitions,
-            settle_seconds: self.settle_seconds,
-            thresholds: self.stability.thresholds(),
-            other_clients_timeout: std::time::Duration::from_secs(self.other_clients_timeout),
-            ..LoadOptions::default()
-        }
-    }
-}
-
-/// Says which flag a workload needs when it is missing, and refuses a count of zero as a
-/// spec does, in the same words.
-fn required(value: Option<u64>, flag: &str, workload: &str) -> Result<u64, String> {
-    match value {
-        None => Err(format!("--workload {workload} needs {flag} N")),
-        Some(0) => Err(format!(
-            "invalid {flag}: {}",
-            membench::client::workload::AT_LEAST_ONE
-        )),
-        Some(n) => Ok(n),
-    }
+/// Why `membench load` does not start: flags that do not go together (a usage message), or a
+/// plan it cannot run, which its result file reports too.
+pub(super) enum Refusal {
+    Usage(String),
+    Plan(BenchError),
 }
 
 impl LoadArgs {
-    /// The churn the flags ask for: none without --churn-rounds, whose companions are refused
-    /// alone.
-    fn churn(&self) -> Result<Option<membench::client::churn::Churn>, String> {
-        let Some(rounds) = self.churn_rounds else {
-            let stray = [
-                ("--delete-share", self.delete_share.is_some()),
-                ("--overwrite-share", self.overwrite_share.is_some()),
-                (
-                    "--overwrite-value-size",
-                    self.overwrite_value_size.is_some(),
-                ),
-                ("--defrag", self.defrag),
-            ];
-            return match stray.iter().find(|(_, set)| *set) {
-                Some((flag, _)) => Err(format!(
-                    "{flag} applies only with --churn-rounds N: add it, or remove {flag}"
-                )),
-                None => Ok(None),
-            };
-        };
-        let spec = membench::crd::ChurnSpec {
-            rounds,
-            delete_share: self.delete_share,
-            overwrite_share: self.overwrite_share,
-            overwrite_value_size: self.overwrite_value_size,
-            defrag: self.defrag,
-            defrag_seconds: self.defrag_seconds,
-            seed: self.churn_seed,
-        };
-        let flag = |name: &str| {
-            match name {
-                "rounds" => "--churn-rounds",
-                "deleteShare" => "--delete-share",
-                "overwriteShare" => "--overwrite-share",
-                "overwriteValueSize" => "--overwrite-value-size",
-                "defragSeconds" => "--defrag-seconds",
-                _ => "--churn-rounds",
+    /// The plan to run and its workload: the plan given (`--plan`, `--plan-json`), else the
+    /// one the setting flags make.
+    pub(super) fn plan(&self) -> Result<(RunPlan, Workload), Refusal> {
+        let text = match (&self.plan, &self.plan_json) {
+            (None, None) => {
+                return self
+                    .settings
+                    .plan(self.profile.as_deref(), self.stability.thresholds())
+                    .map_err(Refusal::Usage);
             }
-            .to_string()
+            (Some(path), _) => std::fs::read_to_string(path).map_err(|e| {
+                Refusal::Usage(format!("cannot read --plan {}: {e}", path.display()))
+            })?,
+            (None, Some(json)) => json.clone(),
         };
-        membench::client::churn::Churn::checked(&spec, &flag)
-            .map(Some)
-            .map_err(|e| e.to_string())
-    }
-
-    /// The load past maxmemory the flags ask for: none without --maxmemory, whose companions
-    /// are refused alone.
-    fn eviction(&self) -> Result<Option<membench::client::eviction::Eviction>, String> {
-        let Some(maxmemory) = &self.maxmemory else {
-            return match (&self.maxmemory_policy, self.load_to) {
-                (Some(_), _) => Err("--maxmemory-policy applies only with --maxmemory SIZE: add it, or remove --maxmemory-policy".into()),
-                (_, Some(_)) => Err("--load-to applies only with --maxmemory SIZE: add it, or remove --load-to".into()),
-                _ => Ok(None),
-            };
-        };
-        let spec = membench::crd::EvictionSpec {
-            maxmemory: Some(maxmemory.clone()),
-            policy: self.maxmemory_policy.clone(),
-            load_to: self.load_to.unwrap_or_else(membench::crd::default_load_to),
-        };
-        let flag = |name: &str| {
-            match name {
-                "policy" => "--maxmemory-policy",
-                "loadTo" => "--load-to",
-                _ => "--maxmemory",
-            }
-            .to_string()
-        };
-        membench::client::eviction::Eviction::checked(&spec, &flag)
-            .map(Some)
-            .map_err(|e| e.to_string())
-    }
-
-    fn workload(&self) -> Result<Workload, String> {
-        let stray = |flags: &[(&str, bool)]| -> Result<(), String> {
-            match flags.iter().find(|(_, set)| *set) {
-                Some((flag, _)) => Err(format!(
-                    "{flag} does not apply to --workload {}",
-                    self.workload.to_possible_value().unwrap().get_name()
-                )),
-                None => Ok(()),
-            }
-        };
-        if self.workload != WorkloadKind::Profile {
-            stray(&[
-                ("--profile", self.profile.is_some()),
-                ("--scale", self.scale.is_some()),
-                ("--element-scale", self.element_scale.is_some()),
-            ])?;
-        }
-        let workload = match self.workload {
-            WorkloadKind::SortedSet => {
-                stray(&[
-                    ("--requests", self.requests.is_some()),
-                    ("--keys", self.keys.is_some()),
-                    ("--records", self.records.is_some()),
-                    ("--value-size", self.value_size.is_some()),
-                ])?;
-                Workload::SortedSet {
-                    members: required(self.members, "--members", "sorted-set")?,
-                    key: self.key.clone(),
-                    sample_every: self.sample_every,
-                }
-            }
-            WorkloadKind::RandomStrings => {
-                stray(&[
-                    ("--members", self.members.is_some()),
-                    ("--keys", self.keys.is_some()),
-                    ("--records", self.records.is_some()),
-                ])?;
-                Workload::RandomStrings {
-                    requests: required(self.requests, "--requests", "random-strings")?,
-                    keyspace: required(self.keyspace, "--keyspace", "random-strings")?,
-                    value_size: self.value_size.unwrap_or(16),
-                    seed: self.seed,
-                }
-            }
-            WorkloadKind::Strings => {
-                stray(&[
-                    ("--members", self.members.is_some()),
-                    ("--requests", self.requests.is_some()),
-                    ("--records", self.records.is_some()),
-                ])?;
-                Workload::Strings {
-                    keys: required(self.keys, "--keys", "strings")?,
-                    value_size: self.value_size.unwrap_or(100),
-                }
-            }
-            WorkloadKind::Profile => {
-                stray(&[
-                    ("--members", self.members.is_some()),
-                    ("--requests", self.requests.is_some()),
-                    ("--keys", self.keys.is_some()),
-                    ("--records", self.records.is_some()),
-                    ("--value-size", self.value_size.is_some()),
-                ])?;
-                // A client pod has its profile in the environment, from the spec.
-                let (text, origin) = match (&self.profile, std::env::var(PROFILE_ENV)) {
-                    (Some(path), _) => (
-                        std::fs::read_to_string(path).map_err(|e| {
-                            format!("cannot read --profile {}: {e}", path.display())
-                        })?,
-                        format!("--profile {}", path.display()),
-                    ),
-                    (None, Ok(text)) => (text, format!("the profile in ${PROFILE_ENV}")),
-                    (None, Err(_)) => {
-                        return Err("--workload profile needs --profile FILE (what `membench profile` prints)".into());
-                    }
-                };
-                let profile = Profile::parse(&text).map_err(|e| format!("{origin}: {e}"))?;
-                // In a client pod, the operator checked this profile before anything started.
-                if let Ok(expected) = std::env::var(PROFILE_DIGEST_ENV) {
-                    let digest = profile_digest(&profile);
-                    if digest != expected {
-                        return Err(format!(
-                            "{origin} is not the profile the operator checked (digest {digest}, expected {expected}): its ConfigMap changed after the benchmark was accepted; delete and re-create the MemoryBenchmark to run the new profile"
-                        ));
-                    }
-                }
-                Workload::Profile(
-                    ProfileWorkload::new(
-                        profile,
-                        self.scale.unwrap_or(1.0),
-                        self.element_scale.unwrap_or(1.0),
-                        self.seed,
-                    )
-                    .map_err(|e| format!("{origin}: {e}"))?,
-                )
-            }
-            WorkloadKind::Records => {
-                stray(&[
-                    ("--members", self.members.is_some()),
-                    ("--requests", self.requests.is_some()),
-                    ("--keys", self.keys.is_some()),
-                ])?;
-                Workload::Records {
-                    records: required(self.records, "--records", "records")?,
-                    layout: match self.layout {
-                        LayoutArg::Hash => RecordLayout::Hash,
-                        LayoutArg::Strings => RecordLayout::Strings,
-                    },
-                    fields: self.fields.clone(),
-                }
-            }
-        };
-        workload.validate().map_err(|e| e.to_string())?;
-        Ok(workload)
+        let plan = RunPlan::from_json(&text).map_err(Refusal::Plan)?;
+        let profile = read_profile(self.profile.as_deref()).map_err(Refusal::Usage)?;
+        let workload = plan.workload.workload(profile).map_err(Refusal::Plan)?;
+        Ok((plan, workload))
     }
 }
 
 pub fn run_load(args: LoadArgs) -> ExitCode {
-    let workload = match args.workload() {
-        Ok(w) => w,
-        Err(message) => return usage_error(&message),
-    };
-    let mut options = args.measurement.options();
-    options.refuse_existing_keys = !args.flush;
-    options.read_config = args.read_config.clone();
-    options.own_all_slots = args.own_all_slots;
-    let flag = |name: &str| match name {
-        "ttlSeconds" => "--ttl-seconds".to_string(),
-        _ => "--ttl-share".to_string(),
-    };
-    options.ttl = match membench::client::ttl::Ttl::checked(
-        args.ttl_seconds,
-        args.ttl_share,
-        options.settle_seconds,
-        workload.kind() == "sorted-set",
-        &flag,
-    ) {
-        Ok(ttl) => ttl,
-        Err(e) => return usage_error(&e.to_string()),
-    };
-    options.churn = match args.churn() {
-        Ok(churn) => churn,
-        Err(message) => return usage_error(&message),
-    };
-    if let Some(churn) = &options.churn
-        && let Err(e) = churn.check_workload(&workload, options.ttl.is_some(), "--churn-rounds")
-    {
-        return usage_error(&e.to_string());
-    }
-    options.snapshot = match (args.snapshot_writes_per_sec, args.snapshot_write_share) {
-        (None, Some(_)) => {
-            return usage_error(
-                "--snapshot-write-share applies only with --snapshot-writes-per-sec N: add it, or remove --snapshot-write-share",
-            );
-        }
-        (None, None) => None,
-        (Some(rate), share) => {
-            let spec = membench::crd::SnapshotSpec {
-                writes_per_sec: rate,
-                write_share: share.unwrap_or_else(membench::crd::default_write_share),
-            };
-            let flag = |name: &str| match name {
-                "writeShare" => "--snapshot-write-share".to_string(),
-                _ => "--snapshot-writes-per-sec".to_string(),
-            };
-            match membench::client::snapshot::Snapshot::checked(&spec, &flag).and_then(|s| {
-                s.check_workload(&workload, "--snapshot-writes-per-sec")
-                    .map(|_| s)
-            }) {
-                Ok(snapshot) => Some(snapshot),
-                Err(e) => return usage_error(&e.to_string()),
+    let (plan, workload) = match args.plan() {
+        Ok(planned) => planned,
+        Err(Refusal::Usage(message)) => return usage_error(&message),
+        Err(Refusal::Plan(e)) => {
+            // A client pod reports it through its result, as the benchmark's condition.
+            if let Some(path) = &args.result_file {
+                let refused = ClientResult {
+                    error: Some((&e).into()),
+                    ..ClientResult::default()
+                };
+                if let Err(write) = std::fs::write(path, refused.to_message()) {
+                    eprintln!(
+                        "error: cannot write the result to {}: {write}",
+                        path.display()
+                    );
+                }
             }
+            return usage_error(&e.to_string());
         }
     };
-    options.eviction = match args.eviction() {
-        Ok(eviction) => eviction,
-        Err(message) => return usage_error(&message),
+    let mut options = LoadOptions {
+        settings: plan.settings.clone(),
+        ..LoadOptions::default()
     };
-    if let Some(eviction) = &options.eviction
-        && let Err(e) = eviction.check_workload(&workload, "--maxmemory")
-    {
-        return usage_error(&e.to_string());
-    }
-    if let Err(e) = options.validate() {
-        return usage_error(&e.to_string().replacen("invalid ", "invalid --", 1));
-    }
     let addresses = match args
         .addr
         .iter()
@@ -547,30 +177,33 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => return usage_error(&e.to_string()),
     };
-    if let (Some(replica), Some(rate)) = (&args.replica, args.replica_writes_per_sec) {
-        let spec = membench::crd::ReplicaSpec {
-            writes_per_sec: rate,
-        };
-        let replica =
-            membench::client::replica::ReplicaRate::checked(&spec, "--replica-writes-per-sec")
-                .and_then(|rate| {
-                    EngineAddress::parse(replica, args.password.clone())
-                        .map_err(|_| membench::error::BenchError::InvalidArgument {
-                            field: "--replica".into(),
-                            message: format!(
-                                "'{replica}' is not HOST:PORT (for example 127.0.0.1:6380)"
-                            ),
-                        })
-                        .map(|address| rate.at(address))
+    match (&args.replica, options.settings.replica) {
+        (None, None) => {}
+        (Some(_), None) => {
+            return usage_error(
+                "--replica applies only with --replica-writes-per-sec N (or a plan whose settings.replica is set): add it, or remove --replica",
+            );
+        }
+        (None, Some(_)) => {
+            return usage_error(
+                "the plan asks for a replica's sync (settings.replica): give --replica HOST:PORT, an empty engine of the same kind that can reach the primary",
+            );
+        }
+        (Some(replica), Some(rate)) => {
+            let replica = EngineAddress::parse(replica, args.password.clone())
+                .map_err(|_| BenchError::InvalidArgument {
+                    field: "--replica".into(),
+                    message: format!("'{replica}' is not HOST:PORT (for example 127.0.0.1:6380)"),
                 })
+                .map(|address| rate.at(address))
                 .and_then(|replica| {
                     replica
                         .check_before_writes(
                             &addresses,
                             &workload,
-                            options.connect_timeout,
+                            options.settings.connect_timeout,
                             "--replica",
-                            args.flush,
+                            !options.settings.refuse_existing_keys,
                         )
                         .map(|note| {
                             if let Some(note) = note {
@@ -579,9 +212,10 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
                             replica
                         })
                 });
-        match replica {
-            Ok(replica) => options.replica = Some(replica),
-            Err(e) => return usage_error(&e.to_string()),
+            match replica {
+                Ok(replica) => options.replica_address = Some(replica.address),
+                Err(e) => return usage_error(&e.to_string()),
+            }
         }
     }
     let target = match addresses.as_slice() {

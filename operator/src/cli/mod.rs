@@ -13,6 +13,7 @@ mod cluster;
 mod completions;
 mod engines;
 mod load;
+mod load_flags;
 mod operator;
 mod profile;
 mod reference_docs;

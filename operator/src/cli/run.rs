@@ -31,8 +31,40 @@ pub struct RunArgs {
     /// does not read `capacity.pricesConfigMapRef`). Without it no cost is shown.
     #[arg(long, value_name = "FILE")]
     prices: Option<std::path::PathBuf>,
+    /// Print each engine entry's run plan and run nothing: a JSON array of `benchmark`,
+    /// `engine` and `plan`, the plan being the document that entry's client pod receives in a
+    /// cluster (`membench load --plan FILE` runs it against any engine).
+    #[arg(long)]
+    print_plan: bool,
     #[command(flatten)]
     stability: StabilityArgs,
+}
+
+/// Prints every entry's plan (see `--print-plan`).
+fn print_plans(
+    benchmarks: &[membench::crd::MemoryBenchmark],
+    thresholds: membench::stats::StabilityThresholds,
+) -> ExitCode {
+    let mut entries = Vec::new();
+    for benchmark in benchmarks {
+        let name = benchmark.metadata.name.clone().unwrap_or_default();
+        let plans = match membench::local::runner::run_plans(benchmark, thresholds) {
+            Ok(plans) => plans,
+            Err(e) => return usage_error(&format!("{name}: {e}")),
+        };
+        for (engine, plan) in benchmark.spec.engines.iter().zip(plans) {
+            entries.push(serde_json::json!({
+                "benchmark": name,
+                "engine": engine.display_name(),
+                "plan": plan,
+            }));
+        }
+    }
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&entries).expect("plans serialize")
+    );
+    ExitCode::SUCCESS
 }
 
 pub fn run_local(args: RunArgs) -> ExitCode {
@@ -48,6 +80,9 @@ pub fn run_local(args: RunArgs) -> ExitCode {
         .find_map(|b| membench::local::runner::refuse_cluster_only(b).err())
     {
         return usage_error(&message);
+    }
+    if args.print_plan {
+        return print_plans(&benchmarks, args.stability.thresholds());
     }
     let prices = match args
         .prices

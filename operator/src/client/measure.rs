@@ -106,10 +106,10 @@ impl BenchmarkReport {
             name: String::new(),
             engine: EngineInfo::default(),
             workload: workload.into(),
-            pipeline: options.pipeline,
+            pipeline: options.settings.pipeline,
             cluster: None,
-            ttl: options.ttl,
-            repetitions_requested: options.repetitions,
+            ttl: options.settings.ttl,
+            repetitions_requested: options.settings.repetitions,
             repetitions: Vec::new(),
             failed_repetition: None,
             summary: None,
@@ -164,11 +164,11 @@ pub fn measure_shards_journaled(
     if let Err(e) = options
         .validate()
         .and_then(|_| workload.validate())
-        .and_then(|_| match &options.churn {
-            Some(churn) => churn.check_workload(workload, options.ttl.is_some(), "churn"),
+        .and_then(|_| match &options.settings.churn {
+            Some(churn) => churn.check_workload(workload, options.settings.ttl.is_some(), "churn"),
             None => Ok(()),
         })
-        .and_then(|_| match &options.eviction {
+        .and_then(|_| match &options.settings.eviction {
             Some(eviction) => eviction.check_workload(workload, "eviction"),
             None => Ok(()),
         })
@@ -178,7 +178,7 @@ pub fn measure_shards_journaled(
         report.error = Some((&e).into());
         return report;
     }
-    let mut shards = match ShardSet::open(addresses, options.connect_timeout) {
+    let mut shards = match ShardSet::open(addresses, options.settings.connect_timeout) {
         Ok(shards) => shards,
         Err(e) => {
             report.error = Some((&e).into());
@@ -190,7 +190,7 @@ pub fn measure_shards_journaled(
         return report;
     }
     journal(&report);
-    for repetition in 1..=options.repetitions {
+    for repetition in 1..=options.settings.repetitions {
         let mut state = RepetitionState {
             repetition,
             sent: 0,
@@ -209,7 +209,7 @@ pub fn measure_shards_journaled(
         match outcome {
             Ok((result, None)) => {
                 report.repetitions.push(result);
-                report.summary = Summary::of(&report.repetitions, &options.thresholds);
+                report.summary = Summary::of(&report.repetitions, &options.settings.thresholds);
                 journal(&report);
             }
             Ok((result, Some(PhaseFailure { phase, error }))) => {
@@ -237,7 +237,7 @@ pub fn measure_shards_journaled(
             }
         }
     }
-    report.summary = Summary::of(&report.repetitions, &options.thresholds);
+    report.summary = Summary::of(&report.repetitions, &options.settings.thresholds);
     report
         .warnings
         .extend(phases::peak_shortfalls(&report.repetitions));
@@ -283,23 +283,25 @@ fn prepare(
             )));
         }
         shards.join(JOIN_TIMEOUT)?;
-    } else if options.own_all_slots {
+    } else if options.settings.own_all_slots {
         shards.first().own_all_slots()?;
     }
-    if shards.is_sharded() || options.own_all_slots {
+    if shards.is_sharded() || options.settings.own_all_slots {
         // Only of the cluster the client made: a command a standalone engine refuses still
         // raises its used_memory by a step (24 KiB on Valkey 7.2) before its baseline.
         info.cluster = shards.first().cluster_node_state();
     }
-    shards.first().read_config(&options.read_config, &mut info);
-    if options.churn.as_ref().is_some_and(|c| c.defrag) {
+    shards
+        .first()
+        .read_config(&options.settings.read_config, &mut info);
+    if options.settings.churn.as_ref().is_some_and(|c| c.defrag) {
         // Before any write: a build that cannot defragment is refused, not measured.
         defrag::check_supported(shards, &info.name, &info.allocator, "churn.defrag")?;
     }
     report.warnings = info.warnings();
     report.name = format!("{}-{}", info.name, info.version);
     report.engine = info;
-    if options.refuse_existing_keys {
+    if options.settings.refuse_existing_keys {
         let held = shards.each(|control, _| control.keys_in_all_databases())?;
         if let Some(index) = held.iter().position(|keys| *keys > 0) {
             return Err(BenchError::ServerNotEmpty {
@@ -383,7 +385,7 @@ fn run_repetition(
             wait_until_sole_client(
                 control,
                 address,
-                options.other_clients_timeout,
+                options.settings.other_clients_timeout,
                 reading,
                 &options.stop,
             )
@@ -397,7 +399,7 @@ fn run_repetition(
 
     let outcome = load(shards, workload, options, state, progress)?;
     let verified = workload.verify(shards, outcome.integer_replies, outcome.distinct_sent)?;
-    let keys_with_ttl = match options.ttl {
+    let keys_with_ttl = match options.settings.ttl {
         Some(ttl) => Some(workload.verify_ttl(shards, &ttl, outcome.distinct_with_ttl)?),
         None => None,
     };
@@ -426,14 +428,14 @@ fn run_repetition(
     let bytes_per_item = |m: &MemoryInfo| {
         (m.used_memory as f64 - baseline.used_memory as f64) / verified.items as f64
     };
-    let settled = if options.settle_seconds > 0 {
-        options
-            .stop
-            .sleep(Duration::from_secs(u64::from(options.settle_seconds)))?;
+    let settled = if options.settings.settle_seconds > 0 {
+        options.stop.sleep(Duration::from_secs(u64::from(
+            options.settings.settle_seconds,
+        )))?;
         sole_client(shards, "settled")?;
         let m = total_memory(&shards.data_memory(&control_at_baseline)?);
         Some(SettledMemory {
-            after_seconds: options.settle_seconds,
+            after_seconds: options.settings.settle_seconds,
             used_memory: m.used_memory,
             used_memory_rss: m.used_memory_rss,
             bytes_per_item: bytes_per_item(&m),
@@ -441,7 +443,7 @@ fn run_repetition(
     } else {
         None
     };
-    if let Some(ttl) = options.ttl {
+    if let Some(ttl) = options.settings.ttl {
         // Readings taken after the first keys could have expired would count fewer keys than
         // were verified: the repetition fails rather than report such a figure.
         let elapsed = outcome.first_write.elapsed().as_secs_f64();
@@ -554,7 +556,7 @@ fn load(
     let repetition = state.repetition;
     let sent = &mut state.sent;
     let samples = &mut state.samples;
-    let mut connections = LoadConnections::connect(shards, options.connect_timeout)?;
+    let mut connections = LoadConnections::connect(shards, options.settings.connect_timeout)?;
     let lost = |connections: &LoadConnections, sent: u64, failure: LoadFailure| {
         BenchError::ConnectionLost {
             items_sent: sent,
@@ -590,7 +592,7 @@ fn load(
     if !type_ends.is_empty() {
         type_readings.push(type_memory::reading(shards, data_memory)?);
     }
-    let mut encoder = workload.encoder_with_ttl(options.ttl);
+    let mut encoder = workload.encoder_with_ttl(options.settings.ttl);
     let mut integer_replies = 0u64;
     let mut paused = Duration::ZERO;
     let mut next_progress = PROGRESS_EVERY;
@@ -601,7 +603,7 @@ fn load(
     let mut buffer = CommandBuffer::with_capacity(64 * 1024);
     let mut next = CommandBuffer::with_capacity(64 * 1024);
     let batch_after = |done: u64, next_sample: u64| {
-        u64::from(options.pipeline)
+        u64::from(options.settings.pipeline)
             .min(total - done)
             .min(next_sample - done)
     };
@@ -623,7 +625,7 @@ fn load(
             && may_send_early(
                 &in_flight,
                 buffer.as_bytes().len(),
-                options.batches_in_flight,
+                options.settings.batches_in_flight,
             )
         {
             options.stop.check(*sent)?;
@@ -695,7 +697,7 @@ fn load(
         if *sent >= next_progress || *sent == total {
             progress(LoadProgress {
                 repetition,
-                repetitions: options.repetitions,
+                repetitions: options.settings.repetitions,
                 commands_done: *sent,
                 commands_total: total,
             });

@@ -1,6 +1,6 @@
 //! The benchmark client's load path, the code that also runs inside the client pod
 //! (`membench load`): the wire protocol (`resp`), the workloads (`workload`) and their commands (`encoder`), the measurement
-//! protocol (`measure`), how to run it (`load_options`) and the phases after its readings (`phases`) and what it reports (`measured`), a sharded cluster's join and routing (`shards`, `slots`), a profile's rebuild (`profile_workload`, its keys drawn in `profile_shape`, its commands in `profile_encoder`), the seeded draws (`draws`), the control commands to an engine (`engine`), progress on a terminal
+//! protocol (`measure`), every setting of one engine's run as data (`plan`), what a run needs beside it (`load_options`) and the phases after its readings (`phases`) and what it reports (`measured`), a sharded cluster's join and routing (`shards`, `slots`), a profile's rebuild (`profile_workload`, its keys drawn in `profile_shape`, its commands in `profile_encoder`), the seeded draws (`draws`), the control commands to an engine (`engine`), progress on a terminal
 //! (`progress`) and on the pod's HTTP endpoint (`progress_endpoint`), keys with a TTL (`ttl`), deletes and overwrites after the load (`churn`) and the defragmentation after them (`defrag`), a load past maxmemory (`eviction`), a snapshot under writes (`snapshot`; the files a Dragonfly save leaves, `snapshot_files`) and a replica's full sync under writes (`replica`), the paced writes both run (`paced_writes`), and the engine's process tree it reads (`process_tree`), a rebuild's bytes per key by type (`type_memory`), leaving on SIGINT
 //! and SIGTERM (`stop`, `stop_request`), and the result in the container's termination message (`result`).
 //!
@@ -22,6 +22,7 @@ pub mod measured;
 pub mod paced_writes;
 pub mod phase_memory;
 pub mod phases;
+pub mod plan;
 pub mod process_tree;
 pub mod profile_encoder;
 pub mod profile_shape;

@@ -55,8 +55,8 @@ pub fn after_readings(
     let mut phases = Phases::default();
     let mut in_order = |phases: &mut Phases| -> Result<(), PhaseFailure> {
         let pacing = Pacing {
-            pipeline: options.pipeline,
-            connect_timeout: options.connect_timeout,
+            pipeline: options.settings.pipeline,
+            connect_timeout: options.settings.connect_timeout,
             stop: &options.stop,
         };
         let target = PeakTarget {
@@ -66,19 +66,19 @@ pub fn after_readings(
             pacing,
             container: options.container.as_deref(),
         };
-        if let Some(phase) = &options.snapshot {
+        if let Some(phase) = &options.settings.snapshot {
             let report = after_reading(shards, read, "snapshot", "before the snapshot", |s, b| {
                 snapshot::run(s, phase, &target, b)
             })?;
             phases.peak.get_or_insert_with(PeakReport::default).snapshot = Some(report);
         }
-        if let Some(phase) = &options.replica {
+        if let Some(phase) = &options.replica() {
             let report = after_reading(shards, read, "replica", "before the sync", |s, b| {
                 replica::run(s, phase, &target, b)
             })?;
             phases.peak.get_or_insert_with(PeakReport::default).replica = Some(report);
         }
-        if let Some(phase) = &options.churn {
+        if let Some(phase) = &options.settings.churn {
             let report = churn::run(shards, workload, phase, items, &pacing, read)
                 .map_err(failed("churn"))?;
             let churn = phases.churn.insert(report);
@@ -95,7 +95,7 @@ pub fn after_readings(
                 );
             }
         }
-        if let Some(phase) = &options.eviction {
+        if let Some(phase) = &options.settings.eviction {
             phases.eviction = Some(
                 eviction::run(
                     shards,
@@ -125,7 +125,7 @@ pub fn check_peak(
     workload: &Workload,
     options: &LoadOptions,
 ) -> Result<(), BenchError> {
-    if let Some(snapshot) = &options.snapshot {
+    if let Some(snapshot) = &options.settings.snapshot {
         if addresses.len() > 1 {
             return Err(BenchError::InvalidArgument {
                 field: "peak.snapshot".into(),
@@ -137,14 +137,14 @@ pub fn check_peak(
         }
         snapshot.check_workload(workload, "peak.snapshot")?;
     }
-    match &options.replica {
+    match &options.replica() {
         Some(replica) => replica
             .check_before_writes(
                 addresses,
                 workload,
-                options.connect_timeout,
+                options.settings.connect_timeout,
                 "peak.replica",
-                !options.refuse_existing_keys,
+                !options.settings.refuse_existing_keys,
             )
             .map(|note| {
                 if let Some(note) = note {

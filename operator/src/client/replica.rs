@@ -32,7 +32,7 @@ const RSS_REFRESH: Duration = Duration::from_millis(250);
 const KEYS_BOUND: Duration = Duration::from_secs(10);
 
 /// The writes asked for during a replica's sync, checked.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReplicaRate {
     pub writes_per_sec: u32,
 }

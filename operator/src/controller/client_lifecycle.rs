@@ -62,7 +62,7 @@ impl Step<'_, '_> {
             self.benchmark,
             index,
             attempt,
-            self.workload,
+            self.run_plans,
             engine_ips,
             replica_ip.as_deref(),
             &self.settings.pods,

@@ -282,7 +282,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         now,
         pods: &pods,
         plan: &mut plan,
-        workload: &valid.workload,
+        run_plans: &valid.plans,
         rejected: observation.rejected,
         served: observation.served,
         foreign: &foreign,

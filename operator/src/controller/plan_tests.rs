@@ -566,3 +566,46 @@ fn the_client_under_way_is_where_progress_is_read() {
         })
     );
 }
+
+#[test]
+fn a_plan_the_client_refuses_fails_the_benchmark_with_its_reason_naming_the_field_and_versions() {
+    use crate::client::plan::{MEMBENCH_VERSION, PLAN_FORMAT, RunPlan};
+    let mut b = fresh_benchmark("");
+    b.spec.engines.truncate(1);
+    reconcile(&mut b, &[], 0, None);
+    let engine = first_engine_ready(&mut b, 0);
+    let client = client_created(&mut b, &engine, 5);
+    // The plan the operator gave, as a client of an older membench finds it: of a newer
+    // format (one a newer operator would write).
+    let given = crate::controller::pods::plan_of_client_pod(&client)
+        .expect("the client pod carries its plan")
+        .unwrap();
+    let mut newer = serde_json::to_value(&given).unwrap();
+    newer["format"] = (PLAN_FORMAT + 1).into();
+    newer["written_by"] = "9.4.0".into();
+    let refusal = RunPlan::from_json(&newer.to_string()).unwrap_err();
+    // What `membench load` leaves in its termination message when it refuses a plan.
+    let message = crate::client::result::ClientResult {
+        error: Some((&refusal).into()),
+        ..Default::default()
+    }
+    .to_message();
+    let refused = terminated(client, "r8g-1", 2, "Error", &message, 9);
+    let plan = reconcile(&mut b, &[engine, refused], 10, None);
+    assert!(
+        plan.create.is_empty(),
+        "not retried: another client would refuse the same plan"
+    );
+    assert_eq!(b.status.as_ref().unwrap().phase, Some(Phase::Failed));
+    let failed = condition(&b, FAILED);
+    assert_eq!(failed.status, "True");
+    assert_eq!(failed.reason, "InvalidPlan");
+    for said in [
+        "the run plan's format is".to_string(),
+        format!("is {}", PLAN_FORMAT + 1),
+        "membench 9.4.0".to_string(),
+        format!("membench {MEMBENCH_VERSION}"),
+    ] {
+        assert!(failed.message.contains(&said), "{said}: {}", failed.message);
+    }
+}

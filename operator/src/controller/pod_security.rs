@@ -103,7 +103,6 @@ pub fn engine_data_mount() -> VolumeMount {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::workload::Workload;
     use crate::controller::pods::{PodSettings, client_pod, engine_pod};
     use crate::crd::MemoryBenchmark;
     use crate::validation::spec_file::parse_specs;
@@ -222,8 +221,8 @@ mod tests {
     #[test]
     fn the_client_pod_meets_pod_security_restricted() {
         let b = benchmark(THREE_ENGINES);
-        let workload = Workload::from_spec(&b.spec.workload).unwrap();
-        let pod = client_pod(&b, 0, 1, &workload, "10.0.0.7", &PodSettings::default());
+        let plans = crate::validation::validate(&b).unwrap().plans;
+        let pod = client_pod(&b, 0, 1, &plans, "10.0.0.7", &PodSettings::default());
         assert_eq!(restricted_violations(&pod), Vec::<String>::new());
         let context = pod.spec.unwrap().security_context.unwrap();
         assert_eq!(

@@ -141,13 +141,13 @@ fn the_client_starts_once_both_are_ready_beside_the_engine_with_the_replicas_add
     let client = &plan.create[0];
     let args = args(client).join(" ");
     assert!(
-        args.starts_with("load --addr 127.1.0.10:6379 --workload strings"),
-        "only the engine is loaded: {args}"
+        args.starts_with("load --addr 127.1.0.10:6379 --replica 127.1.0.11:6379 "),
+        "only the engine is loaded, its replica synced: {args}"
     );
-    assert!(
-        args.contains("--replica 127.1.0.11:6379 --replica-writes-per-sec 2000"),
-        "{args}"
-    );
+    let plan = crate::controller::pods::plan_of_client_pod(client)
+        .unwrap()
+        .unwrap();
+    assert_eq!(plan.settings.replica.map(|r| r.writes_per_sec), Some(2000));
     assert_eq!(args.matches("--addr").count(), 1, "{args}");
     let next_to = required_affinity(client)[0].label_selector.clone().unwrap();
     // Beside the engine pod, never beside the replica, an engine pod too.

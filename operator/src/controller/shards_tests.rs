@@ -165,11 +165,14 @@ fn the_client_starts_only_once_every_shard_is_ready_next_to_shard_0_with_every_a
     let args = args(client).join(" ");
     assert!(
         args.starts_with(
-            "load --addr 127.1.0.10:6379 --addr 127.1.0.11:6379 --addr 127.1.0.12:6379 --workload strings"
+            "load --addr 127.1.0.10:6379 --addr 127.1.0.11:6379 --addr 127.1.0.12:6379 --output"
         ),
         "{args}"
     );
-    assert!(args.contains("--own-all-slots"), "{args}");
+    let plan = crate::controller::pods::plan_of_client_pod(client)
+        .unwrap()
+        .unwrap();
+    assert!(plan.settings.own_all_slots, "{plan:?}");
     let next_to = required_affinity(client)[0]
         .label_selector
         .as_ref()

@@ -13,8 +13,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::client::measured::FailedPhase;
+use crate::client::plan::RunPlan;
 use crate::client::result::{ClientResult, ReadError};
-use crate::client::workload::Workload;
 use crate::crd::{CleanupPolicy, MemoryBenchmark, MemoryBenchmarkStatus};
 
 use super::conditions::{reason, state};
@@ -47,7 +47,8 @@ pub(super) struct Step<'a, 'p> {
     pub(super) now: Timestamp,
     pub(super) pods: &'a [&'p Pod],
     pub(super) plan: &'a mut Plan,
-    pub(super) workload: &'a Workload,
+    /// Each engine entry's run plan, which its client pods receive.
+    pub(super) run_plans: &'a [RunPlan],
     /// Pods the API server refused to create in this reconciliation.
     pub(super) rejected: &'a [PodRejection],
     /// Whole results read from client pods in this reconciliation.

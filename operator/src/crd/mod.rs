@@ -53,7 +53,8 @@ pub use pod_resources_spec::{
     PodResourcesSpec, default_client_cpu, default_client_memory, default_engine_cpu,
 };
 pub use spec::{
-    Arch, CleanupPolicy, ImagePullSecret, MemoryBenchmark, MemoryBenchmarkSpec, PublishedTableName,
+    Arch, CleanupPolicy, ImagePullSecret, MAX_PIPELINE, MAX_REPETITIONS, MemoryBenchmark,
+    MemoryBenchmarkSpec, PublishedTableName, default_pipeline,
 };
 pub use status::{
     CapacityStatus, ClusterFixedCostStatus, ClusterNodeState, EngineCapacityStatus, EngineModule,

@@ -113,6 +113,7 @@ pub struct MemoryBenchmarkSpec {
 
     /// How many times to load the workload into each engine, flushing in between.
     #[serde(default = "default_repetitions")]
+    // MAX_REPETITIONS, pinned by `the_schemas_limits_are_the_constants_the_client_checks`.
     #[schemars(range(min = 1, max = 100))]
     pub repetitions: u32,
 
@@ -120,6 +121,7 @@ pub struct MemoryBenchmarkSpec {
     /// replies read whole. Up to 8 batches are in flight at once (never more than 64 KiB of
     /// commands), so the engine does not wait for the client between batches.
     #[serde(default = "default_pipeline")]
+    // MAX_PIPELINE, pinned by `the_schemas_limits_are_the_constants_the_client_checks`.
     #[schemars(range(min = 1, max = 100000))]
     pub pipeline: u32,
 
@@ -260,9 +262,17 @@ fn default_repetitions() -> u32 {
     10
 }
 
-fn default_pipeline() -> u32 {
+/// `spec.pipeline`'s default, which `membench load --pipeline` shares.
+pub fn default_pipeline() -> u32 {
     100
 }
+
+/// The largest `spec.pipeline` (and `--pipeline`, and a run plan's): the schema's `maximum`
+/// above is this number written out, as schemars takes it, and a test pins the two together.
+pub const MAX_PIPELINE: u32 = 100_000;
+
+/// The most repetitions, written out in the schema's `maximum` as [`MAX_PIPELINE`] is.
+pub const MAX_REPETITIONS: u32 = 100;
 
 fn default_timeout_seconds() -> u32 {
     6 * 3600

@@ -41,3 +41,21 @@ fn the_schema_carries_the_defaults() {
     assert_eq!(spec["settleSeconds"]["default"], 0);
     assert_eq!(spec["cleanupPolicy"]["default"], "Delete");
 }
+
+/// The schema writes the pipeline's and the repetitions' limits as literals (schemars takes
+/// them so); the client, the validation and a run plan check [`MAX_PIPELINE`] and
+/// [`MAX_REPETITIONS`]. A limit changed in one place and not the other fails here.
+#[test]
+fn the_schemas_limits_are_the_constants_the_client_checks() {
+    let crd = serde_json::to_value(MemoryBenchmark::crd()).unwrap();
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
+    // schemars writes the limits as floats.
+    let limit = |field: &str, bound: &str| spec[field][bound].as_f64();
+    assert_eq!(limit("pipeline", "maximum"), Some(f64::from(MAX_PIPELINE)));
+    assert_eq!(limit("pipeline", "minimum"), Some(1.0));
+    assert_eq!(
+        limit("repetitions", "maximum"),
+        Some(f64::from(MAX_REPETITIONS))
+    );
+    assert_eq!(limit("repetitions", "minimum"), Some(1.0));
+}

@@ -12,9 +12,11 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::client::engine::{ControlConnection, EngineAddress};
+use crate::client::load_options::RunSettings;
 use crate::client::measure::{
     BenchmarkReport, ClusterCost, LoadOptions, LoadProgress, measure_shards_journaled,
 };
+use crate::client::plan::RunPlan;
 use crate::client::stop_request::StopRequest;
 use crate::client::workload::Workload;
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
@@ -493,6 +495,15 @@ pub fn start_engines(
     Ok(started)
 }
 
+/// The plan each engine entry of `benchmark` runs, in `spec.engines`' order: the one its client
+/// pod receives in a cluster (`membench run --print-plan` prints them).
+pub fn run_plans(
+    benchmark: &MemoryBenchmark,
+    thresholds: StabilityThresholds,
+) -> Result<Vec<RunPlan>, BenchError> {
+    crate::validation::run_plan::entry_plans(&benchmark.spec, thresholds)
+}
+
 /// Runs one benchmark: checks every engine's program first (so a missing one fails before
 /// anything runs), then starts, measures and stops the engines one at a time. A stop asked
 /// for through `stop` ends the engine under way with what it measured (`Stopped`), stops it,
@@ -505,76 +516,39 @@ pub fn run_benchmark(
     progress: &mut dyn FnMut(LoadProgress),
 ) -> Result<LocalComparison, BenchError> {
     let spec = &benchmark.spec;
-    let workload = Workload::from_spec(&spec.workload)?;
     let programs = spec
         .engines
         .iter()
         .enumerate()
         .map(|(i, e)| resolve_program_for(i, e, spec.arch))
         .collect::<Result<Vec<_>, _>>()?;
-    let options = LoadOptions {
-        pipeline: spec.pipeline,
-        repetitions: spec.repetitions,
-        settle_seconds: spec.settle_seconds,
-        thresholds,
-        stop: stop.clone(),
-        churn: spec
-            .churn
-            .as_ref()
-            .map(crate::client::churn::Churn::from_spec)
-            .transpose()?,
-        snapshot: spec
-            .peak
-            .as_ref()
-            .and_then(|p| p.snapshot.as_ref())
-            .map(crate::client::snapshot::Snapshot::from_spec)
-            .transpose()?,
-        ..LoadOptions::default()
-    };
-    // A replica's sync: each entry's replica is a second process of its build, started beside it.
-    let replica_rate = spec
-        .peak
-        .as_ref()
-        .and_then(|p| p.replica.as_ref())
-        .map(crate::client::replica::ReplicaRate::from_spec)
-        .transpose()?;
-    // Each entry's load past maxmemory: spec.eviction's limit, or the entry's own.
-    let evictions = spec
-        .engines
-        .iter()
-        .enumerate()
-        .map(|(i, engine)| {
-            spec.eviction
-                .as_ref()
-                .map(|e| crate::client::eviction::Eviction::for_entry(e, engine, i))
-                .transpose()
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let read_back: Vec<Vec<String>> = spec
-        .engines
-        .iter()
-        .map(|engine| crate::validation::engine_config::settings_read_back_in(engine, spec))
-        .collect();
+    let plans = run_plans(benchmark, thresholds)?;
     // The Secret spec.auth names is a cluster object: locally, the engines require a password
     // made for this run, so the load authenticates as it does in a cluster.
     let password = spec.auth.as_ref().map(|_| run_password()).transpose()?;
     let mut engines = Vec::new();
-    for (((engine, program), read_back), eviction) in spec
-        .engines
-        .iter()
-        .zip(&programs)
-        .zip(read_back)
-        .zip(evictions)
-    {
+    for ((engine, program), plan) in spec.engines.iter().zip(&programs).zip(&plans) {
         if stop.requested() {
             break;
         }
+        // The entry's run is its plan's: the workload it names (a profile's rebuild from the
+        // spec's profile) and its settings.
+        let profile = spec
+            .workload
+            .profile
+            .as_ref()
+            .map(|p| p.profile())
+            .transpose()
+            .map_err(|message| BenchError::InvalidArgument {
+                field: "spec.workload.profile".into(),
+                message,
+            })?
+            .map(|profile| (profile, "spec.workload.profile".to_string()));
+        let workload = plan.workload.workload(profile)?;
         let options = LoadOptions {
-            read_config: read_back,
-            eviction,
-            ttl: crate::validation::entry_ttl(spec, engine),
-            own_all_slots: engine.is_cluster(),
-            ..options.clone()
+            settings: plan.settings.clone(),
+            stop: stop.clone(),
+            ..LoadOptions::default()
         };
         // Cluster mode's fixed cost needs the same build's empty standalone node beside it.
         let standalone = match engine.is_cluster() {
@@ -589,7 +563,10 @@ pub fn run_benchmark(
         on_engine(&engine.display_name());
         let started = crate::validation::engine_config::started_entry(engine, spec);
         let servers = start_engines(&started, program, password.as_deref()).and_then(|servers| {
-            let replica = replica_rate
+            // A replica's sync: the entry's replica is a second process of its build.
+            let replica = plan
+                .settings
+                .replica
                 .map(|_| LocalEngine::start_with_password(&started, program, password.as_deref()))
                 .transpose();
             match replica {
@@ -607,9 +584,7 @@ pub fn run_benchmark(
                 let addresses: Vec<EngineAddress> =
                     servers.iter().map(|s| s.address.clone()).collect();
                 let options = LoadOptions {
-                    replica: replica_rate
-                        .zip(replica.as_ref())
-                        .map(|(rate, replica)| rate.at(replica.address.clone())),
+                    replica_address: replica.as_ref().map(|r| r.address.clone()),
                     ..options
                 };
                 let report = measure_shards_journaled(
@@ -685,14 +660,18 @@ fn standalone_used_memory(
     };
     let server = LocalEngine::start_with_password(&standalone, program, password)?;
     let options = LoadOptions {
-        repetitions: 1,
-        settle_seconds: 0,
-        ttl: None,
-        own_all_slots: false,
-        churn: None,
-        eviction: None,
-        snapshot: None,
-        replica: None,
+        settings: RunSettings {
+            repetitions: 1,
+            settle_seconds: 0,
+            ttl: None,
+            own_all_slots: false,
+            churn: None,
+            eviction: None,
+            snapshot: None,
+            replica: None,
+            ..options.settings.clone()
+        },
+        replica_address: None,
         ..options.clone()
     };
     let one_key = Workload::Strings {

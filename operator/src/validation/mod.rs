@@ -9,6 +9,9 @@
 
 pub mod dragonfly_memory;
 pub mod engine_config;
+pub mod run_plan;
+#[cfg(test)]
+mod run_plan_tests;
 pub mod shards;
 pub mod spec_file;
 
@@ -28,6 +31,8 @@ const MIB: u64 = 1 << 20;
 pub struct ValidSpec {
     pub workload: Workload,
     pub engine_memory: Vec<u64>,
+    /// Each engine entry's run plan (`run_plan::entry_plan`), which its client pods receive.
+    pub plans: Vec<crate::client::plan::RunPlan>,
 }
 
 /// Checks a benchmark the operator is to run; the error names the field and says what to
@@ -65,9 +70,23 @@ pub fn validate(benchmark: &MemoryBenchmark) -> Result<ValidSpec, String> {
             },
         })
         .collect();
+    // The operator's clients judge repetitions by the default thresholds, as `membench run`
+    // does without --max-memory-cv and --max-rate-cv.
+    let plans = (0..benchmark.spec.engines.len())
+        .map(|entry| {
+            run_plan::entry_plan(
+                &benchmark.spec,
+                &workload,
+                entry,
+                crate::stats::StabilityThresholds::default(),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
     Ok(ValidSpec {
         workload,
         engine_memory,
+        plans,
     })
 }
 
@@ -164,8 +183,18 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
             "spec.engines is empty: name at least one engine (redis, valkey or dragonfly)".into(),
         );
     }
-    limit("repetitions", spec.repetitions.into(), 1, 100)?;
-    limit("pipeline", spec.pipeline.into(), 1, 100_000)?;
+    limit(
+        "repetitions",
+        spec.repetitions.into(),
+        1,
+        crate::crd::MAX_REPETITIONS.into(),
+    )?;
+    limit(
+        "pipeline",
+        spec.pipeline.into(),
+        1,
+        crate::crd::MAX_PIPELINE.into(),
+    )?;
     limit("settleSeconds", spec.settle_seconds.into(), 0, 3600)?;
     let name = benchmark.metadata.name.as_deref().unwrap_or_default();
     if name.len() > MAX_BENCHMARK_NAME {

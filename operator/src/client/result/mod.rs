@@ -60,7 +60,7 @@ pub const MAX_GROWTH_POINTS: usize = 64;
 /// The fewest points a curve is thinned to before it is left out of a message that does not fit.
 const MIN_GROWTH_POINTS: usize = 16;
 /// The most repetitions a spec asks for (`spec.repetitions`), so the most a result holds.
-pub const MAX_REPETITIONS: u32 = 100;
+pub use crate::crd::MAX_REPETITIONS;
 
 /// The compact result a client pod leaves in its termination message.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

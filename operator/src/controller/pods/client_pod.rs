@@ -1,6 +1,8 @@
 //! The client pod: next to its engine (a sharded run's shard 0), loading the workload into it
 //! (every shard), syncing the run's replica pod from it (`spec.peak.replica`), its result in
-//! the termination message.
+//! the termination message. It runs its entry's run plan, which it finds whole in its
+//! environment (`MEMBENCH_PLAN`); its arguments say only where the engines are and where the
+//! result goes.
 
 use k8s_openapi::api::core::v1::{
     Affinity, Container, ContainerPort, EnvVar, Pod, PodAffinity, PodAffinityTerm, PodSpec,
@@ -16,121 +18,36 @@ use super::{
     guaranteed, image_pull_secrets, labels, metadata, node_selector, pod_ip_env, pod_resources,
     tolerations,
 };
+use crate::client::plan::{PLAN_ENV, RunPlan};
 use crate::client::progress_endpoint::PROGRESS_PORT;
-use crate::client::workload::Workload;
 use crate::controller::pod_security::{client_pod_security_context, restricted_container};
-use crate::crd::{MemoryBenchmark, RecordLayout};
-use crate::validation::engine_config::settings_read_back_in;
-use crate::validation::entry_ttl;
+use crate::crd::MemoryBenchmark;
 
-/// The `membench load` arguments that load the spec's workload into the engine at `address`
-/// and leave the result in the termination message.
-pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &str) -> Vec<String> {
-    let spec = &benchmark.spec;
-    let mut args: Vec<String> = vec![
-        "load".into(),
-        "--addr".into(),
-        address.into(),
-        "--workload".into(),
-        workload.kind().into(),
-    ];
-    let mut flag = |name: &str, value: String| {
-        args.push(format!("--{name}"));
-        args.push(value);
-    };
-    match workload {
-        Workload::SortedSet {
-            members,
-            key,
-            sample_every,
-        } => {
-            flag("members", members.to_string());
-            flag("key", key.clone());
-            flag("sample-every", sample_every.to_string());
-        }
-        Workload::RandomStrings {
-            requests,
-            keyspace,
-            value_size,
-            seed,
-        } => {
-            flag("requests", requests.to_string());
-            flag("keyspace", keyspace.to_string());
-            flag("value-size", value_size.to_string());
-            flag("seed", seed.to_string());
-        }
-        Workload::Strings { keys, value_size } => {
-            flag("keys", keys.to_string());
-            flag("value-size", value_size.to_string());
-        }
-        Workload::Records {
-            records,
-            layout,
-            fields,
-        } => {
-            flag("records", records.to_string());
-            flag(
-                "layout",
-                match layout {
-                    RecordLayout::Hash => "hash",
-                    RecordLayout::Strings => "strings",
-                }
-                .into(),
-            );
-            flag("fields", fields.join(","));
-        }
-        Workload::Profile(profile) => {
-            flag("scale", profile.scale.to_string());
-            flag("element-scale", profile.element_scale.to_string());
-            flag("seed", profile.seed.to_string());
-        }
+/// The `membench load` arguments of a client pod: the engines at `addresses` (a sharded run's
+/// shards in order), the replica of its plan's sync at `replica`, and where its result goes.
+/// Every setting of the run is in its plan ([`PLAN_ENV`]), none is a flag here.
+pub fn client_args(plan: &RunPlan, addresses: &[String], replica: Option<&str>) -> Vec<String> {
+    let mut args: Vec<String> = vec!["load".into()];
+    for address in addresses {
+        args.extend(["--addr".into(), address.clone()]);
     }
-    flag("pipeline", spec.pipeline.to_string());
-    flag("repetitions", spec.repetitions.to_string());
-    flag("settle-seconds", spec.settle_seconds.to_string());
-    if let Some(churn) = &spec.churn {
-        flag("churn-rounds", churn.rounds.to_string());
-        if let Some(share) = churn.delete_share {
-            flag("delete-share", share.to_string());
-        }
-        if let Some(share) = churn.overwrite_share {
-            flag("overwrite-share", share.to_string());
-        }
-        if let Some(size) = churn.overwrite_value_size {
-            flag("overwrite-value-size", size.to_string());
-        }
-        if churn.defrag {
-            flag("defrag-seconds", churn.defrag_seconds.to_string());
-        }
-        flag("churn-seed", churn.seed.to_string());
+    if let Some(replica) = replica {
+        args.extend(["--replica".into(), replica.to_string()]);
     }
-    if let Some(snapshot) = spec.peak.as_ref().and_then(|p| p.snapshot.as_ref()) {
-        flag(
-            "snapshot-writes-per-sec",
-            snapshot.writes_per_sec.to_string(),
-        );
-        flag("snapshot-write-share", snapshot.write_share.to_string());
+    for (flag, value) in [
+        ("--output", "json".to_string()),
+        ("--result-file", TERMINATION_MESSAGE_PATH.to_string()),
+        ("--progress-port", PROGRESS_PORT.to_string()),
+        ("--serve-result-seconds", SERVE_RESULT_SECONDS.to_string()),
+    ] {
+        args.extend([flag.to_string(), value]);
     }
-    flag("output", "json".into());
-    flag("result-file", TERMINATION_MESSAGE_PATH.into());
-    flag("progress-port", PROGRESS_PORT.to_string());
-    flag("serve-result-seconds", SERVE_RESULT_SECONDS.to_string());
-    // The engine is the operator's own: a later attempt may find what an earlier one loaded
-    // (--flush), and the engine pod goes with its data, which a kept failed pod shows as it
-    // was (--keep-data).
-    args.push("--flush".into());
+    // The engine pod goes with its data, which a kept failed pod shows as it was.
     args.push("--keep-data".into());
-    if spec
-        .peak
-        .as_ref()
-        .is_some_and(|p| p.snapshot.is_some() || p.replica.is_some())
-    {
+    if plan.settings.snapshot.is_some() || plan.settings.replica.is_some() {
         // Where the client cannot see the engine's processes (a real node), the operator reads
         // the engine container's memory from the kubelet at the phases' marks.
         args.push("--container-memory-marks".into());
-    }
-    if spec.churn.as_ref().is_some_and(|churn| churn.defrag) {
-        args.push("--defrag".into());
     }
     args
 }
@@ -140,76 +57,18 @@ pub fn client_args(benchmark: &MemoryBenchmark, workload: &Workload, address: &s
 /// it the client leaves, and its termination message holds the result, fitted to 4 KB.
 pub const SERVE_RESULT_SECONDS: u64 = 30;
 
-/// [`client_args`] for run `index` (its engine entry: `spec.engine_of_run`): with the workload's TTL unless the entry is
-/// `withoutTtl`, and the settings its entry changed to read back (`--read-config`), so the
-/// result records their effective values.
-/// A sharded run's client gets one `--addr` per shard, in shard order, right after the first
-/// (`membench load` joins them into one cluster before its first baseline); a run with
-/// `spec.peak.replica` gets its replica pod's address (`--replica`) and the writes' rate.
-fn client_args_reading_back(
-    benchmark: &MemoryBenchmark,
-    index: usize,
-    workload: &Workload,
-    addresses: &[String],
-    replica: Option<&str>,
-) -> Vec<String> {
-    let first = addresses.first().map(String::as_str).unwrap_or_default();
-    let mut args = client_args(benchmark, workload, first);
-    let more = addresses
+/// The plan a client pod was given, read back from its container's environment: `None` for a
+/// pod without one, else the plan as the client reads it.
+pub fn plan_of_client_pod(pod: &Pod) -> Option<Result<RunPlan, crate::error::BenchError>> {
+    let container = pod.spec.as_ref()?.containers.first()?;
+    let value = container
+        .env
+        .as_ref()?
         .iter()
-        .skip(1)
-        .flat_map(|a| ["--addr".to_string(), a.clone()]);
-    args.splice(3..3, more);
-    let engine = benchmark.spec.engine_of_run(index);
-    if let Some(ttl) = entry_ttl(&benchmark.spec, engine) {
-        args.extend([
-            "--ttl-seconds".into(),
-            ttl.seconds.to_string(),
-            "--ttl-share".into(),
-            ttl.share.to_string(),
-        ]);
-    }
-    if engine.is_cluster() {
-        args.push("--own-all-slots".into());
-    }
-    if let (Some(spec), Some(address)) = (
-        benchmark
-            .spec
-            .peak
-            .as_ref()
-            .and_then(|p| p.replica.as_ref()),
-        replica,
-    ) {
-        args.extend([
-            "--replica".into(),
-            address.to_string(),
-            "--replica-writes-per-sec".into(),
-            spec.writes_per_sec.to_string(),
-        ]);
-    }
-    // The load past maxmemory: spec.eviction's limit or the entry's own (admission checked
-    // both, so a refusal here cannot happen for an admitted spec).
-    if let Some(eviction) = benchmark
-        .spec
-        .eviction
-        .as_ref()
-        .and_then(|e| e.for_entry(engine).ok())
-    {
-        args.extend([
-            "--maxmemory".into(),
-            eviction.maxmemory.unwrap_or_default(),
-            "--maxmemory-policy".into(),
-            eviction.policy.unwrap_or_default(),
-            "--load-to".into(),
-            eviction.load_to.to_string(),
-        ]);
-    }
-    let names = settings_read_back_in(engine, &benchmark.spec);
-    if !names.is_empty() {
-        args.push("--read-config".into());
-        args.push(names.join(","));
-    }
-    args
+        .find(|e| e.name == PLAN_ENV)?
+        .value
+        .as_deref()?;
+    Some(RunPlan::from_json(value))
 }
 
 /// `ip:6379`, with brackets around an IPv6 address.
@@ -229,7 +88,7 @@ pub fn client_pod(
     benchmark: &MemoryBenchmark,
     index: usize,
     attempt: u32,
-    workload: &Workload,
+    plans: &[RunPlan],
     engine_ip: &str,
     settings: &PodSettings,
 ) -> Pod {
@@ -238,7 +97,7 @@ pub fn client_pod(
         benchmark,
         index,
         attempt,
-        workload,
+        plans,
         &engine_ips,
         None,
         settings,
@@ -247,12 +106,14 @@ pub fn client_pod(
 
 /// [`client_pod`] for engine pods at `engine_ips`, in shard order: a sharded run's client runs
 /// on shard 0's node and loads every shard. `replica_ip` is the run's replica pod's address
-/// (`spec.peak.replica`), which the client syncs from the engine it loaded.
+/// (`spec.peak.replica`), which the client syncs from the engine it loaded. `plans` are the
+/// engine entries' (`ValidSpec::plans`): the run's entry's is handed over whole in the
+/// environment.
 pub fn client_pod_of_shards(
     benchmark: &MemoryBenchmark,
     index: usize,
     attempt: u32,
-    workload: &Workload,
+    plans: &[RunPlan],
     engine_ips: &[String],
     replica_ip: Option<&str>,
     settings: &PodSettings,
@@ -307,10 +168,15 @@ pub fn client_pod_of_shards(
     let profile = profile_delivery(benchmark);
     let addresses: Vec<String> = engine_ips.iter().map(|ip| engine_address(ip)).collect();
     let replica = replica_ip.map(engine_address);
-    let mut args =
-        client_args_reading_back(benchmark, index, workload, &addresses, replica.as_deref());
+    let plan = &plans[benchmark.spec.entry_of_run(index)];
+    let mut args = client_args(plan, &addresses, replica.as_deref());
     args.extend(profile.args);
     let mut env = client_env(benchmark);
+    env.push(EnvVar {
+        name: PLAN_ENV.into(),
+        value: Some(plan.to_json()),
+        ..Default::default()
+    });
     env.extend(profile.env);
     Pod {
         metadata,

@@ -31,7 +31,9 @@ mod profile_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use client_pod::{client_args, client_pod, client_pod_of_shards, engine_address};
+pub use client_pod::{
+    client_args, client_pod, client_pod_of_shards, engine_address, plan_of_client_pod,
+};
 pub use engine_pod::{engine_args, engine_pod, replica_pod, shard_pods};
 
 pub const LABEL_NAME: &str = "app.kubernetes.io/name";

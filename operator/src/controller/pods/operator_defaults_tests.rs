@@ -6,7 +6,6 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::tests::benchmark;
 use super::*;
-use crate::client::workload::Workload;
 use crate::controller::engine_registry::EngineRegistry;
 use crate::controller::pod_defaults::{parse_node_selector, parse_tolerations};
 use crate::crd::{EngineKind, EngineSpec};
@@ -27,10 +26,10 @@ fn operator_defaults() -> PodSettings {
 
 /// Run 0's engine pod and its first client pod.
 fn both_pods(b: &MemoryBenchmark, settings: &PodSettings) -> [Pod; 2] {
-    let workload = Workload::from_spec(&b.spec.workload).unwrap();
+    let plans = crate::validation::validate(b).unwrap().plans;
     [
         engine_pod(b, 0, 512 << 20, None, settings),
-        client_pod(b, 0, 1, &workload, "127.1.0.5", settings),
+        client_pod(b, 0, 1, &plans, "127.1.0.5", settings),
     ]
 }
 

@@ -2,7 +2,8 @@
 //! client pod, which rebuilds it with `membench load --workload profile`.
 
 use super::*;
-use crate::client::profile_workload::PROFILE_ENV;
+use crate::client::plan::{RunPlan, WorkloadPlan};
+use crate::client::profile_workload::{PROFILE_ENV, profile_digest};
 use crate::client::workload::Workload;
 use crate::profile::Profile;
 use crate::validation::spec_file::parse_specs;
@@ -37,20 +38,30 @@ spec:
     Ok(b)
 }
 
+/// Each engine entry's plan, as the operator's validation makes them.
+fn plans(b: &MemoryBenchmark) -> Vec<RunPlan> {
+    crate::validation::validate(b).unwrap().plans
+}
+
 #[test]
-fn an_inline_profile_becomes_the_load_flags_and_the_profile_in_the_client_pods_environment() {
+fn an_inline_profile_becomes_the_plans_workload_and_the_profile_in_the_client_pods_environment() {
     let b = with_profile("1.0", "3", "").unwrap();
     let workload = Workload::from_spec(&b.spec.workload).unwrap();
     let Workload::Profile(profile) = &workload else {
         panic!("{workload:?}")
     };
     assert_eq!(profile.keys, 3000);
-    let args = client_args(&b, &workload, "h:1").join(" ");
-    assert!(
-        args.contains("--workload profile --scale 3 --element-scale 1 --seed 9"),
-        "{args}"
+    let pod = client_pod(&b, 0, 1, &plans(&b), "127.1.0.5", &PodSettings::default());
+    let plan = plan_of_client_pod(&pod).unwrap().unwrap();
+    assert_eq!(
+        plan.workload,
+        WorkloadPlan::Profile {
+            scale: 3.0,
+            element_scale: 1.0,
+            seed: 9,
+            profile_digest: profile_digest(profile.profile.as_deref().unwrap()),
+        }
     );
-    let pod = client_pod(&b, 0, 1, &workload, "127.1.0.5", &PodSettings::default());
     let env = pod.spec.unwrap().containers[0].env.clone().unwrap();
     let carried = env
         .iter()
@@ -95,14 +106,17 @@ fn a_profile_from_a_config_map_is_mounted_from_it_as_a_file_with_the_digest_chec
         key: "shop.yaml".into(),
     });
     let profile = spec.profile().unwrap();
-    let workload = Workload::from_spec(&b.spec.workload).unwrap();
-    let pod = client_pod(&b, 0, 1, &workload, "127.1.0.5", &PodSettings::default());
+    let pod = client_pod(&b, 0, 1, &plans(&b), "127.1.0.5", &PodSettings::default());
+    let plan = plan_of_client_pod(&pod).unwrap().unwrap();
+    assert!(
+        matches!(&plan.workload, WorkloadPlan::Profile { profile_digest: d, .. } if *d == profile_digest(&profile)),
+        "{plan:?}"
+    );
     let pod_spec = pod.spec.unwrap();
     let container = &pod_spec.containers[0];
     let args = container.args.clone().unwrap().join(" ");
     assert!(
-        args.contains("--workload profile")
-            && args.ends_with("--profile /etc/membench/profile/profile"),
+        args.ends_with("--profile /etc/membench/profile/profile"),
         "{args}"
     );
     let env = container.env.clone().unwrap();
@@ -115,10 +129,7 @@ fn a_profile_from_a_config_map_is_mounted_from_it_as_a_file_with_the_digest_chec
         .find(|e| e.name == crate::client::profile_workload::PROFILE_DIGEST_ENV)
         .and_then(|e| e.value.clone())
         .expect("the digest of the profile the operator checked");
-    assert_eq!(
-        digest,
-        crate::client::profile_workload::profile_digest(&profile)
-    );
+    assert_eq!(digest, profile_digest(&profile));
     let volume = &pod_spec.volumes.unwrap()[0];
     let config_map = volume.config_map.as_ref().unwrap();
     assert_eq!(config_map.name, "shop-profile");

@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::EnvVar;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::*;
-use crate::client::workload::Workload;
+use crate::client::plan::{PLAN_ENV, RunPlan, WorkloadPlan};
 use crate::crd::{EngineKind, EngineSpec, RecordLayout};
 use crate::validation::spec_file::parse_specs;
 
@@ -18,8 +18,9 @@ pub(crate) fn benchmark(extra: &str) -> MemoryBenchmark {
     b
 }
 
-fn workload(b: &MemoryBenchmark) -> Workload {
-    Workload::from_spec(&b.spec.workload).unwrap()
+/// Each engine entry's plan, as the operator's validation makes them.
+fn plans(b: &MemoryBenchmark) -> Vec<RunPlan> {
+    crate::validation::validate(b).unwrap().plans
 }
 
 /// A benchmark from a whole spec file's `yaml`, with a UID as the API server gives it.
@@ -29,20 +30,12 @@ fn parsed(yaml: &str) -> MemoryBenchmark {
     b
 }
 
-/// The client container's arguments of run `run` (first attempt).
-fn client_args_of(b: &MemoryBenchmark, run: usize) -> Vec<String> {
-    let pod = client_pod(
-        b,
-        run,
-        1,
-        &workload(b),
-        "127.1.0.5",
-        &PodSettings::default(),
-    );
-    pod.spec.unwrap().containers[0]
-        .args
-        .clone()
-        .unwrap_or_default()
+/// The plan run `run`'s client pod (first attempt) carries, read back as the client reads it.
+fn plan_of_run(b: &MemoryBenchmark, run: usize) -> RunPlan {
+    let pod = client_pod(b, run, 1, &plans(b), "127.1.0.5", &PodSettings::default());
+    plan_of_client_pod(&pod)
+        .expect("the client pod carries a plan")
+        .unwrap()
 }
 
 #[test]
@@ -156,14 +149,7 @@ fn engines_run_without_persistence_on_port_6379_with_user_args_last() {
 #[test]
 fn the_client_runs_next_to_its_engine_and_writes_its_result_to_the_termination_message() {
     let b = benchmark("");
-    let pod = client_pod(
-        &b,
-        1,
-        2,
-        &workload(&b),
-        "127.1.0.5",
-        &PodSettings::default(),
-    );
+    let pod = client_pod(&b, 1, 2, &plans(&b), "127.1.0.5", &PodSettings::default());
     assert_eq!(pod.metadata.name.as_deref(), Some("zset-1-client-2"));
     let spec = pod.spec.unwrap();
     let affinity = spec.affinity.unwrap().pod_affinity.unwrap();
@@ -179,7 +165,36 @@ fn the_client_runs_next_to_its_engine_and_writes_its_result_to_the_termination_m
     let args = container.args.clone().unwrap().join(" ");
     assert_eq!(
         args,
-        "load --addr 127.1.0.5:6379 --workload sorted-set --members 20000 --key membench:zset --sample-every 1000000 --pipeline 100 --repetitions 3 --settle-seconds 0 --output json --result-file /dev/termination-log --progress-port 9121 --serve-result-seconds 30 --flush --keep-data --read-config maxmemory",
+        "load --addr 127.1.0.5:6379 --output json --result-file /dev/termination-log --progress-port 9121 --serve-result-seconds 30 --keep-data",
+        "where the engine is and where the result goes; the settings are in the plan"
+    );
+    let env = container.env.clone().unwrap();
+    let plan = env.iter().find(|e| e.name == PLAN_ENV).expect("the plan");
+    let plan = RunPlan::from_json(plan.value.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        plan.workload,
+        WorkloadPlan::SortedSet {
+            members: 20000,
+            key: "membench:zset".into(),
+            sample_every: 1_000_000
+        }
+    );
+    let settings = &plan.settings;
+    assert_eq!(
+        (
+            settings.pipeline,
+            settings.repetitions,
+            settings.settle_seconds
+        ),
+        (100, 3, 0)
+    );
+    assert!(
+        !settings.refuse_existing_keys,
+        "a later attempt may find what an earlier one loaded"
+    );
+    assert_eq!(
+        settings.read_config,
+        ["maxmemory"],
         "the setting the entry's args change is read back"
     );
     assert_eq!(
@@ -201,29 +216,31 @@ fn the_client_runs_next_to_its_engine_and_writes_its_result_to_the_termination_m
 }
 
 #[test]
-fn each_workload_becomes_the_matching_load_flags() {
-    let b = benchmark("");
-    let records = Workload::Records {
-        records: 10,
-        layout: RecordLayout::Strings,
-        fields: vec!["name".into(), "age".into()],
-    };
-    let args = client_args(&b, &records, "h:1").join(" ");
-    assert!(
-        args.contains("--workload records --records 10 --layout strings --fields name,age"),
-        "{args}"
-    );
-    let random = Workload::RandomStrings {
-        requests: 100,
-        keyspace: 50,
-        value_size: 16,
-        seed: 7,
-    };
-    let args = client_args(&b, &random, "h:1").join(" ");
-    assert!(
-        args.contains("--requests 100 --keyspace 50 --value-size 16 --seed 7"),
-        "{args}"
-    );
+fn each_workload_reaches_the_client_whole_in_its_plan() {
+    for (workload, planned) in [
+        (
+            "{records: {records: 10, layout: strings, fields: [name, age]}}",
+            WorkloadPlan::Records {
+                records: 10,
+                layout: RecordLayout::Strings,
+                fields: vec!["name".into(), "age".into()],
+            },
+        ),
+        (
+            "{randomStrings: {requests: 100, keyspace: 50, valueSize: 16, seed: 7}}",
+            WorkloadPlan::RandomStrings {
+                requests: 100,
+                keyspace: 50,
+                value_size: 16,
+                seed: 7,
+            },
+        ),
+    ] {
+        let b = parsed(&format!(
+            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {{name: w, namespace: bench}}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{{engine: valkey, version: \"9.1.2\"}}]\n  workload: {workload}\n"
+        ));
+        assert_eq!(plan_of_run(&b, 0).workload, planned);
+    }
 }
 
 #[test]
@@ -254,14 +271,7 @@ fn both_pods_take_the_password_from_the_specs_secret_or_the_generated_one_and_no
         (env[0].name.as_str(), secret.name.as_str()),
         ("MEMBENCH_ENGINE_PASSWORD", "engine-password")
     );
-    let client = client_pod(
-        &b,
-        1,
-        1,
-        &workload(&b),
-        "127.1.0.5",
-        &PodSettings::default(),
-    );
+    let client = client_pod(&b, 1, 1, &plans(&b), "127.1.0.5", &PodSettings::default());
     let env = client.spec.unwrap().containers[0].env.clone().unwrap();
     let password = env.iter().find(|e| e.name == "MEMBENCH_PASSWORD").unwrap();
     assert!(password.value.is_none());
@@ -309,7 +319,7 @@ fn both_pods_take_the_password_from_the_specs_secret_or_the_generated_one_and_no
         &open,
         1,
         1,
-        &workload(&open),
+        &plans(&open),
         "127.1.0.5",
         &PodSettings::default(),
     );
@@ -320,14 +330,7 @@ fn both_pods_take_the_password_from_the_specs_secret_or_the_generated_one_and_no
 #[test]
 fn a_client_pod_is_read_only_when_name_owner_and_annotation_agree() {
     let b = benchmark("");
-    let client = client_pod(
-        &b,
-        1,
-        2,
-        &workload(&b),
-        "127.1.0.5",
-        &PodSettings::default(),
-    );
+    let client = client_pod(&b, 1, 2, &plans(&b), "127.1.0.5", &PodSettings::default());
     assert_eq!(
         client.annotations()[ANNOTATION_CLIENT_OF],
         "uid-1/1/2",
@@ -381,7 +384,7 @@ fn engine_and_client_pods_pull_with_the_operators_secrets_then_the_specs_each_on
         ..Default::default()
     };
     let engine = engine_pod(&b, 0, 512 << 20, None, &settings);
-    let client = client_pod(&b, 0, 0, &workload(&b), "198.18.0.7", &settings);
+    let client = client_pod(&b, 0, 0, &plans(&b), "198.18.0.7", &settings);
     for pod in [&engine, &client] {
         assert_eq!(names(pod), ["regcred", "mirror", "team-registry"]);
     }
@@ -444,19 +447,12 @@ fn an_entrys_config_follows_membenchs_args_and_precedes_its_own_in_the_engine_po
         &dragonfly,
         1,
         1,
-        &workload(&dragonfly),
+        &plans(&dragonfly),
         "127.1.0.5",
         &PodSettings::default(),
     );
-    let client_args = client.spec.unwrap().containers[0]
-        .args
-        .clone()
-        .unwrap()
-        .join(" ");
-    assert!(
-        client_args.ends_with("--read-config maxmemory,proactor_threads"),
-        "{client_args}"
-    );
+    let plan = plan_of_client_pod(&client).unwrap().unwrap();
+    assert_eq!(plan.settings.read_config, ["maxmemory", "proactor_threads"]);
 }
 
 #[test]
@@ -464,13 +460,9 @@ fn the_client_gets_the_workloads_ttl_unless_its_entry_is_without_ttl() {
     let b = parsed(
         "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: ttl, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}, {engine: valkey, version: \"9.1.2\", name: plain, withoutTtl: true}]\n  workload: {strings: {keys: 1000, ttlSeconds: 3600, ttlShare: 0.25}}\n",
     );
-    let args = |index: usize| client_args_of(&b, index).join(" ");
-    assert!(
-        args(0).ends_with("--ttl-seconds 3600 --ttl-share 0.25"),
-        "{}",
-        args(0)
-    );
-    assert!(!args(1).contains("--ttl"), "{}", args(1));
+    let ttl = |run: usize| plan_of_run(&b, run).settings.ttl;
+    assert_eq!(ttl(0).map(|t| (t.seconds, t.share)), Some((3600, 0.25)));
+    assert_eq!(ttl(1), None);
 }
 
 #[test]
@@ -478,20 +470,10 @@ fn a_run_on_a_later_instance_type_takes_its_own_entrys_settings() {
     let b = parsed(
         "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: both, namespace: bench}\nspec:\n  instanceTypes: [r8g.4xlarge, r7i.4xlarge]\n  engines: [{engine: redis, version: \"7.0.15\"}, {engine: valkey, version: \"9.1.2\", config: {hash-max-listpack-entries: \"64\"}}]\n  workload: {sortedSet: {members: 20000}}\n  repetitions: 3\n",
     );
-    let args_of = |run: usize| client_args_of(&b, run);
+    let read_back = |run: usize| plan_of_run(&b, run).settings.read_config;
     // Runs 2 and 3 are the two entries again, on r7i.4xlarge.
-    assert!(
-        !args_of(2).contains(&"--read-config".to_string()),
-        "{:?}",
-        args_of(2)
-    );
-    let valkey = args_of(3);
-    let at = valkey.iter().position(|a| a == "--read-config");
-    assert_eq!(
-        at.and_then(|i| valkey.get(i + 1)).map(String::as_str),
-        Some("hash-max-listpack-entries"),
-        "{valkey:?}"
-    );
+    assert!(read_back(2).is_empty(), "{:?}", read_back(2));
+    assert_eq!(read_back(3), ["hash-max-listpack-entries"]);
 }
 
 #[test]
@@ -499,16 +481,28 @@ fn peak_churn_and_eviction_reach_the_client_and_a_snapshot_gets_a_bounded_data_d
     let b = parsed(
         "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: s, namespace: bench}\nspec:\n  instanceType: r8g.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\"}]\n  workload: {strings: {keys: 1000}}\n  peak: {snapshot: {writesPerSecond: 5000, writeShare: 0.5}}\n  churn: {rounds: 2, deleteShare: 0.5, defrag: true}\n  eviction: {maxmemory: 64mb, policy: allkeys-lfu, loadTo: 2}\n",
     );
-    let args = client_args_of(&b, 0).join(" ");
-    for flags in [
-        "--snapshot-writes-per-sec 5000 --snapshot-write-share 0.5",
-        "--churn-rounds 2 --delete-share 0.5",
-        "--defrag-seconds 60",
-        "--maxmemory 64mb --maxmemory-policy allkeys-lfu --load-to 2",
-    ] {
-        assert!(args.contains(flags), "{flags} in {args}");
-    }
-    assert!(args.split(' ').any(|word| word == "--defrag"), "{args}");
+    let settings = plan_of_run(&b, 0).settings;
+    let snapshot = settings.snapshot.unwrap();
+    assert_eq!((snapshot.writes_per_sec, snapshot.write_share), (5000, 0.5));
+    let churn = settings.churn.unwrap();
+    assert_eq!((churn.rounds, churn.delete_share), (2, Some(0.5)));
+    assert!(churn.defrag && churn.defrag_seconds == 60, "{churn:?}");
+    let eviction = settings.eviction.unwrap();
+    assert_eq!(
+        (
+            eviction.maxmemory,
+            eviction.policy.as_str(),
+            eviction.load_to
+        ),
+        (64 << 20, "allkeys-lfu", 2.0)
+    );
+    // The operator reads the engine container's memory at a snapshot's marks.
+    let pod = client_pod(&b, 0, 1, &plans(&b), "127.1.0.5", &PodSettings::default());
+    let args = pod.spec.unwrap().containers[0].args.clone().unwrap();
+    assert!(
+        args.contains(&"--container-memory-marks".to_string()),
+        "{args:?}"
+    );
     let limit = |b: &MemoryBenchmark| {
         engine_pod(b, 0, 512 << 20, None, &PodSettings::default())
             .spec
@@ -533,14 +527,20 @@ fn an_entrys_own_maxmemory_is_held_from_its_engine_for_the_load_past_it() {
     };
     let b = parsed(&yaml("  eviction: {loadTo: 2}\n"));
     crate::validation::validate(&b).unwrap();
-    let client = client_args_of(&b, 0).join(" ");
-    assert!(
-        client.contains("--maxmemory 64mb --maxmemory-policy allkeys-lfu --load-to 2"),
-        "{client}"
+    let settings = plan_of_run(&b, 0).settings;
+    let eviction = settings.eviction.unwrap();
+    assert_eq!(
+        (
+            eviction.maxmemory,
+            eviction.policy.as_str(),
+            eviction.load_to
+        ),
+        (64 << 20, "allkeys-lfu", 2.0)
     );
-    assert!(
-        client.contains("--read-config hash-max-listpack-entries"),
-        "the held settings are not read back: {client}"
+    assert_eq!(
+        settings.read_config,
+        ["hash-max-listpack-entries"],
+        "the held settings are not read back"
     );
     let engine_args = |b: &MemoryBenchmark| {
         engine_pod(b, 0, 512 << 20, None, &PodSettings::default())
