@@ -538,3 +538,129 @@ fn bad_capacity_input_is_refused_in_words() {
         "{stderr}"
     );
 }
+
+/// The term of a recommendation named `name`.
+fn term<'a>(recommended: &'a Value, name: &str) -> Option<&'a Value> {
+    recommended["terms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+}
+
+#[test]
+fn the_recommended_limit_is_the_sum_of_terms_measured_by_the_run_and_names_what_it_did_not_measure()
+{
+    // A save under writes and a load past maxmemory on a forking engine (Valkey) and one that
+    // saves without a fork (Dragonfly): 100,000 keys of 100 bytes, planned at 1,000,000.
+    let text = spec(
+        "capacity-recommended",
+        &[
+            "{engine: valkey, version: \"9.1\"}",
+            "{engine: dragonfly, version: \"1.40\"}",
+        ],
+        "    strings: {keys: 100000, valueSize: 100}",
+        1,
+        SETTLE_SECONDS,
+        1_000_000,
+    )
+    .replace(
+        "  capacity:\n",
+        "  peak: {snapshot: {writesPerSecond: 20000}}\n  eviction: {maxmemory: 8mb, policy: allkeys-lru, loadTo: 2}\n  capacity:\n",
+    );
+    let (json, printed) = run("capacity-recommended", &text, 1_000_000);
+    const MIB: u64 = 1 << 20;
+    for engine in json["engines"].as_array().unwrap() {
+        let name = engine["name"].as_str().unwrap();
+        let capacity = &engine["capacity"];
+        let r = &capacity["recommended"];
+        let maxmemory = r["maxmemory_bytes"].as_u64().unwrap();
+        // maxmemory is the projected used_memory, rounded up to a MiB.
+        let projected = capacity["projected_used_memory"].as_u64().unwrap();
+        assert_eq!(maxmemory, projected.div_ceil(MIB) * MIB, "{name}: {r}");
+        // The limit is the sum of its terms, rounded up to a MiB.
+        let sum: u64 = r["terms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["bytes"].as_u64().unwrap())
+            .sum();
+        let limit = r["memory_limit_bytes"].as_u64().unwrap();
+        assert_eq!(limit, sum.max(maxmemory).div_ceil(MIB) * MIB, "{name}: {r}");
+        let reserve = (limit - maxmemory) as f64 / limit as f64 * 100.0;
+        assert!((r["reserve_percent"].as_f64().unwrap() - reserve).abs() < 1e-9);
+        // The empty server's RSS is the first repetition's reading, as the result has it.
+        let empty = term(r, "empty_rss").unwrap();
+        assert_eq!(empty["source"], "measured", "{name}: {r}");
+        assert_eq!(
+            empty["bytes"], engine["repetitions"][0]["baseline_used_memory_rss"],
+            "{name}: {r}"
+        );
+        assert_eq!(term(r, "data_rss").unwrap()["source"], "measured");
+        // The load past maxmemory was measured.
+        assert_eq!(
+            term(r, "eviction_overshoot").unwrap()["source"],
+            "measured",
+            "{name}: {r}"
+        );
+        // What the run did not measure is a default, and the notes say what would measure it.
+        assert_eq!(term(r, "client_buffers").unwrap()["source"], "default");
+        let notes = r["notes"].to_string();
+        assert!(notes.contains("add spec.churn"), "{name}: {notes}");
+        let steady = empty["bytes"].as_u64().unwrap()
+            + term(r, "data_rss").unwrap()["bytes"].as_u64().unwrap();
+        assert_eq!(
+            r["memory_request_bytes"].as_u64().unwrap(),
+            steady.div_ceil(MIB) * MIB,
+            "{name}: {r}"
+        );
+        assert!(
+            printed.contains(&format!("{name}: the engine: ")),
+            "the lines to paste are printed: {printed}"
+        );
+    }
+    let valkey = &json["engines"][0]["capacity"]["recommended"];
+    let cow = term(valkey, "copy_on_write").expect("a forking engine's copy");
+    assert_eq!(cow["source"], "measured", "{valkey}");
+    assert!(cow["bytes"].as_u64().unwrap() > 0, "{valkey}");
+    assert!(
+        valkey["config"]["maxmemory"]
+            .as_str()
+            .unwrap()
+            .starts_with("maxmemory ")
+    );
+    assert!(valkey["config"]["elasticache_reserved_memory_percent"].is_u64());
+    let dragonfly = &json["engines"][1]["capacity"]["recommended"];
+    assert!(
+        term(dragonfly, "copy_on_write").is_none(),
+        "an engine that saves without a fork has no copy-on-write term: {dragonfly}"
+    );
+    assert_eq!(term(dragonfly, "save_peak").unwrap()["source"], "measured");
+    assert!(
+        dragonfly["config"]["maxmemory"]
+            .as_str()
+            .unwrap()
+            .starts_with("--maxmemory=")
+    );
+    // The same arithmetic on the saved result.
+    let saved = scratch().join("capacity-recommended.json");
+    let out = membench(&[
+        "capacity",
+        saved.to_str().unwrap(),
+        "--items",
+        "1000000",
+        "--output",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let again: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let again = if again.is_array() { &again[0] } else { &again };
+    assert_eq!(
+        &again["engines"][0]["capacity"]["recommended"], valkey,
+        "membench capacity on the saved result gives the same recommendation"
+    );
+}

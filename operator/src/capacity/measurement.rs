@@ -42,6 +42,15 @@ pub struct EngineMeasurement {
     /// The highest peak of a snapshot saved under writes over the steady memory
     /// (`spec.peak.snapshot`): what the projected RSS is raised by (`super::peak`).
     pub snapshot: Option<SnapshotPeak>,
+    /// used_memory_rss of the first repetition's empty server, when the result has it.
+    pub baseline_rss: Option<u64>,
+}
+
+/// The write rate of a peak phase: asked for, and reached during the save (or sync).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PeakWrites {
+    pub asked: u32,
+    pub reached: f64,
 }
 
 /// A load past maxmemory: the limit (maxmemory of every shard) and the highest used_memory
@@ -81,6 +90,8 @@ pub struct SnapshotPeak {
     /// The phase that reached it: a snapshot's save, or a replica's full sync (the primary
     /// forks for it as for a save).
     pub phase: PeakPhase,
+    /// The writes during it, when the result says.
+    pub writes: Option<PeakWrites>,
 }
 
 /// The phase a peak was measured in.
@@ -113,6 +124,11 @@ impl SnapshotPeak {
     /// From a repetition's snapshot: its measured ratio, or the engine's copy-on-write size
     /// over its used_memory before the save; None when neither is known.
     pub fn of(snapshot: &SnapshotStatus) -> Option<Self> {
+        let writes = (snapshot.writes_per_sec > 0.0 || snapshot.writes_per_sec_asked > 0)
+            .then_some(PeakWrites {
+                asked: snapshot.writes_per_sec_asked,
+                reached: snapshot.writes_per_sec,
+            });
         if let Some(ratio) = snapshot.ratio.filter(|r| r.is_finite() && *r > 0.0) {
             return Some(Self {
                 ratio: ratio.max(1.0),
@@ -122,6 +138,7 @@ impl SnapshotPeak {
                     "the engine's process tree"
                 }),
                 phase: PeakPhase::Snapshot,
+                writes,
             });
         }
         let cow = snapshot.cow_bytes?;
@@ -129,6 +146,7 @@ impl SnapshotPeak {
             ratio: 1.0 + cow as f64 / snapshot.used_memory_before as f64,
             measured_on: None,
             phase: PeakPhase::Snapshot,
+            writes,
         })
     }
 
@@ -293,6 +311,7 @@ impl EngineMeasurement {
                 churn: first.churn_growth(),
                 eviction: highest_peak(repetitions),
                 snapshot: highest_snapshot(repetitions),
+                baseline_rss: first.baseline_used_memory_rss,
                 rebuild: Some(RebuildMeasurement {
                     keys: profile.keys,
                     ttl_keys: profile.ttl_keys,
@@ -334,6 +353,7 @@ impl EngineMeasurement {
             churn: first.churn_growth(),
             eviction: highest_peak(repetitions),
             snapshot: highest_snapshot(repetitions),
+            baseline_rss: first.baseline_used_memory_rss,
         })
     }
 

@@ -11,6 +11,8 @@
 //! - [`overshoot`]: room in that RSS for a load past maxmemory's peak above it;
 //! - [`peak`]: that RSS raised by a snapshot's peak under writes over the steady memory;
 //! - [`measurement`]: a run's result (a local report, a status) read as the model's input;
+//! - [`recommend`]: the maxmemory and container memory limit to deploy, the limit a sum of
+//!   named terms, each measured or a default;
 //! - [`status`]: the plan from and for a benchmark's status (`status.capacity`).
 //!
 //! `membench run` (a spec with `capacity`), `membench capacity RESULT.json` and the operator all
@@ -31,6 +33,7 @@ pub mod peak;
 pub mod prices;
 pub mod projection;
 pub mod rebuild;
+pub mod recommend;
 pub mod rss;
 pub mod status;
 
@@ -51,6 +54,8 @@ pub struct CapacityRequest {
     /// What the plan should say of the request itself: an instance type the table does not
     /// know, and what was planned over instead (`unknown_instance_types_note`).
     pub notes: Vec<String>,
+    /// The figures the recommended settings use where the run measured none.
+    pub defaults: recommend::TermDefaults,
 }
 
 /// The most headroom a plan takes: beyond it the engine would get a tenth of its node.
@@ -73,6 +78,11 @@ impl CapacityRequest {
                 .collect(),
             families,
             prices,
+            defaults: spec
+                .defaults
+                .as_ref()
+                .map(recommend::TermDefaults::from)
+                .unwrap_or_default(),
         };
         request.validate()?;
         Ok(request)
@@ -202,6 +212,10 @@ pub struct EngineCapacity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cheapest: Option<Cheapest>,
     pub projection: Projection,
+    /// The maxmemory and container memory limit to deploy at the planned size, with the
+    /// terms of the limit. Absent from results planned before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommended: Option<recommend::Recommended>,
 }
 
 /// The capacity plan of one benchmark.
@@ -374,7 +388,9 @@ pub fn plan_engine(
             instance_type,
             monthly_usd,
         });
+    let recommended = recommend::recommend(measurement, projection.used_memory, &request.defaults);
     Ok(EngineCapacity {
+        recommended: Some(recommended),
         name: measurement.name.clone(),
         projected_used_memory: projection.used_memory,
         projected_used_memory_band: [projection.low, projection.high],

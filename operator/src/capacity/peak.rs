@@ -145,6 +145,7 @@ mod tests {
                 ratio: 1.5,
                 measured_on: None,
                 phase: PeakPhase::Snapshot,
+                writes: None,
             }
         );
         let raised = make_room(projection(), Some(&peak));

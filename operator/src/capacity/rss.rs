@@ -189,6 +189,7 @@ mod tests {
             churn: None,
             eviction: None,
             snapshot: None,
+            baseline_rss: None,
         }
     }
 

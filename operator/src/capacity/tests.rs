@@ -32,6 +32,7 @@ fn redis_like(name: &str, per_entry: u64) -> EngineMeasurement {
         churn: None,
         eviction: None,
         snapshot: None,
+        baseline_rss: None,
     }
 }
 
@@ -42,6 +43,7 @@ fn request(items: u64, prices: Option<Prices>) -> CapacityRequest {
         families: vec![InstanceFamily::R8g, InstanceFamily::R7i],
         prices,
         notes: Vec::new(),
+        defaults: Default::default(),
     }
 }
 
@@ -104,6 +106,7 @@ fn a_run_with_a_snapshot_peak_sizes_the_node_for_the_peak_and_says_so() {
         ratio: 1.5,
         measured_on: Some("the engine's process tree"),
         phase: Default::default(),
+        writes: None,
     });
     let e = plan_engine(&m, &request(100_000_000, None)).unwrap();
     assert_eq!(e.projected_used_memory, plain.projected_used_memory);
@@ -157,6 +160,7 @@ pub(crate) fn plan_with_snapshot_peak(name: &str, ratio: f64) -> CapacityPlan {
         ratio,
         measured_on: Some("the engine's process tree"),
         phase: Default::default(),
+        writes: None,
     });
     plan(&[m], &request(100_000_000, None))
 }

@@ -4,10 +4,13 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use membench::capacity::recommend::TermDefaults;
 use membench::capacity::{CapacityPlan, CapacityRequest, Prices, plan_reports};
 use membench::client::measure::BenchmarkReport;
 use membench::crd::InstanceFamily;
-use membench::report::capacity::{capacity_footer, capacity_heading, capacity_table};
+use membench::report::capacity::{
+    capacity_footer, capacity_heading, capacity_table, recommended_config, recommended_table,
+};
 use membench::report::table::OutputFormat;
 
 use super::usage_error;
@@ -33,6 +36,31 @@ pub struct CapacityArgs {
     instance_families: Vec<InstanceFamily>,
     #[arg(long, value_enum, default_value = "table")]
     output: CapacityOutput,
+    /// The recommended memory limit's terms the result did not measure: the share of the
+    /// data's RSS a forking engine copies while it saves, when no snapshot peak was measured.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=100))]
+    copy_on_write_percent: u32,
+    /// The engine's repl-backlog-size in bytes (by default the engine's own default).
+    #[arg(long, value_name = "BYTES")]
+    replication_backlog_bytes: Option<u64>,
+    /// Writes buffered for a replica during its full sync, in bytes, when no replica's sync
+    /// was measured.
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    replica_output_buffer_bytes: u64,
+    /// Clients' query and reply buffers, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
+    client_buffers_bytes: u64,
+}
+
+impl CapacityArgs {
+    fn term_defaults(&self) -> TermDefaults {
+        TermDefaults {
+            copy_on_write_percent: self.copy_on_write_percent,
+            replication_backlog_bytes: self.replication_backlog_bytes,
+            replica_output_buffer_bytes: self.replica_output_buffer_bytes,
+            client_buffers_bytes: self.client_buffers_bytes,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -100,6 +128,14 @@ pub(super) fn render_plan(plan: &CapacityPlan, item: &str, format: OutputFormat)
     if !footer.is_empty() {
         text.push_str(&format!("\n{footer}\n"));
     }
+    if plan.engines.iter().any(|e| e.recommended.is_some()) {
+        text.push_str(&format!(
+            "\nrecommended settings at {} {item}s: maxmemory and the container's memory limit, the sum of its terms\n\n{}\n{}\n",
+            plan.items,
+            recommended_table(plan).render(format),
+            recommended_config(plan)
+        ));
+    }
     text
 }
 
@@ -111,6 +147,7 @@ pub fn run_capacity(args: CapacityArgs) -> ExitCode {
         families: Vec::new(),
         prices: None,
         notes: Vec::new(),
+        defaults: args.term_defaults(),
     };
     if let Err(message) = flags.validate() {
         return usage_error(
@@ -150,6 +187,7 @@ pub fn run_capacity(args: CapacityArgs) -> ExitCode {
             families,
             prices: prices.clone(),
             notes: unknown.into_iter().collect(),
+            defaults: args.term_defaults(),
         };
         let plan = plan_reports(&comparison.reports, &request);
         failed |= !plan.not_projected.is_empty();

@@ -112,6 +112,43 @@ pub struct CapacitySpec {
     /// runs read the file given with `--prices` instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prices_config_map_ref: Option<ConfigMapKeyRef>,
+
+    /// The figures the recommended maxmemory and memory limit use where the run measured none
+    /// (each term of the limit says whether it was measured or is one of these).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defaults: Option<CapacityDefaults>,
+}
+
+/// The terms of the recommended memory limit that the run did not measure.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacityDefaults {
+    /// The share of the data's RSS a forking engine (Redis, Valkey) is taken to copy while it
+    /// saves, when `spec.peak.snapshot` did not measure it, in percent. 100 (the default): every
+    /// page written during the save, the worst case.
+    #[serde(default = "default_copy_on_write_percent")]
+    #[schemars(range(min = 0, max = 100))]
+    pub copy_on_write_percent: u32,
+    /// The engine's `repl-backlog-size`, in bytes. Leave it out for the engine's own default
+    /// (Redis and Valkey before 8.0: 1 MiB; Valkey 8.0 and later: 10 MiB; Dragonfly: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication_backlog_bytes: Option<u64>,
+    /// Writes buffered for a replica during its full sync, in bytes, when `spec.peak.replica`
+    /// did not measure a sync (0 by default: no replica).
+    #[serde(default)]
+    pub replica_output_buffer_bytes: u64,
+    /// Clients' query and reply buffers, in bytes (4 MiB by default: about 200 idle
+    /// connections).
+    #[serde(default = "default_client_buffers_bytes")]
+    pub client_buffers_bytes: u64,
+}
+
+fn default_copy_on_write_percent() -> u32 {
+    100
+}
+
+fn default_client_buffers_bytes() -> u64 {
+    4 << 20
 }
 
 /// A key of a ConfigMap in the benchmark's namespace.

@@ -38,7 +38,9 @@ mod tests;
 mod workload_spec;
 
 pub use auth_spec::{AuthSpec, SecretKeyRef};
-pub use capacity_spec::{CapacitySpec, ConfigMapKeyRef, InstanceFamily, default_headroom_percent};
+pub use capacity_spec::{
+    CapacityDefaults, CapacitySpec, ConfigMapKeyRef, InstanceFamily, default_headroom_percent,
+};
 pub use churn_spec::{
     ChurnSpec, DEFAULT_EVICTION_POLICY, EvictionSpec, PeakSpec, ReplicaSpec, SnapshotSpec,
     default_churn_seed, default_defrag_seconds, default_load_to, default_write_share,
@@ -58,8 +60,9 @@ pub use spec::{
 };
 pub use status::{
     CapacityStatus, ClusterFixedCostStatus, ClusterNodeState, EngineCapacityStatus, EngineModule,
-    EngineStatus, GrowthPoint, MemoryBenchmarkStatus, Phase, Progress, RepetitionStatus,
-    ShardSpreadStatus, ShardStatus, SpreadStatus, SummaryStatus, TypeBytesStatus, describe_modules,
+    EngineStatus, GrowthPoint, MemoryBenchmarkStatus, Phase, Progress, RecommendedStatus,
+    RecommendedTermStatus, RepetitionStatus, ShardSpreadStatus, ShardStatus, SpreadStatus,
+    SummaryStatus, TypeBytesStatus, describe_modules,
 };
 pub use workload_spec::{
     ProfileConfigMapRef, ProfileWorkloadSpec, RandomStringsWorkload, RecordLayout, RecordsWorkload,

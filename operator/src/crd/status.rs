@@ -158,6 +158,44 @@ pub struct EngineCapacityStatus {
     /// The growth rule the projection used (`power-of-two-dict`, `bucketed-hashtable`,
     /// `dash-table`, `unknown`).
     pub growth_rule: String,
+    /// The maxmemory and the container memory limit to deploy at that size, the limit the sum
+    /// of its terms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommended: Option<RecommendedStatus>,
+}
+
+/// The settings to deploy for one engine (`membench capacity` prints the same).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecommendedStatus {
+    /// The engine's maxmemory: used_memory projected at the planned size, rounded up to a MiB.
+    pub maxmemory_bytes: u64,
+    /// The container's memory limit: the sum of the terms, rounded up to a MiB.
+    pub memory_limit_bytes: u64,
+    /// The container's memory request: the engine's empty RSS plus its data's RSS.
+    pub memory_request_bytes: u64,
+    /// (memoryLimitBytes - maxmemoryBytes) / memoryLimitBytes, in percent: comparable with
+    /// ElastiCache's reserved-memory-percent.
+    pub reserve_percent: f64,
+    /// The write rate the copy-on-write term holds for (reached during the save).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes_per_sec: Option<f64>,
+    /// The terms of the limit, in order.
+    #[schemars(length(max = 12))]
+    pub terms: Vec<RecommendedTermStatus>,
+}
+
+/// One term of a recommended memory limit.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecommendedTermStatus {
+    /// `empty_rss`, `data_rss`, `copy_on_write` (or `save_peak`), `replication_backlog`,
+    /// `replica_output_buffer`, `eviction_overshoot` or `client_buffers`.
+    pub name: String,
+    /// Its bytes.
+    pub bytes: u64,
+    /// `measured` (by this run) or `default` (spec.capacity.defaults, or membench's).
+    pub source: String,
 }
 
 fn is_zero(n: &u32) -> bool {

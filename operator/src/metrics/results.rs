@@ -41,6 +41,10 @@ pub(super) struct ResultGauges {
     capacity_required_node_memory: GaugeVec,
     capacity_node_fill: GaugeVec,
     capacity_monthly_usd: GaugeVec,
+    recommended_maxmemory: GaugeVec,
+    recommended_memory_limit: GaugeVec,
+    recommended_memory_request: GaugeVec,
+    recommended_reserve: GaugeVec,
     churned_rss: GaugeVec,
     defragmented_rss: GaugeVec,
     eviction_overshoot: GaugeVec,
@@ -143,6 +147,22 @@ impl ResultGauges {
                 "membench_capacity_monthly_usd",
                 "The monthly cost of that instance type at the prices given (absent without prices).",
             ),
+            recommended_maxmemory: result(
+                "membench_recommended_maxmemory_bytes",
+                "The maxmemory to deploy at spec.capacity.items: used_memory projected there.",
+            ),
+            recommended_memory_limit: result(
+                "membench_recommended_memory_limit_bytes",
+                "The engine container's memory limit to deploy at spec.capacity.items: the sum of its terms (status.capacity.engines[].recommended.terms).",
+            ),
+            recommended_memory_request: result(
+                "membench_recommended_memory_request_bytes",
+                "The engine container's memory request to deploy at spec.capacity.items: its empty RSS plus its data's RSS.",
+            ),
+            recommended_reserve: result(
+                "membench_recommended_reserve_ratio",
+                "(memory limit - maxmemory) / memory limit of the recommended settings: comparable with ElastiCache's reserved-memory-percent / 100.",
+            ),
             churned_rss: result(
                 "membench_churn_used_memory_rss_bytes",
                 "Median used_memory_rss after the last round of spec.churn's deletes and overwrites.",
@@ -182,7 +202,7 @@ impl ResultGauges {
         }
     }
 
-    pub(super) fn all(&self) -> [&GaugeVec; 30] {
+    pub(super) fn all(&self) -> [&GaugeVec; 34] {
         [
             &self.memory_per_item_median,
             &self.memory_per_item_min,
@@ -205,6 +225,10 @@ impl ResultGauges {
             &self.capacity_required_node_memory,
             &self.capacity_node_fill,
             &self.capacity_monthly_usd,
+            &self.recommended_maxmemory,
+            &self.recommended_memory_limit,
+            &self.recommended_memory_request,
+            &self.recommended_reserve,
             &self.churned_rss,
             &self.defragmented_rss,
             &self.eviction_overshoot,
@@ -258,6 +282,10 @@ impl ResultGauges {
         set(&gauges.capacity_required_node_memory, figures.capacity[1]);
         set(&gauges.capacity_node_fill, figures.capacity[2]);
         set(&gauges.capacity_monthly_usd, figures.capacity[3]);
+        set(&gauges.recommended_maxmemory, figures.recommended[0]);
+        set(&gauges.recommended_memory_limit, figures.recommended[1]);
+        set(&gauges.recommended_memory_request, figures.recommended[2]);
+        set(&gauges.recommended_reserve, figures.recommended[3]);
         set(&gauges.churned_rss, figures.churn[0]);
         set(&gauges.defragmented_rss, figures.churn[1]);
         set(&gauges.eviction_overshoot, figures.eviction[0]);
@@ -288,6 +316,8 @@ pub(super) struct ResultValues {
     unstable: Option<f64>,
     /// Projected used_memory, required node memory, node fill (0-1), monthly USD.
     capacity: [Option<f64>; 4],
+    /// The recommended maxmemory, memory limit and request, and reserve (0-1).
+    recommended: [Option<f64>; 4],
     /// RSS after the churn's last round and after defragmentation (medians).
     churn: [Option<f64>; 2],
     /// The eviction's overshoot and evicted keys (medians).
@@ -344,6 +374,15 @@ impl ResultValues {
                     Some(c.required_node_memory as f64),
                     c.fill_percent.map(|f| f / 100.0),
                     c.monthly_usd,
+                ],
+                None => [None; 4],
+            },
+            recommended: match capacity.and_then(|c| c.recommended.as_ref()) {
+                Some(r) => [
+                    Some(r.maxmemory_bytes as f64),
+                    Some(r.memory_limit_bytes as f64),
+                    Some(r.memory_request_bytes as f64),
+                    Some(r.reserve_percent / 100.0),
                 ],
                 None => [None; 4],
             },

@@ -520,6 +520,13 @@ fn a_capacity_plan_in_status_becomes_capacity_series_and_goes_with_it() {
             required_node_memory: 5_368_709_120,
             fill_percent: Some(31.3),
             monthly_usd: None,
+            recommended: Some(crate::crd::RecommendedStatus {
+                maxmemory_bytes: 3_342_860_288,
+                memory_limit_bytes: 8_000_000_000,
+                memory_request_bytes: 4_000_000_000,
+                reserve_percent: 58.2,
+                ..Default::default()
+            }),
             ..Default::default()
         }],
         ..Default::default()
@@ -535,6 +542,14 @@ fn a_capacity_plan_in_status_becomes_capacity_series_and_goes_with_it() {
         ),
         Some(3_341_540_507.0)
     );
+    for (metric, value) in [
+        ("membench_recommended_maxmemory_bytes", 3_342_860_288.0),
+        ("membench_recommended_memory_limit_bytes", 8_000_000_000.0),
+        ("membench_recommended_memory_request_bytes", 4_000_000_000.0),
+        ("membench_recommended_reserve_ratio", 58.2 / 100.0),
+    ] {
+        assert_eq!(sample(&text, metric, &valkey), Some(value), "{metric}");
+    }
     assert_eq!(
         sample(
             &text,

@@ -2,6 +2,7 @@
 //! what the node needs, the smallest type that holds it, how full, and (priced) what it costs.
 
 use crate::capacity::peak::HeadroomBasis;
+use crate::capacity::recommend::TermSource;
 use crate::capacity::rss::RssBasis;
 use crate::capacity::{CapacityPlan, EngineCapacity, GrowthRule};
 
@@ -69,6 +70,88 @@ pub fn capacity_table(plan: &CapacityPlan) -> Table {
         table.push(row);
     }
     table
+}
+
+/// Per engine, the recommended maxmemory and memory limit, and each term of the limit: its
+/// bytes, whether this run measured it or it is a default, and what it is.
+pub fn recommended_table(plan: &CapacityPlan) -> Table {
+    let mut table = Table::new(&["Engine", "Setting or term", "Bytes", "Source", "What it is"]);
+    for engine in &plan.engines {
+        let Some(r) = &engine.recommended else {
+            continue;
+        };
+        let row = |what: &str, bytes: u64, source: &str, note: String| {
+            vec![
+                engine.name.clone(),
+                what.to_string(),
+                format_bytes(bytes as f64),
+                source.to_string(),
+                note,
+            ]
+        };
+        table.push(row(
+            "maxmemory",
+            r.maxmemory_bytes,
+            "measured",
+            "used_memory projected at the planned size".into(),
+        ));
+        for term in &r.terms {
+            table.push(row(
+                &format!("+ {}", term.name),
+                term.bytes,
+                match term.source {
+                    TermSource::Measured => "measured",
+                    TermSource::Default => "default",
+                },
+                term.note.clone().unwrap_or_default(),
+            ));
+        }
+        table.push(row(
+            "= memory limit",
+            r.memory_limit_bytes,
+            "",
+            format!(
+                "reserve {:.1}% above maxmemory{}",
+                r.reserve_percent,
+                r.writes_per_sec
+                    .map_or_else(String::new, |w| format!("; holds at {w:.0} writes/s"))
+            ),
+        ));
+        table.push(row(
+            "memory request",
+            r.memory_request_bytes,
+            "",
+            "empty_rss + data_rss".into(),
+        ));
+    }
+    table
+}
+
+/// The lines to paste for each engine's recommended settings, and what would measure a
+/// default.
+pub fn recommended_config(plan: &CapacityPlan) -> String {
+    let mut lines = Vec::new();
+    for engine in &plan.engines {
+        let Some(r) = &engine.recommended else {
+            continue;
+        };
+        lines.push(format!("{}: the engine's container", engine.name));
+        lines.extend(r.config.resources.lines().map(|l| format!("  {l}")));
+        lines.push(format!(
+            "{}: the engine: {}",
+            engine.name, r.config.maxmemory
+        ));
+        if let Some(percent) = r.config.elasticache_reserved_memory_percent {
+            lines.push(format!(
+                "{}: ElastiCache: reserved-memory-percent {percent}",
+                engine.name
+            ));
+        }
+        for note in &r.notes {
+            lines.push(format!("note: {}: {note}", engine.name));
+        }
+    }
+    lines.join("\n")
 }
 
 /// The line above the table: what was planned for.
@@ -156,6 +239,27 @@ mod tests {
                 "engine memory: dragonfly: the RSS at the snapshot's measured peak (1.004x), in place of the 25% headroom"
             ),
             "{footer}"
+        );
+    }
+
+    #[test]
+    fn the_recommended_settings_show_each_term_its_source_and_the_lines_to_paste() {
+        let (plan, _) = three_engines_at_one_price();
+        let table = recommended_table(&plan).render(crate::report::table::OutputFormat::Markdown);
+        let r = plan.engines[0].recommended.as_ref().unwrap();
+        for term in &r.terms {
+            assert!(table.contains(&format!("+ {}", term.name)), "{table}");
+        }
+        assert!(
+            table.contains("= memory limit") && table.contains("default"),
+            "{table}"
+        );
+        let config = recommended_config(&plan);
+        assert!(
+            config.contains(&format!("memory: {}Mi", r.memory_limit_bytes >> 20))
+                && config.contains(&format!("maxmemory {}", r.maxmemory_bytes))
+                && config.contains("reserved-memory-percent"),
+            "{config}"
         );
     }
 

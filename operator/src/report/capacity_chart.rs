@@ -12,6 +12,8 @@ use crate::crd::{CapacityStatus, InstanceFamily};
 
 use super::capacity::format_gib;
 use super::charts::{Bar, CHART_WIDTH, LINE_HEIGHT, colours, escape, open_svg, text_lines, wrap};
+pub use super::limit_chart::LimitBar;
+use super::limit_chart::render_limits;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -29,6 +31,8 @@ pub struct CapacityChart {
     pub items: u64,
     pub families: Vec<String>,
     pub bars: Vec<CapacityBar>,
+    /// Each engine's recommended memory limit, as its terms (`super::limit_chart`).
+    pub limits: Vec<LimitBar>,
 }
 
 impl CapacityChart {
@@ -45,6 +49,11 @@ impl CapacityChart {
                     .iter()
                     .map(|e| (&e.name, e.required_node_memory, &e.smallest_instance_type)),
             ),
+            limits: plan
+                .engines
+                .iter()
+                .filter_map(|e| Some(LimitBar::from_plan(&e.name, e.recommended.as_ref()?)))
+                .collect(),
         }
     }
 
@@ -58,6 +67,11 @@ impl CapacityChart {
                     .iter()
                     .map(|e| (&e.name, e.required_node_memory, &e.smallest_instance_type)),
             ),
+            limits: status
+                .engines
+                .iter()
+                .filter_map(|e| Some(LimitBar::from_status(&e.name, e.recommended.as_ref()?)))
+                .collect(),
         }
     }
 }
@@ -198,6 +212,7 @@ pub fn render_capacity(page: &mut String, chart: &CapacityChart, bars: &[Bar], i
         r##"class="instance-size-label" fill="#555""##,
     );
     page.push_str("</svg>\n</figure>\n");
+    render_limits(page, &chart.limits, chart.items, item);
 }
 
 #[cfg(test)]
@@ -218,6 +233,7 @@ mod tests {
                 required_node_memory: 40 << 30,
                 smallest_instance_type: Some("r8g.2xlarge".into()),
             }],
+            limits: Vec::new(),
         };
         render_capacity(&mut page, &chart, &[], "member");
         assert_eq!(page.matches("<line class=\"instance-size\"").count(), 3);

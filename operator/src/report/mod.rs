@@ -17,6 +17,7 @@ pub mod churn_chart;
 pub mod cluster;
 pub mod csv;
 pub mod html;
+pub mod limit_chart;
 pub mod local_run;
 pub mod peak;
 pub mod published;
