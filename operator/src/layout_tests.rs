@@ -44,6 +44,7 @@ const RANKS: &[(&str, u32)] = &[
     ("stats", 0),
     ("formats", 0),
     ("error", 0),
+    ("text", 0),
     // A profile's data and key-name templates, which the CRD embeds.
     ("profile", 0),
 ];

@@ -25,6 +25,7 @@ pub mod profile;
 pub mod profiler;
 pub mod report;
 pub mod stats;
+pub mod text;
 pub mod validation;
 
 use kube::CustomResourceExt;

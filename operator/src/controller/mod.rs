@@ -330,7 +330,7 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
                     EventType::Normal
                 },
                 reason: transition.reason,
-                note: Some(shorten(&transition.note, 1000)),
+                note: Some(crate::text::head(&transition.note, 1000)),
                 action: "Benchmark".into(),
                 secondary: None,
             };
@@ -524,17 +524,6 @@ async fn create_pods(pods_api: &Api<Pod>, pods: &[Pod]) -> Result<Vec<PodRejecti
         }
     }
     Ok(refused)
-}
-
-fn shorten(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }
 
 /// After a failed reconciliation: count it and try again shortly (API errors are transient;

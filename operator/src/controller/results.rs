@@ -8,17 +8,7 @@ use crate::crd::{
 };
 use crate::stats::Spread;
 
-pub(super) fn tail(text: &str, max: usize) -> String {
-    let text = text.trim();
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    format!("…{}", &text[start..])
-}
+pub(super) use crate::text::tail;
 
 /// What the status may spend on repetitions, over every run of a benchmark: the API server
 /// stores objects of up to 1.5 MiB (etcd's request limit), and the spec, conditions and the

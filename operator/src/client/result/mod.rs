@@ -33,6 +33,8 @@ pub use checked::{QUOTED_BYTES, ReadError, quote};
 
 use serde::{Deserialize, Serialize};
 
+use crate::text::head;
+
 use crate::crd::engine_settings::MAX_CONFIG_SETTINGS;
 
 use crate::client::measure::{
@@ -379,19 +381,7 @@ impl DecodedRepetition {
 }
 
 fn shorten(text: &str) -> String {
-    shortened(text, MAX_TEXT)
-}
-
-/// `text` cut to at most `max` bytes (on a character boundary), marked with `…` when cut.
-fn shortened(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
+    head(text, MAX_TEXT)
 }
 
 impl ClientResult {
@@ -419,28 +409,28 @@ impl ClientResult {
                     .config
                     .iter()
                     .take(MAX_CONFIG_SETTINGS)
-                    .map(|(name, value)| (shortened(name, 64), shortened(value, 64)))
+                    .map(|(name, value)| (head(name, 64), head(value, 64)))
                     .collect(),
                 config_unreported: report
                     .engine
                     .config_unreported
                     .iter()
                     .take(MAX_CONFIG_SETTINGS)
-                    .map(|name| shortened(name, 64))
+                    .map(|name| head(name, 64))
                     .collect(),
                 modules: report.engine.modules.as_ref().map(|modules| {
                     modules
                         .iter()
                         .take(MAX_MODULES)
                         .map(|m| crate::crd::EngineModule {
-                            name: shortened(&m.name, 64),
-                            version: shortened(&m.version, 64),
+                            name: head(&m.name, 64),
+                            version: head(&m.version, 64),
                         })
                         .collect()
                 }),
                 cluster: report.engine.cluster.clone().map(|cluster| {
                     crate::crd::ClusterNodeState {
-                        state: shortened(&cluster.state, 64),
+                        state: head(&cluster.state, 64),
                         ..cluster
                     }
                 }),
