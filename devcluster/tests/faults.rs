@@ -16,7 +16,7 @@ use membench_devcluster::wait::{
 };
 use serde_json::json;
 
-use common::{READY, cluster, redis_pod, skipped_outside_dev_cluster};
+use common::{READY, cluster, redis_pod, require_dev_cluster};
 
 /// Polls `node` until `check` holds, for at most `timeout`.
 async fn wait_for_node(
@@ -65,9 +65,7 @@ fn unreachable_no_execute(node: &Node) -> bool {
 #[tokio::test]
 async fn a_node_added_runs_pods_and_once_silent_is_tainted_and_its_pods_evicted()
 -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("a_node_added_runs_pods_and_once_silent_is_tainted") {
-        return Ok(());
-    }
+    require_dev_cluster("a_node_added_runs_pods_and_once_silent_is_tainted")?;
     let client = cluster().await?;
     let faults = Faults::of_dev_cluster().await?;
     let name = "faults-test-0";

@@ -11,8 +11,8 @@ use membench_devcluster::wait::{TestNamespace, wait_for_pod, waiting_reason};
 use serde_json::json;
 
 use common::{
-    READY, cluster, container_status, local_pid, pod, pod_ip, redis_ping, shell_pod,
-    skipped_outside_dev_cluster, terminated, wait_finished, wait_ready, waiting_message,
+    READY, cluster, container_status, local_pid, pod, pod_ip, redis_ping, require_dev_cluster,
+    shell_pod, terminated, wait_finished, wait_ready, waiting_message,
 };
 
 #[tokio::test]
@@ -40,9 +40,7 @@ async fn a_restricted_namespace_refuses_a_pod_that_could_run_as_root() -> anyhow
 
 #[tokio::test]
 async fn the_process_runs_as_the_pods_user_and_groups_without_privileges() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("run as user") {
-        return Ok(());
-    }
+    require_dev_cluster("run as user")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "run-as").await?;
     let pods = ns.pods();
@@ -68,9 +66,7 @@ async fn the_process_runs_as_the_pods_user_and_groups_without_privileges() -> an
 
 #[tokio::test]
 async fn a_non_root_process_writes_its_termination_message() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("termination message as non-root") {
-        return Ok(());
-    }
+    require_dev_cluster("termination message as non-root")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "nonroot-msg").await?;
     let pods = ns.pods();
@@ -92,9 +88,7 @@ async fn a_non_root_process_writes_its_termination_message() -> anyhow::Result<(
 
 #[tokio::test]
 async fn run_as_non_root_refuses_an_image_that_would_run_as_root() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("runAsNonRoot") {
-        return Ok(());
-    }
+    require_dev_cluster("runAsNonRoot")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "nonroot-check").await?;
     let pods = ns.pods();
@@ -119,9 +113,7 @@ async fn run_as_non_root_refuses_an_image_that_would_run_as_root() -> anyhow::Re
 
 #[tokio::test]
 async fn a_valkey_server_runs_as_the_images_user_and_answers_ping() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("valkey as its user") {
-        return Ok(());
-    }
+    require_dev_cluster("valkey as its user")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "valkey-user").await?;
     let pods = ns.pods();

@@ -5,7 +5,8 @@
 //! `security_context.rs` and `volumes.rs`.
 //!
 //! With `MEMBENCH_TEST_KUBECONFIG` set they run against that cluster instead; the tests that
-//! rely on the node agent running pods on this machine are then skipped.
+//! rely on the node agent running pods on this machine then fail, saying the dev cluster is
+//! what they need.
 
 mod common;
 
@@ -22,8 +23,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use common::{
-    READY, SCHEDULED, cluster, pod, pod_ip, redis_ping, redis_pod, shell_container, shell_pod,
-    skipped_outside_dev_cluster, terminated, wait_finished, wait_ready, waiting_message,
+    READY, SCHEDULED, cluster, pod, pod_ip, redis_ping, redis_pod, require_dev_cluster,
+    shell_container, shell_pod, terminated, wait_finished, wait_ready, waiting_message,
 };
 
 #[tokio::test]
@@ -91,9 +92,7 @@ async fn pod_affinity_on_hostname_places_a_pod_next_to_its_target() -> anyhow::R
 
 #[tokio::test]
 async fn redis_pod_becomes_ready_and_answers_ping_on_its_own_address() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("redis ping") {
-        return Ok(());
-    }
+    require_dev_cluster("redis ping")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "redis-ping").await?;
     let pods = ns.pods();
@@ -120,9 +119,7 @@ async fn redis_pod_becomes_ready_and_answers_ping_on_its_own_address() -> anyhow
 
 #[tokio::test]
 async fn two_engines_listen_on_the_same_port_at_their_own_addresses() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("same port") {
-        return Ok(());
-    }
+    require_dev_cluster("same port")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "same-port").await?;
     let pods = ns.pods();
@@ -145,9 +142,7 @@ async fn two_engines_listen_on_the_same_port_at_their_own_addresses() -> anyhow:
 
 #[tokio::test]
 async fn deleting_a_pod_stops_its_process_and_removes_it() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("deletion") {
-        return Ok(());
-    }
+    require_dev_cluster("deletion")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "delete").await?;
     let pods = ns.pods();
@@ -200,9 +195,7 @@ async fn pod_owned_by_a_configmap_is_garbage_collected_with_it() -> anyhow::Resu
 
 #[tokio::test]
 async fn unmapped_image_fails_like_a_failed_pull_naming_the_image() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("unmapped image") {
-        return Ok(());
-    }
+    require_dev_cluster("unmapped image")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "unmapped").await?;
     let pods = ns.pods();
@@ -244,9 +237,7 @@ async fn unmapped_image_fails_like_a_failed_pull_naming_the_image() -> anyhow::R
 
 #[tokio::test]
 async fn exit_code_and_termination_message_are_reported() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("termination message") {
-        return Ok(());
-    }
+    require_dev_cluster("termination message")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "exit").await?;
     let pods = ns.pods();
@@ -288,9 +279,7 @@ async fn exit_code_and_termination_message_are_reported() -> anyhow::Result<()> 
 
 #[tokio::test]
 async fn fallback_to_logs_on_error_reports_the_end_of_the_output() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("fallback to logs") {
-        return Ok(());
-    }
+    require_dev_cluster("fallback to logs")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "fallback").await?;
     let pods = ns.pods();
@@ -309,9 +298,7 @@ async fn fallback_to_logs_on_error_reports_the_end_of_the_output() -> anyhow::Re
 
 #[tokio::test]
 async fn env_and_downward_api_reach_the_process() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("env") {
-        return Ok(());
-    }
+    require_dev_cluster("env")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "env").await?;
     let pods = ns.pods();
@@ -340,9 +327,7 @@ async fn env_and_downward_api_reach_the_process() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn exceeding_the_memory_limit_is_oom_killed() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("OOM") {
-        return Ok(());
-    }
+    require_dev_cluster("OOM")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "oom").await?;
     let pods = ns.pods();
@@ -380,9 +365,7 @@ async fn exceeding_the_memory_limit_is_oom_killed() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn pod_logs_are_served_through_the_api_server() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("logs") {
-        return Ok(());
-    }
+    require_dev_cluster("logs")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "logs").await?;
     let pods = ns.pods();
@@ -412,9 +395,7 @@ async fn pod_logs_are_served_through_the_api_server() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn init_containers_run_first_and_each_container_reports_its_own_end() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("init containers") {
-        return Ok(());
-    }
+    require_dev_cluster("init containers")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "multi").await?;
     let pods = ns.pods();

@@ -14,15 +14,13 @@ use membench_devcluster::wait::TestNamespace;
 use serde_json::json;
 
 use common::{
-    cluster, pod, shell_container, shell_pod, skipped_outside_dev_cluster, terminated,
+    cluster, pod, require_dev_cluster, shell_container, shell_pod, terminated,
     terminated_container, wait_finished,
 };
 
 #[tokio::test]
 async fn a_file_written_to_an_empty_dir_is_read_by_another_container() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("emptyDir") {
-        return Ok(());
-    }
+    require_dev_cluster("emptyDir")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "empty-dir").await?;
     let pods = ns.pods();
@@ -58,9 +56,7 @@ async fn a_file_written_to_an_empty_dir_is_read_by_another_container() -> anyhow
 
 #[tokio::test]
 async fn the_process_starts_in_its_working_dir() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("workingDir") {
-        return Ok(());
-    }
+    require_dev_cluster("workingDir")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "working-dir").await?;
     let pods = ns.pods();
@@ -85,9 +81,7 @@ async fn the_process_starts_in_its_working_dir() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn a_secret_volume_holds_the_secrets_keys_as_files() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("secret volume") {
-        return Ok(());
-    }
+    require_dev_cluster("secret volume")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "secret-volume").await?;
     let secret = Secret {
@@ -131,9 +125,7 @@ async fn a_secret_volume_holds_the_secrets_keys_as_files() -> anyhow::Result<()>
 
 #[tokio::test]
 async fn a_config_map_volume_holds_the_chosen_keys() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("configMap volume") {
-        return Ok(());
-    }
+    require_dev_cluster("configMap volume")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "configmap-volume").await?;
     let config = ConfigMap {
@@ -169,9 +161,7 @@ async fn a_config_map_volume_holds_the_chosen_keys() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn a_downward_api_volume_holds_the_pods_fields() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("downwardAPI volume") {
-        return Ok(());
-    }
+    require_dev_cluster("downwardAPI volume")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "downward-volume").await?;
     let pods = ns.pods();
@@ -203,9 +193,7 @@ async fn a_downward_api_volume_holds_the_pods_fields() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn a_read_only_mount_refuses_a_write() -> anyhow::Result<()> {
-    if skipped_outside_dev_cluster("readOnly") {
-        return Ok(());
-    }
+    require_dev_cluster("readOnly")?;
     let client = cluster().await?;
     let ns = TestNamespace::create(&client, "read-only").await?;
     let pods = ns.pods();

@@ -19,8 +19,7 @@ use observability::{helm, repo_root};
 
 fn helm_or_fail() -> PathBuf {
     helm().unwrap_or_else(|| {
-        observability::missing("no helm (run hack/build-tools.sh helm, or set MEMBENCH_HELM)");
-        unreachable!()
+        observability::missing("no helm (run hack/build-tools.sh helm, or set MEMBENCH_HELM)")
     })
 }
 

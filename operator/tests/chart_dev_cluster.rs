@@ -175,7 +175,6 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
         Ok(cluster) => cluster,
         Err(why) => {
             observability::missing(&format!("no dev cluster: {why}"));
-            return;
         }
     };
     let install = repo_root().join("manifests/install.yaml");
@@ -334,7 +333,6 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
     // the operator's rights reach exactly those namespaces.
     let Some(helm) = observability::helm() else {
         observability::missing("no helm (namespace scope only)");
-        return;
     };
     let rendered = Command::new(helm)
         .args(["template", "membench-ns"])

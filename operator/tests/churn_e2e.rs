@@ -40,11 +40,25 @@ async fn a_churn_with_defrag_lands_round_by_round_in_the_status_of_each_engine()
         assert_eq!(defrag.switched, switched, "{}", engine.name);
         assert!(defrag.write_latency_ms.writes > 0, "{defrag:#?}");
         assert!(defrag.window_seconds >= 5.0, "{defrag:#?}");
-        // Both regain RSS in the window: Dragonfly only if its pod started with a check every
-        // second (`mem_defrag_check_sec_interval`, 60 s by default, past the window's 12 s hold).
+        // Both regain at least half of what the rounds freed (used_memory after the load less
+        // after the last round) in the window: Dragonfly only if its pod started with a check
+        // every second (`mem_defrag_check_sec_interval`, 60 s by default, past the window's 12 s
+        // hold). docs/results.md's churn table (1,000,000 keys, the same two rounds): Valkey
+        // 9.1.2 freed 91.9 MB and regained 133.7, Dragonfly 1.40 freed 33.7 and regained
+        // 73.6; here (100,000 keys, 2026-12-06) Valkey freed 9.41 MB and regained 13.0,
+        // Dragonfly 3.41 and 7.13. RSS the rounds left behind, above what they freed, is what
+        // is given back.
+        let freed = repetition
+            .used_memory
+            .saturating_sub(churn.rounds[1].used_memory) as f64;
+        let regained = defrag.rss_before as f64 - defrag.rss_after as f64;
+        eprintln!(
+            "{}: the rounds freed {freed} B of used_memory, the window regained {regained} B of RSS",
+            engine.name
+        );
         assert!(
-            defrag.rss_after < defrag.rss_before,
-            "{}: {defrag:#?}",
+            regained > 0.5 * freed,
+            "{}: regained {regained} B of RSS, not half of the {freed} B the rounds freed: {defrag:#?}",
             engine.name
         );
         // The snapshot saved under writes before the churn: Valkey forks and counts its copy.
@@ -75,13 +89,6 @@ async fn a_churn_with_defrag_lands_round_by_round_in_the_status_of_each_engine()
             _ => assert!(eviction.refused_at_items.is_some(), "{eviction:#?}"),
         }
     }
-    // Valkey's window gives back RSS that the rounds left behind.
-    let valkey = engines[0].repetitions[0].churn.as_ref().unwrap();
-    let defrag = valkey.defrag.as_ref().unwrap();
-    assert!(
-        defrag.rss_after < defrag.rss_before,
-        "activedefrag regains RSS: {defrag:#?}"
-    );
     harness.finish().await;
     Ok(())
 }

@@ -487,17 +487,42 @@ fn a_settled_reading_is_taken_after_the_wait() {
         settle_seconds: 1,
         ..RunSettings::default()
     });
-    let report = measure(
+    // Timed by the test's own clock: when the load last reported progress with every command
+    // sent, and when the repetition was handed over finished (the settled reading is its
+    // last step). The wait cannot be watched on the engine: a second client connected to it
+    // (MONITOR) is refused before the baseline and before the settled reading.
+    let total = std::cell::Cell::new(None::<std::time::Instant>);
+    let finished = std::cell::Cell::new(None::<std::time::Instant>);
+    let report = membench::client::measure::measure_journaled(
         &redis.address,
         &sorted_set(30_000, 0),
         &options,
-        &mut |_| {},
+        &mut |progress| {
+            if progress.commands_done == progress.commands_total {
+                total.set(Some(std::time::Instant::now()));
+            }
+        },
+        &mut |report| {
+            if !report.repetitions.is_empty() {
+                finished.set(Some(std::time::Instant::now()));
+            }
+        },
     );
+    assert!(report.error.is_none(), "{:?}", report.error);
     let settled = report.repetitions[0]
         .settled
         .as_ref()
         .expect("a second reading");
     assert_eq!(settled.after_seconds, 1);
+    // What follows the load's last write in the repetition (its count verified, two memory
+    // readings) takes milliseconds here; without the wait the two instants are that close.
+    // The wait is a sleep, never shorter than asked, so no margin below the second is due.
+    let loaded = total.get().expect("the load reported its end");
+    let waited = finished.get().expect("the repetition was handed over") - loaded;
+    assert!(
+        waited >= std::time::Duration::from_secs(1),
+        "the repetition ended {waited:?} after the load, before the 1 s wait could have passed"
+    );
     assert!(settled.bytes_per_item > 0.0);
     assert!(report.summary.unwrap().settled_bytes_per_item.is_some());
 }

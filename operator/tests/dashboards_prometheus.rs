@@ -194,7 +194,6 @@ async fn every_dashboard_query_returns_data_from_a_real_prometheus_scraping_memb
         observability::missing(
             "no prometheus binary (install the Debian package `prometheus` or set MEMBENCH_PROMETHEUS)",
         );
-        return;
     };
 
     let metrics = metrics_with_fixtures();

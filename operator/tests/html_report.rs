@@ -324,19 +324,114 @@ fn the_run_page_draws_each_engines_required_memory_against_the_instance_sizes() 
     }
 }
 
+/// The `points` of each `polyline.growth-line` of a page, by its `data-engine`.
+fn growth_lines(html: &str) -> Vec<(String, Vec<(f64, f64)>)> {
+    html.split("<polyline class=\"growth-line\"")
+        .skip(1)
+        .map(|line| {
+            let attribute = |name: &str| {
+                let start = line.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+                line[start..start + line[start..].find('"').unwrap()].to_string()
+            };
+            let points = attribute("points")
+                .split(' ')
+                .map(|point| {
+                    let (x, y) = point.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect();
+            (attribute("data-engine"), points)
+        })
+        .collect()
+}
+
+/// Each growth curve is its engine's samples (the empty server's used_memory at 0 items,
+/// then every sample of the first repetition, from the run's own result file) drawn on the
+/// chart's one pair of linear axes: every point's x is the same linear function of its items
+/// and its y of its used_memory, for every curve, to within 0.2 px (the page writes each
+/// coordinate to 0.1 px: each of the two points the scale is fitted on, and the point
+/// checked, may each be 0.05 px off). A curve drawn from other figures, out of order or
+/// on a scale of its own is off by many pixels: one sample's 1% of the chart's range is about
+/// 2 px.
+fn assert_curves_follow_the_samples(html: &str, result: &Value) {
+    let lines = growth_lines(html);
+    let mut drawn = Vec::new();
+    for engine in result["engines"].as_array().unwrap() {
+        let name = engine["name"].as_str().unwrap();
+        let first = &engine["repetitions"][0];
+        let mut samples = vec![(0.0, number(first, "baseline_used_memory"))];
+        samples.extend(
+            first["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| (number(s, "items"), number(s, "used_memory"))),
+        );
+        let (_, points) = lines
+            .iter()
+            .find(|(engine, _)| engine == name)
+            .unwrap_or_else(|| panic!("no growth line for {name}"));
+        assert_eq!(
+            points.len(),
+            samples.len(),
+            "{name}: {points:?} for {samples:?}"
+        );
+        drawn.extend(samples.into_iter().zip(points.iter().copied()));
+    }
+    assert_eq!(drawn.len(), 15, "three curves of five points: {drawn:?}");
+    // One axis at a time: fitted on its two furthest figures, then every point checked on it.
+    for (axis, figure, pixel) in [
+        (
+            "x",
+            (|d: &((f64, f64), (f64, f64))| d.0.0) as fn(&_) -> f64,
+            (|d: &((f64, f64), (f64, f64))| d.1.0) as fn(&_) -> f64,
+        ),
+        ("y", |d| d.0.1, |d| d.1.1),
+    ] {
+        let low = drawn
+            .iter()
+            .min_by(|a, b| figure(a).total_cmp(&figure(b)))
+            .unwrap();
+        let high = drawn
+            .iter()
+            .max_by(|a, b| figure(a).total_cmp(&figure(b)))
+            .unwrap();
+        let slope = (pixel(high) - pixel(low)) / (figure(high) - figure(low));
+        // Items run rightwards and memory upwards (SVG's y grows downwards).
+        assert!(
+            (axis == "x") == (slope > 0.0),
+            "{axis}: drawn the wrong way round: {drawn:?}"
+        );
+        for point in &drawn {
+            let expected = pixel(low) + (figure(point) - figure(low)) * slope;
+            assert!(
+                (pixel(point) - expected).abs() <= 0.2,
+                "{axis}: the sample {:?} is drawn at {:?}, {expected:.2} on the chart's scale",
+                point.0,
+                point.1
+            );
+        }
+    }
+}
+
 #[test]
 fn the_run_page_renders_one_bar_per_engine_with_published_marks_and_growth_curves() {
     let dir = common::chromium::artefact_dir();
     let spec = dir.join("html-sorted-set.yaml");
     std::fs::write(&spec, SPEC).unwrap();
+    let result_file = dir.join("html-sorted-set.json");
     let output = Command::new(env!("CARGO_BIN_EXE_membench"))
         .args(["run", spec.to_str().unwrap(), "--output", "html"])
+        .arg("--result-file")
+        .arg(&result_file)
         .output()
         .expect("membench runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     let html = String::from_utf8(output.stdout).expect("the page is UTF-8");
     assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+    let result: Value = serde_json::from_slice(&std::fs::read(&result_file).unwrap()).unwrap();
+    assert_curves_follow_the_samples(&html, &result);
 
     // On a desktop and on a phone: the same page, read the same way.
     let wide = common::chromium::render_at(&html, "run-sorted-set-1400", 1400);

@@ -259,6 +259,21 @@ fn round(
     }
 }
 
+/// How many seeded samples the test rebuilds: `MB_SEEDS`, 5 unless set. Zero or a word is
+/// refused: a run of no seed would check nothing and pass.
+fn seeds() -> u64 {
+    match std::env::var("MB_SEEDS") {
+        Err(_) => 5,
+        Ok(value) => match value.parse::<u64>() {
+            Ok(seeds) if seeds >= 1 => seeds,
+            _ => panic!(
+                "MB_SEEDS={value:?}: the number of seeded samples to rebuild must be a whole \
+                 number of at least 1 (unset it for the default of 5)"
+            ),
+        },
+    }
+}
+
 #[test]
 fn a_keyspace_with_one_big_key_rebuilt_from_a_small_sample_lands_within_one_percent_of_the_source_in_every_run()
  {
@@ -277,7 +292,8 @@ fn a_keyspace_with_one_big_key_rebuilt_from_a_small_sample_lands_within_one_perc
     let mut errors = Vec::new();
     // The rebuild's own error on this data: a profile that read every key, rebuilt.
     let mut own = 0.0;
-    for seed in 1..=std::env::var("MB_SEEDS").map_or(5, |s| s.parse().unwrap()) {
+    let seeds = seeds();
+    for seed in 1..=seeds {
         let Round {
             source,
             sampled,
@@ -356,6 +372,11 @@ fn a_keyspace_with_one_big_key_rebuilt_from_a_small_sample_lands_within_one_perc
             .map(|e| format!("{:+.2}%", e * 100.0))
             .collect::<Vec<_>>()
             .join(", ")
+    );
+    assert_eq!(
+        errors.len() as u64,
+        seeds,
+        "every seed's rebuild was measured"
     );
     assert!(
         own.abs() <= 0.01,

@@ -71,9 +71,13 @@ async fn a_replicas_full_sync_on_two_real_nodes_is_read_from_both_kubelets() -> 
     let peak = primary
         .peak_bytes
         .with_context(|| format!("the primary's peak in {primary:#?}"))?;
+    // The sync's fork and its backlog show: measured here at 19.6 MB before and 42.5 MB at
+    // the peak (2.17 times); half that rise (1.5 times) is the least a sync that forked and
+    // allocated its backlog can show, where a figure that missed the sync stays near 1.0.
     assert!(
-        before > KEYS * 100 && peak > before,
-        "the primary's container: before {before}, peak {peak}"
+        before > KEYS * 100 && peak as f64 > 1.5 * before as f64,
+        "the primary's container: before {before}, peak {peak} ({:.2} times)",
+        peak as f64 / before as f64
     );
     // The replica, read on its own node: its container, empty before the sync, rose to hold
     // the data it took (100 bytes a value and more) and about what its engine says it holds

@@ -62,9 +62,19 @@ async fn a_valkey_replica_syncs_under_writes_on_the_other_node_and_its_figures_r
             replica.replica_used_memory
         );
         assert_eq!(replica.primary.writes_per_sec_asked, 2000, "{replica:#?}");
-        assert!(replica.primary.writes_per_sec > 0.0, "{replica:#?}");
-        // Valkey forks to send the sync, and counts what the fork copied.
-        assert!(replica.primary.cow_bytes.is_some(), "{replica:#?}");
+        // The asked rate reached: measured 1,995 and 1,998/s of 2,000 (2026-12-06, on the dev
+        // cluster). What falls short is the writes due while the last poll waited on the
+        // replica loading its 2 MB, a few milliseconds of a 4.7 s sync; 10% below is the
+        // product's own warning threshold.
+        assert!(
+            replica.primary.writes_per_sec >= 0.9 * 2000.0,
+            "{replica:#?}"
+        );
+        // Valkey forks to send the sync, and counts what the fork copied: measured 0.97 and
+        // 1.24 MB (the writes during the fork's life); a fifth of the least is asked, where
+        // a sync that copied nothing (rdb_last_cow_size:0) fails.
+        let cow = replica.primary.cow_bytes.unwrap_or(0);
+        assert!(cow > 190_000, "the fork copied {cow} B: {replica:#?}");
     }
 
     // The benchmark's policy (made before its first pod, kept until it is deleted): the

@@ -51,11 +51,30 @@ fn bytes(value: &Value) -> f64 {
         .unwrap_or_else(|| panic!("not a figure: {value}"))
 }
 
+/// The rate the writes beside a phase can reach over the phase, from what the phase measured.
+/// The pacer sends what is due in batches of at most 100 and catches up after any stall (a
+/// fork's freeze, a busy core), so it falls short of the asked rate only (1) when 100 writes
+/// take longer than 100 / asked seconds, bounded by the slowest 1% of the batches
+/// (`write_latency_ms.p99`), and (2) by the writes due while the poll that ends the phase
+/// waited, which are never sent: at most `longest_poll_ms` of the phase's seconds. Beside it
+/// the caller allows 10%, the product's own warning threshold (`under 90% of the ... asked`),
+/// for the phase's start (its command and the writes' connection).
+fn reachable_rate(phase: &Value, asked: f64) -> f64 {
+    let slow_batch_ms = bytes(&phase["write_latency_ms"]["p99"]).max(1e-3);
+    let seconds = bytes(&phase["duration_seconds"]);
+    let writing = (seconds - bytes(&phase["longest_poll_ms"]) / 1000.0).max(0.0);
+    asked.min(100.0 * 1000.0 / slow_batch_ms) * writing / seconds
+}
+
 #[test]
 fn valkey_forks_and_rises_by_what_it_copied_and_dragonfly_saves_without_a_rise() {
     let valkey = common::start_spec(&common::shared_build(EngineKind::Valkey, "9.1.2"));
     let forked = snapshot(&valkey.address.socket_addr(), "40000");
     assert_eq!(forked["source"], "process-tree", "{forked}");
+    assert!(
+        bytes(&forked["most_processes"]) >= 2.0,
+        "the fork child was seen: {forked}"
+    );
     let rise = bytes(&forked["peak_bytes"]) - bytes(&forked["before_bytes"]);
     let cow = bytes(&forked["cow_bytes"]);
     // Writes over every key while the fork lives copy a good share of the pages.
@@ -74,18 +93,28 @@ fn valkey_forks_and_rises_by_what_it_copied_and_dragonfly_saves_without_a_rise()
         assert!(during <= 1.05 * cow, "{during} against {cow}: {forked}");
     }
     let achieved = bytes(&forked["writes_per_sec"]);
+    let reachable = reachable_rate(&forked, 40_000.0);
     assert!(
-        achieved > 0.8 * 40_000.0,
-        "the asked rate is reached: {forked}"
+        achieved >= 0.9 * reachable,
+        "the asked rate, or what the engine's round trips allow, is reached: {achieved}/s \
+         against {reachable}/s: {forked}"
     );
     assert!(bytes(&forked["write_latency_ms"]["max"]) >= bytes(&forked["write_latency_ms"]["p99"]));
 
     let dragonfly = common::start_spec(&common::shared_build(EngineKind::Dragonfly, "1.40"));
     let forkless = snapshot(&dragonfly.address.socket_addr(), "40000");
     assert_eq!(forkless["source"], "process-tree", "{forkless}");
+    // Measured, not assumed: Dragonfly's process tree held one process at every reading of
+    // the save (every 20 ms; the save's seconds give dozens of readings), while Valkey's held
+    // its fork child.
+    assert_eq!(forkless["most_processes"], 1, "no fork: {forkless}");
+    assert!(bytes(&forkless["samples"]) >= 10.0, "{forkless}");
     assert!(
-        forkless["cow_bytes"].is_null(),
-        "Dragonfly does not fork: {forkless}"
+        forkless["cow_bytes"].is_null()
+            && forkless["cow_note"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("no fork")),
+        "no copy, and why: {forkless}"
     );
     let ratio = bytes(&forkless["ratio"]);
     assert!(
@@ -270,14 +299,35 @@ fn a_rate_the_writes_cannot_reach_is_reported_as_the_rate_reached_with_a_warning
     );
     assert!(output.status.success(), "{}", common::stderr(&output));
     let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut writes = 0.0;
     for repetition in json["repetitions"].as_array().unwrap() {
         let snapshot = &repetition["peak"]["snapshot"];
         assert_eq!(snapshot["writes_per_sec_asked"], 10_000_000, "{snapshot}");
+        // The rate reported is the rate reached: the writes over the save's seconds (within 1%,
+        // the figure's rounding being far finer), some writes made, and under the 90% of the
+        // asked rate that earns the warning.
+        let reached = bytes(&snapshot["writes"]) / bytes(&snapshot["duration_seconds"]);
+        let reported = bytes(&snapshot["writes_per_sec"]);
         assert!(
-            bytes(&snapshot["writes_per_sec"]) < 9_000_000.0,
-            "{snapshot}"
+            bytes(&snapshot["writes"]) > 0.0 && (reported - reached).abs() <= 0.01 * reached,
+            "reported {reported}/s, reached {reached}/s: {snapshot}"
         );
+        assert!(reported < 0.9 * 10_000_000.0, "{snapshot}");
+        writes += bytes(&snapshot["writes"]);
     }
+    // The engine counted the writes the client reports: every SET it ran is one of the two
+    // loads' 20,000 or one of the phases' writes (read over the test's own connection).
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut common::connect(&valkey.address))
+        .unwrap();
+    let set_calls: f64 = stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_set:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse().ok())
+        .unwrap_or_else(|| panic!("no SET calls in {stats}"));
+    assert_eq!(set_calls, 2.0 * 20_000.0 + writes, "{stats}");
     let warnings: Vec<&str> = json["warnings"]
         .as_array()
         .unwrap()

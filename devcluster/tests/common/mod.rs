@@ -28,15 +28,16 @@ pub async fn cluster() -> anyhow::Result<Client> {
     .await
 }
 
-/// True (and says so) when the test needs this machine's node agent but runs elsewhere.
-pub fn skipped_outside_dev_cluster(test: &str) -> bool {
-    let skip = !DevCluster::is_dev_cluster();
-    if skip {
-        eprintln!(
-            "{test}: skipped, needs the dev cluster's node agent (MEMBENCH_TEST_KUBECONFIG is set)"
-        );
-    }
-    skip
+/// Fails the test, naming what is missing, when it runs against a cluster other than the dev
+/// cluster (`MEMBENCH_TEST_KUBECONFIG` set): what it tests is the dev cluster's node agent, which
+/// no other cluster has, so passing there would claim what was never run.
+pub fn require_dev_cluster(test: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        DevCluster::is_dev_cluster(),
+        "{test}: needs the dev cluster's node agent, which the cluster MEMBENCH_TEST_KUBECONFIG \
+         names does not run; unset MEMBENCH_TEST_KUBECONFIG to run it on the dev cluster"
+    );
+    Ok(())
 }
 
 /// A pod from JSON, given the restricted security contexts (running as the engine images'

@@ -54,6 +54,11 @@ pub struct PacedWrites {
     pub writes: u64,
     /// Each batch's round trip, in milliseconds.
     pub latencies_ms: Vec<f64>,
+    /// The longest the writes waited on one of the phase's polls, in milliseconds: writes
+    /// due meanwhile are caught up after it, except after the poll that ends the phase (a
+    /// replica answers only once it has loaded the sync), so the rate reached over the
+    /// phase falls short of the asked one by up to this wait.
+    pub longest_poll_ms: f64,
 }
 
 /// The writes' latency during a phase: the round trip of each batch, in milliseconds.
@@ -96,14 +101,18 @@ pub fn write_until(
     let started = Instant::now();
     let mut last_poll = started;
     let mut writes = 0u64;
+    let mut longest_poll_ms = 0.0f64;
     loop {
         pacing.stop.check(writes)?;
         if last_poll.elapsed() >= POLL {
             last_poll = Instant::now();
-            if done(shards)? {
+            let finished = done(shards)?;
+            longest_poll_ms = longest_poll_ms.max(last_poll.elapsed().as_secs_f64() * 1000.0);
+            if finished {
                 return Ok(PacedWrites {
                     writes,
                     latencies_ms,
+                    longest_poll_ms,
                 });
             }
             if started.elapsed() >= beside.bound {

@@ -38,6 +38,9 @@ pub struct PhasePeak {
     pub high_water_bytes: Option<u64>,
     /// Why a figure is missing, when one is.
     pub note: Option<String>,
+    /// The most processes the engine's tree held at a reading (process-tree only): whether
+    /// the engine forked during the phase, as measured.
+    pub most_processes: Option<u64>,
     /// The replica's container at its highest during the phase, when the marks read it and
     /// its high-water mark rose then (`spec.peak.replica` in a cluster).
     pub replica_peak_bytes: Option<u64>,
@@ -70,6 +73,7 @@ impl<'a> PhaseWatch<'a> {
             samples: 0,
             high_water_bytes: None,
             note,
+            most_processes: None,
             replica_peak_bytes: None,
         };
         match self {
@@ -83,6 +87,7 @@ impl<'a> PhaseWatch<'a> {
                     samples: tree.samples,
                     high_water_bytes: None,
                     note: None,
+                    most_processes: tree.most_processes,
                     replica_peak_bytes: None,
                 }
             }
@@ -103,6 +108,7 @@ impl<'a> PhaseWatch<'a> {
                             samples: 0,
                             high_water_bytes: Some(peak.high_water_bytes),
                             note: peak.note(),
+                            most_processes: None,
                             replica_peak_bytes: replica.and_then(|r| r.peak_bytes),
                         }
                     }

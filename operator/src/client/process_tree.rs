@@ -71,7 +71,15 @@ fn resident(pid: u32) -> Option<u64> {
 /// The engine's resident set plus the pages only its descendants hold, in bytes (a child that
 /// ended meanwhile counts 0).
 pub fn tree_bytes(pid: u32) -> u64 {
-    let mut processes = tree(pid).into_iter();
+    tree_reading(pid).0
+}
+
+/// [`tree_bytes`], and how many processes the tree held when it was read (the engine itself
+/// counts one: a fork that saves or syncs makes it two or more).
+fn tree_reading(pid: u32) -> (u64, u64) {
+    let all = tree(pid);
+    let count = all.len() as u64;
+    let mut processes = all.into_iter();
     let root = processes.next().and_then(resident).unwrap_or(0);
     let children: u64 = processes
         .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).ok())
@@ -80,7 +88,7 @@ pub fn tree_bytes(pid: u32) -> u64 {
                 + rollup_field(&text, "Private_Dirty:").unwrap_or(0)
         })
         .sum();
-    root + children
+    (root + children, count)
 }
 
 /// The engine's process on this machine: `pid` when its `comm` names an engine and its
@@ -92,47 +100,75 @@ pub fn local_engine(pid: u32) -> Option<u32> {
     (named && std::fs::metadata(format!("/proc/{pid}/smaps_rollup")).is_ok()).then_some(pid)
 }
 
-/// A thread that reads the tree's memory every [`SAMPLE_INTERVAL`] and keeps the highest.
+/// A thread that reads the tree's memory every [`SAMPLE_INTERVAL`] and keeps the highest, and
+/// the most processes the tree held at a reading (whether the engine forked: a child that
+/// lived less than one interval between two readings can go unseen).
 pub struct PeakSampler {
     stop: Arc<AtomicBool>,
     peak: Arc<AtomicU64>,
+    most_processes: Arc<AtomicU64>,
     samples: Arc<AtomicU64>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// What a [`PeakSampler`] read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SamplerReading {
+    pub peak_bytes: u64,
+    pub most_processes: u64,
+    pub samples: u64,
+}
+
 impl PeakSampler {
     pub fn start(pid: u32) -> Self {
+        // The first reading is taken here, before the phase begins: a phase shorter than the
+        // thread's start on a busy machine still has one (seen: a 0.43 s sync with none).
+        let (bytes, processes) = tree_reading(pid);
         let stop = Arc::new(AtomicBool::new(false));
-        let peak = Arc::new(AtomicU64::new(0));
-        let samples = Arc::new(AtomicU64::new(0));
+        let peak = Arc::new(AtomicU64::new(bytes));
+        let most_processes = Arc::new(AtomicU64::new(processes));
+        let samples = Arc::new(AtomicU64::new(1));
         let thread = {
-            let (stop, peak, samples) = (stop.clone(), peak.clone(), samples.clone());
+            let (stop, peak, most, samples) = (
+                stop.clone(),
+                peak.clone(),
+                most_processes.clone(),
+                samples.clone(),
+            );
             std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    peak.fetch_max(tree_bytes(pid), Ordering::Relaxed);
-                    samples.fetch_add(1, Ordering::Relaxed);
+                loop {
                     std::thread::sleep(SAMPLE_INTERVAL);
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let (bytes, processes) = tree_reading(pid);
+                    peak.fetch_max(bytes, Ordering::Relaxed);
+                    most.fetch_max(processes, Ordering::Relaxed);
+                    samples.fetch_add(1, Ordering::Relaxed);
                 }
             })
         };
         Self {
             stop,
             peak,
+            most_processes,
             samples,
             thread: Some(thread),
         }
     }
 
-    /// Stops the thread; the highest figure it read and how many readings it took.
-    pub fn finish(mut self) -> (u64, u64) {
+    /// Stops the thread; the highest figure it read, the most processes it saw, and how many
+    /// readings it took.
+    pub fn finish(mut self) -> SamplerReading {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        (
-            self.peak.load(Ordering::Relaxed),
-            self.samples.load(Ordering::Relaxed),
-        )
+        SamplerReading {
+            peak_bytes: self.peak.load(Ordering::Relaxed),
+            most_processes: self.most_processes.load(Ordering::Relaxed),
+            samples: self.samples.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -150,6 +186,9 @@ pub struct TreePeak {
     pub before_bytes: Option<u64>,
     /// The highest reading, never below `before_bytes`.
     pub peak_bytes: Option<u64>,
+    /// The most processes the tree held at a reading: 1 when the engine never forked while
+    /// it was watched.
+    pub most_processes: Option<u64>,
     pub samples: u64,
 }
 
@@ -165,10 +204,8 @@ impl TreeWatch {
     }
 
     pub fn finish(self) -> TreePeak {
-        let (peak, samples) = self.sampler.map_or((None, 0), |s| {
-            let (peak, samples) = s.finish();
-            (Some(peak), samples)
-        });
+        let reading = self.sampler.map(PeakSampler::finish);
+        let peak = reading.map(|r| r.peak_bytes);
         TreePeak {
             source: if peak.is_some() {
                 "process-tree"
@@ -177,7 +214,9 @@ impl TreeWatch {
             },
             before_bytes: self.before_bytes,
             peak_bytes: peak.zip(self.before_bytes).map(|(p, b)| p.max(b)),
-            samples,
+            // No reading at all says nothing about a fork.
+            most_processes: reading.filter(|r| r.samples > 0).map(|r| r.most_processes),
+            samples: reading.map_or(0, |r| r.samples),
         }
     }
 }

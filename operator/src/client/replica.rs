@@ -328,7 +328,7 @@ pub fn run(
                 duration,
                 writes,
                 replica.writes_per_sec,
-                cow_bytes.filter(|_| target.engine != "dragonfly"),
+                cow_bytes,
                 cow_peak_bytes,
             ),
             backlog_bytes: backlog(&primary_memory),

@@ -112,9 +112,19 @@ pub struct SnapshotReport {
     /// Why `before_bytes` or `peak_bytes` is missing, when one is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-    /// What the engine says the fork copied (`rdb_last_cow_size`; Dragonfly does not fork).
+    /// What the engine says the fork copied (`rdb_last_cow_size`, where the engine reports
+    /// it; Dragonfly 1.40 does not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cow_bytes: Option<u64>,
+    /// Why `cow_bytes` is missing, from what was measured: the engine's process tree held
+    /// one process throughout (no fork), or it forked and the engine reports no copy, or its
+    /// processes could not be counted from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cow_note: Option<String>,
+    /// `process-tree`: the most processes the engine's tree held at a reading (1: the save
+    /// or sync ran without a fork, as far as readings every `sample_interval_ms` can see).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub most_processes: Option<u64>,
     /// The highest `current_cow_peak` the engine reported while the save ran (read every
     /// 25 ms with the save's progress; Redis 7 and later, Valkey).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,6 +138,10 @@ pub struct SnapshotReport {
     pub writes_per_sec: f64,
     pub writes_per_sec_asked: u32,
     pub write_latency_ms: WriteLatency,
+    /// The longest the writes waited on one of the phase's polls (`INFO` to the engine or
+    /// the replica), in milliseconds: the writes due during the last one are never sent.
+    #[serde(default)]
+    pub longest_poll_ms: f64,
 }
 
 impl From<&SnapshotReport> for SnapshotStatus {
@@ -334,15 +348,42 @@ pub fn run(
         duration,
         writes,
         snapshot.writes_per_sec,
-        cow_bytes.filter(|_| target.engine != "dragonfly"),
+        cow_bytes,
         cow_peak_bytes,
     ))
+}
+
+/// Why an engine's copy-on-write figure is missing, read from what the phase measured: the
+/// most processes its tree held (`most_processes`, process-tree only) over `samples` readings.
+/// None when the engine reported the figure.
+pub fn missing_cow_reason(
+    cow_bytes: Option<u64>,
+    most_processes: Option<u64>,
+    samples: u64,
+) -> Option<String> {
+    if cow_bytes.is_some() {
+        return None;
+    }
+    Some(match most_processes {
+        Some(1) => format!(
+            "no fork: the engine's process tree held one process at each of {samples} readings"
+        ),
+        Some(most) => format!(
+            "the engine forked ({most} processes at most) but reports no copy-on-write size \
+             (INFO persistence rdb_last_cow_size)"
+        ),
+        None => "the engine reports no copy-on-write size (INFO persistence \
+                 rdb_last_cow_size), and its processes were not counted (they are not on \
+                 this machine)"
+            .into(),
+    })
 }
 
 impl SnapshotReport {
     /// A phase's figures: what the engine's tree did (`tree`), its memory just before
     /// (`before`), the phase's seconds, the writes beside it and the rate asked for, and the
-    /// copy-on-write the engine reported (none where it does not fork).
+    /// copy-on-write the engine reported (none where it reports none: why is then said in
+    /// `cow_note`, from the processes the tree held).
     pub fn of(
         tree: PhasePeak,
         before: &MemoryInfo,
@@ -353,6 +394,8 @@ impl SnapshotReport {
         cow_peak_bytes: Option<u64>,
     ) -> Self {
         Self {
+            cow_note: missing_cow_reason(cow_bytes, tree.most_processes, tree.samples),
+            most_processes: tree.most_processes,
             source: tree.source.into(),
             ratio: tree.ratio(),
             before_bytes: tree.before_bytes,
@@ -370,6 +413,7 @@ impl SnapshotReport {
             writes_per_sec: writes.writes as f64 / duration_seconds.max(1e-9),
             writes_per_sec_asked,
             write_latency_ms: WriteLatency::of(writes.latencies_ms),
+            longest_poll_ms: writes.longest_poll_ms,
         }
     }
 }
@@ -377,6 +421,24 @@ impl SnapshotReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_copy_is_explained_by_the_processes_the_tree_held() {
+        assert_eq!(missing_cow_reason(Some(0), Some(2), 40), None);
+        assert_eq!(missing_cow_reason(Some(9_000), None, 0), None);
+        let single = missing_cow_reason(None, Some(1), 40).unwrap();
+        assert!(
+            single.contains("no fork") && single.contains("one process at each of 40"),
+            "{single}"
+        );
+        let forked = missing_cow_reason(None, Some(2), 40).unwrap();
+        assert!(
+            forked.contains("forked (2 processes") && forked.contains("rdb_last_cow_size"),
+            "{forked}"
+        );
+        let elsewhere = missing_cow_reason(None, None, 0).unwrap();
+        assert!(elsewhere.contains("not on this machine"), "{elsewhere}");
+    }
 
     #[test]
     fn a_rate_or_share_outside_its_range_is_refused_naming_the_field() {

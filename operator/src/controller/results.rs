@@ -279,6 +279,8 @@ mod tests {
                     high_water_bytes: None,
                     note: None,
                     cow_bytes: Some(2_000_000_000),
+                    cow_note: None,
+                    most_processes: Some(2),
                     cow_peak_bytes: Some(1_900_000_000),
                     used_memory_before: 4_800_000_000,
                     used_memory_rss_before: 4_900_000_000,
@@ -286,6 +288,7 @@ mod tests {
                     writes: 150_000,
                     writes_per_sec: 50_000.0,
                     writes_per_sec_asked: 50_000,
+                    longest_poll_ms: 30.0,
                     write_latency_ms: WriteLatency {
                         p50: 0.2,
                         p99: 1.5,

@@ -13,7 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// Fails a test whose tool is missing, naming it and how to get it: on every machine, not only
 /// under CI, since a test that checks nothing must never pass (`hack/test.sh` installs every
 /// tool these tests need).
-pub fn missing(why: &str) {
+pub fn missing(why: &str) -> ! {
     panic!("this test needs what is missing: {why}");
 }
 
