@@ -20,6 +20,7 @@ pub mod local;
 pub mod metrics;
 pub mod profile;
 pub mod profiler;
+pub mod rdb;
 pub mod report;
 pub mod stats;
 pub mod validation;

@@ -1,0 +1,940 @@
+//! The file, opcode by opcode: the header, AUX fields, databases, expiries, module and function
+//! records, and every key with its value read by the type's own reader, to the checksum.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use super::compact;
+use super::error::{Problem, RdbError};
+use super::scalar::Scalar;
+use super::source::{ByteStream, Lzf, Source, Window};
+use super::stream;
+use super::types::*;
+
+/// Which engine family's header the file has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Magic {
+    /// `REDIS` and 4 digits: Redis, Valkey before 9, Dragonfly.
+    Redis,
+    /// `VALKEY` and 3 digits: Valkey 9 and later.
+    Valkey,
+}
+
+impl Magic {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Magic::Redis => "REDIS",
+            Magic::Valkey => "VALKEY",
+        }
+    }
+}
+
+/// The data types a key can hold, as `TYPE` answers them, and module values by name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KeyKind {
+    String,
+    List,
+    Set,
+    Zset,
+    Hash,
+    Stream,
+    /// A module's value, by the module type's 9-character name (`ReJSON-RL`), or a type of
+    /// Dragonfly's own (`dragonfly-json`).
+    Module(String),
+}
+
+/// The role of an element within its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// A string's value, a list item, a set member, a sorted-set member, a hash value, a
+    /// stream entry's value.
+    Value,
+    /// A hash field or a stream entry's field name.
+    Field,
+    /// A sorted-set score.
+    Score,
+    /// A stream entry begins, with this many fields.
+    Entry { fields: u64 },
+}
+
+/// What the file says of one stream beyond its entries.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamSummary {
+    pub groups: u64,
+    pub consumers: u64,
+    /// Pending entries over all groups.
+    pub pending: u64,
+}
+
+/// One key as read: everything but its elements, which went to the caller one by one.
+#[derive(Clone, Debug)]
+pub struct KeyEntry {
+    pub db: u64,
+    pub name: Vec<u8>,
+    pub kind: KeyKind,
+    /// The value type byte the file stores (the encoding it was saved in).
+    pub rdb_type: u8,
+    /// The absolute expiry in Unix milliseconds.
+    pub expire_at_ms: Option<i64>,
+    /// A string's length in bytes, else the elements (HLEN, LLEN, SCARD, ZCARD, XLEN).
+    pub elements: u64,
+    /// Hash fields that have their own TTL (HEXPIRE).
+    pub fields_with_ttl: u64,
+    pub stream: Option<StreamSummary>,
+}
+
+/// How the file's checksum came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checksum {
+    /// Stored and equal to the bytes' CRC64.
+    Verified(u64),
+    /// The engine saved without one (`rdbchecksum no`: stored as 0).
+    Disabled,
+    /// RDB versions before 5 have none.
+    Absent,
+}
+
+/// What the file holds besides keys, known once it is read to its end.
+#[derive(Clone, Debug, Default)]
+pub struct FileFacts {
+    /// AUX fields (`redis-ver`, `used-mem`, ...), values of at most 1 KiB.
+    pub aux: BTreeMap<String, String>,
+    /// RESIZEDB hints by database: (keys, keys with an expiry).
+    pub resize_hints: BTreeMap<u64, (u64, u64)>,
+    /// Module auxiliary records skipped, by module type name.
+    pub module_aux: BTreeMap<String, u64>,
+    /// Function libraries (FUNCTION2 records).
+    pub function_libraries: u64,
+    pub checksum: Option<Checksum>,
+}
+
+/// A reader of one RDB file from any `Read`, in bounded memory.
+pub struct RdbReader<R: Read> {
+    source: Source<R>,
+    magic: Magic,
+    version: u32,
+    db: u64,
+    facts: FileFacts,
+    done: bool,
+}
+
+/// The longest AUX value kept (longer ones are passed over).
+const AUX_KEPT: u64 = 1024;
+
+/// The 64 characters of module type names, 6 bits each.
+const MODULE_CHARSET: &[u8; 64] =
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// A module type's 9-character name from its 64-bit id (the low 10 bits are its version).
+pub fn module_name(id: u64) -> String {
+    (0..9)
+        .map(|i| MODULE_CHARSET[((id >> (64 - 6 * (i + 1))) & 63) as usize] as char)
+        .collect()
+}
+
+/// A string's header: stored as an integer, as it is, or LZF-compressed.
+enum StringHead {
+    Integer(i64),
+    Plain(u64),
+    Lzf { compressed: u64, length: u64 },
+}
+
+/// A length, or the special encoding of a string.
+enum Length {
+    Plain(u64),
+    Encoded(u8),
+}
+
+impl<R: Read> RdbReader<R> {
+    /// Reads the header; `file` names the file in errors.
+    pub fn new(input: R, file: &str) -> Result<Self, RdbError> {
+        let mut source = Source::new(input, file);
+        let head = source.peek(9)?;
+        if head.starts_with(&[0x1f, 0x8b]) {
+            return Err(source.error(Problem::Compressed {
+                format: "gzip",
+                command: "gunzip FILE",
+            }));
+        }
+        if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            return Err(source.error(Problem::Compressed {
+                format: "zstd",
+                command: "zstd -d FILE",
+            }));
+        }
+        if head.starts_with(b"BZh") {
+            return Err(source.error(Problem::Compressed {
+                format: "bzip2",
+                command: "bunzip2 FILE",
+            }));
+        }
+        if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z']) {
+            return Err(source.error(Problem::Compressed {
+                format: "xz",
+                command: "unxz FILE",
+            }));
+        }
+        if head.starts_with(&[0x04, 0x22, 0x4d, 0x18]) {
+            return Err(source.error(Problem::Compressed {
+                format: "lz4",
+                command: "lz4 -d FILE",
+            }));
+        }
+        let digits = |bytes: &[u8]| -> Option<u32> {
+            (!bytes.is_empty() && bytes.iter().all(u8::is_ascii_digit))
+                .then(|| std::str::from_utf8(bytes).ok()?.parse().ok())
+                .flatten()
+        };
+        let (magic, version) = if head.len() == 9 && head.starts_with(b"REDIS") {
+            (Magic::Redis, digits(&head[5..9]))
+        } else if head.len() == 9 && head.starts_with(b"VALKEY") {
+            (Magic::Valkey, digits(&head[6..9]))
+        } else {
+            if head.len() < 9 && (b"REDIS".starts_with(&head) || head.starts_with(b"REDIS")) {
+                return Err(source.error_at(
+                    head.len() as u64,
+                    Problem::Truncated {
+                        inside: "the header",
+                    },
+                ));
+            }
+            let found = head
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            return Err(source.error(Problem::NotRdb { found }));
+        };
+        let Some(version) = version else {
+            return Err(source.error_at(
+                5,
+                Problem::NotRdb {
+                    found: String::from_utf8_lossy(&head).into_owned(),
+                },
+            ));
+        };
+        let known = match magic {
+            Magic::Redis => (1..=13).contains(&version),
+            Magic::Valkey => version == 80,
+        };
+        if !known {
+            return Err(source.error_at(
+                5,
+                Problem::UnknownVersion {
+                    magic: magic.as_str(),
+                    version,
+                },
+            ));
+        }
+        source.skip(9, "the header")?;
+        Ok(Self {
+            source,
+            magic,
+            version,
+            db: 0,
+            facts: FileFacts::default(),
+            done: false,
+        })
+    }
+
+    pub fn magic(&self) -> Magic {
+        self.magic
+    }
+
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The byte offset reached.
+    pub fn offset(&self) -> u64 {
+        self.source.offset()
+    }
+
+    /// What the file held besides keys; complete once `next_key` returned None.
+    pub fn facts(&self) -> &FileFacts {
+        &self.facts
+    }
+
+    fn unknown(&self, byte: u8, at: u64) -> RdbError {
+        self.source.error_at(
+            at,
+            Problem::UnknownType {
+                byte,
+                magic: self.magic.as_str(),
+                version: self.version,
+            },
+        )
+    }
+
+    fn length_or_encoding(&mut self, inside: &'static str) -> Result<Length, RdbError> {
+        let first = self.source.u8(inside)?;
+        Ok(match first >> 6 {
+            0 => Length::Plain(u64::from(first & 0x3f)),
+            1 => {
+                let low = self.source.u8(inside)?;
+                Length::Plain((u64::from(first & 0x3f) << 8) | u64::from(low))
+            }
+            2 => match first {
+                0x80 => {
+                    let mut b = [0u8; 4];
+                    self.source.read_exact(&mut b, inside)?;
+                    Length::Plain(u64::from(u32::from_be_bytes(b)))
+                }
+                0x81 => {
+                    let mut b = [0u8; 8];
+                    self.source.read_exact(&mut b, inside)?;
+                    Length::Plain(u64::from_be_bytes(b))
+                }
+                other => {
+                    return Err(self.source.error_at(
+                        self.source.offset() - 1,
+                        Problem::Corrupt {
+                            detail: format!("{inside} has the unknown length prefix {other:#04x}"),
+                        },
+                    ));
+                }
+            },
+            _ => Length::Encoded(first & 0x3f),
+        })
+    }
+
+    fn length(&mut self, inside: &'static str) -> Result<u64, RdbError> {
+        match self.length_or_encoding(inside)? {
+            Length::Plain(n) => Ok(n),
+            Length::Encoded(e) => Err(self.source.error_at(
+                self.source.offset() - 1,
+                Problem::Corrupt {
+                    detail: format!("{inside} should be a length but is a string encoding ({e})"),
+                },
+            )),
+        }
+    }
+
+    fn string_head(&mut self, inside: &'static str) -> Result<StringHead, RdbError> {
+        Ok(match self.length_or_encoding(inside)? {
+            Length::Plain(n) => StringHead::Plain(n),
+            Length::Encoded(0) => StringHead::Integer(i64::from(self.source.u8(inside)? as i8)),
+            Length::Encoded(1) => {
+                let mut b = [0u8; 2];
+                self.source.read_exact(&mut b, inside)?;
+                StringHead::Integer(i64::from(i16::from_le_bytes(b)))
+            }
+            Length::Encoded(2) => {
+                StringHead::Integer(i64::from(self.source.u32_le(inside)? as i32))
+            }
+            Length::Encoded(3) => {
+                let compressed = self.length(inside)?;
+                let length = self.length(inside)?;
+                StringHead::Lzf { compressed, length }
+            }
+            Length::Encoded(other) => {
+                return Err(self.source.error_at(
+                    self.source.offset() - 1,
+                    Problem::Corrupt {
+                        detail: format!("{inside} has the unknown string encoding {other}"),
+                    },
+                ));
+            }
+        })
+    }
+
+    /// Reads a string value through `read`, which sees its bytes as a stream (decoded when
+    /// compressed); an integer-encoded string is given as its digits.
+    fn with_string<T>(
+        &mut self,
+        inside: &'static str,
+        read: &mut dyn FnMut(&mut dyn ByteStream) -> Result<T, RdbError>,
+    ) -> Result<T, RdbError> {
+        let started_at = self.source.offset();
+        match self.string_head(inside)? {
+            StringHead::Integer(value) => {
+                let digits = value.to_string().into_bytes();
+                let mut stream = Digits {
+                    bytes: digits,
+                    at: 0,
+                };
+                read(&mut stream)
+            }
+            StringHead::Plain(length) => {
+                let mut window = Window {
+                    source: &mut self.source,
+                    remaining: length,
+                    started_at,
+                    inside,
+                };
+                let value = read(&mut window)?;
+                let left = window.remaining;
+                window.skip(left)?;
+                Ok(value)
+            }
+            StringHead::Lzf { compressed, length } => {
+                let window = Window {
+                    source: &mut self.source,
+                    remaining: compressed,
+                    started_at,
+                    inside,
+                };
+                let mut lzf = Lzf::new(window, length);
+                let value = read(&mut lzf)?;
+                let left = lzf.remaining();
+                lzf.skip(left)?;
+                lzf.finish()?;
+                Ok(value)
+            }
+        }
+    }
+
+    /// A string as one element.
+    fn scalar(&mut self, inside: &'static str) -> Result<Scalar, RdbError> {
+        self.with_string(inside, &mut |stream| {
+            let length = stream.remaining();
+            compact::text(stream, length)
+        })
+    }
+
+    /// A string read whole, up to `most` bytes (longer ones are an error).
+    fn bytes(&mut self, inside: &'static str, most: u64) -> Result<Vec<u8>, RdbError> {
+        self.with_string(inside, &mut |stream| {
+            let length = stream.remaining();
+            if length > most {
+                return Err(stream.corrupt(format!(
+                    "{inside} is {length} bytes long, more than the {most} this reader keeps"
+                )));
+            }
+            let mut bytes = vec![0u8; length as usize];
+            stream.read_exact(&mut bytes)?;
+            Ok(bytes)
+        })
+    }
+
+    /// A string passed over, returning its length.
+    fn skip_string(&mut self, inside: &'static str) -> Result<u64, RdbError> {
+        self.with_string(inside, &mut |stream| Ok(stream.remaining()))
+    }
+
+    /// A module value or auxiliary record in the annotated (v2) format: typed items up to
+    /// RDB_MODULE_OPCODE_EOF.
+    fn skip_module_items(&mut self) -> Result<(), RdbError> {
+        loop {
+            let at = self.source.offset();
+            match self.length("a module value")? {
+                0 => return Ok(()),
+                1 | 2 => {
+                    self.length("a module value")?;
+                }
+                3 => self.source.skip(4, "a module value")?,
+                4 => self.source.skip(8, "a module value")?,
+                5 => {
+                    self.skip_string("a module value")?;
+                }
+                other => {
+                    return Err(self.source.error_at(
+                        at,
+                        Problem::Corrupt {
+                            detail: format!("a module value has the unknown item opcode {other}"),
+                        },
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The next key, its elements given to `each` as they are read; None at the end of the
+    /// file, after the checksum was verified.
+    pub fn next_key(
+        &mut self,
+        each: &mut dyn FnMut(Part, Scalar),
+    ) -> Result<Option<KeyEntry>, RdbError> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut expire_at_ms: Option<i64> = None;
+        loop {
+            let at = self.source.offset();
+            let kind = self.source.u8("an opcode")?;
+            match kind {
+                OPCODE_EOF => {
+                    self.finish()?;
+                    return Ok(None);
+                }
+                OPCODE_SELECTDB => self.db = self.length("SELECTDB")?,
+                OPCODE_RESIZEDB => {
+                    let keys = self.length("RESIZEDB")?;
+                    let expires = self.length("RESIZEDB")?;
+                    self.facts.resize_hints.insert(self.db, (keys, expires));
+                }
+                OPCODE_EXPIRETIME_MS => {
+                    expire_at_ms = Some(self.source.u64_le("an expiry")? as i64);
+                }
+                OPCODE_EXPIRETIME => {
+                    expire_at_ms = Some(i64::from(self.source.u32_le("an expiry")? as i32) * 1000);
+                }
+                OPCODE_IDLE => {
+                    self.length("an LRU idle time")?;
+                }
+                OPCODE_FREQ => {
+                    self.source.u8("an LFU frequency")?;
+                }
+                OPCODE_AUX => {
+                    let name = self.bytes("an AUX field's name", 1 << 20)?;
+                    let value = self.with_string("an AUX field's value", &mut |stream| {
+                        let length = stream.remaining();
+                        if length > AUX_KEPT {
+                            stream.skip(length)?;
+                            return Ok(None);
+                        }
+                        let mut bytes = vec![0u8; length as usize];
+                        stream.read_exact(&mut bytes)?;
+                        Ok(Some(bytes))
+                    })?;
+                    if let Some(value) = value {
+                        self.facts.aux.insert(
+                            String::from_utf8_lossy(&name).into_owned(),
+                            String::from_utf8_lossy(&value).into_owned(),
+                        );
+                    }
+                }
+                OPCODE_MODULE_AUX => {
+                    let id = self.length("a module auxiliary record")?;
+                    self.length("a module auxiliary record")?;
+                    self.length("a module auxiliary record")?;
+                    self.skip_module_items()?;
+                    *self.facts.module_aux.entry(module_name(id)).or_default() += 1;
+                }
+                OPCODE_FUNCTION2 => {
+                    self.skip_string("a function library")?;
+                    self.facts.function_libraries += 1;
+                }
+                OPCODE_FUNCTION_PRE_GA => {
+                    return Err(self.source.error_at(
+                        at,
+                        Problem::Unsupported {
+                            what: "the file holds functions in the format of Redis 7.0's release candidates (RDB_OPCODE_FUNCTION_PRE_GA), which this membench does not read: load it into Redis 7.0 GA or later and save it again".into(),
+                        },
+                    ));
+                }
+                OPCODE_SLOT_INFO => {
+                    for _ in 0..3 {
+                        self.length("SLOT_INFO")?;
+                    }
+                }
+                // Redis 8.6's key metadata (module metadata classes): a count, then per class
+                // its 4-byte id and an annotated value.
+                OPCODE_KEY_META if self.magic == Magic::Redis && self.version >= 13 => {
+                    let classes = self.length("key metadata")?;
+                    for _ in 0..classes {
+                        self.source.skip(4, "key metadata")?;
+                        self.skip_module_items()?;
+                    }
+                }
+                DF_OPCODE_MASK if self.magic == Magic::Redis => {
+                    let mask = self.source.u32_le("a Dragonfly key mask")?;
+                    if mask & DF_MASK_MC_FLAGS != 0 {
+                        self.source.u32_le("a Dragonfly key mask")?;
+                    }
+                }
+                DF_OPCODE_JOURNAL_OFFSET | DF_OPCODE_FULLSYNC_END if self.magic == Magic::Redis => {
+                    self.source.skip(8, "a Dragonfly replication record")?;
+                }
+                DF_OPCODE_COMPRESSED_ZSTD | DF_OPCODE_COMPRESSED_LZ4
+                    if self.magic == Magic::Redis =>
+                {
+                    return Err(self.source.error_at(
+                        at,
+                        Problem::Unsupported {
+                            what: "the file holds Dragonfly's compressed blocks (a .dfs snapshot or a replication stream, not SAVE RDB's output): save it with SAVE RDB, or start Dragonfly with --compression_mode=0 or 1".into(),
+                        },
+                    ));
+                }
+                value_type => {
+                    let key = self.key(value_type, at, expire_at_ms, each)?;
+                    return Ok(Some(key));
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), RdbError> {
+        self.done = true;
+        if self.version < 5 {
+            self.facts.checksum = Some(Checksum::Absent);
+            return Ok(());
+        }
+        let computed = self.source.crc();
+        let at = self.source.offset();
+        let stored = self.source.u64_le("the checksum")?;
+        self.facts.checksum = Some(if stored == 0 {
+            Checksum::Disabled
+        } else if stored == computed {
+            Checksum::Verified(stored)
+        } else {
+            return Err(self
+                .source
+                .error_at(at, Problem::Checksum { stored, computed }));
+        });
+        Ok(())
+    }
+
+    fn key(
+        &mut self,
+        value_type: u8,
+        at: u64,
+        expire_at_ms: Option<i64>,
+        each: &mut dyn FnMut(Part, Scalar),
+    ) -> Result<KeyEntry, RdbError> {
+        let Some(kind) = kind_of(value_type, self.magic) else {
+            return Err(self.unknown(value_type, at));
+        };
+        let name = self.bytes("a key name", 512 << 20)?;
+        let mut entry = KeyEntry {
+            db: self.db,
+            name,
+            kind,
+            rdb_type: value_type,
+            expire_at_ms,
+            elements: 0,
+            fields_with_ttl: 0,
+            stream: None,
+        };
+        self.value(&mut entry, each)?;
+        Ok(entry)
+    }
+
+    /// A compact encoding saved as one string, its elements given to `each` in order.
+    fn blob(
+        &mut self,
+        inside: &'static str,
+        format: fn(
+            &mut dyn ByteStream,
+            &mut dyn FnMut(Scalar) -> Result<(), RdbError>,
+        ) -> Result<u64, RdbError>,
+        each: &mut dyn FnMut(Scalar) -> Result<(), RdbError>,
+    ) -> Result<u64, RdbError> {
+        self.with_string(inside, &mut |stream| format(stream, each))
+    }
+
+    fn value(
+        &mut self,
+        entry: &mut KeyEntry,
+        each: &mut dyn FnMut(Part, Scalar),
+    ) -> Result<(), RdbError> {
+        let ok = |_: ()| -> Result<(), RdbError> { Ok(()) };
+        match entry.rdb_type {
+            TYPE_STRING => {
+                let scalar = self.scalar("a string value")?;
+                entry.elements = scalar.length;
+                each(Part::Value, scalar);
+            }
+            TYPE_LIST | TYPE_SET => {
+                let n = self.length("a list or set")?;
+                for _ in 0..n {
+                    let scalar = self.scalar("an element")?;
+                    each(Part::Value, scalar);
+                }
+                entry.elements = n;
+            }
+            TYPE_ZSET | TYPE_ZSET_2 => {
+                let n = self.length("a sorted set")?;
+                for _ in 0..n {
+                    let member = self.scalar("a sorted-set member")?;
+                    let score = if entry.rdb_type == TYPE_ZSET_2 {
+                        f64::from_bits(self.source.u64_le("a score")?)
+                    } else {
+                        self.text_double()?
+                    };
+                    each(Part::Value, member);
+                    each(Part::Score, Scalar::of_score(score));
+                }
+                entry.elements = n;
+            }
+            TYPE_HASH => {
+                let n = self.length("a hash")?;
+                for _ in 0..n {
+                    let field = self.scalar("a hash field")?;
+                    let value = self.scalar("a hash value")?;
+                    each(Part::Field, field);
+                    each(Part::Value, value);
+                }
+                entry.elements = n;
+            }
+            TYPE_HASH_ZIPMAP | TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => {
+                let mut field = true;
+                let format = match entry.rdb_type {
+                    TYPE_HASH_ZIPMAP => compact::zipmap,
+                    TYPE_HASH_ZIPLIST => compact::ziplist,
+                    _ => compact::listpack,
+                };
+                let n = self.blob("a compact hash", format, &mut |s| {
+                    each(if field { Part::Field } else { Part::Value }, s);
+                    field = !field;
+                    Ok(())
+                })?;
+                entry.elements = n / 2;
+            }
+            TYPE_LIST_ZIPLIST | TYPE_SET_INTSET | TYPE_SET_LISTPACK => {
+                let format = match entry.rdb_type {
+                    TYPE_LIST_ZIPLIST => compact::ziplist,
+                    TYPE_SET_INTSET => compact::intset,
+                    _ => compact::listpack,
+                };
+                entry.elements = self.blob("a compact list or set", format, &mut |s| {
+                    each(Part::Value, s);
+                    Ok(())
+                })?;
+            }
+            TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
+                let format = if entry.rdb_type == TYPE_ZSET_ZIPLIST {
+                    compact::ziplist
+                } else {
+                    compact::listpack
+                };
+                let mut member = true;
+                let n = self.blob("a compact sorted set", format, &mut |s| {
+                    each(if member { Part::Value } else { Part::Score }, s);
+                    member = !member;
+                    Ok(())
+                })?;
+                entry.elements = n / 2;
+            }
+            TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
+                let nodes = self.length("a quicklist")?;
+                let mut items = 0;
+                for _ in 0..nodes {
+                    let container = if entry.rdb_type == TYPE_LIST_QUICKLIST_2 {
+                        self.length("a quicklist node")?
+                    } else {
+                        QUICKLIST_PACKED
+                    };
+                    match container {
+                        QUICKLIST_PLAIN => {
+                            let scalar = self.scalar("a list item")?;
+                            each(Part::Value, scalar);
+                            items += 1;
+                        }
+                        QUICKLIST_PACKED => {
+                            let format = if entry.rdb_type == TYPE_LIST_QUICKLIST {
+                                compact::ziplist
+                            } else {
+                                compact::listpack
+                            };
+                            items += self.blob("a quicklist node", format, &mut |s| {
+                                each(Part::Value, s);
+                                Ok(())
+                            })?;
+                        }
+                        other => {
+                            return Err(self.source.error(Problem::Corrupt {
+                                detail: format!(
+                                    "a quicklist node has the unknown container {other}"
+                                ),
+                            }));
+                        }
+                    }
+                }
+                entry.elements = items;
+            }
+            TYPE_HASH_METADATA | TYPE_HASH_METADATA_PRE_GA if self.magic == Magic::Redis => {
+                if entry.rdb_type == TYPE_HASH_METADATA {
+                    self.source.u64_le("a hash's least field expiry")?;
+                }
+                let n = self.length("a hash")?;
+                for _ in 0..n {
+                    let ttl = self.length("a hash field's expiry")?;
+                    entry.fields_with_ttl += u64::from(ttl != 0);
+                    let field = self.scalar("a hash field")?;
+                    let value = self.scalar("a hash value")?;
+                    each(Part::Field, field);
+                    each(Part::Value, value);
+                }
+                entry.elements = n;
+            }
+            TYPE_HASH_LISTPACK_EX | TYPE_HASH_LISTPACK_EX_PRE_GA => {
+                if entry.rdb_type == TYPE_HASH_LISTPACK_EX {
+                    self.source.u64_le("a hash's least field expiry")?;
+                }
+                let mut position = 0u64;
+                let mut with_ttl = 0;
+                let n = self.blob("a compact hash", compact::listpack, &mut |s| {
+                    match position % 3 {
+                        0 => each(Part::Field, s),
+                        1 => each(Part::Value, s),
+                        // The field's expiry: 0 for none.
+                        _ => with_ttl += u64::from(s != Scalar::of_integer(0)),
+                    }
+                    position += 1;
+                    Ok(())
+                })?;
+                entry.fields_with_ttl = with_ttl;
+                entry.elements = n / 3;
+            }
+            // Valkey 9's hash with field expiries: field, value, 8-byte expiry (-1 for none).
+            VALKEY_TYPE_HASH_2 if self.magic == Magic::Valkey => {
+                let n = self.length("a hash")?;
+                for _ in 0..n {
+                    let field = self.scalar("a hash field")?;
+                    let value = self.scalar("a hash value")?;
+                    let ttl = self.source.u64_le("a hash field's expiry")? as i64;
+                    entry.fields_with_ttl += u64::from(ttl >= 0);
+                    each(Part::Field, field);
+                    each(Part::Value, value);
+                }
+                entry.elements = n;
+            }
+            // Dragonfly's hash and set whose elements have expiries: each element followed by
+            // its expiry as a string (-1 for none).
+            DF_TYPE_HASH_WITH_EXPIRY | DF_TYPE_SET_WITH_EXPIRY if self.magic == Magic::Redis => {
+                let hash = entry.rdb_type == DF_TYPE_HASH_WITH_EXPIRY;
+                let n = self.length("a Dragonfly hash or set")?;
+                for _ in 0..n {
+                    if hash {
+                        let field = self.scalar("a hash field")?;
+                        each(Part::Field, field);
+                    }
+                    let value = self.scalar("an element")?;
+                    each(Part::Value, value);
+                    let ttl = self.bytes("an element's expiry", 32)?;
+                    entry.fields_with_ttl += u64::from(ttl != b"-1");
+                }
+                entry.elements = n;
+            }
+            TYPE_STREAM_LISTPACKS
+            | TYPE_STREAM_LISTPACKS_2
+            | TYPE_STREAM_LISTPACKS_3
+            | TYPE_STREAM_LISTPACKS_4
+            | TYPE_STREAM_LISTPACKS_5 => {
+                let summary = stream::read(self, entry, each)?;
+                entry.stream = Some(summary);
+            }
+            TYPE_MODULE_2 => {
+                let id = self.length("a module value's type")?;
+                entry.kind = KeyKind::Module(module_name(id));
+                self.skip_module_items()?;
+            }
+            TYPE_MODULE_PRE_GA => {
+                let id = self.length("a module value's type")?;
+                return Err(self.source.error(Problem::ModuleNeedsLoader {
+                    module: module_name(id),
+                }));
+            }
+            DF_TYPE_JSON if self.magic == Magic::Redis => {
+                self.skip_string("a Dragonfly JSON value")?;
+            }
+            other => {
+                return Err(self.unknown(other, self.source.offset()));
+            }
+        }
+        ok(())
+    }
+
+    /// A score of the first sorted-set format: a length byte and the text (253 nan, 254 inf,
+    /// 255 -inf).
+    fn text_double(&mut self) -> Result<f64, RdbError> {
+        let at = self.source.offset();
+        let length = self.source.u8("a score")?;
+        Ok(match length {
+            253 => f64::NAN,
+            254 => f64::INFINITY,
+            255 => f64::NEG_INFINITY,
+            n => {
+                let mut text = vec![0u8; usize::from(n)];
+                self.source.read_exact(&mut text, "a score")?;
+                std::str::from_utf8(&text)
+                    .ok()
+                    .and_then(|t| t.parse().ok())
+                    .ok_or_else(|| {
+                        self.source.error_at(
+                            at,
+                            Problem::Corrupt {
+                                detail: format!(
+                                    "a score is not a number: {:?}",
+                                    String::from_utf8_lossy(&text)
+                                ),
+                            },
+                        )
+                    })?
+            }
+        })
+    }
+
+    // What the stream reader needs of the file.
+    pub(super) fn stream_length(&mut self, inside: &'static str) -> Result<u64, RdbError> {
+        self.length(inside)
+    }
+
+    pub(super) fn stream_skip(&mut self, n: u64, inside: &'static str) -> Result<(), RdbError> {
+        self.source.skip(n, inside)
+    }
+
+    pub(super) fn stream_skip_string(&mut self, inside: &'static str) -> Result<u64, RdbError> {
+        self.skip_string(inside)
+    }
+
+    pub(super) fn stream_string<T>(
+        &mut self,
+        inside: &'static str,
+        read: &mut dyn FnMut(&mut dyn ByteStream) -> Result<T, RdbError>,
+    ) -> Result<T, RdbError> {
+        self.with_string(inside, read)
+    }
+}
+
+/// An integer-encoded string's digits as a stream.
+struct Digits {
+    bytes: Vec<u8>,
+    at: usize,
+}
+
+impl ByteStream for Digits {
+    fn read_exact(&mut self, out: &mut [u8]) -> Result<(), RdbError> {
+        out.copy_from_slice(&self.bytes[self.at..self.at + out.len()]);
+        self.at += out.len();
+        Ok(())
+    }
+
+    fn skip(&mut self, n: u64) -> Result<(), RdbError> {
+        self.at += n as usize;
+        Ok(())
+    }
+
+    fn remaining(&self) -> u64 {
+        (self.bytes.len() - self.at) as u64
+    }
+
+    fn corrupt(&self, detail: String) -> RdbError {
+        RdbError {
+            file: String::new(),
+            offset: 0,
+            problem: Problem::Corrupt { detail },
+        }
+    }
+}
+
+/// The data type a value type byte holds, in a file of this magic.
+fn kind_of(value_type: u8, magic: Magic) -> Option<KeyKind> {
+    Some(match value_type {
+        TYPE_STRING => KeyKind::String,
+        TYPE_LIST | TYPE_LIST_ZIPLIST | TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
+            KeyKind::List
+        }
+        TYPE_SET | TYPE_SET_INTSET | TYPE_SET_LISTPACK => KeyKind::Set,
+        TYPE_ZSET | TYPE_ZSET_2 | TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => KeyKind::Zset,
+        TYPE_HASH | TYPE_HASH_ZIPMAP | TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => KeyKind::Hash,
+        TYPE_STREAM_LISTPACKS
+        | TYPE_STREAM_LISTPACKS_2
+        | TYPE_STREAM_LISTPACKS_3
+        | TYPE_STREAM_LISTPACKS_4
+        | TYPE_STREAM_LISTPACKS_5 => KeyKind::Stream,
+        // Type 22 is Redis 7.4's pre-release hash with field expiries, and Valkey 9's.
+        TYPE_HASH_METADATA_PRE_GA => KeyKind::Hash,
+        TYPE_HASH_LISTPACK_EX_PRE_GA | TYPE_HASH_METADATA | TYPE_HASH_LISTPACK_EX
+            if magic == Magic::Redis =>
+        {
+            KeyKind::Hash
+        }
+        TYPE_MODULE_2 | TYPE_MODULE_PRE_GA => KeyKind::Module(String::new()),
+        DF_TYPE_HASH_WITH_EXPIRY if magic == Magic::Redis => KeyKind::Hash,
+        DF_TYPE_SET_WITH_EXPIRY if magic == Magic::Redis => KeyKind::Set,
+        DF_TYPE_JSON if magic == Magic::Redis => KeyKind::Module("dragonfly-json".into()),
+        _ => return None,
+    })
+}
