@@ -28,6 +28,7 @@
 mod compact;
 pub mod crc64;
 mod error;
+mod key;
 mod reader;
 mod scalar;
 mod source;
@@ -35,9 +36,8 @@ mod stream;
 mod types;
 
 pub use error::{Problem, RdbError};
-pub use reader::{
-    Checksum, FileFacts, KeyEntry, KeyKind, Magic, Part, RdbReader, StreamSummary, module_name,
-};
+pub use key::{KeyEntry, KeyKind, Part, StreamSummary};
+pub use reader::{Checksum, FileFacts, Magic, RdbReader, module_name};
 pub use scalar::{Scalar, holds_integer};
 
 /// Opens the file at `path` for reading.

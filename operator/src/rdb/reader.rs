@@ -6,6 +6,7 @@ use std::io::Read;
 
 use super::compact;
 use super::error::{Problem, RdbError};
+use super::key::{FileCursor, KeyEntry, KeyKind, Part};
 use super::scalar::Scalar;
 use super::source::{ByteStream, Lzf, Source, Window};
 use super::stream;
@@ -27,60 +28,6 @@ impl Magic {
             Magic::Valkey => "VALKEY",
         }
     }
-}
-
-/// The data types a key can hold, as `TYPE` answers them, and module values by name.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum KeyKind {
-    String,
-    List,
-    Set,
-    Zset,
-    Hash,
-    Stream,
-    /// A module's value, by the module type's 9-character name (`ReJSON-RL`), or a type of
-    /// Dragonfly's own (`dragonfly-json`).
-    Module(String),
-}
-
-/// The role of an element within its key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
-    /// A string's value, a list item, a set member, a sorted-set member, a hash value, a
-    /// stream entry's value.
-    Value,
-    /// A hash field or a stream entry's field name.
-    Field,
-    /// A sorted-set score.
-    Score,
-    /// A stream entry begins, with this many fields.
-    Entry { fields: u64 },
-}
-
-/// What the file says of one stream beyond its entries.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StreamSummary {
-    pub groups: u64,
-    pub consumers: u64,
-    /// Pending entries over all groups.
-    pub pending: u64,
-}
-
-/// One key as read: everything but its elements, which went to the caller one by one.
-#[derive(Clone, Debug)]
-pub struct KeyEntry {
-    pub db: u64,
-    pub name: Vec<u8>,
-    pub kind: KeyKind,
-    /// The value type byte the file stores (the encoding it was saved in).
-    pub rdb_type: u8,
-    /// The absolute expiry in Unix milliseconds.
-    pub expire_at_ms: Option<i64>,
-    /// A string's length in bytes, else the elements (HLEN, LLEN, SCARD, ZCARD, XLEN).
-    pub elements: u64,
-    /// Hash fields that have their own TTL (HEXPIRE).
-    pub fields_with_ttl: u64,
-    pub stream: Option<StreamSummary>,
 }
 
 /// How the file's checksum came out.
@@ -855,25 +802,26 @@ impl<R: Read> RdbReader<R> {
             }
         })
     }
+}
 
-    // What the stream reader needs of the file.
-    pub(super) fn stream_length(&mut self, inside: &'static str) -> Result<u64, RdbError> {
-        self.length(inside)
+impl<R: Read> FileCursor for RdbReader<R> {
+    fn length(&mut self, inside: &'static str) -> Result<u64, RdbError> {
+        RdbReader::length(self, inside)
     }
 
-    pub(super) fn stream_skip(&mut self, n: u64, inside: &'static str) -> Result<(), RdbError> {
+    fn skip(&mut self, n: u64, inside: &'static str) -> Result<(), RdbError> {
         self.source.skip(n, inside)
     }
 
-    pub(super) fn stream_skip_string(&mut self, inside: &'static str) -> Result<u64, RdbError> {
-        self.skip_string(inside)
+    fn skip_string(&mut self, inside: &'static str) -> Result<u64, RdbError> {
+        RdbReader::skip_string(self, inside)
     }
 
-    pub(super) fn stream_string<T>(
+    fn string(
         &mut self,
         inside: &'static str,
-        read: &mut dyn FnMut(&mut dyn ByteStream) -> Result<T, RdbError>,
-    ) -> Result<T, RdbError> {
+        read: &mut dyn FnMut(&mut dyn ByteStream) -> Result<u64, RdbError>,
+    ) -> Result<u64, RdbError> {
         self.with_string(inside, read)
     }
 }

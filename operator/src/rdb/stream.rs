@@ -2,11 +2,9 @@
 //! caller), then its length, ids, consumer groups with their pending entries and consumers,
 //! and, from RDB_TYPE_STREAM_LISTPACKS_4 (Redis 8.6), its idempotent-producer state.
 
-use std::io::Read;
-
 use super::compact;
 use super::error::RdbError;
-use super::reader::{KeyEntry, Part, RdbReader, StreamSummary};
+use super::key::{FileCursor, KeyEntry, Part, StreamSummary};
 use super::scalar::Scalar;
 use super::types::*;
 
@@ -132,15 +130,15 @@ impl Entries<'_> {
     }
 }
 
-pub fn read<R: Read>(
-    reader: &mut RdbReader<R>,
+pub fn read(
+    reader: &mut dyn FileCursor,
     entry: &mut KeyEntry,
     each: &mut dyn FnMut(Part, Scalar),
 ) -> Result<StreamSummary, RdbError> {
     let version = entry.rdb_type;
-    let nodes = reader.stream_length("a stream")?;
+    let nodes = reader.length("a stream")?;
     for _ in 0..nodes {
-        reader.stream_skip_string("a stream node's id")?;
+        reader.skip_string("a stream node's id")?;
         let mut entries = Entries {
             at: At::MasterCount,
             master_fields: Vec::new(),
@@ -151,14 +149,14 @@ pub fn read<R: Read>(
             field_index: 0,
             each: &mut *each,
         };
-        reader.stream_string("a stream node", &mut |stream| {
+        reader.string("a stream node", &mut |stream| {
             compact::listpack(stream, &mut |s| {
                 entries.next(s);
                 Ok(())
             })
         })?;
     }
-    entry.elements = reader.stream_length("a stream's length")?;
+    entry.elements = reader.length("a stream's length")?;
     // The last id; then the first id, the largest deleted id and the entries ever added.
     let ids = if version >= TYPE_STREAM_LISTPACKS_2 {
         7
@@ -166,53 +164,53 @@ pub fn read<R: Read>(
         2
     };
     for _ in 0..ids {
-        reader.stream_length("a stream's ids")?;
+        reader.length("a stream's ids")?;
     }
     let mut summary = StreamSummary::default();
-    let groups = reader.stream_length("a stream's consumer groups")?;
+    let groups = reader.length("a stream's consumer groups")?;
     for _ in 0..groups {
-        reader.stream_skip_string("a consumer group's name")?;
-        reader.stream_length("a consumer group's last id")?;
-        reader.stream_length("a consumer group's last id")?;
+        reader.skip_string("a consumer group's name")?;
+        reader.length("a consumer group's last id")?;
+        reader.length("a consumer group's last id")?;
         if version >= TYPE_STREAM_LISTPACKS_2 {
-            reader.stream_length("a consumer group's entries read")?;
+            reader.length("a consumer group's entries read")?;
         }
-        let pending = reader.stream_length("a consumer group's pending entries")?;
+        let pending = reader.length("a consumer group's pending entries")?;
         // Each: a 16-byte id, an 8-byte delivery time, a delivery count.
         for _ in 0..pending {
-            reader.stream_skip(24, "a pending entry")?;
-            reader.stream_length("a pending entry's delivery count")?;
+            reader.skip(24, "a pending entry")?;
+            reader.length("a pending entry's delivery count")?;
         }
         summary.pending += pending;
-        let consumers = reader.stream_length("a consumer group's consumers")?;
+        let consumers = reader.length("a consumer group's consumers")?;
         for _ in 0..consumers {
-            reader.stream_skip_string("a consumer's name")?;
-            reader.stream_skip(8, "a consumer's seen time")?;
+            reader.skip_string("a consumer's name")?;
+            reader.skip(8, "a consumer's seen time")?;
             if version >= TYPE_STREAM_LISTPACKS_3 {
-                reader.stream_skip(8, "a consumer's active time")?;
+                reader.skip(8, "a consumer's active time")?;
             }
-            let owned = reader.stream_length("a consumer's pending entries")?;
-            reader.stream_skip(16 * owned, "a consumer's pending entries")?;
+            let owned = reader.length("a consumer's pending entries")?;
+            reader.skip(16 * owned, "a consumer's pending entries")?;
         }
         summary.consumers += consumers;
         if version >= TYPE_STREAM_LISTPACKS_5 {
-            let nacked = reader.stream_length("a consumer group's NACKed entries")?;
-            reader.stream_skip(16 * nacked, "a consumer group's NACKed entries")?;
+            let nacked = reader.length("a consumer group's NACKed entries")?;
+            reader.skip(16 * nacked, "a consumer group's NACKed entries")?;
         }
     }
     summary.groups = groups;
     if version >= TYPE_STREAM_LISTPACKS_4 {
         // The idempotent-producer settings (duration, most entries), its entries (an id
         // string and a 16-byte stream id each), and its two counters.
-        reader.stream_length("a stream's IDMP duration")?;
-        reader.stream_length("a stream's IDMP size")?;
-        let idmp = reader.stream_length("a stream's IDMP entries")?;
+        reader.length("a stream's IDMP duration")?;
+        reader.length("a stream's IDMP size")?;
+        let idmp = reader.length("a stream's IDMP entries")?;
         for _ in 0..idmp {
-            reader.stream_skip_string("an IDMP entry")?;
-            reader.stream_skip(16, "an IDMP entry")?;
+            reader.skip_string("an IDMP entry")?;
+            reader.skip(16, "an IDMP entry")?;
         }
-        reader.stream_length("a stream's IDMP counters")?;
-        reader.stream_length("a stream's IDMP counters")?;
+        reader.length("a stream's IDMP counters")?;
+        reader.length("a stream's IDMP counters")?;
     }
     Ok(summary)
 }
