@@ -423,7 +423,7 @@ fn read_dump(path: &Path) -> (BTreeMap<(u64, String), Expected>, Checksum, Strin
         let mut scores = Vec::new();
         let mut entries = Vec::new();
         let key = reader
-            .next_key(&mut |part, scalar| match part {
+            .next_key(&mut |_, part, scalar| match part {
                 Part::Value => values.push(scalar.length),
                 Part::Field => fields.push(scalar.length),
                 Part::Score => scores.push(scalar.length),
@@ -636,7 +636,7 @@ fn error_of(bytes: &[u8], name: &str) -> (String, String) {
     std::fs::write(&path, bytes).unwrap();
     let result = (|| {
         let mut reader = membench::rdb::open(&path)?;
-        while reader.next_key(&mut |_, _| {})?.is_some() {}
+        while reader.next_key(&mut |_, _, _| {})?.is_some() {}
         Ok::<_, membench::rdb::RdbError>(())
     })();
     let _ = std::fs::remove_file(&path);

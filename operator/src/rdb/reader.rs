@@ -386,11 +386,11 @@ impl<R: Read> RdbReader<R> {
         }
     }
 
-    /// The next key, its elements given to `each` as they are read; None at the end of the
-    /// file, after the checksum was verified.
+    /// The next key, its elements given to `each` (with the key's kind) as they are read;
+    /// None at the end of the file, after the checksum was verified.
     pub fn next_key(
         &mut self,
-        each: &mut dyn FnMut(Part, Scalar),
+        each: &mut dyn FnMut(&KeyKind, Part, Scalar),
     ) -> Result<Option<KeyEntry>, RdbError> {
         if self.done {
             return Ok(None);
@@ -527,11 +527,13 @@ impl<R: Read> RdbReader<R> {
         value_type: u8,
         at: u64,
         expire_at_ms: Option<i64>,
-        each: &mut dyn FnMut(Part, Scalar),
+        each: &mut dyn FnMut(&KeyKind, Part, Scalar),
     ) -> Result<KeyEntry, RdbError> {
         let Some(kind) = kind_of(value_type, self.magic) else {
             return Err(self.unknown(value_type, at));
         };
+        let of_kind = kind.clone();
+        let each = &mut |part, scalar| each(&of_kind, part, scalar);
         let name = self.bytes("a key name", 512 << 20)?;
         let mut entry = KeyEntry {
             db: self.db,
