@@ -20,7 +20,9 @@ use crate::rdb::{Checksum, KeyKind, Part, Scalar};
 
 use super::error::ProfileError;
 use super::groups::{self, PlannedGroup};
-use super::key_sample::{Element, KeyObservation, STREAM_ENTRIES, elements_per_key};
+use super::key_sample::{
+    Element, KeyObservation, MOST_ELEMENTS_PER_KEY, STREAM_ENTRIES, elements_per_key,
+};
 use super::walk::WalkedKey;
 use super::{ProfileOutcome, ProfileProgress, describe_other_types, selection};
 
@@ -122,7 +124,17 @@ impl KeyElements {
         }
     }
 
-    fn observe(mut self, observation: &mut KeyObservation) {
+    fn observe(mut self, observation: &mut KeyObservation, generator: &mut KeyGenerator) {
+        // In a random order, so that any prefix of what was kept is a uniform draw.
+        if !matches!(
+            self.key_type,
+            KeyType::List | KeyType::String | KeyType::Stream
+        ) {
+            for i in (1..self.kept.len()).rev() {
+                let j = generator.below(i as u64 + 1) as usize;
+                self.kept.swap(i, j);
+            }
+        }
         match self.key_type {
             KeyType::Stream => {
                 self.entry_fields.truncate(STREAM_ENTRIES);
@@ -145,6 +157,16 @@ impl KeyElements {
             _ => observation.values = self.kept.into_iter().map(|(e, _)| e).collect(),
         }
     }
+}
+
+/// Keeps the first `n` elements of a key read (a uniform draw, as they were shuffled).
+fn keep_elements(observation: &mut KeyObservation, n: usize) {
+    if observation.key_type == Some(KeyType::Stream) {
+        return;
+    }
+    observation.fields.truncate(n);
+    observation.values.truncate(n);
+    observation.scores.truncate(n);
 }
 
 fn key_type_of(kind: &KeyKind) -> Option<KeyType> {
@@ -177,12 +199,14 @@ pub fn profile_rdb_file(
     let mut expired = 0u64;
     let mut generator = KeyGenerator::new(0x5eed_0f_4db);
     let db = u64::from(options.db);
-    let mut per_key: Option<usize> = None;
     loop {
         let hint = reader.facts().resize_hints.get(&db).map(|h| h.0);
-        let limit = *per_key.get_or_insert_with(|| {
-            elements_per_key(hint.unwrap_or(options.sample_keys).min(options.sample_keys))
+        // Until the file's RESIZEDB hint says how many keys the database holds, as many as a
+        // big key's read.
+        let hinted = hint.map_or(MOST_ELEMENTS_PER_KEY, |keys| {
+            elements_per_key(keys.min(options.sample_keys))
         });
+        let limit = MOST_ELEMENTS_PER_KEY;
         let mut elements: Option<KeyElements> = None;
         let key = reader.next_key(&mut |kind, part, scalar| {
             let Some(key_type) = key_type_of(kind) else {
@@ -221,7 +245,11 @@ pub fn profile_rdb_file(
             ..KeyObservation::default()
         };
         if let Some(elements) = elements {
-            elements.observe(&mut observation);
+            elements.observe(&mut observation, &mut generator);
+        }
+        // A key too small to be big needs no more than a profile of the file's keys reads.
+        if key.elements < selection::BIG_KEY_LEAST {
+            keep_elements(&mut observation, hinted);
         }
         walked.push(WalkedKey {
             name: key.name,
@@ -258,6 +286,15 @@ pub fn profile_rdb_file(
 
     let mut plan = groups::plan_by_template(&walked);
     groups::split_big_keys(&mut plan, &walked);
+    // Every key but the big ones read as deeply as a profile of this many keys reads a key.
+    let per_key = elements_per_key((walked.len() as u64).min(options.sample_keys));
+    for (_, _, big_key, keys) in &plan {
+        if !big_key {
+            for &i in keys {
+                keep_elements(&mut observations[i], per_key);
+            }
+        }
+    }
     let planned: Vec<PlannedGroup<'_>> = plan
         .iter()
         .map(|(template, key_type, big_key, keys)| PlannedGroup {
@@ -295,8 +332,8 @@ pub fn profile_rdb_file(
         selection::BIG_KEY_SHARE * 100.0
     )];
     notes.push(format!(
-        "at most {} elements kept per key, as a live profile of as many keys reads them (the first of a list, a uniform draw of a hash, set or sorted set, the first {STREAM_ENTRIES} entries of a stream)",
-        per_key.unwrap_or(0)
+        "at most {} elements kept per key ({MOST_ELEMENTS_PER_KEY} of a big key), as a live profile of as many keys reads them (the first of a list, a uniform draw of a hash, set or sorted set, the first {STREAM_ENTRIES} entries of a stream)",
+        per_key
     ));
     notes.push(
         "encodings are not recorded from a file: the engine that loads it chooses them".into(),
