@@ -197,7 +197,7 @@ pub fn profile_rdb_file(
     let mut other_dbs: BTreeMap<u64, u64> = BTreeMap::new();
     let mut other_types: BTreeMap<String, u64> = BTreeMap::new();
     let mut expired = 0u64;
-    let mut generator = KeyGenerator::new(0x5eed_0f_4db);
+    let mut generator = KeyGenerator::new(0x0005_eed0_f4db);
     let db = u64::from(options.db);
     loop {
         let hint = reader.facts().resize_hints.get(&db).map(|h| h.0);
@@ -257,7 +257,7 @@ pub fn profile_rdb_file(
             size: Some(key.elements),
         });
         observations.push(observation);
-        if walked.len() % 1000 == 0 {
+        if walked.len().is_multiple_of(1000) {
             progress(ProfileProgress {
                 stage: "reading",
                 sampled: walked.len() as u64,

@@ -6,6 +6,12 @@ use super::error::RdbError;
 use super::scalar::{LONGEST_INTEGER, Scalar};
 use super::source::ByteStream;
 
+/// A compact encoding's reader: its bytes in, each element to the callback, the count out.
+pub type Format = fn(
+    &mut dyn ByteStream,
+    &mut dyn FnMut(Scalar) -> Result<(), RdbError>,
+) -> Result<u64, RdbError>;
+
 /// A string element of `length` bytes: its first bytes looked at, the rest passed over.
 pub fn text(stream: &mut dyn ByteStream, length: u64) -> Result<Scalar, RdbError> {
     if length as usize <= LONGEST_INTEGER {

@@ -553,10 +553,7 @@ impl<R: Read> RdbReader<R> {
     fn blob(
         &mut self,
         inside: &'static str,
-        format: fn(
-            &mut dyn ByteStream,
-            &mut dyn FnMut(Scalar) -> Result<(), RdbError>,
-        ) -> Result<u64, RdbError>,
+        format: compact::Format,
         each: &mut dyn FnMut(Scalar) -> Result<(), RdbError>,
     ) -> Result<u64, RdbError> {
         self.with_string(inside, &mut |stream| format(stream, each))
