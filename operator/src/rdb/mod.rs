@@ -28,6 +28,8 @@
 mod compact;
 pub mod crc64;
 mod error;
+#[cfg(test)]
+mod format_tests;
 mod key;
 mod reader;
 mod scalar;
