@@ -55,7 +55,11 @@ fn run(con: &mut Connection, args: &[&str]) -> redis::Value {
 
 /// Writes every type into `con`'s server; returns what each key must read back as, by
 /// (db, name).
-fn write_keyspace(con: &mut Connection, field_ttls: bool) -> BTreeMap<(u64, String), Expected> {
+fn write_keyspace(
+    con: &mut Connection,
+    field_ttls: bool,
+    idempotent_producers: bool,
+) -> BTreeMap<(u64, String), Expected> {
     let mut expected = BTreeMap::new();
     let mut put = |db: u64, name: &str, e: Expected| {
         expected.insert((db, name.to_string()), e);
@@ -358,6 +362,60 @@ fn write_keyspace(con: &mut Connection, field_ttls: bool) -> BTreeMap<(u64, Stri
             ..Default::default()
         },
     );
+    // Redis 8.6's idempotent producers: a stream that keeps their ids (RDB stream type 26).
+    if idempotent_producers {
+        run(
+            con,
+            &[
+                "XADD",
+                "st:idmp",
+                "IDMP",
+                "producer-1",
+                "iid-1",
+                "*",
+                "a",
+                "1",
+            ],
+        );
+        run(
+            con,
+            &[
+                "XADD",
+                "st:idmp",
+                "IDMP",
+                "producer-1",
+                "iid-2",
+                "*",
+                "a",
+                "22",
+            ],
+        );
+        run(
+            con,
+            &[
+                "XADD",
+                "st:idmp",
+                "IDMPAUTO",
+                "producer-2",
+                "*",
+                "bb",
+                "333",
+            ],
+        );
+        put(
+            0,
+            "st:idmp",
+            Expected {
+                kind: "stream".into(),
+                elements: 3,
+                fields: vec![1, 1, 2],
+                values: vec![1, 2, 3],
+                entries: vec![1, 1, 1],
+                stream: Some((0, 0, 0)),
+                ..Default::default()
+            },
+        );
+    }
     // Two more databases.
     run(con, &["SELECT", "2"]);
     for i in 0..5 {
@@ -481,7 +539,8 @@ fn saved_dump_reads_back(
 ) -> PathBuf {
     let server = common::start_spec(&EngineSpec::new(engine, version));
     let mut con = common::connect(&server.address);
-    let written = write_keyspace(&mut con, field_ttls);
+    let idempotent_producers = engine == EngineKind::Redis && version == "8.6.3";
+    let written = write_keyspace(&mut con, field_ttls, idempotent_producers);
     let dir: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("dir")

@@ -200,14 +200,20 @@ pub fn read(
     }
     summary.groups = groups;
     if version >= TYPE_STREAM_LISTPACKS_4 {
-        // The idempotent-producer settings (duration, most entries), its entries (an id
-        // string and a 16-byte stream id each), and its two counters.
+        // The idempotent-producer settings (duration, most entries); per producer its name
+        // and its entries (an idempotency id and the stream id it added: ms and seq); then
+        // the ids added and the duplicates refused (as Redis 8.6.3 writes them).
         reader.length("a stream's IDMP duration")?;
         reader.length("a stream's IDMP size")?;
-        let idmp = reader.length("a stream's IDMP entries")?;
-        for _ in 0..idmp {
-            reader.skip_string("an IDMP entry")?;
-            reader.skip(16, "an IDMP entry")?;
+        let producers = reader.length("a stream's IDMP producers")?;
+        for _ in 0..producers {
+            reader.skip_string("an IDMP producer's name")?;
+            let entries = reader.length("an IDMP producer's entries")?;
+            for _ in 0..entries {
+                reader.skip_string("an IDMP entry's id")?;
+                reader.length("an IDMP entry's stream id")?;
+                reader.length("an IDMP entry's stream id")?;
+            }
         }
         reader.length("a stream's IDMP counters")?;
         reader.length("a stream's IDMP counters")?;
