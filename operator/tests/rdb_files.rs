@@ -59,6 +59,7 @@ fn write_keyspace(
     con: &mut Connection,
     field_ttls: bool,
     idempotent_producers: bool,
+    set_member_ttls: bool,
 ) -> BTreeMap<(u64, String), Expected> {
     let mut expected = BTreeMap::new();
     let mut put = |db: u64, name: &str, e: Expected| {
@@ -362,6 +363,21 @@ fn write_keyspace(
             ..Default::default()
         },
     );
+    // Dragonfly's set members with their own TTL (SADDEX): its RDB type 32.
+    if set_member_ttls {
+        run(con, &["SADDEX", "set:ttl", "3600", "a", "bb", "ccc"]);
+        put(
+            0,
+            "set:ttl",
+            Expected {
+                kind: "set".into(),
+                elements: 3,
+                values: vec![1, 2, 3],
+                fields_with_ttl: 3,
+                ..Default::default()
+            },
+        );
+    }
     // Redis 8.6's idempotent producers: a stream that keeps their ids (RDB stream type 26).
     if idempotent_producers {
         run(
@@ -540,7 +556,12 @@ fn saved_dump_reads_back(
     let server = common::start_spec(&EngineSpec::new(engine, version));
     let mut con = common::connect(&server.address);
     let idempotent_producers = engine == EngineKind::Redis && version == "8.6.3";
-    let written = write_keyspace(&mut con, field_ttls, idempotent_producers);
+    let written = write_keyspace(
+        &mut con,
+        field_ttls,
+        idempotent_producers,
+        engine == EngineKind::Dragonfly,
+    );
     let dir: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("dir")
@@ -685,7 +706,7 @@ engine_test!(
     dragonfly_1_40_dump_reads_back,
     EngineKind::Dragonfly,
     "1.40.0",
-    false,
+    true,
     "REDIS9"
 );
 
