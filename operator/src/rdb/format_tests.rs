@@ -136,3 +136,16 @@ fn an_unknown_value_type_is_named_with_its_offset() {
         "{error}"
     );
 }
+
+#[test]
+fn a_compact_value_stored_as_an_integer_is_refused_at_its_offset() {
+    // A listpack hash whose string is the integer 5: corrupt, refused without a panic.
+    let bytes = file(&[16, 1, b'h', 0xc0, 5]);
+    let at = bytes.windows(2).position(|w| w == [0xc0, 5]).unwrap();
+    let error = read_all(&bytes).unwrap_err();
+    assert_eq!(error.offset, at as u64, "{error}");
+    assert!(
+        error.to_string().contains("integer-encoded string"),
+        "{error}"
+    );
+}

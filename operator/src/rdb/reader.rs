@@ -299,6 +299,8 @@ impl<R: Read> RdbReader<R> {
                 let mut stream = Digits {
                     bytes: digits,
                     at: 0,
+                    file: self.source.file().to_string(),
+                    offset: started_at,
                 };
                 read(&mut stream)
             }
@@ -348,8 +350,14 @@ impl<R: Read> RdbReader<R> {
                     "{inside} is {length} bytes long, more than the {most} this reader keeps"
                 )));
             }
-            let mut bytes = vec![0u8; length as usize];
-            stream.read_exact(&mut bytes)?;
+            // In pieces, so that a corrupt length allocates no more than the file holds.
+            let mut bytes = Vec::new();
+            let mut piece = [0u8; 4096];
+            while (bytes.len() as u64) < length {
+                let n = (length - bytes.len() as u64).min(piece.len() as u64) as usize;
+                stream.read_exact(&mut piece[..n])?;
+                bytes.extend_from_slice(&piece[..n]);
+            }
             Ok(bytes)
         })
     }
@@ -829,16 +837,31 @@ impl<R: Read> FileCursor for RdbReader<R> {
 struct Digits {
     bytes: Vec<u8>,
     at: usize,
+    /// The file and the offset of the string, for errors.
+    file: String,
+    offset: u64,
 }
 
 impl ByteStream for Digits {
     fn read_exact(&mut self, out: &mut [u8]) -> Result<(), RdbError> {
+        if out.len() as u64 > self.remaining() {
+            return Err(self.corrupt(
+                "an integer-encoded string is read as an encoded value longer than its digits"
+                    .into(),
+            ));
+        }
         out.copy_from_slice(&self.bytes[self.at..self.at + out.len()]);
         self.at += out.len();
         Ok(())
     }
 
     fn skip(&mut self, n: u64) -> Result<(), RdbError> {
+        if n > self.remaining() {
+            return Err(self.corrupt(
+                "an integer-encoded string is read as an encoded value longer than its digits"
+                    .into(),
+            ));
+        }
         self.at += n as usize;
         Ok(())
     }
@@ -849,8 +872,8 @@ impl ByteStream for Digits {
 
     fn corrupt(&self, detail: String) -> RdbError {
         RdbError {
-            file: String::new(),
-            offset: 0,
+            file: self.file.clone(),
+            offset: self.offset,
             problem: Problem::Corrupt { detail },
         }
     }

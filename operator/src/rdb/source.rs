@@ -40,6 +40,10 @@ impl<R: Read> Source<R> {
         self.offset
     }
 
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
     pub fn crc(&self) -> u64 {
         self.crc
     }
