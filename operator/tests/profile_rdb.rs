@@ -245,3 +245,45 @@ fn redis_8_6_profiles_from_server_and_dump_agree() {
 fn dragonfly_profiles_from_server_and_dump_agree() {
     profiles_from_server_and_dump_agree(EngineKind::Dragonfly, "1.40.0");
 }
+
+#[test]
+fn a_file_profile_says_what_is_wrong_and_what_to_do() {
+    // A missing file: exit 1, the file named.
+    let output = common::membench(&["profile", "--rdb", "/nonexistent/dump.rdb"]);
+    assert_eq!(output.status.code(), Some(1), "{}", common::stderr(&output));
+    assert!(
+        common::stderr(&output).contains("/nonexistent/dump.rdb: at byte 0: cannot read the file"),
+        "{}",
+        common::stderr(&output)
+    );
+    // A database with no keys: exit 2, naming the one that has them.
+    let server = common::start_spec(&EngineSpec::new(EngineKind::Valkey, "9.1.2"));
+    let mut con = common::connect(&server.address);
+    run(&mut con, &words(&["SELECT", "3"]));
+    run(&mut con, &words(&["SET", "only", "1"]));
+    run(&mut con, &words(&["SAVE"]));
+    let dir: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("dir")
+        .query(&mut con)
+        .unwrap();
+    let dump = PathBuf::from(&dir[1]).join("dump.rdb");
+    let output = common::membench(&["profile", "--rdb", dump.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", common::stderr(&output));
+    assert!(
+        common::stderr(&output).contains("holds no key to profile; db3 holds 1 keys (--db 3)"),
+        "{}",
+        common::stderr(&output)
+    );
+    // A file and a server at once is a usage error.
+    let output = common::membench(&[
+        "profile",
+        "--rdb",
+        dump.to_str().unwrap(),
+        "--addr",
+        "127.0.0.1:1",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", common::stderr(&output));
+    drop(con);
+    server.stop();
+}
