@@ -48,7 +48,10 @@ fn file(body: &[u8]) -> Vec<u8> {
     bytes
 }
 
-fn read_all(bytes: &[u8]) -> Result<Vec<(super::KeyEntry, Vec<(Part, u64)>)>, super::RdbError> {
+/// A key as read, with each element's part and length.
+type ReadKey = (super::KeyEntry, Vec<(Part, u64)>);
+
+fn read_all(bytes: &[u8]) -> Result<Vec<ReadKey>, super::RdbError> {
     let mut reader = RdbReader::new(bytes, "test.rdb")?;
     let mut keys = Vec::new();
     loop {
