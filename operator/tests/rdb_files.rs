@@ -290,7 +290,8 @@ fn write_keyspace(
         let mut args = vec!["HSET".to_string(), "hf:big".to_string()];
         for i in 0..200 {
             args.push(format!("f{i}"));
-            args.push(format!("value-{i}"));
+            // Past hash-max-listpack-value (64): a hashtable, saved as HASH_METADATA.
+            args.push(format!("value-{i}-{}", "w".repeat(70)));
         }
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         run(con, &refs);
@@ -305,7 +306,11 @@ fn write_keyspace(
                 kind: "hash".into(),
                 elements: 200,
                 fields: sorted((0..200).map(|i| len(&format!("f{i}"))).collect()),
-                values: sorted((0..200).map(|i| len(&format!("value-{i}"))).collect()),
+                values: sorted(
+                    (0..200)
+                        .map(|i| len(&format!("value-{i}-{}", "w".repeat(70))))
+                        .collect(),
+                ),
                 fields_with_ttl: 3,
                 ..Default::default()
             },
@@ -486,10 +491,18 @@ fn now_ms() -> i64 {
 }
 
 /// Reads the dump at `path` into the same shape as [`Expected`], and the checksum.
-fn read_dump(path: &Path) -> (BTreeMap<(u64, String), Expected>, Checksum, String) {
+fn read_dump(
+    path: &Path,
+) -> (
+    BTreeMap<(u64, String), Expected>,
+    Checksum,
+    String,
+    std::collections::BTreeSet<u8>,
+) {
     let mut reader = membench::rdb::open(path).unwrap_or_else(|e| panic!("{e}"));
     let header = format!("{}{}", reader.magic().as_str(), reader.version());
     let mut read = BTreeMap::new();
+    let mut types = std::collections::BTreeSet::new();
     let started = now_ms();
     loop {
         let mut values = Vec::new();
@@ -505,6 +518,7 @@ fn read_dump(path: &Path) -> (BTreeMap<(u64, String), Expected>, Checksum, Strin
             })
             .unwrap_or_else(|e| panic!("{e}"));
         let Some(key) = key else { break };
+        types.insert(key.rdb_type);
         if let Some(at) = key.expire_at_ms {
             // Written with an hour to live a few seconds before.
             let left = at - started;
@@ -533,7 +547,7 @@ fn read_dump(path: &Path) -> (BTreeMap<(u64, String), Expected>, Checksum, Strin
         .facts()
         .checksum
         .expect("a file read to its end has a checksum state");
-    (read, checksum, header)
+    (read, checksum, header, types)
 }
 
 /// The dump file a SAVE left in `dir`.
@@ -581,7 +595,9 @@ fn saved_dump_reads_back(
     drop(con);
     server.stop();
 
-    let (read, checksum, found_header) = read_dump(&kept);
+    let (read, checksum, found_header, types) = read_dump(&kept);
+    // Which value types the engine wrote, for the record.
+    eprintln!("{engine} {version}: {found_header}, RDB value types {types:?}");
     assert_eq!(found_header, header, "the header of {}", kept.display());
     // Dragonfly 1.40 writes 8 zero bytes where the checksum goes (checksum off).
     if engine == EngineKind::Dragonfly {
