@@ -490,15 +490,16 @@ fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
-/// Reads the dump at `path` into the same shape as [`Expected`], and the checksum.
-fn read_dump(
-    path: &Path,
-) -> (
-    BTreeMap<(u64, String), Expected>,
-    Checksum,
-    String,
-    std::collections::BTreeSet<u8>,
-) {
+/// What a dump read back as: its keys, its checksum, its header and the value types it held.
+struct ReadBack {
+    keys: BTreeMap<(u64, String), Expected>,
+    checksum: Checksum,
+    header: String,
+    types: std::collections::BTreeSet<u8>,
+}
+
+/// Reads the dump at `path` into the same shape as [`Expected`].
+fn read_dump(path: &Path) -> ReadBack {
     let mut reader = membench::rdb::open(path).unwrap_or_else(|e| panic!("{e}"));
     let header = format!("{}{}", reader.magic().as_str(), reader.version());
     let mut read = BTreeMap::new();
@@ -547,7 +548,12 @@ fn read_dump(
         .facts()
         .checksum
         .expect("a file read to its end has a checksum state");
-    (read, checksum, header, types)
+    ReadBack {
+        keys: read,
+        checksum,
+        header,
+        types,
+    }
 }
 
 /// The dump file a SAVE left in `dir`.
@@ -595,7 +601,12 @@ fn saved_dump_reads_back(
     drop(con);
     server.stop();
 
-    let (read, checksum, found_header, types) = read_dump(&kept);
+    let ReadBack {
+        keys: read,
+        checksum,
+        header: found_header,
+        types,
+    } = read_dump(&kept);
     // Which value types the engine wrote, for the record.
     eprintln!("{engine} {version}: {found_header}, RDB value types {types:?}");
     assert_eq!(found_header, header, "the header of {}", kept.display());

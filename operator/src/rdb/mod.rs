@@ -36,10 +36,11 @@ mod scalar;
 mod source;
 mod stream;
 mod types;
+mod values;
 
 pub use error::{Problem, RdbError};
-pub use key::{KeyEntry, KeyKind, Part, StreamSummary};
-pub use reader::{Checksum, FileFacts, Magic, RdbReader, module_name};
+pub use key::{KeyEntry, KeyKind, Magic, Part, StreamSummary, module_name};
+pub use reader::{Checksum, FileFacts, RdbReader};
 pub use scalar::{Scalar, holds_integer};
 
 /// Opens the file at `path` for reading.

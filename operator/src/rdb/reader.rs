@@ -6,29 +6,11 @@ use std::io::Read;
 
 use super::compact;
 use super::error::{Problem, RdbError};
-use super::key::{FileCursor, KeyEntry, KeyKind, Part};
+use super::key::{FileCursor, KeyEntry, KeyKind, Magic, Part, module_name};
 use super::scalar::Scalar;
 use super::source::{ByteStream, Lzf, Source, Window};
-use super::stream;
 use super::types::*;
-
-/// Which engine family's header the file has.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Magic {
-    /// `REDIS` and 4 digits: Redis, Valkey before 9, Dragonfly.
-    Redis,
-    /// `VALKEY` and 3 digits: Valkey 9 and later.
-    Valkey,
-}
-
-impl Magic {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Magic::Redis => "REDIS",
-            Magic::Valkey => "VALKEY",
-        }
-    }
-}
+use super::values;
 
 /// How the file's checksum came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,17 +49,6 @@ pub struct RdbReader<R: Read> {
 
 /// The longest AUX value kept (longer ones are passed over).
 const AUX_KEPT: u64 = 1024;
-
-/// The 64 characters of module type names, 6 bits each.
-const MODULE_CHARSET: &[u8; 64] =
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/// A module type's 9-character name from its 64-bit id (the low 10 bits are its version).
-pub fn module_name(id: u64) -> String {
-    (0..9)
-        .map(|i| MODULE_CHARSET[((id >> (64 - 6 * (i + 1))) & 63) as usize] as char)
-        .collect()
-}
 
 /// A string's header: stored as an integer, as it is, or LZF-compressed.
 enum StringHead {
@@ -537,7 +508,7 @@ impl<R: Read> RdbReader<R> {
         expire_at_ms: Option<i64>,
         each: &mut dyn FnMut(&KeyKind, Part, Scalar),
     ) -> Result<KeyEntry, RdbError> {
-        let Some(kind) = kind_of(value_type, self.magic) else {
+        let Some(kind) = values::kind_of(value_type, self.magic) else {
             return Err(self.unknown(value_type, at));
         };
         let of_kind = kind.clone();
@@ -553,261 +524,9 @@ impl<R: Read> RdbReader<R> {
             fields_with_ttl: 0,
             stream: None,
         };
-        self.value(&mut entry, each)?;
+        let magic = self.magic;
+        values::read_value(self, magic, &mut entry, each)?;
         Ok(entry)
-    }
-
-    /// A compact encoding saved as one string, its elements given to `each` in order.
-    fn blob(
-        &mut self,
-        inside: &'static str,
-        format: compact::Format,
-        each: &mut dyn FnMut(Scalar) -> Result<(), RdbError>,
-    ) -> Result<u64, RdbError> {
-        self.with_string(inside, &mut |stream| format(stream, each))
-    }
-
-    fn value(
-        &mut self,
-        entry: &mut KeyEntry,
-        each: &mut dyn FnMut(Part, Scalar),
-    ) -> Result<(), RdbError> {
-        let ok = |_: ()| -> Result<(), RdbError> { Ok(()) };
-        match entry.rdb_type {
-            TYPE_STRING => {
-                let scalar = self.scalar("a string value")?;
-                entry.elements = scalar.length;
-                each(Part::Value, scalar);
-            }
-            TYPE_LIST | TYPE_SET => {
-                let n = self.length("a list or set")?;
-                for _ in 0..n {
-                    let scalar = self.scalar("an element")?;
-                    each(Part::Value, scalar);
-                }
-                entry.elements = n;
-            }
-            TYPE_ZSET | TYPE_ZSET_2 => {
-                let n = self.length("a sorted set")?;
-                for _ in 0..n {
-                    let member = self.scalar("a sorted-set member")?;
-                    let score = if entry.rdb_type == TYPE_ZSET_2 {
-                        f64::from_bits(self.source.u64_le("a score")?)
-                    } else {
-                        self.text_double()?
-                    };
-                    each(Part::Value, member);
-                    each(Part::Score, Scalar::of_score(score));
-                }
-                entry.elements = n;
-            }
-            TYPE_HASH => {
-                let n = self.length("a hash")?;
-                for _ in 0..n {
-                    let field = self.scalar("a hash field")?;
-                    let value = self.scalar("a hash value")?;
-                    each(Part::Field, field);
-                    each(Part::Value, value);
-                }
-                entry.elements = n;
-            }
-            TYPE_HASH_ZIPMAP | TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => {
-                let mut field = true;
-                let format = match entry.rdb_type {
-                    TYPE_HASH_ZIPMAP => compact::zipmap,
-                    TYPE_HASH_ZIPLIST => compact::ziplist,
-                    _ => compact::listpack,
-                };
-                let n = self.blob("a compact hash", format, &mut |s| {
-                    each(if field { Part::Field } else { Part::Value }, s);
-                    field = !field;
-                    Ok(())
-                })?;
-                entry.elements = n / 2;
-            }
-            TYPE_LIST_ZIPLIST | TYPE_SET_INTSET | TYPE_SET_LISTPACK => {
-                let format = match entry.rdb_type {
-                    TYPE_LIST_ZIPLIST => compact::ziplist,
-                    TYPE_SET_INTSET => compact::intset,
-                    _ => compact::listpack,
-                };
-                entry.elements = self.blob("a compact list or set", format, &mut |s| {
-                    each(Part::Value, s);
-                    Ok(())
-                })?;
-            }
-            TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
-                let format = if entry.rdb_type == TYPE_ZSET_ZIPLIST {
-                    compact::ziplist
-                } else {
-                    compact::listpack
-                };
-                let mut member = true;
-                let n = self.blob("a compact sorted set", format, &mut |s| {
-                    each(if member { Part::Value } else { Part::Score }, s);
-                    member = !member;
-                    Ok(())
-                })?;
-                entry.elements = n / 2;
-            }
-            TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
-                let nodes = self.length("a quicklist")?;
-                let mut items = 0;
-                for _ in 0..nodes {
-                    let container = if entry.rdb_type == TYPE_LIST_QUICKLIST_2 {
-                        self.length("a quicklist node")?
-                    } else {
-                        QUICKLIST_PACKED
-                    };
-                    match container {
-                        QUICKLIST_PLAIN => {
-                            let scalar = self.scalar("a list item")?;
-                            each(Part::Value, scalar);
-                            items += 1;
-                        }
-                        QUICKLIST_PACKED => {
-                            let format = if entry.rdb_type == TYPE_LIST_QUICKLIST {
-                                compact::ziplist
-                            } else {
-                                compact::listpack
-                            };
-                            items += self.blob("a quicklist node", format, &mut |s| {
-                                each(Part::Value, s);
-                                Ok(())
-                            })?;
-                        }
-                        other => {
-                            return Err(self.source.error(Problem::Corrupt {
-                                detail: format!(
-                                    "a quicklist node has the unknown container {other}"
-                                ),
-                            }));
-                        }
-                    }
-                }
-                entry.elements = items;
-            }
-            TYPE_HASH_METADATA | TYPE_HASH_METADATA_PRE_GA if self.magic == Magic::Redis => {
-                if entry.rdb_type == TYPE_HASH_METADATA {
-                    self.source.u64_le("a hash's least field expiry")?;
-                }
-                let n = self.length("a hash")?;
-                for _ in 0..n {
-                    let ttl = self.length("a hash field's expiry")?;
-                    entry.fields_with_ttl += u64::from(ttl != 0);
-                    let field = self.scalar("a hash field")?;
-                    let value = self.scalar("a hash value")?;
-                    each(Part::Field, field);
-                    each(Part::Value, value);
-                }
-                entry.elements = n;
-            }
-            TYPE_HASH_LISTPACK_EX | TYPE_HASH_LISTPACK_EX_PRE_GA => {
-                if entry.rdb_type == TYPE_HASH_LISTPACK_EX {
-                    self.source.u64_le("a hash's least field expiry")?;
-                }
-                let mut position = 0u64;
-                let mut with_ttl = 0;
-                let n = self.blob("a compact hash", compact::listpack, &mut |s| {
-                    match position % 3 {
-                        0 => each(Part::Field, s),
-                        1 => each(Part::Value, s),
-                        // The field's expiry: 0 for none.
-                        _ => with_ttl += u64::from(s != Scalar::of_integer(0)),
-                    }
-                    position += 1;
-                    Ok(())
-                })?;
-                entry.fields_with_ttl = with_ttl;
-                entry.elements = n / 3;
-            }
-            // Valkey 9's hash with field expiries: field, value, 8-byte expiry (-1 for none).
-            VALKEY_TYPE_HASH_2 if self.magic == Magic::Valkey => {
-                let n = self.length("a hash")?;
-                for _ in 0..n {
-                    let field = self.scalar("a hash field")?;
-                    let value = self.scalar("a hash value")?;
-                    let ttl = self.source.u64_le("a hash field's expiry")? as i64;
-                    entry.fields_with_ttl += u64::from(ttl >= 0);
-                    each(Part::Field, field);
-                    each(Part::Value, value);
-                }
-                entry.elements = n;
-            }
-            // Dragonfly's hash and set whose elements have expiries: each element followed by
-            // its expiry as a string (-1 for none).
-            DF_TYPE_HASH_WITH_EXPIRY | DF_TYPE_SET_WITH_EXPIRY if self.magic == Magic::Redis => {
-                let hash = entry.rdb_type == DF_TYPE_HASH_WITH_EXPIRY;
-                let n = self.length("a Dragonfly hash or set")?;
-                for _ in 0..n {
-                    if hash {
-                        let field = self.scalar("a hash field")?;
-                        each(Part::Field, field);
-                    }
-                    let value = self.scalar("an element")?;
-                    each(Part::Value, value);
-                    let ttl = self.bytes("an element's expiry", 32)?;
-                    entry.fields_with_ttl += u64::from(ttl != b"-1");
-                }
-                entry.elements = n;
-            }
-            TYPE_STREAM_LISTPACKS
-            | TYPE_STREAM_LISTPACKS_2
-            | TYPE_STREAM_LISTPACKS_3
-            | TYPE_STREAM_LISTPACKS_4
-            | TYPE_STREAM_LISTPACKS_5 => {
-                let summary = stream::read(self, entry, each)?;
-                entry.stream = Some(summary);
-            }
-            TYPE_MODULE_2 => {
-                let id = self.length("a module value's type")?;
-                entry.kind = KeyKind::Module(module_name(id));
-                self.skip_module_items()?;
-            }
-            TYPE_MODULE_PRE_GA => {
-                let id = self.length("a module value's type")?;
-                return Err(self.source.error(Problem::ModuleNeedsLoader {
-                    module: module_name(id),
-                }));
-            }
-            DF_TYPE_JSON if self.magic == Magic::Redis => {
-                self.skip_string("a Dragonfly JSON value")?;
-            }
-            other => {
-                return Err(self.unknown(other, self.source.offset()));
-            }
-        }
-        ok(())
-    }
-
-    /// A score of the first sorted-set format: a length byte and the text (253 nan, 254 inf,
-    /// 255 -inf).
-    fn text_double(&mut self) -> Result<f64, RdbError> {
-        let at = self.source.offset();
-        let length = self.source.u8("a score")?;
-        Ok(match length {
-            253 => f64::NAN,
-            254 => f64::INFINITY,
-            255 => f64::NEG_INFINITY,
-            n => {
-                let mut text = vec![0u8; usize::from(n)];
-                self.source.read_exact(&mut text, "a score")?;
-                std::str::from_utf8(&text)
-                    .ok()
-                    .and_then(|t| t.parse().ok())
-                    .ok_or_else(|| {
-                        self.source.error_at(
-                            at,
-                            Problem::Corrupt {
-                                detail: format!(
-                                    "a score is not a number: {:?}",
-                                    String::from_utf8_lossy(&text)
-                                ),
-                            },
-                        )
-                    })?
-            }
-        })
     }
 }
 
@@ -830,6 +549,42 @@ impl<R: Read> FileCursor for RdbReader<R> {
         read: &mut dyn FnMut(&mut dyn ByteStream) -> Result<u64, RdbError>,
     ) -> Result<u64, RdbError> {
         self.with_string(inside, read)
+    }
+
+    fn read_exact(&mut self, out: &mut [u8], inside: &'static str) -> Result<(), RdbError> {
+        self.source.read_exact(out, inside)
+    }
+
+    fn u8(&mut self, inside: &'static str) -> Result<u8, RdbError> {
+        self.source.u8(inside)
+    }
+
+    fn u64_le(&mut self, inside: &'static str) -> Result<u64, RdbError> {
+        self.source.u64_le(inside)
+    }
+
+    fn scalar(&mut self, inside: &'static str) -> Result<Scalar, RdbError> {
+        RdbReader::scalar(self, inside)
+    }
+
+    fn bytes(&mut self, inside: &'static str, most: u64) -> Result<Vec<u8>, RdbError> {
+        RdbReader::bytes(self, inside, most)
+    }
+
+    fn skip_module_items(&mut self) -> Result<(), RdbError> {
+        RdbReader::skip_module_items(self)
+    }
+
+    fn offset(&self) -> u64 {
+        self.source.offset()
+    }
+
+    fn error_at(&self, at: u64, problem: Problem) -> RdbError {
+        self.source.error_at(at, problem)
+    }
+
+    fn unknown(&self, byte: u8) -> RdbError {
+        RdbReader::unknown(self, byte, self.source.offset())
     }
 }
 
@@ -877,34 +632,4 @@ impl ByteStream for Digits {
             problem: Problem::Corrupt { detail },
         }
     }
-}
-
-/// The data type a value type byte holds, in a file of this magic.
-fn kind_of(value_type: u8, magic: Magic) -> Option<KeyKind> {
-    Some(match value_type {
-        TYPE_STRING => KeyKind::String,
-        TYPE_LIST | TYPE_LIST_ZIPLIST | TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
-            KeyKind::List
-        }
-        TYPE_SET | TYPE_SET_INTSET | TYPE_SET_LISTPACK => KeyKind::Set,
-        TYPE_ZSET | TYPE_ZSET_2 | TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => KeyKind::Zset,
-        TYPE_HASH | TYPE_HASH_ZIPMAP | TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => KeyKind::Hash,
-        TYPE_STREAM_LISTPACKS
-        | TYPE_STREAM_LISTPACKS_2
-        | TYPE_STREAM_LISTPACKS_3
-        | TYPE_STREAM_LISTPACKS_4
-        | TYPE_STREAM_LISTPACKS_5 => KeyKind::Stream,
-        // Type 22 is Redis 7.4's pre-release hash with field expiries, and Valkey 9's.
-        TYPE_HASH_METADATA_PRE_GA => KeyKind::Hash,
-        TYPE_HASH_LISTPACK_EX_PRE_GA | TYPE_HASH_METADATA | TYPE_HASH_LISTPACK_EX
-            if magic == Magic::Redis =>
-        {
-            KeyKind::Hash
-        }
-        TYPE_MODULE_2 | TYPE_MODULE_PRE_GA => KeyKind::Module(String::new()),
-        DF_TYPE_HASH_WITH_EXPIRY if magic == Magic::Redis => KeyKind::Hash,
-        DF_TYPE_SET_WITH_EXPIRY if magic == Magic::Redis => KeyKind::Set,
-        DF_TYPE_JSON if magic == Magic::Redis => KeyKind::Module("dragonfly-json".into()),
-        _ => return None,
-    })
 }
