@@ -47,6 +47,8 @@ const RANKS: &[(&str, u32)] = &[
     ("text", 0),
     // A profile's data and key-name templates, which the CRD embeds.
     ("profile", 0),
+    // The RDB file reader: pure parsing of a dump from any `Read`.
+    ("rdb", 0),
 ];
 
 fn rank(part: &str) -> Option<u32> {

@@ -23,6 +23,7 @@ pub mod metrics;
 mod plan_agreement_tests;
 pub mod profile;
 pub mod profiler;
+pub mod rdb;
 pub mod report;
 pub mod stats;
 pub mod text;

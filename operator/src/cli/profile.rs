@@ -12,8 +12,8 @@ use membench::client::stop::{STOP_DEADLINE, stop_on_signals};
 use membench::client::stop_request::StopRequest;
 use membench::profile::Profile;
 use membench::profiler::{
-    DEFAULT_COMMANDS_PER_SECOND, ProfileError, ProfileOptions, ProfileProgress, profile_cluster,
-    profile_server,
+    DEFAULT_COMMANDS_PER_SECOND, ProfileError, ProfileOptions, ProfileProgress, RdbProfileOptions,
+    profile_cluster, profile_rdb_file, profile_server,
 };
 
 /// How long connecting to a server (each primary, with --cluster) may take.
@@ -30,8 +30,12 @@ enum ProfileOutput {
 #[derive(Args)]
 pub struct ProfileArgs {
     /// The server's address, HOST:PORT.
-    #[arg(long)]
-    addr: String,
+    #[arg(long, required_unless_present = "rdb")]
+    addr: Option<String>,
+    /// Profile an RDB file instead of a server (a dump Redis, Valkey or Dragonfly saved):
+    /// every key of --db is read from the file, no server is needed.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["addr", "cluster", "password"])]
+    rdb: Option<std::path::PathBuf>,
     /// The server's password, if it requires one.
     #[arg(long, env = "MEMBENCH_PASSWORD", hide_env_values = true)]
     password: Option<String>,
@@ -79,7 +83,11 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
     if !(args.max_seconds.is_finite() && args.max_seconds > 0.0) {
         return usage_error("--max-seconds must be a positive number of seconds");
     }
-    let address = match EngineAddress::parse(&args.addr, args.password.clone()) {
+    if let Some(path) = &args.rdb {
+        return run_rdb_profile(path, &args);
+    }
+    let addr = args.addr.clone().unwrap_or_default();
+    let address = match EngineAddress::parse(&addr, args.password.clone()) {
         Ok(address) => address,
         Err(e) => return usage_error(&e.to_string()),
     };
@@ -162,6 +170,37 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             stopped.unwrap_or(ExitCode::from(1))
+        }
+    }
+}
+
+/// `membench profile --rdb FILE`: the file read to its end, the profile printed.
+fn run_rdb_profile(path: &std::path::Path, args: &ProfileArgs) -> ExitCode {
+    let options = RdbProfileOptions {
+        db: args.db,
+        sample_keys: args.sample_keys,
+    };
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("reading {pos} keys of the file")
+            .expect("the template is valid"),
+    );
+    let outcome = profile_rdb_file(path, &options, &mut |p: ProfileProgress| {
+        bar.set_position(p.sampled);
+    });
+    bar.finish_and_clear();
+    match outcome {
+        Ok(outcome) => {
+            print_profile(&outcome.profile, args.output);
+            for note in &outcome.profile.notes {
+                eprintln!("note: {note}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e @ ProfileError::EmptyFile { .. }) => usage_error(&e.to_string()),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
         }
     }
 }

@@ -1,5 +1,6 @@
 //! What ends a profile: a connection that fails, a command the profile cannot go without
-//! refused, an empty database, a server that goes away (after which what was sampled is kept).
+//! refused, an empty database, a server that goes away (after which what was sampled is kept),
+//! an RDB file that cannot be read.
 
 use crate::error::BenchError;
 
@@ -33,6 +34,16 @@ pub enum ProfileError {
         "{address} is not a cluster node (INFO cluster: cluster_enabled is not 1): profile it without --cluster"
     )]
     NotACluster { address: String },
+
+    #[error(transparent)]
+    Rdb(#[from] crate::rdb::RdbError),
+
+    #[error("database {db} of {file} holds no key to profile{others}")]
+    EmptyFile {
+        file: String,
+        db: u32,
+        others: String,
+    },
 
     #[error("{detail}")]
     StoppedEarly { detail: String },

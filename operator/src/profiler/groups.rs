@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::profile::model::{Distribution, KeyGroup, KeyType, TtlShape, ValueShape};
+use crate::profile::templates::TemplateBuilder;
 
 use super::key_sample::{Element, KeyObservation};
 use super::selection;
@@ -275,6 +276,64 @@ impl PlannedGroup<'_> {
             estimate.held += held;
         }
         estimate
+    }
+}
+
+/// One group before its keys are read: its template, its type, whether it is a big key of its
+/// own, and the positions of its keys in the walk.
+pub type GroupPlan = (String, KeyType, bool, Vec<usize>);
+
+/// The walked keys grouped by key-name template and type, every count exact.
+pub fn plan_by_template(keys: &[WalkedKey]) -> Vec<GroupPlan> {
+    let mut templates = TemplateBuilder::default();
+    let refs: Vec<_> = keys.iter().map(|k| templates.add(&k.name)).collect();
+    let names = templates.finish(&refs);
+    let mut by_group: BTreeMap<(&str, KeyType), Vec<usize>> = BTreeMap::new();
+    for (i, (key, template)) in keys.iter().zip(&names).enumerate() {
+        by_group
+            .entry((template.as_str(), key.key_type))
+            .or_default()
+            .push(i);
+    }
+    by_group
+        .into_iter()
+        .map(|((template, key_type), keys)| (template.to_string(), key_type, false, keys))
+        .collect()
+}
+
+/// Marks the big keys (every key sized): a group of one big key is marked, and the big keys
+/// of a larger group each become a group of their own.
+pub fn split_big_keys(plan: &mut Vec<GroupPlan>, keys: &[WalkedKey]) {
+    let total_of = |strings: bool| -> u64 {
+        keys.iter()
+            .filter(|k| (k.key_type == KeyType::String) == strings)
+            .filter_map(|k| k.size)
+            .sum()
+    };
+    let (string_bytes, elements) = (total_of(true), total_of(false));
+    let mut big = Vec::new();
+    for group in plan.iter_mut() {
+        let of = if group.1 == KeyType::String {
+            string_bytes
+        } else {
+            elements
+        };
+        if group.3.len() < 2 {
+            let only = group.3[0];
+            group.2 = selection::is_big(keys[only].size.unwrap_or(0), of);
+            continue;
+        }
+        let (keep, out): (Vec<usize>, Vec<usize>) = group
+            .3
+            .iter()
+            .partition(|&&i| !selection::is_big(keys[i].size.unwrap_or(0), of));
+        if !out.is_empty() && !keep.is_empty() {
+            group.3 = keep;
+            big.extend(out.into_iter().map(|i| (group.0.clone(), group.1, i)));
+        }
+    }
+    for (template, key_type, i) in big {
+        plan.push((template, key_type, true, vec![i]));
     }
 }
 

@@ -28,7 +28,7 @@ pub fn elements_per_key(keys: u64) -> usize {
         as usize
 }
 /// How many entries of a stream are read.
-const STREAM_ENTRIES: usize = 4;
+pub const STREAM_ENTRIES: usize = 4;
 /// A string is read (GET) only when it is short enough to be an integer.
 const LONGEST_INTEGER: u64 = 20;
 

@@ -9,6 +9,7 @@ mod cluster;
 mod error;
 mod groups;
 mod key_sample;
+mod rdb_file;
 mod selection;
 mod walk;
 
@@ -21,13 +22,13 @@ use crate::client::draws::KeyGenerator;
 use crate::client::engine::{ControlConnection, identify, parse_info};
 use crate::client::stop_request::StopRequest;
 use crate::profile::model::{KeyType, PROFILE_FORMAT, Profile, ProfileSource};
-use crate::profile::templates::TemplateBuilder;
 
 pub use cluster::profile_cluster;
 pub use error::ProfileError;
 use groups::PlannedGroup;
 pub use key_sample::{ELEMENTS_PER_KEY, MOST_ELEMENTS_PER_KEY, elements_per_key, is_integer};
 use key_sample::{KeyObservation, Sampled, Session, sample_key};
+pub use rdb_file::{RdbProfileOptions, profile_rdb_file};
 pub use selection::{BIG_KEY_SHARE, MIN_SAMPLE_PER_GROUP};
 use walk::{Interruption, Walk, WalkedKey, size_keys, walk_names};
 
@@ -258,21 +259,7 @@ pub fn profile_server(
     }
 
     // 2. The groups by template and type, counted exactly.
-    let mut templates = TemplateBuilder::default();
-    let refs: Vec<_> = walk.keys.iter().map(|k| templates.add(&k.name)).collect();
-    let names = templates.finish(&refs);
-    let mut by_group: std::collections::BTreeMap<(&str, KeyType), Vec<usize>> =
-        std::collections::BTreeMap::new();
-    for (i, (key, template)) in walk.keys.iter().zip(&names).enumerate() {
-        by_group
-            .entry((template.as_str(), key.key_type))
-            .or_default()
-            .push(i);
-    }
-    let mut plan: Vec<(String, KeyType, bool, Vec<usize>)> = by_group
-        .into_iter()
-        .map(|((template, key_type), keys)| (template.to_string(), key_type, false, keys))
-        .collect();
+    let mut plan = groups::plan_by_template(&walk.keys);
 
     // 3. The sample: every group enough to bound its error, the keys drawn uniformly.
     let budget = options.sample_keys;
@@ -384,45 +371,8 @@ pub fn profile_server(
     }
 
     // 5. The big keys, each its own group, read as deeply as a key is read.
-    let mut big = Vec::new();
     if sized_all {
-        let total_of = |strings: bool| -> u64 {
-            walk.keys
-                .iter()
-                .filter(|k| (k.key_type == KeyType::String) == strings)
-                .filter_map(|k| k.size)
-                .sum()
-        };
-        let (string_bytes, elements) = (total_of(true), total_of(false));
-        for group in &mut plan {
-            if group.3.len() < 2 {
-                let only = group.3[0];
-                let size = walk.keys[only].size.unwrap_or(0);
-                let of = if group.1 == KeyType::String {
-                    string_bytes
-                } else {
-                    elements
-                };
-                group.2 = selection::is_big(size, of);
-                continue;
-            }
-            let of = if group.1 == KeyType::String {
-                string_bytes
-            } else {
-                elements
-            };
-            let (keep, out): (Vec<usize>, Vec<usize>) = group
-                .3
-                .iter()
-                .partition(|&&i| !selection::is_big(walk.keys[i].size.unwrap_or(0), of));
-            if !out.is_empty() && !keep.is_empty() {
-                group.3 = keep;
-                big.extend(out.into_iter().map(|i| (group.0.clone(), group.1, i)));
-            }
-        }
-        for (template, key_type, i) in big.iter().cloned() {
-            plan.push((template, key_type, true, vec![i]));
-        }
+        groups::split_big_keys(&mut plan, &walk.keys);
         for group in plan.iter().filter(|g| g.2) {
             let i = group.3[0];
             if let Some(why) = bound("while reading the big keys") {

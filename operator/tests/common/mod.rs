@@ -11,6 +11,7 @@ pub mod faults;
 pub mod operator;
 pub mod operator_process;
 pub mod pod_record;
+pub mod rdb_keyspace;
 pub mod real_node;
 
 use std::path::PathBuf;

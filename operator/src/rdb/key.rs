@@ -1,0 +1,121 @@
+//! What the reader gives of one key ([`KeyEntry`]) and of its elements ([`Part`]), the file's
+//! header kind ([`Magic`]), and the file cursor the values' readers read through.
+
+use super::error::{Problem, RdbError};
+use super::scalar::Scalar;
+use super::source::ByteStream;
+
+/// Which engine family's header the file has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Magic {
+    /// `REDIS` and 4 digits: Redis, Valkey before 9, Dragonfly.
+    Redis,
+    /// `VALKEY` and 3 digits: Valkey 9 and later.
+    Valkey,
+}
+
+impl Magic {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Magic::Redis => "REDIS",
+            Magic::Valkey => "VALKEY",
+        }
+    }
+}
+
+/// The data types a key can hold, as `TYPE` answers them, and module values by name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KeyKind {
+    String,
+    List,
+    Set,
+    Zset,
+    Hash,
+    Stream,
+    /// A module's value, by the module type's 9-character name (`ReJSON-RL`), or a type of
+    /// Dragonfly's own (`dragonfly-json`).
+    Module(String),
+}
+
+/// The role of an element within its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// A string's value, a list item, a set member, a sorted-set member, a hash value, a
+    /// stream entry's value.
+    Value,
+    /// A hash field or a stream entry's field name.
+    Field,
+    /// A sorted-set score.
+    Score,
+    /// A stream entry begins, with this many fields.
+    Entry { fields: u64 },
+}
+
+/// What the file says of one stream beyond its entries.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamSummary {
+    pub groups: u64,
+    pub consumers: u64,
+    /// Pending entries over all groups.
+    pub pending: u64,
+}
+
+/// One key as read: everything but its elements, which went to the caller one by one.
+#[derive(Clone, Debug)]
+pub struct KeyEntry {
+    pub db: u64,
+    pub name: Vec<u8>,
+    pub kind: KeyKind,
+    /// The value type byte the file stores (the encoding it was saved in).
+    pub rdb_type: u8,
+    /// The absolute expiry in Unix milliseconds.
+    pub expire_at_ms: Option<i64>,
+    /// A string's length in bytes, else the elements (HLEN, LLEN, SCARD, ZCARD, XLEN).
+    pub elements: u64,
+    /// Hash fields that have their own TTL (HEXPIRE).
+    pub fields_with_ttl: u64,
+    pub stream: Option<StreamSummary>,
+}
+
+/// The file as a value's reader sees it: lengths, raw bytes, strings, and errors at the
+/// offset reached.
+pub trait FileCursor {
+    fn length(&mut self, inside: &'static str) -> Result<u64, RdbError>;
+    fn skip(&mut self, n: u64, inside: &'static str) -> Result<(), RdbError>;
+    fn read_exact(&mut self, out: &mut [u8], inside: &'static str) -> Result<(), RdbError>;
+    fn u8(&mut self, inside: &'static str) -> Result<u8, RdbError>;
+    fn u64_le(&mut self, inside: &'static str) -> Result<u64, RdbError>;
+    /// Passes over a string, returning its length.
+    fn skip_string(&mut self, inside: &'static str) -> Result<u64, RdbError>;
+    /// Reads a string through `read`, which sees it as a stream of bytes.
+    fn string(
+        &mut self,
+        inside: &'static str,
+        read: &mut dyn FnMut(&mut dyn ByteStream) -> Result<u64, RdbError>,
+    ) -> Result<u64, RdbError>;
+    /// A string as one element.
+    fn scalar(&mut self, inside: &'static str) -> Result<Scalar, RdbError>;
+    /// A string read whole, up to `most` bytes.
+    fn bytes(&mut self, inside: &'static str, most: u64) -> Result<Vec<u8>, RdbError>;
+    /// A module value in the annotated format, passed over.
+    fn skip_module_items(&mut self) -> Result<(), RdbError>;
+    fn offset(&self) -> u64;
+    fn error_at(&self, at: u64, problem: Problem) -> RdbError;
+    /// A value type byte this reader does not know, where the reading is.
+    fn unknown(&self, byte: u8) -> RdbError;
+
+    fn error(&self, problem: Problem) -> RdbError {
+        self.error_at(self.offset(), problem)
+    }
+}
+
+/// The 64 characters of module type names, 6 bits each.
+const MODULE_CHARSET: &[u8; 64] =
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// A module type's 9-character name from its 64-bit id (the low 10 bits are its version).
+pub fn module_name(id: u64) -> String {
+    (0..9)
+        .map(|i| MODULE_CHARSET[((id >> (64 - 6 * (i + 1))) & 63) as usize] as char)
+        .collect()
+}
