@@ -76,6 +76,16 @@ pub enum TermSource {
     Default,
 }
 
+impl TermSource {
+    /// The word, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TermSource::Measured => "measured",
+            TermSource::Default => "default",
+        }
+    }
+}
+
 /// One term of the memory limit.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Term {
@@ -118,6 +128,29 @@ pub struct Recommended {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     pub config: DeployConfig,
+}
+
+/// The recommendation as the status carries it (the reserve to a tenth of a percent, the rate
+/// to a write a second).
+impl From<&Recommended> for crate::crd::RecommendedStatus {
+    fn from(r: &Recommended) -> Self {
+        Self {
+            maxmemory_bytes: r.maxmemory_bytes,
+            memory_limit_bytes: r.memory_limit_bytes,
+            memory_request_bytes: r.memory_request_bytes,
+            reserve_percent: (r.reserve_percent * 10.0).round() / 10.0,
+            writes_per_sec: r.writes_per_sec.map(f64::round),
+            terms: r
+                .terms
+                .iter()
+                .map(|t| crate::crd::RecommendedTermStatus {
+                    name: t.name.clone(),
+                    bytes: t.bytes,
+                    source: t.source.as_str().to_string(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// What an engine kind does that the recommendation depends on.

@@ -2,9 +2,7 @@
 //! (`status.capacity`, with the printer column's smallest instance type).
 
 use crate::client::workload::Workload;
-use crate::crd::{
-    CapacityStatus, EngineCapacityStatus, MemoryBenchmark, RecommendedStatus, RecommendedTermStatus,
-};
+use crate::crd::{CapacityStatus, EngineCapacityStatus, MemoryBenchmark, RecommendedStatus};
 
 use super::{CapacityPlan, CapacityRequest, EngineMeasurement, NotProjected, Prices, plan};
 
@@ -132,25 +130,7 @@ pub fn to_status(plan: &CapacityPlan, message: Option<String>) -> CapacityStatus
                         .ok()
                         .and_then(|v| v.as_str().map(String::from))
                         .unwrap_or_default(),
-                    recommended: e.recommended.as_ref().map(|r| RecommendedStatus {
-                        maxmemory_bytes: r.maxmemory_bytes,
-                        memory_limit_bytes: r.memory_limit_bytes,
-                        memory_request_bytes: r.memory_request_bytes,
-                        reserve_percent: (r.reserve_percent * 10.0).round() / 10.0,
-                        writes_per_sec: r.writes_per_sec.map(f64::round),
-                        terms: r
-                            .terms
-                            .iter()
-                            .map(|t| RecommendedTermStatus {
-                                name: t.name.clone(),
-                                bytes: t.bytes,
-                                source: serde_json::to_value(t.source)
-                                    .ok()
-                                    .and_then(|v| v.as_str().map(String::from))
-                                    .unwrap_or_default(),
-                            })
-                            .collect(),
-                    }),
+                    recommended: e.recommended.as_ref().map(RecommendedStatus::from),
                 }
             })
             .collect(),

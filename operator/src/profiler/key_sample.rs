@@ -50,21 +50,9 @@ impl Element {
     }
 }
 
-/// Whether the server would store these bytes as a number: at most 20 characters, an
-/// optional minus, no leading zero (but `0`), digits, within 64 bits.
-pub fn is_integer(bytes: &[u8]) -> bool {
-    if bytes.is_empty() || bytes.len() > 20 {
-        return false;
-    }
-    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return false;
-    }
-    if digits[0] == b'0' && (digits.len() > 1 || bytes[0] == b'-') {
-        return false;
-    }
-    std::str::from_utf8(bytes).is_ok_and(|s| s.parse::<i64>().is_ok())
-}
+/// Whether the server would store these bytes as a number (the RDB reader's rule, so a live
+/// profile and a file's agree).
+pub use crate::rdb::holds_integer as is_integer;
 
 /// What was read of one key.
 #[derive(Clone, Debug, Default)]

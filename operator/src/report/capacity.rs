@@ -2,7 +2,6 @@
 //! what the node needs, the smallest type that holds it, how full, and (priced) what it costs.
 
 use crate::capacity::peak::HeadroomBasis;
-use crate::capacity::recommend::TermSource;
 use crate::capacity::rss::RssBasis;
 use crate::capacity::{CapacityPlan, EngineCapacity, GrowthRule};
 
@@ -99,10 +98,7 @@ pub fn recommended_table(plan: &CapacityPlan) -> Table {
             table.push(row(
                 &format!("+ {}", term.name),
                 term.bytes,
-                match term.source {
-                    TermSource::Measured => "measured",
-                    TermSource::Default => "default",
-                },
+                term.source.as_str(),
                 term.note.clone().unwrap_or_default(),
             ));
         }

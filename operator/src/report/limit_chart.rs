@@ -34,21 +34,7 @@ pub struct LimitBar {
 
 impl LimitBar {
     pub fn from_plan(engine: &str, r: &Recommended) -> Self {
-        Self {
-            engine: engine.to_string(),
-            maxmemory: r.maxmemory_bytes,
-            limit: r.memory_limit_bytes,
-            reserve_percent: r.reserve_percent,
-            terms: r
-                .terms
-                .iter()
-                .map(|t| LimitTerm {
-                    name: t.name.clone(),
-                    bytes: t.bytes,
-                    measured: t.source == TermSource::Measured,
-                })
-                .collect(),
-        }
+        Self::from_status(engine, &RecommendedStatus::from(r))
     }
 
     pub fn from_status(engine: &str, r: &RecommendedStatus) -> Self {
@@ -63,7 +49,7 @@ impl LimitBar {
                 .map(|t| LimitTerm {
                     name: t.name.clone(),
                     bytes: t.bytes,
-                    measured: t.source == "measured",
+                    measured: t.source == TermSource::Measured.as_str(),
                 })
                 .collect(),
         }
