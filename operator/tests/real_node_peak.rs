@@ -4,8 +4,9 @@
 //! processes hold, a save's fork copy included. Valkey saves by forking, so every page its
 //! writes touch during the save is copied inside the limit; Dragonfly saves without a fork.
 //! One limit between Valkey's steady memory and its peak during the save: Valkey is killed in
-//! its first snapshot, and the operator says so naming the phase; Dragonfly, holding the same
-//! data under the same limit and the same writes asked, completes.
+//! its first snapshot, and the operator says so naming the phase (real_node_recommended.rs runs
+//! it, at a limit set from Valkey's measured peak); Dragonfly, holding the same data under the
+//! same limit and the same writes asked, completes (here, its container's cgroup watched).
 //!
 //! Measured here on 2026-12-05 (200,000 keys of 1,024 bytes, 100,000 overwrites a second asked
 //! over all keys during the save; the engine container's memory cgroup read from this machine
@@ -73,53 +74,6 @@ fn snapshot_under_writes(entry: &str, repetitions: u32) -> String {
     format!(
         "  instanceType: r7i.xlarge\n  engines:\n    - {{{entry}, memory: {LIMIT}}}\n  workload: {{strings: {{keys: 200000, valueSize: 1024}}}}\n  repetitions: {repetitions}\n  pipeline: 100\n  peak: {{snapshot: {{writesPerSecond: 100000, writeShare: 1.0}}}}\n  cleanupPolicy: KeepFailed\n{TOLERATE_REAL_NODES}"
     )
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn valkey_over_its_limit_by_the_saves_fork_copy_is_oom_killed_in_the_snapshot_phase_and_reported_so()
--> anyhow::Result<()> {
-    let _one = ONE_AT_A_TIME.lock().await;
-    ensure_real_node(&EnsureOptions::default()).await?;
-    let harness = Harness::start("real-peak-valkey", real_node_settings()).await?;
-    let entry = "engine: valkey, version: \"9.1.2\"";
-    harness
-        .create(&spec("vk-save", &snapshot_under_writes(entry, 3)))
-        .await?;
-    let done = harness
-        .finished("vk-save", Duration::from_secs(180))
-        .await?;
-    let valkey = engine(&done, 0);
-    assert_eq!(
-        valkey.reason.as_deref(),
-        Some("EngineOOMKilled"),
-        "{}",
-        status_of(&done)
-    );
-    let message = valkey.message.as_deref().unwrap_or_default();
-    eprintln!("valkey: {message}");
-    // The phase, from the client whose connection broke in it; the engine's own last words
-    // (its log's tail) show the save it had forked.
-    for said in [
-        &format!(
-            "OOMKilled (memory limit {LIMIT}) during repetition 1's snapshot phase, after 1 of 3 repetitions"
-        ),
-        "the save forks",
-        "Background saving started by pid",
-    ] {
-        assert!(message.contains(said), "{said:?} missing from {message:?}");
-    }
-    // Repetition 1's readings, taken before its snapshot, are kept; its peak was never
-    // measured.
-    assert_eq!(valkey.repetitions.len(), 1, "{valkey:#?}");
-    let first = &valkey.repetitions[0];
-    assert_eq!(first.items, 200_000);
-    assert!(first.used_memory > 250_000_000, "{first:#?}");
-    assert!(first.peak.is_none(), "{first:#?}");
-    // The kubelet's record: the kernel killed the container's main process (the server, PID 1
-    // of the container), not only the save's child, which would have left it running.
-    common::real_node::assert_oom_killed(&harness.pods(), "vk-save-0-engine").await?;
-    harness.finish().await;
-    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -92,6 +92,10 @@ pub struct SnapshotPeak {
     pub phase: PeakPhase,
     /// The writes during it, when the result says.
     pub writes: Option<PeakWrites>,
+    /// What the measured thing (the container, or the process tree) held before the save per
+    /// byte of the engine's used_memory then: the steady memory the ratio multiplies, which a
+    /// container holds above the engine's own RSS (page cache, the binary's pages).
+    pub steady_per_used: Option<f64>,
 }
 
 /// The phase a peak was measured in.
@@ -130,7 +134,12 @@ impl SnapshotPeak {
                 reached: snapshot.writes_per_sec,
             });
         if let Some(ratio) = snapshot.ratio.filter(|r| r.is_finite() && *r > 0.0) {
+            let steady_per_used = snapshot
+                .before_bytes
+                .filter(|_| snapshot.used_memory_before > 0)
+                .map(|before| before as f64 / snapshot.used_memory_before as f64);
             return Some(Self {
+                steady_per_used,
                 ratio: ratio.max(1.0),
                 measured_on: Some(if snapshot.source == "container-cgroup" {
                     "the engine container's memory cgroup"
@@ -143,6 +152,7 @@ impl SnapshotPeak {
         }
         let cow = snapshot.cow_bytes?;
         (snapshot.used_memory_before > 0).then(|| Self {
+            steady_per_used: None,
             ratio: 1.0 + cow as f64 / snapshot.used_memory_before as f64,
             measured_on: None,
             phase: PeakPhase::Snapshot,

@@ -142,6 +142,7 @@ mod tests {
         assert_eq!(
             peak,
             SnapshotPeak {
+                steady_per_used: None,
                 ratio: 1.5,
                 measured_on: None,
                 phase: PeakPhase::Snapshot,

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::measurement::{EngineMeasurement, PeakPhase};
 use super::rss;
+use crate::crd::dragonfly_memory;
 
 const MIB: u64 = 1 << 20;
 
@@ -163,6 +164,9 @@ struct Capabilities {
     maxmemory_line: fn(u64) -> String,
     /// It is offered as ElastiCache (Redis, Valkey), whose reserve is reserved-memory-percent.
     elasticache: bool,
+    /// The least maxmemory it starts with, per thread (Dragonfly: 256 MiB), and the least
+    /// container limit that gives it that ([`dragonfly_memory::minimum_limit`]); 0: none.
+    maxmemory_per_thread: u64,
 }
 
 fn capabilities(engine: &str) -> Capabilities {
@@ -172,6 +176,7 @@ fn capabilities(engine: &str) -> Capabilities {
             default_backlog: |_| 0,
             maxmemory_line: |bytes| format!("--maxmemory={bytes}"),
             elasticache: false,
+            maxmemory_per_thread: dragonfly_memory::MAXMEMORY_PER_THREAD,
         },
         "valkey" => Capabilities {
             forks_to_save: true,
@@ -181,12 +186,14 @@ fn capabilities(engine: &str) -> Capabilities {
             },
             maxmemory_line: |bytes| format!("maxmemory {bytes}"),
             elasticache: true,
+            maxmemory_per_thread: 0,
         },
         _ => Capabilities {
             forks_to_save: true,
             default_backlog: |_| MIB,
             maxmemory_line: |bytes| format!("maxmemory {bytes}"),
             elasticache: true,
+            maxmemory_per_thread: 0,
         },
     }
 }
@@ -237,7 +244,17 @@ pub fn recommend(
             ),
         },
     });
-    let data_rss = steady.rss.saturating_sub(empty_bytes);
+    // Where the peak was measured, the steady memory it multiplies is what the same counter
+    // held before the save (the container's memory cgroup holds more than the engine's RSS:
+    // seen on a real node, 276.1 MB before the save against 268.4 MB of used_memory and RSS):
+    // the data's RSS is never taken below it, or the limit would fall short of the peak.
+    let held_before = measurement
+        .snapshot
+        .and_then(|p| p.steady_per_used)
+        .filter(|k| k.is_finite() && *k > 0.0)
+        .map(|k| (k * maxmemory as f64).ceil() as u64);
+    let steady_rss = steady.rss.max(held_before.unwrap_or(0));
+    let data_rss = steady_rss.saturating_sub(empty_bytes);
     let fragmentation = if steady.churn_factor.is_some() {
         "with the fragmentation measured after spec.churn's rounds"
     } else if measurement.churn.is_some() {
@@ -252,7 +269,16 @@ pub fn recommend(
         name: "data_rss".into(),
         bytes: data_rss,
         source: TermSource::Measured,
-        note: Some(format!("maxmemory's data as RSS, {fragmentation}")),
+        note: Some(match held_before.filter(|h| *h > steady.rss) {
+            Some(_) => format!(
+                "maxmemory's data as RSS, {fragmentation}, raised to what {} held per byte of used_memory before the save",
+                measurement
+                    .snapshot
+                    .and_then(|p| p.measured_on)
+                    .unwrap_or("the measured peak's counter")
+            ),
+            None => format!("maxmemory's data as RSS, {fragmentation}"),
+        }),
     });
 
     // The save's (or a replica's sync's) peak over steady memory.
@@ -260,7 +286,7 @@ pub fn recommend(
     let mut replica_measured = false;
     match &measurement.snapshot {
         Some(peak) => {
-            let bytes = ((peak.ratio - 1.0).max(0.0) * steady.rss as f64).ceil() as u64;
+            let bytes = ((peak.ratio - 1.0).max(0.0) * steady_rss as f64).ceil() as u64;
             replica_measured = peak.phase == PeakPhase::Replica;
             let rate = peak.writes.map(|w| w.reached);
             writes_per_sec = rate;
@@ -388,6 +414,43 @@ pub fn recommend(
         ),
     });
 
+    // An engine that will not start below a maxmemory per thread (Dragonfly) gets that
+    // maxmemory, and a limit that gives it that much as an engine pod does (a share of the
+    // limit): the data's terms above hold what it uses, this term what it needs to start.
+    let mut configured_maxmemory = maxmemory;
+    if can.maxmemory_per_thread > 0 {
+        let threads = measurement.threads.unwrap_or(dragonfly_memory::POD_THREADS);
+        let least = u64::from(threads) * can.maxmemory_per_thread;
+        if maxmemory < least {
+            configured_maxmemory = least;
+            let least_limit = dragonfly_memory::minimum_limit(threads);
+            let sum: u64 = terms.iter().map(|t| t.bytes).sum();
+            notes.push(format!(
+                "{} needs a maxmemory of at least {} MiB per thread to start: with {threads} thread{} maxmemory is {} MiB (the data needs {} MiB), and the limit at least {} MiB, of which an engine pod gives it {}%",
+                measurement.engine,
+                can.maxmemory_per_thread / MIB,
+                if threads == 1 { "" } else { "s" },
+                least / MIB,
+                maxmemory / MIB,
+                least_limit / MIB,
+                dragonfly_memory::MAXMEMORY_PERCENT
+            ));
+            if sum < least_limit {
+                terms.push(Term {
+                    name: "start_minimum".into(),
+                    bytes: least_limit - sum,
+                    source: TermSource::Default,
+                    note: Some(format!(
+                        "what the terms above leave short of the least limit {} starts under with {threads} thread{} ({} MiB)",
+                        measurement.engine,
+                        if threads == 1 { "" } else { "s" },
+                        least_limit / MIB
+                    )),
+                });
+            }
+        }
+    }
+    let maxmemory = configured_maxmemory;
     let sum: u64 = terms.iter().map(|t| t.bytes).sum();
     let limit = round_up_mib(sum.max(maxmemory));
     let request = round_up_mib(empty_bytes + data_rss).min(limit);
@@ -492,6 +555,7 @@ mod tests {
     fn a_measured_peak_and_overshoot_replace_the_defaults_and_a_rate_not_reached_is_said() {
         let mut m = valkey();
         m.snapshot = Some(SnapshotPeak {
+            steady_per_used: None,
             ratio: 1.4,
             measured_on: Some("the engine's process tree"),
             phase: PeakPhase::Snapshot,
@@ -534,6 +598,7 @@ mod tests {
         assert_eq!(r.config.maxmemory, format!("--maxmemory={}", 954 * MIB));
         assert_eq!(r.config.elasticache_reserved_memory_percent, None);
         m.snapshot = Some(SnapshotPeak {
+            steady_per_used: None,
             ratio: 1.02,
             measured_on: Some("the engine's process tree"),
             phase: PeakPhase::Snapshot,
@@ -541,6 +606,92 @@ mod tests {
         });
         let r = recommend(&m, 1_000_000_000, &TermDefaults::default());
         assert_eq!(term(&r, "save_peak").source, TermSource::Measured);
+    }
+
+    /// Seen on the dev cluster's real node (Valkey 9.1.2, 200,000 keys of 1 KiB): 267.8 MB of
+    /// used_memory, the container 276.1 MB before the save and 539.3 MB at its peak. A limit
+    /// from the engine's RSS (268.4 MB) times the container's ratio came out 0.14% above that
+    /// peak, held only by the backlog's and the clients' terms.
+    #[test]
+    fn a_peak_measured_on_the_container_multiplies_what_the_container_held_before_the_save() {
+        let mut m = valkey();
+        m.baseline_rss = None;
+        m.settled_growth = None;
+        m.fragmentation_ratio = Some(1.0);
+        let (used, before, peak) = (267_800_000.0, 276_100_000.0, 539_300_000.0);
+        m.snapshot = Some(SnapshotPeak {
+            steady_per_used: Some(before / used),
+            ratio: peak / before,
+            measured_on: Some("the engine container's memory cgroup"),
+            phase: PeakPhase::Snapshot,
+            writes: None,
+        });
+        let defaults = TermDefaults {
+            client_buffers_bytes: 0,
+            replication_backlog_bytes: Some(0),
+            ..TermDefaults::default()
+        };
+        let r = recommend(&m, used as u64, &defaults);
+        let held = before / used * r.maxmemory_bytes as f64;
+        let data = term(&r, "data_rss");
+        assert!(
+            (data.bytes as f64 - held).abs() <= 1.0,
+            "{data:?} against {held}"
+        );
+        assert!(data.note.as_deref().unwrap_or("").contains("memory cgroup"));
+        // With no other term the limit is the peak, scaled to maxmemory as the data is.
+        let scaled_peak = peak / used * r.maxmemory_bytes as f64;
+        assert!(
+            r.memory_limit_bytes as f64 >= scaled_peak,
+            "{} below the peak {scaled_peak}",
+            r.memory_limit_bytes
+        );
+        // Without the container's reading, only the engine's RSS: the limit falls short.
+        m.snapshot = m.snapshot.map(|p| SnapshotPeak {
+            steady_per_used: None,
+            ..p
+        });
+        let short = recommend(&m, used as u64, &defaults);
+        assert!((short.memory_limit_bytes as f64) < scaled_peak);
+    }
+
+    /// Seen on the dev cluster's real node: 100,000 keys of 1 KiB in one-thread Dragonfly were
+    /// recommended a 116 MiB limit and 90 MiB of maxmemory, which Dragonfly will not start
+    /// with (256 MiB of maxmemory a thread), and the operator refused the spec.
+    #[test]
+    fn dragonfly_is_recommended_the_maxmemory_and_limit_it_starts_with_whatever_its_data() {
+        let mut m = valkey();
+        m.engine = "dragonfly".into();
+        m.version = "1.40.0".into();
+        m.threads = Some(1);
+        let small = recommend(&m, 94_000_000, &TermDefaults::default());
+        assert_eq!(small.maxmemory_bytes, 256 * MIB);
+        assert_eq!(small.memory_limit_bytes, 320 * MIB, "{:?}", small.terms);
+        assert_eq!(
+            small.memory_limit_bytes,
+            crate::crd::dragonfly_memory::minimum_limit(1)
+        );
+        let floor = term(&small, "start_minimum");
+        let sum: u64 = small.terms.iter().map(|t| t.bytes).sum();
+        assert_eq!((sum, floor.source), (320 * MIB, TermSource::Default));
+        assert!(
+            small.notes.iter().any(|n| n.contains("256 MiB per thread")),
+            "{:?}",
+            small.notes
+        );
+        assert_eq!(small.config.maxmemory, format!("--maxmemory={}", 256 * MIB));
+        // Two threads need twice as much; data above the least needs no floor.
+        m.threads = Some(2);
+        assert_eq!(
+            recommend(&m, 94_000_000, &TermDefaults::default()).maxmemory_bytes,
+            512 * MIB
+        );
+        let large = recommend(&m, 1_000_000_000, &TermDefaults::default());
+        assert_eq!(large.maxmemory_bytes, 954 * MIB);
+        assert!(large.terms.iter().all(|t| t.name != "start_minimum"));
+        // Redis and Valkey have no such floor.
+        let valkey = recommend(&valkey(), 94_000_000, &TermDefaults::default());
+        assert_eq!(valkey.maxmemory_bytes, 90 * MIB);
     }
 
     #[test]

@@ -122,7 +122,7 @@ pub const DRAGONFLY_SETTINGS: &[Setting] = &[
 ];
 
 /// Settings `engines[].args` takes beyond those of `config`: Dragonfly's thread count, which
-/// the operator's memory check reads from args (`validation/dragonfly_memory.rs`).
+/// the operator's memory check reads from args (`crd/dragonfly_memory.rs`).
 pub const DRAGONFLY_ARGS_ONLY: &[Setting] = &[setting("proactor_threads", ValueKind::Count)];
 
 /// The most settings one `config` holds (each is read back and carried in the result).

@@ -27,6 +27,7 @@ mod auth_spec;
 mod capacity_spec;
 mod churn_spec;
 mod churn_status;
+pub mod dragonfly_memory;
 pub mod engine_settings;
 mod engine_spec;
 mod placement;

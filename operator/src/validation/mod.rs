@@ -7,7 +7,7 @@
 //! It may use `client` (the workloads' sizes), `crd` and the leaves; the reports, the local
 //! runner and the controller above it call it (docs/src/contributing/architecture.md, `layout_tests.rs`).
 
-pub mod dragonfly_memory;
+pub use crate::crd::dragonfly_memory;
 pub mod engine_config;
 pub mod run_plan;
 #[cfg(test)]

@@ -53,7 +53,7 @@ pub fn engine_args(engine: &EngineSpec) -> Vec<String> {
 }
 
 /// The engine container's arguments: [`engine_args`] with Dragonfly's explicit `--maxmemory`
-/// (a share of the pod's limit, `validation/dragonfly_memory.rs`) and the password reference
+/// (a share of the pod's limit, `crd/dragonfly_memory.rs`) and the password reference
 /// (the spec's Secret, or the generated one) before the spec's own, which can override any of
 /// them (a literal `--requirepass` needs the operator's `--allow-open-engine-args`).
 fn pod_engine_args(engine: &EngineSpec, memory_bytes: u64, sharded: bool) -> Vec<String> {
