@@ -126,10 +126,15 @@ pub fn absorb(engine: &mut EngineStatus, result: &ClientResult, repetitions_requ
             }),
         })
         .collect();
-    // The client sends the first repetition's RSS readings only (`first_settled_rss`).
-    if let (Some(first), Some(rss)) = (engine.repetitions.first_mut(), result.first_settled_rss) {
-        first.baseline_used_memory_rss = Some(rss.baseline);
-        first.settled_used_memory_rss = Some(rss.settled);
+    // The client sends the first repetition's RSS readings only (`first_settled_rss`, or its
+    // empty server's alone when it did not settle).
+    if let Some(first) = engine.repetitions.first_mut() {
+        if let Some(rss) = result.first_settled_rss {
+            first.baseline_used_memory_rss = Some(rss.baseline);
+            first.settled_used_memory_rss = Some(rss.settled);
+        } else if let Some(baseline) = result.first_baseline_rss {
+            first.baseline_used_memory_rss = Some(baseline);
+        }
     }
     let growth = result
         .growth
@@ -423,5 +428,18 @@ mod tests {
         assert_eq!(first.baseline_used_memory_rss, Some(7_500_000));
         assert_eq!(first.settled_used_memory, Some(1_380_000));
         assert_eq!(first.settled_used_memory_rss, Some(9_100_000));
+    }
+
+    /// A run without settleSeconds still tells the empty server's RSS: the recommended limit's
+    /// `empty_rss` term was a default of 0 on the dev cluster without it.
+    #[test]
+    fn the_first_repetitions_empty_rss_lands_in_the_status_without_a_settled_reading() {
+        let mut engine = EngineStatus::default();
+        let mut result = result_with_growth(5);
+        result.first_baseline_rss = Some(7_500_000);
+        absorb(&mut engine, &result, 1);
+        let first = &engine.repetitions[0];
+        assert_eq!(first.baseline_used_memory_rss, Some(7_500_000));
+        assert_eq!(first.settled_used_memory_rss, None);
     }
 }

@@ -102,6 +102,10 @@ pub struct ClientResult {
     /// column for every repetition would not fit 100 of them beside the curve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_settled_rss: Option<SettledRss>,
+    /// The first repetition's used_memory_rss empty, when it did not settle (else in
+    /// `first_settled_rss`): the empty server's RSS, the recommended limit's `empty_rss` term.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_baseline_rss: Option<u64>,
     /// Each listed repetition's churn (`spec.churn`), in order, without the defragmentation
     /// window's readings. Whole results only: a termination message leaves it out first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -466,6 +470,11 @@ impl ClientResult {
                     settled: r.settled.as_ref()?.used_memory_rss,
                 })
             }),
+            first_baseline_rss: report
+                .repetitions
+                .first()
+                .filter(|r| r.settled.is_none())
+                .map(|r| r.baseline_used_memory_rss),
             churn: report
                 .repetitions
                 .iter()

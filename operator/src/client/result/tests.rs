@@ -124,6 +124,21 @@ fn a_hundred_repetitions_of_a_large_load_fit_with_the_whole_growth_curve() {
     assert_eq!(points, report.repetitions[0].samples);
 }
 
+/// Without settleSeconds the first repetition's empty RSS travels alone, in every message.
+#[test]
+fn unsettled_repetitions_carry_the_first_ones_empty_rss() {
+    for n in [1u32, 100] {
+        let report = report(n, false);
+        let read = ClientResult::read(&ClientResult::from_report(&report).to_message(), n).unwrap();
+        assert_eq!(read.first_settled_rss, None, "{n}");
+        assert_eq!(
+            read.first_baseline_rss,
+            Some(report.repetitions[0].baseline_used_memory_rss),
+            "{n}"
+        );
+    }
+}
+
 /// The first repetition's RSS readings travel in every message that lists a repetition:
 /// 60 settled repetitions fit beside the whole 50-point curve; 100 of them, whose settled
 /// column leaves no room for the curve and some repetitions (as before it was carried),
@@ -143,6 +158,10 @@ fn settled_repetitions_carry_the_first_ones_rss_the_capacity_plan_reads() {
                 settled: first.settled.as_ref().unwrap().used_memory_rss,
             }),
             "{n}"
+        );
+        assert_eq!(
+            read.first_baseline_rss, None,
+            "{n}: said once, in first_settled_rss"
         );
         if whole {
             assert_eq!(read.omitted, 0);
