@@ -190,7 +190,8 @@ pub struct RecommendedStatus {
 #[serde(rename_all = "camelCase")]
 pub struct RecommendedTermStatus {
     /// `empty_rss`, `data_rss`, `copy_on_write` (or `save_peak`), `replication_backlog`,
-    /// `replica_output_buffer`, `eviction_overshoot` or `client_buffers`.
+    /// `replica_output_buffer`, `eviction_overshoot`, `client_buffers` or `start_minimum`
+    /// (Dragonfly: what its least maxmemory a thread adds).
     pub name: String,
     /// Its bytes.
     pub bytes: u64,
