@@ -505,4 +505,66 @@ fn membench_run_rebuilds_an_inline_profile_on_each_engine_with_the_same_keys() {
         assert_eq!(engine["workload"]["seed"].as_u64(), Some(3), "{name}");
     }
     assert_eq!(engines[0]["workload"], engines[1]["workload"]);
+
+    // The same keys by name. A local run leaves nothing behind and refuses a second client
+    // while it measures, so each entry's plan (`--print-plan`, the document `membench run`
+    // runs) is run again by `membench load --keep-data` on a fresh engine of the entry's
+    // build, and the engine's own SCAN is compared with the names the profile makes: its
+    // template `k:{n}` at its key length of 6 bytes, numbered from 0, 10 source keys at scale
+    // 5: `k:0000` to `k:0049`, each holding a 10-byte value.
+    let expected: std::collections::BTreeSet<String> =
+        (0..50).map(|n| format!("k:{n:04}")).collect();
+    let output = common::membench(&["run", path.to_str().unwrap(), "--print-plan"]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let plans: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let profile = dir.join("inline-profile.profile.yaml");
+    std::fs::write(&profile, small_profile()).unwrap();
+    let builds = [
+        common::shared_build(EngineKind::Valkey, "9.1"),
+        common::shared_build(EngineKind::Redis, "8.6"),
+    ];
+    for ((entry, build), ran) in plans.as_array().unwrap().iter().zip(&builds).zip(engines) {
+        let name = &entry["engine"];
+        let plan = dir.join(format!("{}.plan.json", name.as_str().unwrap()));
+        std::fs::write(&plan, entry["plan"].to_string()).unwrap();
+        let engine = common::start_spec(build);
+        let addr = engine.address.socket_addr();
+        let output = common::membench(&[
+            "load",
+            "--addr",
+            &addr,
+            "--plan",
+            plan.to_str().unwrap(),
+            "--profile",
+            profile.to_str().unwrap(),
+            "--keep-data",
+            "--output",
+            "json",
+        ]);
+        assert!(
+            output.status.success(),
+            "{name}: {}",
+            common::stderr(&output)
+        );
+        let loaded: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(
+            loaded["workload"], ran["workload"],
+            "{name}: the run's workload"
+        );
+        let mut connection = common::connect(&engine.address);
+        let names: std::collections::BTreeSet<String> = redis::cmd("SCAN")
+            .cursor_arg(0)
+            .arg("COUNT")
+            .arg(1000)
+            .clone()
+            .iter::<String>(&mut connection)
+            .unwrap()
+            .map(|key| key.expect("a key name"))
+            .collect();
+        assert_eq!(names, expected, "{name}: the keys the profile names");
+        for key in &names {
+            let value: Vec<u8> = redis::cmd("GET").arg(key).query(&mut connection).unwrap();
+            assert_eq!(value.len(), 10, "{name}: {key}");
+        }
+    }
 }

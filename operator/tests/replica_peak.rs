@@ -24,11 +24,23 @@ use serde_json::Value;
 
 const KEYS: &str = "50000";
 const VALUE_SIZE: &str = "1000";
-const WRITES_PER_SEC: &str = "20000";
+/// The overwrites a second beside each engine's sync: a rate each serves while it syncs on this
+/// 2-core machine with another test binary running beside it. Measured (2026-12-06, 30 runs
+/// of both tests beside `client_workloads`, at 20,000/s for both): Valkey's 60 syncs reached
+/// 0.995-1.005 of the rate the timing allows; Dragonfly's, whose one thread also sends the
+/// sync, 0.55-1.03, under 0.9 in 8 runs: the engine's limit, not the pacer's, so it is asked
+/// for half. Then (30 more runs, 30 passed) Valkey 0.993-1.005, Dragonfly 0.951-1.116.
+const VALKEY_WRITES_PER_SEC: u32 = 20_000;
+const DRAGONFLY_WRITES_PER_SEC: u32 = 10_000;
 
 /// `membench load --output json` of 50,000 strings of 1,000 B into `primary`, `repetitions`
-/// times, each followed by a full sync of `replica` under 20,000 writes a second.
-fn load_with_replica(primary: &LocalEngine, replica: &LocalEngine, repetitions: &str) -> Value {
+/// times, each followed by a full sync of `replica` under `writes_per_sec` writes a second.
+fn load_with_replica(
+    primary: &LocalEngine,
+    replica: &LocalEngine,
+    repetitions: &str,
+    writes_per_sec: u32,
+) -> Value {
     let output = common::membench(&[
         "load",
         "--addr",
@@ -44,7 +56,7 @@ fn load_with_replica(primary: &LocalEngine, replica: &LocalEngine, repetitions: 
         "--replica",
         &replica.address.socket_addr(),
         "--replica-writes-per-sec",
-        WRITES_PER_SEC,
+        &writes_per_sec.to_string(),
         "--output",
         "json",
     ]);
@@ -66,8 +78,18 @@ fn keys(engine: &LocalEngine) -> u64 {
 
 /// What every sync shows on any engine: the replica held the primary's keys, its memory about
 /// the primary's, the writes ran at the asked rate, and the replica is left detached and empty.
-fn assert_in_sync_and_left_clean(json: &Value, replica: &LocalEngine) {
-    for repetition in json["repetitions"].as_array().unwrap() {
+fn assert_in_sync_and_left_clean(
+    json: &Value,
+    primary: &LocalEngine,
+    replica: &LocalEngine,
+    writes_per_sec: u32,
+) {
+    // The primary's fork freeze, read once after the run: its latest fork's, which each sync's
+    // fork of the same 50,000 keys matches (0 on Dragonfly, which does not fork).
+    let freeze_ms = common::fork_freeze_ms(&primary.address);
+    let repetitions = json["repetitions"].as_array().unwrap();
+    let mut written = 0.0;
+    for repetition in repetitions {
         let sync = &repetition["peak"]["replica"];
         assert_eq!(sync["source"], "process-tree", "{sync}");
         assert_eq!(sync["replica_keys"], 50_000, "{sync}");
@@ -77,10 +99,10 @@ fn assert_in_sync_and_left_clean(json: &Value, replica: &LocalEngine) {
         // after it: the data is compared.
         let without_backlog =
             |used: &str, backlog: &str| figure(&sync[used]) - sync[backlog].as_f64().unwrap_or(0.0);
-        let primary = without_backlog("primary_used_memory_after", "backlog_bytes");
+        let primary_data = without_backlog("primary_used_memory_after", "backlog_bytes");
         let held = without_backlog("replica_used_memory", "replica_backlog_bytes");
         println!(
-            "ratio {} cow {} sync {:.2} s, {} writes, a rise of {} B, p99 {} ms, {} writes/s, {} processes: the replica's data {held} against the primary's {primary}",
+            "ratio {} cow {} sync {:.2} s, {} writes, a rise of {} B, p99 {} ms, {} writes/s, {} processes: the replica's data {held} against the primary's {primary_data}",
             sync["ratio"],
             sync["cow_bytes"],
             figure(&sync["duration_seconds"]),
@@ -91,32 +113,49 @@ fn assert_in_sync_and_left_clean(json: &Value, replica: &LocalEngine) {
             sync["most_processes"],
         );
         assert!(
-            (held - primary).abs() < 0.05 * primary,
-            "the replica's used_memory {held} against the primary's {primary}: {sync}"
+            (held - primary_data).abs() < 0.05 * primary_data,
+            "the replica's used_memory {held} against the primary's {primary_data}: {sync}"
         );
-        // The pacer sends what is due in batches of at most 100 and catches up after any
-        // stall, so it falls short of the asked rate only when 100 writes take longer than
-        // 100 / 20,000 s (bounded by the slowest 1% of the batches, write_latency_ms.p99),
-        // and by the writes due while the poll that ends the phase waited (the replica answers
-        // only once it has loaded the sync), which are never sent: at most longest_poll_ms of
-        // the sync's seconds. Measured 2026-12-06: 17,539/s of 20,000 asked in a Valkey sync,
-        // 15,900/s in a Dragonfly sync of 0.9 s, on a machine shared with builds. 10% below
-        // it is the product's own warning threshold, for the sync's start (REPLICAOF, the
-        // writes' connection).
+        // The rate reported is the writes over the sync's seconds: within 1%, the figure
+        // being rounded far finer.
+        let writes = figure(&sync["writes"]);
         let seconds = figure(&sync["duration_seconds"]);
-        let writing = (seconds - figure(&sync["longest_poll_ms"]) / 1000.0).max(0.0);
-        let reachable = 20_000f64
-            .min(100.0 * 1000.0 / figure(&sync["write_latency_ms"]["p99"]).max(1e-3))
-            * writing
-            / seconds;
+        let reported = figure(&sync["writes_per_sec"]);
         assert!(
-            figure(&sync["writes_per_sec"]) >= 0.9 * reachable,
-            "the asked rate, or what the round trips and the last poll allow ({reachable}/s), is reached: {sync}"
+            writes > 0.0 && (reported - writes / seconds).abs() <= 0.01 * writes / seconds,
+            "reported {reported}/s, {writes} writes in {seconds} s: {sync}"
         );
-        assert_eq!(sync["writes_per_sec_asked"], 20_000, "{sync}");
+        written += writes;
+        // The floor, from the timing the phase configures: the pacer sends what is due in
+        // batches of at most 100 and catches up after any stall, so it falls short of the
+        // asked rate only by the writes due while the poll that ends the phase waited
+        // (the replica answers only once it has loaded the sync), never sent (longest_poll_ms
+        // at most), and by the primary's fork freeze (latest_fork_usec of the sync's fork;
+        // read above), in which it answers nothing.
+        let lost_ms = figure(&sync["longest_poll_ms"]) + freeze_ms;
+        let reachable = f64::from(writes_per_sec) * (seconds - lost_ms / 1000.0).max(0.0) / seconds;
+        println!(
+            "rate: {writes} writes in {seconds:.3} s, {reported:.0}/s against {reachable:.0}/s reachable ({:.4}), longest poll {} ms, fork freeze {freeze_ms} ms",
+            reported / reachable,
+            sync["longest_poll_ms"],
+        );
+        // 10% below it for the sync's start (REPLICAOF and the writes' connection, inside its
+        // seconds) and a loaded machine (see VALKEY_WRITES_PER_SEC for the spread measured).
+        assert!(
+            reported >= 0.9 * reachable,
+            "the asked rate, less the last poll and the fork's freeze ({reachable}/s), is reached: {sync}"
+        );
+        assert_eq!(sync["writes_per_sec_asked"], writes_per_sec, "{sync}");
         assert_eq!(sync["sample_interval_ms"], 20, "{sync}");
         assert!(figure(&sync["duration_seconds"]) > 0.0, "{sync}");
     }
+    // The primary ran every write the client counts, no more and no fewer: its SETs are each
+    // repetition's 50,000 and the syncs' writes (its own count, over the test's connection).
+    assert_eq!(
+        common::set_calls(&primary.address) as f64,
+        repetitions.len() as f64 * 50_000.0 + written,
+        "the primary's SETs against the loads and the writes reported"
+    );
     assert_eq!(keys(replica), 0, "the replica is left empty");
     let role: String = redis::cmd("ROLE")
         .query::<Vec<redis::Value>>(&mut common::connect(&replica.address))
@@ -131,11 +170,11 @@ fn assert_in_sync_and_left_clean(json: &Value, replica: &LocalEngine) {
 /// Two repetitions with a replica's sync on a primary and a replica of the shared build of
 /// `engine` at `version`, checked by [`assert_in_sync_and_left_clean`]: the result, and each
 /// repetition's sync.
-fn synced_twice(engine: EngineKind, version: &str) -> (Value, Vec<Value>) {
+fn synced_twice(engine: EngineKind, version: &str, writes_per_sec: u32) -> (Value, Vec<Value>) {
     let build = common::shared_build(engine, version);
     let (primary, replica) = (common::start_spec(&build), common::start_spec(&build));
-    let json = load_with_replica(&primary, &replica, "2");
-    assert_in_sync_and_left_clean(&json, &replica);
+    let json = load_with_replica(&primary, &replica, "2", writes_per_sec);
+    assert_in_sync_and_left_clean(&json, &primary, &replica, writes_per_sec);
     let syncs = json["repetitions"]
         .as_array()
         .unwrap()
@@ -147,7 +186,7 @@ fn synced_twice(engine: EngineKind, version: &str) -> (Value, Vec<Value>) {
 
 #[test]
 fn valkey_forks_to_send_the_sync_and_rises_while_its_replica_ends_with_the_primarys_keys() {
-    let (json, syncs) = synced_twice(EngineKind::Valkey, "9.1.2");
+    let (json, syncs) = synced_twice(EngineKind::Valkey, "9.1.2", VALKEY_WRITES_PER_SEC);
     for sync in &syncs {
         // By hand: 1.108 to 1.140 over 7 syncs, each reading of the tree before within 1%; in
         // these tests 1.097 at the lowest.
@@ -181,7 +220,7 @@ fn valkey_forks_to_send_the_sync_and_rises_while_its_replica_ends_with_the_prima
 
 #[test]
 fn dragonfly_syncs_its_replica_without_a_fork_and_without_a_rise() {
-    let (_, syncs) = synced_twice(EngineKind::Dragonfly, "1.40");
+    let (_, syncs) = synced_twice(EngineKind::Dragonfly, "1.40", DRAGONFLY_WRITES_PER_SEC);
     for sync in &syncs {
         // Measured, not assumed: the primary's process tree held one process at every
         // reading of the sync (every 20 ms), and so no copy is reported, saying why.

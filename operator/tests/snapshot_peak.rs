@@ -5,6 +5,7 @@
 
 mod common;
 
+use membench::client::engine::EngineAddress;
 use membench::crd::EngineKind;
 use serde_json::Value;
 
@@ -51,25 +52,72 @@ fn bytes(value: &Value) -> f64 {
         .unwrap_or_else(|| panic!("not a figure: {value}"))
 }
 
-/// The rate the writes beside a phase can reach over the phase, from what the phase measured.
-/// The pacer sends what is due in batches of at most 100 and catches up after any stall (a
-/// fork's freeze, a busy core), so it falls short of the asked rate only (1) when 100 writes
-/// take longer than 100 / asked seconds, bounded by the slowest 1% of the batches
-/// (`write_latency_ms.p99`), and (2) by the writes due while the poll that ends the phase
-/// waited, which are never sent: at most `longest_poll_ms` of the phase's seconds. Beside it
-/// the caller allows 10%, the product's own warning threshold (`under 90% of the ... asked`),
-/// for the phase's start (its command and the writes' connection).
-fn reachable_rate(phase: &Value, asked: f64) -> f64 {
-    let slow_batch_ms = bytes(&phase["write_latency_ms"]["p99"]).max(1e-3);
+/// The writes a second asked beside the saves: a rate the engines serve while they save on this
+/// 2-core machine with another test binary running beside them. Measured (2026-12-06, 30 runs
+/// each beside `client_workloads`) against the rate the timing allows: at 40,000/s Valkey
+/// reached 0.61-1.03 and Dragonfly, whose one thread also serializes the save, 0.22-1.00
+/// (6 of 30 runs passed); at 20,000/s Valkey 0.87-1.02, Dragonfly 0.61-1.00 (27 of 30
+/// passed): the engine's limit on a loaded machine, not the pacer's. At 10,000/s (30 of 30
+/// passed) Valkey reached 0.988-1.023, Dragonfly 0.980-1.000, and the writes still dirtied
+/// 30.9-141.5 MB of Valkey's pages while its fork lived.
+const WRITES_PER_SEC: u32 = 10_000;
+
+/// The rate the writes beside a phase reach, from the timing the phase configures: the asked
+/// rate over the phase's seconds, less two stretches in which no write can be made. The pacer
+/// sends what is due in batches of at most 100 and catches up after a stall, so it falls
+/// short of the asked rate only (1) by the writes due while the poll that ends the phase
+/// waited, which are never sent (`longest_poll_ms` at most), and (2) by a fork's freeze
+/// (`freeze_ms`, the engine's latest_fork_usec), in which the engine answers nothing: counted
+/// as lost, though the pacer usually catches it up. The caller's margin covers the phase's
+/// start (its command and the writes' connection, inside its seconds) and a loaded machine.
+fn reachable_rate(phase: &Value, asked: f64, freeze_ms: f64) -> f64 {
     let seconds = bytes(&phase["duration_seconds"]);
-    let writing = (seconds - bytes(&phase["longest_poll_ms"]) / 1000.0).max(0.0);
-    asked.min(100.0 * 1000.0 / slow_batch_ms) * writing / seconds
+    let lost_ms = bytes(&phase["longest_poll_ms"]) + freeze_ms;
+    asked * (seconds - lost_ms / 1000.0).max(0.0) / seconds
+}
+
+/// The writes beside a save of [`snapshot`]'s 200,000 keys at [`WRITES_PER_SEC`] on the engine at
+/// `address` (fresh: its only SETs are the load's and the phase's) were made at the rate
+/// reported and reach the rate the phase's timing allows.
+fn assert_writes_reach_the_rate(phase: &Value, address: &EngineAddress, engine: &str) {
+    let writes = bytes(&phase["writes"]);
+    let seconds = bytes(&phase["duration_seconds"]);
+    let reported = bytes(&phase["writes_per_sec"]);
+    // The rate reported is the writes over the save's seconds: within 1%, the figure being
+    // rounded far finer.
+    assert!(
+        writes > 0.0 && (reported - writes / seconds).abs() <= 0.01 * writes / seconds,
+        "{engine}: reported {reported}/s, {writes} writes in {seconds} s: {phase}"
+    );
+    // The engine ran every write the client counts, no more and no fewer (its own count).
+    assert_eq!(
+        common::set_calls(address) as f64,
+        200_000.0 + writes,
+        "{engine}: the engine's SETs against the load's 200,000 and the writes: {phase}"
+    );
+    let freeze_ms = common::fork_freeze_ms(address);
+    let reachable = reachable_rate(phase, WRITES_PER_SEC as f64, freeze_ms);
+    eprintln!(
+        "{engine} save: {writes} writes in {seconds:.3} s, {reported:.0}/s against {reachable:.0}/s \
+         reachable ({:.4}), p99 {} ms, longest poll {} ms, fork freeze {freeze_ms} ms, copied {}",
+        reported / reachable,
+        phase["write_latency_ms"]["p99"],
+        phase["longest_poll_ms"],
+        phase["cow_bytes"],
+    );
+    // 10% below it for the save's start (BGSAVE and the writes' connection, inside its
+    // seconds) and a loaded machine (see WRITES_PER_SEC for the spread measured).
+    assert!(
+        reported >= 0.9 * reachable,
+        "{engine}: the asked rate, less the last poll and the fork's freeze, is reached: \
+         {reported}/s against {reachable}/s: {phase}"
+    );
 }
 
 #[test]
 fn valkey_forks_and_rises_by_what_it_copied_and_dragonfly_saves_without_a_rise() {
     let valkey = common::start_spec(&common::shared_build(EngineKind::Valkey, "9.1.2"));
-    let forked = snapshot(&valkey.address.socket_addr(), "40000");
+    let forked = snapshot(&valkey.address.socket_addr(), &WRITES_PER_SEC.to_string());
     assert_eq!(forked["source"], "process-tree", "{forked}");
     assert!(
         bytes(&forked["most_processes"]) >= 2.0,
@@ -92,17 +140,14 @@ fn valkey_forks_and_rises_by_what_it_copied_and_dragonfly_saves_without_a_rise()
     if let Some(during) = forked["cow_peak_bytes"].as_f64() {
         assert!(during <= 1.05 * cow, "{during} against {cow}: {forked}");
     }
-    let achieved = bytes(&forked["writes_per_sec"]);
-    let reachable = reachable_rate(&forked, 40_000.0);
-    assert!(
-        achieved >= 0.9 * reachable,
-        "the asked rate, or what the engine's round trips allow, is reached: {achieved}/s \
-         against {reachable}/s: {forked}"
-    );
+    assert_writes_reach_the_rate(&forked, &valkey.address, "valkey");
     assert!(bytes(&forked["write_latency_ms"]["max"]) >= bytes(&forked["write_latency_ms"]["p99"]));
 
     let dragonfly = common::start_spec(&common::shared_build(EngineKind::Dragonfly, "1.40"));
-    let forkless = snapshot(&dragonfly.address.socket_addr(), "40000");
+    let forkless = snapshot(
+        &dragonfly.address.socket_addr(),
+        &WRITES_PER_SEC.to_string(),
+    );
     assert_eq!(forkless["source"], "process-tree", "{forkless}");
     // Measured, not assumed: Dragonfly's process tree held one process at every reading of
     // the save (every 20 ms; the save's seconds give dozens of readings), while Valkey's held
@@ -116,6 +161,7 @@ fn valkey_forks_and_rises_by_what_it_copied_and_dragonfly_saves_without_a_rise()
                 .is_some_and(|n| n.starts_with("no fork")),
         "no copy, and why: {forkless}"
     );
+    assert_writes_reach_the_rate(&forkless, &dragonfly.address, "dragonfly");
     let ratio = bytes(&forkless["ratio"]);
     assert!(
         ratio < 1.04,

@@ -239,6 +239,40 @@ pub fn used_memory(address: &EngineAddress) -> u64 {
         .used_memory
 }
 
+/// How many SET commands the engine at `address` has run since it started (INFO
+/// commandstats, over the test's own connection): the engine's count of the writes a client
+/// says it sent.
+pub fn set_calls(address: &EngineAddress) -> u64 {
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut connect(address))
+        .unwrap();
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_set:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse().ok())
+        .unwrap_or_else(|| panic!("no SET calls in {stats}"))
+}
+
+/// How long the engine at `address` froze in its latest fork, in ms (INFO stats
+/// latest_fork_usec; 0 for an engine that reports none, as Dragonfly, which does not fork):
+/// the engine answers nothing while it forks.
+pub fn fork_freeze_ms(address: &EngineAddress) -> f64 {
+    let info: String = redis::cmd("INFO")
+        .arg("stats")
+        .query(&mut connect(address))
+        .unwrap();
+    membench::client::engine::parse_info(&info)
+        .get("latest_fork_usec")
+        .map(|usec| {
+            usec.parse::<f64>()
+                .unwrap_or_else(|e| panic!("latest_fork_usec {usec}: {e}"))
+        })
+        .unwrap_or(0.0)
+        / 1000.0
+}
+
 /// used_memory of the engine, read over `connection` until two readings in a row agree (an
 /// empty engine's figure moves for a few readings after its first connections and commands).
 pub fn settled_used_memory(connection: &mut redis::Connection) -> u64 {
