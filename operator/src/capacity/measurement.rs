@@ -92,10 +92,13 @@ pub struct SnapshotPeak {
     pub phase: PeakPhase,
     /// The writes during it, when the result says.
     pub writes: Option<PeakWrites>,
-    /// What the measured thing (the container, or the process tree) held before the save per
-    /// byte of the engine's used_memory then: the steady memory the ratio multiplies, which a
-    /// container holds above the engine's own RSS (page cache, the binary's pages).
-    pub steady_per_used: Option<f64>,
+    /// What the measured counter (the container's memory cgroup, or the process tree) held
+    /// just before the save.
+    pub counter_before: Option<u64>,
+    /// How much more that was than the engine's own RSS after the repetition's load: what a
+    /// container holds beside the engine's pages (the page cache, the binary's pages), which
+    /// the ratio multiplies too. Set from the repetition ([`highest_snapshot`]).
+    pub held_above_rss: Option<u64>,
 }
 
 /// The phase a peak was measured in.
@@ -134,12 +137,9 @@ impl SnapshotPeak {
                 reached: snapshot.writes_per_sec,
             });
         if let Some(ratio) = snapshot.ratio.filter(|r| r.is_finite() && *r > 0.0) {
-            let steady_per_used = snapshot
-                .before_bytes
-                .filter(|_| snapshot.used_memory_before > 0)
-                .map(|before| before as f64 / snapshot.used_memory_before as f64);
             return Some(Self {
-                steady_per_used,
+                counter_before: snapshot.before_bytes,
+                held_above_rss: None,
                 ratio: ratio.max(1.0),
                 measured_on: Some(if snapshot.source == "container-cgroup" {
                     "the engine container's memory cgroup"
@@ -152,7 +152,8 @@ impl SnapshotPeak {
         }
         let cow = snapshot.cow_bytes?;
         (snapshot.used_memory_before > 0).then(|| Self {
-            steady_per_used: None,
+            counter_before: None,
+            held_above_rss: None,
             ratio: 1.0 + cow as f64 / snapshot.used_memory_before as f64,
             measured_on: None,
             phase: PeakPhase::Snapshot,
@@ -181,7 +182,14 @@ pub fn highest_snapshot_peak(peaks: impl Iterator<Item = SnapshotPeak>) -> Optio
 
 /// The highest of the repetitions' snapshot peaks.
 fn highest_snapshot(repetitions: &[Reading]) -> Option<SnapshotPeak> {
-    highest_snapshot_peak(repetitions.iter().filter_map(|r| r.snapshot))
+    highest_snapshot_peak(repetitions.iter().filter_map(|r| {
+        r.snapshot.map(|p| SnapshotPeak {
+            held_above_rss: p
+                .counter_before
+                .map(|before| before.saturating_sub(r.used_memory_rss)),
+            ..p
+        })
+    }))
 }
 
 /// The peak of the repetitions' whose ratio to its limit is highest.

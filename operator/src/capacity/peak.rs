@@ -142,7 +142,8 @@ mod tests {
         assert_eq!(
             peak,
             SnapshotPeak {
-                steady_per_used: None,
+                counter_before: None,
+                held_above_rss: None,
                 ratio: 1.5,
                 measured_on: None,
                 phase: PeakPhase::Snapshot,

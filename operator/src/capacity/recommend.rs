@@ -244,16 +244,15 @@ pub fn recommend(
             ),
         },
     });
-    // Where the peak was measured, the steady memory it multiplies is what the same counter
-    // held before the save (the container's memory cgroup holds more than the engine's RSS:
-    // seen on a real node, 276.1 MB before the save against 268.4 MB of used_memory and RSS):
-    // the data's RSS is never taken below it, or the limit would fall short of the peak.
-    let held_before = measurement
+    // Where the peak was measured on a counter that holds more than the engine's RSS (a
+    // container's memory cgroup: the page cache, the binary's pages; seen on a real node,
+    // 276.1 MB before the save against 268.4 MB of RSS), the steady memory the peak's ratio
+    // multiplies has that too, or the limit would fall short of the peak.
+    let held_above = measurement
         .snapshot
-        .and_then(|p| p.steady_per_used)
-        .filter(|k| k.is_finite() && *k > 0.0)
-        .map(|k| (k * maxmemory as f64).ceil() as u64);
-    let steady_rss = steady.rss.max(held_before.unwrap_or(0));
+        .and_then(|p| p.held_above_rss)
+        .filter(|b| *b > 0);
+    let steady_rss = steady.rss + held_above.unwrap_or(0);
     let data_rss = steady_rss.saturating_sub(empty_bytes);
     let fragmentation = if steady.churn_factor.is_some() {
         "with the fragmentation measured after spec.churn's rounds"
@@ -269,9 +268,9 @@ pub fn recommend(
         name: "data_rss".into(),
         bytes: data_rss,
         source: TermSource::Measured,
-        note: Some(match held_before.filter(|h| *h > steady.rss) {
-            Some(_) => format!(
-                "maxmemory's data as RSS, {fragmentation}, raised to what {} held per byte of used_memory before the save",
+        note: Some(match held_above {
+            Some(above) => format!(
+                "maxmemory's data as RSS, {fragmentation}, and the {above} bytes {} held above the engine's RSS before the save",
                 measurement
                     .snapshot
                     .and_then(|p| p.measured_on)
@@ -555,7 +554,8 @@ mod tests {
     fn a_measured_peak_and_overshoot_replace_the_defaults_and_a_rate_not_reached_is_said() {
         let mut m = valkey();
         m.snapshot = Some(SnapshotPeak {
-            steady_per_used: None,
+            counter_before: None,
+            held_above_rss: None,
             ratio: 1.4,
             measured_on: Some("the engine's process tree"),
             phase: PeakPhase::Snapshot,
@@ -598,7 +598,8 @@ mod tests {
         assert_eq!(r.config.maxmemory, format!("--maxmemory={}", 954 * MIB));
         assert_eq!(r.config.elasticache_reserved_memory_percent, None);
         m.snapshot = Some(SnapshotPeak {
-            steady_per_used: None,
+            counter_before: None,
+            held_above_rss: None,
             ratio: 1.02,
             measured_on: Some("the engine's process tree"),
             phase: PeakPhase::Snapshot,
@@ -618,9 +619,12 @@ mod tests {
         m.baseline_rss = None;
         m.settled_growth = None;
         m.fragmentation_ratio = Some(1.0);
-        let (used, before, peak) = (267_800_000.0, 276_100_000.0, 539_300_000.0);
+        // used_memory a whole number of MiB (255, 267.4 MB), so that maxmemory is used_memory
+        // and the engine's RSS (ratio 1.0); the container's figures as measured.
+        let (used, before, peak) = (f64::from(255 * (1 << 20)), 276_100_000.0, 539_300_000.0);
         m.snapshot = Some(SnapshotPeak {
-            steady_per_used: Some(before / used),
+            counter_before: Some(before as u64),
+            held_above_rss: Some((before - used) as u64),
             ratio: peak / before,
             measured_on: Some("the engine container's memory cgroup"),
             phase: PeakPhase::Snapshot,
@@ -632,27 +636,29 @@ mod tests {
             ..TermDefaults::default()
         };
         let r = recommend(&m, used as u64, &defaults);
-        let held = before / used * r.maxmemory_bytes as f64;
+        assert_eq!(r.maxmemory_bytes as f64, used);
+        // The engine's RSS at maxmemory and what the container held above it: the container's
+        // own figure before the save.
+        let held = before;
         let data = term(&r, "data_rss");
         assert!(
             (data.bytes as f64 - held).abs() <= 1.0,
             "{data:?} against {held}"
         );
         assert!(data.note.as_deref().unwrap_or("").contains("memory cgroup"));
-        // With no other term the limit is the peak, scaled to maxmemory as the data is.
-        let scaled_peak = peak / used * r.maxmemory_bytes as f64;
+        // With no other term the limit is the container's peak, rounded up to a MiB.
         assert!(
-            r.memory_limit_bytes as f64 >= scaled_peak,
-            "{} below the peak {scaled_peak}",
+            r.memory_limit_bytes as f64 >= peak && (r.memory_limit_bytes as f64) < peak + 2e6,
+            "{} against the peak {peak}",
             r.memory_limit_bytes
         );
         // Without the container's reading, only the engine's RSS: the limit falls short.
         m.snapshot = m.snapshot.map(|p| SnapshotPeak {
-            steady_per_used: None,
+            held_above_rss: None,
             ..p
         });
         let short = recommend(&m, used as u64, &defaults);
-        assert!((short.memory_limit_bytes as f64) < scaled_peak);
+        assert!((short.memory_limit_bytes as f64) < peak);
     }
 
     /// Seen on the dev cluster's real node: 100,000 keys of 1 KiB in one-thread Dragonfly were

@@ -103,7 +103,8 @@ fn a_run_with_a_snapshot_peak_sizes_the_node_for_the_peak_and_says_so() {
     let plain = plan_engine(&redis_like("redis-8.2", 120), &request(100_000_000, None)).unwrap();
     let mut m = redis_like("redis-8.2", 120);
     m.snapshot = Some(crate::capacity::measurement::SnapshotPeak {
-        steady_per_used: None,
+        counter_before: None,
+        held_above_rss: None,
         ratio: 1.5,
         measured_on: Some("the engine's process tree"),
         phase: Default::default(),
@@ -158,7 +159,8 @@ fn a_save_that_copies_nothing_needs_no_headroom_for_copies_and_gets_a_smaller_no
 pub(crate) fn plan_with_snapshot_peak(name: &str, ratio: f64) -> CapacityPlan {
     let mut m = redis_like(name, 120);
     m.snapshot = Some(crate::capacity::measurement::SnapshotPeak {
-        steady_per_used: None,
+        counter_before: None,
+        held_above_rss: None,
         ratio,
         measured_on: Some("the engine's process tree"),
         phase: Default::default(),
