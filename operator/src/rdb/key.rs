@@ -2,6 +2,7 @@
 //! header kind ([`Magic`]), and the file cursor the values' readers read through.
 
 use super::error::{Problem, RdbError};
+use super::kept::Kept;
 use super::scalar::Scalar;
 use super::source::ByteStream;
 
@@ -58,6 +59,17 @@ pub struct StreamSummary {
     pub consumers: u64,
     /// Pending entries over all groups.
     pub pending: u64,
+    /// The last id the stream gave (ms, seq), which later entries must exceed.
+    pub last_id: (u64, u64),
+    /// Each consumer group's name and last-delivered id, when values were asked for.
+    pub group_starts: Vec<StreamGroupStart>,
+}
+
+/// A consumer group as `XGROUP CREATE` recreates it: its name and last-delivered id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamGroupStart {
+    pub name: Vec<u8>,
+    pub last_delivered: (u64, u64),
 }
 
 /// One key as read: everything but its elements, which went to the caller one by one.
@@ -107,6 +119,9 @@ pub trait FileCursor {
     fn error(&self, problem: Problem) -> RdbError {
         self.error_at(self.offset(), problem)
     }
+
+    /// Where each element's bytes go, when values were asked for.
+    fn kept(&self) -> Option<Kept>;
 }
 
 /// The 64 characters of module type names, 6 bits each.
