@@ -2,11 +2,14 @@
 //! all at once, so client memory stays flat whatever N is), and how their result is verified
 //! in the engine afterwards.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::ttl::Ttl;
 use crate::client::engine::ControlConnection;
 use crate::client::profile_workload::{ProfileWorkload, TypeSegment};
+use crate::client::rdb_load::RdbLoad;
 use crate::crd::{RecordLayout, WorkloadSpec};
 use crate::error::BenchError;
 use crate::formats::MIN_SAMPLE_EVERY;
@@ -37,6 +40,8 @@ pub enum Workload {
     },
     /// A keyspace rebuilt from its profile (`membench profile`).
     Profile(ProfileWorkload),
+    /// Every key of an RDB file (`client::rdb_load`).
+    Rdb(RdbLoad),
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> BenchError {
@@ -186,6 +191,7 @@ impl Workload {
             Workload::Strings { .. } => "strings",
             Workload::Records { .. } => "records",
             Workload::Profile(_) => "profile",
+            Workload::Rdb(_) => "rdb",
         }
     }
 
@@ -216,6 +222,7 @@ impl Workload {
                 )
             }
             Workload::Profile(profile) => profile.describe(),
+            Workload::Rdb(load) => load.describe(),
         }
     }
 
@@ -223,9 +230,10 @@ impl Workload {
     pub fn item_noun(&self) -> &'static str {
         match self {
             Workload::SortedSet { .. } => "member",
-            Workload::RandomStrings { .. } | Workload::Strings { .. } | Workload::Profile(_) => {
-                "key"
-            }
+            Workload::RandomStrings { .. }
+            | Workload::Strings { .. }
+            | Workload::Profile(_)
+            | Workload::Rdb(_) => "key",
             Workload::Records { .. } => "record",
         }
     }
@@ -247,6 +255,7 @@ impl Workload {
                 fields,
             } => records * fields.len() as u64,
             Workload::Profile(profile) => profile.commands,
+            Workload::Rdb(load) => load.scan.commands,
         }
     }
 
@@ -271,6 +280,7 @@ impl Workload {
             Workload::Strings { keys, .. } => Some(*keys),
             Workload::Records { records, .. } => Some(*records),
             Workload::Profile(profile) => Some(profile.keys),
+            Workload::Rdb(load) => Some(load.scan.keys_written()),
         }
     }
 
@@ -286,7 +296,7 @@ impl Workload {
             Workload::Records { records, .. } => automatic_sample_every(*records),
             // A rebuild's commands are not one per key (a key takes several, and PEXPIREs),
             // so the load's item counter does not step by keys: no growth curve.
-            Workload::Profile(_) => 0,
+            Workload::Profile(_) | Workload::Rdb(_) => 0,
         }
     }
 
@@ -309,6 +319,9 @@ impl Workload {
             } => "HSET",
             Workload::Profile(_) => {
                 "a rebuild command (SET, HSET, RPUSH, SADD, ZADD, XADD, PEXPIRE)"
+            }
+            Workload::Rdb(_) => {
+                "a load command (SELECT, SET, HSET, RPUSH, SADD, ZADD, XADD, XGROUP CREATE, PEXPIREAT)"
             }
             _ => "SET",
         }
@@ -364,8 +377,9 @@ impl Workload {
                 layout: RecordLayout::Strings,
                 fields,
             } => Some(ttl.items_with_ttl(*records) * fields.len() as u64),
-            // A profile carries its own TTLs (the workload's ttlSeconds does not apply).
-            Workload::Profile(_) => None,
+            // A profile and a file carry their own TTLs (the workload's ttlSeconds does not
+            // apply).
+            Workload::Profile(_) | Workload::Rdb(_) => None,
         }
     }
 
@@ -455,6 +469,11 @@ impl Workload {
                     expected_unique: None,
                 })
             }
+            Workload::Rdb(load) => Ok(Verified {
+                items: load.verify(&mut |db| control.keys_by_type(db))?,
+                encoding: None,
+                expected_unique: None,
+            }),
             Workload::Records {
                 records,
                 layout,
@@ -500,6 +519,8 @@ pub trait KeyCounts {
     fn zcard(&mut self, key: &str) -> Result<u64, BenchError>;
     /// `OBJECT ENCODING` of a key; None when the engine has no such command.
     fn object_encoding(&mut self, key: &str) -> Result<Option<String>, BenchError>;
+    /// Keys by type (`TYPE`'s names) in database `db`.
+    fn keys_by_type(&mut self, db: u64) -> Result<BTreeMap<String, u64>, BenchError>;
 }
 
 impl KeyCounts for ControlConnection {
@@ -517,6 +538,9 @@ impl KeyCounts for ControlConnection {
     }
     fn object_encoding(&mut self, key: &str) -> Result<Option<String>, BenchError> {
         ControlConnection::object_encoding(self, key)
+    }
+    fn keys_by_type(&mut self, db: u64) -> Result<BTreeMap<String, u64>, BenchError> {
+        ControlConnection::keys_by_type(self, db)
     }
 }
 

@@ -238,9 +238,7 @@ fn values_are_given_whole_only_when_asked_for() {
     );
     // The same file read without values gives lengths only, and no values are asked of it.
     let mut reader = RdbReader::new(&bytes[..], "test.rdb").unwrap();
-    let refused = reader
-        .next_key_with_values(&mut |_, _, _, _| ())
-        .unwrap_err();
+    let refused = reader.next_key_with_values(&mut |_, _, _| ()).unwrap_err();
     assert!(refused.to_string().contains("with_values"), "{refused}");
     assert_eq!(read_all(&bytes).unwrap()[0].1, vec![(Part::Value, 13)]);
 }

@@ -5,6 +5,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use super::key::KeyHead;
+
 /// The longest element the reader holds whole by default: 64 MiB, so that a load's client
 /// stays within its memory whatever the file holds (Redis's own limit on one argument,
 /// proto-max-bulk-len, is 512 MiB by default).
@@ -17,6 +19,8 @@ pub struct KeptElement {
     /// The longest element held; a longer one is refused at its offset.
     pub cap: u64,
     pub bytes: Vec<u8>,
+    /// The key the element belongs to.
+    pub head: KeyHead,
 }
 
 /// Shared between the file's cursor (which fills it) and the key's callback (which reads it):
@@ -27,6 +31,7 @@ pub fn new(cap: u64) -> Kept {
     Rc::new(RefCell::new(KeptElement {
         cap,
         bytes: Vec::new(),
+        head: KeyHead::default(),
     }))
 }
 

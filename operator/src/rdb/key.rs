@@ -72,6 +72,18 @@ pub struct StreamGroupStart {
     pub last_delivered: (u64, u64),
 }
 
+/// A key as its elements see it, when values were asked for: what a load needs to write them
+/// before the key's end is read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyHead {
+    pub db: u64,
+    pub name: Vec<u8>,
+    /// None for a module value (its elements are never given).
+    pub kind: Option<KeyKind>,
+    /// The absolute expiry in Unix milliseconds.
+    pub expire_at_ms: Option<i64>,
+}
+
 /// One key as read: everything but its elements, which went to the caller one by one.
 #[derive(Clone, Debug)]
 pub struct KeyEntry {

@@ -43,7 +43,9 @@ mod values;
 
 pub use error::{Problem, RdbError};
 pub use kept::LARGEST_ELEMENT_HELD;
-pub use key::{KeyEntry, KeyKind, Magic, Part, StreamGroupStart, StreamSummary, module_name};
+pub use key::{
+    KeyEntry, KeyHead, KeyKind, Magic, Part, StreamGroupStart, StreamSummary, module_name,
+};
 pub use reader::{Checksum, FileFacts, RdbReader};
 pub use scalar::{Scalar, holds_integer};
 

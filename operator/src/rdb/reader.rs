@@ -7,7 +7,7 @@ use std::io::Read;
 use super::compact;
 use super::error::{Problem, RdbError};
 use super::kept::{self, Kept};
-use super::key::{FileCursor, KeyEntry, KeyKind, Magic, Part, module_name};
+use super::key::{FileCursor, KeyEntry, KeyHead, KeyKind, Magic, Part, module_name};
 use super::scalar::Scalar;
 use super::source::{ByteStream, Lzf, Source, Window};
 use super::types::*;
@@ -490,12 +490,12 @@ impl<R: Read> RdbReader<R> {
         }
     }
 
-    /// The next key as [`RdbReader::next_key`] reads it, each element given with its bytes
-    /// (a score as the shortest text that reads back as the same double, a stream entry's
-    /// [`Part::Entry`] as its id `ms-seq`). Needs [`RdbReader::with_values`].
+    /// The next key as [`RdbReader::next_key`] reads it, each element given with its key's
+    /// head and its bytes (a score as the shortest text that reads back as the same double, a
+    /// stream entry's [`Part::Entry`] as its id `ms-seq`). Needs [`RdbReader::with_values`].
     pub fn next_key_with_values(
         &mut self,
-        each: &mut dyn FnMut(&KeyKind, Part, Scalar, &[u8]),
+        each: &mut dyn FnMut(&KeyHead, Part, &[u8]),
     ) -> Result<Option<KeyEntry>, RdbError> {
         let Some(kept) = self.source.kept.clone() else {
             return Err(self.source.error(Problem::Unsupported {
@@ -503,7 +503,10 @@ impl<R: Read> RdbReader<R> {
                     .into(),
             }));
         };
-        self.next_key(&mut |kind, part, scalar| each(kind, part, scalar, &kept.borrow().bytes))
+        self.next_key(&mut |_, part, _| {
+            let kept = kept.borrow();
+            each(&kept.head, part, &kept.bytes)
+        })
     }
 
     fn finish(&mut self) -> Result<(), RdbError> {
@@ -540,6 +543,14 @@ impl<R: Read> RdbReader<R> {
         let of_kind = kind.clone();
         let each = &mut |part, scalar| each(&of_kind, part, scalar);
         let name = self.bytes("a key name", 512 << 20)?;
+        if let Some(kept) = &self.source.kept {
+            kept.borrow_mut().head = KeyHead {
+                db: self.db,
+                name: name.clone(),
+                kind: Some(of_kind.clone()).filter(|k| !matches!(k, KeyKind::Module(_))),
+                expire_at_ms,
+            };
+        }
         let mut entry = KeyEntry {
             db: self.db,
             name,

@@ -603,6 +603,7 @@ pub fn estimated_engine_memory(workload: &Workload, engine: EngineKind) -> u64 {
             fields,
         } => records.saturating_mul(fields.len() as u64 * 120),
         Workload::Profile(profile) => profile.estimated_bytes(),
+        Workload::Rdb(load) => load.estimated_bytes(),
     };
     let bytes = engine_memory_base(engine).saturating_add(data.saturating_mul(3) / 2);
     bytes.div_ceil(MIB) * MIB

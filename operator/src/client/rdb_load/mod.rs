@@ -1,0 +1,251 @@
+//! The `rdb` workload: every key of an RDB file written into the engine under test with its
+//! type, elements and TTL. The file is read twice: first without values ([`RdbLoad::scan`]),
+//! to count what will be written (keys by database and type, the commands, the keys skipped
+//! and why, the bytes of data) before anything is sent; then with values, in a reader thread
+//! ([`encoder`]), whose commands the load pipelines like any workload's. Afterwards the
+//! engine's counts by database and type must equal the scan's ([`RdbLoad::verify`]).
+//!
+//! TTLs keep their absolute moment (PEXPIREAT), so the time left at the load is the time
+//! left in the data; keys already expired at the scan (or within [`EXPIRY_GUARD_MS`] of it)
+//! are skipped and counted, as an engine loading the file drops expired keys. Module values,
+//! per-field TTLs of hashes, and a stream's pending entries and consumers are not written:
+//! each is counted and said.
+
+pub mod commands;
+pub mod encoder;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+pub use commands::EXPIRY_GUARD_MS;
+use commands::{Chunker, Disposition, commands_after_elements, disposition, type_name};
+
+use crate::error::BenchError;
+use crate::rdb::{KeyKind, RdbError};
+
+/// What the scan of a file found: what the load will write and what it will not.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RdbScan {
+    /// Keys to write, by database and type (`TYPE`'s names).
+    pub keys: BTreeMap<u64, BTreeMap<String, u64>>,
+    /// Commands the load sends (SELECTs included).
+    pub commands: u64,
+    /// Bytes of key names and elements to write.
+    pub data_bytes: u64,
+    /// Keys skipped as expired at the reference time (or within the guard after it).
+    pub expired: u64,
+    /// Module values skipped, by module type name.
+    pub modules: BTreeMap<String, u64>,
+    /// Streams with no entry and no group: nothing can recreate one but XADD and XDEL.
+    pub empty_streams: u64,
+    /// Hash fields whose own TTL is not carried (the field is written without it).
+    pub field_ttls: u64,
+    /// Stream consumer groups recreated (at their last-delivered id), and their pending
+    /// entries and consumers, which are not.
+    pub groups: u64,
+    pub pending_entries: u64,
+    pub consumers: u64,
+}
+
+impl RdbScan {
+    /// Keys the load writes.
+    pub fn keys_written(&self) -> u64 {
+        self.keys.values().flat_map(|t| t.values()).sum()
+    }
+
+    /// Keys written by type, over the databases.
+    pub fn keys_by_type(&self) -> BTreeMap<String, u64> {
+        let mut by_type = BTreeMap::new();
+        for types in self.keys.values() {
+            for (name, n) in types {
+                *by_type.entry(name.clone()).or_default() += n;
+            }
+        }
+        by_type
+    }
+
+    /// What the load leaves out, in one line (empty when nothing).
+    pub fn left_out(&self) -> String {
+        let mut parts = Vec::new();
+        if self.expired > 0 {
+            parts.push(format!(
+                "{} keys expired (or expiring within {} s) skipped",
+                self.expired,
+                EXPIRY_GUARD_MS / 1000
+            ));
+        }
+        for (module, n) in &self.modules {
+            parts.push(format!("{n} values of module type {module} skipped"));
+        }
+        if self.empty_streams > 0 {
+            parts.push(format!(
+                "{} empty streams without groups skipped",
+                self.empty_streams
+            ));
+        }
+        if self.field_ttls > 0 {
+            parts.push(format!(
+                "{} hash fields written without their own TTL",
+                self.field_ttls
+            ));
+        }
+        if self.pending_entries + self.consumers > 0 {
+            parts.push(format!(
+                "{} pending entries and {} consumers of stream groups not recreated",
+                self.pending_entries, self.consumers
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+/// The workload: the file, the time its expiries are judged at, and its scan.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RdbLoad {
+    pub path: String,
+    /// Unix milliseconds the expiries are judged at (the scan's time), the same for the scan
+    /// and every repetition's load.
+    pub reference_ms: i64,
+    pub scan: RdbScan,
+    /// Why the last load stopped short, when its reader failed (the file changed after the
+    /// scan): the load then sends PINGs for the commands left, and the verification reports
+    /// this instead of a count.
+    #[serde(skip)]
+    pub failure: Arc<Mutex<Option<String>>>,
+}
+
+impl PartialEq for RdbLoad {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path
+            && self.reference_ms == other.reference_ms
+            && self.scan == other.scan
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl RdbLoad {
+    /// Scans the file at `path`, judging expiries at the current time; a file that cannot be
+    /// read is refused with its offset and what to do, under `field`.
+    pub fn scan_for(path: &str, field: &str) -> Result<Self, BenchError> {
+        Self::scan(path).map_err(|e| BenchError::InvalidArgument {
+            field: field.to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Scans the file at `path`, judging expiries at the current time.
+    pub fn scan(path: &str) -> Result<Self, RdbError> {
+        let reference_ms = now_ms();
+        Ok(Self {
+            path: path.to_string(),
+            reference_ms,
+            scan: scan_file(path, reference_ms)?,
+            failure: Arc::default(),
+        })
+    }
+
+    /// A generous guess of the data's size in an engine: its bytes, and 100 a key for the
+    /// key's own structures (about what the published string runs measure above the data).
+    pub fn estimated_bytes(&self) -> u64 {
+        self.scan
+            .data_bytes
+            .saturating_add(self.scan.keys_written().saturating_mul(100))
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "rdb {} ({} keys to write)",
+            self.path,
+            self.scan.keys_written()
+        )
+    }
+
+    /// Checks the engine's keys by database and type (`keys_by_type` of a database) against
+    /// the scan's; the keys written.
+    pub fn verify(
+        &self,
+        keys_by_type: &mut dyn FnMut(u64) -> Result<BTreeMap<String, u64>, BenchError>,
+    ) -> Result<u64, BenchError> {
+        if let Some(failure) = self.failure.lock().map(|f| f.clone()).unwrap_or_default() {
+            return Err(BenchError::CountMismatch {
+                message: format!("the load of {} stopped short: {failure}", self.path),
+            });
+        }
+        for (db, types) in &self.scan.keys {
+            let found = keys_by_type(*db)?;
+            let wanted: BTreeMap<String, u64> = types
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(t, n)| (t.clone(), *n))
+                .collect();
+            if found != wanted {
+                return Err(BenchError::CountMismatch {
+                    message: format!(
+                        "database {db} holds keys by type {found:?}, but {} has {wanted:?} to write: the engine refused or dropped some (is its maxmemory too low, or did keys expire during the load?)",
+                        self.path
+                    ),
+                });
+            }
+        }
+        Ok(self.scan.keys_written())
+    }
+}
+
+/// Reads the file without values, counting as the load will write.
+fn scan_file(path: &str, reference_ms: i64) -> Result<RdbScan, RdbError> {
+    let mut reader = crate::rdb::open(std::path::Path::new(path))?;
+    let mut scan = RdbScan::default();
+    let mut db = 0u64;
+    loop {
+        let mut chunker = Chunker::default();
+        let mut bytes = 0u64;
+        let Some(entry) = reader.next_key(&mut |kind, part, scalar| {
+            chunker.begins_command(kind, part, scalar.length);
+            bytes += scalar.length;
+        })?
+        else {
+            break;
+        };
+        match disposition(Some(&entry.kind), entry.expire_at_ms, reference_ms) {
+            Disposition::Expired => {
+                scan.expired += 1;
+                continue;
+            }
+            Disposition::Module(name) => {
+                *scan.modules.entry(name).or_default() += 1;
+                continue;
+            }
+            Disposition::Write => {}
+        }
+        let stream = entry.stream.clone().unwrap_or_default();
+        if entry.kind == KeyKind::Stream && entry.elements == 0 && stream.groups == 0 {
+            scan.empty_streams += 1;
+            continue;
+        }
+        if entry.db != db {
+            scan.commands += 1;
+            db = entry.db;
+        }
+        scan.commands += chunker.commands + commands_after_elements(&entry);
+        scan.data_bytes += bytes + entry.name.len() as u64;
+        scan.field_ttls += entry.fields_with_ttl;
+        scan.groups += stream.groups;
+        scan.pending_entries += stream.pending;
+        scan.consumers += stream.consumers;
+        *scan
+            .keys
+            .entry(entry.db)
+            .or_default()
+            .entry(type_name(&entry.kind).to_string())
+            .or_default() += 1;
+    }
+    Ok(scan)
+}
