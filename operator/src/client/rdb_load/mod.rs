@@ -160,6 +160,41 @@ impl RdbLoad {
             .saturating_add(self.scan.keys_written().saturating_mul(100))
     }
 
+    /// Refuses, before anything is written, a file whose estimated data exceeds the engine's
+    /// `maxmemory` (summed over `shards`), and a file with keys outside database 0 for a
+    /// cluster (which has database 0 only).
+    pub fn check_fits(&self, maxmemory: Option<u64>, shards: usize) -> Result<(), BenchError> {
+        let refuse = |message: String| {
+            Err(BenchError::InvalidArgument {
+                field: "workload.rdb".into(),
+                message,
+            })
+        };
+        if shards > 1 {
+            if let Some(db) = self.scan.keys.keys().find(|db| **db != 0) {
+                return refuse(format!(
+                    "{} holds keys in database {db}, and a cluster has database 0 only: load it into one engine, or move the keys to database 0 first",
+                    self.path
+                ));
+            }
+        }
+        let limit = maxmemory.unwrap_or(0).saturating_mul(shards as u64);
+        let needs = self.estimated_bytes();
+        if limit > 0 && needs > limit {
+            let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+            return refuse(format!(
+                "{}'s data needs about {:.1} MiB in the engine ({} keys: {:.1} MiB of names and elements, and 100 B a key), more than its maxmemory of {:.1} MiB: nothing was written; raise maxmemory (and the engine's memory limit) to at least {:.0} MiB, or load a smaller file",
+                self.path,
+                mib(needs),
+                self.scan.keys_written(),
+                mib(self.scan.data_bytes),
+                mib(limit),
+                mib(needs).ceil() + 1.0
+            ));
+        }
+        Ok(())
+    }
+
     pub fn describe(&self) -> String {
         format!(
             "rdb {} ({} keys to write)",
