@@ -245,3 +245,37 @@ fn a_redis_8_6_dump_loads_into_valkey_9_1_key_by_key() {
 fn a_redis_8_6_dump_loads_into_dragonfly_key_by_key() {
     loaded_into(common::shared_build(EngineKind::Dragonfly, "1.40.0"));
 }
+
+#[test]
+fn a_spec_s_rdb_workload_runs_locally_through_the_plan() {
+    let (source, dump) = redis_dump("spec");
+    let mut source_con = common::connect(&source.address);
+    let want = read_all(&mut source_con);
+    drop(source_con);
+    source.stop();
+    let dir = std::env::temp_dir().join(format!("membench-rdb-spec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = common::run_spec(
+        &dir,
+        "rdb-spec",
+        &format!(
+            "  engines: [{{engine: valkey, version: \"9.1.2\"}}]\n  workload: {{rdb: {{path: {}}}}}\n  repetitions: 1\n",
+            dump.display()
+        ),
+    );
+    let engine = &json["engines"][0];
+    assert!(engine["error"].is_null(), "{engine}");
+    assert_eq!(engine["workload"]["kind"], "rdb", "{engine}");
+    let keys: u64 = census(&want).values().sum();
+    assert_eq!(engine["repetitions"][0]["items"], keys, "{engine}");
+    let by_type = &engine["workload"]["scan"]["keys"];
+    for ((db, kind), n) in census(&want) {
+        assert_eq!(
+            by_type[db.to_string()][&kind],
+            n,
+            "db {db} {kind}: {by_type}"
+        );
+    }
+    let _ = std::fs::remove_file(dump);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -83,6 +83,7 @@ impl Workload {
             spec.strings.is_some(),
             spec.records.is_some(),
             spec.profile.is_some(),
+            spec.rdb.is_some(),
         ]
         .iter()
         .filter(|s| **s)
@@ -91,7 +92,7 @@ impl Workload {
             return Err(invalid(
                 "spec.workload",
                 format!(
-                    "set exactly one of sortedSet, randomStrings, strings, records, profile ({set} are set)"
+                    "set exactly one of sortedSet, randomStrings, strings, records, profile, rdb ({set} are set)"
                 ),
             ));
         }
@@ -130,6 +131,8 @@ impl Workload {
                 )
                 .map_err(|message| invalid("spec.workload.profile", message))?,
             )
+        } else if let Some(w) = &spec.rdb {
+            Workload::Rdb(RdbLoad::scan_for(&w.path, "spec.workload.rdb.path")?)
         } else {
             unreachable!("exactly one workload is set")
         };

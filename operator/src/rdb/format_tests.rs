@@ -160,7 +160,7 @@ fn read_values(bytes: &[u8], cap: u64) -> Result<Vec<Vec<(Part, Vec<u8>)>>, supe
     loop {
         let mut parts = Vec::new();
         let read = reader
-            .next_key_with_values(&mut |_, part, _, bytes| parts.push((part, bytes.to_vec())))?;
+            .next_key_with_values(&mut |_, part, bytes| parts.push((part, bytes.to_vec())))?;
         if read.is_none() {
             return Ok(keys);
         }

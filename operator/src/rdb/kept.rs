@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::key::KeyHead;
+use super::kind::KeyHead;
 
 /// The longest element the reader holds whole by default: 64 MiB, so that a load's client
 /// stays within its memory whatever the file holds (Redis's own limit on one argument,

@@ -3,6 +3,7 @@
 
 use super::error::{Problem, RdbError};
 use super::kept::Kept;
+pub use super::kind::{KeyHead, KeyKind};
 use super::scalar::Scalar;
 use super::source::ByteStream;
 
@@ -22,20 +23,6 @@ impl Magic {
             Magic::Valkey => "VALKEY",
         }
     }
-}
-
-/// The data types a key can hold, as `TYPE` answers them, and module values by name.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum KeyKind {
-    String,
-    List,
-    Set,
-    Zset,
-    Hash,
-    Stream,
-    /// A module's value, by the module type's 9-character name (`ReJSON-RL`), or a type of
-    /// Dragonfly's own (`dragonfly-json`).
-    Module(String),
 }
 
 /// The role of an element within its key.
@@ -70,18 +57,6 @@ pub struct StreamSummary {
 pub struct StreamGroupStart {
     pub name: Vec<u8>,
     pub last_delivered: (u64, u64),
-}
-
-/// A key as its elements see it, when values were asked for: what a load needs to write them
-/// before the key's end is read.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct KeyHead {
-    pub db: u64,
-    pub name: Vec<u8>,
-    /// None for a module value (its elements are never given).
-    pub kind: Option<KeyKind>,
-    /// The absolute expiry in Unix milliseconds.
-    pub expire_at_ms: Option<i64>,
 }
 
 /// One key as read: everything but its elements, which went to the caller one by one.

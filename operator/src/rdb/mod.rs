@@ -34,6 +34,7 @@ mod error;
 mod format_tests;
 mod kept;
 mod key;
+mod kind;
 mod reader;
 mod scalar;
 mod source;
