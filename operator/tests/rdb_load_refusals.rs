@@ -44,7 +44,7 @@ fn two_strings() -> Vec<u8> {
     file(&body)
 }
 
-fn load(path: &PathBuf, address: &str) -> std::process::Output {
+fn load(path: &std::path::Path, address: &str) -> std::process::Output {
     common::membench(&[
         "load",
         "--workload",

@@ -154,7 +154,10 @@ fn a_compact_value_stored_as_an_integer_is_refused_at_its_offset() {
 }
 
 /// Every key of `bytes` with each element's part and bytes, read with values.
-fn read_values(bytes: &[u8], cap: u64) -> Result<Vec<Vec<(Part, Vec<u8>)>>, super::RdbError> {
+/// Each element of a key: its part and its bytes.
+type KeyValues = Vec<(Part, Vec<u8>)>;
+
+fn read_values(bytes: &[u8], cap: u64) -> Result<Vec<KeyValues>, super::RdbError> {
     let mut reader = RdbReader::new(bytes, "test.rdb")?.with_values(cap);
     let mut keys = Vec::new();
     loop {

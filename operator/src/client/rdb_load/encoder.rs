@@ -68,16 +68,16 @@ impl RdbEncoder {
     pub fn encode_next(&mut self, out: &mut CommandBuffer) {
         loop {
             if !self.failed {
-                if let Some(batch) = &self.current {
-                    if self.next_command < batch.ends.len() {
-                        let start = match self.next_command {
-                            0 => 0,
-                            n => batch.ends[n - 1],
-                        };
-                        out.raw(&batch.bytes[start..batch.ends[self.next_command]]);
-                        self.next_command += 1;
-                        return;
-                    }
+                if let Some(batch) = &self.current
+                    && self.next_command < batch.ends.len()
+                {
+                    let start = match self.next_command {
+                        0 => 0,
+                        n => batch.ends[n - 1],
+                    };
+                    out.raw(&batch.bytes[start..batch.ends[self.next_command]]);
+                    self.next_command += 1;
+                    return;
                 }
                 match self.batches.recv() {
                     Ok(Handed::Batch(batch)) => {

@@ -170,13 +170,13 @@ impl RdbLoad {
                 message,
             })
         };
-        if shards > 1 {
-            if let Some(db) = self.scan.keys.keys().find(|db| **db != 0) {
-                return refuse(format!(
-                    "{} holds keys in database {db}, and a cluster has database 0 only: load it into one engine, or move the keys to database 0 first",
-                    self.path
-                ));
-            }
+        if shards > 1
+            && let Some(db) = self.scan.keys.keys().find(|db| **db != 0)
+        {
+            return refuse(format!(
+                "{} holds keys in database {db}, and a cluster has database 0 only: load it into one engine, or move the keys to database 0 first",
+                self.path
+            ));
         }
         let limit = maxmemory.unwrap_or(0).saturating_mul(shards as u64);
         let needs = self.estimated_bytes();
