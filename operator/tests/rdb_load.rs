@@ -207,6 +207,28 @@ fn loaded_into(target: EngineSpec) {
     assert_eq!(written, 30, "keys read back from the source");
     assert_eq!(census(&got), census(&want), "keys by database and type");
     assert_eq!(result["repetitions"][0]["items"], written, "{result}");
+    // Bytes per key by type, as a profile's rebuild reports them: one entry per type of the
+    // file with its keys, each above 0 bytes.
+    let mut keys_by_type: BTreeMap<String, u64> = BTreeMap::new();
+    for ((_, kind), n) in census(&want) {
+        *keys_by_type.entry(kind).or_default() += n;
+    }
+    let by_type: BTreeMap<String, u64> = result["repetitions"][0]["by_type"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no by_type in {result}"))
+        .iter()
+        .map(|t| {
+            assert!(t["bytes_per_key"].as_f64().unwrap() > 0.0, "{t}");
+            (
+                t["type"].as_str().unwrap().to_string(),
+                t["keys"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_type, keys_by_type,
+        "keys by type in the result's by_type"
+    );
     for (db, keys) in &want {
         for (name, source_key) in keys {
             let loaded = &got[db][name];

@@ -303,11 +303,12 @@ impl Workload {
         }
     }
 
-    /// A profile's rebuild: its types in load order, where the load reads used_memory
-    /// (`client::type_memory`); no other workload has any.
+    /// A profile's rebuild and an RDB file's load: their types in load order, where the load
+    /// reads used_memory (`client::type_memory`); no other workload has any.
     pub fn type_segments(&self) -> Vec<TypeSegment> {
         match self {
             Workload::Profile(profile) => profile.type_segments(),
+            Workload::Rdb(load) => load.type_segments(),
             _ => Vec::new(),
         }
     }

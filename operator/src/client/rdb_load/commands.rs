@@ -2,7 +2,9 @@
 //! counts by and the encoder writes by, so that the load sends exactly the commands it
 //! announced. A collection goes in chunks (at most [`CHUNK_ELEMENTS`] elements or about
 //! [`CHUNK_BYTES`] bytes a command), a stream one XADD per entry, then one XGROUP CREATE per
-//! consumer group and one PEXPIREAT for a key with a TTL.
+//! consumer group and one PEXPIREAT for a key with a TTL. The keys go type by type, one pass
+//! over the file each ([`PASS_ORDER`]), so that the load can read used_memory at the end of
+//! each type and report bytes per key by type, as a profile's rebuild does.
 
 use crate::rdb::{KeyEntry, KeyKind, Part};
 
@@ -14,6 +16,16 @@ pub const CHUNK_BYTES: u64 = 256 * 1024;
 /// Keys expiring within this long of the load's reference time are skipped with the expired
 /// ones: written, they could expire during the load and spoil the count it verifies.
 pub const EXPIRY_GUARD_MS: i64 = 5 * 60 * 1000;
+
+/// The types in the order their passes load them.
+pub const PASS_ORDER: [KeyKind; 6] = [
+    KeyKind::String,
+    KeyKind::List,
+    KeyKind::Set,
+    KeyKind::Zset,
+    KeyKind::Hash,
+    KeyKind::Stream,
+];
 
 /// What becomes of one key of the file.
 #[derive(Clone, Debug, PartialEq, Eq)]

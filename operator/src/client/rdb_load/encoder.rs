@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use super::RdbLoad;
-use super::commands::{Chunker, Disposition, disposition, write_command};
+use super::commands::{Chunker, Disposition, PASS_ORDER, disposition, type_name, write_command};
 use crate::client::resp::CommandBuffer;
 use crate::rdb::{KeyEntry, KeyHead, KeyKind, LARGEST_ELEMENT_HELD, Part};
 
@@ -44,11 +44,21 @@ impl RdbEncoder {
         let (send, batches) = sync_channel(BATCHES_AHEAD);
         let path = load.path.clone();
         let reference_ms = load.reference_ms;
+        let passes: Vec<KeyKind> = PASS_ORDER
+            .iter()
+            .filter(|kind| {
+                load.scan
+                    .passes
+                    .iter()
+                    .any(|p| p.key_type == type_name(kind))
+            })
+            .cloned()
+            .collect();
         if let Ok(mut failure) = load.failure.lock() {
             *failure = None;
         }
         let reader = std::thread::spawn(move || {
-            if let Err(message) = write_file(&path, reference_ms, send.clone()) {
+            if let Err(message) = write_file(&path, reference_ms, &passes, send.clone()) {
                 let _ = send.send(Handed::Failed(message));
             }
         });
@@ -110,6 +120,8 @@ struct KeyWriter {
     ends: Vec<usize>,
     db: u64,
     reference_ms: i64,
+    /// The type this pass over the file writes.
+    pass: KeyKind,
     /// The key being read, once its first element (or its end) came.
     head: Option<KeyHead>,
     writing: bool,
@@ -150,8 +162,9 @@ impl KeyWriter {
     }
 
     fn begin_key(&mut self, head: &KeyHead) {
-        self.writing = disposition(head.kind.as_ref(), head.expire_at_ms, self.reference_ms)
-            == Disposition::Write;
+        self.writing = head.kind.as_ref() == Some(&self.pass)
+            && disposition(head.kind.as_ref(), head.expire_at_ms, self.reference_ms)
+                == Disposition::Write;
         self.head = Some(head.clone());
         self.chunker = Chunker::default();
         if self.writing && head.db != self.db {
@@ -198,13 +211,20 @@ impl KeyWriter {
             kind: Some(entry.kind.clone()).filter(|k| !matches!(k, KeyKind::Module(_))),
             expire_at_ms: entry.expire_at_ms,
         };
-        if self.head.as_ref() != Some(&head) {
-            // A key with no element given: a module value, or a stream without entries.
-            self.begin_key(&head);
-        }
         let stream = entry.stream.clone().unwrap_or_default();
         let empty_stream = entry.kind == KeyKind::Stream && entry.elements == 0;
-        if self.writing && !(empty_stream && stream.groups == 0) {
+        // Nothing recreates a stream with neither entries nor groups: skipped, as the scan
+        // counted it (and with no SELECT for it).
+        let skipped = empty_stream && stream.groups == 0;
+        if self.head.as_ref() != Some(&head) {
+            // A key with no element given: a module value, or a stream without entries.
+            if skipped {
+                self.writing = false;
+            } else {
+                self.begin_key(&head);
+            }
+        }
+        if self.writing && !skipped {
             self.flush_elements();
             for (i, group) in stream.group_starts.iter().enumerate() {
                 let (ms, seq) = group.last_delivered;
@@ -253,16 +273,20 @@ impl KeyWriter {
     }
 }
 
-/// Reads the file with values and hands its commands over, batch by batch.
-fn write_file(path: &str, reference_ms: i64, send: SyncSender<Handed>) -> Result<(), String> {
-    let mut reader = crate::rdb::open(std::path::Path::new(path))
-        .map_err(|e| e.to_string())?
-        .with_values(LARGEST_ELEMENT_HELD);
+/// Reads the file with values, once per type of `passes`, and hands its commands over, batch
+/// by batch.
+fn write_file(
+    path: &str,
+    reference_ms: i64,
+    passes: &[KeyKind],
+    send: SyncSender<Handed>,
+) -> Result<(), String> {
     let mut writer = KeyWriter {
         out: CommandBuffer::with_capacity(2 * BATCH_BYTES),
         ends: Vec::new(),
         db: 0,
         reference_ms,
+        pass: KeyKind::String,
         head: None,
         writing: false,
         chunker: Chunker::default(),
@@ -272,13 +296,19 @@ fn write_file(path: &str, reference_ms: i64, send: SyncSender<Handed>) -> Result
         send,
         load_gone: false,
     };
-    while !writer.load_gone {
-        let entry = reader
-            .next_key_with_values(&mut |head, part, bytes| writer.element(head, part, bytes))
-            .map_err(|e| e.to_string())?;
-        let Some(entry) = entry else { break };
-        writer.end_key(&entry);
-        writer.hand_over(false);
+    for pass in passes {
+        writer.pass = pass.clone();
+        let mut reader = crate::rdb::open(std::path::Path::new(path))
+            .map_err(|e| e.to_string())?
+            .with_values(LARGEST_ELEMENT_HELD);
+        while !writer.load_gone {
+            let entry = reader
+                .next_key_with_values(&mut |head, part, bytes| writer.element(head, part, bytes))
+                .map_err(|e| e.to_string())?;
+            let Some(entry) = entry else { break };
+            writer.end_key(&entry);
+            writer.hand_over(false);
+        }
     }
     writer.hand_over(true);
     Ok(())

@@ -1,8 +1,9 @@
 //! The `rdb` workload: every key of an RDB file written into the engine under test with its
 //! type, elements and TTL. The file is read twice: first without values ([`RdbLoad::scan`]),
 //! to count what will be written (keys by database and type, the commands, the keys skipped
-//! and why, the bytes of data) before anything is sent; then with values, in a reader thread
-//! ([`encoder`]), whose commands the load pipelines like any workload's. Afterwards the
+//! and why, the bytes of data) before anything is sent; then with values, once per type, in a
+//! reader thread ([`encoder`]), whose commands the load pipelines like any workload's and
+//! whose types' ends are where the load reads used_memory for bytes per key by type. Afterwards the
 //! engine's counts by database and type must equal the scan's ([`RdbLoad::verify`]).
 //!
 //! TTLs keep their absolute moment (PEXPIREAT), so the time left at the load is the time
@@ -21,7 +22,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 pub use commands::EXPIRY_GUARD_MS;
-use commands::{Chunker, Disposition, commands_after_elements, disposition, type_name};
+use commands::{Chunker, Disposition, PASS_ORDER, commands_after_elements, disposition, type_name};
 
 use crate::error::BenchError;
 use crate::rdb::{KeyKind, RdbError};
@@ -33,6 +34,8 @@ pub struct RdbScan {
     pub keys: BTreeMap<u64, BTreeMap<String, u64>>,
     /// Commands the load sends (SELECTs included).
     pub commands: u64,
+    /// Each type's keys and commands (its pass's SELECTs included), in the passes' order.
+    pub passes: Vec<RdbPass>,
     /// Bytes of key names and elements to write.
     pub data_bytes: u64,
     /// Keys skipped as expired at the reference time (or within the guard after it).
@@ -100,6 +103,27 @@ impl RdbScan {
         }
         parts.join("; ")
     }
+}
+
+/// One pass of the load: the keys of one type.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RdbPass {
+    /// `TYPE`'s name.
+    pub key_type: String,
+    pub keys: u64,
+    pub commands: u64,
+}
+
+/// What the scan keeps of one type's keys to count its pass's SELECTs: the databases of its
+/// keys, in file order.
+#[derive(Default)]
+struct PassTally {
+    keys: u64,
+    commands: u64,
+    first_db: Option<u64>,
+    last_db: u64,
+    /// Changes of database between consecutive keys of the type.
+    changes: u64,
 }
 
 /// The workload: the file, the time its expiries are judged at, and its scan.
@@ -195,6 +219,24 @@ impl RdbLoad {
         Ok(())
     }
 
+    /// The passes as the load's type readings take them: each type's keys and where its
+    /// commands end.
+    pub fn type_segments(&self) -> Vec<crate::client::profile_workload::TypeSegment> {
+        let mut commands_end = 0;
+        self.scan
+            .passes
+            .iter()
+            .filter_map(|pass| {
+                commands_end += pass.commands;
+                Some(crate::client::profile_workload::TypeSegment {
+                    key_type: crate::profile::model::KeyType::from_type_reply(&pass.key_type)?,
+                    keys: pass.keys,
+                    commands_end,
+                })
+            })
+            .collect()
+    }
+
     pub fn describe(&self) -> String {
         format!(
             "rdb {} ({} keys to write)",
@@ -238,7 +280,7 @@ impl RdbLoad {
 fn scan_file(path: &str, reference_ms: i64) -> Result<RdbScan, RdbError> {
     let mut reader = crate::rdb::open(std::path::Path::new(path))?;
     let mut scan = RdbScan::default();
-    let mut db = 0u64;
+    let mut tallies: BTreeMap<String, PassTally> = BTreeMap::new();
     loop {
         let mut chunker = Chunker::default();
         let mut bytes = 0u64;
@@ -265,11 +307,17 @@ fn scan_file(path: &str, reference_ms: i64) -> Result<RdbScan, RdbError> {
             scan.empty_streams += 1;
             continue;
         }
-        if entry.db != db {
-            scan.commands += 1;
-            db = entry.db;
+        let tally = tallies
+            .entry(type_name(&entry.kind).to_string())
+            .or_default();
+        tally.keys += 1;
+        tally.commands += chunker.commands + commands_after_elements(&entry);
+        match tally.first_db {
+            None => tally.first_db = Some(entry.db),
+            Some(_) if entry.db != tally.last_db => tally.changes += 1,
+            Some(_) => {}
         }
-        scan.commands += chunker.commands + commands_after_elements(&entry);
+        tally.last_db = entry.db;
         scan.data_bytes += bytes + entry.name.len() as u64;
         scan.field_ttls += entry.fields_with_ttl;
         scan.groups += stream.groups;
@@ -282,5 +330,22 @@ fn scan_file(path: &str, reference_ms: i64) -> Result<RdbScan, RdbError> {
             .entry(type_name(&entry.kind).to_string())
             .or_default() += 1;
     }
+    // The passes in order, each connection starting on database 0 and each pass starting on
+    // the database the one before it ended on.
+    let mut db = 0;
+    for kind in &PASS_ORDER {
+        let Some(tally) = tallies.remove(type_name(kind)) else {
+            continue;
+        };
+        let first = tally.first_db.unwrap_or(0);
+        let selects = tally.changes + u64::from(first != db);
+        db = tally.last_db;
+        scan.passes.push(RdbPass {
+            key_type: type_name(kind).to_string(),
+            keys: tally.keys,
+            commands: tally.commands + selects,
+        });
+    }
+    scan.commands = scan.passes.iter().map(|p| p.commands).sum();
     Ok(scan)
 }
