@@ -426,48 +426,6 @@ impl ControlConnection {
         Ok(keys_with_expiry_in_keyspace(&self.info("keyspace")?))
     }
 
-    /// Keys by type in database `db`, by one `SCAN ... TYPE` per type (the control
-    /// connection is back on database 0 afterwards).
-    pub fn keys_by_type(
-        &mut self,
-        db: u64,
-    ) -> Result<std::collections::BTreeMap<String, u64>, BenchError> {
-        if db != 0 {
-            self.query::<()>(redis::cmd("SELECT").arg(db))?;
-        }
-        let mut counts = std::collections::BTreeMap::new();
-        let counted = (|| {
-            for type_name in ["string", "list", "set", "zset", "hash", "stream"] {
-                let mut cursor = 0u64;
-                let mut n = 0u64;
-                loop {
-                    let (next, keys): (u64, Vec<redis::Value>) = self.query(
-                        redis::cmd("SCAN")
-                            .arg(cursor)
-                            .arg("COUNT")
-                            .arg(1000)
-                            .arg("TYPE")
-                            .arg(type_name),
-                    )?;
-                    n += keys.len() as u64;
-                    cursor = next;
-                    if cursor == 0 {
-                        break;
-                    }
-                }
-                if n > 0 {
-                    counts.insert(type_name.to_string(), n);
-                }
-            }
-            Ok::<(), BenchError>(())
-        })();
-        if db != 0 {
-            self.query::<()>(redis::cmd("SELECT").arg(0))?;
-        }
-        counted?;
-        Ok(counts)
-    }
-
     pub fn zcard(&mut self, key: &str) -> Result<u64, BenchError> {
         self.query(redis::cmd("ZCARD").arg(key))
     }

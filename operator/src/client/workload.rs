@@ -544,7 +544,7 @@ impl KeyCounts for ControlConnection {
         ControlConnection::object_encoding(self, key)
     }
     fn keys_by_type(&mut self, db: u64) -> Result<BTreeMap<String, u64>, BenchError> {
-        ControlConnection::keys_by_type(self, db)
+        crate::client::rdb_load::type_counts::keys_by_type(self, db)
     }
 }
 

@@ -14,6 +14,7 @@
 
 pub mod commands;
 pub mod encoder;
+pub mod type_counts;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
