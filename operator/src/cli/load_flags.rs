@@ -8,6 +8,7 @@ use membench::client::plan::{RunPlan, RunSettings, WorkloadPlan};
 use membench::client::profile_workload::{
     PROFILE_DIGEST_ENV, PROFILE_ENV, ProfileWorkload, profile_digest,
 };
+use membench::client::rdb_load::RdbLoad;
 use membench::client::replica::ReplicaRate;
 use membench::client::snapshot::Snapshot;
 use membench::client::ttl::Ttl;
@@ -25,6 +26,8 @@ pub(super) enum WorkloadKind {
     Records,
     /// A keyspace rebuilt from a profile (`membench profile`), with --profile FILE.
     Profile,
+    /// Every key of an RDB file (a backup: Redis, Valkey or Dragonfly), with --rdb FILE.
+    Rdb,
 }
 
 /// The flags that are settings of the run: each maps to a field of the plan
@@ -60,6 +63,10 @@ pub struct SettingFlags {
     /// this factor (for data that grows inside its keys).
     #[arg(long)]
     pub(super) element_scale: Option<f64>,
+    /// rdb: the RDB file whose keys are written, with their types, elements and TTLs (keys
+    /// already expired, module values and empty streams are skipped and counted).
+    #[arg(long, value_name = "FILE")]
+    pub(super) rdb: Option<std::path::PathBuf>,
     /// strings: how many distinct keys to store.
     #[arg(long)]
     pub(super) keys: Option<u64>,
@@ -288,7 +295,27 @@ impl SettingFlags {
                 ("--element-scale", self.element_scale.is_some()),
             ])?;
         }
+        if kind != WorkloadKind::Rdb {
+            stray(&[("--rdb", self.rdb.is_some())])?;
+        }
         let workload = match kind {
+            WorkloadKind::Rdb => {
+                stray(&[
+                    ("--members", self.members.is_some()),
+                    ("--requests", self.requests.is_some()),
+                    ("--keys", self.keys.is_some()),
+                    ("--records", self.records.is_some()),
+                    ("--value-size", self.value_size.is_some()),
+                ])?;
+                let Some(path) = &self.rdb else {
+                    return Err(
+                        "--workload rdb needs --rdb FILE (a dump a server saved: dump.rdb)".into(),
+                    );
+                };
+                Workload::Rdb(
+                    RdbLoad::scan(&path.display().to_string()).map_err(|e| e.to_string())?,
+                )
+            }
             WorkloadKind::SortedSet => {
                 stray(&[
                     ("--requests", self.requests.is_some()),

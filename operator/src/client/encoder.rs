@@ -4,6 +4,7 @@
 
 use super::draws::KeyGenerator;
 use super::profile_workload::ProfileEncoder;
+use super::rdb_load::encoder::RdbEncoder;
 use super::ttl::Ttl;
 use super::workload::Workload;
 use crate::client::resp::{CommandBuffer, format_decimal, push_decimal};
@@ -53,6 +54,8 @@ pub struct CommandEncoder {
     record_key: Vec<u8>,
     /// A profile's rebuild, which draws its keys and commands itself.
     profile: Option<ProfileEncoder>,
+    /// An RDB file's load, whose commands come from its reader thread.
+    rdb: Option<RdbEncoder>,
     /// The TTL given to the items it picks, and the SET template's parts with `EX` for them.
     ttl: Option<Ttl>,
     ttl_prefix: Vec<u8>,
@@ -118,7 +121,7 @@ impl CommandEncoder {
                 let (prefix, suffix) = set_template(*value_size, None);
                 (prefix, suffix, KeyGenerator::new(default_seed()), None)
             }
-            Workload::Records { .. } | Workload::Profile(_) => (
+            Workload::Records { .. } | Workload::Profile(_) | Workload::Rdb(_) => (
                 Vec::new(),
                 Vec::new(),
                 KeyGenerator::new(default_seed()),
@@ -127,6 +130,10 @@ impl CommandEncoder {
         };
         let profile = match &workload {
             Workload::Profile(profile) => Some(profile.encoder()),
+            _ => None,
+        };
+        let rdb = match &workload {
+            Workload::Rdb(load) => Some(RdbEncoder::new(load)),
             _ => None,
         };
         let (ttl_prefix, ttl_suffix) = match (&workload, ttl) {
@@ -145,6 +152,7 @@ impl CommandEncoder {
             distinct_sent: 0,
             record_key: Vec::with_capacity(64),
             profile,
+            rdb,
             ttl,
             ttl_prefix,
             ttl_suffix,
@@ -175,6 +183,10 @@ impl CommandEncoder {
         // A profile's rebuild counts its PEXPIREs among its commands: one reply each.
         if let Some(profile) = &mut self.profile {
             profile.encode_next(out);
+            return 1;
+        }
+        if let Some(rdb) = &mut self.rdb {
+            rdb.encode_next(out);
             return 1;
         }
         let ttl = self.ttl;
@@ -221,7 +233,9 @@ impl CommandEncoder {
                 };
                 out.raw(prefix).padded_digits(index, KEY_DIGITS).raw(suffix);
             }
-            Workload::Profile(_) => unreachable!("a profile is encoded by its own encoder"),
+            Workload::Profile(_) | Workload::Rdb(_) => {
+                unreachable!("a profile and a file are encoded by their own encoders")
+            }
             Workload::Records { layout, fields, .. } => match layout {
                 RecordLayout::Hash => {
                     self.record_key.clear();
@@ -336,8 +350,8 @@ mod tests {
                     .bulk(format!("key:{key:012}").as_bytes())
                     .bulk(&vec![b'x'; *value_size as usize]);
             }
-            Workload::Records { .. } | Workload::Profile(_) => {
-                unreachable!("records and profiles are built argument by argument")
+            Workload::Records { .. } | Workload::Profile(_) | Workload::Rdb(_) => {
+                unreachable!("records, profiles and files are built argument by argument")
             }
         }
         out.as_bytes().to_vec()

@@ -185,9 +185,20 @@ pub fn measure_shards_journaled(
             return report;
         }
     };
-    if let Err(e) = prepare(&mut shards, options, &mut report) {
+    if let Err(e) = prepare(&mut shards, options, &mut report).and_then(|_| match workload {
+        // Before any write: a file that cannot fit, or whose databases a cluster lacks.
+        Workload::Rdb(load) => load.check_fits(report.engine.maxmemory, shards.shards().len()),
+        _ => Ok(()),
+    }) {
         report.error = Some((&e).into());
         return report;
+    }
+    if let Workload::Rdb(load) = workload {
+        // What the file holds that the load does not write, said beside the figures.
+        let left_out = load.scan.left_out();
+        if !left_out.is_empty() {
+            report.warnings.push(format!("{}: {left_out}", load.path));
+        }
     }
     journal(&report);
     for repetition in 1..=options.settings.repetitions {

@@ -29,6 +29,7 @@ pub mod profile_shape;
 pub mod profile_workload;
 pub mod progress;
 pub mod progress_endpoint;
+pub mod rdb_load;
 pub mod replica;
 pub mod resp;
 pub mod result;

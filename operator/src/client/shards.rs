@@ -419,6 +419,18 @@ impl KeyCounts for ShardSet {
         let owner = self.owner_of(key);
         self.shards[owner].control.object_encoding(key)
     }
+    fn keys_by_type(
+        &mut self,
+        db: u64,
+    ) -> Result<std::collections::BTreeMap<String, u64>, BenchError> {
+        let mut total = std::collections::BTreeMap::new();
+        for counts in self.each(|c, _| c.keys_by_type(db))? {
+            for (name, n) in counts {
+                *total.entry(name).or_default() += n;
+            }
+        }
+        Ok(total)
+    }
 }
 
 impl ShardSet {

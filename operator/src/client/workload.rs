@@ -2,11 +2,14 @@
 //! all at once, so client memory stays flat whatever N is), and how their result is verified
 //! in the engine afterwards.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::ttl::Ttl;
 use crate::client::engine::ControlConnection;
 use crate::client::profile_workload::{ProfileWorkload, TypeSegment};
+use crate::client::rdb_load::RdbLoad;
 use crate::crd::{RecordLayout, WorkloadSpec};
 use crate::error::BenchError;
 use crate::formats::MIN_SAMPLE_EVERY;
@@ -37,6 +40,8 @@ pub enum Workload {
     },
     /// A keyspace rebuilt from its profile (`membench profile`).
     Profile(ProfileWorkload),
+    /// Every key of an RDB file (`client::rdb_load`).
+    Rdb(RdbLoad),
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> BenchError {
@@ -78,6 +83,7 @@ impl Workload {
             spec.strings.is_some(),
             spec.records.is_some(),
             spec.profile.is_some(),
+            spec.rdb.is_some(),
         ]
         .iter()
         .filter(|s| **s)
@@ -86,7 +92,7 @@ impl Workload {
             return Err(invalid(
                 "spec.workload",
                 format!(
-                    "set exactly one of sortedSet, randomStrings, strings, records, profile ({set} are set)"
+                    "set exactly one of sortedSet, randomStrings, strings, records, profile, rdb ({set} are set)"
                 ),
             ));
         }
@@ -125,6 +131,8 @@ impl Workload {
                 )
                 .map_err(|message| invalid("spec.workload.profile", message))?,
             )
+        } else if let Some(w) = &spec.rdb {
+            Workload::Rdb(RdbLoad::scan_for(&w.path, "spec.workload.rdb.path")?)
         } else {
             unreachable!("exactly one workload is set")
         };
@@ -186,6 +194,7 @@ impl Workload {
             Workload::Strings { .. } => "strings",
             Workload::Records { .. } => "records",
             Workload::Profile(_) => "profile",
+            Workload::Rdb(_) => "rdb",
         }
     }
 
@@ -216,6 +225,7 @@ impl Workload {
                 )
             }
             Workload::Profile(profile) => profile.describe(),
+            Workload::Rdb(load) => load.describe(),
         }
     }
 
@@ -223,9 +233,10 @@ impl Workload {
     pub fn item_noun(&self) -> &'static str {
         match self {
             Workload::SortedSet { .. } => "member",
-            Workload::RandomStrings { .. } | Workload::Strings { .. } | Workload::Profile(_) => {
-                "key"
-            }
+            Workload::RandomStrings { .. }
+            | Workload::Strings { .. }
+            | Workload::Profile(_)
+            | Workload::Rdb(_) => "key",
             Workload::Records { .. } => "record",
         }
     }
@@ -247,6 +258,7 @@ impl Workload {
                 fields,
             } => records * fields.len() as u64,
             Workload::Profile(profile) => profile.commands,
+            Workload::Rdb(load) => load.scan.commands,
         }
     }
 
@@ -271,6 +283,7 @@ impl Workload {
             Workload::Strings { keys, .. } => Some(*keys),
             Workload::Records { records, .. } => Some(*records),
             Workload::Profile(profile) => Some(profile.keys),
+            Workload::Rdb(load) => Some(load.scan.keys_written()),
         }
     }
 
@@ -286,15 +299,16 @@ impl Workload {
             Workload::Records { records, .. } => automatic_sample_every(*records),
             // A rebuild's commands are not one per key (a key takes several, and PEXPIREs),
             // so the load's item counter does not step by keys: no growth curve.
-            Workload::Profile(_) => 0,
+            Workload::Profile(_) | Workload::Rdb(_) => 0,
         }
     }
 
-    /// A profile's rebuild: its types in load order, where the load reads used_memory
-    /// (`client::type_memory`); no other workload has any.
+    /// A profile's rebuild and an RDB file's load: their types in load order, where the load
+    /// reads used_memory (`client::type_memory`); no other workload has any.
     pub fn type_segments(&self) -> Vec<TypeSegment> {
         match self {
             Workload::Profile(profile) => profile.type_segments(),
+            Workload::Rdb(load) => load.type_segments(),
             _ => Vec::new(),
         }
     }
@@ -309,6 +323,9 @@ impl Workload {
             } => "HSET",
             Workload::Profile(_) => {
                 "a rebuild command (SET, HSET, RPUSH, SADD, ZADD, XADD, PEXPIRE)"
+            }
+            Workload::Rdb(_) => {
+                "a load command (SELECT, SET, HSET, RPUSH, SADD, ZADD, XADD, XGROUP CREATE, PEXPIREAT)"
             }
             _ => "SET",
         }
@@ -364,8 +381,9 @@ impl Workload {
                 layout: RecordLayout::Strings,
                 fields,
             } => Some(ttl.items_with_ttl(*records) * fields.len() as u64),
-            // A profile carries its own TTLs (the workload's ttlSeconds does not apply).
-            Workload::Profile(_) => None,
+            // A profile and a file carry their own TTLs (the workload's ttlSeconds does not
+            // apply).
+            Workload::Profile(_) | Workload::Rdb(_) => None,
         }
     }
 
@@ -455,6 +473,11 @@ impl Workload {
                     expected_unique: None,
                 })
             }
+            Workload::Rdb(load) => Ok(Verified {
+                items: load.verify(&mut |db| control.keys_by_type(db))?,
+                encoding: None,
+                expected_unique: None,
+            }),
             Workload::Records {
                 records,
                 layout,
@@ -500,6 +523,8 @@ pub trait KeyCounts {
     fn zcard(&mut self, key: &str) -> Result<u64, BenchError>;
     /// `OBJECT ENCODING` of a key; None when the engine has no such command.
     fn object_encoding(&mut self, key: &str) -> Result<Option<String>, BenchError>;
+    /// Keys by type (`TYPE`'s names) in database `db`.
+    fn keys_by_type(&mut self, db: u64) -> Result<BTreeMap<String, u64>, BenchError>;
 }
 
 impl KeyCounts for ControlConnection {
@@ -517,6 +542,9 @@ impl KeyCounts for ControlConnection {
     }
     fn object_encoding(&mut self, key: &str) -> Result<Option<String>, BenchError> {
         ControlConnection::object_encoding(self, key)
+    }
+    fn keys_by_type(&mut self, db: u64) -> Result<BTreeMap<String, u64>, BenchError> {
+        crate::client::rdb_load::type_counts::keys_by_type(self, db)
     }
 }
 

@@ -32,7 +32,7 @@ fn shares_add_up_message() -> String {
 /// The data to load. Exactly one of the workloads must be set.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, KubeSchema)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("[has(self.sortedSet), has(self.randomStrings), has(self.strings), has(self.records), has(self.profile)].filter(x, x).size() == 1").message("set exactly one of workload.sortedSet, workload.randomStrings, workload.strings, workload.records, workload.profile"))]
+#[x_kube(validation = Rule::new("[has(self.sortedSet), has(self.randomStrings), has(self.strings), has(self.records), has(self.profile), has(self.rdb)].filter(x, x).size() == 1").message("set exactly one of workload.sortedSet, workload.randomStrings, workload.strings, workload.records, workload.profile, workload.rdb"))]
 pub struct WorkloadSpec {
     /// N members `m:{i}` with integer scores `i` added to ONE sorted set by pipelined
     /// `ZADD key NX score member` (the published 50-million-member sorted-set benchmark).
@@ -64,6 +64,13 @@ pub struct WorkloadSpec {
     #[x_kube(validation = Rule::new("!has(self.scale) || (self.scale > 0.0 && self.scale <= 1000000.0)").message("workload.profile.scale is a factor above 0 (1 keeps the profile's size), at most 1000000"))]
     #[x_kube(validation = Rule::new("!has(self.elementScale) || (self.elementScale > 0.0 && self.elementScale <= 1000000.0)").message("workload.profile.elementScale is a factor above 0 (1 keeps the profile's element counts), at most 1000000"))]
     pub profile: Option<ProfileWorkloadSpec>,
+
+    /// Every key of an RDB file (a backup Redis, Valkey or Dragonfly saved) written into each
+    /// engine with its type, elements and TTL; keys already expired, module values and empty
+    /// streams are skipped and counted. `membench run` only: the file is read on the machine
+    /// that runs it (a cluster refuses it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdb: Option<RdbWorkloadSpec>,
 }
 
 /// A profile to rebuild, and how.
@@ -334,4 +341,13 @@ impl RecordLayout {
             RecordLayout::Strings => "strings",
         }
     }
+}
+
+/// An RDB file to load.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RdbWorkloadSpec {
+    /// The file's path on the machine that runs `membench run` (a dump.rdb, uncompressed).
+    #[schemars(length(min = 1))]
+    pub path: String,
 }

@@ -3,6 +3,7 @@
 //! returns how many there were; no element is kept.
 
 use super::error::RdbError;
+use super::kept;
 use super::scalar::{LONGEST_INTEGER, Scalar};
 use super::source::ByteStream;
 
@@ -12,8 +13,28 @@ pub type Format = fn(
     &mut dyn FnMut(Scalar) -> Result<(), RdbError>,
 ) -> Result<u64, RdbError>;
 
-/// A string element of `length` bytes: its first bytes looked at, the rest passed over.
+/// A string element of `length` bytes: its first bytes looked at, the rest passed over (or,
+/// when values were asked for, read whole up to the cap).
 pub fn text(stream: &mut dyn ByteStream, length: u64) -> Result<Scalar, RdbError> {
+    if let Some(kept) = stream.kept() {
+        let mut kept = kept.borrow_mut();
+        if length > kept.cap {
+            return Err(stream.corrupt(format!(
+                "an element is {length} bytes long, more than the {} bytes membench holds of one element while loading; load a file with values this large into the engine itself (as its dbfilename, at start)",
+                kept.cap
+            )));
+        }
+        kept.bytes.clear();
+        // In pieces, so that a corrupt length allocates no more than the file holds.
+        let mut piece = [0u8; 4096];
+        while (kept.bytes.len() as u64) < length {
+            let n = (length - kept.bytes.len() as u64).min(piece.len() as u64) as usize;
+            stream.read_exact(&mut piece[..n])?;
+            kept.bytes.extend_from_slice(&piece[..n]);
+        }
+        let head = &kept.bytes[..kept.bytes.len().min(LONGEST_INTEGER)];
+        return Ok(Scalar::of_text(head, length));
+    }
     if length as usize <= LONGEST_INTEGER {
         let mut head = [0u8; LONGEST_INTEGER];
         let head = &mut head[..length as usize];
@@ -55,6 +76,17 @@ fn backlen_size(entry: u64) -> u64 {
     }
 }
 
+/// An integer element, its digits kept when values were asked for.
+fn integer(stream: &dyn ByteStream, value: i64) -> Scalar {
+    kept::set_integer(&stream.kept(), value);
+    Scalar::of_integer(value)
+}
+
+fn integer_of(stream: &mut dyn ByteStream, width: usize) -> Result<Scalar, RdbError> {
+    let value = read_signed(stream, width)?;
+    Ok(integer(stream, value))
+}
+
 /// A listpack: a 6-byte header, entries, 0xFF.
 pub fn listpack(
     stream: &mut dyn ByteStream,
@@ -67,7 +99,7 @@ pub fn listpack(
         let first = stream.u8()?;
         let (scalar, size) = match first {
             0xff => break,
-            b if b & 0x80 == 0 => (Scalar::of_integer(i64::from(b & 0x7f)), 1),
+            b if b & 0x80 == 0 => (integer(stream, i64::from(b & 0x7f)), 1),
             b if b & 0xc0 == 0x80 => {
                 let length = u64::from(b & 0x3f);
                 (text(stream, length)?, 1 + length)
@@ -78,7 +110,7 @@ pub fn listpack(
                 if value >= 1 << 12 {
                     value -= 1 << 13;
                 }
-                (Scalar::of_integer(value), 2)
+                (integer(stream, value), 2)
             }
             b if b & 0xf0 == 0xe0 => {
                 let low = stream.u8()?;
@@ -91,10 +123,10 @@ pub fn listpack(
                 let length = u64::from(u32::from_le_bytes(bytes));
                 (text(stream, length)?, 5 + length)
             }
-            0xf1 => (Scalar::of_integer(read_signed(stream, 2)?), 3),
-            0xf2 => (Scalar::of_integer(read_signed(stream, 3)?), 4),
-            0xf3 => (Scalar::of_integer(read_signed(stream, 4)?), 5),
-            0xf4 => (Scalar::of_integer(read_signed(stream, 8)?), 9),
+            0xf1 => (integer_of(stream, 2)?, 3),
+            0xf2 => (integer_of(stream, 3)?, 4),
+            0xf3 => (integer_of(stream, 4)?, 5),
+            0xf4 => (integer_of(stream, 8)?, 9),
             other => {
                 return Err(stream.corrupt(format!(
                     "a listpack entry has the unknown encoding byte {other:#04x}"
@@ -142,19 +174,22 @@ pub fn ziplist(
                 stream.read_exact(&mut bytes)?;
                 text(stream, u64::from(u32::from_be_bytes(bytes)))?
             }
-            _ => Scalar::of_integer(match encoding {
-                0xc0 => read_signed(stream, 2)?,
-                0xd0 => read_signed(stream, 4)?,
-                0xe0 => read_signed(stream, 8)?,
-                0xf0 => read_signed(stream, 3)?,
-                0xfe => read_signed(stream, 1)?,
-                0xf1..=0xfd => i64::from(encoding & 0x0f) - 1,
-                other => {
-                    return Err(stream.corrupt(format!(
-                        "a ziplist entry has the unknown encoding byte {other:#04x}"
-                    )));
-                }
-            }),
+            _ => {
+                let value = match encoding {
+                    0xc0 => read_signed(stream, 2)?,
+                    0xd0 => read_signed(stream, 4)?,
+                    0xe0 => read_signed(stream, 8)?,
+                    0xf0 => read_signed(stream, 3)?,
+                    0xfe => read_signed(stream, 1)?,
+                    0xf1..=0xfd => i64::from(encoding & 0x0f) - 1,
+                    other => {
+                        return Err(stream.corrupt(format!(
+                            "a ziplist entry has the unknown encoding byte {other:#04x}"
+                        )));
+                    }
+                };
+                integer(stream, value)
+            }
         };
         each(scalar)?;
         count += 1;
@@ -177,7 +212,8 @@ pub fn intset(
         return Err(stream.corrupt(format!("an intset has the width {width}")));
     }
     for _ in 0..length {
-        each(Scalar::of_integer(read_signed(stream, width)?))?;
+        let value = read_signed(stream, width)?;
+        each(integer(stream, value))?;
     }
     Ok(length)
 }

@@ -152,3 +152,114 @@ fn a_compact_value_stored_as_an_integer_is_refused_at_its_offset() {
         "{error}"
     );
 }
+
+/// Every key of `bytes` with each element's part and bytes, read with values.
+/// Each element of a key: its part and its bytes.
+type KeyValues = Vec<(Part, Vec<u8>)>;
+
+fn read_values(bytes: &[u8], cap: u64) -> Result<Vec<KeyValues>, super::RdbError> {
+    let mut reader = RdbReader::new(bytes, "test.rdb")?.with_values(cap);
+    let mut keys = Vec::new();
+    loop {
+        let mut parts = Vec::new();
+        let read = reader
+            .next_key_with_values(&mut |_, part, bytes| parts.push((part, bytes.to_vec())))?;
+        if read.is_none() {
+            return Ok(keys);
+        }
+        keys.push(parts);
+    }
+}
+
+/// A listpack of small strings and 7-bit integers, as RDB stores it (one string).
+fn listpack(items: &[&[u8]]) -> Vec<u8> {
+    let mut entries = Vec::new();
+    for item in items {
+        match std::str::from_utf8(item)
+            .ok()
+            .and_then(|s| s.parse::<u8>().ok())
+        {
+            Some(n) if n < 128 && n.to_string().as_bytes() == *item => entries.extend([n, 1]),
+            _ => {
+                entries.push(0x80 | item.len() as u8);
+                entries.extend(*item);
+                entries.push(1 + item.len() as u8);
+            }
+        }
+    }
+    let total = 6 + entries.len() as u32 + 1;
+    let mut lp = total.to_le_bytes().to_vec();
+    lp.extend((items.len() as u16).to_le_bytes());
+    lp.extend(entries);
+    lp.push(0xff);
+    lp
+}
+
+#[test]
+fn values_are_given_whole_only_when_asked_for() {
+    let mut body = vec![0];
+    string(b"s", &mut body);
+    string(b"a plain value", &mut body);
+    // An integer-encoded string: -2 as one signed byte.
+    body.extend([0, 1, b'i', 0xc0, 0xfe]);
+    // A listpack hash: name=Ann, age=42 (a 7-bit integer).
+    body.push(16);
+    string(b"h", &mut body);
+    string(&listpack(&[b"name", b"Ann", b"age", b"42"]), &mut body);
+    // A sorted set with binary scores: one member at 1.5, one at -inf.
+    body.push(5);
+    string(b"z", &mut body);
+    length(2, &mut body);
+    string(b"m", &mut body);
+    body.extend(1.5f64.to_le_bytes());
+    string(b"low", &mut body);
+    body.extend(f64::NEG_INFINITY.to_le_bytes());
+    let bytes = file(&body);
+    let keys = read_values(&bytes, 1 << 20).unwrap();
+    let owned = |parts: &[(Part, &[u8])]| -> Vec<(Part, Vec<u8>)> {
+        parts.iter().map(|(p, b)| (*p, b.to_vec())).collect()
+    };
+    assert_eq!(keys[0], owned(&[(Part::Value, b"a plain value")]));
+    assert_eq!(keys[1], owned(&[(Part::Value, b"-2")]));
+    assert_eq!(
+        keys[2],
+        owned(&[
+            (Part::Field, b"name"),
+            (Part::Value, b"Ann"),
+            (Part::Field, b"age"),
+            (Part::Value, b"42")
+        ])
+    );
+    assert_eq!(
+        keys[3],
+        owned(&[
+            (Part::Value, b"m"),
+            (Part::Score, b"1.5"),
+            (Part::Value, b"low"),
+            (Part::Score, b"-inf")
+        ])
+    );
+    // The same file read without values gives lengths only, and no values are asked of it.
+    let mut reader = RdbReader::new(&bytes[..], "test.rdb").unwrap();
+    let refused = reader.next_key_with_values(&mut |_, _, _| ()).unwrap_err();
+    assert!(refused.to_string().contains("with_values"), "{refused}");
+    assert_eq!(read_all(&bytes).unwrap()[0].1, vec![(Part::Value, 13)]);
+}
+
+#[test]
+fn an_element_past_the_cap_is_refused_naming_the_cap_and_its_offset() {
+    let mut body = vec![0];
+    string(b"s", &mut body);
+    let at = body.len() as u64;
+    string(&[b'x'; 100], &mut body);
+    let bytes = file(&body);
+    let error = read_values(&bytes, 99).unwrap_err();
+    // The file's header (9 bytes), AUX (1 + 10 + 6) and SELECTDB (2) come before `body`.
+    assert_eq!(error.offset, 28 + at, "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("100 bytes long, more than the 99 bytes membench holds"),
+        "{text}"
+    );
+    assert_eq!(read_values(&bytes, 100).unwrap()[0][0].1, vec![b'x'; 100]);
+}

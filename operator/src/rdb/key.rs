@@ -2,6 +2,8 @@
 //! header kind ([`Magic`]), and the file cursor the values' readers read through.
 
 use super::error::{Problem, RdbError};
+use super::kept::Kept;
+pub use super::kind::{KeyHead, KeyKind};
 use super::scalar::Scalar;
 use super::source::ByteStream;
 
@@ -21,20 +23,6 @@ impl Magic {
             Magic::Valkey => "VALKEY",
         }
     }
-}
-
-/// The data types a key can hold, as `TYPE` answers them, and module values by name.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum KeyKind {
-    String,
-    List,
-    Set,
-    Zset,
-    Hash,
-    Stream,
-    /// A module's value, by the module type's 9-character name (`ReJSON-RL`), or a type of
-    /// Dragonfly's own (`dragonfly-json`).
-    Module(String),
 }
 
 /// The role of an element within its key.
@@ -58,6 +46,17 @@ pub struct StreamSummary {
     pub consumers: u64,
     /// Pending entries over all groups.
     pub pending: u64,
+    /// The last id the stream gave (ms, seq), which later entries must exceed.
+    pub last_id: (u64, u64),
+    /// Each consumer group's name and last-delivered id, when values were asked for.
+    pub group_starts: Vec<StreamGroupStart>,
+}
+
+/// A consumer group as `XGROUP CREATE` recreates it: its name and last-delivered id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamGroupStart {
+    pub name: Vec<u8>,
+    pub last_delivered: (u64, u64),
 }
 
 /// One key as read: everything but its elements, which went to the caller one by one.
@@ -107,6 +106,9 @@ pub trait FileCursor {
     fn error(&self, problem: Problem) -> RdbError {
         self.error_at(self.offset(), problem)
     }
+
+    /// Where each element's bytes go, when values were asked for.
+    fn kept(&self) -> Option<Kept>;
 }
 
 /// The 64 characters of module type names, 6 bits each.

@@ -1,7 +1,9 @@
 //! Reading RDB files, the dumps Redis, Valkey and Dragonfly save: every key with its type,
-//! expiry, element count and each element's length (never a value past this module), in
-//! bounded memory from any `std::io::Read`, the CRC64 checksum verified at the end. Pure
-//! parsing: no engine is involved. `membench profile --rdb` reads a file through it.
+//! expiry, element count and each element's length (never a value past this module unless
+//! asked: [`RdbReader::with_values`] gives each element's bytes, one element at a time, up to
+//! a cap, for the `rdb` workload's load), in bounded memory from any `std::io::Read`, the
+//! CRC64 checksum verified at the end. Pure parsing: no engine is involved. `membench profile
+//! --rdb` reads a file through it without values.
 //!
 //! What it reads: RDB versions 1 to 13 with the `REDIS` header (Redis up to 8.6, Valkey
 //! before 9, Dragonfly's `SAVE RDB`, which writes `REDIS0009` with types and opcodes of its
@@ -30,7 +32,9 @@ pub mod crc64;
 mod error;
 #[cfg(test)]
 mod format_tests;
+mod kept;
 mod key;
+mod kind;
 mod reader;
 mod scalar;
 mod source;
@@ -39,7 +43,10 @@ mod types;
 mod values;
 
 pub use error::{Problem, RdbError};
-pub use key::{KeyEntry, KeyKind, Magic, Part, StreamSummary, module_name};
+pub use kept::LARGEST_ELEMENT_HELD;
+pub use key::{
+    KeyEntry, KeyHead, KeyKind, Magic, Part, StreamGroupStart, StreamSummary, module_name,
+};
 pub use reader::{Checksum, FileFacts, RdbReader};
 pub use scalar::{Scalar, holds_integer};
 

@@ -6,7 +6,8 @@ use std::io::Read;
 
 use super::compact;
 use super::error::{Problem, RdbError};
-use super::key::{FileCursor, KeyEntry, KeyKind, Magic, Part, module_name};
+use super::kept::{self, Kept};
+use super::key::{FileCursor, KeyEntry, KeyHead, KeyKind, Magic, Part, module_name};
 use super::scalar::Scalar;
 use super::source::{ByteStream, Lzf, Source, Window};
 use super::types::*;
@@ -155,6 +156,14 @@ impl<R: Read> RdbReader<R> {
         })
     }
 
+    /// The same reader, giving each element's bytes to [`RdbReader::next_key_with_values`],
+    /// one element at a time, each up to `cap` bytes (a longer one is refused at its offset,
+    /// naming the cap). A reader without it never holds a value, as a profile needs.
+    pub fn with_values(mut self, cap: u64) -> Self {
+        self.source.kept = Some(kept::new(cap));
+        self
+    }
+
     pub fn magic(&self) -> Magic {
         self.magic
     }
@@ -272,6 +281,7 @@ impl<R: Read> RdbReader<R> {
                     at: 0,
                     file: self.source.file().to_string(),
                     offset: started_at,
+                    kept: self.source.kept.clone(),
                 };
                 read(&mut stream)
             }
@@ -480,6 +490,25 @@ impl<R: Read> RdbReader<R> {
         }
     }
 
+    /// The next key as [`RdbReader::next_key`] reads it, each element given with its key's
+    /// head and its bytes (a score as the shortest text that reads back as the same double, a
+    /// stream entry's [`Part::Entry`] as its id `ms-seq`). Needs [`RdbReader::with_values`].
+    pub fn next_key_with_values(
+        &mut self,
+        each: &mut dyn FnMut(&KeyHead, Part, &[u8]),
+    ) -> Result<Option<KeyEntry>, RdbError> {
+        let Some(kept) = self.source.kept.clone() else {
+            return Err(self.source.error(Problem::Unsupported {
+                what: "values were asked of a reader made without with_values (a bug in membench)"
+                    .into(),
+            }));
+        };
+        self.next_key(&mut |_, part, _| {
+            let kept = kept.borrow();
+            each(&kept.head, part, &kept.bytes)
+        })
+    }
+
     fn finish(&mut self) -> Result<(), RdbError> {
         self.done = true;
         if self.version < 5 {
@@ -514,6 +543,14 @@ impl<R: Read> RdbReader<R> {
         let of_kind = kind.clone();
         let each = &mut |part, scalar| each(&of_kind, part, scalar);
         let name = self.bytes("a key name", 512 << 20)?;
+        if let Some(kept) = &self.source.kept {
+            kept.borrow_mut().head = KeyHead {
+                db: self.db,
+                name: name.clone(),
+                kind: Some(of_kind.clone()).filter(|k| !matches!(k, KeyKind::Module(_))),
+                expire_at_ms,
+            };
+        }
         let mut entry = KeyEntry {
             db: self.db,
             name,
@@ -586,6 +623,10 @@ impl<R: Read> FileCursor for RdbReader<R> {
     fn unknown(&self, byte: u8) -> RdbError {
         RdbReader::unknown(self, byte, self.source.offset())
     }
+
+    fn kept(&self) -> Option<Kept> {
+        self.source.kept.clone()
+    }
 }
 
 /// An integer-encoded string's digits as a stream.
@@ -595,6 +636,7 @@ struct Digits {
     /// The file and the offset of the string, for errors.
     file: String,
     offset: u64,
+    kept: Option<Kept>,
 }
 
 impl ByteStream for Digits {
@@ -631,5 +673,9 @@ impl ByteStream for Digits {
             offset: self.offset,
             problem: Problem::Corrupt { detail },
         }
+    }
+
+    fn kept(&self) -> Option<Kept> {
+        self.kept.clone()
     }
 }

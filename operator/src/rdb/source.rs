@@ -7,6 +7,7 @@ use std::io::Read;
 
 use super::crc64;
 use super::error::{Problem, RdbError};
+use super::kept::Kept;
 
 /// The read buffer: a file is read in pieces of this size.
 const BUFFER: usize = 64 * 1024;
@@ -21,6 +22,8 @@ pub struct Source<R: Read> {
     /// The offset of `buffer[start]` in the file.
     offset: u64,
     crc: u64,
+    /// Where each element's bytes go when values were asked for.
+    pub kept: Option<Kept>,
 }
 
 impl<R: Read> Source<R> {
@@ -33,6 +36,7 @@ impl<R: Read> Source<R> {
             end: 0,
             offset: 0,
             crc: 0,
+            kept: None,
         }
     }
 
@@ -163,6 +167,10 @@ pub trait ByteStream {
     fn remaining(&self) -> u64;
     /// The error of a value that does not parse, at the value's offset.
     fn corrupt(&self, detail: String) -> RdbError;
+    /// Where the element read goes, when values were asked for.
+    fn kept(&self) -> Option<Kept> {
+        None
+    }
 
     fn u8(&mut self) -> Result<u8, RdbError> {
         let mut b = [0u8; 1];
@@ -211,6 +219,10 @@ impl<R: Read> ByteStream for Window<'_, R> {
     fn corrupt(&self, detail: String) -> RdbError {
         self.source
             .error_at(self.started_at, Problem::Corrupt { detail })
+    }
+
+    fn kept(&self) -> Option<Kept> {
+        self.source.kept.clone()
     }
 }
 
@@ -324,5 +336,9 @@ impl<R: Read> ByteStream for Lzf<'_, R> {
 
     fn corrupt(&self, detail: String) -> RdbError {
         self.input.corrupt(detail)
+    }
+
+    fn kept(&self) -> Option<Kept> {
+        self.input.kept()
     }
 }

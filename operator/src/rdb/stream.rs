@@ -4,7 +4,8 @@
 
 use super::compact;
 use super::error::RdbError;
-use super::key::{FileCursor, KeyEntry, Part, StreamSummary};
+use super::kept::{self, Kept};
+use super::key::{FileCursor, KeyEntry, Part, StreamGroupStart, StreamSummary};
 use super::scalar::Scalar;
 use super::types::*;
 
@@ -37,6 +38,14 @@ struct Entries<'a> {
     fields: u64,
     field_index: u64,
     each: &'a mut dyn FnMut(Part, Scalar),
+    /// When values were asked for: where the element read is, the node's master fields'
+    /// bytes, its master id, the entry's id as its diffs arrive, and room to set a value
+    /// aside while its master field is given.
+    kept: Option<Kept>,
+    master_field_bytes: Vec<Vec<u8>>,
+    master_id: (u64, u64),
+    entry_id: (u64, u64),
+    set_aside: Vec<u8>,
 }
 
 impl Entries<'_> {
@@ -47,6 +56,8 @@ impl Entries<'_> {
     fn begin_entry_fields(&mut self) {
         self.field_index = 0;
         if !self.deleted {
+            let (ms, seq) = self.entry_id;
+            kept::set(&self.kept, format!("{ms}-{seq}").as_bytes());
             (self.each)(
                 Part::Entry {
                     fields: self.fields,
@@ -76,6 +87,9 @@ impl Entries<'_> {
                 };
             }
             At::MasterField => {
+                if let Some(kept) = &self.kept {
+                    self.master_field_bytes.push(kept.borrow().bytes.clone());
+                }
                 self.master_fields.push(s);
                 self.master_left -= 1;
                 if self.master_left == 0 {
@@ -89,8 +103,12 @@ impl Entries<'_> {
                 self.same_fields = flags & FLAG_SAME_FIELDS != 0;
                 self.at = At::MsDiff;
             }
-            At::MsDiff => self.at = At::SeqDiff,
+            At::MsDiff => {
+                self.entry_id.0 = self.master_id.0.wrapping_add(Self::integer(s) as u64);
+                self.at = At::SeqDiff;
+            }
             At::SeqDiff => {
+                self.entry_id.1 = self.master_id.1.wrapping_add(Self::integer(s) as u64);
                 if self.same_fields {
                     self.fields = self.master_fields.len() as u64;
                     self.begin_entry_fields();
@@ -111,8 +129,18 @@ impl Entries<'_> {
             At::Value => {
                 if !self.deleted {
                     if self.same_fields {
-                        let field = self.master_fields[self.field_index as usize];
-                        (self.each)(Part::Field, field);
+                        let index = self.field_index as usize;
+                        let field = self.master_fields[index];
+                        match &self.kept {
+                            // The value read is set aside while its field is given.
+                            Some(kept) => {
+                                std::mem::swap(&mut kept.borrow_mut().bytes, &mut self.set_aside);
+                                kept::set(&self.kept, &self.master_field_bytes[index]);
+                                (self.each)(Part::Field, field);
+                                std::mem::swap(&mut kept.borrow_mut().bytes, &mut self.set_aside);
+                            }
+                            None => (self.each)(Part::Field, field),
+                        }
                     }
                     (self.each)(Part::Value, s);
                 }
@@ -136,9 +164,23 @@ pub fn read(
     each: &mut dyn FnMut(Part, Scalar),
 ) -> Result<StreamSummary, RdbError> {
     let version = entry.rdb_type;
+    let kept = reader.kept();
     let nodes = reader.length("a stream")?;
     for _ in 0..nodes {
-        reader.skip_string("a stream node's id")?;
+        // The node's master id (ms and seq, big-endian), which its entries' ids are diffs of.
+        let master_id = if kept.is_some() {
+            let id = reader.bytes("a stream node's id", 16)?;
+            if id.len() != 16 {
+                return Err(reader.error(super::error::Problem::Corrupt {
+                    detail: format!("a stream node's id is {} bytes, not 16", id.len()),
+                }));
+            }
+            let half = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));
+            (half(&id[..8]), half(&id[8..]))
+        } else {
+            reader.skip_string("a stream node's id")?;
+            (0, 0)
+        };
         let mut entries = Entries {
             at: At::MasterCount,
             master_fields: Vec::new(),
@@ -148,6 +190,11 @@ pub fn read(
             fields: 0,
             field_index: 0,
             each: &mut *each,
+            kept: kept.clone(),
+            master_field_bytes: Vec::new(),
+            master_id,
+            entry_id: (0, 0),
+            set_aside: Vec::new(),
         };
         reader.string("a stream node", &mut |stream| {
             compact::listpack(stream, &mut |s| {
@@ -157,21 +204,37 @@ pub fn read(
         })?;
     }
     entry.elements = reader.length("a stream's length")?;
-    // The last id; then the first id, the largest deleted id and the entries ever added.
-    let ids = if version >= TYPE_STREAM_LISTPACKS_2 {
-        7
-    } else {
-        2
+    let mut summary = StreamSummary {
+        last_id: (
+            reader.length("a stream's last id")?,
+            reader.length("a stream's last id")?,
+        ),
+        ..StreamSummary::default()
     };
-    for _ in 0..ids {
-        reader.length("a stream's ids")?;
+    // Then the first id, the largest deleted id and the entries ever added.
+    if version >= TYPE_STREAM_LISTPACKS_2 {
+        for _ in 0..5 {
+            reader.length("a stream's ids")?;
+        }
     }
-    let mut summary = StreamSummary::default();
     let groups = reader.length("a stream's consumer groups")?;
     for _ in 0..groups {
-        reader.skip_string("a consumer group's name")?;
-        reader.length("a consumer group's last id")?;
-        reader.length("a consumer group's last id")?;
+        let name = if kept.is_some() {
+            Some(reader.bytes("a consumer group's name", 1 << 20)?)
+        } else {
+            reader.skip_string("a consumer group's name")?;
+            None
+        };
+        let last_delivered = (
+            reader.length("a consumer group's last id")?,
+            reader.length("a consumer group's last id")?,
+        );
+        if let Some(name) = name {
+            summary.group_starts.push(StreamGroupStart {
+                name,
+                last_delivered,
+            });
+        }
         if version >= TYPE_STREAM_LISTPACKS_2 {
             reader.length("a consumer group's entries read")?;
         }

@@ -4,6 +4,7 @@
 
 use super::compact;
 use super::error::{Problem, RdbError};
+use super::kept;
 use super::key::{FileCursor, KeyEntry, KeyKind, Magic, Part, module_name};
 use super::scalar::Scalar;
 use super::stream;
@@ -42,14 +43,17 @@ pub fn read_value(
         }
         TYPE_ZSET | TYPE_ZSET_2 => {
             let n = file.length("a sorted set")?;
+            // Each element given as soon as it is read: a value's bytes are held one at a
+            // time.
             for _ in 0..n {
                 let member = file.scalar("a sorted-set member")?;
+                each(Part::Value, member);
                 let score = if entry.rdb_type == TYPE_ZSET_2 {
                     f64::from_bits(file.u64_le("a score")?)
                 } else {
                     text_double(file)?
                 };
-                each(Part::Value, member);
+                kept::set_score(&file.kept(), score);
                 each(Part::Score, Scalar::of_score(score));
             }
             entry.elements = n;
@@ -58,8 +62,8 @@ pub fn read_value(
             let n = file.length("a hash")?;
             for _ in 0..n {
                 let field = file.scalar("a hash field")?;
-                let value = file.scalar("a hash value")?;
                 each(Part::Field, field);
+                let value = file.scalar("a hash value")?;
                 each(Part::Value, value);
             }
             entry.elements = n;
@@ -147,8 +151,8 @@ pub fn read_value(
                 let ttl = file.length("a hash field's expiry")?;
                 entry.fields_with_ttl += u64::from(ttl != 0);
                 let field = file.scalar("a hash field")?;
-                let value = file.scalar("a hash value")?;
                 each(Part::Field, field);
+                let value = file.scalar("a hash value")?;
                 each(Part::Value, value);
             }
             entry.elements = n;
@@ -177,11 +181,11 @@ pub fn read_value(
             let n = file.length("a hash")?;
             for _ in 0..n {
                 let field = file.scalar("a hash field")?;
+                each(Part::Field, field);
                 let value = file.scalar("a hash value")?;
+                each(Part::Value, value);
                 let ttl = file.u64_le("a hash field's expiry")? as i64;
                 entry.fields_with_ttl += u64::from(ttl >= 0);
-                each(Part::Field, field);
-                each(Part::Value, value);
             }
             entry.elements = n;
         }

@@ -265,6 +265,7 @@ fn run_size(workload: &Workload) -> (u64, &'static str) {
         Workload::Strings { keys, .. } => (*keys, "key"),
         Workload::Records { records, .. } => (*records, "record"),
         Workload::Profile(profile) => (profile.keys, "key"),
+        Workload::Rdb(load) => (load.scan.keys_written(), "key"),
     }
 }
 

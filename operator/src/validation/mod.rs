@@ -40,6 +40,8 @@ pub struct ValidSpec {
 /// instance type), and what only a local run can apply (the engine fields that pick a program
 /// on the machine that runs `membench run`).
 pub fn validate(benchmark: &MemoryBenchmark) -> Result<ValidSpec, String> {
+    // Before the spec's checks, which would read the file where the operator runs.
+    refuse_local_only_workload(benchmark)?;
     validate_spec(benchmark)?;
     if benchmark.spec.instance_type.is_empty() && benchmark.spec.instance_types.is_empty() {
         return Err(format!(
@@ -107,6 +109,14 @@ const LOCAL_ONLY_FIELDS: [(&str, &str); 3] = [
         "it preloads a library into a program on the machine that runs membench run; in a cluster set engines[].image to an image built with it",
     ),
 ];
+
+/// Refuses the workload only `membench run` loads: an RDB file on its machine.
+fn refuse_local_only_workload(benchmark: &MemoryBenchmark) -> Result<(), String> {
+    if benchmark.spec.workload.rdb.is_some() {
+        return Err("spec.workload.rdb applies to membench run only (the file is read on the machine that runs membench run, and a cluster has no way yet to give it to the client pod); load the file with membench run, or profile it (membench profile --rdb FILE) and run workload.profile in the cluster".into());
+    }
+    Ok(())
+}
 
 /// Refuses the local-only fields, which a cluster would otherwise ignore without a word and
 /// measure something else than the spec says: the engine fields that pick a program.
@@ -603,6 +613,7 @@ pub fn estimated_engine_memory(workload: &Workload, engine: EngineKind) -> u64 {
             fields,
         } => records.saturating_mul(fields.len() as u64 * 120),
         Workload::Profile(profile) => profile.estimated_bytes(),
+        Workload::Rdb(load) => load.estimated_bytes(),
     };
     let bytes = engine_memory_base(engine).saturating_add(data.saturating_mul(3) / 2);
     bytes.div_ceil(MIB) * MIB

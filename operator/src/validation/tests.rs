@@ -55,6 +55,21 @@ fn the_operator_refuses_each_local_only_engine_field_saying_it_applies_to_memben
 }
 
 #[test]
+fn the_operator_refuses_an_rdb_workload_saying_it_applies_to_membench_run_only() {
+    let mut spec = benchmark("local", "[{engine: valkey, version: \"9.1\"}]");
+    spec.spec.workload = unchecked(
+        "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: x}\nspec:\n  engines: [{engine: valkey, version: \"9.1\"}]\n  workload: {rdb: {path: /backups/dump.rdb}}\n",
+    )
+    .spec
+    .workload;
+    let err = validate(&spec).unwrap_err();
+    assert!(
+        err.starts_with("spec.workload.rdb applies to membench run only"),
+        "{err}"
+    );
+}
+
+#[test]
 fn an_instance_type_is_optional_locally_and_required_by_the_operator() {
     let mut spec = benchmark("local", "[{engine: redis, version: \"7.0.15\"}]");
     spec.spec.instance_type = String::new();

@@ -56,6 +56,18 @@ fn profile_file() -> String {
     path.display().to_string()
 }
 
+/// An RDB file of no keys (`REDIS0009`, EOF, its checksum) at a path of `name`, for the rdb
+/// workload's flag.
+fn rdb_file(name: &str) -> String {
+    let path =
+        std::env::temp_dir().join(format!("membench-flags-{name}-{}.rdb", std::process::id()));
+    let mut bytes = b"REDIS0009\xff".to_vec();
+    let crc = membench::rdb::crc64::update(0, &bytes);
+    bytes.extend(crc.to_le_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    path.display().to_string()
+}
+
 /// Each setting flag (clap's id): the arguments without it, with it, and the part of the plan
 /// (a JSON pointer) that it changes, which nothing else may.
 fn settings() -> Vec<(&'static str, Vec<String>, Vec<String>, &'static str)> {
@@ -157,6 +169,12 @@ fn settings() -> Vec<(&'static str, Vec<String>, Vec<String>, &'static str)> {
             "/workload/records",
         ),
         row("layout", "records", "--layout strings", "/workload/layout"),
+        (
+            "rdb",
+            words(&format!("--workload rdb --rdb {}", rdb_file("a"))),
+            words(&format!("--workload rdb --rdb {}", rdb_file("b"))),
+            "/workload/path",
+        ),
         row("fields", "records", "--fields a,b", "/workload/fields"),
         row(
             "flush",

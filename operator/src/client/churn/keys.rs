@@ -211,6 +211,7 @@ impl<'a> Encoder<'a> {
                 1
             }
             Workload::Profile(_) => unreachable!("a profile churns in `profile`"),
+            Workload::Rdb(_) => unreachable!("an rdb load is refused a churn (`churn::spec`)"),
         }
     }
 
@@ -250,6 +251,7 @@ impl<'a> Encoder<'a> {
                 2
             }
             Workload::Profile(_) => unreachable!("a profile churns in `profile`"),
+            Workload::Rdb(_) => unreachable!("an rdb load is refused a churn (`churn::spec`)"),
         }
     }
 }

@@ -156,6 +156,9 @@ impl Churn {
                 "keys of key space (the client replays the load's draws over the whole key space to know which keys exist)",
             ),
             Workload::Profile(profile) => (profile.keys, "keys"),
+            Workload::Rdb(_) => {
+                return refuse("does not apply to the rdb workload: the file's keys have no items a round can draw from; load the file without churn, or churn a profile of it (`membench profile --rdb FILE`)".into());
+            }
         };
         if has_ttl {
             return refuse("does not apply with a TTL (ttlSeconds): an overwrite drops a key's TTL, and keys that expire during a round would be counted as deleted; remove ttlSeconds or the churn".into());

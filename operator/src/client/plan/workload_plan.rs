@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::client::profile_workload::{ProfileWorkload, profile_digest};
+use crate::client::rdb_load::RdbLoad;
 use crate::client::workload::Workload;
 use crate::crd::RecordLayout;
 use crate::error::BenchError;
@@ -42,6 +43,10 @@ pub enum WorkloadPlan {
         element_scale: f64,
         seed: u64,
         profile_digest: String,
+    },
+    /// Every key of the RDB file at `path` (read where the client runs).
+    Rdb {
+        path: String,
     },
 }
 
@@ -89,6 +94,9 @@ impl WorkloadPlan {
                     .map(profile_digest)
                     .unwrap_or_default(),
             },
+            Workload::Rdb(load) => WorkloadPlan::Rdb {
+                path: load.path.clone(),
+            },
         }
     }
 
@@ -100,6 +108,7 @@ impl WorkloadPlan {
             WorkloadPlan::Strings { .. } => "strings",
             WorkloadPlan::Records { .. } => "records",
             WorkloadPlan::Profile { .. } => "profile",
+            WorkloadPlan::Rdb { .. } => "rdb",
         }
     }
 
@@ -141,6 +150,7 @@ impl WorkloadPlan {
                 layout,
                 fields,
             },
+            WorkloadPlan::Rdb { path } => Workload::Rdb(RdbLoad::scan_for(&path, "workload.path")?),
             WorkloadPlan::Profile {
                 scale,
                 element_scale,

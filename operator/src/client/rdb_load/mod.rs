@@ -1,0 +1,352 @@
+//! The `rdb` workload: every key of an RDB file written into the engine under test with its
+//! type, elements and TTL. The file is read twice: first without values ([`RdbLoad::scan`]),
+//! to count what will be written (keys by database and type, the commands, the keys skipped
+//! and why, the bytes of data) before anything is sent; then with values, once per type, in a
+//! reader thread ([`encoder`]), whose commands the load pipelines like any workload's and
+//! whose types' ends are where the load reads used_memory for bytes per key by type. Afterwards the
+//! engine's counts by database and type must equal the scan's ([`RdbLoad::verify`]).
+//!
+//! TTLs keep their absolute moment (PEXPIREAT), so the time left at the load is the time
+//! left in the data; keys already expired at the scan (or within [`EXPIRY_GUARD_MS`] of it)
+//! are skipped and counted, as an engine loading the file drops expired keys. Module values,
+//! per-field TTLs of hashes, and a stream's pending entries and consumers are not written:
+//! each is counted and said.
+
+pub mod commands;
+pub mod encoder;
+pub mod type_counts;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+pub use commands::EXPIRY_GUARD_MS;
+use commands::{Chunker, Disposition, PASS_ORDER, commands_after_elements, disposition, type_name};
+
+use crate::error::BenchError;
+use crate::rdb::{KeyKind, RdbError};
+
+/// What the scan of a file found: what the load will write and what it will not.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RdbScan {
+    /// Keys to write, by database and type (`TYPE`'s names).
+    pub keys: BTreeMap<u64, BTreeMap<String, u64>>,
+    /// Commands the load sends (SELECTs included).
+    pub commands: u64,
+    /// Each type's keys and commands (its pass's SELECTs included), in the passes' order.
+    pub passes: Vec<RdbPass>,
+    /// Bytes of key names and elements to write.
+    pub data_bytes: u64,
+    /// Keys skipped as expired at the reference time (or within the guard after it).
+    pub expired: u64,
+    /// Module values skipped, by module type name.
+    pub modules: BTreeMap<String, u64>,
+    /// Streams with no entry and no group: nothing can recreate one but XADD and XDEL.
+    pub empty_streams: u64,
+    /// Hash fields whose own TTL is not carried (the field is written without it).
+    pub field_ttls: u64,
+    /// Stream consumer groups recreated (at their last-delivered id), and their pending
+    /// entries and consumers, which are not.
+    pub groups: u64,
+    pub pending_entries: u64,
+    pub consumers: u64,
+}
+
+impl RdbScan {
+    /// Keys the load writes.
+    pub fn keys_written(&self) -> u64 {
+        self.keys.values().flat_map(|t| t.values()).sum()
+    }
+
+    /// Keys written by type, over the databases.
+    pub fn keys_by_type(&self) -> BTreeMap<String, u64> {
+        let mut by_type = BTreeMap::new();
+        for types in self.keys.values() {
+            for (name, n) in types {
+                *by_type.entry(name.clone()).or_default() += n;
+            }
+        }
+        by_type
+    }
+
+    /// What the load leaves out, in one line (empty when nothing).
+    pub fn left_out(&self) -> String {
+        let mut parts = Vec::new();
+        if self.expired > 0 {
+            parts.push(format!(
+                "{} keys expired (or expiring within {} s) skipped",
+                self.expired,
+                EXPIRY_GUARD_MS / 1000
+            ));
+        }
+        for (module, n) in &self.modules {
+            parts.push(format!("{n} values of module type {module} skipped"));
+        }
+        if self.empty_streams > 0 {
+            parts.push(format!(
+                "{} empty streams without groups skipped",
+                self.empty_streams
+            ));
+        }
+        if self.field_ttls > 0 {
+            parts.push(format!(
+                "{} hash fields written without their own TTL",
+                self.field_ttls
+            ));
+        }
+        if self.pending_entries + self.consumers > 0 {
+            parts.push(format!(
+                "{} pending entries and {} consumers of stream groups not recreated",
+                self.pending_entries, self.consumers
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+/// One pass of the load: the keys of one type.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RdbPass {
+    /// `TYPE`'s name.
+    pub key_type: String,
+    pub keys: u64,
+    pub commands: u64,
+}
+
+/// What the scan keeps of one type's keys to count its pass's SELECTs: the databases of its
+/// keys, in file order.
+#[derive(Default)]
+struct PassTally {
+    keys: u64,
+    commands: u64,
+    first_db: Option<u64>,
+    last_db: u64,
+    /// Changes of database between consecutive keys of the type.
+    changes: u64,
+}
+
+/// The workload: the file, the time its expiries are judged at, and its scan.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RdbLoad {
+    pub path: String,
+    /// Unix milliseconds the expiries are judged at (the scan's time), the same for the scan
+    /// and every repetition's load.
+    pub reference_ms: i64,
+    pub scan: RdbScan,
+    /// Why the last load stopped short, when its reader failed (the file changed after the
+    /// scan): the load then sends PINGs for the commands left, and the verification reports
+    /// this instead of a count.
+    #[serde(skip)]
+    pub failure: Arc<Mutex<Option<String>>>,
+}
+
+impl PartialEq for RdbLoad {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path
+            && self.reference_ms == other.reference_ms
+            && self.scan == other.scan
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl RdbLoad {
+    /// Scans the file at `path`, judging expiries at the current time; a file that cannot be
+    /// read is refused with its offset and what to do, under `field`.
+    pub fn scan_for(path: &str, field: &str) -> Result<Self, BenchError> {
+        Self::scan(path).map_err(|e| BenchError::InvalidArgument {
+            field: field.to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Scans the file at `path`, judging expiries at the current time.
+    pub fn scan(path: &str) -> Result<Self, RdbError> {
+        let reference_ms = now_ms();
+        Ok(Self {
+            path: path.to_string(),
+            reference_ms,
+            scan: scan_file(path, reference_ms)?,
+            failure: Arc::default(),
+        })
+    }
+
+    /// A generous guess of the data's size in an engine: its bytes, and 100 a key for the
+    /// key's own structures (about what the published string runs measure above the data).
+    pub fn estimated_bytes(&self) -> u64 {
+        self.scan
+            .data_bytes
+            .saturating_add(self.scan.keys_written().saturating_mul(100))
+    }
+
+    /// Refuses, before anything is written, a file whose estimated data exceeds the engine's
+    /// `maxmemory` (summed over `shards`), and a file with keys outside database 0 for a
+    /// cluster (which has database 0 only).
+    pub fn check_fits(&self, maxmemory: Option<u64>, shards: usize) -> Result<(), BenchError> {
+        let refuse = |message: String| {
+            Err(BenchError::InvalidArgument {
+                field: "workload.rdb".into(),
+                message,
+            })
+        };
+        if shards > 1
+            && let Some(db) = self.scan.keys.keys().find(|db| **db != 0)
+        {
+            return refuse(format!(
+                "{} holds keys in database {db}, and a cluster has database 0 only: load it into one engine, or move the keys to database 0 first",
+                self.path
+            ));
+        }
+        let limit = maxmemory.unwrap_or(0).saturating_mul(shards as u64);
+        let needs = self.estimated_bytes();
+        if limit > 0 && needs > limit {
+            let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+            return refuse(format!(
+                "{}'s data needs about {:.1} MiB in the engine ({} keys: {:.1} MiB of names and elements, and 100 B a key), more than its maxmemory of {:.1} MiB: nothing was written; raise maxmemory (and the engine's memory limit) to at least {:.0} MiB, or load a smaller file",
+                self.path,
+                mib(needs),
+                self.scan.keys_written(),
+                mib(self.scan.data_bytes),
+                mib(limit),
+                mib(needs).ceil() + 1.0
+            ));
+        }
+        Ok(())
+    }
+
+    /// The passes as the load's type readings take them: each type's keys and where its
+    /// commands end.
+    pub fn type_segments(&self) -> Vec<crate::client::profile_workload::TypeSegment> {
+        let mut commands_end = 0;
+        self.scan
+            .passes
+            .iter()
+            .filter_map(|pass| {
+                commands_end += pass.commands;
+                Some(crate::client::profile_workload::TypeSegment {
+                    key_type: crate::profile::model::KeyType::from_type_reply(&pass.key_type)?,
+                    keys: pass.keys,
+                    commands_end,
+                })
+            })
+            .collect()
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "rdb {} ({} keys to write)",
+            self.path,
+            self.scan.keys_written()
+        )
+    }
+
+    /// Checks the engine's keys by database and type (`keys_by_type` of a database) against
+    /// the scan's; the keys written.
+    pub fn verify(
+        &self,
+        keys_by_type: &mut dyn FnMut(u64) -> Result<BTreeMap<String, u64>, BenchError>,
+    ) -> Result<u64, BenchError> {
+        if let Some(failure) = self.failure.lock().map(|f| f.clone()).unwrap_or_default() {
+            return Err(BenchError::CountMismatch {
+                message: format!("the load of {} stopped short: {failure}", self.path),
+            });
+        }
+        for (db, types) in &self.scan.keys {
+            let found = keys_by_type(*db)?;
+            let wanted: BTreeMap<String, u64> = types
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(t, n)| (t.clone(), *n))
+                .collect();
+            if found != wanted {
+                return Err(BenchError::CountMismatch {
+                    message: format!(
+                        "database {db} holds keys by type {found:?}, but {} has {wanted:?} to write: the engine refused or dropped some (is its maxmemory too low, or did keys expire during the load?)",
+                        self.path
+                    ),
+                });
+            }
+        }
+        Ok(self.scan.keys_written())
+    }
+}
+
+/// Reads the file without values, counting as the load will write.
+fn scan_file(path: &str, reference_ms: i64) -> Result<RdbScan, RdbError> {
+    let mut reader = crate::rdb::open(std::path::Path::new(path))?;
+    let mut scan = RdbScan::default();
+    let mut tallies: BTreeMap<String, PassTally> = BTreeMap::new();
+    loop {
+        let mut chunker = Chunker::default();
+        let mut bytes = 0u64;
+        let Some(entry) = reader.next_key(&mut |kind, part, scalar| {
+            chunker.begins_command(kind, part, scalar.length);
+            bytes += scalar.length;
+        })?
+        else {
+            break;
+        };
+        match disposition(Some(&entry.kind), entry.expire_at_ms, reference_ms) {
+            Disposition::Expired => {
+                scan.expired += 1;
+                continue;
+            }
+            Disposition::Module(name) => {
+                *scan.modules.entry(name).or_default() += 1;
+                continue;
+            }
+            Disposition::Write => {}
+        }
+        let stream = entry.stream.clone().unwrap_or_default();
+        if entry.kind == KeyKind::Stream && entry.elements == 0 && stream.groups == 0 {
+            scan.empty_streams += 1;
+            continue;
+        }
+        let tally = tallies
+            .entry(type_name(&entry.kind).to_string())
+            .or_default();
+        tally.keys += 1;
+        tally.commands += chunker.commands + commands_after_elements(&entry);
+        match tally.first_db {
+            None => tally.first_db = Some(entry.db),
+            Some(_) if entry.db != tally.last_db => tally.changes += 1,
+            Some(_) => {}
+        }
+        tally.last_db = entry.db;
+        scan.data_bytes += bytes + entry.name.len() as u64;
+        scan.field_ttls += entry.fields_with_ttl;
+        scan.groups += stream.groups;
+        scan.pending_entries += stream.pending;
+        scan.consumers += stream.consumers;
+        *scan
+            .keys
+            .entry(entry.db)
+            .or_default()
+            .entry(type_name(&entry.kind).to_string())
+            .or_default() += 1;
+    }
+    // The passes in order, each connection starting on database 0 and each pass starting on
+    // the database the one before it ended on.
+    let mut db = 0;
+    for kind in &PASS_ORDER {
+        let Some(tally) = tallies.remove(type_name(kind)) else {
+            continue;
+        };
+        let first = tally.first_db.unwrap_or(0);
+        let selects = tally.changes + u64::from(first != db);
+        db = tally.last_db;
+        scan.passes.push(RdbPass {
+            key_type: type_name(kind).to_string(),
+            keys: tally.keys,
+            commands: tally.commands + selects,
+        });
+    }
+    scan.commands = scan.passes.iter().map(|p| p.commands).sum();
+    Ok(scan)
+}
