@@ -90,7 +90,7 @@ async fn valkey_over_its_limit_by_the_saves_fork_copy_is_oom_killed_in_the_snaps
         .await?;
     let valkey = engine(&done, 0);
     assert_eq!(
-        valkey.reason.as_deref(),
+        valkey.reason.map(|r| r.as_str()),
         Some("EngineOOMKilled"),
         "{}",
         status_of(&done)

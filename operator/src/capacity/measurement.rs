@@ -405,7 +405,7 @@ impl EngineMeasurement {
         Self::of(
             Identity {
                 name: status.name.clone(),
-                engine: status.engine.clone(),
+                engine: status.engine.to_string(),
                 version: status
                     .version
                     .clone()

@@ -3,7 +3,8 @@
 
 use crate::crd::{EngineStatus, MemoryBenchmarkStatus, Phase};
 
-use super::conditions::{ENGINE_POD_CREATED, FAILED, SHARD_PODS_CREATED, reason, state};
+use super::conditions::{ENGINE_POD_CREATED, FAILED, SHARD_PODS_CREATED};
+use crate::crd::{ConditionReason, EngineState};
 
 /// An event to publish: what changed between the status read and the status written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,7 +30,7 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
     let invalid = |s: &MemoryBenchmarkStatus| {
         s.conditions
             .iter()
-            .any(|c| c.type_ == FAILED && c.reason == reason::INVALID_SPEC)
+            .any(|c| c.type_ == FAILED && c.reason == ConditionReason::InvalidSpec.as_str())
     };
     if invalid(new) {
         if !invalid(old) {
@@ -39,7 +40,7 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
                 .find(|c| c.type_ == FAILED)
                 .map(|c| c.message.clone())
                 .unwrap_or_default();
-            events.push(warning(reason::INVALID_SPEC, message));
+            events.push(warning(ConditionReason::InvalidSpec.as_str(), message));
         }
         return events;
     }
@@ -62,36 +63,34 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
                 ),
             ));
         }
-        if engine.reason.as_deref() == Some(reason::WAITING_FOR_NODE)
-            && !was(&|b| b.reason.as_deref() == Some(reason::WAITING_FOR_NODE))
+        if engine.reason == Some(ConditionReason::WaitingForNode)
+            && !was(&|b| b.reason == Some(ConditionReason::WaitingForNode))
             && engine
                 .message
                 .as_deref()
                 .is_some_and(|m| m != ENGINE_POD_CREATED && m != SHARD_PODS_CREATED)
         {
             events.push(normal(
-                reason::WAITING_FOR_NODE,
+                ConditionReason::WaitingForNode.as_str(),
                 format!("{who}: {}", engine.message.clone().unwrap_or_default()),
             ));
         }
         // Waiting in the node pool's queue, or for the node to pull the image: once, when it
         // begins (the count of benchmarks ahead changes, the reason does not).
         for waiting in [
-            reason::WAITING_FOR_FREE_NODE,
-            reason::PARALLELISM_ABOVE_NODES,
-            reason::SHARDS_ABOVE_NODES,
-            reason::WAITING_FOR_IMAGE,
+            ConditionReason::WaitingForFreeNode,
+            ConditionReason::ParallelismAboveNodes,
+            ConditionReason::ShardsAboveNodes,
+            ConditionReason::WaitingForImage,
         ] {
-            if engine.reason.as_deref() == Some(waiting)
-                && !was(&|b| b.reason.as_deref() == Some(waiting))
-            {
+            if engine.reason == Some(waiting) && !was(&|b| b.reason == Some(waiting)) {
                 events.push(normal(
-                    waiting,
+                    waiting.as_str(),
                     format!("{who}: {}", engine.message.clone().unwrap_or_default()),
                 ));
             }
         }
-        if engine.state == state::RUNNING && !was(&|b| b.state == state::RUNNING) {
+        if engine.state == EngineState::Running && !was(&|b| b.state == EngineState::Running) {
             events.push(normal(
                 "EngineReady",
                 format!(
@@ -102,11 +101,11 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
         }
         if engine.client_attempts > 1 && !was(&|b| b.client_attempts >= engine.client_attempts) {
             events.push(warning(
-                reason::CLIENT_RETRY,
+                ConditionReason::ClientRetry.as_str(),
                 format!("{who}: {}", engine.message.clone().unwrap_or_default()),
             ));
         }
-        if engine.state == state::SUCCEEDED && !was(&|b| b.state == state::SUCCEEDED) {
+        if engine.state == EngineState::Succeeded && !was(&|b| b.state == EngineState::Succeeded) {
             let figures = engine.summary.as_ref().map_or_else(String::new, |s| {
                 format!(
                     ": median {:.1} bytes per item over {} repetitions",
@@ -116,12 +115,14 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
             });
             events.push(normal("EngineSucceeded", format!("{who}{figures}")));
         }
-        if engine.state == state::FAILED
-            && engine.reason.as_deref() != Some(reason::NOT_RUN)
-            && !was(&|b| b.state == state::FAILED)
+        if engine.state == EngineState::Failed
+            && engine.reason != Some(ConditionReason::NotRun)
+            && !was(&|b| b.state == EngineState::Failed)
         {
             events.push(warning(
-                engine.reason.as_deref().unwrap_or("EngineFailed"),
+                engine
+                    .reason
+                    .map_or("EngineFailed", ConditionReason::as_str),
                 format!("{who}: {}", engine.message.clone().unwrap_or_default()),
             ));
         }

@@ -3,9 +3,9 @@
 
 use kube::ResourceExt;
 
-use super::conditions::reason;
 use super::pods::ANNOTATION_CLIENT_OF;
 use super::test_fixtures::*;
+use crate::crd::ConditionReason;
 
 /// Engine 0 ready, its client created: the benchmark and the two pods.
 fn client_started() -> (
@@ -29,7 +29,7 @@ fn a_forged_result_with_more_repetitions_than_asked_fails_the_engine_as_invalid_
     let status = b.status.as_ref().unwrap();
     let first = &status.engines[0];
     assert_eq!(first.state, "Failed");
-    assert_eq!(first.reason.as_deref(), Some(reason::INVALID_CLIENT_RESULT));
+    assert_eq!(first.reason, Some(ConditionReason::InvalidClientResult));
     let message = first.message.clone().unwrap();
     assert!(message.contains("more than the 3 asked for"), "{message}");
     assert!(
@@ -53,7 +53,7 @@ fn a_refused_result_quotes_at_most_the_first_200_bytes() {
     let client = terminated(client, "r8g-1", 0, "Completed", &forged, 20);
     reconcile(&mut b, &[engine, client], 21, None);
     let first = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(first.reason.as_deref(), Some(reason::INVALID_CLIENT_RESULT));
+    assert_eq!(first.reason, Some(ConditionReason::InvalidClientResult));
     let message = first.message.clone().unwrap();
     let quoted = message.split("the message began: ").nth(1).unwrap();
     assert!(

@@ -1,12 +1,13 @@
 //! The decision under the operator's own settings: pods that cannot fit the instance type are
 //! InvalidSpec before any pod, and the engine mirror is what the status and the policy see.
 
-use super::conditions::{FAILED, reason};
+use super::conditions::FAILED;
 use super::engine_registry::EngineRegistry;
 use super::observation::Observation;
 use super::plan::plan;
 use super::pod_fit::NodeAllocatable;
 use super::test_fixtures::*;
+use crate::crd::ConditionReason;
 use crate::crd::Phase;
 
 const GIB: u64 = 1 << 30;
@@ -24,7 +25,7 @@ fn pods_larger_than_the_instance_type_are_invalid_spec_before_any_pod_naming_bot
     let status = b.status.clone().unwrap();
     assert_eq!(status.phase, Some(Phase::Failed));
     let failed = condition(&b, FAILED);
-    assert_eq!(failed.reason, reason::INVALID_SPEC);
+    assert_eq!(failed.reason, ConditionReason::InvalidSpec);
     assert!(
         failed
             .message

@@ -27,7 +27,7 @@ use kube::ResourceExt;
 
 use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase};
 
-use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
+use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY};
 use super::engine_registry::image_registry;
 use super::observation::{
     EngineContainer, LoadProbe, Observation, Plan, ProbeTarget, Settings, current_engine,
@@ -40,6 +40,7 @@ use super::pods::{
 };
 use super::step::Step;
 use super::summary::summarize;
+use crate::crd::{ConditionReason, EngineState};
 use crate::validation::validate;
 
 fn seconds(d: Duration) -> SignedDuration {
@@ -115,7 +116,7 @@ pub fn pods_created(observation: &Observation) -> bool {
         || status
             .engines
             .iter()
-            .any(|e| e.started_at.is_some() || e.state != state::PENDING)
+            .any(|e| e.started_at.is_some() || e.state != EngineState::Pending)
 }
 
 /// Where to read progress from: the client pod loading an engine right now, if any.
@@ -254,7 +255,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
                     &mut status.conditions,
                     type_,
                     value,
-                    reason::INVALID_SPEC,
+                    ConditionReason::InvalidSpec,
                     &message,
                 );
             }
@@ -413,7 +414,13 @@ fn time_out(step: &mut Step, status: &mut MemoryBenchmarkStatus) {
         begun
     };
     for &index in &failing {
-        step.fail(status, index, reason::TIMEOUT, message.clone(), false);
+        step.fail(
+            status,
+            index,
+            ConditionReason::Timeout,
+            message.clone(),
+            false,
+        );
     }
     let cause = failing
         .first()
@@ -422,9 +429,12 @@ fn time_out(step: &mut Step, status: &mut MemoryBenchmarkStatus) {
     for index in open {
         let engine = &mut status.engines[index];
         if !failing.contains(&index) && !is_terminal(engine) {
-            engine.state = state::FAILED.into();
-            engine.reason = Some(reason::NOT_RUN.into());
-            engine.message = Some(format!("not run: {cause} ended with {}", reason::TIMEOUT));
+            engine.state = EngineState::Failed.into();
+            engine.reason = Some(ConditionReason::NotRun.into());
+            engine.message = Some(format!(
+                "not run: {cause} ended with {}",
+                ConditionReason::Timeout
+            ));
         }
     }
 }
@@ -438,9 +448,9 @@ fn initial_engines(benchmark: &MemoryBenchmark, settings: &Settings) -> Vec<Engi
             let e = spec.engine_of_run(run);
             EngineStatus {
                 name: e.display_name(),
-                engine: e.engine.to_string(),
+                engine: e.engine.into(),
                 requested_version: e.version.clone(),
-                state: state::PENDING.into(),
+                state: EngineState::Pending.into(),
                 image: Some(pods::engine_image(e, &settings.pods)),
                 engine_registry: image_registry(e, settings.pods.engine_registry.as_ref())
                     .map(|r| r.as_str().to_string()),

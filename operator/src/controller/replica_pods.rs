@@ -15,11 +15,11 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::crd::MemoryBenchmarkStatus;
 
-use super::conditions::reason;
 use super::observation::elapsed_since;
 use super::queue::{busy_nodes, nodes_busy};
 use super::results::tail;
 use super::step::Step;
+use crate::crd::ConditionReason;
 
 impl Step<'_, '_> {
     /// Run `index`'s replica pod, created at `created`, is not scheduled; `scheduler` is why.
@@ -56,10 +56,16 @@ impl Step<'_, '_> {
                 "the replica pod was not scheduled within {} s: {message}",
                 timeout.as_secs()
             );
-            self.fail(status, index, reason::UNSCHEDULABLE, message, true);
+            self.fail(status, index, ConditionReason::Unschedulable, message, true);
         } else {
             let after = Duration::from_secs(5);
-            self.wait(status, index, reason::WAITING_FOR_NODE, message, after);
+            self.wait(
+                status,
+                index,
+                ConditionReason::WaitingForNode,
+                message,
+                after,
+            );
         }
     }
 }

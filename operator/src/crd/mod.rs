@@ -16,7 +16,9 @@
 //! - [`capacity_spec`]: the size to plan for (`spec.capacity`);
 //! - [`churn_spec`]: deletes, overwrites and defragmentation after the load (`spec.churn`), and
 //!   a load past maxmemory (`spec.eviction`);
-//! - [`status`]: what the operator reports back, and [`churn_status`] a repetition's churn in it.
+//! - [`status`]: what the operator reports back, and [`churn_status`] a repetition's churn in it;
+//! - [`engine_state`] and [`condition_reason`]: the words the status holds (an engine's state
+//!   and kind, the reasons), typed, read back from older and newer releases.
 //!
 //! Every type is re-exported here, so `crate::crd::EngineSpec` and the like keep working.
 //!
@@ -27,8 +29,10 @@ mod auth_spec;
 mod capacity_spec;
 mod churn_spec;
 mod churn_status;
+mod condition_reason;
 pub mod engine_settings;
 mod engine_spec;
+mod engine_state;
 mod placement;
 mod pod_resources_spec;
 mod spec;
@@ -49,7 +53,9 @@ pub use churn_status::{
     ChurnRoundStatus, ChurnStatus, DefragStatus, EvictionStatus, LatencyStatus, PeakRatioStatus,
     PeakStatus, PeakSummaryStatus, ReplicaStatus, SnapshotStatus, WriteLatencyStatus,
 };
+pub use condition_reason::ConditionReason;
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
+pub use engine_state::{EngineState, StatusEngineKind};
 pub use placement::{PlacementSpec, TolerationSpec};
 pub use pod_resources_spec::{
     PodResourcesSpec, default_client_cpu, default_client_memory, default_engine_cpu,
