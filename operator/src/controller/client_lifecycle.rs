@@ -9,14 +9,13 @@ use std::time::Duration;
 use kube::ResourceExt;
 
 use crate::client::result::{ClientResult, ReadError};
-use crate::crd::{CleanupPolicy, MemoryBenchmarkStatus};
+use crate::crd::{CleanupPolicy, ConditionReason, MemoryBenchmarkStatus};
 
 use super::observation::{LoadProbe, elapsed_since, pods_of};
 use super::pods::{self, Component, PodState, client_state};
 use super::pull_failure::{pull_failure_note, pull_secret_names};
 use super::results::{absorb, result_note, tail};
 use super::step::{NEVER_STARTED, Step, container_error_reason, never_started};
-use crate::crd::ConditionReason;
 use crate::error::ErrorCategory;
 
 impl Step<'_, '_> {

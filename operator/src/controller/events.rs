@@ -1,10 +1,12 @@
 //! The events of a status change: what changed between the status read and the status
 //! written, in order.
 
-use crate::crd::{EngineStatus, MemoryBenchmarkStatus, Phase};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+use crate::crd::{ConditionReason, EngineState, EngineStatus, MemoryBenchmarkStatus, Phase};
 
 use super::conditions::{ENGINE_POD_CREATED, FAILED, SHARD_PODS_CREATED};
-use crate::crd::{ConditionReason, EngineState};
+use super::spec_error::SpecError;
 
 /// An event to publish: what changed between the status read and the status written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,20 +29,14 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
         reason: reason.into(),
         note,
     };
-    let invalid = |s: &MemoryBenchmarkStatus| {
+    fn invalid(s: &MemoryBenchmarkStatus) -> Option<&Condition> {
         s.conditions
             .iter()
-            .any(|c| c.type_ == FAILED && c.reason == ConditionReason::InvalidSpec.as_str())
-    };
-    if invalid(new) {
-        if !invalid(old) {
-            let message = new
-                .conditions
-                .iter()
-                .find(|c| c.type_ == FAILED)
-                .map(|c| c.message.clone())
-                .unwrap_or_default();
-            events.push(warning(ConditionReason::InvalidSpec.as_str(), message));
+            .find(|c| c.type_ == FAILED && SpecError::is_spec_reason(&c.reason))
+    }
+    if let Some(refused) = invalid(new) {
+        if invalid(old).is_none() {
+            events.push(warning(&refused.reason, refused.message.clone()));
         }
         return events;
     }

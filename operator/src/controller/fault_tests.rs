@@ -10,8 +10,7 @@ use kube::ResourceExt;
 
 use crate::controller::conditions::FAILED;
 use crate::controller::test_fixtures::*;
-use crate::crd::{ConditionReason, EngineState};
-use crate::crd::{MemoryBenchmark, Phase};
+use crate::crd::{ConditionReason, EngineState, MemoryBenchmark, Phase};
 
 fn deleted_at(mut pod: Pod, deadline: i64) -> Pod {
     pod.metadata.deletion_timestamp = Some(Time(at(deadline)));

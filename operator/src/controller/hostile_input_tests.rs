@@ -82,14 +82,14 @@ fn a_pod_copying_the_client_labels_without_the_operators_annotation_is_not_read(
 }
 
 #[test]
-fn a_spec_the_operators_policy_refuses_is_invalid_spec_and_creates_nothing() {
+fn a_spec_the_operators_policy_refuses_is_policy_denied_and_creates_nothing() {
     let mut b = fresh_benchmark("  placement:\n    tolerations: [{operator: Exists}]\n");
     let plan = reconcile(&mut b, &[], 0, None);
     assert!(plan.create.is_empty());
     let failed = condition(&b, "Failed");
     assert_eq!(
         (failed.status.as_str(), failed.reason.as_str()),
-        ("True", "InvalidSpec")
+        ("True", "PolicyDenied")
     );
     assert!(
         failed.message.contains("allowTolerateEverything"),

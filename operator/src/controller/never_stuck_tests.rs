@@ -14,8 +14,7 @@ use crate::controller::conditions::PROGRESSING;
 use crate::controller::observation::PodRejection;
 use crate::controller::rejection_message;
 use crate::controller::test_fixtures::*;
-use crate::crd::{ConditionReason, EngineState};
-use crate::crd::{MemoryBenchmark, Phase};
+use crate::crd::{ConditionReason, EngineState, MemoryBenchmark, Phase};
 
 const BUSY: &str = "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 2 node(s) didn't match pod anti-affinity rules. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.";
 

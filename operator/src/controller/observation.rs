@@ -12,12 +12,11 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::client::result::{ClientResult, ReadError};
-use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus};
+use crate::crd::{EngineState, EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus};
 
 use super::network_policy::NetworkPolicySettings;
 use super::pods::{Component, PodSettings, component, engine_index};
 use super::policy::Policy;
-use crate::crd::EngineState;
 
 /// Operator settings the decision depends on.
 #[derive(Clone, Debug, PartialEq)]

@@ -7,8 +7,7 @@ use kube::ResourceExt;
 use super::conditions::PROGRESSING;
 use super::pods::INSTANCE_TYPE_LABEL;
 use super::test_fixtures::*;
-use crate::crd::{ConditionReason, EngineState};
-use crate::crd::{MemoryBenchmark, Phase};
+use crate::crd::{ConditionReason, EngineState, MemoryBenchmark, Phase};
 
 /// Three engines on r8g.4xlarge, `parallelism` at once; the first status written at time 0.
 fn three_engines(parallelism: u32) -> MemoryBenchmark {

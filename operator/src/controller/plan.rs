@@ -25,7 +25,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 
-use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase};
+use crate::crd::{
+    ConditionReason, EngineState, EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase,
+};
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY};
 use super::engine_registry::image_registry;
@@ -38,9 +40,9 @@ use super::pods::{
     self, Component, PodState, client_attempt, client_state, engine_index, holds_result, owned_by,
     pod_state, stuck_deleting,
 };
+use super::spec_error::SpecError;
 use super::step::Step;
 use super::summary::summarize;
-use crate::crd::{ConditionReason, EngineState};
 use crate::validation::validate;
 
 fn seconds(d: Duration) -> SignedDuration {
@@ -231,19 +233,22 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         requeue: None,
     };
 
-    let valid = match validate(benchmark).and_then(|valid| {
-        settings
-            .policy
-            .check_with(spec, settings.pods.engine_registry.as_ref())?;
-        // Before the first pod only: a run under way keeps going whatever nodes come later.
-        if !pods_created(observation) {
-            let sizes = pods::pod_resources(benchmark, &settings.pods);
-            pod_fit::check(benchmark, &valid.engine_memory, &sizes, observation.nodes)?;
-        }
-        Ok(valid)
-    }) {
+    let valid = match validate(benchmark)
+        .map_err(SpecError::from)
+        .and_then(|valid| {
+            settings
+                .policy
+                .check_with(spec, settings.pods.engine_registry.as_ref())?;
+            // Before the first pod only: a run under way keeps going whatever nodes come later.
+            if !pods_created(observation) {
+                let sizes = pods::pod_resources(benchmark, &settings.pods);
+                pod_fit::check(benchmark, &valid.engine_memory, &sizes, observation.nodes)?;
+            }
+            Ok(valid)
+        }) {
         Ok(valid) => valid,
-        Err(message) => {
+        Err(refusal) => {
+            let message = refusal.to_string();
             status.phase = Some(Phase::Failed);
             status.progress = None;
             let stamp = ConditionStamp {
@@ -255,7 +260,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
                     &mut status.conditions,
                     type_,
                     value,
-                    ConditionReason::InvalidSpec,
+                    refusal.reason(),
                     &message,
                 );
             }

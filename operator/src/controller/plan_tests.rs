@@ -11,8 +11,7 @@ use crate::controller::conditions::{FAILED, PROGRESSING, READY};
 use crate::controller::events::transitions;
 use crate::controller::observation::LoadProbe;
 use crate::controller::test_fixtures::*;
-use crate::crd::Phase;
-use crate::crd::{ConditionReason, EngineState};
+use crate::crd::{ConditionReason, EngineState, Phase};
 
 #[test]
 fn once_the_status_is_written_only_the_first_engine_pod_is_created() {

@@ -18,10 +18,9 @@ use std::sync::Arc;
 
 use kube::ResourceExt;
 
-use crate::crd::{Arch, MemoryBenchmark};
+use crate::crd::{Arch, ConditionReason, EngineState, MemoryBenchmark};
 
 use super::observation::is_terminal;
-use crate::crd::{ConditionReason, EngineState};
 
 /// The nodes a benchmark's run can use: its instance type, arch and extra node labels. A
 /// benchmark of several instance types (`spec.instanceTypes`) wants one pool per type.

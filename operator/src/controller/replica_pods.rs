@@ -13,13 +13,12 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::crd::MemoryBenchmarkStatus;
+use crate::crd::{ConditionReason, MemoryBenchmarkStatus};
 
 use super::observation::elapsed_since;
 use super::queue::{busy_nodes, nodes_busy};
 use super::results::tail;
 use super::step::Step;
-use crate::crd::ConditionReason;
 
 impl Step<'_, '_> {
     /// Run `index`'s replica pod, created at `created`, is not scheduled; `scheduler` is why.

@@ -9,8 +9,7 @@ use kube::ResourceExt;
 use crate::controller::network_policy::{NetworkPolicySettings, network_policy};
 use crate::controller::pods::{LABEL_COMPONENT, LABEL_ROLE, is_replica, owned_by};
 use crate::controller::test_fixtures::*;
-use crate::crd::MemoryBenchmark;
-use crate::crd::{ConditionReason, EngineState};
+use crate::crd::{ConditionReason, EngineState, MemoryBenchmark};
 use crate::validation::spec_file::parse_specs;
 
 /// A Valkey benchmark of 20,000 strings with a replica synced under 2,000 writes/s, its first

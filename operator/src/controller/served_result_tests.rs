@@ -14,8 +14,7 @@ use crate::client::result::{ClientResult, ReadError};
 use crate::controller::observation::{LoadProbe, ServedResult};
 use crate::controller::plan::result_targets;
 use crate::controller::test_fixtures::*;
-use crate::crd::MemoryBenchmark;
-use crate::crd::{ConditionReason, EngineState};
+use crate::crd::{ConditionReason, EngineState, MemoryBenchmark};
 use crate::validation::spec_file::parse_specs;
 
 const REPETITIONS: u32 = 100;

@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use crate::crd::MemoryBenchmarkStatus;
+use crate::crd::{ConditionReason, MemoryBenchmarkStatus};
 
 use super::conditions::{ENGINE_POD_CREATED, SHARD_PODS_CREATED};
 use super::observation::pods_of;
@@ -26,7 +26,6 @@ use super::pods::{
     self, Component, PodState, engine_pod_order, is_replica, pod_state, shard_index,
 };
 use super::step::Step;
-use crate::crd::ConditionReason;
 
 /// How much a shard pod's state needs the run's attention: lower first. A shard that ended
 /// or is being deleted decides the run's fate whatever the others do.

@@ -11,8 +11,7 @@ use crate::controller::events::transitions;
 use crate::controller::network_policy::{NetworkPolicySettings, network_policy};
 use crate::controller::pods::{LABEL_SHARD, shard_index};
 use crate::controller::test_fixtures::*;
-use crate::crd::{ConditionReason, EngineState};
-use crate::crd::{EngineKind, MemoryBenchmark, ShardStatus};
+use crate::crd::{ConditionReason, EngineKind, EngineState, MemoryBenchmark, ShardStatus};
 use crate::validation::spec_file::parse_specs;
 use crate::validation::{estimated_engine_memory, estimated_shard_memory, mebibytes};
 

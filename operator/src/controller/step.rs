@@ -15,7 +15,9 @@ use kube::ResourceExt;
 use crate::client::measured::FailedPhase;
 use crate::client::plan::RunPlan;
 use crate::client::result::{ClientResult, ReadError};
-use crate::crd::{CleanupPolicy, MemoryBenchmark, MemoryBenchmarkStatus};
+use crate::crd::{
+    CleanupPolicy, ConditionReason, EngineState, MemoryBenchmark, MemoryBenchmarkStatus,
+};
 
 use super::observation::{
     Plan, PodRejection, ServedResult, Settings, elapsed_since, is_terminal, pods_of, to_the_second,
@@ -25,7 +27,6 @@ use super::pods::{
 };
 use super::queue::benchmarks_ahead;
 use super::results::{absorb, churn_status_bytes, listed_per_run, result_note, tail};
-use crate::crd::{ConditionReason, EngineState};
 
 /// Terminated reasons of a container that never ran: the runtime could not start its program
 /// (containerd's `StartError`, Docker's `ContainerCannotRun`).

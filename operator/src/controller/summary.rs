@@ -6,11 +6,13 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
-use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase, Progress};
+use crate::crd::{
+    ConditionReason, EngineState, EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase,
+    Progress,
+};
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY};
 use super::observation::{LoadProbe, current_engine, is_terminal};
-use crate::crd::{ConditionReason, EngineState};
 
 /// The end of progress's note of how many engines run at once: " (4 engines under way at once)".
 const AT_ONCE: &str = " engines under way at once)";
