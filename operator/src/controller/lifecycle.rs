@@ -582,7 +582,10 @@ impl Step<'_, '_> {
 /// Dragonfly does not fork.
 pub(crate) fn forked_copy_note(phase: PhaseKind, engine: crate::crd::EngineKind) -> &'static str {
     match phase {
-        PhaseKind::Snapshot | PhaseKind::Replica if engine != crate::crd::EngineKind::Dragonfly => {
+        PhaseKind::Snapshot if engine.capabilities().forks_to_save => {
+            " (the save forks: the limit must hold the engine's memory and the pages its writes copied meanwhile)"
+        }
+        PhaseKind::Replica if engine.capabilities().forks_for_replica_sync => {
             " (the save forks: the limit must hold the engine's memory and the pages its writes copied meanwhile)"
         }
         _ => "",

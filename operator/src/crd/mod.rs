@@ -6,7 +6,8 @@
 //! they are written for users.
 //!
 //! - [`spec`]: the resource and the fields of its spec as a whole;
-//! - [`engine_spec`]: one engine entry;
+//! - [`engine_spec`]: one engine entry, and [`engine_capabilities`] what each engine kind can
+//!   do (forks to save, the commands it answers, its defragmentation, its maxmemory form);
 //! - [`engine_settings`]: the engine settings an entry may change (`config`, and in a cluster
 //!   `args`);
 //! - [`workload_spec`]: the data to load;
@@ -30,6 +31,7 @@ mod capacity_spec;
 mod churn_spec;
 mod churn_status;
 mod condition_reason;
+mod engine_capabilities;
 pub mod engine_settings;
 mod engine_spec;
 mod engine_state;
@@ -54,6 +56,7 @@ pub use churn_status::{
     PeakStatus, PeakSummaryStatus, ReplicaStatus, SnapshotStatus, WriteLatencyStatus,
 };
 pub use condition_reason::ConditionReason;
+pub use engine_capabilities::{Defragmentation, EngineCapabilities, MaxmemoryForm};
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
 pub use engine_state::{EngineState, StatusEngineKind};
 pub use placement::{PlacementSpec, TolerationSpec};
