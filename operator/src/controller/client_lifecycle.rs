@@ -74,7 +74,7 @@ impl Step<'_, '_> {
         ));
         let engine = &mut status.engines[index];
         engine.client_attempts = attempt;
-        engine.reason = Some(ConditionReason::ClientStarting.into());
+        engine.reason = Some(ConditionReason::ClientStarting);
         self.requeue(Duration::from_secs(2));
     }
 
@@ -187,7 +187,7 @@ impl Step<'_, '_> {
                     return;
                 }
                 let engine = &mut status.engines[index];
-                engine.reason = Some(ConditionReason::Measuring.into());
+                engine.reason = Some(ConditionReason::Measuring);
                 engine.message = None;
                 // Finishing: the result is taken within a second of the client being done.
                 let after = if load.is_some_and(|l| l.finishing) {

@@ -268,7 +268,7 @@ impl Step<'_, '_> {
             }
             PodState::Starting { since } if status.engines[index].state != EngineState::Running => {
                 let engine = &mut status.engines[index];
-                engine.reason = Some(ConditionReason::EngineStarting.into());
+                engine.reason = Some(ConditionReason::EngineStarting);
                 engine.message = Some("the engine is starting".into());
                 if since
                     .is_some_and(|s| elapsed_since(self.now, s) >= self.settings.startup_timeout)
@@ -299,7 +299,7 @@ impl Step<'_, '_> {
             }
             PodState::Ready => {
                 let engine = &mut status.engines[index];
-                engine.state = EngineState::Running.into();
+                engine.state = EngineState::Running;
                 engine.image_id = pods::image_id(pod);
                 match addresses {
                     Some(addresses) => self.client(status, index, &addresses, load),

@@ -253,10 +253,7 @@ fn an_engine_unready_without_a_client_fails_once_unready_for_the_startup_timeout
     reconcile(&mut b, std::slice::from_ref(&blip), 400, None);
     assert_eq!(
         engine_state(&b, 0),
-        (
-            "Failed".into(),
-            Some(ConditionReason::EngineNotReady.into())
-        )
+        ("Failed".into(), Some(ConditionReason::EngineNotReady))
     );
     assert!(message(&b, 0).contains("was ready, then stopped"));
 }
@@ -303,10 +300,7 @@ fn a_missing_password_secret_is_waited_for_then_fails_naming_the_secret() {
     assert!(plan.delete.is_empty());
     assert_eq!(
         engine_state(&b, 0),
-        (
-            "Pending".into(),
-            Some(ConditionReason::WaitingForConfig.into())
-        )
+        ("Pending".into(), Some(ConditionReason::WaitingForConfig))
     );
     for expected in [
         "secret \"engine-password\" not found",
@@ -330,7 +324,7 @@ fn a_missing_password_secret_is_waited_for_then_fails_naming_the_secret() {
         engine_state(&b, 0),
         (
             "Failed".into(),
-            Some(ConditionReason::CreateContainerConfigError.into())
+            Some(ConditionReason::CreateContainerConfigError)
         )
     );
     assert!(message(&b, 0).contains("could not be created within 300 s"));
@@ -390,10 +384,7 @@ fn an_image_pull_error_is_retried_for_a_bounded_time_before_the_engine_fails() {
     assert!(plan.delete.is_empty());
     assert_eq!(
         engine_state(&b, 0),
-        (
-            "Pending".into(),
-            Some(ConditionReason::WaitingForImage.into())
-        )
+        ("Pending".into(), Some(ConditionReason::WaitingForImage))
     );
     assert!(
         message(&b, 0).contains("redis:7.0.15"),
@@ -410,10 +401,7 @@ fn an_image_pull_error_is_retried_for_a_bounded_time_before_the_engine_fails() {
     let plan = reconcile(&mut b, std::slice::from_ref(&backing_off), 301, None);
     assert_eq!(
         engine_state(&b, 0),
-        (
-            "Failed".into(),
-            Some(ConditionReason::ImagePullFailed.into())
-        )
+        ("Failed".into(), Some(ConditionReason::ImagePullFailed))
     );
     assert!(
         message(&b, 0).contains("retried for 300 s"),
@@ -437,10 +425,7 @@ fn an_image_pull_failure_names_the_registry_and_the_pull_secrets_the_pod_present
     reconcile(&mut b, std::slice::from_ref(&backing_off), 301, None);
     assert_eq!(
         engine_state(&b, 0),
-        (
-            "Failed".into(),
-            Some(ConditionReason::ImagePullFailed.into())
-        )
+        ("Failed".into(), Some(ConditionReason::ImagePullFailed))
     );
     let message = message(&b, 0);
     assert!(
@@ -464,10 +449,7 @@ fn nodes_busy_with_other_engines_mean_waiting_with_no_scheduling_deadline() {
     assert!(plan.delete.is_empty());
     assert_eq!(
         engine_state(&b, 0),
-        (
-            "Pending".into(),
-            Some(ConditionReason::WaitingForFreeNode.into())
-        )
+        ("Pending".into(), Some(ConditionReason::WaitingForFreeNode))
     );
     let waiting_for = "waiting for a free r8g.4xlarge node, 0 benchmarks ahead";
     assert_eq!(message(&b, 0), waiting_for);
@@ -535,8 +517,7 @@ fn the_earliest_waiting_benchmark_keeps_its_place_when_a_later_one_waits_too() {
     later.metadata.name = Some("later".into());
     later.metadata.uid = Some("uid-later".into());
     later.metadata.creation_timestamp = Some(Time(at(10)));
-    later.status.as_mut().unwrap().engines[0].reason =
-        Some(ConditionReason::WaitingForFreeNode.into());
+    later.status.as_mut().unwrap().engines[0].reason = Some(ConditionReason::WaitingForFreeNode);
     let others = [Arc::new(later)];
     reconcile_seeing(
         &mut first,

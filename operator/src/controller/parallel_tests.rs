@@ -258,7 +258,7 @@ fn change_against_the_first_engine_is_within_each_instance_type() {
     reconcile(&mut b, &[], 0, None);
     let status = b.status.as_mut().unwrap();
     for (engine, median) in status.engines.iter_mut().zip([100.0, 50.0, 200.0, 150.0]) {
-        engine.state = EngineState::Succeeded.into();
+        engine.state = EngineState::Succeeded;
         engine.summary = Some(crate::crd::SummaryStatus {
             bytes_per_item: crate::crd::SpreadStatus {
                 median,

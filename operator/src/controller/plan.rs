@@ -434,8 +434,8 @@ fn time_out(step: &mut Step, status: &mut MemoryBenchmarkStatus) {
     for index in open {
         let engine = &mut status.engines[index];
         if !failing.contains(&index) && !is_terminal(engine) {
-            engine.state = EngineState::Failed.into();
-            engine.reason = Some(ConditionReason::NotRun.into());
+            engine.state = EngineState::Failed;
+            engine.reason = Some(ConditionReason::NotRun);
             engine.message = Some(format!(
                 "not run: {cause} ended with {}",
                 ConditionReason::Timeout
@@ -455,7 +455,7 @@ fn initial_engines(benchmark: &MemoryBenchmark, settings: &Settings) -> Vec<Engi
                 name: e.display_name(),
                 engine: e.engine.into(),
                 requested_version: e.version.clone(),
-                state: EngineState::Pending.into(),
+                state: EngineState::Pending,
                 image: Some(pods::engine_image(e, &settings.pods)),
                 engine_registry: image_registry(e, settings.pods.engine_registry.as_ref())
                     .map(|r| r.as_str().to_string()),

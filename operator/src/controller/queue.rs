@@ -155,15 +155,12 @@ mod tests {
         ));
         b.status = Some(MemoryBenchmarkStatus {
             engines: vec![EngineStatus {
-                state: EngineState::Pending.into(),
-                reason: Some(
-                    if waiting {
-                        ConditionReason::WaitingForFreeNode
-                    } else {
-                        ConditionReason::WaitingForNode
-                    }
-                    .into(),
-                ),
+                state: EngineState::Pending,
+                reason: Some(if waiting {
+                    ConditionReason::WaitingForFreeNode
+                } else {
+                    ConditionReason::WaitingForNode
+                }),
                 ..Default::default()
             }],
             ..Default::default()
@@ -237,13 +234,13 @@ mod tests {
         let status = both.status.as_mut().unwrap();
         status.engines = vec![
             EngineStatus {
-                state: EngineState::Running.into(),
+                state: EngineState::Running,
                 instance_type: Some("r8g.4xlarge".into()),
                 ..Default::default()
             },
             EngineStatus {
-                state: EngineState::Pending.into(),
-                reason: Some(ConditionReason::ParallelismAboveNodes.into()),
+                state: EngineState::Pending,
+                reason: Some(ConditionReason::ParallelismAboveNodes),
                 instance_type: Some("r7i.4xlarge".into()),
                 ..Default::default()
             },

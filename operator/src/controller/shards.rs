@@ -203,7 +203,7 @@ impl Step<'_, '_> {
         self.plan.create.extend(wanted);
         let engine = &mut status.engines[index];
         engine.started_at = Some(Time(self.now));
-        engine.reason = Some(ConditionReason::WaitingForNode.into());
+        engine.reason = Some(ConditionReason::WaitingForNode);
         engine.message = Some(if self.shard_count(index) > 1 {
             SHARD_PODS_CREATED.into()
         } else {

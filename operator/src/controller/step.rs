@@ -83,7 +83,7 @@ impl Step<'_, '_> {
         after: Duration,
     ) {
         let engine = &mut status.engines[index];
-        engine.reason = Some(why.into());
+        engine.reason = Some(why);
         engine.message = Some(message);
         self.requeue(after);
     }
@@ -211,8 +211,8 @@ impl Step<'_, '_> {
     ) {
         let now = self.now;
         let engine = &mut status.engines[index];
-        engine.state = EngineState::Failed.into();
-        engine.reason = Some(why.into());
+        engine.state = EngineState::Failed;
+        engine.reason = Some(why);
         engine.message = Some(message);
         engine.finished_at = Some(Time(now));
         if !self.keeps_pods_of(status, index) {
@@ -241,8 +241,8 @@ impl Step<'_, '_> {
                 && later.started_at.is_none()
                 && spec.instance_type_of_run(run) == instance_type
             {
-                later.state = EngineState::Failed.into();
-                later.reason = Some(ConditionReason::NotRun.into());
+                later.state = EngineState::Failed;
+                later.reason = Some(ConditionReason::NotRun);
                 later.message = Some(format!("not run: {name} ended with {why}"));
             }
         }
@@ -250,8 +250,8 @@ impl Step<'_, '_> {
 
     pub(super) fn succeed(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) {
         let engine = &mut status.engines[index];
-        engine.state = EngineState::Succeeded.into();
-        engine.reason = Some(ConditionReason::Completed.into());
+        engine.state = EngineState::Succeeded;
+        engine.reason = Some(ConditionReason::Completed);
         engine.finished_at = Some(Time(self.now));
         self.delete_pods_of(index);
         self.requeue(Duration::from_secs(1));
