@@ -64,6 +64,9 @@ pub struct EngineCapabilities {
     /// The runtime setting of its eviction policy; None where a startup flag decides
     /// (Dragonfly's `cache_mode`).
     pub eviction_policy_setting: Option<&'static str>,
+    /// Its keyspace is a table per thread (Dragonfly's shards): projecting it needs the
+    /// thread count (INFO server `thread_count`).
+    pub keyspace_per_thread: bool,
     /// It is offered as ElastiCache, whose memory reserve is `reserved-memory-percent`.
     pub elasticache: bool,
 }
@@ -80,6 +83,7 @@ const REDIS_AND_VALKEY: EngineCapabilities = EngineCapabilities {
     },
     maxmemory: MaxmemoryForm::ConfigLine,
     eviction_policy_setting: Some("maxmemory-policy"),
+    keyspace_per_thread: false,
     elasticache: true,
 };
 
@@ -93,6 +97,7 @@ const DRAGONFLY: EngineCapabilities = EngineCapabilities {
     defragmentation: Defragmentation::MaxmemoryGate,
     maxmemory: MaxmemoryForm::Flag,
     eviction_policy_setting: None,
+    keyspace_per_thread: true,
     elasticache: false,
 };
 
