@@ -1,7 +1,7 @@
 //! Engine settings in a cluster, on the dev cluster with the operator running: an entry's
 //! `config` reaches the engine pod and its effective value, read back by the client with
 //! CONFIG GET, lands in the engine's status; args outside the allowlist (Dragonfly's
-//! single-dash `-requirepass=x`, `--admin_port`, `--memcached_port`) are `InvalidSpec` naming
+//! single-dash `-requirepass=x`, `--admin_port`, `--memcached_port`) are `PolicyDenied` naming
 //! them, and nothing is created; `clusterMode` entries run as one-node clusters in their pods;
 //! a workload's TTL reaches the client pods, with and without it side by side.
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use common::operator::{Harness, invalid_spec_message, settings, spec};
+use common::operator::{Harness, refusal_message, settings, spec};
 use common::pod_record::PodRecord;
 use common::real_node::run_locally;
 
@@ -105,7 +105,7 @@ async fn args_outside_the_allowlist_are_invalid_spec_naming_them_and_nothing_is_
     }
     for (name, _, _, _, words) in cases {
         let done = harness.finished(name, Duration::from_secs(60)).await?;
-        let message = invalid_spec_message(&done, name);
+        let message = refusal_message(&done, name, "PolicyDenied");
         assert!(
             message.starts_with("spec.engines[0].args: ")
                 && message.contains(words)

@@ -237,7 +237,7 @@ async fn valkeys_recommended_limit_holds_its_save_under_writes_and_its_peak_less
     .await?;
     let valkey = engine(&done, 0);
     assert_eq!(
-        valkey.reason.as_deref(),
+        valkey.reason.map(|r| r.as_str()),
         Some("EngineOOMKilled"),
         "under {limit}: {}",
         status_of(&done)

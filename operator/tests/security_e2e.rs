@@ -390,7 +390,7 @@ async fn a_missing_password_secret_is_named_while_waited_for_and_the_run_goes_on
                 b.status
                     .as_ref()
                     .and_then(|s| s.engines.first())
-                    .is_some_and(|e| e.reason.as_deref() == Some("WaitingForConfig"))
+                    .is_some_and(|e| e.reason.map(|r| r.as_str()) == Some("WaitingForConfig"))
             },
         )
         .await?;
@@ -652,7 +652,7 @@ async fn benchmark_pods_read_back_have_no_token_no_host_namespaces_and_the_restr
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_engine_image_outside_the_allowlist_is_invalid_spec_and_nothing_is_created()
+async fn an_engine_image_outside_the_allowlist_is_policy_denied_and_nothing_is_created()
 -> anyhow::Result<()> {
     let harness = Harness::start("ns-allow", settings()).await?;
     let body = "  instanceType: r7i.4xlarge\n  engines: [{engine: redis, version: \"7.0.15\", image: \"registry.example.com/anyone/redis:7.0.15\"}]\n  workload: {sortedSet: {members: 1000, sampleEvery: 0}}\n";
@@ -661,7 +661,7 @@ async fn an_engine_image_outside_the_allowlist_is_invalid_spec_and_nothing_is_cr
     let failed = condition(&done, "Failed").expect("a Failed condition");
     assert_eq!(
         (failed.status.as_str(), failed.reason.as_str()),
-        ("True", "InvalidSpec")
+        ("True", "PolicyDenied")
     );
     assert!(
         failed.message.contains("spec.engines[0].image")

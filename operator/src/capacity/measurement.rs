@@ -128,15 +128,25 @@ impl PeakPhase {
 }
 
 impl SnapshotPeak {
-    /// From a repetition's snapshot: its measured ratio, or the engine's copy-on-write size
-    /// over its used_memory before the save; None when neither is known.
+    /// From a repetition's snapshot: its measured ratio (or a container's high-water mark over
+    /// its memory before, when the mark did not rise), or the engine's copy-on-write size over
+    /// its used_memory before the save; None when none is known.
     pub fn of(snapshot: &SnapshotStatus) -> Option<Self> {
         let writes = (snapshot.writes_per_sec > 0.0 || snapshot.writes_per_sec_asked > 0)
             .then_some(PeakWrites {
                 asked: snapshot.writes_per_sec_asked,
                 reached: snapshot.writes_per_sec,
             });
-        if let Some(ratio) = snapshot.ratio.filter(|r| r.is_finite() && *r > 0.0) {
+        // A container whose high-water mark did not rise during the save (no peakBytes): the
+        // save's peak was at most that mark, so the mark over the memory before is its ratio at
+        // most (seen with Dragonfly on a real node: without it the run had no peak, and the
+        // recommendation no save term and no write rate).
+        let at_most = || {
+            let before = snapshot.before_bytes.filter(|b| *b > 0)?;
+            Some(snapshot.high_water_bytes? as f64 / before as f64)
+        };
+        let ratio = snapshot.ratio.or_else(at_most);
+        if let Some(ratio) = ratio.filter(|r| r.is_finite() && *r > 0.0) {
             return Some(Self {
                 counter_before: snapshot.before_bytes,
                 held_above_rss: None,
@@ -423,7 +433,7 @@ impl EngineMeasurement {
         Self::of(
             Identity {
                 name: status.name.clone(),
-                engine: status.engine.clone(),
+                engine: status.engine.to_string(),
                 version: status
                     .version
                     .clone()

@@ -39,7 +39,7 @@ pub mod status;
 
 use serde::{Deserialize, Serialize};
 
-use crate::crd::{CapacitySpec, InstanceFamily};
+use crate::crd::{CapacitySpec, EngineKind, InstanceFamily};
 pub use measurement::EngineMeasurement;
 pub use prices::Prices;
 pub use projection::{GrowthRule, Projection};
@@ -349,7 +349,11 @@ pub fn plan_engine(
         Some(run) => rebuild::project(rule, shards, run, entries)?,
         None => projection::project(rule, shards, &measurement.curve, entries)?,
     };
-    if rule == GrowthRule::Unknown && measurement.engine == "dragonfly" {
+    let per_thread = measurement
+        .engine
+        .parse::<EngineKind>()
+        .is_ok_and(|kind| kind.capabilities().keyspace_per_thread);
+    if rule == GrowthRule::Unknown && per_thread {
         projection.notes.insert(
             0,
             "the run does not report Dragonfly's thread count (INFO server thread_count; a result from before membench read it), so where its dash table's segment splits land is not known".to_string(),

@@ -178,6 +178,31 @@ mod tests {
         assert_eq!((raised.rss, raised.rss_high), (100_000_000, 110_000_000));
     }
 
+    /// Dragonfly on a real node: the container's high-water mark did not rise during its save,
+    /// so the status has no ratio, only the mark and the memory before; the run was left with
+    /// no peak, and its recommendation with no save term and no write rate.
+    #[test]
+    fn a_container_mark_that_did_not_rise_is_the_saves_peak_at_most() {
+        let flat = SnapshotStatus {
+            source: "container-cgroup".into(),
+            before_bytes: Some(206_196_736),
+            high_water_bytes: Some(208_478_208),
+            writes_per_sec: 9_000.0,
+            writes_per_sec_asked: 100_000,
+            ..snapshot(None, None)
+        };
+        let peak = SnapshotPeak::of(&flat).expect("a peak from the mark");
+        assert!((peak.ratio - 208_478_208.0 / 206_196_736.0).abs() < 1e-12);
+        assert_eq!(peak.counter_before, Some(206_196_736));
+        assert_eq!(peak.writes.map(|w| w.asked), Some(100_000));
+        // Without the mark there is nothing to go on.
+        let unknown = SnapshotStatus {
+            high_water_bytes: None,
+            ..flat
+        };
+        assert_eq!(SnapshotPeak::of(&unknown), None);
+    }
+
     #[test]
     fn a_replica_sync_that_peaked_higher_than_the_save_is_the_peak_planned_for_and_named() {
         use crate::crd::{PeakStatus, ReplicaStatus};

@@ -36,6 +36,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::crd::EngineKind;
+
 /// The margin added to the band, as a fraction of the projected data, when the growth rule is
 /// known: what the fit's own error does not see (allocator size classes, a Valkey bucket's
 /// child buckets, which depend on how full the table is).
@@ -66,12 +68,12 @@ impl GrowthRule {
         let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
         let major = parts.next().unwrap_or(0);
         let minor = parts.next().unwrap_or(0);
-        match engine {
-            "redis" => GrowthRule::PowerOfTwoDict,
-            "valkey" if (major, minor) >= (8, 1) => GrowthRule::BucketedHashtable,
-            "valkey" => GrowthRule::PowerOfTwoDict,
-            "dragonfly" if threads.is_some_and(|t| t > 0) => GrowthRule::DashTable,
-            _ => GrowthRule::Unknown,
+        match engine.parse::<EngineKind>() {
+            Ok(EngineKind::Redis) => GrowthRule::PowerOfTwoDict,
+            Ok(EngineKind::Valkey) if (major, minor) >= (8, 1) => GrowthRule::BucketedHashtable,
+            Ok(EngineKind::Valkey) => GrowthRule::PowerOfTwoDict,
+            Ok(EngineKind::Dragonfly) if threads.is_some_and(|t| t > 0) => GrowthRule::DashTable,
+            Ok(EngineKind::Dragonfly) | Err(_) => GrowthRule::Unknown,
         }
     }
 

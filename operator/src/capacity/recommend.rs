@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::measurement::{EngineMeasurement, PeakPhase};
 use super::rss;
-use crate::crd::dragonfly_memory;
+use crate::crd::{EngineKind, dragonfly_memory};
 
 const MIB: u64 = 1 << 20;
 
@@ -154,47 +154,14 @@ impl From<&Recommended> for crate::crd::RecommendedStatus {
     }
 }
 
-/// What an engine kind does that the recommendation depends on.
-struct Capabilities {
-    /// It saves (and syncs a replica) by forking, so written pages are copied.
-    forks_to_save: bool,
-    /// Its `repl-backlog-size` when not set, by version.
-    default_backlog: fn(&str) -> u64,
-    /// How its maxmemory is written: a config line or a flag.
-    maxmemory_line: fn(u64) -> String,
-    /// It is offered as ElastiCache (Redis, Valkey), whose reserve is reserved-memory-percent.
-    elasticache: bool,
-    /// The least maxmemory it starts with, per thread (Dragonfly: 256 MiB), and the least
-    /// container limit that gives it that ([`dragonfly_memory::minimum_limit`]); 0: none.
-    maxmemory_per_thread: u64,
-}
-
-fn capabilities(engine: &str) -> Capabilities {
-    match engine {
-        "dragonfly" => Capabilities {
-            forks_to_save: false,
-            default_backlog: |_| 0,
-            maxmemory_line: |bytes| format!("--maxmemory={bytes}"),
-            elasticache: false,
-            maxmemory_per_thread: dragonfly_memory::MAXMEMORY_PER_THREAD,
-        },
-        "valkey" => Capabilities {
-            forks_to_save: true,
-            // Valkey 8.0 raised it from 1 MiB to 10 MiB.
-            default_backlog: |version| {
-                if major(version) >= 8 { 10 * MIB } else { MIB }
-            },
-            maxmemory_line: |bytes| format!("maxmemory {bytes}"),
-            elasticache: true,
-            maxmemory_per_thread: 0,
-        },
-        _ => Capabilities {
-            forks_to_save: true,
-            default_backlog: |_| MIB,
-            maxmemory_line: |bytes| format!("maxmemory {bytes}"),
-            elasticache: true,
-            maxmemory_per_thread: 0,
-        },
+/// Its `repl-backlog-size` when not set, by engine and version: a version's default, not a
+/// capability of the kind (`EngineCapabilities`).
+fn default_backlog(engine: &str, version: &str) -> u64 {
+    match engine.parse::<EngineKind>() {
+        Ok(EngineKind::Dragonfly) => 0,
+        // Valkey 8.0 raised it from 1 MiB to 10 MiB.
+        Ok(EngineKind::Valkey) if major(version) >= 8 => 10 * MIB,
+        _ => MIB,
     }
 }
 
@@ -217,7 +184,7 @@ pub fn recommend(
     used_memory: u64,
     defaults: &TermDefaults,
 ) -> Recommended {
-    let can = capabilities(&measurement.engine);
+    let can = EngineKind::capabilities_of(&measurement.engine);
     let maxmemory = round_up_mib(used_memory);
     let mut notes = Vec::new();
     let mut terms = Vec::new();
@@ -342,7 +309,7 @@ pub fn recommend(
 
     let backlog = defaults
         .replication_backlog_bytes
-        .unwrap_or_else(|| (can.default_backlog)(&measurement.version));
+        .unwrap_or_else(|| default_backlog(&measurement.engine, &measurement.version));
     if backlog > 0 || defaults.replication_backlog_bytes.is_some() {
         terms.push(Term {
             name: "replication_backlog".into(),
@@ -417,9 +384,9 @@ pub fn recommend(
     // maxmemory, and a limit that gives it that much as an engine pod does (a share of the
     // limit): the data's terms above hold what it uses, this term what it needs to start.
     let mut configured_maxmemory = maxmemory;
-    if can.maxmemory_per_thread > 0 {
+    if can.least_maxmemory_per_thread > 0 {
         let threads = measurement.threads.unwrap_or(dragonfly_memory::POD_THREADS);
-        let least = u64::from(threads) * can.maxmemory_per_thread;
+        let least = u64::from(threads) * can.least_maxmemory_per_thread;
         if maxmemory < least {
             configured_maxmemory = least;
             let least_limit = dragonfly_memory::minimum_limit(threads);
@@ -427,7 +394,7 @@ pub fn recommend(
             notes.push(format!(
                 "{} needs a maxmemory of at least {} MiB per thread to start: with {threads} thread{} maxmemory is {} MiB (the data needs {} MiB), and the limit at least {} MiB, of which an engine pod gives it {}%",
                 measurement.engine,
-                can.maxmemory_per_thread / MIB,
+                can.least_maxmemory_per_thread / MIB,
                 if threads == 1 { "" } else { "s" },
                 least / MIB,
                 maxmemory / MIB,
@@ -460,7 +427,7 @@ pub fn recommend(
             request / MIB,
             limit / MIB
         ),
-        maxmemory: (can.maxmemory_line)(maxmemory),
+        maxmemory: can.maxmemory.written(maxmemory),
         elasticache_reserved_memory_percent: can
             .elasticache
             .then(|| reserve_percent.round().clamp(0.0, 100.0) as u32),

@@ -289,3 +289,27 @@ fn an_instance_type_the_table_does_not_know_is_named_with_what_was_planned_over(
             .is_none()
     );
 }
+
+#[test]
+fn an_engine_whose_keyspace_is_a_table_per_thread_says_its_thread_count_is_missing() {
+    let mut dragonfly = redis_like("dragonfly", 120);
+    dragonfly.engine = "dragonfly".into();
+    dragonfly.version = "1.40.0".into();
+    let planned = plan_engine(&dragonfly, &request(100_000_000, None)).unwrap();
+    assert!(
+        planned.projection.notes[0].contains("does not report Dragonfly's thread count"),
+        "{:?}",
+        planned.projection.notes
+    );
+    // A keyspace of one table (Redis) has no thread count to miss.
+    let redis = plan_engine(&redis_like("redis", 120), &request(100_000_000, None)).unwrap();
+    assert!(
+        redis
+            .projection
+            .notes
+            .iter()
+            .all(|n| !n.contains("thread count")),
+        "{:?}",
+        redis.projection.notes
+    );
+}

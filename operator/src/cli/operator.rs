@@ -95,11 +95,11 @@ pub struct OperatorArgs {
     /// Accept any engine args, those that open an engine again included (--protected-mode,
     /// --enable-*-command, --loadmodule, --rename-command, --requirepass, --dir, Dragonfly's
     /// -requirepass=x, --admin_port, --memcached_port); without it, args take only the
-    /// memory-relevant settings of engines[].config, and anything else is InvalidSpec.
+    /// memory-relevant settings of engines[].config, and anything else is refused as PolicyDenied.
     #[arg(long, env = "MEMBENCH_ALLOW_OPEN_ENGINE_ARGS")]
     allow_open_engine_args: bool,
     /// Accept tolerations without a key (operator Exists), which tolerate every taint; without
-    /// it they are InvalidSpec (in a spec) or refused at start (in --benchmark-tolerations).
+    /// it they are PolicyDenied (in a spec) or refused at start (in --benchmark-tolerations).
     #[arg(long, env = "MEMBENCH_ALLOW_TOLERATE_EVERYTHING")]
     allow_tolerate_everything: bool,
     /// Tolerations every engine and client pod gets, as a JSON list of pod tolerations

@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::engine::ControlConnection;
 use crate::client::shards::{ReadMemory, ShardSet, total_memory};
+use crate::crd::{Defragmentation, EngineKind};
 use crate::error::BenchError;
 use crate::stats::percentile;
 
@@ -140,7 +141,10 @@ pub struct DefragReport {
 /// Whether the engine switches defragmentation at runtime (Redis and Valkey) or opens its
 /// maxmemory gate (Dragonfly).
 fn switches_at_runtime(engine: &str) -> bool {
-    engine != "dragonfly"
+    matches!(
+        EngineKind::capabilities_of(engine).defragmentation,
+        Defragmentation::RuntimeSwitch { .. }
+    )
 }
 
 /// Refuses, before any write, a `defrag` the engine cannot do: Redis and Valkey are asked to

@@ -25,7 +25,7 @@ use crate::client::engine::ControlConnection;
 use crate::client::resp::CommandBuffer;
 use crate::client::shards::{LoadConnections, Pacing, ShardSet, total_memory};
 use crate::client::workload::Workload;
-use crate::crd::{EngineSpec, EvictionSpec, EvictionStatus};
+use crate::crd::{EngineKind, EngineSpec, EvictionSpec, EvictionStatus};
 use crate::error::{BenchError, is_out_of_memory};
 
 /// used_memory is read after every this many writes.
@@ -297,14 +297,10 @@ fn settings(
     control: &mut ControlConnection,
     engine: &str,
 ) -> Result<Vec<(String, String)>, BenchError> {
-    let names: &[&str] = if engine == "dragonfly" {
-        &["maxmemory"]
-    } else {
-        &["maxmemory", "maxmemory-policy"]
-    };
+    let policy = EngineKind::capabilities_of(engine).eviction_policy_setting;
     let mut kept = Vec::new();
-    for name in names {
-        let pair: Vec<String> = control.query(redis::cmd("CONFIG").arg("GET").arg(*name))?;
+    for name in std::iter::once("maxmemory").chain(policy) {
+        let pair: Vec<String> = control.query(redis::cmd("CONFIG").arg("GET").arg(name))?;
         if let [_, value] = pair.as_slice() {
             kept.push((name.to_string(), value.clone()));
         }
@@ -333,8 +329,9 @@ pub fn run(
     shards.each(|control, _| control.flush_all())?;
     let kept = shards.each(|control, _| settings(control, engine))?;
     let mut limits = vec![("maxmemory".to_string(), eviction.maxmemory.to_string())];
-    if engine != "dragonfly" {
-        limits.push(("maxmemory-policy".to_string(), eviction.policy.clone()));
+    let policy_setting = EngineKind::capabilities_of(engine).eviction_policy_setting;
+    if let Some(setting) = policy_setting {
+        limits.push((setting.to_string(), eviction.policy.clone()));
     }
     shards.each(|control, _| apply(control, &limits))?;
     let result = load_past(shards, workload, eviction, bytes_per_item, pacing);
@@ -347,9 +344,9 @@ pub fn run(
     });
     let mut report = result?;
     restored?;
-    if engine == "dragonfly" {
-        // Dragonfly has no maxmemory-policy: its startup flag cache_mode decides.
-        report.policy = "dragonfly-cache-mode".into();
+    if policy_setting.is_none() {
+        // No runtime policy (Dragonfly): its startup flag cache_mode decides.
+        report.policy = format!("{engine}-cache-mode");
     }
     Ok(report)
 }

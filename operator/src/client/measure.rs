@@ -234,7 +234,7 @@ pub fn measure_shards_journaled(
                         "the {phase} phase after repetition {repetition}'s readings failed (the repetition's figures are kept): {error}"
                     ),
                     phase: Some(FailedPhase {
-                        name: phase.into(),
+                        name: phase,
                         repetition,
                     }),
                 });

@@ -300,7 +300,7 @@ pub struct ErrorReport {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailedPhase {
     /// `snapshot`, `replica`, `churn`, `defrag` or `eviction`.
-    pub name: String,
+    pub name: crate::client::phase_kind::PhaseKind,
     pub repetition: u32,
 }
 

@@ -20,6 +20,7 @@ pub mod load_options;
 pub mod measure;
 pub mod measured;
 pub mod paced_writes;
+pub mod phase_kind;
 pub mod phase_memory;
 pub mod phases;
 pub mod plan;

@@ -16,6 +16,7 @@ use crate::client::eviction::{self, EvictionReport};
 use crate::client::load_options::LoadOptions;
 use crate::client::measured::{PeakReport, RepetitionResult};
 use crate::client::paced_writes::PeakTarget;
+pub use crate::client::phase_kind::PhaseKind;
 use crate::client::replica;
 use crate::client::shards::{Pacing, ReadMemory, ShardSet};
 use crate::client::snapshot;
@@ -35,8 +36,7 @@ pub struct Phases {
 
 /// A phase that failed after the repetition's readings: which one, and why.
 pub struct PhaseFailure {
-    /// `snapshot`, `replica`, `churn`, `defrag` or `eviction`.
-    pub phase: &'static str,
+    pub phase: PhaseKind,
     pub error: BenchError,
 }
 
@@ -67,20 +67,28 @@ pub fn after_readings(
             container: options.container.as_deref(),
         };
         if let Some(phase) = &options.settings.snapshot {
-            let report = after_reading(shards, read, "snapshot", "before the snapshot", |s, b| {
-                snapshot::run(s, phase, &target, b)
-            })?;
+            let report = after_reading(
+                shards,
+                read,
+                PhaseKind::Snapshot,
+                "before the snapshot",
+                |s, b| snapshot::run(s, phase, &target, b),
+            )?;
             phases.peak.get_or_insert_with(PeakReport::default).snapshot = Some(report);
         }
         if let Some(phase) = &options.replica() {
-            let report = after_reading(shards, read, "replica", "before the sync", |s, b| {
-                replica::run(s, phase, &target, b)
-            })?;
+            let report = after_reading(
+                shards,
+                read,
+                PhaseKind::Replica,
+                "before the sync",
+                |s, b| replica::run(s, phase, &target, b),
+            )?;
             phases.peak.get_or_insert_with(PeakReport::default).replica = Some(report);
         }
         if let Some(phase) = &options.settings.churn {
             let report = churn::run(shards, workload, phase, items, &pacing, read)
-                .map_err(failed("churn"))?;
+                .map_err(failed(PhaseKind::Churn))?;
             let churn = phases.churn.insert(report);
             if phase.defrag {
                 churn.defrag = Some(
@@ -91,7 +99,7 @@ pub fn after_readings(
                         read,
                         &options.stop,
                     )
-                    .map_err(failed("defrag"))?,
+                    .map_err(failed(PhaseKind::Defrag))?,
                 );
             }
         }
@@ -105,7 +113,7 @@ pub fn after_readings(
                     bytes_per_item,
                     &pacing,
                 )
-                .map_err(failed("eviction"))?,
+                .map_err(failed(PhaseKind::Eviction))?,
             );
         }
         Ok(())
@@ -160,7 +168,7 @@ pub fn check_peak(
 fn after_reading<T>(
     shards: &mut ShardSet,
     read: &mut ReadMemory<'_>,
-    phase: &'static str,
+    phase: PhaseKind,
     reading: &'static str,
     run: impl FnOnce(&mut ShardSet, &MemoryInfo) -> Result<T, BenchError>,
 ) -> Result<T, PhaseFailure> {
@@ -169,7 +177,7 @@ fn after_reading<T>(
 }
 
 /// Names the phase a failure happened in.
-fn failed(phase: &'static str) -> impl FnOnce(BenchError) -> PhaseFailure {
+fn failed(phase: PhaseKind) -> impl FnOnce(BenchError) -> PhaseFailure {
     move |error| PhaseFailure { phase, error }
 }
 

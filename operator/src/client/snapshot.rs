@@ -18,7 +18,7 @@ use crate::client::phase_memory::{PhasePeak, PhaseWatch};
 use crate::client::shards::ShardSet;
 use crate::client::snapshot_files::SaveFiles;
 use crate::client::workload::Workload;
-use crate::crd::{SnapshotSpec, SnapshotStatus, WriteLatencyStatus};
+use crate::crd::{EngineKind, SnapshotSpec, SnapshotStatus, WriteLatencyStatus};
 use crate::error::BenchError;
 
 /// The longest a save may take before the phase fails.
@@ -238,14 +238,15 @@ impl Save {
         engine: &str,
         timeout: Duration,
     ) -> Result<Self, BenchError> {
-        if engine != "dragonfly" {
-            control.query::<String>(&mut redis::cmd("BGSAVE"))?;
+        let can = EngineKind::capabilities_of(engine);
+        if can.forks_to_save {
+            control.query::<String>(&mut redis::cmd(can.save_command))?;
             return Ok(Save::Forked);
         }
         let mut own = ControlConnection::open(control.address(), timeout)?;
         own.set_read_timeout(SAVE_BOUND + Duration::from_secs(30))?;
         Ok(Save::Answered(Some(std::thread::spawn(move || {
-            own.query::<String>(&mut redis::cmd("SAVE"))
+            own.query::<String>(&mut redis::cmd(can.save_command))
         }))))
     }
 
@@ -293,7 +294,8 @@ pub fn run(
 ) -> Result<SnapshotReport, BenchError> {
     let connect_timeout = target.pacing.connect_timeout;
     let mut kept_name = None;
-    if target.engine == "dragonfly" {
+    let names_its_file = EngineKind::capabilities_of(target.engine).save_needs_file_name;
+    if names_its_file {
         let pair: Vec<String> = shards
             .first()
             .query(redis::cmd("CONFIG").arg("GET").arg("dbfilename"))?;
@@ -307,7 +309,7 @@ pub fn run(
             kept_name = Some(String::new());
         }
     }
-    let files = (target.engine == "dragonfly")
+    let files = names_its_file
         .then(|| SaveFiles::before_save(shards.first(), target.process_id))
         .flatten();
     let watch = PhaseWatch::start(target.process_id, target.container);

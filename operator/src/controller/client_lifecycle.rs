@@ -9,9 +9,8 @@ use std::time::Duration;
 use kube::ResourceExt;
 
 use crate::client::result::{ClientResult, ReadError};
-use crate::crd::{CleanupPolicy, MemoryBenchmarkStatus};
+use crate::crd::{CleanupPolicy, ConditionReason, MemoryBenchmarkStatus};
 
-use super::conditions::reason;
 use super::observation::{LoadProbe, elapsed_since, pods_of};
 use super::pods::{self, Component, PodState, client_state};
 use super::pull_failure::{pull_failure_note, pull_secret_names};
@@ -37,7 +36,13 @@ impl Step<'_, '_> {
             self.benchmark.name_any()
         );
         let after = Duration::from_secs(1);
-        self.wait(status, index, reason::WAITING_FOR_OLD_PODS, message, after);
+        self.wait(
+            status,
+            index,
+            ConditionReason::WaitingForOldPods,
+            message,
+            after,
+        );
         true
     }
 
@@ -51,7 +56,7 @@ impl Step<'_, '_> {
         let name = pods::client_pod_name(&self.benchmark.name_any(), index, attempt);
         if let Some(refusal) = self.rejection(&name) {
             let message = format!("the API server rejected the client pod {name}: {refusal}");
-            self.fail(status, index, reason::POD_REJECTED, message, false);
+            self.fail(status, index, ConditionReason::PodRejected, message, false);
             return;
         }
         if self.blocked_by_earlier_pod(status, index, &name) {
@@ -69,7 +74,7 @@ impl Step<'_, '_> {
         ));
         let engine = &mut status.engines[index];
         engine.client_attempts = attempt;
-        engine.reason = Some(reason::CLIENT_STARTING.into());
+        engine.reason = Some(ConditionReason::ClientStarting);
         self.requeue(Duration::from_secs(2));
     }
 
@@ -107,11 +112,17 @@ impl Step<'_, '_> {
                         "the client pod could not be placed next to its engine within {} s: {message}",
                         self.settings.scheduling_timeout.as_secs()
                     );
-                    self.fail(status, index, reason::UNSCHEDULABLE, message, true);
+                    self.fail(status, index, ConditionReason::Unschedulable, message, true);
                 } else {
                     let message = format!("client: {message}");
                     let after = Duration::from_secs(5);
-                    self.wait(status, index, reason::WAITING_FOR_NODE, message, after);
+                    self.wait(
+                        status,
+                        index,
+                        ConditionReason::WaitingForNode,
+                        message,
+                        after,
+                    );
                 }
             }
             PodState::ImagePullFailed {
@@ -132,7 +143,7 @@ impl Step<'_, '_> {
                         self.fail(
                             status,
                             index,
-                            reason::CLIENT_IMAGE_PULL_FAILED,
+                            ConditionReason::ClientImagePullFailed,
                             message,
                             true,
                         );
@@ -141,7 +152,7 @@ impl Step<'_, '_> {
                         let note = self.pull_wait_note(&image, &why, &message, since);
                         let note = format!("client: {note}");
                         let after = Duration::from_secs(5);
-                        self.wait(status, index, reason::WAITING_FOR_IMAGE, note, after);
+                        self.wait(status, index, ConditionReason::WaitingForImage, note, after);
                     }
                 }
             }
@@ -163,14 +174,20 @@ impl Step<'_, '_> {
                 ..
             } if NEVER_STARTED.contains(&why.as_str()) => {
                 let message = never_started("client", &why, message.as_deref());
-                self.fail(status, index, reason::RUN_CONTAINER_ERROR, message, true);
+                self.fail(
+                    status,
+                    index,
+                    ConditionReason::RunContainerError,
+                    message,
+                    true,
+                );
             }
             PodState::Starting { .. } | PodState::Unready { .. } | PodState::Ready => {
                 if load.is_some_and(|l| l.done) && self.take_served(status, index, &client) {
                     return;
                 }
                 let engine = &mut status.engines[index];
-                engine.reason = Some(reason::MEASURING.into());
+                engine.reason = Some(ConditionReason::Measuring);
                 engine.message = None;
                 // Finishing: the result is taken within a second of the client being done.
                 let after = if load.is_some_and(|l| l.finishing) {
@@ -197,7 +214,7 @@ impl Step<'_, '_> {
                         self.mark_failed(
                             status,
                             index,
-                            reason::INVALID_CLIENT_RESULT,
+                            ConditionReason::InvalidClientResult,
                             message,
                             false,
                         );
@@ -210,10 +227,7 @@ impl Step<'_, '_> {
                     (Ok(result), Some(error)) if !error.category.is_retryable() => {
                         absorb(&mut status.engines[index], result, self.listed());
                         let done = status.engines[index].repetitions.len();
-                        let why = match error.category {
-                            ErrorCategory::OutOfMemory => reason::ENGINE_OUT_OF_MEMORY,
-                            other => other.as_str(),
-                        };
+                        let why = client_failure_reason(error.category);
                         let message = format!(
                             "{} (after {done} of {repetitions} repetitions)",
                             error.message
@@ -279,7 +293,13 @@ impl Step<'_, '_> {
             }
             Some(Err(ReadError::Invalid(why))) => {
                 let message = format!("the client's result was refused: {why}");
-                self.mark_failed(status, index, reason::INVALID_CLIENT_RESULT, message, false);
+                self.mark_failed(
+                    status,
+                    index,
+                    ConditionReason::InvalidClientResult,
+                    message,
+                    false,
+                );
                 true
             }
             _ => false,
@@ -320,7 +340,31 @@ impl Step<'_, '_> {
                 "the client failed {attempts} times; the last time: {}",
                 tail(&message, 600)
             );
-            self.fail(status, index, reason::CLIENT_FAILED, message, false);
+            self.fail(status, index, ConditionReason::ClientFailed, message, false);
         }
+    }
+}
+
+/// The reason an engine fails with when its client ended with `category` (not retried): the
+/// category's own word, but `EngineOutOfMemory` for the engine's maxmemory refusal.
+pub(super) fn client_failure_reason(category: ErrorCategory) -> ConditionReason {
+    match category {
+        ErrorCategory::InvalidSpec => ConditionReason::InvalidSpec,
+        ErrorCategory::InvalidPlan => ConditionReason::InvalidPlan,
+        ErrorCategory::EngineUnreachable => ConditionReason::EngineUnreachable,
+        ErrorCategory::AuthRequired => ConditionReason::AuthRequired,
+        ErrorCategory::AuthenticationFailed => ConditionReason::AuthenticationFailed,
+        ErrorCategory::ServerNotEmpty => ConditionReason::ServerNotEmpty,
+        ErrorCategory::OutOfMemory => ConditionReason::EngineOutOfMemory,
+        ErrorCategory::EngineRejected => ConditionReason::EngineRejected,
+        ErrorCategory::ConnectionLost => ConditionReason::ConnectionLost,
+        ErrorCategory::SlotMoved => ConditionReason::SlotMoved,
+        ErrorCategory::CountMismatch => ConditionReason::CountMismatch,
+        ErrorCategory::TtlTooShort => ConditionReason::TtlTooShort,
+        ErrorCategory::Stopped => ConditionReason::Stopped,
+        ErrorCategory::OtherClientsConnected => ConditionReason::OtherClientsConnected,
+        ErrorCategory::ProtocolError => ConditionReason::ProtocolError,
+        ErrorCategory::EngineStartFailed => ConditionReason::EngineStartFailed,
+        ErrorCategory::Unknown => ConditionReason::Unknown,
     }
 }

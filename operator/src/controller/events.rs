@@ -1,9 +1,12 @@
 //! The events of a status change: what changed between the status read and the status
 //! written, in order.
 
-use crate::crd::{EngineStatus, MemoryBenchmarkStatus, Phase};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
-use super::conditions::{ENGINE_POD_CREATED, FAILED, SHARD_PODS_CREATED, reason, state};
+use crate::crd::{ConditionReason, EngineState, EngineStatus, MemoryBenchmarkStatus, Phase};
+
+use super::conditions::{ENGINE_POD_CREATED, FAILED, SHARD_PODS_CREATED};
+use super::spec_error::SpecError;
 
 /// An event to publish: what changed between the status read and the status written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,20 +29,14 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
         reason: reason.into(),
         note,
     };
-    let invalid = |s: &MemoryBenchmarkStatus| {
+    fn invalid(s: &MemoryBenchmarkStatus) -> Option<&Condition> {
         s.conditions
             .iter()
-            .any(|c| c.type_ == FAILED && c.reason == reason::INVALID_SPEC)
-    };
-    if invalid(new) {
-        if !invalid(old) {
-            let message = new
-                .conditions
-                .iter()
-                .find(|c| c.type_ == FAILED)
-                .map(|c| c.message.clone())
-                .unwrap_or_default();
-            events.push(warning(reason::INVALID_SPEC, message));
+            .find(|c| c.type_ == FAILED && SpecError::is_spec_reason(&c.reason))
+    }
+    if let Some(refused) = invalid(new) {
+        if invalid(old).is_none() {
+            events.push(warning(&refused.reason, refused.message.clone()));
         }
         return events;
     }
@@ -62,36 +59,34 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
                 ),
             ));
         }
-        if engine.reason.as_deref() == Some(reason::WAITING_FOR_NODE)
-            && !was(&|b| b.reason.as_deref() == Some(reason::WAITING_FOR_NODE))
+        if engine.reason == Some(ConditionReason::WaitingForNode)
+            && !was(&|b| b.reason == Some(ConditionReason::WaitingForNode))
             && engine
                 .message
                 .as_deref()
                 .is_some_and(|m| m != ENGINE_POD_CREATED && m != SHARD_PODS_CREATED)
         {
             events.push(normal(
-                reason::WAITING_FOR_NODE,
+                ConditionReason::WaitingForNode.as_str(),
                 format!("{who}: {}", engine.message.clone().unwrap_or_default()),
             ));
         }
         // Waiting in the node pool's queue, or for the node to pull the image: once, when it
         // begins (the count of benchmarks ahead changes, the reason does not).
         for waiting in [
-            reason::WAITING_FOR_FREE_NODE,
-            reason::PARALLELISM_ABOVE_NODES,
-            reason::SHARDS_ABOVE_NODES,
-            reason::WAITING_FOR_IMAGE,
+            ConditionReason::WaitingForFreeNode,
+            ConditionReason::ParallelismAboveNodes,
+            ConditionReason::ShardsAboveNodes,
+            ConditionReason::WaitingForImage,
         ] {
-            if engine.reason.as_deref() == Some(waiting)
-                && !was(&|b| b.reason.as_deref() == Some(waiting))
-            {
+            if engine.reason == Some(waiting) && !was(&|b| b.reason == Some(waiting)) {
                 events.push(normal(
-                    waiting,
+                    waiting.as_str(),
                     format!("{who}: {}", engine.message.clone().unwrap_or_default()),
                 ));
             }
         }
-        if engine.state == state::RUNNING && !was(&|b| b.state == state::RUNNING) {
+        if engine.state == EngineState::Running && !was(&|b| b.state == EngineState::Running) {
             events.push(normal(
                 "EngineReady",
                 format!(
@@ -102,11 +97,11 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
         }
         if engine.client_attempts > 1 && !was(&|b| b.client_attempts >= engine.client_attempts) {
             events.push(warning(
-                reason::CLIENT_RETRY,
+                ConditionReason::ClientRetry.as_str(),
                 format!("{who}: {}", engine.message.clone().unwrap_or_default()),
             ));
         }
-        if engine.state == state::SUCCEEDED && !was(&|b| b.state == state::SUCCEEDED) {
+        if engine.state == EngineState::Succeeded && !was(&|b| b.state == EngineState::Succeeded) {
             let figures = engine.summary.as_ref().map_or_else(String::new, |s| {
                 format!(
                     ": median {:.1} bytes per item over {} repetitions",
@@ -116,12 +111,14 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
             });
             events.push(normal("EngineSucceeded", format!("{who}{figures}")));
         }
-        if engine.state == state::FAILED
-            && engine.reason.as_deref() != Some(reason::NOT_RUN)
-            && !was(&|b| b.state == state::FAILED)
+        if engine.state == EngineState::Failed
+            && engine.reason != Some(ConditionReason::NotRun)
+            && !was(&|b| b.state == EngineState::Failed)
         {
             events.push(warning(
-                engine.reason.as_deref().unwrap_or("EngineFailed"),
+                engine
+                    .reason
+                    .map_or("EngineFailed", ConditionReason::as_str),
                 format!("{who}: {}", engine.message.clone().unwrap_or_default()),
             ));
         }

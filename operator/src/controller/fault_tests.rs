@@ -8,9 +8,9 @@ use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use crate::controller::conditions::{FAILED, reason, state};
+use crate::controller::conditions::FAILED;
 use crate::controller::test_fixtures::*;
-use crate::crd::{MemoryBenchmark, Phase};
+use crate::crd::{ConditionReason, EngineState, MemoryBenchmark, Phase};
 
 fn deleted_at(mut pod: Pod, deadline: i64) -> Pod {
     pod.metadata.deletion_timestamp = Some(Time(at(deadline)));
@@ -42,24 +42,24 @@ fn the_deadline_stops_the_running_client_first_and_keeps_its_partial_result() {
     assert_eq!(plan.delete, vec![client.name_any()]);
     assert!(plan.release.is_empty(), "{:?}", plan.release);
     let first = engine_of(&b, 0);
-    assert_eq!(first.state, state::RUNNING);
-    assert_eq!(first.reason.as_deref(), Some(reason::STOPPING_CLIENT));
+    assert_eq!(first.state, EngineState::Running);
+    assert_eq!(first.reason, Some(ConditionReason::StoppingClient));
     assert!(first.message.unwrap().starts_with("Timeout: "));
     assert_eq!(b.status.as_ref().unwrap().phase, Some(Phase::Running));
 
     let client = stopped(deleted_at(client, 3605), 2, "Stopped", 3601);
     let plan = reconcile(&mut b, &[engine.clone(), client.clone()], 3602, None);
     let first = engine_of(&b, 0);
-    assert_eq!(first.state, state::FAILED);
-    assert_eq!(first.reason.as_deref(), Some(reason::TIMEOUT));
+    assert_eq!(first.state, EngineState::Failed);
+    assert_eq!(first.reason, Some(ConditionReason::Timeout));
     assert_eq!(first.repetitions.len(), 2);
     assert!(
         first.message.as_deref().unwrap().contains("2 of 3"),
         "{:?}",
         first.message
     );
-    assert_eq!(engine_of(&b, 1).reason.as_deref(), Some(reason::NOT_RUN));
-    assert_eq!(condition(&b, FAILED).reason, reason::TIMEOUT);
+    assert_eq!(engine_of(&b, 1).reason, Some(ConditionReason::NotRun));
+    assert_eq!(condition(&b, FAILED).reason, ConditionReason::Timeout);
     assert_eq!(plan.release, vec![client.name_any()]);
     assert_eq!(plan.delete, vec![engine.name_any()]);
 }
@@ -78,9 +78,9 @@ fn a_result_that_came_in_before_the_deadline_was_seen_still_counts() {
     );
     reconcile(&mut b, &[engine, done], 3600, None);
     let first = engine_of(&b, 0);
-    assert_eq!(first.state, state::SUCCEEDED);
+    assert_eq!(first.state, EngineState::Succeeded);
     assert_eq!(first.repetitions.len(), 3);
-    assert_eq!(engine_of(&b, 1).reason.as_deref(), Some(reason::NOT_RUN));
+    assert_eq!(engine_of(&b, 1).reason, Some(ConditionReason::NotRun));
 }
 
 #[test]
@@ -91,15 +91,15 @@ fn an_engine_pod_deleted_mid_run_stops_its_client_and_keeps_what_it_measured() {
     let plan = reconcile(&mut b, &[gone.clone(), client.clone()], 11, None);
     assert_eq!(plan.delete, vec![client.name_any()]);
     assert_eq!(
-        engine_of(&b, 0).reason.as_deref(),
-        Some(reason::STOPPING_CLIENT)
+        engine_of(&b, 0).reason,
+        Some(ConditionReason::StoppingClient)
     );
 
     let client = stopped(deleted_at(client, 16), 2, "ConnectionLost", 12);
     let plan = reconcile(&mut b, &[gone, client.clone()], 13, None);
     let first = engine_of(&b, 0);
-    assert_eq!(first.state, state::FAILED);
-    assert_eq!(first.reason.as_deref(), Some(reason::ENGINE_POD_LOST));
+    assert_eq!(first.state, EngineState::Failed);
+    assert_eq!(first.reason, Some(ConditionReason::EnginePodLost));
     assert_eq!(first.repetitions.len(), 2);
     assert_eq!(first.client_attempts, 1, "no client against a dead engine");
     assert!(plan.create.is_empty());
@@ -135,7 +135,7 @@ fn a_result_finalizer_stays_until_the_result_is_in_the_status() {
         9,
     );
     let plan = reconcile(&mut b, &[engine, done.clone()], 10, None);
-    assert_eq!(engine_of(&b, 0).state, state::SUCCEEDED);
+    assert_eq!(engine_of(&b, 0).state, EngineState::Succeeded);
     assert_eq!(plan.release, vec![done.name_any()]);
 }
 
@@ -170,12 +170,12 @@ fn pods_whose_node_stopped_reporting_are_given_up_and_the_engine_fails_as_node_l
     // Within the margin after the deadline, a kubelet could still be stopping them.
     let plan = reconcile(&mut b, &[engine.clone(), client.clone()], 40, None);
     assert!(plan.force_delete.is_empty());
-    assert_eq!(engine_of(&b, 0).state, state::RUNNING);
+    assert_eq!(engine_of(&b, 0).state, EngineState::Running);
 
     let plan = reconcile(&mut b, &[engine.clone(), client.clone()], 46, None);
     let first = engine_of(&b, 0);
-    assert_eq!(first.state, state::FAILED);
-    assert_eq!(first.reason.as_deref(), Some(reason::NODE_LOST));
+    assert_eq!(first.state, EngineState::Failed);
+    assert_eq!(first.reason, Some(ConditionReason::NodeLost));
     let message = first.message.unwrap();
     assert!(
         message.contains("node r8g-1 stopped reporting"),
@@ -205,7 +205,7 @@ fn pods_of_an_earlier_benchmark_of_the_same_name_are_waited_for_never_adopted() 
     assert!(plan.create.is_empty(), "{:?}", plan.create);
     assert_eq!(plan.delete, vec![old_engine.name_any()]);
     let first = engine_of(&b, 0);
-    assert_eq!(first.reason.as_deref(), Some(reason::WAITING_FOR_OLD_PODS));
+    assert_eq!(first.reason, Some(ConditionReason::WaitingForOldPods));
     assert_eq!(first.started_at, None, "nothing of this benchmark started");
 
     let terminating = deleted_at(old_engine, 13);
@@ -238,8 +238,8 @@ fn an_engine_evicted_by_the_kubelet_fails_as_evicted_with_its_message_not_as_a_c
     let client = stopped(deleted_at(client, 40), 2, "Stopped", 31);
     reconcile(&mut b, &[evicted, client], 32, None);
     let first = engine_of(&b, 0);
-    assert_eq!(first.state, state::FAILED);
-    assert_eq!(first.reason.as_deref(), Some(reason::ENGINE_EVICTED));
+    assert_eq!(first.state, EngineState::Failed);
+    assert_eq!(first.reason, Some(ConditionReason::EngineEvicted));
     let message = first.message.unwrap_or_default();
     assert!(
         message.starts_with("the kubelet evicted the engine pod from node r8g-1 after 2 of 3 repetitions: The node was low on resource: ephemeral-storage."),

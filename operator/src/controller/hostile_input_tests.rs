@@ -3,9 +3,9 @@
 
 use kube::ResourceExt;
 
-use super::conditions::reason;
 use super::pods::ANNOTATION_CLIENT_OF;
 use super::test_fixtures::*;
+use crate::crd::ConditionReason;
 
 /// Engine 0 ready, its client created: the benchmark and the two pods.
 fn client_started() -> (
@@ -29,7 +29,7 @@ fn a_forged_result_with_more_repetitions_than_asked_fails_the_engine_as_invalid_
     let status = b.status.as_ref().unwrap();
     let first = &status.engines[0];
     assert_eq!(first.state, "Failed");
-    assert_eq!(first.reason.as_deref(), Some(reason::INVALID_CLIENT_RESULT));
+    assert_eq!(first.reason, Some(ConditionReason::InvalidClientResult));
     let message = first.message.clone().unwrap();
     assert!(message.contains("more than the 3 asked for"), "{message}");
     assert!(
@@ -53,7 +53,7 @@ fn a_refused_result_quotes_at_most_the_first_200_bytes() {
     let client = terminated(client, "r8g-1", 0, "Completed", &forged, 20);
     reconcile(&mut b, &[engine, client], 21, None);
     let first = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(first.reason.as_deref(), Some(reason::INVALID_CLIENT_RESULT));
+    assert_eq!(first.reason, Some(ConditionReason::InvalidClientResult));
     let message = first.message.clone().unwrap();
     let quoted = message.split("the message began: ").nth(1).unwrap();
     assert!(
@@ -82,14 +82,14 @@ fn a_pod_copying_the_client_labels_without_the_operators_annotation_is_not_read(
 }
 
 #[test]
-fn a_spec_the_operators_policy_refuses_is_invalid_spec_and_creates_nothing() {
+fn a_spec_the_operators_policy_refuses_is_policy_denied_and_creates_nothing() {
     let mut b = fresh_benchmark("  placement:\n    tolerations: [{operator: Exists}]\n");
     let plan = reconcile(&mut b, &[], 0, None);
     assert!(plan.create.is_empty());
     let failed = condition(&b, "Failed");
     assert_eq!(
         (failed.status.as_str(), failed.reason.as_str()),
-        ("True", "InvalidSpec")
+        ("True", "PolicyDenied")
     );
     assert!(
         failed.message.contains("allowTolerateEverything"),

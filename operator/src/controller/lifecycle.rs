@@ -11,9 +11,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::crd::MemoryBenchmarkStatus;
+use crate::client::phases::PhaseKind;
+use crate::crd::{ConditionReason, EngineState, MemoryBenchmarkStatus};
 
-use super::conditions::{reason, state};
 use super::observation::{LoadProbe, elapsed_since, pods_of, to_the_second};
 use super::pods::{
     self, Component, PodState, client_state, disruption, engine_index, has_started, pod_state,
@@ -44,7 +44,7 @@ impl Step<'_, '_> {
         self.wait(
             status,
             index,
-            reason::WAITING_FOR_FREE_NODE,
+            ConditionReason::WaitingForFreeNode,
             message,
             self.settings.poll_interval,
         );
@@ -75,7 +75,13 @@ impl Step<'_, '_> {
                     tail(scheduler_message, 300)
                 );
                 let after = self.settings.poll_interval;
-                self.wait(status, index, reason::SHARDS_ABOVE_NODES, message, after);
+                self.wait(
+                    status,
+                    index,
+                    ConditionReason::ShardsAboveNodes,
+                    message,
+                    after,
+                );
             }
             Some(nodes)
                 if spec.parallelism > 1 && nodes <= own && nodes < spec.parallelism as usize =>
@@ -90,7 +96,7 @@ impl Step<'_, '_> {
                 self.wait(
                     status,
                     index,
-                    reason::PARALLELISM_ABOVE_NODES,
+                    ConditionReason::ParallelismAboveNodes,
                     message,
                     after,
                 );
@@ -138,7 +144,13 @@ impl Step<'_, '_> {
                     Some(label) => format!("{label}: {lost}"),
                     None => lost.into(),
                 };
-                self.fail(status, index, reason::ENGINE_POD_LOST, message, false);
+                self.fail(
+                    status,
+                    index,
+                    ConditionReason::EnginePodLost,
+                    message,
+                    false,
+                );
             } else {
                 self.create_engine_pods(status, index, memory, &engines);
             }
@@ -182,7 +194,7 @@ impl Step<'_, '_> {
             PodState::Deleting => self.fail(
                 status,
                 index,
-                reason::ENGINE_POD_LOST,
+                ConditionReason::EnginePodLost,
                 "the engine pod was deleted before the engine finished".into(),
                 false,
             ),
@@ -200,10 +212,16 @@ impl Step<'_, '_> {
                         self.benchmark.spec.instance_type_of_run(index),
                         self.settings.scheduling_timeout.as_secs()
                     );
-                    self.fail(status, index, reason::UNSCHEDULABLE, message, true);
+                    self.fail(status, index, ConditionReason::Unschedulable, message, true);
                 } else {
                     let after = Duration::from_secs(5);
-                    self.wait(status, index, reason::WAITING_FOR_NODE, message, after);
+                    self.wait(
+                        status,
+                        index,
+                        ConditionReason::WaitingForNode,
+                        message,
+                        after,
+                    );
                 }
             }
             PodState::ImagePullFailed {
@@ -221,12 +239,18 @@ impl Step<'_, '_> {
                         let message = format!(
                             "cannot pull the engine image {image}: {why}: {message}{retried}; {note}"
                         );
-                        self.fail(status, index, reason::IMAGE_PULL_FAILED, message, false)
+                        self.fail(
+                            status,
+                            index,
+                            ConditionReason::ImagePullFailed,
+                            message,
+                            false,
+                        )
                     }
                     None => {
                         let note = self.pull_wait_note(&image, &why, &message, since);
                         let after = Duration::from_secs(5);
-                        self.wait(status, index, reason::WAITING_FOR_IMAGE, note, after);
+                        self.wait(status, index, ConditionReason::WaitingForImage, note, after);
                     }
                 }
             }
@@ -242,9 +266,9 @@ impl Step<'_, '_> {
                 let since = pods::scheduled_at(pod).unwrap_or(created);
                 self.config_error(status, index, "engine", &message, since, false);
             }
-            PodState::Starting { since } if status.engines[index].state != state::RUNNING => {
+            PodState::Starting { since } if status.engines[index].state != EngineState::Running => {
                 let engine = &mut status.engines[index];
-                engine.reason = Some(reason::ENGINE_STARTING.into());
+                engine.reason = Some(ConditionReason::EngineStarting);
                 engine.message = Some("the engine is starting".into());
                 if since
                     .is_some_and(|s| elapsed_since(self.now, s) >= self.settings.startup_timeout)
@@ -253,7 +277,13 @@ impl Step<'_, '_> {
                         "the engine did not become ready (accept connections on port 6379) within {} s",
                         self.settings.startup_timeout.as_secs()
                     );
-                    self.fail(status, index, reason::ENGINE_NOT_READY, message, false);
+                    self.fail(
+                        status,
+                        index,
+                        ConditionReason::EngineNotReady,
+                        message,
+                        false,
+                    );
                 } else {
                     self.requeue(Duration::from_secs(2));
                 }
@@ -269,7 +299,7 @@ impl Step<'_, '_> {
             }
             PodState::Ready => {
                 let engine = &mut status.engines[index];
-                engine.state = state::RUNNING.into();
+                engine.state = EngineState::Running;
                 engine.image_id = pods::image_id(pod);
                 match addresses {
                     Some(addresses) => self.client(status, index, &addresses, load),
@@ -282,7 +312,13 @@ impl Step<'_, '_> {
                 ..
             } if NEVER_STARTED.contains(&why.as_str()) => {
                 let message = never_started("engine", &why, message.as_deref());
-                self.fail(status, index, reason::RUN_CONTAINER_ERROR, message, false);
+                self.fail(
+                    status,
+                    index,
+                    ConditionReason::RunContainerError,
+                    message,
+                    false,
+                );
             }
             PodState::Terminated {
                 exit_code,
@@ -321,7 +357,7 @@ impl Step<'_, '_> {
             Some(addresses) if has_client => {
                 self.client(status, index, addresses, load);
                 let engine = &mut status.engines[index];
-                if engine.reason.as_deref() == Some(reason::MEASURING) {
+                if engine.reason == Some(ConditionReason::Measuring) {
                     engine.message = Some(format!(
                         "the engine fails its readiness probe{since_note}; its client carries on"
                     ));
@@ -334,13 +370,25 @@ impl Step<'_, '_> {
                         "the engine was ready, then stopped accepting connections on port 6379 for {} s",
                         self.settings.startup_timeout.as_secs()
                     );
-                    self.fail(status, index, reason::ENGINE_NOT_READY, message, false);
+                    self.fail(
+                        status,
+                        index,
+                        ConditionReason::EngineNotReady,
+                        message,
+                        false,
+                    );
                 } else {
                     let message = format!(
                         "the engine fails its readiness probe{since_note}; waiting for it to recover"
                     );
                     let after = Duration::from_secs(2);
-                    self.wait(status, index, reason::ENGINE_STARTING, message, after);
+                    self.wait(
+                        status,
+                        index,
+                        ConditionReason::EngineStarting,
+                        message,
+                        after,
+                    );
                 }
             }
         }
@@ -377,7 +425,13 @@ impl Step<'_, '_> {
                     "the engine exited with code {exit_code}; stopping the client to keep what it measured"
                 );
                 let after = Duration::from_secs(1);
-                self.wait(status, index, reason::STOPPING_CLIENT, message, after);
+                self.wait(
+                    status,
+                    index,
+                    ConditionReason::StoppingClient,
+                    message,
+                    after,
+                );
                 return;
             }
             // Every repetition was measured before the engine went.
@@ -394,7 +448,7 @@ impl Step<'_, '_> {
         let limit = self.engine_memory_limit(index);
         // The spec's entry this run is of (runs repeat the entries per instance type).
         let entry = self.benchmark.spec.entry_of_run(index);
-        let never_ran = done == 0 && status.engines[index].state != state::RUNNING;
+        let never_ran = done == 0 && status.engines[index].state != EngineState::Running;
         // The phase the client was in when its connection broke: a kubelet's record says how
         // the container ended, never what it was doing.
         let during = phase
@@ -410,7 +464,7 @@ impl Step<'_, '_> {
             let text = format!(
                 "the kubelet evicted the engine pod from node {node} after {done} of {of} repetitions: {kubelet_says}"
             );
-            (reason::ENGINE_EVICTED, text)
+            (ConditionReason::EngineEvicted, text)
         } else if never_ran && matches!(exit_code, 126 | 127) {
             // A shell's codes for a program it cannot find (127) or execute (126): the image's
             // entrypoint script ran, the server it starts did not. The same pod would fail the
@@ -424,22 +478,22 @@ impl Step<'_, '_> {
                     .engine
                     .server_binary()
             );
-            (reason::RUN_CONTAINER_ERROR, text)
+            (ConditionReason::RunContainerError, text)
         } else if oom {
             let text = format!(
                 "the engine was OOMKilled (memory limit {limit}) {during}after {done} of {of} repetitions; set spec.engines[{entry}].memory higher{}",
                 phase.map_or("", |p| forked_copy_note(
-                    &p.name,
+                    p.name,
                     self.benchmark.spec.engines[entry].engine
                 ))
             );
-            (reason::ENGINE_OOM_KILLED, text)
+            (ConditionReason::EngineOOMKilled, text)
         } else {
             let text = format!(
                 "the engine exited with code {exit_code}{} {during}after {done} of {of} repetitions",
                 why.map(|w| format!(" ({w})")).unwrap_or_default()
             );
-            (reason::ENGINE_CRASHED, text)
+            (ConditionReason::EngineCrashed, text)
         };
         if let Some(last_words) = message.filter(|m| !m.trim().is_empty()) {
             text.push_str(": ");
@@ -507,7 +561,7 @@ impl Step<'_, '_> {
             },
             self.settings.lost_pod_margin.as_secs(),
         );
-        self.fail(status, index, reason::NODE_LOST, message, false);
+        self.fail(status, index, ConditionReason::NodeLost, message, false);
         true
     }
 
@@ -526,9 +580,12 @@ impl Step<'_, '_> {
 /// What an OOM kill during `phase` says about the limit: a save and a replica's full sync fork
 /// on Redis and Valkey, and every page written meanwhile is copied inside the same limit.
 /// Dragonfly does not fork.
-pub(crate) fn forked_copy_note(phase: &str, engine: crate::crd::EngineKind) -> &'static str {
+pub(crate) fn forked_copy_note(phase: PhaseKind, engine: crate::crd::EngineKind) -> &'static str {
     match phase {
-        "snapshot" | "replica" if engine != crate::crd::EngineKind::Dragonfly => {
+        PhaseKind::Snapshot if engine.capabilities().forks_to_save => {
+            " (the save forks: the limit must hold the engine's memory and the pages its writes copied meanwhile)"
+        }
+        PhaseKind::Replica if engine.capabilities().forks_for_replica_sync => {
             " (the save forks: the limit must hold the engine's memory and the pages its writes copied meanwhile)"
         }
         _ => "",

@@ -62,6 +62,7 @@ mod served_result_tests;
 mod shards;
 #[cfg(test)]
 mod shards_tests;
+pub mod spec_error;
 mod step;
 pub mod summary;
 #[cfg(test)]

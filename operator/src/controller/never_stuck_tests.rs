@@ -10,17 +10,17 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use crate::controller::conditions::{PROGRESSING, reason, state};
+use crate::controller::conditions::PROGRESSING;
 use crate::controller::observation::PodRejection;
 use crate::controller::rejection_message;
 use crate::controller::test_fixtures::*;
-use crate::crd::{MemoryBenchmark, Phase};
+use crate::crd::{ConditionReason, EngineState, MemoryBenchmark, Phase};
 
 const BUSY: &str = "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 2 node(s) didn't match pod anti-affinity rules. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.";
 
-fn engine_state(b: &MemoryBenchmark, index: usize) -> (String, Option<String>) {
+fn engine_state(b: &MemoryBenchmark, index: usize) -> (EngineState, Option<ConditionReason>) {
     let engine = &b.status.as_ref().unwrap().engines[index];
-    (engine.state.clone(), engine.reason.clone())
+    (engine.state, engine.reason)
 }
 
 fn message(b: &MemoryBenchmark, index: usize) -> String {
@@ -61,7 +61,12 @@ fn the_first_reconciliation_writes_the_status_with_started_at_before_any_pod() {
     let status = b.status.clone().unwrap();
     assert_eq!(status.started_at, Some(Time(at(0))));
     assert_eq!(status.phase, Some(Phase::Pending));
-    assert!(status.engines.iter().all(|e| e.state == state::PENDING));
+    assert!(
+        status
+            .engines
+            .iter()
+            .all(|e| e.state == EngineState::Pending)
+    );
     assert!(plan.requeue.is_some());
     // The next reconciliation creates the first engine pod.
     let plan = reconcile(&mut b, &[], 1, None);
@@ -80,9 +85,9 @@ fn timeout_seconds_fires_even_when_no_pod_could_ever_be_created() {
     assert_eq!(b.status.as_ref().unwrap().phase, Some(Phase::Failed));
     assert_eq!(
         engine_state(&b, 0),
-        ("Failed".into(), Some(reason::TIMEOUT.into()))
+        (EngineState::Failed, Some(ConditionReason::Timeout))
     );
-    assert_eq!(engine_state(&b, 1).1.as_deref(), Some(reason::NOT_RUN));
+    assert_eq!(engine_state(&b, 1).1, Some(ConditionReason::NotRun));
 }
 
 #[test]
@@ -96,7 +101,7 @@ fn a_refused_engine_pod_fails_that_engine_with_the_api_servers_message_and_the_n
     assert!(plan.create.is_empty(), "{:?}", plan.create);
     assert_eq!(
         engine_state(&b, 0),
-        ("Failed".into(), Some(reason::POD_REJECTED.into()))
+        (EngineState::Failed, Some(ConditionReason::PodRejected))
     );
     assert!(
         message(&b, 0).contains("exceeded quota: small"),
@@ -105,7 +110,7 @@ fn a_refused_engine_pod_fails_that_engine_with_the_api_servers_message_and_the_n
     );
     assert!(message(&b, 0).contains("zset-0-engine"));
     // Not NotRun: the next engine's pod (its own memory, its own image) may be admitted.
-    assert_eq!(engine_state(&b, 1).0, state::PENDING);
+    assert_eq!(engine_state(&b, 1).0, EngineState::Pending);
     let plan = reconcile(&mut b, &[], 2, None);
     assert_eq!(engine_pod_of(&plan, 1).name_any(), "zset-1-engine");
 }
@@ -121,7 +126,7 @@ fn a_refused_client_pod_fails_its_engine_as_pod_rejected() {
     let plan = reconcile_seeing(&mut b, &[engine], 5, None, &[refusal], &[]);
     assert!(plan.create.is_empty());
     assert_eq!(plan.delete, vec!["zset-0-engine".to_string()]);
-    assert_eq!(engine_state(&b, 0).1.as_deref(), Some(reason::POD_REJECTED));
+    assert_eq!(engine_state(&b, 0).1, Some(ConditionReason::PodRejected));
     assert!(message(&b, 0).contains("maximum cpu usage per Container"));
 }
 
@@ -204,7 +209,7 @@ fn a_readiness_blip_while_the_client_runs_is_not_a_startup_timeout() {
     reconcile(&mut b, &[blip.clone(), client.clone()], 1000, None);
     assert_eq!(
         engine_state(&b, 0),
-        ("Running".into(), Some(reason::MEASURING.into()))
+        (EngineState::Running, Some(ConditionReason::Measuring))
     );
     assert!(
         message(&b, 0).contains("readiness probe"),
@@ -213,12 +218,12 @@ fn a_readiness_blip_while_the_client_runs_is_not_a_startup_timeout() {
     );
     // ... however long it lasts: the client decides.
     reconcile(&mut b, &[blip, client.clone()], 2000, None);
-    assert_eq!(engine_state(&b, 0).0, state::RUNNING);
+    assert_eq!(engine_state(&b, 0).0, EngineState::Running);
     // Ready again.
     reconcile(&mut b, &[engine, client], 2005, None);
     assert_eq!(
         engine_state(&b, 0),
-        ("Running".into(), Some(reason::MEASURING.into()))
+        (EngineState::Running, Some(ConditionReason::Measuring))
     );
     assert_eq!(message(&b, 0), "");
 }
@@ -231,7 +236,7 @@ fn an_engine_that_was_ready_is_not_timed_out_from_its_start_even_when_the_pod_ca
     let mut unknown = unready(engine, 900);
     unknown.status.as_mut().unwrap().conditions = None;
     reconcile(&mut b, &[unknown, client], 1000, None);
-    assert_eq!(engine_state(&b, 0).0, state::RUNNING);
+    assert_eq!(engine_state(&b, 0).0, EngineState::Running);
 }
 
 #[test]
@@ -243,28 +248,31 @@ fn an_engine_unready_without_a_client_fails_once_unready_for_the_startup_timeout
     b.status.as_mut().unwrap().engines[0].client_attempts = 0;
     let blip = unready(engine, 100);
     reconcile(&mut b, std::slice::from_ref(&blip), 200, None);
-    assert_eq!(engine_state(&b, 0).0, state::RUNNING);
+    assert_eq!(engine_state(&b, 0).0, EngineState::Running);
     assert!(message(&b, 0).contains("waiting for it to recover"));
     reconcile(&mut b, std::slice::from_ref(&blip), 400, None);
     assert_eq!(
         engine_state(&b, 0),
-        ("Failed".into(), Some(reason::ENGINE_NOT_READY.into()))
+        ("Failed".into(), Some(ConditionReason::EngineNotReady))
     );
     assert!(message(&b, 0).contains("was ready, then stopped"));
 }
 
 #[test]
 fn a_container_that_cannot_be_created_or_started_fails_its_engine_with_that_reason() {
-    for why in [reason::CREATE_CONTAINER_ERROR, reason::RUN_CONTAINER_ERROR] {
+    for why in [
+        ConditionReason::CreateContainerError,
+        ConditionReason::RunContainerError,
+    ] {
         let mut b = benchmark("");
         let pod = created(engine_pod_of(&reconcile(&mut b, &[], 1, None), 0), 1);
-        let stuck = waiting(pod, "r8g-1", why);
+        let stuck = waiting(pod, "r8g-1", why.as_str());
         let plan = reconcile(&mut b, &[stuck], 5, None);
-        assert_eq!(engine_state(&b, 0), ("Failed".into(), Some(why.into())));
+        assert_eq!(engine_state(&b, 0), (EngineState::Failed, Some(why)));
         assert!(message(&b, 0).contains("could not be started"));
         assert_eq!(plan.delete, vec!["zset-0-engine".to_string()]);
         // The next engine runs.
-        assert_eq!(engine_state(&b, 1).0, state::PENDING);
+        assert_eq!(engine_state(&b, 1).0, EngineState::Pending);
     }
 }
 
@@ -292,7 +300,7 @@ fn a_missing_password_secret_is_waited_for_then_fails_naming_the_secret() {
     assert!(plan.delete.is_empty());
     assert_eq!(
         engine_state(&b, 0),
-        ("Pending".into(), Some(reason::WAITING_FOR_CONFIG.into()))
+        ("Pending".into(), Some(ConditionReason::WaitingForConfig))
     );
     for expected in [
         "secret \"engine-password\" not found",
@@ -307,8 +315,8 @@ fn a_missing_password_secret_is_waited_for_then_fails_naming_the_secret() {
     }
     reconcile(&mut b, std::slice::from_ref(&missing), 250, None);
     assert_eq!(
-        engine_state(&b, 0).1.as_deref(),
-        Some(reason::WAITING_FOR_CONFIG)
+        engine_state(&b, 0).1,
+        Some(ConditionReason::WaitingForConfig)
     );
     // 300 s after the pod was created: the engine fails with the kubelet's reason.
     let plan = reconcile(&mut b, std::slice::from_ref(&missing), 301, None);
@@ -316,7 +324,7 @@ fn a_missing_password_secret_is_waited_for_then_fails_naming_the_secret() {
         engine_state(&b, 0),
         (
             "Failed".into(),
-            Some(reason::CREATE_CONTAINER_CONFIG_ERROR.into())
+            Some(ConditionReason::CreateContainerConfigError)
         )
     );
     assert!(message(&b, 0).contains("could not be created within 300 s"));
@@ -338,8 +346,8 @@ fn an_engine_whose_program_cannot_start_fails_as_run_container_error() {
     );
     reconcile(&mut b, &[never], 5, None);
     assert_eq!(
-        engine_state(&b, 0).1.as_deref(),
-        Some(reason::RUN_CONTAINER_ERROR)
+        engine_state(&b, 0).1,
+        Some(ConditionReason::RunContainerError)
     );
     assert!(message(&b, 0).contains("executable file not found"));
 }
@@ -360,11 +368,11 @@ fn a_client_that_cannot_start_is_not_retried_and_the_rest_is_not_run() {
     let plan = reconcile(&mut b, &[engine, never], 7, None);
     assert!(plan.create.is_empty(), "not retried: {:?}", plan.create);
     assert_eq!(
-        engine_state(&b, 0).1.as_deref(),
-        Some(reason::RUN_CONTAINER_ERROR)
+        engine_state(&b, 0).1,
+        Some(ConditionReason::RunContainerError)
     );
     assert_eq!(b.status.as_ref().unwrap().engines[0].client_attempts, 1);
-    assert_eq!(engine_state(&b, 1).1.as_deref(), Some(reason::NOT_RUN));
+    assert_eq!(engine_state(&b, 1).1, Some(ConditionReason::NotRun));
 }
 
 #[test]
@@ -376,7 +384,7 @@ fn an_image_pull_error_is_retried_for_a_bounded_time_before_the_engine_fails() {
     assert!(plan.delete.is_empty());
     assert_eq!(
         engine_state(&b, 0),
-        ("Pending".into(), Some(reason::WAITING_FOR_IMAGE.into()))
+        ("Pending".into(), Some(ConditionReason::WaitingForImage))
     );
     assert!(
         message(&b, 0).contains("redis:7.0.15"),
@@ -386,14 +394,14 @@ fn an_image_pull_error_is_retried_for_a_bounded_time_before_the_engine_fails() {
     let backing_off = waiting(pod, "r8g-1", "ImagePullBackOff");
     reconcile(&mut b, std::slice::from_ref(&backing_off), 250, None);
     assert_eq!(
-        engine_state(&b, 0).1.as_deref(),
-        Some(reason::WAITING_FOR_IMAGE)
+        engine_state(&b, 0).1,
+        Some(ConditionReason::WaitingForImage)
     );
     // 300 s after the pod was created (it has no PodScheduled condition to say more).
     let plan = reconcile(&mut b, std::slice::from_ref(&backing_off), 301, None);
     assert_eq!(
         engine_state(&b, 0),
-        ("Failed".into(), Some(reason::IMAGE_PULL_FAILED.into()))
+        ("Failed".into(), Some(ConditionReason::ImagePullFailed))
     );
     assert!(
         message(&b, 0).contains("retried for 300 s"),
@@ -417,7 +425,7 @@ fn an_image_pull_failure_names_the_registry_and_the_pull_secrets_the_pod_present
     reconcile(&mut b, std::slice::from_ref(&backing_off), 301, None);
     assert_eq!(
         engine_state(&b, 0),
-        ("Failed".into(), Some(reason::IMAGE_PULL_FAILED.into()))
+        ("Failed".into(), Some(ConditionReason::ImagePullFailed))
     );
     let message = message(&b, 0);
     assert!(
@@ -441,7 +449,7 @@ fn nodes_busy_with_other_engines_mean_waiting_with_no_scheduling_deadline() {
     assert!(plan.delete.is_empty());
     assert_eq!(
         engine_state(&b, 0),
-        ("Pending".into(), Some(reason::WAITING_FOR_FREE_NODE.into()))
+        ("Pending".into(), Some(ConditionReason::WaitingForFreeNode))
     );
     let waiting_for = "waiting for a free r8g.4xlarge node, 0 benchmarks ahead";
     assert_eq!(message(&b, 0), waiting_for);
@@ -458,7 +466,7 @@ fn nodes_busy_with_other_engines_mean_waiting_with_no_scheduling_deadline() {
         status.progress
     );
     let progressing = condition(&b, PROGRESSING);
-    assert_eq!(progressing.reason, reason::WAITING_FOR_FREE_NODE);
+    assert_eq!(progressing.reason, ConditionReason::WaitingForFreeNode);
     assert!(
         progressing.message.contains(waiting_for),
         "{}",
@@ -488,8 +496,8 @@ fn a_later_benchmark_waits_behind_an_earlier_one_for_the_same_pool_without_a_pod
         "waiting for a free r8g.4xlarge node, 1 benchmark ahead"
     );
     assert_eq!(
-        engine_state(&later, 0).1.as_deref(),
-        Some(reason::WAITING_FOR_FREE_NODE)
+        engine_state(&later, 0).1,
+        Some(ConditionReason::WaitingForFreeNode)
     );
     // Benchmarks for another pool are not ahead.
     let mut elsewhere = first.clone();
@@ -509,7 +517,7 @@ fn the_earliest_waiting_benchmark_keeps_its_place_when_a_later_one_waits_too() {
     later.metadata.name = Some("later".into());
     later.metadata.uid = Some("uid-later".into());
     later.metadata.creation_timestamp = Some(Time(at(10)));
-    later.status.as_mut().unwrap().engines[0].reason = Some(reason::WAITING_FOR_FREE_NODE.into());
+    later.status.as_mut().unwrap().engines[0].reason = Some(ConditionReason::WaitingForFreeNode);
     let others = [Arc::new(later)];
     reconcile_seeing(
         &mut first,

@@ -12,9 +12,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::client::result::{ClientResult, ReadError};
-use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus};
+use crate::crd::{EngineState, EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus};
 
-use super::conditions::state;
 use super::network_policy::NetworkPolicySettings;
 use super::pods::{Component, PodSettings, component, engine_index};
 use super::policy::Policy;
@@ -197,7 +196,7 @@ impl EngineContainer {
 }
 
 pub(super) fn is_terminal(engine: &EngineStatus) -> bool {
-    engine.state == state::SUCCEEDED || engine.state == state::FAILED
+    engine.state == EngineState::Succeeded || engine.state == EngineState::Failed
 }
 
 pub(super) fn elapsed_since(now: Timestamp, then: Timestamp) -> Duration {

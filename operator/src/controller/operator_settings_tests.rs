@@ -1,18 +1,18 @@
 //! The decision under the operator's own settings: pods that cannot fit the instance type are
-//! InvalidSpec before any pod, and the engine mirror is what the status and the policy see.
+//! DoesNotFit before any pod, and the engine mirror is what the status and the policy see.
 
-use super::conditions::{FAILED, reason};
+use super::conditions::FAILED;
 use super::engine_registry::EngineRegistry;
 use super::observation::Observation;
 use super::plan::plan;
 use super::pod_fit::NodeAllocatable;
 use super::test_fixtures::*;
-use crate::crd::Phase;
+use crate::crd::{ConditionReason, Phase};
 
 const GIB: u64 = 1 << 30;
 
 #[test]
-fn pods_larger_than_the_instance_type_are_invalid_spec_before_any_pod_naming_both_figures() {
+fn pods_larger_than_the_instance_type_do_not_fit_before_any_pod_naming_both_figures() {
     // r8g.4xlarge gives pods 125.14 GiB: 130Gi and the client's 256Mi do not fit.
     let mut b = fresh_benchmark("  podResources: {engineCpu: \"2\"}\n");
     b.spec.engines.truncate(1);
@@ -24,7 +24,7 @@ fn pods_larger_than_the_instance_type_are_invalid_spec_before_any_pod_naming_bot
     let status = b.status.clone().unwrap();
     assert_eq!(status.phase, Some(Phase::Failed));
     let failed = condition(&b, FAILED);
-    assert_eq!(failed.reason, reason::INVALID_SPEC);
+    assert_eq!(failed.reason, ConditionReason::DoesNotFit);
     assert!(
         failed
             .message

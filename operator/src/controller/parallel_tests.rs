@@ -4,10 +4,10 @@
 
 use kube::ResourceExt;
 
-use super::conditions::{PROGRESSING, reason, state};
+use super::conditions::PROGRESSING;
 use super::pods::INSTANCE_TYPE_LABEL;
 use super::test_fixtures::*;
-use crate::crd::{MemoryBenchmark, Phase};
+use crate::crd::{ConditionReason, EngineState, MemoryBenchmark, Phase};
 
 /// Three engines on r8g.4xlarge, `parallelism` at once; the first status written at time 0.
 fn three_engines(parallelism: u32) -> MemoryBenchmark {
@@ -53,7 +53,7 @@ fn parallelism_creates_that_many_engine_pods_at_once_and_no_more() {
     );
     let status = b.status.as_ref().unwrap();
     assert_eq!(status.phase, Some(Phase::Running));
-    assert_eq!(status.engines[2].state, state::PENDING);
+    assert_eq!(status.engines[2].state, EngineState::Pending);
     assert!(status.engines[2].started_at.is_none());
     assert!(
         status
@@ -136,7 +136,7 @@ fn the_next_engine_starts_when_one_of_the_parallel_ones_is_done_and_its_pods_are
     );
     assert_eq!(
         b.status.as_ref().unwrap().engines[1].state,
-        state::SUCCEEDED
+        EngineState::Succeeded
     );
     assert!(plan.delete.contains(&"zset-1-engine".to_string()));
     // Its pods still terminate: their node is not free yet.
@@ -175,10 +175,7 @@ fn parallelism_above_the_pool_waits_saying_how_many_nodes_of_the_type_there_are(
     ];
     reconcile(&mut b, &pods, 2, None);
     let engine = &b.status.as_ref().unwrap().engines[2];
-    assert_eq!(
-        engine.reason.as_deref(),
-        Some(reason::PARALLELISM_ABOVE_NODES)
-    );
+    assert_eq!(engine.reason, Some(ConditionReason::ParallelismAboveNodes));
     let message = engine.message.clone().unwrap();
     assert!(
         message.contains("spec.parallelism is 3")
@@ -187,7 +184,7 @@ fn parallelism_above_the_pool_waits_saying_how_many_nodes_of_the_type_there_are(
         "{message}"
     );
     let progressing = condition(&b, PROGRESSING);
-    assert_eq!(progressing.reason, reason::PARALLELISM_ABOVE_NODES);
+    assert_eq!(progressing.reason, ConditionReason::ParallelismAboveNodes);
     assert!(
         progressing.message.contains("has 2 nodes"),
         "{}",
@@ -196,11 +193,8 @@ fn parallelism_above_the_pool_waits_saying_how_many_nodes_of_the_type_there_are(
     // No scheduling deadline: long after it the run still waits, it does not fail.
     reconcile(&mut b, &pods, 500, None);
     let engine = &b.status.as_ref().unwrap().engines[2];
-    assert_eq!(engine.state, state::PENDING);
-    assert_eq!(
-        engine.reason.as_deref(),
-        Some(reason::PARALLELISM_ABOVE_NODES)
-    );
+    assert_eq!(engine.state, EngineState::Pending);
+    assert_eq!(engine.reason, Some(ConditionReason::ParallelismAboveNodes));
 }
 
 #[test]
@@ -216,10 +210,7 @@ fn nodes_busy_with_another_benchmarks_engines_are_a_queue_not_a_small_pool() {
     ];
     reconcile(&mut b, &pods, 2, None);
     let engine = &b.status.as_ref().unwrap().engines[1];
-    assert_eq!(
-        engine.reason.as_deref(),
-        Some(reason::WAITING_FOR_FREE_NODE)
-    );
+    assert_eq!(engine.reason, Some(ConditionReason::WaitingForFreeNode));
 }
 
 #[test]
@@ -267,7 +258,7 @@ fn change_against_the_first_engine_is_within_each_instance_type() {
     reconcile(&mut b, &[], 0, None);
     let status = b.status.as_mut().unwrap();
     for (engine, median) in status.engines.iter_mut().zip([100.0, 50.0, 200.0, 150.0]) {
-        engine.state = state::SUCCEEDED.into();
+        engine.state = EngineState::Succeeded;
         engine.summary = Some(crate::crd::SummaryStatus {
             bytes_per_item: crate::crd::SpreadStatus {
                 median,
@@ -301,13 +292,13 @@ fn a_timeout_stops_every_engine_under_way_and_runs_no_other() {
     reconcile(&mut b, &pods, 2, None);
     reconcile(&mut b, &pods, 3600, None);
     let status = b.status.as_ref().unwrap();
-    let reasons: Vec<Option<&str>> = status.engines.iter().map(|e| e.reason.as_deref()).collect();
+    let reasons: Vec<Option<ConditionReason>> = status.engines.iter().map(|e| e.reason).collect();
     assert_eq!(
         reasons,
         [
-            Some(reason::TIMEOUT),
-            Some(reason::TIMEOUT),
-            Some(reason::NOT_RUN)
+            Some(ConditionReason::Timeout),
+            Some(ConditionReason::Timeout),
+            Some(ConditionReason::NotRun)
         ]
     );
     assert_eq!(status.phase, Some(Phase::Failed));

@@ -25,9 +25,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 
-use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase};
+use crate::crd::{
+    ConditionReason, EngineState, EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase,
+};
 
-use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
+use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY};
 use super::engine_registry::image_registry;
 use super::observation::{
     EngineContainer, LoadProbe, Observation, Plan, ProbeTarget, Settings, current_engine,
@@ -38,6 +40,7 @@ use super::pods::{
     self, Component, PodState, client_attempt, client_state, engine_index, holds_result, owned_by,
     pod_state, stuck_deleting,
 };
+use super::spec_error::SpecError;
 use super::step::Step;
 use super::summary::summarize;
 use crate::validation::validate;
@@ -115,7 +118,7 @@ pub fn pods_created(observation: &Observation) -> bool {
         || status
             .engines
             .iter()
-            .any(|e| e.started_at.is_some() || e.state != state::PENDING)
+            .any(|e| e.started_at.is_some() || e.state != EngineState::Pending)
 }
 
 /// Where to read progress from: the client pod loading an engine right now, if any.
@@ -230,19 +233,22 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
         requeue: None,
     };
 
-    let valid = match validate(benchmark).and_then(|valid| {
-        settings
-            .policy
-            .check_with(spec, settings.pods.engine_registry.as_ref())?;
-        // Before the first pod only: a run under way keeps going whatever nodes come later.
-        if !pods_created(observation) {
-            let sizes = pods::pod_resources(benchmark, &settings.pods);
-            pod_fit::check(benchmark, &valid.engine_memory, &sizes, observation.nodes)?;
-        }
-        Ok(valid)
-    }) {
+    let valid = match validate(benchmark)
+        .map_err(SpecError::from)
+        .and_then(|valid| {
+            settings
+                .policy
+                .check_with(spec, settings.pods.engine_registry.as_ref())?;
+            // Before the first pod only: a run under way keeps going whatever nodes come later.
+            if !pods_created(observation) {
+                let sizes = pods::pod_resources(benchmark, &settings.pods);
+                pod_fit::check(benchmark, &valid.engine_memory, &sizes, observation.nodes)?;
+            }
+            Ok(valid)
+        }) {
         Ok(valid) => valid,
-        Err(message) => {
+        Err(refusal) => {
+            let message = refusal.to_string();
             status.phase = Some(Phase::Failed);
             status.progress = None;
             let stamp = ConditionStamp {
@@ -254,7 +260,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
                     &mut status.conditions,
                     type_,
                     value,
-                    reason::INVALID_SPEC,
+                    refusal.reason(),
                     &message,
                 );
             }
@@ -413,7 +419,13 @@ fn time_out(step: &mut Step, status: &mut MemoryBenchmarkStatus) {
         begun
     };
     for &index in &failing {
-        step.fail(status, index, reason::TIMEOUT, message.clone(), false);
+        step.fail(
+            status,
+            index,
+            ConditionReason::Timeout,
+            message.clone(),
+            false,
+        );
     }
     let cause = failing
         .first()
@@ -422,9 +434,12 @@ fn time_out(step: &mut Step, status: &mut MemoryBenchmarkStatus) {
     for index in open {
         let engine = &mut status.engines[index];
         if !failing.contains(&index) && !is_terminal(engine) {
-            engine.state = state::FAILED.into();
-            engine.reason = Some(reason::NOT_RUN.into());
-            engine.message = Some(format!("not run: {cause} ended with {}", reason::TIMEOUT));
+            engine.state = EngineState::Failed;
+            engine.reason = Some(ConditionReason::NotRun);
+            engine.message = Some(format!(
+                "not run: {cause} ended with {}",
+                ConditionReason::Timeout
+            ));
         }
     }
 }
@@ -438,9 +453,9 @@ fn initial_engines(benchmark: &MemoryBenchmark, settings: &Settings) -> Vec<Engi
             let e = spec.engine_of_run(run);
             EngineStatus {
                 name: e.display_name(),
-                engine: e.engine.to_string(),
+                engine: e.engine.into(),
                 requested_version: e.version.clone(),
-                state: state::PENDING.into(),
+                state: EngineState::Pending,
                 image: Some(pods::engine_image(e, &settings.pods)),
                 engine_registry: image_registry(e, settings.pods.engine_registry.as_ref())
                     .map(|r| r.as_str().to_string()),

@@ -7,11 +7,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
 use super::*;
-use crate::controller::conditions::{FAILED, PROGRESSING, READY, reason, state};
+use crate::controller::conditions::{FAILED, PROGRESSING, READY};
 use crate::controller::events::transitions;
 use crate::controller::observation::LoadProbe;
 use crate::controller::test_fixtures::*;
-use crate::crd::Phase;
+use crate::crd::{ConditionReason, EngineState, Phase};
 
 #[test]
 fn once_the_status_is_written_only_the_first_engine_pod_is_created() {
@@ -23,7 +23,7 @@ fn once_the_status_is_written_only_the_first_engine_pod_is_created() {
     assert_eq!(status.phase, Some(Phase::Pending));
     assert_eq!(status.engines.len(), 2);
     assert_eq!(status.engines[0].started_at, Some(Time(at(0))));
-    assert_eq!(status.engines[1].state, state::PENDING);
+    assert_eq!(status.engines[1].state, EngineState::Pending);
     assert_eq!(status.observed_generation, Some(1));
     assert_eq!(status.workload.as_deref(), Some("sorted-set 20000 members"));
     assert_eq!(condition(&b, PROGRESSING).status, "True");
@@ -59,11 +59,11 @@ fn an_unschedulable_engine_waits_with_the_schedulers_message_then_fails_the_benc
     let status = b.status.clone().unwrap();
     assert_eq!(status.phase, Some(Phase::Pending));
     assert_eq!(
-        status.engines[0].reason.as_deref(),
-        Some(reason::WAITING_FOR_NODE)
+        status.engines[0].reason,
+        Some(ConditionReason::WaitingForNode)
     );
     let progressing = condition(&b, PROGRESSING);
-    assert_eq!(progressing.reason, reason::WAITING_FOR_NODE);
+    assert_eq!(progressing.reason, ConditionReason::WaitingForNode);
     assert!(
         progressing
             .message
@@ -76,8 +76,8 @@ fn an_unschedulable_engine_waits_with_the_schedulers_message_then_fails_the_benc
     let status = b.status.clone().unwrap();
     assert_eq!(status.phase, Some(Phase::Failed));
     assert_eq!(
-        status.engines[0].reason.as_deref(),
-        Some(reason::UNSCHEDULABLE)
+        status.engines[0].reason,
+        Some(ConditionReason::Unschedulable)
     );
     assert!(
         status.engines[0]
@@ -86,11 +86,11 @@ fn an_unschedulable_engine_waits_with_the_schedulers_message_then_fails_the_benc
             .unwrap()
             .contains("r8g.4xlarge")
     );
-    assert_eq!(status.engines[1].reason.as_deref(), Some(reason::NOT_RUN));
+    assert_eq!(status.engines[1].reason, Some(ConditionReason::NotRun));
     let failed = condition(&b, FAILED);
     assert_eq!(
         (failed.status.as_str(), failed.reason.as_str()),
-        ("True", reason::UNSCHEDULABLE)
+        ("True", ConditionReason::Unschedulable.as_str())
     );
     assert!(
         failed.message.contains("didn't match"),
@@ -121,7 +121,7 @@ fn a_ready_engine_gets_its_client_pointed_at_its_pod_ip() {
     );
     let status = b.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Running));
-    assert_eq!(status.engines[0].state, state::RUNNING);
+    assert_eq!(status.engines[0].state, EngineState::Running);
     assert_eq!(status.engines[0].node_name.as_deref(), Some("r8g-1"));
     assert_eq!(status.engines[0].client_attempts, 1);
     assert!(
@@ -176,7 +176,7 @@ fn the_next_engine_starts_only_once_the_previous_engines_pods_are_gone() {
     let mut b = benchmark("");
     let leftovers = first_engine_measured(&mut b);
     let status = b.status.clone().unwrap();
-    assert_eq!(status.engines[0].state, state::SUCCEEDED);
+    assert_eq!(status.engines[0].state, EngineState::Succeeded);
     assert_eq!(status.engines[0].version.as_deref(), Some("7.0.15"));
     assert_eq!(
         status.engines[0].allocator.as_deref(),
@@ -236,7 +236,7 @@ fn a_finished_comparison_is_ready_with_changes_against_the_first_engine() {
         "done: 2/2 engines"
     );
     assert_eq!(condition(&b, READY).status, "True");
-    assert_eq!(condition(&b, READY).reason, reason::COMPLETED);
+    assert_eq!(condition(&b, READY).reason, ConditionReason::Completed);
     assert_eq!(condition(&b, FAILED).status, "False");
     assert_eq!(plan.requeue, None);
     // Nothing changes on a later look.
@@ -256,7 +256,10 @@ fn an_oom_killed_engine_keeps_its_partial_results_and_the_next_engine_still_runs
     let still_running = ready(client.clone(), "r8g-1", "127.1.0.3");
     let plan = reconcile(&mut b, &[dead.clone(), still_running], 31, None);
     assert!(plan.delete.is_empty());
-    assert_eq!(b.status.as_ref().unwrap().engines[0].state, state::RUNNING);
+    assert_eq!(
+        b.status.as_ref().unwrap().engines[0].state,
+        EngineState::Running
+    );
 
     let partial = terminated(
         client,
@@ -268,8 +271,8 @@ fn an_oom_killed_engine_keeps_its_partial_results_and_the_next_engine_still_runs
     );
     let plan = reconcile(&mut b, &[dead, partial], 32, None);
     let engine = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(engine.state, state::FAILED);
-    assert_eq!(engine.reason.as_deref(), Some(reason::ENGINE_OOM_KILLED));
+    assert_eq!(engine.state, EngineState::Failed);
+    assert_eq!(engine.reason, Some(ConditionReason::EngineOOMKilled));
     assert!(
         engine
             .message
@@ -297,14 +300,14 @@ fn an_engine_oom_killed_during_a_snapshot_is_reported_with_the_phase_its_client_
     let repetitions = (1..=2).map(|i| repetition(i, 96.0)).collect();
     let mut report = report_of("valkey", "9.1.2", repetitions, Some("ConnectionLost"));
     report.error.as_mut().unwrap().phase = Some(crate::client::measured::FailedPhase {
-        name: "snapshot".into(),
+        name: crate::client::phases::PhaseKind::Snapshot,
         repetition: 2,
     });
     let message = crate::client::result::ClientResult::from_report(&report).to_message();
     let partial = terminated(client, "r8g-1", 1, "Error", &message, 31);
     reconcile(&mut b, &[dead, partial], 32, None);
     let engine = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(engine.reason.as_deref(), Some(reason::ENGINE_OOM_KILLED));
+    assert_eq!(engine.reason, Some(ConditionReason::EngineOOMKilled));
     let message = engine.message.as_deref().unwrap_or_default();
     assert!(
         message.contains("OOMKilled (memory limit ")
@@ -317,15 +320,16 @@ fn an_engine_oom_killed_during_a_snapshot_is_reported_with_the_phase_its_client_
 
 #[test]
 fn only_a_forking_engine_killed_in_a_save_or_sync_is_told_its_fork_copies() {
+    use crate::client::phases::PhaseKind;
     use crate::controller::lifecycle::forked_copy_note;
     use crate::crd::EngineKind;
-    for phase in ["snapshot", "replica"] {
+    for phase in [PhaseKind::Snapshot, PhaseKind::Replica] {
         assert!(forked_copy_note(phase, EngineKind::Valkey).contains("the save forks"));
         assert!(forked_copy_note(phase, EngineKind::Redis).contains("the save forks"));
         // Dragonfly saves and syncs without a fork: nothing was copied.
         assert_eq!(forked_copy_note(phase, EngineKind::Dragonfly), "");
     }
-    assert_eq!(forked_copy_note("churn", EngineKind::Valkey), "");
+    assert_eq!(forked_copy_note(PhaseKind::Churn, EngineKind::Valkey), "");
 }
 
 #[test]
@@ -345,8 +349,8 @@ fn an_entrypoint_that_cannot_find_its_server_fails_as_a_start_error_not_a_crash(
     );
     reconcile(&mut b, &[dead], 4, None);
     let engine = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(engine.state, state::FAILED);
-    assert_eq!(engine.reason.as_deref(), Some(reason::RUN_CONTAINER_ERROR));
+    assert_eq!(engine.state, EngineState::Failed);
+    assert_eq!(engine.reason, Some(ConditionReason::RunContainerError));
     let message = engine.message.as_deref().unwrap_or_default();
     assert!(
         message.starts_with("the engine image's entrypoint could not find the server (exit 127); spec.engines[0].image must start redis-server")
@@ -363,8 +367,8 @@ fn keep_failed_leaves_a_failed_engines_pods_in_place_for_debugging() {
     let plan = reconcile(&mut b, std::slice::from_ref(&pulling), 5, None);
     let status = b.status.clone().unwrap();
     assert_eq!(
-        status.engines[0].reason.as_deref(),
-        Some(reason::IMAGE_PULL_FAILED)
+        status.engines[0].reason,
+        Some(ConditionReason::ImagePullFailed)
     );
     assert!(
         status.engines[0]
@@ -423,14 +427,14 @@ fn a_failed_client_is_retried_a_bounded_number_of_times() {
                     &status
                 )
                 .iter()
-                .any(|t| t.reason == reason::CLIENT_RETRY)
+                .any(|t| t.reason == ConditionReason::ClientRetry)
             );
             client = created(plan.create[0].clone(), 10 * attempt as i64 + 1);
         } else {
             assert!(plan.create.is_empty());
             assert_eq!(
-                status.engines[0].reason.as_deref(),
-                Some(reason::CLIENT_FAILED)
+                status.engines[0].reason,
+                Some(ConditionReason::ClientFailed)
             );
             assert!(
                 status.engines[0]
@@ -459,7 +463,7 @@ fn a_measurement_error_from_the_engine_is_not_retried() {
     let plan = reconcile(&mut b, &[engine, refused], 10, None);
     assert!(plan.create.is_empty());
     let engine = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(engine.reason.as_deref(), Some(reason::ENGINE_OUT_OF_MEMORY));
+    assert_eq!(engine.reason, Some(ConditionReason::EngineOutOfMemory));
     assert_eq!(engine.repetitions.len(), 1);
 }
 
@@ -472,7 +476,7 @@ fn an_invalid_spec_fails_without_creating_anything_and_waits_for_a_change() {
     assert_eq!(plan.requeue, None);
     assert_eq!(b.status.as_ref().unwrap().phase, Some(Phase::Failed));
     let failed = condition(&b, FAILED);
-    assert_eq!(failed.reason, reason::INVALID_SPEC);
+    assert_eq!(failed.reason, ConditionReason::InvalidSpec);
     assert!(failed.message.contains("spec.engines[0].memory"));
 }
 
@@ -486,7 +490,10 @@ fn conditions_keep_their_transition_time_until_their_status_flips() {
     let first = condition(&b, PROGRESSING).last_transition_time.clone();
     reconcile(&mut b, std::slice::from_ref(&pod), 20, None);
     // Reason and message changed, status did not.
-    assert_eq!(condition(&b, PROGRESSING).reason, reason::WAITING_FOR_NODE);
+    assert_eq!(
+        condition(&b, PROGRESSING).reason,
+        ConditionReason::WaitingForNode
+    );
     assert_eq!(condition(&b, PROGRESSING).last_transition_time, first);
     reconcile(&mut b, &[pod], 61, None);
     assert_eq!(condition(&b, PROGRESSING).status, "False");
@@ -535,7 +542,10 @@ fn events_follow_each_engines_transitions() {
         .collect();
     assert_eq!(
         reasons,
-        [(reason::UNSCHEDULABLE, true), ("BenchmarkFailed", true)]
+        [
+            (ConditionReason::Unschedulable.as_str(), true),
+            ("BenchmarkFailed", true)
+        ]
     );
 }
 

@@ -4,10 +4,11 @@
 //! A node of the type in the cluster says that itself (`status.allocatable`); without one the
 //! embedded instance-type table does, less what an EKS node keeps for itself
 //! ([`crate::capacity::instance_types`]: kube-reserved memory and CPU, and the eviction
-//! threshold). A spec that cannot fit is InvalidSpec before any pod exists, rather than pods
+//! threshold). A spec that cannot fit is `DoesNotFit` before any pod exists, rather than pods
 //! Pending until the scheduling deadline. Pure: [`super::plan`] calls it with the nodes that
 //! the reconciliation read.
 
+use super::spec_error::SpecError;
 use crate::capacity::instance_types;
 use crate::crd::{MemoryBenchmark, PodResourcesSpec};
 use crate::validation::parse_memory_quantity;
@@ -74,10 +75,12 @@ pub fn check(
     engine_memory: &[u64],
     sizes: &PodResourcesSpec,
     nodes: &[NodeAllocatable],
-) -> Result<(), String> {
+) -> Result<(), SpecError> {
     let spec = &benchmark.spec;
     let unreadable = |field: &str, value: &str| {
-        format!("spec.podResources.{field}: invalid value '{value}': not a quantity")
+        SpecError::Invalid(format!(
+            "spec.podResources.{field}: invalid value '{value}': not a quantity"
+        ))
     };
     let engine_cpu = parse_cpu_quantity(&sizes.engine_cpu)
         .ok_or_else(|| unreadable("engineCpu", &sizes.engine_cpu))?;
@@ -133,15 +136,20 @@ pub fn check(
                     size(t.node_reserve_bytes())
                 ),
             };
-            return Err(format!(
-                "spec.podResources and spec.engines[{i}] ({}): the engine pod ({} CPU, memory {memory_from}) and the client pod beside it ({} CPU, {}) need {} CPU and {} on one node, but {gives}; lower spec.podResources or the engine's memory, or choose a larger instance type",
-                engine.display_name(),
-                cores(engine_cpu),
-                cores(client_cpu),
-                size(client_memory),
-                cores(need_cpu),
-                size(need_memory),
-            ));
+            return Err(SpecError::DoesNotFit {
+                field: format!(
+                    "spec.podResources and spec.engines[{i}] ({})",
+                    engine.display_name()
+                ),
+                message: format!(
+                    "the engine pod ({} CPU, memory {memory_from}) and the client pod beside it ({} CPU, {}) need {} CPU and {} on one node, but {gives}; lower spec.podResources or the engine's memory, or choose a larger instance type",
+                    cores(engine_cpu),
+                    cores(client_cpu),
+                    size(client_memory),
+                    cores(need_cpu),
+                    size(need_memory),
+                ),
+            });
         }
     }
     Ok(())
@@ -217,7 +225,9 @@ mod tests {
             Ok(())
         );
         // 2 vCPUs less 70m: an engine of 2 CPUs and a client of 1 cannot fit.
-        let err = check(&b, &[15 * GIB], &sizes("2", "1", "256Mi"), &[]).unwrap_err();
+        let err = check(&b, &[15 * GIB], &sizes("2", "1", "256Mi"), &[])
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("need 3 CPU and 15.25 GiB")
                 && err.contains("gives pods 1.93 CPU and 15.34 GiB")
@@ -227,7 +237,9 @@ mod tests {
             "{err}"
         );
         // Memory alone: 15.5 GiB + 256 Mi is more than 15.34 GiB.
-        let err = check(&b, &[15 * GIB + GIB / 2], &sizes("1", "500m", "256Mi"), &[]).unwrap_err();
+        let err = check(&b, &[15 * GIB + GIB / 2], &sizes("1", "500m", "256Mi"), &[])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("15.75 GiB on one node"), "{err}");
     }
 
@@ -253,7 +265,8 @@ mod tests {
             &sizes("2", "1", "256Mi"),
             std::slice::from_ref(&small),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("node ip-10-0-0-1 of instance type r8g.4xlarge gives pods 2.5 CPU and 4.00 GiB (its status.allocatable)")
                 && err.contains("need 3 CPU and 8.25 GiB"),

@@ -3,10 +3,11 @@
 //! engine images its administrators allow, takes only the memory-relevant settings of
 //! `engines[].config` in server arguments (`validation::engine_config`; nothing that would open
 //! an engine to the cluster again, move its files or load code), and refuses tolerations that would let benchmark pods onto every
-//! tainted node. Each refusal is an `InvalidSpec` whose message names the setting that would
-//! allow it. Pure: checked by [`super::plan::plan`] after the spec's own validation.
+//! tainted node. Each refusal is a `PolicyDenied` [`SpecError`] naming the field and the
+//! operator setting that would allow it. Pure: checked by [`super::plan::plan`] after the spec's own validation.
 
 use super::engine_registry::{EngineRegistry, engine_image};
+use super::spec_error::SpecError;
 use crate::crd::MemoryBenchmarkSpec;
 use crate::validation::engine_config::{ArgsRefusal, check_args};
 
@@ -75,7 +76,7 @@ impl Policy {
 
     /// Checks a spec against the policy, its engines' images as they run without an engine
     /// mirror; the error names the field and the setting.
-    pub fn check(&self, spec: &MemoryBenchmarkSpec) -> Result<(), String> {
+    pub fn check(&self, spec: &MemoryBenchmarkSpec) -> Result<(), SpecError> {
         self.check_with(spec, None)
     }
 
@@ -85,7 +86,7 @@ impl Policy {
         &self,
         spec: &MemoryBenchmarkSpec,
         registry: Option<&EngineRegistry>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SpecError> {
         for (i, engine) in spec.engines.iter().enumerate() {
             let image = engine_image(engine, registry);
             if !self.image_allowed(&image) {
@@ -96,10 +97,13 @@ impl Policy {
                     ),
                     (None, None) => format!("spec.engines[{i}] (its official image)"),
                 };
-                return Err(format!(
-                    "{field}: the image {image} is not allowed here: this operator runs only images matching its allowedImages setting ({}); use one of those, or ask the operator's administrators to add a pattern to the chart value allowedImages (flag --allowed-images)",
-                    self.allowed_images.join(", ")
-                ));
+                return Err(SpecError::PolicyDenied {
+                    field,
+                    message: format!(
+                        "the image {image} is not allowed here: this operator runs only images matching its allowedImages setting ({}); use one of those, or ask the operator's administrators to add a pattern to the chart value allowedImages (flag --allowed-images)",
+                        self.allowed_images.join(", ")
+                    ),
+                });
             }
             if !self.allow_open_engine_args
                 && let Err(refusal) = check_args(engine.engine, &engine.args)
@@ -116,18 +120,22 @@ impl Policy {
                         format!("'{written}': the setting takes {takes}")
                     }
                 };
-                return Err(format!(
-                    "spec.engines[{i}].args: {why}; this operator refuses it unless started with --allow-open-engine-args (chart value allowOpenEngineArgs: true)"
-                ));
+                return Err(SpecError::PolicyDenied {
+                    field: format!("spec.engines[{i}].args"),
+                    message: format!(
+                        "{why}; this operator refuses it unless started with --allow-open-engine-args (chart value allowOpenEngineArgs: true)"
+                    ),
+                });
             }
         }
         if !self.allow_tolerate_everything {
             let tolerations = spec.placement.iter().flat_map(|p| p.tolerations.iter());
             for (i, toleration) in tolerations.enumerate() {
                 if toleration.key.as_deref().unwrap_or_default().is_empty() {
-                    return Err(format!(
-                        "spec.placement.tolerations[{i}] tolerates every taint (operator Exists without a key), which would let benchmark pods onto control-plane and other reserved nodes; name the taint key of your benchmark nodes, or ask the operator's administrators to allow it with the chart value allowTolerateEverything: true (flag --allow-tolerate-everything)"
-                    ));
+                    return Err(SpecError::PolicyDenied {
+                        field: format!("spec.placement.tolerations[{i}]"),
+                        message: "it tolerates every taint (operator Exists without a key), which would let benchmark pods onto control-plane and other reserved nodes; name the taint key of your benchmark nodes, or ask the operator's administrators to allow it with the chart value allowTolerateEverything: true (flag --allow-tolerate-everything)".into(),
+                    });
                 }
             }
         }

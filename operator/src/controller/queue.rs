@@ -18,9 +18,8 @@ use std::sync::Arc;
 
 use kube::ResourceExt;
 
-use crate::crd::{Arch, MemoryBenchmark};
+use crate::crd::{Arch, ConditionReason, EngineState, MemoryBenchmark};
 
-use super::conditions::{reason, state};
 use super::observation::is_terminal;
 
 /// The nodes a benchmark's run can use: its instance type, arch and extra node labels. A
@@ -89,13 +88,13 @@ pub fn waits_for_free_node(benchmark: &MemoryBenchmark, pool: &NodePool) -> bool
     benchmark.metadata.deletion_timestamp.is_none()
         && status.engines.iter().enumerate().any(|(run, engine)| {
             !is_terminal(engine)
-                && engine.state == state::PENDING
+                && engine.state == EngineState::Pending
                 && matches!(
-                    engine.reason.as_deref(),
+                    engine.reason,
                     Some(
-                        reason::WAITING_FOR_FREE_NODE
-                            | reason::PARALLELISM_ABOVE_NODES
-                            | reason::SHARDS_ABOVE_NODES
+                        ConditionReason::WaitingForFreeNode
+                            | ConditionReason::ParallelismAboveNodes
+                            | ConditionReason::ShardsAboveNodes
                     )
                 )
                 && NodePool::of(benchmark, &benchmark.spec.instance_type_of_run(run)) == *pool
@@ -156,15 +155,12 @@ mod tests {
         ));
         b.status = Some(MemoryBenchmarkStatus {
             engines: vec![EngineStatus {
-                state: state::PENDING.into(),
-                reason: Some(
-                    if waiting {
-                        reason::WAITING_FOR_FREE_NODE
-                    } else {
-                        reason::WAITING_FOR_NODE
-                    }
-                    .into(),
-                ),
+                state: EngineState::Pending,
+                reason: Some(if waiting {
+                    ConditionReason::WaitingForFreeNode
+                } else {
+                    ConditionReason::WaitingForNode
+                }),
                 ..Default::default()
             }],
             ..Default::default()
@@ -238,13 +234,13 @@ mod tests {
         let status = both.status.as_mut().unwrap();
         status.engines = vec![
             EngineStatus {
-                state: state::RUNNING.into(),
+                state: EngineState::Running,
                 instance_type: Some("r8g.4xlarge".into()),
                 ..Default::default()
             },
             EngineStatus {
-                state: state::PENDING.into(),
-                reason: Some(reason::PARALLELISM_ABOVE_NODES.into()),
+                state: EngineState::Pending,
+                reason: Some(ConditionReason::ParallelismAboveNodes),
                 instance_type: Some("r7i.4xlarge".into()),
                 ..Default::default()
             },

@@ -13,9 +13,8 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::crd::MemoryBenchmarkStatus;
+use crate::crd::{ConditionReason, MemoryBenchmarkStatus};
 
-use super::conditions::reason;
 use super::observation::elapsed_since;
 use super::queue::{busy_nodes, nodes_busy};
 use super::results::tail;
@@ -56,10 +55,16 @@ impl Step<'_, '_> {
                 "the replica pod was not scheduled within {} s: {message}",
                 timeout.as_secs()
             );
-            self.fail(status, index, reason::UNSCHEDULABLE, message, true);
+            self.fail(status, index, ConditionReason::Unschedulable, message, true);
         } else {
             let after = Duration::from_secs(5);
-            self.wait(status, index, reason::WAITING_FOR_NODE, message, after);
+            self.wait(
+                status,
+                index,
+                ConditionReason::WaitingForNode,
+                message,
+                after,
+            );
         }
     }
 }

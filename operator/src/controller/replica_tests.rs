@@ -6,11 +6,10 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use crate::controller::conditions::{reason, state};
 use crate::controller::network_policy::{NetworkPolicySettings, network_policy};
 use crate::controller::pods::{LABEL_COMPONENT, LABEL_ROLE, is_replica, owned_by};
 use crate::controller::test_fixtures::*;
-use crate::crd::MemoryBenchmark;
+use crate::crd::{ConditionReason, EngineState, MemoryBenchmark};
 use crate::validation::spec_file::parse_specs;
 
 /// A Valkey benchmark of 20,000 strings with a replica synced under 2,000 writes/s, its first
@@ -189,10 +188,7 @@ fn a_pool_with_no_second_node_leaves_the_replica_waiting_then_fails_saying_it_ne
     let plan = reconcile(&mut b, &seen, 30, None);
     assert!(plan.create.is_empty() && plan.delete.is_empty(), "{plan:?}");
     let engine_status = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(
-        engine_status.reason.as_deref(),
-        Some(reason::WAITING_FOR_NODE)
-    );
+    assert_eq!(engine_status.reason, Some(ConditionReason::WaitingForNode));
     assert!(
         message(&b).starts_with("replica (pod peak-0-replica): a replica needs a second node of instance type r8g.4xlarge"),
         "{}",
@@ -201,8 +197,8 @@ fn a_pool_with_no_second_node_leaves_the_replica_waiting_then_fails_saying_it_ne
     // Past the scheduling deadline (60 s in these tests), it fails, saying what to do.
     let plan = reconcile(&mut b, &seen, 62, None);
     let engine_status = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(engine_status.state, state::FAILED);
-    assert_eq!(engine_status.reason.as_deref(), Some(reason::UNSCHEDULABLE));
+    assert_eq!(engine_status.state, EngineState::Failed);
+    assert_eq!(engine_status.reason, Some(ConditionReason::Unschedulable));
     let text = message(&b);
     assert!(
         text.starts_with("replica (pod peak-0-replica): the replica pod was not scheduled within 60 s: a replica needs a second node of instance type r8g.4xlarge")
@@ -225,10 +221,10 @@ fn a_replica_on_a_node_busy_with_another_benchmark_waits_in_the_queue_past_the_d
     ];
     reconcile(&mut b, &seen, 300, None);
     let engine_status = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(engine_status.state, state::PENDING);
+    assert_eq!(engine_status.state, EngineState::Pending);
     assert_eq!(
-        engine_status.reason.as_deref(),
-        Some(reason::WAITING_FOR_FREE_NODE)
+        engine_status.reason,
+        Some(ConditionReason::WaitingForFreeNode)
     );
 }
 
@@ -258,11 +254,8 @@ fn a_replica_that_crashes_mid_run_fails_the_run_naming_it_keeping_what_was_measu
     ));
     let plan = reconcile(&mut b, &seen, 32, None);
     let engine_status = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(engine_status.state, state::FAILED);
-    assert_eq!(
-        engine_status.reason.as_deref(),
-        Some(reason::ENGINE_CRASHED)
-    );
+    assert_eq!(engine_status.state, EngineState::Failed);
+    assert_eq!(engine_status.reason, Some(ConditionReason::EngineCrashed));
     assert!(
         message(&b).starts_with(
             "replica (pod peak-0-replica): the engine exited with code 1 (Error) after 1 of 2 repetitions"
@@ -293,11 +286,8 @@ fn a_replica_whose_image_name_is_invalid_fails_the_run_at_once_naming_it() {
     ];
     reconcile(&mut b, &seen, 5, None);
     let engine_status = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(engine_status.state, state::FAILED);
-    assert_eq!(
-        engine_status.reason.as_deref(),
-        Some(reason::IMAGE_PULL_FAILED)
-    );
+    assert_eq!(engine_status.state, EngineState::Failed);
+    assert_eq!(engine_status.reason, Some(ConditionReason::ImagePullFailed));
     assert!(
         message(&b).starts_with("replica (pod peak-0-replica): cannot pull the engine image"),
         "{}",
@@ -312,10 +302,7 @@ fn a_replica_pod_that_disappears_fails_the_run_naming_it() {
     reconcile(&mut b, &both_ready(&engine, &replica), 3, None);
     reconcile(&mut b, &both_ready(&engine, &replica)[..1], 10, None);
     let engine_status = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(
-        engine_status.reason.as_deref(),
-        Some(reason::ENGINE_POD_LOST)
-    );
+    assert_eq!(engine_status.reason, Some(ConditionReason::EnginePodLost));
     assert!(
         message(&b).starts_with("replica (pod peak-0-replica): the engine pod disappeared"),
         "{}",
@@ -365,10 +352,7 @@ fn the_engine_beside_a_replica_that_crashes_is_named_as_the_engine() {
     ];
     let plan = reconcile(&mut b, &seen, 5, None);
     let engine_status = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(
-        engine_status.reason.as_deref(),
-        Some(reason::ENGINE_CRASHED)
-    );
+    assert_eq!(engine_status.reason, Some(ConditionReason::EngineCrashed));
     assert!(
         message(&b).starts_with("engine (pod peak-0-engine): the engine exited with code 139"),
         "{}",
@@ -419,7 +403,7 @@ fn runs_in_parallel_whose_engines_hold_every_node_leave_the_replicas_waiting_the
     let plan = reconcile(&mut b, &seen, 30, None);
     assert!(plan.create.is_empty() && plan.delete.is_empty(), "{plan:?}");
     for engine in &b.status.as_ref().unwrap().engines {
-        assert_eq!(engine.reason.as_deref(), Some(reason::WAITING_FOR_NODE));
+        assert_eq!(engine.reason, Some(ConditionReason::WaitingForNode));
         let text = engine.message.clone().unwrap_or_default();
         assert!(
             text.contains("the pool's 2 nodes that can take an engine each run one of this benchmark's engines (spec.parallelism is 2")
@@ -430,8 +414,8 @@ fn runs_in_parallel_whose_engines_hold_every_node_leave_the_replicas_waiting_the
     // Past the scheduling deadline, both runs fail saying the same.
     reconcile(&mut b, &seen, 62, None);
     for engine in &b.status.as_ref().unwrap().engines {
-        assert_eq!(engine.state, state::FAILED);
-        assert_eq!(engine.reason.as_deref(), Some(reason::UNSCHEDULABLE));
+        assert_eq!(engine.state, EngineState::Failed);
+        assert_eq!(engine.reason, Some(ConditionReason::Unschedulable));
         assert!(
             engine
                 .message

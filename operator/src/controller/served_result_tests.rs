@@ -11,11 +11,10 @@ use kube::ResourceExt;
 
 use crate::client::measure::{BenchmarkReport, MemorySample, SettledMemory};
 use crate::client::result::{ClientResult, ReadError};
-use crate::controller::conditions::{reason, state};
 use crate::controller::observation::{LoadProbe, ServedResult};
 use crate::controller::plan::result_targets;
 use crate::controller::test_fixtures::*;
-use crate::crd::MemoryBenchmark;
+use crate::crd::{ConditionReason, EngineState, MemoryBenchmark};
 use crate::validation::spec_file::parse_specs;
 
 const REPETITIONS: u32 = 100;
@@ -132,7 +131,7 @@ fn a_client_that_is_done_has_its_whole_result_taken_every_repetition_settled_and
     let pods = [engine_pod.clone(), client.clone()];
     let plan = observe(&mut b, &pods, 200, done(), &[served(&client, &report)]);
     let first = engine(&b);
-    assert_eq!(first.state, state::SUCCEEDED, "{:?}", first.message);
+    assert_eq!(first.state, EngineState::Succeeded, "{:?}", first.message);
     assert_eq!(first.repetitions.len(), REPETITIONS as usize);
     for (status, measured) in first.repetitions.iter().zip(&report.repetitions) {
         assert_eq!(status.used_memory, measured.used_memory);
@@ -181,7 +180,7 @@ fn a_served_result_is_taken_only_when_the_client_says_done_and_only_from_its_lat
         mark: None,
     });
     let plan = observe(&mut b, &pods, 200, not_done, &[served(&client, &report)]);
-    assert_eq!(engine(&b).reason.as_deref(), Some(reason::MEASURING));
+    assert_eq!(engine(&b).reason, Some(ConditionReason::Measuring));
     assert_eq!(
         plan.requeue,
         Some(std::time::Duration::from_secs(1)),
@@ -190,7 +189,7 @@ fn a_served_result_is_taken_only_when_the_client_says_done_and_only_from_its_lat
     let mut other = served(&client, &report);
     other.pod = "zset-0-client-2".into();
     observe(&mut b, &pods, 201, done(), &[other]);
-    assert_eq!(engine(&b).reason.as_deref(), Some(reason::MEASURING));
+    assert_eq!(engine(&b).reason, Some(ConditionReason::Measuring));
     assert!(engine(&b).repetitions.is_empty());
     // Done, but short of the repetitions asked for: not taken as the whole result.
     let mut short = report.clone();
@@ -200,7 +199,7 @@ fn a_served_result_is_taken_only_when_the_client_says_done_and_only_from_its_lat
         &crate::stats::StabilityThresholds::default(),
     );
     observe(&mut b, &pods, 202, done(), &[served(&client, &short)]);
-    assert_eq!(engine(&b).reason.as_deref(), Some(reason::MEASURING));
+    assert_eq!(engine(&b).reason, Some(ConditionReason::Measuring));
     assert!(engine(&b).repetitions.is_empty());
 }
 
@@ -214,14 +213,14 @@ fn a_result_the_client_could_not_serve_is_read_from_its_termination_message_afte
     };
     let pods = [engine_pod.clone(), client.clone()];
     observe(&mut b, &pods, 200, done(), &[unanswered]);
-    assert_eq!(engine(&b).state, state::RUNNING);
-    assert_eq!(engine(&b).reason.as_deref(), Some(reason::MEASURING));
+    assert_eq!(engine(&b).state, EngineState::Running);
+    assert_eq!(engine(&b).reason, Some(ConditionReason::Measuring));
     // The client leaves (its wait ended): the fitted result of its termination message.
     let message = ClientResult::from_report(&report).to_message();
     let left = terminated(client, "r8g-1", 0, "Completed", &message, 240);
     observe(&mut b, &[engine_pod, left], 241, None, &[]);
     let first = engine(&b);
-    assert_eq!(first.state, state::SUCCEEDED);
+    assert_eq!(first.state, EngineState::Succeeded);
     let fitted = ClientResult::from_report(&report);
     assert_eq!(
         first.repetitions.len(),
@@ -241,8 +240,8 @@ fn a_served_result_that_breaks_the_bounds_fails_the_engine_as_an_invalid_result(
     assert!(matches!(refused.result, Err(ReadError::Invalid(_))));
     observe(&mut b, &[engine_pod, client], 200, done(), &[refused]);
     let first = engine(&b);
-    assert_eq!(first.state, state::FAILED);
-    assert_eq!(first.reason.as_deref(), Some(reason::INVALID_CLIENT_RESULT));
+    assert_eq!(first.state, EngineState::Failed);
+    assert_eq!(first.reason, Some(ConditionReason::InvalidClientResult));
     assert!(first.repetitions.is_empty());
 }
 
@@ -259,7 +258,7 @@ fn a_client_whose_node_stopped_reporting_keeps_the_repetitions_it_served() {
     let pods = [lost(engine_pod), lost(client.clone())];
     observe(&mut b, &pods, 46, None, &[served(&client, &report)]);
     let first = engine(&b);
-    assert_eq!(first.reason.as_deref(), Some(reason::NODE_LOST));
+    assert_eq!(first.reason, Some(ConditionReason::NodeLost));
     assert_eq!(first.repetitions.len(), 37);
     let message = first.message.unwrap();
     assert!(
@@ -274,7 +273,7 @@ fn a_client_whose_node_stopped_reporting_keeps_the_repetitions_it_served() {
     let pods = [lost(engine_pod), lost(client)];
     observe(&mut b, &pods, 46, None, &[]);
     let first = engine(&b);
-    assert_eq!(first.reason.as_deref(), Some(reason::NODE_LOST));
+    assert_eq!(first.reason, Some(ConditionReason::NodeLost));
     assert!(first.repetitions.is_empty());
     assert!(first.message.unwrap().contains("is lost"));
 }

@@ -18,9 +18,9 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use crate::crd::MemoryBenchmarkStatus;
+use crate::crd::{ConditionReason, MemoryBenchmarkStatus};
 
-use super::conditions::{ENGINE_POD_CREATED, SHARD_PODS_CREATED, reason};
+use super::conditions::{ENGINE_POD_CREATED, SHARD_PODS_CREATED};
 use super::observation::pods_of;
 use super::pods::{
     self, Component, PodState, engine_pod_order, is_replica, pod_state, shard_index,
@@ -189,7 +189,7 @@ impl Step<'_, '_> {
             let name = pod.name_any();
             if let Some(refusal) = self.rejection(&name) {
                 let message = format!("the API server rejected the engine pod {name}: {refusal}");
-                self.fail(status, index, reason::POD_REJECTED, message, false);
+                self.fail(status, index, ConditionReason::PodRejected, message, false);
                 return false;
             }
             if self.blocked_by_earlier_pod(status, index, &name) {
@@ -203,7 +203,7 @@ impl Step<'_, '_> {
         self.plan.create.extend(wanted);
         let engine = &mut status.engines[index];
         engine.started_at = Some(Time(self.now));
-        engine.reason = Some(reason::WAITING_FOR_NODE.into());
+        engine.reason = Some(ConditionReason::WaitingForNode);
         engine.message = Some(if self.shard_count(index) > 1 {
             SHARD_PODS_CREATED.into()
         } else {

@@ -6,12 +6,12 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use crate::client::measured::ShardReading;
-use crate::controller::conditions::{PROGRESSING, reason, state};
+use crate::controller::conditions::PROGRESSING;
 use crate::controller::events::transitions;
 use crate::controller::network_policy::{NetworkPolicySettings, network_policy};
 use crate::controller::pods::{LABEL_SHARD, shard_index};
 use crate::controller::test_fixtures::*;
-use crate::crd::{EngineKind, MemoryBenchmark, ShardStatus};
+use crate::crd::{ConditionReason, EngineKind, EngineState, MemoryBenchmark, ShardStatus};
 use crate::validation::spec_file::parse_specs;
 use crate::validation::{estimated_engine_memory, estimated_shard_memory, mebibytes};
 
@@ -210,8 +210,8 @@ fn a_pool_with_fewer_nodes_than_shards_waits_saying_how_many_nodes_it_needs() {
     let plan = reconcile(&mut b, &placed, 700, None);
     assert!(plan.create.is_empty() && plan.delete.is_empty(), "{plan:?}");
     let engine = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(engine.state, state::PENDING, "no scheduling deadline");
-    assert_eq!(engine.reason.as_deref(), Some(reason::SHARDS_ABOVE_NODES));
+    assert_eq!(engine.state, EngineState::Pending, "no scheduling deadline");
+    assert_eq!(engine.reason, Some(ConditionReason::ShardsAboveNodes));
     let message = engine.message.clone().unwrap_or_default();
     assert!(
         message.starts_with("shard 2 (pod zset-0-engine-2): spec.engines[0].shards is 3: the run needs 3 nodes of instance type r8g.4xlarge at once")
@@ -219,7 +219,7 @@ fn a_pool_with_fewer_nodes_than_shards_waits_saying_how_many_nodes_it_needs() {
         "{message}"
     );
     let progressing = condition(&b, PROGRESSING);
-    assert_eq!(progressing.reason, reason::SHARDS_ABOVE_NODES);
+    assert_eq!(progressing.reason, ConditionReason::ShardsAboveNodes);
     assert!(
         progressing.message.contains("needs 3 nodes"),
         "{progressing:?}"
@@ -253,8 +253,8 @@ fn a_shard_that_crashes_mid_load_fails_the_run_naming_it_keeping_the_measured_re
     seen.push(client);
     let plan = reconcile(&mut b, &seen, 32, None);
     let engine = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(engine.state, state::FAILED);
-    assert_eq!(engine.reason.as_deref(), Some(reason::ENGINE_CRASHED));
+    assert_eq!(engine.state, EngineState::Failed);
+    assert_eq!(engine.reason, Some(ConditionReason::EngineCrashed));
     let message = engine.message.clone().unwrap_or_default();
     assert!(
         message.starts_with(
@@ -318,7 +318,7 @@ fn a_finished_sharded_run_shows_each_shards_used_memory_and_how_even_the_spread_
     seen.push(client);
     reconcile(&mut b, &seen, 21, None);
     let engine = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(engine.state, state::SUCCEEDED, "{engine:#?}");
+    assert_eq!(engine.state, EngineState::Succeeded, "{engine:#?}");
     let figures = |shard: u32, pod: &str, used: u64, keys: u64| ShardStatus {
         shard,
         pod: pod.into(),
@@ -360,7 +360,7 @@ fn a_shard_whose_node_stops_reporting_fails_the_run_as_node_lost_naming_the_shar
     // The client, on shard 0's node, still runs: it is stopped to keep what it measured.
     let plan = reconcile(&mut b, &seen, 46, None);
     let engine = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(engine.reason.as_deref(), Some(reason::STOPPING_CLIENT));
+    assert_eq!(engine.reason, Some(ConditionReason::StoppingClient));
     assert!(
         plan.delete.contains(&"zset-0-client".to_string()),
         "{plan:?}"
@@ -377,8 +377,8 @@ fn a_shard_whose_node_stops_reporting_fails_the_run_as_node_lost_naming_the_shar
     let plan = reconcile(&mut b, &seen, 48, None);
     let engine = &b.status.as_ref().unwrap().engines[0];
     assert_eq!(
-        engine.reason.as_deref(),
-        Some(reason::NODE_LOST),
+        engine.reason,
+        Some(ConditionReason::NodeLost),
         "{engine:#?}"
     );
     let message = engine.message.clone().unwrap_or_default();
@@ -415,7 +415,7 @@ fn a_shard_pod_that_disappears_fails_the_run_naming_the_shard() {
     let without_shard_2 = &ready[..2];
     reconcile(&mut b, without_shard_2, 10, None);
     let engine = &b.status.as_ref().unwrap().engines[0];
-    assert_eq!(engine.reason.as_deref(), Some(reason::ENGINE_POD_LOST));
+    assert_eq!(engine.reason, Some(ConditionReason::EnginePodLost));
     let message = engine.message.clone().unwrap_or_default();
     assert!(
         message.starts_with("shard 2 (pod zset-0-engine-2): the engine pod disappeared"),

@@ -15,9 +15,10 @@ use kube::ResourceExt;
 use crate::client::measured::FailedPhase;
 use crate::client::plan::RunPlan;
 use crate::client::result::{ClientResult, ReadError};
-use crate::crd::{CleanupPolicy, MemoryBenchmark, MemoryBenchmarkStatus};
+use crate::crd::{
+    CleanupPolicy, ConditionReason, EngineState, MemoryBenchmark, MemoryBenchmarkStatus,
+};
 
-use super::conditions::{reason, state};
 use super::observation::{
     Plan, PodRejection, ServedResult, Settings, elapsed_since, is_terminal, pods_of, to_the_second,
 };
@@ -77,12 +78,12 @@ impl Step<'_, '_> {
         &mut self,
         status: &mut MemoryBenchmarkStatus,
         index: usize,
-        why: &str,
+        why: ConditionReason,
         message: String,
         after: Duration,
     ) {
         let engine = &mut status.engines[index];
-        engine.reason = Some(why.into());
+        engine.reason = Some(why);
         engine.message = Some(message);
         self.requeue(after);
     }
@@ -117,7 +118,7 @@ impl Step<'_, '_> {
             && status
                 .engines
                 .get(index)
-                .is_some_and(|e| e.state == state::FAILED)
+                .is_some_and(|e| e.state == EngineState::Failed)
     }
 
     /// Pods of ended runs that should be gone (all but the ones kept for debugging): those to
@@ -162,7 +163,7 @@ impl Step<'_, '_> {
         &mut self,
         status: &mut MemoryBenchmarkStatus,
         index: usize,
-        why: &str,
+        why: ConditionReason,
         message: String,
         abort: bool,
     ) {
@@ -173,7 +174,7 @@ impl Step<'_, '_> {
                 self.wait(
                     status,
                     index,
-                    reason::STOPPING_CLIENT,
+                    ConditionReason::StoppingClient,
                     message,
                     Duration::from_secs(1),
                 );
@@ -204,14 +205,14 @@ impl Step<'_, '_> {
         &mut self,
         status: &mut MemoryBenchmarkStatus,
         index: usize,
-        why: &str,
+        why: ConditionReason,
         message: String,
         abort: bool,
     ) {
         let now = self.now;
         let engine = &mut status.engines[index];
-        engine.state = state::FAILED.into();
-        engine.reason = Some(why.into());
+        engine.state = EngineState::Failed;
+        engine.reason = Some(why);
         engine.message = Some(message);
         engine.finished_at = Some(Time(now));
         if !self.keeps_pods_of(status, index) {
@@ -226,7 +227,12 @@ impl Step<'_, '_> {
     /// The runs after `index` on its instance type that have not started will not run: `why`
     /// ended the benchmark there (its pods cannot be placed on that type). Runs already under
     /// way (`parallelism` above 1) go on, and end on their own.
-    fn not_run_after(&mut self, status: &mut MemoryBenchmarkStatus, index: usize, why: &str) {
+    fn not_run_after(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        why: ConditionReason,
+    ) {
         let name = status.engines[index].name.clone();
         let spec = &self.benchmark.spec;
         let instance_type = spec.instance_type_of_run(index);
@@ -235,8 +241,8 @@ impl Step<'_, '_> {
                 && later.started_at.is_none()
                 && spec.instance_type_of_run(run) == instance_type
             {
-                later.state = state::FAILED.into();
-                later.reason = Some(reason::NOT_RUN.into());
+                later.state = EngineState::Failed;
+                later.reason = Some(ConditionReason::NotRun);
                 later.message = Some(format!("not run: {name} ended with {why}"));
             }
         }
@@ -244,8 +250,8 @@ impl Step<'_, '_> {
 
     pub(super) fn succeed(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) {
         let engine = &mut status.engines[index];
-        engine.state = state::SUCCEEDED.into();
-        engine.reason = Some(reason::COMPLETED.into());
+        engine.state = EngineState::Succeeded;
+        engine.reason = Some(ConditionReason::Completed);
         engine.finished_at = Some(Time(self.now));
         self.delete_pods_of(index);
         self.requeue(Duration::from_secs(1));
@@ -296,7 +302,7 @@ impl Step<'_, '_> {
             let message = format!(
                 "the {container} container could not be created within {limit} s: {message}{hint}"
             );
-            let why = reason::CREATE_CONTAINER_CONFIG_ERROR;
+            let why = ConditionReason::CreateContainerConfigError;
             self.fail(status, index, why, message, abort);
         } else {
             let note = format!(
@@ -304,7 +310,13 @@ impl Step<'_, '_> {
                 to_the_second(since)
             );
             let after = Duration::from_secs(5);
-            self.wait(status, index, reason::WAITING_FOR_CONFIG, note, after);
+            self.wait(
+                status,
+                index,
+                ConditionReason::WaitingForConfig,
+                note,
+                after,
+            );
         }
     }
 
@@ -403,10 +415,10 @@ pub(super) enum KeptResult {
 }
 
 /// The engine reason of a container that could not be created or started: the kubelet's own.
-pub(super) fn container_error_reason(waiting_reason: &str) -> &'static str {
-    if waiting_reason == reason::CREATE_CONTAINER_ERROR {
-        reason::CREATE_CONTAINER_ERROR
+pub(super) fn container_error_reason(waiting_reason: &str) -> ConditionReason {
+    if waiting_reason == ConditionReason::CreateContainerError.as_str() {
+        ConditionReason::CreateContainerError
     } else {
-        reason::RUN_CONTAINER_ERROR
+        ConditionReason::RunContainerError
     }
 }

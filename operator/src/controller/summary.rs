@@ -6,9 +6,12 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
-use crate::crd::{EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase, Progress};
+use crate::crd::{
+    ConditionReason, EngineState, EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus, Phase,
+    Progress,
+};
 
-use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY, reason, state};
+use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY};
 use super::observation::{LoadProbe, current_engine, is_terminal};
 
 /// The end of progress's note of how many engines run at once: " (4 engines under way at once)".
@@ -58,7 +61,7 @@ pub(super) fn summarize(
     let succeeded = status
         .engines
         .iter()
-        .filter(|e| e.state == state::SUCCEEDED)
+        .filter(|e| e.state == EngineState::Succeeded)
         .count() as u32;
     let stamp = ConditionStamp {
         generation: benchmark.metadata.generation,
@@ -90,21 +93,21 @@ pub(super) fn summarize(
                     &mut status.conditions,
                     READY,
                     "True",
-                    reason::COMPLETED,
+                    ConditionReason::Completed,
                     &message,
                 );
                 stamp.set(
                     &mut status.conditions,
                     PROGRESSING,
                     "False",
-                    reason::COMPLETED,
+                    ConditionReason::Completed,
                     &message,
                 );
                 stamp.set(
                     &mut status.conditions,
                     FAILED,
                     "False",
-                    reason::NO_FAILURE,
+                    ConditionReason::NoFailure,
                     "",
                 );
             } else {
@@ -112,13 +115,13 @@ pub(super) fn summarize(
                     .engines
                     .iter()
                     .filter(|e| {
-                        e.state == state::FAILED && e.reason.as_deref() != Some(reason::NOT_RUN)
+                        e.state == EngineState::Failed && e.reason != Some(ConditionReason::NotRun)
                     })
                     .collect();
                 let why = failures
                     .first()
-                    .and_then(|e| e.reason.clone())
-                    .unwrap_or_else(|| reason::NOT_RUN.into());
+                    .and_then(|e| e.reason)
+                    .unwrap_or(ConditionReason::NotRun);
                 let message = format!(
                     "{succeeded} of {n} engines measured; {}",
                     failures
@@ -126,16 +129,17 @@ pub(super) fn summarize(
                         .map(|e| format!(
                             "{}: {}",
                             e.name,
-                            e.message
-                                .clone()
-                                .unwrap_or_else(|| e.reason.clone().unwrap_or_default())
+                            e.message.clone().unwrap_or_else(|| e
+                                .reason
+                                .map(|r| r.to_string())
+                                .unwrap_or_default())
                         ))
                         .collect::<Vec<_>>()
                         .join("; ")
                 );
-                stamp.set(&mut status.conditions, READY, "False", &why, &message);
-                stamp.set(&mut status.conditions, PROGRESSING, "False", &why, &message);
-                stamp.set(&mut status.conditions, FAILED, "True", &why, &message);
+                stamp.set(&mut status.conditions, READY, "False", why, &message);
+                stamp.set(&mut status.conditions, PROGRESSING, "False", why, &message);
+                stamp.set(&mut status.conditions, FAILED, "True", why, &message);
             }
         }
         Some(index) => {
@@ -143,9 +147,9 @@ pub(super) fn summarize(
             let under_way = status
                 .engines
                 .iter()
-                .filter(|e| e.state == state::RUNNING)
+                .filter(|e| e.state == EngineState::Running)
                 .count();
-            let started = engine.state == state::RUNNING || index > 0 || under_way > 0;
+            let started = engine.state == EngineState::Running || index > 0 || under_way > 0;
             status.phase = Some(if started {
                 Phase::Running
             } else {
@@ -173,16 +177,16 @@ pub(super) fn summarize(
                 .position(|e| {
                     !is_terminal(e)
                         && matches!(
-                            e.reason.as_deref(),
-                            Some(reason::PARALLELISM_ABOVE_NODES | reason::SHARDS_ABOVE_NODES)
+                            e.reason,
+                            Some(
+                                ConditionReason::ParallelismAboveNodes
+                                    | ConditionReason::ShardsAboveNodes
+                            )
                         )
                 })
                 .unwrap_or(index);
             let engine = &status.engines[index];
-            let why = engine
-                .reason
-                .clone()
-                .unwrap_or_else(|| reason::IN_PROGRESS.into());
+            let why = engine.reason.unwrap_or(ConditionReason::InProgress);
             let node = engine
                 .node_name
                 .as_ref()
@@ -198,15 +202,15 @@ pub(super) fn summarize(
                 &mut status.conditions,
                 READY,
                 "False",
-                reason::IN_PROGRESS,
+                ConditionReason::InProgress,
                 &format!("{succeeded} of {n} engines measured"),
             );
-            stamp.set(&mut status.conditions, PROGRESSING, "True", &why, &message);
+            stamp.set(&mut status.conditions, PROGRESSING, "True", why, &message);
             stamp.set(
                 &mut status.conditions,
                 FAILED,
                 "False",
-                reason::NO_FAILURE,
+                ConditionReason::NoFailure,
                 "",
             );
         }
@@ -228,7 +232,7 @@ fn running_progress(
         index + 1,
         run_name(engine, spec.instance_types().len() > 1)
     );
-    let measuring = engine.reason.as_deref() == Some(reason::MEASURING);
+    let measuring = engine.reason == Some(ConditionReason::Measuring);
     match (measuring, load) {
         (true, Some(probe)) => {
             let repetition = probe.repetitions_begun.unwrap_or(0).min(k);
@@ -255,7 +259,7 @@ fn running_progress(
                 summary: format!("{head}: measuring"),
             },
         },
-        (false, _) if engine.reason.as_deref() == Some(reason::STOPPING_CLIENT) => {
+        (false, _) if engine.reason == Some(ConditionReason::StoppingClient) => {
             match &old.progress {
                 // The last reading stays: it is what is known of a client that may not answer.
                 Some(p) if p.engine == index as u32 + 1 => p.clone(),
@@ -269,16 +273,16 @@ fn running_progress(
             }
         }
         (false, _) => {
-            let what = match engine.reason.as_deref() {
-                Some(reason::WAITING_FOR_NODE) => "waiting for a node",
+            let what = match engine.reason {
+                Some(ConditionReason::WaitingForNode) => "waiting for a node",
                 // "waiting for a free r8g.4xlarge node, 1 benchmark ahead"
-                Some(reason::WAITING_FOR_FREE_NODE) => engine
+                Some(ConditionReason::WaitingForFreeNode) => engine
                     .message
                     .as_deref()
                     .unwrap_or("waiting for a free node"),
-                Some(reason::WAITING_FOR_IMAGE) => "waiting for the image",
-                Some(reason::ENGINE_STARTING) => "engine starting",
-                Some(reason::CLIENT_STARTING) => "client starting",
+                Some(ConditionReason::WaitingForImage) => "waiting for the image",
+                Some(ConditionReason::EngineStarting) => "engine starting",
+                Some(ConditionReason::ClientStarting) => "client starting",
                 _ => "starting",
             };
             Progress {

@@ -196,8 +196,9 @@ pub struct SnapshotStatus {
     /// Why beforeBytes or peakBytes is missing, when one is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-    /// What the engine says its fork copied (`rdb_last_cow_size`), in bytes; Dragonfly does not
-    /// fork.
+    /// What the engine says its fork copied (`rdb_last_cow_size`), in bytes; absent when none
+    /// was measured: the engine did not fork (Dragonfly's save and sync run in its own process)
+    /// or reports no copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cow_bytes: Option<u64>,
     /// The highest `current_cow_peak` the engine reported while its fork child ran, in bytes.

@@ -6,7 +6,8 @@
 //! they are written for users.
 //!
 //! - [`spec`]: the resource and the fields of its spec as a whole;
-//! - [`engine_spec`]: one engine entry;
+//! - [`engine_spec`]: one engine entry, and [`engine_capabilities`] what each engine kind can
+//!   do (forks to save, the commands it answers, its defragmentation, its maxmemory form);
 //! - [`engine_settings`]: the engine settings an entry may change (`config`, and in a cluster
 //!   `args`);
 //! - [`workload_spec`]: the data to load;
@@ -16,7 +17,9 @@
 //! - [`capacity_spec`]: the size to plan for (`spec.capacity`);
 //! - [`churn_spec`]: deletes, overwrites and defragmentation after the load (`spec.churn`), and
 //!   a load past maxmemory (`spec.eviction`);
-//! - [`status`]: what the operator reports back, and [`churn_status`] a repetition's churn in it.
+//! - [`status`]: what the operator reports back, and [`churn_status`] a repetition's churn in it;
+//! - [`engine_state`] and [`condition_reason`]: the words the status holds (an engine's state
+//!   and kind, the reasons), typed, read back from older and newer releases.
 //!
 //! Every type is re-exported here, so `crate::crd::EngineSpec` and the like keep working.
 //!
@@ -27,9 +30,12 @@ mod auth_spec;
 mod capacity_spec;
 mod churn_spec;
 mod churn_status;
+mod condition_reason;
 pub mod dragonfly_memory;
+mod engine_capabilities;
 pub mod engine_settings;
 mod engine_spec;
+mod engine_state;
 mod placement;
 mod pod_resources_spec;
 mod spec;
@@ -50,7 +56,10 @@ pub use churn_status::{
     ChurnRoundStatus, ChurnStatus, DefragStatus, EvictionStatus, LatencyStatus, PeakRatioStatus,
     PeakStatus, PeakSummaryStatus, ReplicaStatus, SnapshotStatus, WriteLatencyStatus,
 };
+pub use condition_reason::ConditionReason;
+pub use engine_capabilities::{Defragmentation, EngineCapabilities, MaxmemoryForm};
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
+pub use engine_state::{EngineState, StatusEngineKind};
 pub use placement::{PlacementSpec, TolerationSpec};
 pub use pod_resources_spec::{
     PodResourcesSpec, default_client_cpu, default_client_memory, default_engine_cpu,

@@ -12,7 +12,7 @@ const MIN_CLIENT_MEMORY: &str = "16Mi";
 /// The engine's CPU and the client's CPU and memory (request = limit, for Guaranteed QoS).
 /// Both pods run on one node (the client beside the engine, or beside shard 0), so together
 /// with the engine's memory they must fit what a node of the instance type can give pods: a
-/// spec that cannot is InvalidSpec before any pod is created.
+/// spec that cannot is refused as DoesNotFit before any pod is created.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PodResourcesSpec {

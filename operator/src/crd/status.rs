@@ -4,6 +4,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::KubeSchema;
 use serde::{Deserialize, Serialize};
 
+use super::condition_reason::ConditionReason;
+use super::engine_state::{EngineState, StatusEngineKind};
+
 /// The state of a benchmark as a whole.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
 pub enum Phase {
@@ -225,16 +228,17 @@ pub struct Progress {
 pub struct EngineStatus {
     /// The entry's name (`spec.engines[].name`, or `<engine>-<version>`).
     pub name: String,
-    /// `redis`, `valkey` or `dragonfly`.
-    pub engine: String,
+    /// `redis`, `valkey` or `dragonfly` (`Unknown`: a kind this release does not know).
+    pub engine: StatusEngineKind,
     /// The version asked for in the spec.
     pub requested_version: String,
-    /// `Pending`, `Running`, `Succeeded` or `Failed`.
-    pub state: String,
+    /// `Pending`, `Running`, `Succeeded` or `Failed` (`Unknown`: a state this release does not
+    /// know).
+    pub state: EngineState,
     /// Why the engine failed or waits, as a CamelCase reason (for example `Unschedulable`,
     /// `ImagePullFailed`, `EngineOOMKilled`, `ClientFailed`, `Timeout`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub reason: Option<ConditionReason>,
     /// Why the engine failed or waits, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,

@@ -333,7 +333,7 @@ impl Metrics {
                 namespace.clone(),
                 name.clone(),
                 engine.name.clone(),
-                engine.engine.clone(),
+                engine.engine.to_string(),
                 engine
                     .version
                     .clone()

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::client::type_memory::TypeSummary;
 use crate::client::workload::Workload;
-use crate::crd::{EngineStatus, MemoryBenchmark, Phase};
+use crate::crd::{ConditionReason, EngineState, EngineStatus, MemoryBenchmark, Phase};
 use crate::report::csv;
 use crate::report::table::{ComparisonRow, OutputFormat, attach_published, comparison_table};
 
@@ -91,21 +91,23 @@ pub fn comparison(benchmark: &MemoryBenchmark) -> BenchmarkComparison {
 fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> ComparisonRow {
     let summary = engine.summary.as_ref();
     let measured = engine.repetitions.len() as u32;
-    let note = match (engine.state.as_str(), summary) {
-        ("Succeeded", Some(s)) if s.unstable => Some(format!(
+    let note = match (engine.state, summary) {
+        (EngineState::Succeeded, Some(s)) if s.unstable => Some(format!(
             "repetitions disagree: bytes/item CV {:.1}%, items/s CV {:.1}%",
             s.bytes_per_item.cv * 100.0,
             s.items_per_sec.cv * 100.0
         )),
-        ("Succeeded", _) => None,
-        ("Failed", Some(_)) => Some(format!(
+        (EngineState::Succeeded, _) => None,
+        (EngineState::Failed, Some(_)) => Some(format!(
             "{} after {measured} of {requested} repetitions: {}",
-            engine.reason.as_deref().unwrap_or("Failed"),
+            engine.reason.map_or("Failed", ConditionReason::as_str),
             engine.message.clone().unwrap_or_default()
         )),
         (state, _) => Some(format!(
             "{}: {}",
-            engine.reason.as_deref().unwrap_or(state),
+            engine
+                .reason
+                .map_or(state.as_str(), ConditionReason::as_str),
             engine.message.clone().unwrap_or_default()
         )),
     };
@@ -113,7 +115,7 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         crate::report::churn::churned_rss_of_status(&engine.repetitions);
     ComparisonRow {
         name: engine.name.clone(),
-        engine: engine.engine.clone(),
+        engine: engine.engine.to_string(),
         version: engine
             .version
             .clone()

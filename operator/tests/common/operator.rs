@@ -371,11 +371,18 @@ pub fn condition(
 /// The message of a benchmark the operator refused as `InvalidSpec` (its `Failed` condition
 /// true with that reason); panics naming `name` otherwise.
 pub fn invalid_spec_message(benchmark: &MemoryBenchmark, name: &str) -> String {
+    refusal_message(benchmark, name, "InvalidSpec")
+}
+
+/// The message of a benchmark the operator refused before any pod with `reason`
+/// (`InvalidSpec`, `PolicyDenied` or `DoesNotFit`: its `Failed` condition true with that
+/// reason); panics naming `name` otherwise.
+pub fn refusal_message(benchmark: &MemoryBenchmark, name: &str, reason: &str) -> String {
     let failed =
         condition(benchmark, "Failed").unwrap_or_else(|| panic!("{name}: no Failed condition"));
     assert_eq!(
         (failed.status.as_str(), failed.reason.as_str()),
-        ("True", "InvalidSpec"),
+        ("True", reason),
         "{name}"
     );
     failed.message
