@@ -6,7 +6,7 @@
 //! the process holds beyond its own accounting (the kernel kills at the limit). Validation
 //! refuses a limit too small for the threads the pod runs.
 
-use crate::crd::EngineSpec;
+use super::engine_spec::EngineSpec;
 
 const MIB: u64 = 1 << 20;
 
@@ -50,7 +50,7 @@ pub fn minimum_limit(threads: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::EngineKind;
+    use super::super::engine_spec::EngineKind;
 
     fn with_args(args: &[&str]) -> EngineSpec {
         let mut engine = EngineSpec::new(EngineKind::Dragonfly, "1.40.0");
