@@ -25,7 +25,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use common::faults::status_of;
 use common::operator::*;
-use membench::crd::{MemoryBenchmark, Phase, RecommendedStatus};
+use membench::crd::{MemoryBenchmark, MemoryBenchmarkStatus, Phase, RecommendedStatus};
 use membench_devcluster::EnsureOptions;
 use membench_devcluster::real_nodes::{TOLERATE_REAL_NODES, ensure_real_node};
 
@@ -56,6 +56,30 @@ fn body(entry: &str, memory: &str, writes: u32, eviction: &str) -> String {
     format!(
         "  instanceType: r7i.xlarge\n  engines:\n    - {{{entry}, memory: {memory}}}\n  workload: {{strings: {{keys: {KEYS}, valueSize: 1024}}}}\n  repetitions: 1\n  pipeline: 100\n  peak: {{snapshot: {{writesPerSecond: {writes}, writeShare: 1.0}}}}\n  eviction: {{{eviction}policy: allkeys-lru, loadTo: 1.5}}\n  capacity: {{items: {KEYS}}}\n  cleanupPolicy: KeepFailed\n{TOLERATE_REAL_NODES}"
     )
+}
+
+/// The real node, this file's turn on it, and a harness whose namespaces start with `prefix`.
+async fn on_the_real_node(
+    prefix: &str,
+) -> anyhow::Result<(tokio::sync::MutexGuard<'static, ()>, Harness)> {
+    let turn = ONE_AT_A_TIME.lock().await;
+    ensure_real_node(&EnsureOptions::default()).await?;
+    Ok((turn, Harness::start(prefix, real_node_settings()).await?))
+}
+
+/// A finished benchmark's status, asserted Succeeded (`what` says under which limit).
+fn succeeded(done: &MemoryBenchmark, what: &str) -> anyhow::Result<MemoryBenchmarkStatus> {
+    let status = done
+        .status
+        .clone()
+        .context("a finished benchmark's status")?;
+    assert_eq!(
+        status.phase,
+        Some(Phase::Succeeded),
+        "{what}: {}",
+        status_of(done)
+    );
+    Ok(status)
 }
 
 /// Runs `body` as benchmark `name` to its end.
@@ -100,11 +124,7 @@ async fn measure(
         &body(entry, "1Gi", writes, "maxmemory: 64mb, "),
     )
     .await?;
-    let status = done
-        .status
-        .clone()
-        .context("a finished benchmark's status")?;
-    assert_eq!(status.phase, Some(Phase::Succeeded), "{}", status_of(&done));
+    let status = succeeded(&done, &format!("{name} under 1Gi"))?;
     let recommended = status
         .capacity
         .as_ref()
@@ -164,16 +184,7 @@ async fn holds_at_recommended(
         recommended.maxmemory_bytes
     );
     let done = run(harness, name, &body(&entry, &limit, writes, "")).await?;
-    let status = done
-        .status
-        .clone()
-        .context("a finished benchmark's status")?;
-    assert_eq!(
-        status.phase,
-        Some(Phase::Succeeded),
-        "at the recommended limit {limit}: {}",
-        status_of(&done)
-    );
+    let status = succeeded(&done, &format!("at the recommended limit {limit}"))?;
     let repetition = status.engines[0]
         .repetitions
         .first()
@@ -205,10 +216,8 @@ async fn holds_at_recommended(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn valkeys_recommended_limit_holds_its_save_under_writes_and_its_peak_less_a_tenth_is_oom_killed()
 -> anyhow::Result<()> {
-    let _one = ONE_AT_A_TIME.lock().await;
-    ensure_real_node(&EnsureOptions::default()).await?;
+    let (_turn, harness) = on_the_real_node("real-rec-valkey").await?;
     let measured = valkey_fast().await?;
-    let harness = Harness::start("real-rec-valkey", real_node_settings()).await?;
     let recommended = &measured.recommended;
     // The limit holds the measured peak: the recommendation is the sum of its terms, the
     // copy-on-write among them.
@@ -269,9 +278,7 @@ async fn valkeys_recommended_limit_holds_its_save_under_writes_and_its_peak_less
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dragonfly_holds_at_its_recommended_limit_and_at_valkeys_peak_less_a_tenth()
 -> anyhow::Result<()> {
-    let _one = ONE_AT_A_TIME.lock().await;
-    ensure_real_node(&EnsureOptions::default()).await?;
-    let harness = Harness::start("real-rec-dragonfly", real_node_settings()).await?;
+    let (_turn, harness) = on_the_real_node("real-rec-dragonfly").await?;
     let valkey = valkey_fast().await?;
     let measured = measure(&harness, "df-measure", DRAGONFLY, FAST).await?;
     // Its save does not fork: the recommendation has no copy-on-write term.
@@ -297,16 +304,10 @@ async fn dragonfly_holds_at_its_recommended_limit_and_at_valkeys_peak_less_a_ten
         &body(DRAGONFLY, &limit, FAST, "maxmemory: 64mb, "),
     )
     .await?;
-    let status = done
-        .status
-        .clone()
-        .context("a finished benchmark's status")?;
-    assert_eq!(
-        status.phase,
-        Some(Phase::Succeeded),
-        "Dragonfly under Valkey's peak less a tenth ({limit}): {}",
-        status_of(&done)
-    );
+    succeeded(
+        &done,
+        &format!("Dragonfly under Valkey's peak less a tenth ({limit})"),
+    )?;
     harness.finish().await;
     Ok(())
 }
@@ -314,9 +315,7 @@ async fn dragonfly_holds_at_its_recommended_limit_and_at_valkeys_peak_less_a_ten
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn valkeys_recommendation_at_a_tenth_of_the_write_rate_is_smaller_and_holds()
 -> anyhow::Result<()> {
-    let _one = ONE_AT_A_TIME.lock().await;
-    ensure_real_node(&EnsureOptions::default()).await?;
-    let harness = Harness::start("real-rec-rate", real_node_settings()).await?;
+    let (_turn, harness) = on_the_real_node("real-rec-rate").await?;
     let fast = valkey_fast().await?;
     let slow = measure(&harness, "vk-slow", VALKEY, SLOW).await?;
     let cow = |m: &Measured| -> u64 {

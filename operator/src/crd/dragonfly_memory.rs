@@ -49,8 +49,8 @@ pub fn minimum_limit(threads: u32) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::engine_spec::EngineKind;
+    use super::*;
 
     fn with_args(args: &[&str]) -> EngineSpec {
         let mut engine = EngineSpec::new(EngineKind::Dragonfly, "1.40.0");
