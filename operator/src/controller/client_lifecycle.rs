@@ -107,23 +107,16 @@ impl Step<'_, '_> {
             PodState::Deleting => self.requeue(Duration::from_secs(2)),
             PodState::Unscheduled { message } => {
                 let message = message.unwrap_or_else(|| "waiting for the scheduler".into());
-                if elapsed_since(self.now, created) >= self.settings.scheduling_timeout {
-                    let message = format!(
+                let timeout = self.settings.scheduling_timeout;
+                let waited_out = elapsed_since(self.now, created) >= timeout;
+                let late = || {
+                    format!(
                         "the client pod could not be placed next to its engine within {} s: {message}",
-                        self.settings.scheduling_timeout.as_secs()
-                    );
-                    self.fail(status, index, ConditionReason::Unschedulable, message, true);
-                } else {
-                    let message = format!("client: {message}");
-                    let after = Duration::from_secs(5);
-                    self.wait(
-                        status,
-                        index,
-                        ConditionReason::WaitingForNode,
-                        message,
-                        after,
-                    );
-                }
+                        timeout.as_secs()
+                    )
+                };
+                let waiting = format!("client: {message}");
+                self.not_placed(status, index, waited_out, late, waiting);
             }
             PodState::ImagePullFailed {
                 reason: why,

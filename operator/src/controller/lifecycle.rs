@@ -206,22 +206,17 @@ impl Step<'_, '_> {
                 let message = message.unwrap_or_else(|| "waiting for the scheduler".into());
                 if nodes_busy(&message) {
                     self.wait_for_busy_node(status, index, &message);
-                } else if elapsed_since(self.now, created) >= self.settings.scheduling_timeout {
-                    let message = format!(
-                        "no node of instance type {} took the engine pod within {} s: {message}",
-                        self.benchmark.spec.instance_type_of_run(index),
-                        self.settings.scheduling_timeout.as_secs()
-                    );
-                    self.fail(status, index, ConditionReason::Unschedulable, message, true);
                 } else {
-                    let after = Duration::from_secs(5);
-                    self.wait(
-                        status,
-                        index,
-                        ConditionReason::WaitingForNode,
-                        message,
-                        after,
-                    );
+                    let timeout = self.settings.scheduling_timeout;
+                    let waited_out = elapsed_since(self.now, created) >= timeout;
+                    let instance_type = self.benchmark.spec.instance_type_of_run(index);
+                    let late = || {
+                        format!(
+                            "no node of instance type {instance_type} took the engine pod within {} s: {message}",
+                            timeout.as_secs()
+                        )
+                    };
+                    self.not_placed(status, index, waited_out, late, message.clone());
                 }
             }
             PodState::ImagePullFailed {

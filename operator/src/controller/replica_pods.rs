@@ -9,11 +9,9 @@
 //! what the replica needs and what to do. Nodes busy with other benchmarks' engines are the
 //! queue's ([`super::queue`]), as for any engine pod. Part of the pure decision.
 
-use std::time::Duration;
-
 use k8s_openapi::jiff::Timestamp;
 
-use crate::crd::{ConditionReason, MemoryBenchmarkStatus};
+use crate::crd::MemoryBenchmarkStatus;
 
 use super::observation::elapsed_since;
 use super::queue::{busy_nodes, nodes_busy};
@@ -50,21 +48,12 @@ impl Step<'_, '_> {
             _ => format!("no node of instance type {instance_type} takes the replica pod"),
         };
         let message = format!("{what_then} (the scheduler: {})", tail(scheduler, 300));
-        if waited_out {
-            let message = format!(
+        let late = || {
+            format!(
                 "the replica pod was not scheduled within {} s: {message}",
                 timeout.as_secs()
-            );
-            self.fail(status, index, ConditionReason::Unschedulable, message, true);
-        } else {
-            let after = Duration::from_secs(5);
-            self.wait(
-                status,
-                index,
-                ConditionReason::WaitingForNode,
-                message,
-                after,
-            );
-        }
+            )
+        };
+        self.not_placed(status, index, waited_out, late, message.clone());
     }
 }

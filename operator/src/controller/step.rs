@@ -88,6 +88,32 @@ impl Step<'_, '_> {
         self.requeue(after);
     }
 
+    /// A pod of engine `index` the scheduler has not placed: once it has `waited_out` the
+    /// scheduling timeout, the engine fails `Unschedulable` with the message `late` builds;
+    /// before, it waits for a node (`waiting` says what the scheduler said) and the operator
+    /// looks again in 5 s.
+    pub(super) fn not_placed(
+        &mut self,
+        status: &mut MemoryBenchmarkStatus,
+        index: usize,
+        waited_out: bool,
+        late: impl FnOnce() -> String,
+        waiting: String,
+    ) {
+        if waited_out {
+            self.fail(status, index, ConditionReason::Unschedulable, late(), true);
+        } else {
+            let after = Duration::from_secs(5);
+            self.wait(
+                status,
+                index,
+                ConditionReason::WaitingForNode,
+                waiting,
+                after,
+            );
+        }
+    }
+
     /// How many repetitions each run's status lists ([`listed_per_run`]).
     pub(super) fn listed(&self) -> u32 {
         listed_per_run(
