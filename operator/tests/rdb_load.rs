@@ -177,20 +177,7 @@ fn redis_dump(for_target: &str) -> (membench::local::runner::LocalEngine, PathBu
 fn loaded_into(target: EngineSpec) {
     let (source, dump) = redis_dump(target.engine.as_str());
     let server = common::start_spec(&target);
-    let output = common::membench(&[
-        "load",
-        "--workload",
-        "rdb",
-        "--rdb",
-        &dump.display().to_string(),
-        "--addr",
-        &server.address.socket_addr(),
-        "--repetitions",
-        "1",
-        "--keep-data",
-        "--output",
-        "json",
-    ]);
+    let output = common::load_rdb(&dump, &server.address.socket_addr(), &["--keep-data"]);
     assert!(
         output.status.success(),
         "{} {}",

@@ -117,20 +117,7 @@ fn both_loads(dump: &Path, name: &str) -> (u64, u64) {
     let _ = std::fs::remove_dir_all(&dir);
 
     let target = common::start_spec(&common::shared_build(EngineKind::Valkey, "9.1.2"));
-    let output = common::membench(&[
-        "load",
-        "--workload",
-        "rdb",
-        "--rdb",
-        &dump.display().to_string(),
-        "--addr",
-        &target.address.socket_addr(),
-        "--repetitions",
-        "1",
-        "--keep-data",
-        "--output",
-        "json",
-    ]);
+    let output = common::load_rdb(dump, &target.address.socket_addr(), &["--keep-data"]);
     assert!(output.status.success(), "{}", common::stderr(&output));
     let mut con = common::connect(&target.address);
     let loaded: u64 = redis::cmd("DBSIZE").query(&mut con).unwrap();

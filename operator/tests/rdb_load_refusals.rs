@@ -45,19 +45,7 @@ fn two_strings() -> Vec<u8> {
 }
 
 fn load(path: &std::path::Path, address: &str) -> std::process::Output {
-    common::membench(&[
-        "load",
-        "--workload",
-        "rdb",
-        "--rdb",
-        &path.display().to_string(),
-        "--addr",
-        address,
-        "--repetitions",
-        "1",
-        "--output",
-        "json",
-    ])
+    common::load_rdb(path, address, &[])
 }
 
 #[test]

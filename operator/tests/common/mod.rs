@@ -146,6 +146,27 @@ pub fn membench(args: &[&str]) -> std::process::Output {
         .expect("membench runs")
 }
 
+/// `membench load --workload rdb --rdb FILE` into the engine at `address`, one repetition, its
+/// result as JSON on stdout; `extra` flags follow (`--keep-data` to read the keys back).
+pub fn load_rdb(file: &std::path::Path, address: &str, extra: &[&str]) -> std::process::Output {
+    let file = file.display().to_string();
+    let mut args = vec![
+        "load",
+        "--workload",
+        "rdb",
+        "--rdb",
+        &file,
+        "--addr",
+        address,
+        "--repetitions",
+        "1",
+        "--output",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    membench(&args)
+}
+
 /// `membench ARGS...` killed after `limit`: None if it had not ended by then. Its output is
 /// read meanwhile, so a long one cannot fill a pipe and stall it.
 pub fn membench_within(args: &[&str], limit: std::time::Duration) -> Option<std::process::Output> {
