@@ -298,15 +298,17 @@ impl SettingFlags {
         if kind != WorkloadKind::Rdb {
             stray(&[("--rdb", self.rdb.is_some())])?;
         }
+        // The flags that size a published workload: a file or a profile brings its own.
+        let sizing = [
+            ("--members", self.members.is_some()),
+            ("--requests", self.requests.is_some()),
+            ("--keys", self.keys.is_some()),
+            ("--records", self.records.is_some()),
+            ("--value-size", self.value_size.is_some()),
+        ];
         let workload = match kind {
             WorkloadKind::Rdb => {
-                stray(&[
-                    ("--members", self.members.is_some()),
-                    ("--requests", self.requests.is_some()),
-                    ("--keys", self.keys.is_some()),
-                    ("--records", self.records.is_some()),
-                    ("--value-size", self.value_size.is_some()),
-                ])?;
+                stray(&sizing)?;
                 let Some(path) = &self.rdb else {
                     return Err(
                         "--workload rdb needs --rdb FILE (a dump a server saved: dump.rdb)".into(),
@@ -354,13 +356,7 @@ impl SettingFlags {
                 }
             }
             WorkloadKind::Profile => {
-                stray(&[
-                    ("--members", self.members.is_some()),
-                    ("--requests", self.requests.is_some()),
-                    ("--keys", self.keys.is_some()),
-                    ("--records", self.records.is_some()),
-                    ("--value-size", self.value_size.is_some()),
-                ])?;
+                stray(&sizing)?;
                 let Some((profile, origin)) = read_profile(profile_file)? else {
                     return Err(
                         "--workload profile needs --profile FILE (what `membench profile` prints)"
