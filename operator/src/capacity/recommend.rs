@@ -37,6 +37,9 @@ pub struct TermDefaults {
     /// The share of `data_rss` a forking engine's save is taken to copy when no peak was
     /// measured, in percent (100: every page written during the save, the worst case).
     pub copy_on_write_percent: u32,
+    /// How many times longer than the measured save (or sync) a deployed one may last: the
+    /// measured copy is raised to what a save that long copies (see [`longer_save_copy`]).
+    pub save_length_factor: u32,
     /// `repl-backlog-size`; None: the engine's own default.
     pub replication_backlog_bytes: Option<u64>,
     /// A replica's output buffer during its full sync.
@@ -49,6 +52,7 @@ impl Default for TermDefaults {
     fn default() -> Self {
         Self {
             copy_on_write_percent: 100,
+            save_length_factor: crate::crd::default_save_length_factor(),
             replication_backlog_bytes: None,
             replica_output_buffer_bytes: 0,
             client_buffers_bytes: 4 * MIB,
@@ -60,6 +64,7 @@ impl From<&crate::crd::CapacityDefaults> for TermDefaults {
     fn from(spec: &crate::crd::CapacityDefaults) -> Self {
         Self {
             copy_on_write_percent: spec.copy_on_write_percent,
+            save_length_factor: spec.save_length_factor,
             replication_backlog_bytes: spec.replication_backlog_bytes,
             replica_output_buffer_bytes: spec.replica_output_buffer_bytes,
             client_buffers_bytes: spec.client_buffers_bytes,
@@ -252,7 +257,14 @@ pub fn recommend(
     let mut replica_measured = false;
     match &measurement.snapshot {
         Some(peak) => {
-            let bytes = ((peak.ratio - 1.0).max(0.0) * steady_rss as f64).ceil() as u64;
+            let measured = ((peak.ratio - 1.0).max(0.0) * steady_rss as f64).ceil() as u64;
+            // A forking engine's copy grows with the save's length; a save without a fork
+            // copies nothing, and its peak is taken as measured.
+            let bytes = if can.forks_to_save {
+                longer_save_copy(measured, steady_rss, defaults.save_length_factor)
+            } else {
+                measured
+            };
             replica_measured = peak.phase == PeakPhase::Replica;
             let rate = peak.writes.map(|w| w.reached);
             writes_per_sec = rate;
@@ -278,12 +290,20 @@ pub fn recommend(
                 bytes,
                 source: TermSource::Measured,
                 note: Some(format!(
-                    "peak over steady memory {} ({:.3}){}, measured on {}",
+                    "peak over steady memory {} ({:.3}){}, measured on {}{}",
                     peak.phase.what(),
                     peak.ratio,
                     rate.map_or_else(String::new, |r| format!(" at {r:.0} writes/s")),
                     peak.measured_on
-                        .unwrap_or("the engine's own copy-on-write figure")
+                        .unwrap_or("the engine's own copy-on-write figure"),
+                    if bytes > measured {
+                        format!(
+                            ": {measured} bytes copied, raised to what a save {} times as long copies (spec.capacity.defaults.saveLengthFactor)",
+                            defaults.save_length_factor
+                        )
+                    } else {
+                        String::new()
+                    }
                 )),
             });
         }
@@ -444,6 +464,22 @@ pub fn recommend(
     }
 }
 
+/// What a save `factor` times as long as the measured one copies, from the measured copy
+/// (`copied` of `steady` bytes). Writes land on pages at random, so the share of pages a save
+/// has not yet copied falls geometrically with the writes it lasts through: a share `f`
+/// copied by the measured save leaves `(1 - f)^factor` uncopied after one `factor` times as
+/// long. Never more than the whole of `steady`, never less than what was measured.
+pub fn longer_save_copy(copied: u64, steady: u64, factor: u32) -> u64 {
+    if steady == 0 || factor <= 1 {
+        return copied;
+    }
+    let share = (copied as f64 / steady as f64).min(1.0);
+    let longer = 1.0 - (1.0 - share).powi(factor as i32);
+    ((longer * steady as f64).ceil() as u64)
+        .min(steady)
+        .max(copied)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -535,11 +571,28 @@ mod tests {
             limit: 100 << 20,
             peak_used_memory: (101 << 20),
         });
-        let r = recommend(&m, 1_000_000_000, &TermDefaults::default());
+        let as_measured = TermDefaults {
+            save_length_factor: 1,
+            ..TermDefaults::default()
+        };
+        let r = recommend(&m, 1_000_000_000, &as_measured);
         let steady = term(&r, "empty_rss").bytes + term(&r, "data_rss").bytes;
         let cow = term(&r, "copy_on_write");
         assert_eq!(cow.source, TermSource::Measured);
         assert!((cow.bytes as f64 - 0.4 * steady as f64).abs() <= 1.0);
+        // By default, what a save three times as long copies: 1 - 0.6^3 of the steady memory.
+        let longer = recommend(&m, 1_000_000_000, &TermDefaults::default());
+        let cow = term(&longer, "copy_on_write");
+        assert!(
+            (cow.bytes as f64 - 0.784 * steady as f64).abs() <= 2.0,
+            "{cow:?} against {steady}"
+        );
+        assert!(
+            cow.note.as_deref().unwrap_or("").contains(
+                "a save 3 times as long copies (spec.capacity.defaults.saveLengthFactor)"
+            ),
+            "{cow:?}"
+        );
         let over = term(&r, "eviction_overshoot");
         assert_eq!(over.source, TermSource::Measured);
         assert_eq!(over.bytes, (0.01 * r.maxmemory_bytes as f64).ceil() as u64);
@@ -600,6 +653,7 @@ mod tests {
         let defaults = TermDefaults {
             client_buffers_bytes: 0,
             replication_backlog_bytes: Some(0),
+            save_length_factor: 1,
             ..TermDefaults::default()
         };
         let r = recommend(&m, used as u64, &defaults);
@@ -668,9 +722,25 @@ mod tests {
     }
 
     #[test]
+    fn a_longer_save_copies_the_pages_left_geometrically_up_to_the_whole_and_never_less_than_measured()
+     {
+        // 40% copied: a save twice as long leaves 0.6^2 uncopied, three times 0.6^3.
+        assert_eq!(longer_save_copy(400, 1000, 2), 640);
+        assert_eq!(longer_save_copy(400, 1000, 3), 784);
+        // As measured at 1, and at any factor when nothing or everything was copied.
+        assert_eq!(longer_save_copy(400, 1000, 1), 400);
+        assert_eq!(longer_save_copy(0, 1000, 3), 0);
+        assert_eq!(longer_save_copy(1000, 1000, 3), 1000);
+        // A copy measured above the steady memory (new pages beside the copy) is kept whole.
+        assert_eq!(longer_save_copy(1200, 1000, 3), 1200);
+        assert_eq!(longer_save_copy(5, 0, 3), 5);
+    }
+
+    #[test]
     fn defaults_the_spec_sets_are_used_and_named() {
         let defaults = TermDefaults {
             copy_on_write_percent: 50,
+            save_length_factor: 3,
             replication_backlog_bytes: Some(64 * MIB),
             replica_output_buffer_bytes: 32 * MIB,
             client_buffers_bytes: MIB,

@@ -40,6 +40,11 @@ pub struct CapacityArgs {
     /// data's RSS a forking engine copies while it saves, when no snapshot peak was measured.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=100))]
     copy_on_write_percent: u32,
+    /// How many times longer than the measured save a deployed save may last, for a forking
+    /// engine's copy_on_write term (the pages copied grow with the writes the save lasts
+    /// through); 1 takes the measured copy as it was.
+    #[arg(long, default_value_t = membench::crd::default_save_length_factor(), value_parser = clap::value_parser!(u32).range(1..=10))]
+    save_length_factor: u32,
     /// The engine's repl-backlog-size in bytes (by default the engine's own default).
     #[arg(long, value_name = "BYTES")]
     replication_backlog_bytes: Option<u64>,
@@ -56,6 +61,7 @@ impl CapacityArgs {
     fn term_defaults(&self) -> TermDefaults {
         TermDefaults {
             copy_on_write_percent: self.copy_on_write_percent,
+            save_length_factor: self.save_length_factor,
             replication_backlog_bytes: self.replication_backlog_bytes,
             replica_output_buffer_bytes: self.replica_output_buffer_bytes,
             client_buffers_bytes: self.client_buffers_bytes,

@@ -129,6 +129,14 @@ pub struct CapacityDefaults {
     #[serde(default = "default_copy_on_write_percent")]
     #[schemars(range(min = 0, max = 100))]
     pub copy_on_write_percent: u32,
+    /// How many times longer than the measured save (or replica's sync) a deployed one is
+    /// allowed to last, for a forking engine's `copy_on_write` term: the pages copied grow
+    /// with the writes a save lasts through, and a save's length varies with the CPU its child
+    /// gets (0.38 to 1.03 s for the same spec on one node). 3 by default; 1 takes the measured
+    /// copy as it was.
+    #[serde(default = "default_save_length_factor")]
+    #[schemars(range(min = 1, max = 10))]
+    pub save_length_factor: u32,
     /// The engine's `repl-backlog-size`, in bytes. Leave it out for the engine's own default
     /// (Redis and Valkey before 8.0: 1 MiB; Valkey 8.0 and later: 10 MiB; Dragonfly: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -145,6 +153,11 @@ pub struct CapacityDefaults {
 
 fn default_copy_on_write_percent() -> u32 {
     100
+}
+
+/// [`CapacityDefaults::save_length_factor`]'s default.
+pub fn default_save_length_factor() -> u32 {
+    3
 }
 
 fn default_client_buffers_bytes() -> u64 {

@@ -47,6 +47,7 @@ mod workload_spec;
 pub use auth_spec::{AuthSpec, SecretKeyRef};
 pub use capacity_spec::{
     CapacityDefaults, CapacitySpec, ConfigMapKeyRef, InstanceFamily, default_headroom_percent,
+    default_save_length_factor,
 };
 pub use churn_spec::{
     ChurnSpec, DEFAULT_EVICTION_POLICY, EvictionSpec, PeakSpec, ReplicaSpec, SnapshotSpec,
