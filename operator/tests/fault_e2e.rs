@@ -218,10 +218,40 @@ async fn an_engine_oom_killed_mid_run_keeps_the_repetitions_measured_before() ->
     Ok(())
 }
 
+/// The termination message of each client pod of the namespace, by pod name, as a watch of
+/// its pods saw it (the message a terminated container left).
+fn client_results(
+    pods: Api<k8s_openapi::api::core::v1::Pod>,
+) -> Arc<std::sync::Mutex<std::collections::BTreeMap<String, String>>> {
+    use futures::StreamExt as _;
+    let seen: Arc<std::sync::Mutex<std::collections::BTreeMap<String, String>>> = Arc::default();
+    let shared = seen.clone();
+    tokio::spawn(async move {
+        let events = kube::runtime::watcher(pods, kube::runtime::watcher::Config::default());
+        let mut events = std::pin::pin!(kube::runtime::WatchStreamExt::applied_objects(events));
+        while let Some(event) = events.next().await {
+            let Ok(pod) = event else { continue };
+            let message = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .and_then(|c| c.first())
+                .and_then(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone());
+            if let Some(message) = message {
+                shared.lock().unwrap().insert(pod.name_any(), message);
+            }
+        }
+    });
+    seen
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_failing_three_times_fails_its_engine_keeping_what_the_attempts_measured()
 -> anyhow::Result<()> {
     let harness = Harness::start("fault-client", settings()).await?;
+    // Each attempt's own result, as its pod's termination message held it: a watch sees every
+    // update of the pods, so none is missed when the operator deletes a pod it has read.
+    let results = client_results(harness.pods());
     harness
         .create(&spec("flaky", &one_engine("r7i.4xlarge", 5, 2)))
         .await?;
@@ -231,15 +261,18 @@ async fn a_client_failing_three_times_fails_its_engine_keeping_what_the_attempts
         } else {
             format!("flaky-0-client-{attempt}")
         };
-        // Each attempt is stopped once it has begun two more repetitions than when it was
-        // first seen running (so it finished at least one), read from the engine itself: the
-        // operator's progress reading counts every attempt's.
+        // The first attempt is stopped once it has begun three more repetitions than when it
+        // was first seen running (so it finished at least two), the others after one more (at
+        // most the one they were in when first seen, each repetition lasting its 2 s settle
+        // against this loop's 300 ms): the fullest attempt is the first, not the last. Read
+        // from the engine itself: the operator's progress reading counts every attempt's.
+        let begun = if attempt == 1 { 3 } else { 1 };
         let started = Instant::now();
         let mut first_seen: Option<u64> = None;
         let pid = loop {
             anyhow::ensure!(
                 started.elapsed() < Duration::from_secs(120),
-                "{name} did not get to its second repetition"
+                "{name} did not get to its repetition {begun} after it was first seen"
             );
             tokio::time::sleep(Duration::from_millis(300)).await;
             let Some(pid) = harness
@@ -255,7 +288,7 @@ async fn a_client_failing_three_times_fails_its_engine_keeping_what_the_attempts
             let url = harness.engine_url("flaky", "flaky-0-engine").await?;
             let calls = tokio::task::spawn_blocking(move || flushall_calls(&url)).await?;
             let base = *first_seen.get_or_insert(calls);
-            if calls >= base + 2 {
+            if calls >= base + begun {
                 break pid;
             }
         };
@@ -278,9 +311,27 @@ async fn a_client_failing_three_times_fails_its_engine_keeping_what_the_attempts
             .contains("stopped by SIGTERM"),
         "{first:#?}"
     );
+    // What each attempt measured, by its own result; the status keeps the fullest.
+    let counts: Vec<usize> = ["flaky-0-client", "flaky-0-client-2", "flaky-0-client-3"]
+        .iter()
+        .map(|pod| {
+            let message = results.lock().unwrap().get(*pod).cloned();
+            let message = message.with_context(|| format!("{pod}'s termination message"))?;
+            let result = membench::client::result::ClientResult::read(&message, 5)
+                .map_err(|e| anyhow::anyhow!("{pod}'s result: {e:?}"))?;
+            Ok(result.decoded_repetitions().len())
+        })
+        .collect::<anyhow::Result<_>>()?;
+    eprintln!("repetitions finished by each attempt: {counts:?}");
+    let fullest = *counts.iter().max().unwrap_or(&0);
     assert!(
-        !first.repetitions.is_empty(),
-        "what the attempts measured is kept: {first:#?}"
+        fullest >= 2 && counts[2] < fullest,
+        "the test's premise: an attempt before the last finished more repetitions than it ({counts:?})"
+    );
+    assert_eq!(
+        first.repetitions.len(),
+        fullest,
+        "the status keeps the fullest attempt's repetitions ({counts:?}): {first:#?}"
     );
     harness.finish().await;
     Ok(())

@@ -205,3 +205,72 @@ pub async fn assert_oom_killed(
     assert_eq!(terminated.exit_code, 137, "{terminated:#?}");
     Ok(())
 }
+
+/// What the kernel counted for one engine container on this machine until it ended: the
+/// memory cgroup's high-water mark (`memory.max_usage_in_bytes`, as last read) and the most
+/// the fewest and most processes the cgroup held at once (`cgroup.procs`; a save that forks
+/// adds its child for the save's length).
+#[derive(Debug, Clone, Copy)]
+pub struct ContainerWatch {
+    pub high_water_bytes: u64,
+    pub fewest_processes: usize,
+    pub most_processes: usize,
+}
+
+/// Follows `pod`'s engine container (the process named `comm`) in its memory cgroup as this
+/// machine sees it (a real node's containers are this machine's processes, in the kubelet's
+/// cgroups, v1 here) until the cgroup ends, as the pod is deleted. Read every 50 ms: the mark
+/// only rises, so the reads lose nothing of it; a save's fork lives for the save, hundreds of
+/// milliseconds at least with the data these tests load, so it cannot fall between two reads.
+pub fn watch_engine_cgroup(
+    pods: kube::Api<k8s_openapi::api::core::v1::Pod>,
+    pod: &str,
+    comm: &'static str,
+) -> tokio::task::JoinHandle<anyhow::Result<ContainerWatch>> {
+    let pod = pod.to_string();
+    tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let cgroup = loop {
+            anyhow::ensure!(
+                started.elapsed() < std::time::Duration::from_secs(120),
+                "{pod}'s {comm} process never appeared on this machine"
+            );
+            if let Ok(found) = pods.get(&pod).await {
+                let processes = host_processes(&found, comm)?;
+                if let Some(dir) = processes.first().and_then(|p| memory_cgroup(p.pid)) {
+                    break dir;
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        };
+        let mut high_water = None;
+        let mut fewest_processes = usize::MAX;
+        let mut most_processes = 0;
+        while let Ok(text) = std::fs::read_to_string(cgroup.join("memory.max_usage_in_bytes")) {
+            high_water = text.trim().parse::<u64>().ok().or(high_water);
+            if let Ok(procs) = std::fs::read_to_string(cgroup.join("cgroup.procs")) {
+                let count = procs.lines().count();
+                // The last read may find the cgroup emptied as the container ends.
+                if count > 0 {
+                    fewest_processes = fewest_processes.min(count);
+                    most_processes = most_processes.max(count);
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let high_water_bytes =
+            high_water.with_context(|| format!("no memory.max_usage_in_bytes in {cgroup:?}"))?;
+        Ok(ContainerWatch {
+            high_water_bytes,
+            fewest_processes,
+            most_processes,
+        })
+    })
+}
+
+/// The v1 memory cgroup directory of process `pid`.
+fn memory_cgroup(pid: u32) -> Option<std::path::PathBuf> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = text.lines().find_map(|l| l.split_once(":memory:"))?.1;
+    Some(std::path::Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/')))
+}
