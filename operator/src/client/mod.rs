@@ -8,14 +8,11 @@
 //! about the validation, the reports, the controller or the local runner
 //! (docs/src/contributing/architecture.md, `layout_tests.rs`).
 
-pub mod churn;
 pub mod cluster_node;
 pub mod container_memory;
-pub mod defrag;
 pub mod draws;
 pub mod encoder;
 pub mod engine;
-pub mod eviction;
 pub mod load_options;
 pub mod measure;
 pub mod measured;
@@ -31,13 +28,10 @@ pub mod profile_workload;
 pub mod progress;
 pub mod progress_endpoint;
 pub mod rdb_load;
-pub mod replica;
 pub mod resp;
 pub mod result;
 pub mod shards;
 pub mod slots;
-pub mod snapshot;
-pub mod snapshot_files;
 pub mod stop;
 pub mod stop_request;
 pub mod ttl;
