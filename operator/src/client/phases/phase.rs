@@ -13,9 +13,9 @@ use crate::client::workload::Workload;
 use crate::error::BenchError;
 
 /// One measurement a repetition runs after its readings. An implementation holds its own
-/// settings, taken from the plan by its constructor in [`PLANNED`] (which returns `None` when
-/// the plan does not ask for it); every check has a default that refuses nothing, so a phase
-/// writes only the ones it needs.
+/// settings, taken from the plan by its constructor in [`PLANNED`](super::PLANNED) (which
+/// returns `None` when the plan does not ask for it); every check has a default that refuses
+/// nothing, so a phase writes only the ones it needs.
 pub trait Phase {
     /// Which phase this is, as a result names it when it fails.
     fn kind(&self) -> PhaseKind;
