@@ -245,7 +245,7 @@ fn the_same_deletes_sent_by_redis_cli_pipe_give_the_same_memory() {
     let mut script = Vec::new();
     let mut deleted = 0u64;
     for item in 0..ROW_KEYS {
-        if membench::client::churn::deletes(1, 1, item, 0.5) {
+        if membench::client::phases::churn::deletes(1, 1, item, 0.5) {
             let key = format!("key:{item:012}");
             write!(script, "*2\r\n$3\r\nDEL\r\n${}\r\n{key}\r\n", key.len()).unwrap();
             deleted += 1;
@@ -273,7 +273,7 @@ fn the_same_deletes_sent_by_redis_cli_pipe_give_the_same_memory() {
     assert_eq!(dbsize(&piped.address), ROW_KEYS - deleted);
 
     // Read as membench reads a round: after the engine's cron refreshed its figures.
-    std::thread::sleep(membench::client::churn::ROUND_SETTLE);
+    std::thread::sleep(membench::client::phases::churn::ROUND_SETTLE);
     let (used, rss) = memory(&piped.address);
     println!(
         "membench's round: used_memory {}, RSS {}; redis-cli --pipe: used_memory {used}, RSS {rss}",

@@ -3,14 +3,14 @@
 //! is read whole instead, and none of these flags may be given.
 
 use clap::{Args, ValueEnum};
-use membench::client::eviction::Eviction;
+use membench::client::phases::eviction::Eviction;
+use membench::client::phases::replica::ReplicaRate;
+use membench::client::phases::snapshot::Snapshot;
 use membench::client::plan::{RunPlan, RunSettings, WorkloadPlan};
 use membench::client::profile_workload::{
     PROFILE_DIGEST_ENV, PROFILE_ENV, ProfileWorkload, profile_digest,
 };
 use membench::client::rdb_load::RdbLoad;
-use membench::client::replica::ReplicaRate;
-use membench::client::snapshot::Snapshot;
 use membench::client::ttl::Ttl;
 use membench::client::workload::Workload;
 use membench::crd::RecordLayout;
@@ -200,7 +200,7 @@ fn required(value: Option<u64>, flag: &str, workload: &str) -> Result<u64, Strin
 impl SettingFlags {
     /// The churn the flags ask for: none without --churn-rounds, whose companions are refused
     /// alone.
-    fn churn(&self) -> Result<Option<membench::client::churn::Churn>, String> {
+    fn churn(&self) -> Result<Option<membench::client::phases::churn::Churn>, String> {
         let Some(rounds) = self.churn_rounds else {
             let stray = [
                 ("--delete-share", self.delete_share.is_some()),
@@ -238,7 +238,7 @@ impl SettingFlags {
             }
             .to_string()
         };
-        membench::client::churn::Churn::checked(&spec, &flag)
+        membench::client::phases::churn::Churn::checked(&spec, &flag)
             .map(Some)
             .map_err(|e| e.to_string())
     }

@@ -5,7 +5,7 @@
 pub use crate::client::plan::{DEFAULT_OTHER_CLIENTS_TIMEOUT, RunSettings};
 
 use crate::client::engine::EngineAddress;
-use crate::client::replica::Replica;
+use crate::client::phases::replica::Replica;
 use crate::client::stop_request::StopRequest;
 use crate::error::BenchError;
 

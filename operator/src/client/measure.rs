@@ -26,9 +26,8 @@ pub use crate::client::measured::{
     RepetitionResult, SettledMemory, ShardReading, ShardSpread, Summary, WorkloadReport,
 };
 
-use crate::client::defrag;
 use crate::client::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
-use crate::client::phases::{self, PhaseFailure};
+use crate::client::phases::{self, PhaseContext, PhaseFailure};
 use crate::client::resp::CommandBuffer;
 use crate::client::shards::{
     JOIN_TIMEOUT, LoadConnections, LoadFailure, ShardSet, check_shard_count, shard_name,
@@ -164,16 +163,9 @@ pub fn measure_shards_journaled(
     if let Err(e) = options
         .validate()
         .and_then(|_| workload.validate())
-        .and_then(|_| match &options.settings.churn {
-            Some(churn) => churn.check_workload(workload, options.settings.ttl.is_some(), "churn"),
-            None => Ok(()),
-        })
-        .and_then(|_| match &options.settings.eviction {
-            Some(eviction) => eviction.check_workload(workload, "eviction"),
-            None => Ok(()),
-        })
+        .and_then(|_| phases::check_workload(workload, options))
         .and_then(|_| check_shard_count(addresses.len()))
-        .and_then(|_| phases::check_peak(addresses, workload, options))
+        .and_then(|_| phases::check_addresses(addresses, workload, options))
     {
         report.error = Some((&e).into());
         return report;
@@ -251,7 +243,7 @@ pub fn measure_shards_journaled(
     report.summary = Summary::of(&report.repetitions, &options.settings.thresholds);
     report
         .warnings
-        .extend(phases::peak_shortfalls(&report.repetitions));
+        .extend(phases::warnings(&report.repetitions, options));
     report
 }
 
@@ -305,10 +297,7 @@ fn prepare(
     shards
         .first()
         .read_config(&options.settings.read_config, &mut info);
-    if options.settings.churn.as_ref().is_some_and(|c| c.defrag) {
-        // Before any write: a build that cannot defragment is refused, not measured.
-        defrag::check_supported(shards, &info.name, &info.allocator, "churn.defrag")?;
-    }
+    phases::check_engine(shards, &info, options)?;
     report.warnings = info.warnings();
     report.name = format!("{}-{}", info.name, info.version);
     report.engine = info;
@@ -472,17 +461,8 @@ fn run_repetition(
         sole_client(shards, reading)?;
         Ok(total_memory(&shards.data_memory(&control_at_baseline)?))
     };
-    let phases = phases::after_readings(
-        shards,
-        workload,
-        options,
-        engine,
-        verified.items,
-        bytes_per_item(&after),
-        &mut read,
-    );
     let commands = workload.commands() + outcome.expires_sent;
-    let result = RepetitionResult {
+    let mut result = RepetitionResult {
         repetition: state.repetition,
         baseline_used_memory: baseline.used_memory,
         baseline_used_memory_rss: baseline.used_memory_rss,
@@ -503,11 +483,22 @@ fn run_repetition(
         samples: std::mem::take(&mut state.samples),
         shards: shard_readings,
         by_type: type_memory::of_readings(&workload.type_segments(), &outcome.type_readings),
-        peak: phases.peak,
-        churn: phases.churn,
-        eviction: phases.eviction,
+        // Each phase puts its own result here when it is done (`client::phases`).
+        peak: None,
+        churn: None,
+        eviction: None,
     };
-    Ok((result, phases.failed))
+    let mut context = PhaseContext {
+        shards,
+        workload,
+        options,
+        engine,
+        items: verified.items,
+        bytes_per_item: bytes_per_item(&after),
+        read: &mut read,
+    };
+    let failed = phases::after_readings(&mut context, &mut result);
+    Ok((result, failed))
 }
 
 /// Batches larger than this go one at a time, whatever `batches_in_flight` says: the replies to

@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::churn::ChurnReport;
 use crate::client::engine::EngineInfo;
+use crate::client::phases::churn::ChurnReport;
 use crate::client::ttl::Ttl;
 use crate::client::type_memory::{self, TypeMemory, TypeSummary};
 use crate::client::workload::Workload;
@@ -94,26 +94,26 @@ pub struct RepetitionResult {
     /// (`client::type_memory`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_type: Vec<TypeMemory>,
-    /// The snapshot saved under writes after the readings above (`client::snapshot`), when
+    /// The snapshot saved under writes after the readings above (`client::phases::snapshot`), when
     /// the run asked for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak: Option<PeakReport>,
     /// Deletes and overwrites after the readings above, and defragmentation
-    /// (`client::churn`), when the run asked for them.
+    /// (`client::phases::churn`), when the run asked for them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn: Option<ChurnReport>,
-    /// The load past maxmemory after the phases above (`client::eviction`), when asked.
+    /// The load past maxmemory after the phases above (`client::phases::eviction`), when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub eviction: Option<crate::client::eviction::EvictionReport>,
+    pub eviction: Option<crate::client::phases::eviction::EvictionReport>,
 }
 
 /// A repetition's peak phases.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PeakReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub snapshot: Option<crate::client::snapshot::SnapshotReport>,
+    pub snapshot: Option<crate::client::phases::snapshot::SnapshotReport>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replica: Option<crate::client::replica::ReplicaReport>,
+    pub replica: Option<crate::client::phases::replica::ReplicaReport>,
 }
 
 /// What is known of a repetition that did not finish. No bytes per item: the count is not

@@ -1,5 +1,5 @@
 //! The paced overwrites a peak phase runs while the engine does something costly (a snapshot's
-//! save, `client::snapshot`; a replica's full sync, `client::replica`): loaded items overwritten
+//! save, `client::phases::snapshot`; a replica's full sync, `client::phases::replica`): loaded items overwritten
 //! with values of the workload's size at an asked rate, until the phase says it is done or its
 //! bound passes, each batch's round trip kept for the latency the writes saw.
 

@@ -1,4 +1,4 @@
-//! The memory a peak phase (`client::snapshot`, `client::replica`) is measured by, from the
+//! The memory a peak phase (`client::phases::snapshot`, `client::phases::replica`) is measured by, from the
 //! best source the client has: the engine's process tree when the engine runs on the client's
 //! own machine (`client::process_tree`: sampled every 20 ms), else the engine container's
 //! memory cgroup as the kubelet keeps it, read by the operator at the phase's two marks

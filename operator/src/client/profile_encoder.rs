@@ -459,7 +459,7 @@ impl ProfileEncoder {
 
     /// Every key the rebuild writes, by number (the profile's order of groups, not the load's),
     /// drawn as the load draws it but without its elements: what a churn names and rewrites
-    /// (`client::churn`) without reading the engine's keys back.
+    /// (`client::phases::churn`) without reading the engine's keys back.
     pub fn each_key<E>(
         &self,
         mut visit: impl FnMut(RebuiltKey<'_>) -> Result<(), E>,

@@ -449,7 +449,7 @@ impl ShardSet {
     }
 }
 
-/// How a phase after the load (`client::snapshot`, `churn`, `eviction`) talks to the engine:
+/// How a phase after the load (`client::phases::snapshot`, `churn`, `eviction`) talks to the engine:
 /// the run's batch size, connect timeout and stop.
 #[derive(Clone, Copy)]
 pub struct Pacing<'a> {
@@ -461,7 +461,7 @@ pub struct Pacing<'a> {
 /// Reads memory between a run's phases, once the phase's connections are gone (waiting until
 /// the control connection is the engine's only client, and counting connections as at the
 /// baseline): the measurement's own reading, handed to the phases after the load
-/// (`client::churn`, `client::defrag`). The `&str` names the reading for an error.
+/// (`client::phases::churn`, `client::phases::churn::defrag`). The `&str` names the reading for an error.
 pub type ReadMemory<'a> =
     dyn FnMut(&mut ShardSet, &'static str) -> Result<MemoryInfo, BenchError> + 'a;
 

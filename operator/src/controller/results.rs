@@ -269,7 +269,7 @@ mod tests {
     /// A report of three repetitions whose snapshots peaked at `ratios` of their steady memory.
     fn report_with_snapshot_peaks(ratios: [f64; 3]) -> crate::client::measure::BenchmarkReport {
         use crate::client::measured::{PeakReport, Summary};
-        use crate::client::snapshot::{SnapshotReport, WriteLatency};
+        use crate::client::phases::snapshot::{SnapshotReport, WriteLatency};
         let mut report = crate::client::result::tests::report(3, false);
         for (repetition, ratio) in report.repetitions.iter_mut().zip(ratios) {
             let before = 5_000_000_000u64;
@@ -331,7 +331,7 @@ mod tests {
         let mut report = report_with_snapshot_peaks(ratios);
         for repetition in &mut report.repetitions {
             let peak = repetition.peak.as_mut().unwrap();
-            peak.replica = Some(crate::client::replica::ReplicaReport {
+            peak.replica = Some(crate::client::phases::replica::ReplicaReport {
                 primary: peak.snapshot.clone().unwrap(),
                 backlog_bytes: Some(1_048_576),
                 primary_used_memory_after: 4_801_000_000,

@@ -4,7 +4,7 @@
 //! decision that depended on an engine's name reads this table instead, so a new engine kind
 //! is one row here. Where a capability can be measured it is, and the measurement wins: a
 //! phase reads whether a save forked from the engine's process tree and its copy from INFO
-//! (`client::snapshot`), this table only says what to expect and which command to send.
+//! (`client::phases::snapshot`), this table only says what to expect and which command to send.
 
 use super::engine_spec::EngineKind;
 
@@ -15,7 +15,7 @@ pub enum Defragmentation {
     /// refuses it).
     RuntimeSwitch { setting: &'static str },
     /// Always on above a share of maxmemory (Dragonfly's `mem_defrag_threshold`): opened by
-    /// lowering maxmemory under the data (`client::defrag`).
+    /// lowering maxmemory under the data (`client::phases::churn::defrag`).
     MaxmemoryGate,
 }
 

@@ -15,9 +15,12 @@
 //! - [`pod_resources_spec`]: the pods' CPU and the client's memory;
 //! - [`auth_spec`]: which Secret holds the engines' password;
 //! - [`capacity_spec`]: the size to plan for (`spec.capacity`);
-//! - [`churn_spec`]: deletes, overwrites and defragmentation after the load (`spec.churn`), and
-//!   a load past maxmemory (`spec.eviction`);
-//! - [`status`]: what the operator reports back, and [`churn_status`] a repetition's churn in it;
+//! - one spec file and one status file per measurement phase (`client::phases`): the snapshot
+//!   ([`snapshot_spec`], [`snapshot_status`]) and the replica's sync ([`replica_spec`],
+//!   [`replica_status`]), side by side under `spec.peak` ([`peak_spec`], [`peak_status`]); the
+//!   churn and its defragmentation ([`churn_spec`], [`churn_status`]); the load past maxmemory
+//!   ([`eviction_spec`], [`eviction_status`]);
+//! - [`status`]: what the operator reports back;
 //! - [`engine_state`] and [`condition_reason`]: the words the status holds (an engine's state
 //!   and kind, the reasons), typed, read back from older and newer releases.
 //!
@@ -36,8 +39,16 @@ mod engine_capabilities;
 pub mod engine_settings;
 mod engine_spec;
 mod engine_state;
+mod eviction_spec;
+mod eviction_status;
+mod peak_spec;
+mod peak_status;
 mod placement;
 mod pod_resources_spec;
+mod replica_spec;
+mod replica_status;
+mod snapshot_spec;
+mod snapshot_status;
 mod spec;
 mod status;
 #[cfg(test)]
@@ -49,22 +60,24 @@ pub use capacity_spec::{
     CapacityDefaults, CapacitySpec, ConfigMapKeyRef, InstanceFamily, default_headroom_percent,
     default_save_length_factor,
 };
-pub use churn_spec::{
-    ChurnSpec, DEFAULT_EVICTION_POLICY, EvictionSpec, PeakSpec, ReplicaSpec, SnapshotSpec,
-    default_churn_seed, default_defrag_seconds, default_load_to, default_write_share,
-};
-pub use churn_status::{
-    ChurnRoundStatus, ChurnStatus, DefragStatus, EvictionStatus, LatencyStatus, PeakRatioStatus,
-    PeakStatus, PeakSummaryStatus, ReplicaStatus, SnapshotStatus, WriteLatencyStatus,
-};
+pub use churn_spec::{ChurnSpec, default_churn_seed, default_defrag_seconds};
+pub use churn_status::{ChurnRoundStatus, ChurnStatus, DefragStatus, LatencyStatus};
 pub use condition_reason::ConditionReason;
 pub use engine_capabilities::{Defragmentation, EngineCapabilities, MaxmemoryForm};
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
 pub use engine_state::{EngineState, StatusEngineKind};
+pub use eviction_spec::{DEFAULT_EVICTION_POLICY, EvictionSpec, default_load_to};
+pub use eviction_status::EvictionStatus;
+pub use peak_spec::PeakSpec;
+pub use peak_status::{PeakRatioStatus, PeakStatus, PeakSummaryStatus};
 pub use placement::{PlacementSpec, TolerationSpec};
 pub use pod_resources_spec::{
     PodResourcesSpec, default_client_cpu, default_client_memory, default_engine_cpu,
 };
+pub use replica_spec::ReplicaSpec;
+pub use replica_status::ReplicaStatus;
+pub use snapshot_spec::{SnapshotSpec, default_write_share};
+pub use snapshot_status::{SnapshotStatus, WriteLatencyStatus};
 pub use spec::{
     Arch, CleanupPolicy, ImagePullSecret, MAX_PIPELINE, MAX_REPETITIONS, MemoryBenchmark,
     MemoryBenchmarkSpec, PublishedTableName, default_pipeline,

@@ -518,10 +518,10 @@ pub struct RepetitionStatus {
     pub churn: Option<super::churn_status::ChurnStatus>,
     /// What `spec.eviction`'s load past maxmemory measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub eviction: Option<super::churn_status::EvictionStatus>,
+    pub eviction: Option<super::eviction_status::EvictionStatus>,
     /// What `spec.peak`'s snapshot under writes cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peak: Option<super::churn_status::PeakStatus>,
+    pub peak: Option<super::peak_status::PeakStatus>,
 }
 
 /// Summary over an engine's repetitions.
@@ -551,7 +551,7 @@ pub struct SummaryStatus {
     /// The peak phases (`spec.peak`) over the repetitions that measured them: the median of
     /// each one's peak over its steady memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peak: Option<super::churn_status::PeakSummaryStatus>,
+    pub peak: Option<super::peak_status::PeakSummaryStatus>,
 }
 
 /// One type's keys in a profile's rebuild.

@@ -1,4 +1,4 @@
-//! A churn's figures in the reports (`spec.churn`, `client::churn`): each round's and the
+//! A churn's figures in the reports (`spec.churn`, `client::phases::churn`): each round's and the
 //! defragmentation window's readings in a table of their own, and from a status the medians
 //! the comparison shows beside bytes per item (a local report's are
 //! `BenchmarkReport::churned_rss`).

@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use crate::client::churn::ChurnReport;
+use crate::client::phases::churn::ChurnReport;
 use crate::crd::ChurnStatus;
 use crate::report::table::format_bytes;
 

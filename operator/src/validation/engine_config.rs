@@ -413,7 +413,7 @@ mod tests;
 /// (0.7) of maxmemory. A check every second and a waste threshold of 5% (as Redis and Valkey get
 /// thresholds low enough to act) leave it idle through the load and the rounds, under the 0.7
 /// gate; the window lifts used memory over that gate by lowering maxmemory
-/// (`client::defrag`).
+/// (`client::phases::churn::defrag`).
 pub const DRAGONFLY_DEFRAG_FLAGS: [(&str, &str); 2] = [
     ("mem_defrag_check_sec_interval", "1"),
     ("mem_defrag_waste_threshold", "0.05"),

@@ -348,12 +348,12 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
         ));
     }
     if let Some(churn) = &spec.churn {
-        crate::client::churn::Churn::from_spec(churn)
+        crate::client::phases::churn::Churn::from_spec(churn)
             .and_then(|churn| churn.check_workload(&workload, ttl.is_some(), "spec.churn"))
             .map_err(|e| e.to_string())?;
     }
     if let Some(snapshot) = spec.peak.as_ref().and_then(|p| p.snapshot.as_ref()) {
-        crate::client::snapshot::Snapshot::from_spec(snapshot)
+        crate::client::phases::snapshot::Snapshot::from_spec(snapshot)
             .and_then(|s| s.check_workload(&workload, "spec.peak.snapshot"))
             .map_err(|e| e.to_string())?;
         if let Some(i) = spec
@@ -367,7 +367,8 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
         }
     }
     if let Some(replica) = spec.peak.as_ref().and_then(|p| p.replica.as_ref()) {
-        crate::client::replica::ReplicaRate::from_spec(replica).map_err(|e| e.to_string())?;
+        crate::client::phases::replica::ReplicaRate::from_spec(replica)
+            .map_err(|e| e.to_string())?;
         if !matches!(
             workload,
             Workload::Strings { .. } | Workload::Records { .. }
@@ -385,9 +386,10 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
     }
     if let Some(eviction_spec) = &spec.eviction {
         for (i, engine) in spec.engines.iter().enumerate() {
-            let eviction = crate::client::eviction::Eviction::for_entry(eviction_spec, engine, i)
-                .and_then(|e| e.check_workload(&workload, "spec.eviction").map(|_| e))
-                .map_err(|e| e.to_string())?;
+            let eviction =
+                crate::client::phases::eviction::Eviction::for_entry(eviction_spec, engine, i)
+                    .and_then(|e| e.check_workload(&workload, "spec.eviction").map(|_| e))
+                    .map_err(|e| e.to_string())?;
             // The engine must reach maxmemory before its pod's limit, or the kernel kills it
             // first.
             let Some(memory) = &engine.memory else {

@@ -2,11 +2,11 @@
 //! as it is by the local runner (`membench run`) and by the client pod (`membench load` with
 //! the plan the operator gives it), so both measure what the same entry asks for.
 
-use crate::client::churn::Churn;
-use crate::client::eviction::Eviction;
+use crate::client::phases::churn::Churn;
+use crate::client::phases::eviction::Eviction;
+use crate::client::phases::replica::ReplicaRate;
+use crate::client::phases::snapshot::Snapshot;
 use crate::client::plan::{RunPlan, RunSettings, WorkloadPlan};
-use crate::client::replica::ReplicaRate;
-use crate::client::snapshot::Snapshot;
 use crate::client::workload::Workload;
 use crate::crd::MemoryBenchmarkSpec;
 use crate::error::BenchError;

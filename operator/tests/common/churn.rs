@@ -28,7 +28,7 @@ pub fn replay(
     delete: f64,
     overwrite: f64,
 ) -> (Vec<Option<bool>>, Vec<(u64, u64)>) {
-    use membench::client::churn::{deletes, overwrites};
+    use membench::client::phases::churn::{deletes, overwrites};
     let mut states: Vec<Option<bool>> = held.iter().map(|h| h.then_some(false)).collect();
     let mut counts = Vec::new();
     for round in 1..=rounds {

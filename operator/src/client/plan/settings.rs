@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::churn::Churn;
-use crate::client::eviction::Eviction;
-use crate::client::replica::ReplicaRate;
-use crate::client::snapshot::Snapshot;
+use crate::client::phases::churn::Churn;
+use crate::client::phases::eviction::Eviction;
+use crate::client::phases::replica::ReplicaRate;
+use crate::client::phases::snapshot::Snapshot;
 use crate::client::ttl::Ttl;
 use crate::crd::{MAX_PIPELINE, MAX_REPETITIONS};
 use crate::error::BenchError;
@@ -57,15 +57,15 @@ pub struct RunSettings {
     /// Make the engine, a cluster-mode node, own all 16,384 slots before the first baseline.
     /// Several shards are joined whether it is set or not.
     pub own_all_slots: bool,
-    /// A snapshot saved under writes after each repetition's readings (`client::snapshot`).
+    /// A snapshot saved under writes after each repetition's readings (`client::phases::snapshot`).
     pub snapshot: Option<Snapshot>,
-    /// A replica's full sync under writes after the snapshot (`client::replica`); the replica's
+    /// A replica's full sync under writes after the snapshot (`client::phases::replica`); the replica's
     /// address is the run's, passed beside the plan.
     pub replica: Option<ReplicaRate>,
     /// Deletes and overwrites after each repetition's readings, and defragmentation
-    /// (`client::churn`).
+    /// (`client::phases::churn`).
     pub churn: Option<Churn>,
-    /// A load past maxmemory after each repetition's other phases (`client::eviction`).
+    /// A load past maxmemory after each repetition's other phases (`client::phases::eviction`).
     pub eviction: Option<Eviction>,
 }
 

@@ -1,7 +1,7 @@
 //! Tests of reading a plan: what a client refuses, and how it names what is wrong.
 
 use super::*;
-use crate::client::churn::Churn;
+use crate::client::phases::churn::Churn;
 use crate::crd::RecordLayout;
 
 /// A plan with a phase of each kind's settings nested in it, so that a field deep inside can

@@ -109,11 +109,11 @@ pub struct ClientResult {
     /// Each listed repetition's churn (`spec.churn`), in order, without the defragmentation
     /// window's readings. Whole results only: a termination message leaves it out first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub churn: Vec<crate::client::churn::ChurnReport>,
+    pub churn: Vec<crate::client::phases::churn::ChurnReport>,
     /// Each listed repetition's load past maxmemory (`spec.eviction`), in order. Whole results
     /// only, as `churn`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub eviction: Vec<crate::client::eviction::EvictionReport>,
+    pub eviction: Vec<crate::client::phases::eviction::EvictionReport>,
     /// Each listed repetition's peak phases (`spec.peak`), in order. Whole results only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peak: Vec<crate::client::measured::PeakReport>,

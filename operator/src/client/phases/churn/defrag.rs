@@ -1,4 +1,4 @@
-//! Active defragmentation after a churn (`client::churn`): switched on with thresholds low
+//! Active defragmentation after a churn (`client::phases::churn`): switched on with thresholds low
 //! enough to act, followed by a memory reading every half second until RSS stops falling or the
 //! window's bound passes, with a light probe of writes whose latency says what the defragmenter
 //! costs the engine's clients, and the engine's CPU time in the window (`INFO cpu`).

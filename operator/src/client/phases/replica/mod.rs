@@ -9,6 +9,8 @@
 //! keys, within a bound; the replica is then detached (`REPLICAOF NO ONE`) and emptied, so
 //! that the next repetition starts with a replica as empty as this one found it.
 
+pub mod phase;
+
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -16,9 +18,9 @@ use serde::{Deserialize, Serialize};
 use crate::client::engine::{ControlConnection, EngineAddress, MemoryInfo};
 use crate::client::paced_writes::{self, Beside, PeakTarget, WriteRate};
 use crate::client::phase_memory::PhaseWatch;
+use crate::client::phases::snapshot::{SnapshotReport, last_cow_size, note_cow_peak};
 use crate::client::process_tree::TreeWatch;
 use crate::client::shards::ShardSet;
-use crate::client::snapshot::{SnapshotReport, last_cow_size, note_cow_peak};
 use crate::client::workload::Workload;
 use crate::crd::{ReplicaSpec, ReplicaStatus};
 use crate::error::BenchError;

@@ -17,6 +17,8 @@
 //! Either way the peak is never below a reading taken in the phase or after it, and the
 //! overshoot is never negative.
 
+pub mod phase;
+
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};

@@ -7,6 +7,9 @@
 //! (Redis and Valkey: `INFO persistence`; Dragonfly: the answer to `SAVE` on a connection of
 //! its own), within a bound.
 
+pub mod files;
+pub mod phase;
+
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -16,10 +19,10 @@ pub use crate::client::paced_writes::WriteLatency;
 use crate::client::paced_writes::{self, Beside, PacedWrites, PeakTarget, WriteRate};
 use crate::client::phase_memory::{PhasePeak, PhaseWatch};
 use crate::client::shards::ShardSet;
-use crate::client::snapshot_files::SaveFiles;
 use crate::client::workload::Workload;
 use crate::crd::{EngineKind, SnapshotSpec, SnapshotStatus, WriteLatencyStatus};
 use crate::error::BenchError;
+use files::SaveFiles;
 
 /// The longest a save may take before the phase fails.
 pub const SAVE_BOUND: Duration = Duration::from_secs(600);

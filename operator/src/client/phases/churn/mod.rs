@@ -1,7 +1,7 @@
 //! The churn phase, run after a repetition's load and readings on the data it loaded: rounds of
 //! deletes and overwrites with values of another size, each followed by a memory reading and a
 //! count of what the engine still holds, then (when asked) active defragmentation
-//! (`client::defrag`). A freshly loaded keyspace is the best case an allocator sees; this is
+//! (`client::phases::churn::defrag`). A freshly loaded keyspace is the best case an allocator sees; this is
 //! what the same engine holds once the data has changed.
 //!
 //! Which items a round deletes and overwrites is decided by the item's number, the round and
@@ -14,8 +14,10 @@
 //! - `profile`: a profile's rebuild, keys of mixed types (`DEL`; a string `SET`, a
 //!   collection's elements replaced by as many of the overwrite's size).
 
+pub mod defrag;
 mod fields;
 mod keys;
+pub mod phase;
 mod profile;
 mod rounds;
 mod spec;
@@ -72,7 +74,7 @@ pub struct ChurnRound {
 pub struct ChurnReport {
     pub rounds: Vec<ChurnRound>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub defrag: Option<crate::client::defrag::DefragReport>,
+    pub defrag: Option<crate::client::phases::churn::defrag::DefragReport>,
 }
 
 impl ChurnReport {

@@ -1,0 +1,159 @@
+//! The phases a repetition runs after its readings, in order, on the data it loaded: a
+//! snapshot under writes (`snapshot`), a replica's full sync under writes (`replica`), the
+//! churn and its defragmentation (`churn`, `churn::defrag`), and last the load past maxmemory
+//! (`eviction`), which empties the engine. Each phase is a folder here that owns its settings
+//! (read from the run's plan), its checks, its run and its result, and implements [`Phase`];
+//! [`PLANNED`] lists them in the order they run, and is the one place a new phase is
+//! registered. `client::measure` asks them for their checks before the load and runs them once
+//! per repetition with its own memory reading. A phase that fails ends the phases after it,
+//! and what the repetition measured before it (its readings, the phases that finished) is kept.
+
+pub mod churn;
+pub mod eviction;
+pub mod phase;
+pub mod replica;
+pub mod snapshot;
+
+use crate::client::engine::{EngineAddress, EngineInfo};
+use crate::client::load_options::LoadOptions;
+use crate::client::measured::RepetitionResult;
+pub use crate::client::phase_kind::PhaseKind;
+use crate::client::shards::ShardSet;
+use crate::client::workload::Workload;
+use crate::error::BenchError;
+pub use phase::{Phase, PhaseContext, PhaseFailure, PlanPhase};
+
+/// Every phase, in the order a repetition runs them: the eviction last, since it empties the
+/// engine. A new phase adds its folder and one line here.
+pub const PLANNED: [PlanPhase; 4] = [
+    snapshot::phase::planned,
+    replica::phase::planned,
+    churn::phase::planned,
+    eviction::phase::planned,
+];
+
+/// The phases the run's plan asks for, in the order they run.
+pub fn planned(options: &LoadOptions) -> Vec<Box<dyn Phase + '_>> {
+    PLANNED.iter().filter_map(|plan| plan(options)).collect()
+}
+
+/// Runs the phases `options` asks for, in order, into `measured`: each phase's result is kept
+/// as soon as it is done; the first that fails ends them, and is returned.
+pub fn after_readings(
+    context: &mut PhaseContext<'_, '_>,
+    measured: &mut RepetitionResult,
+) -> Option<PhaseFailure> {
+    planned(context.options)
+        .iter()
+        .find_map(|phase| phase.run(context, measured).err())
+}
+
+/// What the phases asked for cannot do with this workload, said before anything is written.
+pub fn check_workload(workload: &Workload, options: &LoadOptions) -> Result<(), BenchError> {
+    planned(options)
+        .iter()
+        .try_for_each(|phase| phase.check_workload(workload, options))
+}
+
+/// What the phases asked for cannot do with these engines, said before anything is written
+/// (a snapshot of several shards, a replica that does not answer, is the engine itself or
+/// holds keys).
+pub fn check_addresses(
+    addresses: &[EngineAddress],
+    workload: &Workload,
+    options: &LoadOptions,
+) -> Result<(), BenchError> {
+    planned(options)
+        .iter()
+        .try_for_each(|phase| phase.check_addresses(addresses, workload, options))
+}
+
+/// What the phases asked for cannot do with the engine that identified itself as `engine`,
+/// said before any write.
+pub fn check_engine(
+    shards: &mut ShardSet,
+    engine: &EngineInfo,
+    options: &LoadOptions,
+) -> Result<(), BenchError> {
+    planned(options)
+        .iter()
+        .try_for_each(|phase| phase.check_engine(shards, engine))
+}
+
+/// What the phases tell a reader over the run's repetitions, one warning per phase at most.
+pub fn warnings(repetitions: &[RepetitionResult], options: &LoadOptions) -> Vec<String> {
+    planned(options)
+        .iter()
+        .filter_map(|phase| phase.warning(repetitions))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::engine::EngineAddress;
+    use crate::client::phases::churn::Churn;
+    use crate::client::phases::eviction::Eviction;
+    use crate::client::phases::replica::ReplicaRate;
+    use crate::client::phases::snapshot::Snapshot;
+    use crate::client::plan::RunSettings;
+
+    /// A run whose plan asks for every phase, with a replica to sync.
+    fn every_phase() -> LoadOptions {
+        LoadOptions {
+            replica_address: Some(EngineAddress::parse("127.0.0.1:6390", None).unwrap()),
+            ..LoadOptions::of(RunSettings {
+                snapshot: Some(Snapshot {
+                    writes_per_sec: 1000,
+                    write_share: 1.0,
+                }),
+                replica: Some(ReplicaRate {
+                    writes_per_sec: 1000,
+                }),
+                churn: Some(Churn {
+                    rounds: 1,
+                    delete_share: Some(0.5),
+                    overwrite_share: None,
+                    overwrite_value_size: 0,
+                    defrag: true,
+                    defrag_seconds: 10,
+                    seed: 1,
+                }),
+                eviction: Some(Eviction {
+                    maxmemory: 1 << 20,
+                    policy: "allkeys-lru".into(),
+                    load_to: 2.0,
+                }),
+                ..RunSettings::default()
+            })
+        }
+    }
+
+    fn kinds(options: &LoadOptions) -> Vec<PhaseKind> {
+        planned(options).iter().map(|phase| phase.kind()).collect()
+    }
+
+    #[test]
+    fn the_phases_run_in_the_order_results_were_always_measured_in_eviction_last() {
+        // The eviction empties the engine: a phase after it would measure nothing.
+        assert_eq!(
+            kinds(&every_phase()),
+            [
+                PhaseKind::Snapshot,
+                PhaseKind::Replica,
+                PhaseKind::Churn,
+                PhaseKind::Eviction
+            ]
+        );
+    }
+
+    #[test]
+    fn a_phase_the_plan_does_not_ask_for_does_not_run() {
+        assert_eq!(kinds(&LoadOptions::default()), []);
+        let mut options = every_phase();
+        options.settings.churn = None;
+        // A replica's sync needs the replica too: the rate alone does not plan it.
+        options.replica_address = None;
+        assert_eq!(kinds(&options), [PhaseKind::Snapshot, PhaseKind::Eviction]);
+    }
+}

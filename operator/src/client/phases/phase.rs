@@ -1,0 +1,123 @@
+//! What every phase of a repetition is to the repetition that runs it: the [`Phase`] trait a
+//! phase's folder implements (its kind, its checks before the load, its run, its warning), the
+//! context it runs against, and the failure that names it. `client::phases` lists the phases
+//! and runs them.
+
+use crate::client::engine::{EngineAddress, EngineInfo, MemoryInfo};
+use crate::client::load_options::LoadOptions;
+use crate::client::measured::RepetitionResult;
+use crate::client::paced_writes::PeakTarget;
+use crate::client::phase_kind::PhaseKind;
+use crate::client::shards::{Pacing, ReadMemory, ShardSet};
+use crate::client::workload::Workload;
+use crate::error::BenchError;
+
+/// One measurement a repetition runs after its readings. An implementation holds its own
+/// settings, taken from the plan by its constructor in [`PLANNED`](super::PLANNED) (which
+/// returns `None` when the plan does not ask for it); every check has a default that refuses
+/// nothing, so a phase writes only the ones it needs.
+pub trait Phase {
+    /// Which phase this is, as a result names it when it fails.
+    fn kind(&self) -> PhaseKind;
+
+    /// Refuses, before anything is written, a workload (or a run setting) this phase cannot
+    /// measure. Runs without the engine.
+    fn check_workload(
+        &self,
+        _workload: &Workload,
+        _options: &LoadOptions,
+    ) -> Result<(), BenchError> {
+        Ok(())
+    }
+
+    /// Refuses, before anything is written, engines this phase cannot run on: how many there
+    /// are, or what another engine it needs answers. May connect to them.
+    fn check_addresses(
+        &self,
+        _addresses: &[EngineAddress],
+        _workload: &Workload,
+        _options: &LoadOptions,
+    ) -> Result<(), BenchError> {
+        Ok(())
+    }
+
+    /// Refuses, once the engine has identified itself and before the first write, an engine
+    /// that cannot do what this phase asks of it.
+    fn check_engine(&self, _shards: &mut ShardSet, _engine: &EngineInfo) -> Result<(), BenchError> {
+        Ok(())
+    }
+
+    /// Runs the phase on the repetition's data and puts its result into the repetition's
+    /// record (`measured`); a failure names the phase it happened in.
+    fn run(
+        &self,
+        context: &mut PhaseContext<'_, '_>,
+        measured: &mut RepetitionResult,
+    ) -> Result<(), PhaseFailure>;
+
+    /// What to tell a reader about this phase over the run's repetitions, said once a run.
+    fn warning(&self, _repetitions: &[RepetitionResult]) -> Option<String> {
+        None
+    }
+}
+
+/// Builds a phase from the run's options, `None` when the plan does not ask for it.
+pub type PlanPhase = for<'a> fn(&'a LoadOptions) -> Option<Box<dyn Phase + 'a>>;
+
+/// What a phase runs against: the repetition's engines and workload, the run's options and
+/// the engine's identity, the repetition's verified count and its bytes per item, and the
+/// measurement's own memory reading.
+pub struct PhaseContext<'a, 'r> {
+    pub shards: &'a mut ShardSet,
+    pub workload: &'a Workload,
+    pub options: &'a LoadOptions,
+    pub engine: &'a EngineInfo,
+    /// The repetition's verified count.
+    pub items: u64,
+    /// The repetition's bytes per item.
+    pub bytes_per_item: f64,
+    pub read: &'a mut ReadMemory<'r>,
+}
+
+impl<'a> PhaseContext<'a, '_> {
+    /// The run's batch size, connect timeout and stop, as a phase talks to the engine.
+    pub fn pacing(&self) -> Pacing<'a> {
+        Pacing {
+            pipeline: self.options.settings.pipeline,
+            connect_timeout: self.options.settings.connect_timeout,
+            stop: &self.options.stop,
+        }
+    }
+
+    /// The engine a peak phase runs on, and how.
+    pub fn peak_target(&self) -> PeakTarget<'a> {
+        PeakTarget {
+            workload: self.workload,
+            engine: &self.engine.name,
+            process_id: self.engine.process_id,
+            pacing: self.pacing(),
+            container: self.options.container.as_deref(),
+        }
+    }
+
+    /// Reads memory just before a phase (the settled reading, when there was one, is older
+    /// than the phase); a failure names `phase`.
+    pub fn read_before(
+        &mut self,
+        phase: PhaseKind,
+        reading: &'static str,
+    ) -> Result<MemoryInfo, PhaseFailure> {
+        (self.read)(self.shards, reading).map_err(failed(phase))
+    }
+}
+
+/// A phase that failed after the repetition's readings: which one, and why.
+pub struct PhaseFailure {
+    pub phase: PhaseKind,
+    pub error: BenchError,
+}
+
+/// Names the phase a failure happened in.
+pub fn failed(phase: PhaseKind) -> impl FnOnce(BenchError) -> PhaseFailure {
+    move |error| PhaseFailure { phase, error }
+}

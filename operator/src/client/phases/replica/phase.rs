@@ -1,0 +1,74 @@
+//! The replica's sync as one of a repetition's phases: taken from the plan's `replica` rate
+//! and the run's replica address, checked against the engines before any write, run on a
+//! memory reading of its own, and warned about when its writes fell short of the rate asked.
+
+use crate::client::engine::EngineAddress;
+use crate::client::load_options::LoadOptions;
+use crate::client::measured::{PeakReport, RepetitionResult};
+use crate::client::phase_kind::PhaseKind;
+use crate::client::phases::phase::{Phase, PhaseContext, PhaseFailure, failed};
+use crate::client::phases::snapshot::SnapshotReport;
+use crate::client::phases::snapshot::phase::writes_shortfall;
+use crate::client::workload::Workload;
+use crate::error::BenchError;
+
+use super::Replica;
+
+/// The replica phase as the plan asks for it, at this run's replica.
+pub struct ReplicaPhase {
+    replica: Replica,
+}
+
+/// The phase, when the plan asks for a replica's sync and the run has a replica.
+pub fn planned<'a>(options: &'a LoadOptions) -> Option<Box<dyn Phase + 'a>> {
+    let replica = options.replica()?;
+    Some(Box::new(ReplicaPhase { replica }))
+}
+
+impl Phase for ReplicaPhase {
+    fn kind(&self) -> PhaseKind {
+        PhaseKind::Replica
+    }
+
+    fn check_addresses(
+        &self,
+        addresses: &[EngineAddress],
+        workload: &Workload,
+        options: &LoadOptions,
+    ) -> Result<(), BenchError> {
+        let note = self.replica.check_before_writes(
+            addresses,
+            workload,
+            options.settings.connect_timeout,
+            "peak.replica",
+            !options.settings.refuse_existing_keys,
+        )?;
+        if let Some(note) = note {
+            eprintln!("warning: {note}");
+        }
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        context: &mut PhaseContext<'_, '_>,
+        measured: &mut RepetitionResult,
+    ) -> Result<(), PhaseFailure> {
+        let before = context.read_before(self.kind(), "before the sync")?;
+        let target = context.peak_target();
+        let report = super::run(context.shards, &self.replica, &target, &before)
+            .map_err(failed(self.kind()))?;
+        measured
+            .peak
+            .get_or_insert_with(PeakReport::default)
+            .replica = Some(report);
+        Ok(())
+    }
+
+    fn warning(&self, repetitions: &[RepetitionResult]) -> Option<String> {
+        fn primary(r: &RepetitionResult) -> Option<&SnapshotReport> {
+            r.peak.as_ref()?.replica.as_ref().map(|r| &r.primary)
+        }
+        writes_shortfall(repetitions, "the replica's sync", "peak.replica", primary)
+    }
+}

@@ -1,0 +1,106 @@
+//! The snapshot as one of a repetition's phases: taken from the plan's `snapshot` setting,
+//! checked against the workload and the engines, run on a memory reading of its own, and
+//! warned about when its writes fell short of the rate asked.
+
+use crate::client::engine::EngineAddress;
+use crate::client::load_options::LoadOptions;
+use crate::client::measured::{PeakReport, RepetitionResult};
+use crate::client::phase_kind::PhaseKind;
+use crate::client::phases::phase::{Phase, PhaseContext, PhaseFailure, failed};
+use crate::client::workload::Workload;
+use crate::error::BenchError;
+
+use super::{Snapshot, SnapshotReport};
+
+/// The snapshot phase as the plan asks for it.
+pub struct SnapshotPhase<'a> {
+    snapshot: &'a Snapshot,
+}
+
+/// The phase, when the plan asks for a snapshot.
+pub fn planned<'a>(options: &'a LoadOptions) -> Option<Box<dyn Phase + 'a>> {
+    let snapshot = options.settings.snapshot.as_ref()?;
+    Some(Box::new(SnapshotPhase { snapshot }))
+}
+
+impl Phase for SnapshotPhase<'_> {
+    fn kind(&self) -> PhaseKind {
+        PhaseKind::Snapshot
+    }
+
+    fn check_workload(
+        &self,
+        workload: &Workload,
+        _options: &LoadOptions,
+    ) -> Result<(), BenchError> {
+        self.snapshot.check_workload(workload, "peak.snapshot")
+    }
+
+    fn check_addresses(
+        &self,
+        addresses: &[EngineAddress],
+        _workload: &Workload,
+        _options: &LoadOptions,
+    ) -> Result<(), BenchError> {
+        if addresses.len() > 1 {
+            return Err(BenchError::InvalidArgument {
+                field: "peak.snapshot".into(),
+                message: format!(
+                    "measures one engine's save; a cluster of {} shards forks each on its own: measure one shard",
+                    addresses.len()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        context: &mut PhaseContext<'_, '_>,
+        measured: &mut RepetitionResult,
+    ) -> Result<(), PhaseFailure> {
+        let before = context.read_before(self.kind(), "before the snapshot")?;
+        let target = context.peak_target();
+        let report = super::run(context.shards, self.snapshot, &target, &before)
+            .map_err(failed(self.kind()))?;
+        measured
+            .peak
+            .get_or_insert_with(PeakReport::default)
+            .snapshot = Some(report);
+        Ok(())
+    }
+
+    fn warning(&self, repetitions: &[RepetitionResult]) -> Option<String> {
+        fn snapshot(r: &RepetitionResult) -> Option<&SnapshotReport> {
+            r.peak.as_ref()?.snapshot.as_ref()
+        }
+        writes_shortfall(repetitions, "the snapshot", "peak.snapshot", snapshot)
+    }
+}
+
+/// What to tell a reader when the writes beside a peak phase (this snapshot; a replica's sync,
+/// whose primary reports in a snapshot's shape) did not reach 90% of the rate asked in some
+/// repetitions: the lowest rate reached, in how many, and that the peak is that of the rate
+/// reached. `during` names the phase (`the snapshot`), `field` its setting (`peak.snapshot`).
+pub fn writes_shortfall(
+    repetitions: &[RepetitionResult],
+    during: &str,
+    field: &str,
+    phase: fn(&RepetitionResult) -> Option<&SnapshotReport>,
+) -> Option<String> {
+    let short: Vec<(u32, &SnapshotReport)> = repetitions
+        .iter()
+        .filter_map(|r| Some((r.repetition, phase(r)?)))
+        .filter(|(_, s)| s.writes_per_sec < 0.9 * f64::from(s.writes_per_sec_asked))
+        .collect();
+    let (repetition, lowest) = short
+        .iter()
+        .min_by(|a, b| a.1.writes_per_sec.total_cmp(&b.1.writes_per_sec))?;
+    Some(format!(
+        "the writes during {during} reached under 90% of the {} a second asked ({field}.writesPerSecond) in {} of {} repetitions, {:.0} a second at the lowest (repetition {repetition}): the engine or this client could not keep up, and each peak measured is that of the rate reached",
+        lowest.writes_per_sec_asked,
+        short.len(),
+        repetitions.len(),
+        lowest.writes_per_sec
+    ))
+}
