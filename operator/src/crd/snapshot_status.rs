@@ -44,9 +44,18 @@ pub struct SnapshotStatus {
     pub note: Option<String>,
     /// What the engine says its fork copied (`rdb_last_cow_size`), in bytes; absent when none
     /// was measured: the engine did not fork (Dragonfly's save and sync run in its own process)
-    /// or reports no copy.
+    /// or reports no copy. `cowNote` says which.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cow_bytes: Option<u64>,
+    /// Why `cowBytes` is absent, from what was measured: the engine's processes held one at
+    /// every reading (no fork), or it forked and reports no copy, or its processes were not
+    /// counted (a client pod cannot see them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cow_note: Option<String>,
+    /// The most processes the engine's process tree held at a reading during the save (1: no
+    /// fork); absent where they could not be counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub most_processes: Option<u64>,
     /// The highest `current_cow_peak` the engine reported while its fork child ran, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cow_peak_bytes: Option<u64>,
@@ -55,8 +64,12 @@ pub struct SnapshotStatus {
     /// From BGSAVE until the engine reported it done (a replica: from REPLICAOF until the
     /// replica said it was in sync), in seconds.
     pub duration_seconds: f64,
-    /// The write rate achieved during the save (or the sync).
+    /// The write rate achieved during the save (or the sync): `writes` over `durationSeconds`.
     pub writes_per_sec: f64,
+    /// The writes sent and answered during the save (or the sync); absent in a status written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<u64>,
     /// The write rate asked for (`spec.peak.snapshot.writesPerSecond`, or the replica's); 0 in a
     /// status written
     /// before it was recorded.

@@ -157,10 +157,13 @@ impl From<&SnapshotReport> for SnapshotStatus {
             high_water_bytes: r.high_water_bytes,
             note: r.note.clone(),
             cow_bytes: r.cow_bytes,
+            cow_note: r.cow_note.clone(),
+            most_processes: r.most_processes,
             cow_peak_bytes: r.cow_peak_bytes,
             used_memory_before: r.used_memory_before,
             duration_seconds: r.duration_seconds,
             writes_per_sec: r.writes_per_sec,
+            writes: Some(r.writes),
             writes_per_sec_asked: r.writes_per_sec_asked,
             write_latency_ms: WriteLatencyStatus {
                 p50: r.write_latency_ms.p50,
