@@ -187,3 +187,46 @@ fn a_result_with_a_field_the_schema_does_not_describe_or_without_a_required_one_
         "a workload of no known kind passes"
     );
 }
+
+#[test]
+fn the_troubleshooting_table_links_each_reason_it_names_to_its_entry_on_the_status_page() {
+    let path = "docs/src/how-to/troubleshooting.md";
+    let text = std::fs::read_to_string(repo_root().join(path)).unwrap();
+    let reasons: Vec<&str> = membench::crd::ConditionReason::ALL
+        .iter()
+        .map(|r| r.as_str())
+        .collect();
+    let word = regex::Regex::new(r"(\[)?`([A-Za-z]+)`(\]\(([^)]*)\))?").unwrap();
+    let mut problems = Vec::new();
+    let mut linked = 0;
+    for (number, line) in text.lines().enumerate() {
+        // The reason column of the failure table: the second cell of a row.
+        let Some(reason_cell) = line
+            .strip_prefix("| ")
+            .and_then(|rest| rest.split(" | ").nth(1))
+        else {
+            continue;
+        };
+        for found in word.captures_iter(reason_cell) {
+            let name = &found[2];
+            if !reasons.contains(&name) {
+                continue;
+            }
+            let expected = format!("../reference/status.md#{}", name.to_lowercase());
+            match found.get(4) {
+                Some(target) if found.get(1).is_some() && target.as_str() == expected => {
+                    linked += 1
+                }
+                _ => problems.push(format!(
+                    "{path}:{}: `{name}` is not a link to its entry: write [`{name}`]({expected})",
+                    number + 1
+                )),
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(
+        linked >= 20,
+        "only {linked} reasons linked in {path}'s failure table"
+    );
+}
