@@ -5,7 +5,7 @@
 //! with a field the types do not describe fails validation.
 
 use schemars::generate::SchemaSettings;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::report::local_run::LocalComparison;
 
@@ -117,7 +117,7 @@ pub fn result_json_page() -> String {
     );
     page.push_str(
         "`membench run SPEC --output json` prints this document, and `--result-file FILE` \
-         writes it; `membench capacity` and `membench report --input` read it back. The raw \
+         writes it; `membench capacity RESULT.json` reads it back. The raw \
          JSON of the published results (docs/results/) has the same form. The machine-readable \
          schema is [result.schema.json](result.schema.json) (JSON Schema draft 2020-12); \
          validate a result with any JSON Schema validator. It is strict: a field it does not \
@@ -128,10 +128,14 @@ pub fn result_json_page() -> String {
          otherwise. `[]` in a path is each element of a list, `*` each value of a map. A field \
          marked optional is left out when it does not apply.\n\n",
     );
-    let mut fields = Vec::new();
-    walk(&schema, &schema, "", &mut Vec::new(), &mut fields);
+    let mut table = FieldTable {
+        root: &schema,
+        seen: Vec::new(),
+        rows: Vec::new(),
+    };
+    table.walk(&schema, "");
     page.push_str("| field | type | description |\n|---|---|---|\n");
-    for field in fields {
+    for field in table.rows {
         page.push_str(&format!(
             "| {} | {} | {} |\n",
             code(&field.path),
@@ -239,104 +243,110 @@ fn is_optional(root: &Value, parent: &Value, name: &str, child: &Value) -> bool 
     !required || nullable
 }
 
-/// Appends a row for each field of the object `node` (under `prefix`) and of what it holds.
-/// `seen` holds the `$defs` on the way down, so a type that holds itself stops.
-fn walk(root: &Value, node: &Value, prefix: &str, seen: &mut Vec<String>, out: &mut Vec<Field>) {
-    if let Some(reference) = node["$ref"].as_str() {
-        if seen.iter().any(|s| s == reference) {
-            return;
-        }
-        seen.push(reference.to_string());
-        walk(root, resolve(root, node), prefix, seen, out);
-        seen.pop();
-        return;
-    }
-    let (node, _) = without_null(root, node);
-    let empty = Map::new();
-    for (name, child) in node["properties"].as_object().unwrap_or(&empty) {
-        field(root, node, name, child, prefix, None, seen, out);
-    }
-    // A flattened enum's variants: each variant's fields, named for its `kind` (a variant that
-    // holds a struct names it by `$ref` beside its `kind`).
-    for variant in node["oneOf"].as_array().into_iter().flatten() {
-        let kind = variant["properties"]["kind"]["const"].as_str();
-        let Some(kind) = kind else {
-            walk(root, variant, prefix, seen, out);
-            continue;
-        };
-        let held = resolve(root, variant);
-        for source in [variant, held] {
-            for (name, child) in source["properties"].as_object().unwrap_or(&empty) {
-                if name != "kind" {
-                    field(root, source, name, child, prefix, Some(kind), seen, out);
-                }
-            }
-            if std::ptr::eq(source, held) {
-                break;
-            }
-        }
-    }
-    let kinds: Vec<String> = node["oneOf"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v["properties"]["kind"]["const"].as_str())
-        .map(|k| code(&format!("\"{k}\"")))
-        .collect();
-    if !kinds.is_empty() {
-        out.push(Field {
-            path: format!("{prefix}kind"),
-            kind: format!("one of {}", kinds.join(", ")),
-            description: "Which kind of workload; the fields marked with a kind are that kind's."
-                .into(),
-        });
-    }
+/// The field table being written: the schema it reads, the `$defs` on the way down (so a type
+/// that holds itself stops) and the rows so far.
+struct FieldTable<'a> {
+    root: &'a Value,
+    seen: Vec<String>,
+    rows: Vec<Field>,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn field(
-    root: &Value,
-    parent: &Value,
-    name: &str,
-    child: &Value,
-    prefix: &str,
-    kind: Option<&str>,
-    seen: &mut Vec<String>,
-    out: &mut Vec<Field>,
-) {
-    let path = format!("{prefix}{name}");
-    let mut facts = type_name(root, child);
-    if is_optional(root, parent, name, child) {
-        facts.push_str(", optional");
+impl<'a> FieldTable<'a> {
+    /// Appends a row for each field of the object `node` (under `prefix`) and of what it holds.
+    fn walk(&mut self, node: &'a Value, prefix: &str) {
+        let root = self.root;
+        if let Some(reference) = node["$ref"].as_str() {
+            if self.seen.iter().any(|s| s == reference) {
+                return;
+            }
+            self.seen.push(reference.to_string());
+            self.walk(resolve(root, node), prefix);
+            self.seen.pop();
+            return;
+        }
+        let (node, _) = without_null(root, node);
+        if let Some(properties) = node["properties"].as_object() {
+            for (name, child) in properties {
+                self.field(node, name, child, prefix, None);
+            }
+        }
+        // A flattened enum's variants: each variant's fields, named for its `kind` (a variant
+        // that holds a struct names it by `$ref` beside its `kind`).
+        for variant in node["oneOf"].as_array().into_iter().flatten() {
+            let Some(kind) = variant["properties"]["kind"]["const"].as_str() else {
+                self.walk(variant, prefix);
+                continue;
+            };
+            let held = resolve(root, variant);
+            let sources = if std::ptr::eq(variant, held) {
+                vec![variant]
+            } else {
+                vec![variant, held]
+            };
+            for source in sources {
+                for (name, child) in source["properties"].as_object().into_iter().flatten() {
+                    if name != "kind" {
+                        self.field(source, name, child, prefix, Some(kind));
+                    }
+                }
+            }
+        }
+        let kinds: Vec<String> = node["oneOf"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v["properties"]["kind"]["const"].as_str())
+            .map(|k| code(&format!("\"{k}\"")))
+            .collect();
+        if !kinds.is_empty() {
+            self.rows.push(Field {
+                path: format!("{prefix}kind"),
+                kind: format!("one of {}", kinds.join(", ")),
+                description: "Which kind of workload; the fields marked with a kind are that \
+                              kind's."
+                    .into(),
+            });
+        }
     }
-    if let Some(kind) = kind {
-        facts.push_str(&format!(", kind {}", code(kind)));
-    }
-    let (target, _) = without_null(root, child);
-    let description = child["description"]
-        .as_str()
-        .or_else(|| target["description"].as_str())
-        .unwrap_or_default()
-        .to_string();
-    out.push(Field {
-        path: path.clone(),
-        kind: facts,
-        description,
-    });
-    // What the field holds: an object's fields, a list's or a map's elements' fields.
-    if target["type"] == "array" {
-        walk(root, &target["items"], &format!("{path}[]."), seen, out);
-    } else if target["additionalProperties"].is_object() {
-        walk(
-            root,
-            &target["additionalProperties"],
-            &format!("{path}.*."),
-            seen,
-            out,
-        );
-    } else {
-        let reference = without_ref(child);
-        walk(root, reference, &format!("{path}."), seen, out);
+
+    /// Appends the row of field `name` of `parent` (of the variant `kind`, if one) and the rows
+    /// of what it holds.
+    fn field(
+        &mut self,
+        parent: &'a Value,
+        name: &str,
+        child: &'a Value,
+        prefix: &str,
+        kind: Option<&str>,
+    ) {
+        let root = self.root;
+        let path = format!("{prefix}{name}");
+        let mut facts = type_name(root, child);
+        if is_optional(root, parent, name, child) {
+            facts.push_str(", optional");
+        }
+        if let Some(kind) = kind {
+            facts.push_str(&format!(", kind {}", code(kind)));
+        }
+        let (target, _) = without_null(root, child);
+        let description = child["description"]
+            .as_str()
+            .or_else(|| target["description"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        self.rows.push(Field {
+            path: path.clone(),
+            kind: facts,
+            description,
+        });
+        // What the field holds: an object's fields, a list's or a map's elements' fields.
+        if target["type"] == "array" {
+            self.walk(&target["items"], &format!("{path}[]."));
+        } else if target["additionalProperties"].is_object() {
+            self.walk(&target["additionalProperties"], &format!("{path}.*."));
+        } else {
+            self.walk(without_ref(child), &format!("{path}."));
+        }
     }
 }
 
