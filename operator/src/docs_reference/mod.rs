@@ -1,14 +1,15 @@
 //! The reference pages of the book (docs/src/reference/) that are generated from the code, so
 //! that they cannot say something the code does not: the command line from clap's command
 //! tree, the MemoryBenchmark API from the CRD schema, the metrics from the registry, the
-//! chart's values from values.yaml and its comments, the result JSON's schema from the
-//! result types, the exit codes from the table the binary exits with, and the condition
-//! reasons from their declarations. Each page is a pure function of its
-//! source; `membench reference-docs PAGE` prints it, and `operator/tests/docs_reference.rs`
-//! fails when a committed page differs from what its function gives.
+//! chart's values from values.yaml and its comments, the result JSON's schema from the result
+//! types, the exit codes from the table the binary exits with, and the condition reasons from
+//! their declarations. Each page is a pure function of its source; `membench reference-docs
+//! PAGE` prints it, and `operator/tests/docs_reference.rs` fails when a committed page differs
+//! from what its function gives.
 //!
-//! It sits above `crd`, `metrics`, `report` and `client`, whose types it reads, and below the command line, which
-//! hands it clap's command (docs/src/contributing/architecture.md, `layout_tests.rs`).
+//! It sits above `crd`, `metrics`, `report`, `client` and `error`, whose types it reads, and
+//! below the command line, which hands it clap's command
+//! (docs/src/contributing/architecture.md, `layout_tests.rs`).
 
 mod api;
 mod chart_values;
