@@ -134,14 +134,16 @@ pub fn result_json_page() -> String {
         rows: Vec::new(),
     };
     table.walk(&schema, "");
-    page.push_str("| field | type | description |\n|---|---|---|\n");
+    // A list, not a table: a path runs to 60 characters without a break, which would widen a
+    // table's first column until its descriptions scroll out of sight.
     for field in table.rows {
-        page.push_str(&format!(
-            "| {} | {} | {} |\n",
-            code(&field.path),
-            field.kind,
-            table_cell(&field.description)
-        ));
+        let description = table_cell(&field.description);
+        page.push_str(&format!("- {} ({})", code(&field.path), field.kind));
+        if description.is_empty() {
+            page.push('\n');
+        } else {
+            page.push_str(&format!(": {description}\n"));
+        }
     }
     page
 }

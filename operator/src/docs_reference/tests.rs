@@ -193,27 +193,27 @@ fn every_condition_reason_has_an_entry_saying_what_it_means_linked_from_the_over
 fn the_result_json_page_lists_nested_fields_and_the_workloads_kinds() {
     let page = result_json_page();
     assert!(
-        page.contains("| `engines[].repetitions[].used_memory` | integer |"),
+        page.contains("- `engines[].repetitions[].used_memory` (integer)"),
         "{page}"
     );
     assert!(
-        page.contains("| `engines[].summary.bytes_per_item.median` | number |"),
+        page.contains("- `engines[].summary.bytes_per_item.median` (number)"),
         "{page}"
     );
     let kind = page
         .lines()
-        .find(|l| l.starts_with("| `engines[].workload.kind` |"))
+        .find(|l| l.starts_with("- `engines[].workload.kind` ("))
         .expect("a row for the workload's kind");
     for word in ["sorted-set", "strings", "records", "profile", "rdb"] {
         assert!(kind.contains(&format!("`\"{word}\"`")), "{kind}");
     }
     // A variant's own field says which kind it belongs to.
     assert!(
-        page.contains("| `engines[].workload.members` | integer, kind `sorted-set` |"),
+        page.contains("- `engines[].workload.members` (integer, kind `sorted-set`)"),
         "{page}"
     );
     assert!(
-        page.contains("| `engines[].error.category` | one of `\"InvalidSpec\"`"),
+        page.contains("- `engines[].error.category` (one of `\"InvalidSpec\"`"),
         "{page}"
     );
 }
