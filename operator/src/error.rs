@@ -8,7 +8,17 @@ use std::fmt::Display;
 /// The bounded category of a failure: a metric label, an event reason, and the condition
 /// reason a client's error becomes. Serialized as the CamelCase word each has always been; a
 /// word this release does not know (a newer client's) reads as [`ErrorCategory::Unknown`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum ErrorCategory {
     InvalidSpec,
     InvalidPlan,
@@ -146,9 +156,97 @@ impl StopCause {
     /// a program the signal ended.
     pub fn exit_code(self) -> u8 {
         match self {
-            StopCause::Interrupt => 130,
-            StopCause::Terminate | StopCause::PodDeleted => 143,
+            StopCause::Interrupt => ExitStatus::Interrupted.code(),
+            StopCause::Terminate | StopCause::PodDeleted => ExitStatus::Terminated.code(),
         }
+    }
+}
+
+/// Declares the exit statuses once, with their codes and docs: the enum, `ALL`, `code` and
+/// `meaning` cannot disagree, and the doc comment is the text `--help` and the book show.
+macro_rules! exit_statuses {
+    ($($(#[doc = $doc:literal])* $name:ident = $code:literal,)*) => {
+        /// What the exit code of a `membench` command says. The one table of them: the binary
+        /// exits with these, `--help` lists them ([`ExitStatus::help_text`]) and the book's
+        /// exit-codes page is generated from the variants' docs.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum ExitStatus {
+            $($(#[doc = $doc])* $name,)*
+        }
+
+        impl ExitStatus {
+            /// Every status, in the order of their codes.
+            pub const ALL: &'static [ExitStatus] = &[$(ExitStatus::$name,)*];
+
+            /// The process's exit code.
+            pub fn code(self) -> u8 {
+                match self {
+                    $(ExitStatus::$name => $code,)*
+                }
+            }
+
+            /// What the code means and what to do: the variant's doc comment, as written
+            /// (its line breaks are the comment's own wrapping).
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(ExitStatus::$name => concat!($($doc, "\n",)*),)*
+                }
+            }
+        }
+    };
+}
+
+exit_statuses! {
+    /// Everything asked for was measured (or printed).
+    Success = 0,
+    /// A measurement failed or its result could not be written: what was measured is still
+    /// printed and written (`--result-file`), with the error. Also a server that cannot be
+    /// reached or refuses the password (`load` and `profile` alike). Read the error's
+    /// `category` in the result, or the message on stderr.
+    Failed = 1,
+    /// Bad input: a flag, a spec, or a server membench refuses to touch (one that holds data).
+    /// Nothing was measured. The message on stderr names what is wrong: fix it and run again.
+    BadInput = 2,
+    /// Stopped by SIGINT (Ctrl-C): the finished repetitions are printed and written, with
+    /// `error.category` `Stopped`, and every engine membench started is stopped. 128 + the
+    /// signal's number, as a shell reports a program the signal ended.
+    Interrupted = 130,
+    /// Stopped by SIGTERM (`kill`, a pod's deletion), the same as SIGINT. Under `timeout`,
+    /// `timeout` itself exits 124.
+    Terminated = 143,
+}
+
+impl ExitStatus {
+    /// The list `--help` ends with: each code and its meaning, wrapped under the code.
+    pub fn help_text() -> String {
+        let mut text = String::from("Exit codes:\n");
+        for status in ExitStatus::ALL {
+            let mut line = format!("  {:<5}", status.code());
+            let mut width = line.len();
+            for word in status.meaning().split_whitespace() {
+                if width + word.len() + 1 > 95 {
+                    text.push_str(line.trim_end());
+                    text.push('\n');
+                    line = " ".repeat(7);
+                    width = line.len();
+                }
+                if !line.ends_with(' ') {
+                    line.push(' ');
+                    width += 1;
+                }
+                line.push_str(word);
+                width += word.len();
+            }
+            text.push_str(line.trim_end());
+            text.push('\n');
+        }
+        text.trim_end().to_string()
+    }
+}
+
+impl From<ExitStatus> for std::process::ExitCode {
+    fn from(status: ExitStatus) -> Self {
+        std::process::ExitCode::from(status.code())
     }
 }
 

@@ -22,7 +22,8 @@ const RANKS: &[(&str, u32)] = &[
     ("layout_tests", 6),
     ("plan_agreement_tests", 6),
     // The two runners: the operator and the local runner; and the book's generated reference
-    // pages, which read the CRD and the metrics registry.
+    // pages, which read the CRD, the metrics registry, the result types (report, client) and
+    // the exit codes (error).
     ("controller", 5),
     ("local", 5),
     ("docs_reference", 5),

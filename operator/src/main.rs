@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use membench::error::ExitStatus;
 
 mod cli;
 
@@ -12,23 +13,12 @@ use cli::{
     run_local, run_operator, run_profile, run_reference_docs, run_report,
 };
 
-/// The exit codes every command shares, for `--help` (the README has the same list).
-const EXIT_CODES: &str = "\
-Exit codes:
-  0    everything asked for was measured (or printed)
-  1    a measurement failed or could not be written; what was measured is still printed and
-       written (--result-file), with the error
-  2    bad input: a flag, a spec or a server membench refuses to touch; nothing was measured
-  130  stopped by SIGINT (Ctrl-C): the finished repetitions are printed and written, with
-       error.category Stopped, and every engine membench started is stopped
-  143  stopped by SIGTERM (`kill`, a pod's deletion; `timeout` reports its own 124): the same";
-
 #[derive(Parser)]
 #[command(
     name = "membench",
     version,
     about = "Measures how much memory Redis, Valkey and Dragonfly need for the same data",
-    after_help = EXIT_CODES
+    after_help = ExitStatus::help_text()
 )]
 struct Cli {
     #[command(subcommand)]
@@ -90,7 +80,7 @@ fn membench_command(name: &'static str) -> clap::Command {
     ["load", "run", "report", "capacity", "profile"]
         .into_iter()
         .fold(Cli::command().bin_name(name), |command, sub| {
-            command.mut_subcommand(sub, |c| c.after_help(EXIT_CODES))
+            command.mut_subcommand(sub, |c| c.after_help(ExitStatus::help_text()))
         })
 }
 

@@ -12,7 +12,7 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// The spread of one figure over the repetitions.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Spread {
     pub median: f64,
     pub min: f64,

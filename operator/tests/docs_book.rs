@@ -6,51 +6,21 @@
 //! fresh-machine commands).
 //!
 //! mdBook comes from hack/install-mdbook.sh (hack/test.sh runs it and exports MEMBENCH_MDBOOK);
-//! without it the test fails, naming that script.
+//! without it the test fails, naming that script (`common::mdbook`). docs_render.rs opens the
+//! built pages in a browser.
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
-use std::process::Command;
 
 use regex::Regex;
+
+mod common;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("operator/ has a parent")
         .to_path_buf()
-}
-
-/// The mdbook binary: $MEMBENCH_MDBOOK, else where hack/install-mdbook.sh installs its version.
-fn mdbook() -> PathBuf {
-    if let Some(path) = std::env::var_os("MEMBENCH_MDBOOK") {
-        let path = PathBuf::from(path);
-        assert!(
-            path.is_file(),
-            "MEMBENCH_MDBOOK={} is not a file: run hack/install-mdbook.sh, which installs mdBook and prints its path",
-            path.display()
-        );
-        return path;
-    }
-    let script = std::fs::read_to_string(repo_root().join("hack/install-mdbook.sh"))
-        .expect("hack/install-mdbook.sh is in the repository");
-    let version = script
-        .lines()
-        .find_map(|l| l.strip_prefix("version="))
-        .expect("hack/install-mdbook.sh pins a version= line");
-    let root = std::env::var_os("MEMBENCH_MDBOOK_ROOT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                .join(format!(".cache/membench/mdbook-{version}"))
-        });
-    let path = root.join("bin/mdbook");
-    assert!(
-        path.is_file(),
-        "no mdbook at {} (and MEMBENCH_MDBOOK is not set): run hack/install-mdbook.sh (hack/test.sh does)",
-        path.display()
-    );
-    path
 }
 
 /// `path` with its `.` and `..` components resolved, without touching the file system.
@@ -101,20 +71,7 @@ fn line_of(source: &str, needle: &str) -> usize {
 fn the_book_builds_and_every_internal_link_and_anchor_resolves() {
     let root = repo_root();
     let src = root.join("docs/src");
-    let out = std::env::temp_dir().join(format!("membench-book-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let output = Command::new(mdbook())
-        .arg("build")
-        .arg(root.join("docs"))
-        .arg("--dest-dir")
-        .arg(&out)
-        .output()
-        .expect("mdbook runs");
-    assert!(
-        output.status.success(),
-        "mdbook build docs failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let out = common::mdbook::build_book("links");
 
     let id = Regex::new(r#"\bid="([^"]+)""#).unwrap();
     let href = Regex::new(r#"\bhref="([^"]+)""#).unwrap();

@@ -1,6 +1,7 @@
 //! `membench capacity RESULT.json --items N`: the capacity arithmetic of `membench run` on a
 //! saved result, without measuring again.
 
+use membench::error::ExitStatus;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
@@ -232,7 +233,7 @@ pub fn run_capacity(args: CapacityArgs) -> ExitCode {
         println!("{}", serde_json::to_string_pretty(&value).expect("json"));
     }
     if failed {
-        ExitCode::FAILURE
+        ExitStatus::Failed.into()
     } else {
         ExitCode::SUCCESS
     }

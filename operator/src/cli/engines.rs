@@ -1,5 +1,6 @@
 //! `membench engines`: the engine store's builds.
 
+use membench::error::ExitStatus;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -18,7 +19,7 @@ pub fn run_engines(args: EnginesArgs) -> ExitCode {
         Ok(store) => store,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::FAILURE;
+            return ExitStatus::Failed.into();
         }
     };
     if store.builds().is_empty() {
@@ -27,7 +28,7 @@ pub fn run_engines(args: EnginesArgs) -> ExitCode {
             store.root().display(),
             membench_enginestore::ROOT_ENV
         );
-        return ExitCode::FAILURE;
+        return ExitStatus::Failed.into();
     }
     if args.output == OutputFormat::Json {
         let listing = membench::local::engine_store::StoreListing {

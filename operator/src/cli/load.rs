@@ -2,6 +2,7 @@
 //! (`client::plan`) says: the plan its setting flags make (`load_flags`), or one given whole
 //! (`--plan FILE`, or `$MEMBENCH_PLAN` in a client pod).
 
+use membench::error::ExitStatus;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -310,7 +311,7 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
             .as_deref()
             .unwrap_or(std::path::Path::new(""));
         eprintln!("error: cannot write the result to {}: {e}", path.display());
-        return ExitCode::FAILURE;
+        return ExitStatus::Failed.into();
     }
     print_once(&report);
     if args.progress_port.is_some() && report.error.is_none() {
@@ -328,8 +329,8 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
             eprintln!("error: {}", e.message);
             match options.stop.cause() {
                 Some(cause) => ExitCode::from(cause.exit_code()),
-                None if refused => ExitCode::from(2),
-                None => ExitCode::FAILURE,
+                None if refused => ExitStatus::BadInput.into(),
+                None => ExitStatus::Failed.into(),
             }
         }
         None => ExitCode::SUCCESS,

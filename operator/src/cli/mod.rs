@@ -2,6 +2,7 @@
 //! runs), and what they share. The top of the layout: it may use every part of the library
 //! (docs/src/contributing/architecture.md).
 
+use membench::error::ExitStatus;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
@@ -82,5 +83,5 @@ impl StabilityArgs {
 
 fn usage_error(message: &str) -> ExitCode {
     eprintln!("error: {message}");
-    ExitCode::from(2)
+    ExitStatus::BadInput.into()
 }

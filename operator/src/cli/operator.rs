@@ -1,5 +1,6 @@
 //! `membench operator`: the Kubernetes operator, its flags and its metrics server.
 
+use membench::error::ExitStatus;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
@@ -281,7 +282,7 @@ pub fn run_operator(args: OperatorArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            ExitStatus::Failed.into()
         }
     }
 }

@@ -2,6 +2,7 @@
 //! JSON) that the `profile` workload rebuilds. Read-only; what the profile holds is in the
 //! README ("What a profile holds").
 
+use membench::error::ExitStatus;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -152,7 +153,7 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
             match (&outcome.error, &source.stopped_by) {
                 (Some(e), _) => {
                     eprintln!("error: {e}; the profile printed is marked incomplete: {read}");
-                    stopped.unwrap_or(ExitCode::from(1))
+                    stopped.unwrap_or(ExitStatus::Failed.into())
                 }
                 (None, Some(why)) => {
                     eprintln!(
@@ -169,7 +170,7 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
         // A server that cannot be reached or refuses the password: 1, as `load` exits.
         Err(e) => {
             eprintln!("error: {e}");
-            stopped.unwrap_or(ExitCode::from(1))
+            stopped.unwrap_or(ExitStatus::Failed.into())
         }
     }
 }
@@ -200,7 +201,7 @@ fn run_rdb_profile(path: &std::path::Path, args: &ProfileArgs) -> ExitCode {
         Err(e @ ProfileError::EmptyFile { .. }) => usage_error(&e.to_string()),
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(1)
+            ExitStatus::Failed.into()
         }
     }
 }

@@ -3,6 +3,7 @@
 //! current command line refuses. Both need clap's command of this binary, which only the binary
 //! has; the pages themselves are the library's (`membench::docs_reference`).
 
+use membench::error::ExitStatus;
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -27,6 +28,11 @@ enum ReferencePage {
     Api,
     Metrics,
     ChartValues,
+    ResultJson,
+    /// The raw JSON Schema of the result JSON (docs/src/reference/result.schema.json).
+    ResultSchema,
+    ExitCodes,
+    Status,
     CheckCommandLines,
 }
 
@@ -43,17 +49,21 @@ pub fn run_reference_docs(args: ReferenceDocsArgs, command: clap::Command) -> Ex
                         "error: cannot read {}: {e} (run this at the repository's root, or give --values)",
                         args.values.display()
                     );
-                    return ExitCode::from(2);
+                    return ExitStatus::BadInput.into();
                 }
             };
             match docs_reference::chart_values_page(&text) {
                 Ok(page) => page,
                 Err(e) => {
                     eprintln!("error: {e}");
-                    return ExitCode::from(2);
+                    return ExitStatus::BadInput.into();
                 }
             }
         }
+        ReferencePage::ResultJson => docs_reference::result_json_page(),
+        ReferencePage::ResultSchema => docs_reference::result_schema_text(),
+        ReferencePage::ExitCodes => docs_reference::exit_codes_page(),
+        ReferencePage::Status => docs_reference::status_page(),
         ReferencePage::CheckCommandLines => return check_command_lines(command),
     };
     print!("{page}");
@@ -66,13 +76,13 @@ fn check_command_lines(command: clap::Command) -> ExitCode {
     let mut input = String::new();
     if let Err(e) = std::io::stdin().read_to_string(&mut input) {
         eprintln!("error: cannot read stdin: {e}");
-        return ExitCode::from(2);
+        return ExitStatus::BadInput.into();
     }
     let lines: Vec<Vec<String>> = match serde_json::from_str(&input) {
         Ok(lines) => lines,
         Err(e) => {
             eprintln!("error: stdin is not a JSON list of argument lists: {e}");
-            return ExitCode::from(2);
+            return ExitStatus::BadInput.into();
         }
     };
     let verdicts: Vec<Option<String>> = lines

@@ -1,5 +1,6 @@
 //! `membench report`: the comparison of finished MemoryBenchmarks in the cluster.
 
+use membench::error::ExitStatus;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -92,7 +93,7 @@ pub fn run_report(args: ReportArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            ExitStatus::Failed.into()
         }
     }
 }

@@ -1,5 +1,6 @@
 //! `membench run`: a MemoryBenchmark spec run locally, engine after engine.
 
+use membench::error::ExitStatus;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -331,7 +332,7 @@ pub fn run_local(args: RunArgs) -> ExitCode {
         return ExitCode::from(cause.exit_code());
     }
     if failed {
-        ExitCode::FAILURE
+        ExitStatus::Failed.into()
     } else {
         ExitCode::SUCCESS
     }

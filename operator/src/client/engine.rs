@@ -55,7 +55,7 @@ impl std::fmt::Display for EngineAddress {
 }
 
 /// Who the engine says it is, and how it was started.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct EngineInfo {
     /// `redis`, `valkey` or `dragonfly`, from the engine's own version field.
     pub name: String,

@@ -13,7 +13,7 @@ use crate::error::BenchError;
 use crate::stats::{Spread, StabilityThresholds};
 
 /// The workload as reported: its parameters, a description and what one item is.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorkloadReport {
     #[serde(flatten)]
     pub workload: Workload,
@@ -33,14 +33,14 @@ impl From<&Workload> for WorkloadReport {
 }
 
 /// used_memory read during a load, for a growth curve.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemorySample {
     pub items: u64,
     pub used_memory: u64,
 }
 
 /// A second memory reading after `settle_seconds`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SettledMemory {
     pub after_seconds: u32,
     pub used_memory: u64,
@@ -49,7 +49,7 @@ pub struct SettledMemory {
 }
 
 /// One verified repetition.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RepetitionResult {
     /// Counted from 1.
     pub repetition: u32,
@@ -108,7 +108,7 @@ pub struct RepetitionResult {
 }
 
 /// A repetition's peak phases.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PeakReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<crate::client::phases::snapshot::SnapshotReport>,
@@ -118,7 +118,7 @@ pub struct PeakReport {
 
 /// What is known of a repetition that did not finish. No bytes per item: the count is not
 /// verified.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FailedRepetition {
     pub repetition: u32,
     /// Commands sent before the load stopped.
@@ -131,7 +131,7 @@ pub struct FailedRepetition {
 }
 
 /// Median, min and max over the verified repetitions.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Items per repetition (the median, should repetitions differ).
     pub items: u64,
@@ -166,7 +166,7 @@ pub struct Summary {
 
 /// The peak phases over the repetitions: what the engine's machine held at the peak against
 /// just before it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PeakSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<PeakRatio>,
@@ -194,7 +194,7 @@ impl PeakSummary {
 
 /// A peak phase over the repetitions: `peak_bytes / before_bytes`, its median (`ratio`), its
 /// lowest and highest, and how many repetitions measured it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PeakRatio {
     pub ratio: f64,
     pub min: f64,
@@ -284,7 +284,7 @@ impl Summary {
 }
 
 /// An error in a report: a bounded category and the message.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorReport {
     pub category: crate::error::ErrorCategory,
     pub message: String,
@@ -297,7 +297,7 @@ pub struct ErrorReport {
 }
 
 /// Which phase failed, and after which repetition's readings (1-based).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FailedPhase {
     /// `snapshot`, `replica`, `churn`, `defrag` or `eviction`.
     pub name: crate::client::phase_kind::PhaseKind,
@@ -315,7 +315,7 @@ impl From<&BenchError> for ErrorReport {
 }
 
 /// Everything measured of one engine.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BenchmarkReport {
     /// The entry's name in a comparison (`<engine>-<version>` unless the spec names it).
     pub name: String,
@@ -346,7 +346,7 @@ pub struct BenchmarkReport {
 /// build. For a sharded cluster the figures are per node: `cluster_used_memory` is the mean of
 /// the shards' first baselines, each shard paying the cost once (the cluster's total is
 /// `shards` times it).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClusterCost {
     pub standalone_used_memory: u64,
     pub cluster_used_memory: u64,
@@ -379,7 +379,7 @@ impl BenchmarkReport {
 }
 
 /// One shard's readings in a repetition of a sharded cluster.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShardReading {
     /// The shard's index, from 0, in the order of the `--addr` flags.
     pub shard: u32,
@@ -399,7 +399,7 @@ impl ShardReading {
 
 /// How evenly a sharded cluster's data spread: each shard's median figures over the
 /// repetitions, in shard order, and the largest shard against the smallest.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShardSpread {
     /// Each shard's median baseline used_memory.
     pub baseline_used_memory: Vec<u64>,

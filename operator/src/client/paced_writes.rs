@@ -62,7 +62,7 @@ pub struct PacedWrites {
 }
 
 /// The writes' latency during a phase: the round trip of each batch, in milliseconds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WriteLatency {
     pub p50: f64,
     pub p99: f64,

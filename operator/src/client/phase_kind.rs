@@ -4,7 +4,17 @@
 /// A phase a repetition runs after its readings, serialized as its lowercase name (the words
 /// earlier releases wrote in a result's `error.phase.name`); a name this release does not
 /// know (a newer client's) reads as [`PhaseKind::Unknown`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum PhaseKind {
     Snapshot,

@@ -65,7 +65,7 @@ pub fn fits_in_environment(profile: &Profile) -> Result<(), String> {
 }
 
 /// A profile to rebuild, at a scale, with a seed.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProfileWorkload {
     /// Keys to store: the profile's DBSIZE times `scale`.
     pub keys: u64,

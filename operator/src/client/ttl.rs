@@ -19,7 +19,7 @@ pub const MIN_TTL_MARGIN_SECONDS: u32 = 60;
 
 /// A TTL set with each write: `SET ... EX seconds`, or `EXPIRE key seconds` after `HSET` and
 /// after the sorted set's first `ZADD`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Ttl {
     pub seconds: u32,
     /// The share of items that get one, from 0 (exclusive) to 1.

@@ -28,7 +28,7 @@ use crate::client::shards::ShardSet;
 use crate::error::BenchError;
 
 /// One type's keys in one repetition.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TypeMemory {
     /// `string`, `hash`, `list`, `set`, `zset` or `stream`.
     #[serde(rename = "type")]
@@ -44,7 +44,7 @@ pub struct TypeMemory {
 }
 
 /// One type's keys over the repetitions: the median of its bytes per key.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TypeSummary {
     #[serde(rename = "type")]
     pub key_type: String,

@@ -15,7 +15,7 @@ use crate::error::BenchError;
 use crate::formats::MIN_SAMPLE_EVERY;
 
 /// A validated workload.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Workload {
     SortedSet {

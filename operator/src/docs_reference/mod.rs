@@ -1,27 +1,44 @@
 //! The reference pages of the book (docs/src/reference/) that are generated from the code, so
 //! that they cannot say something the code does not: the command line from clap's command
-//! tree, the MemoryBenchmark API from the CRD schema, the metrics from the registry, and the
-//! chart's values from values.yaml and its comments. Each page is a pure function of its
-//! source; `membench reference-docs PAGE` prints it, and `operator/tests/docs_reference.rs`
-//! fails when a committed page differs from what its function gives.
+//! tree, the MemoryBenchmark API from the CRD schema, the metrics from the registry, the
+//! chart's values from values.yaml and its comments, the result JSON's schema from the result
+//! types, the exit codes from the table the binary exits with, and the condition reasons from
+//! their declarations. Each page is a pure function of its source; `membench reference-docs
+//! PAGE` prints it, and `operator/tests/docs_reference.rs` fails when a committed page differs
+//! from what its function gives.
 //!
-//! It sits above `crd` and `metrics`, whose types it reads, and below the command line, which
-//! hands it clap's command (docs/src/contributing/architecture.md, `layout_tests.rs`).
+//! It sits above `crd`, `metrics`, `report`, `client` and `error`, whose types it reads, and
+//! below the command line, which hands it clap's command
+//! (docs/src/contributing/architecture.md, `layout_tests.rs`).
 
 mod api;
 mod chart_values;
 mod command_line;
+mod exit_codes;
 mod metrics;
+mod result_json;
+mod status;
 #[cfg(test)]
 mod tests;
 
 pub use api::api_page;
 pub use chart_values::chart_values_page;
 pub use command_line::command_line_page;
+pub use exit_codes::exit_codes_page;
 pub use metrics::metrics_page;
+pub use result_json::{RESULT_SCHEMA_PATH, result_json_page, result_schema, result_schema_text};
+pub use status::{anchor as reason_anchor, status_page};
 
 /// The generated pages, by the name `membench reference-docs` takes.
-pub const PAGES: [&str; 4] = ["command-line", "api", "metrics", "chart-values"];
+pub const PAGES: [&str; 7] = [
+    "command-line",
+    "api",
+    "metrics",
+    "chart-values",
+    "result-json",
+    "exit-codes",
+    "status",
+];
 
 /// The opening of a generated page: where it comes from and the command that writes it, so that
 /// a reader who edits it by hand learns why the suite fails.

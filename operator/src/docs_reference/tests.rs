@@ -153,3 +153,82 @@ fn the_registry_describes_every_metric_it_can_expose_even_without_a_series() {
             .any(|d| d.name == "membench_reconcile_duration_seconds" && d.kind == "histogram")
     );
 }
+
+#[test]
+fn the_exit_codes_page_has_a_row_per_code_with_its_meaning() {
+    let page = exit_codes_page();
+    for status in crate::error::ExitStatus::ALL {
+        assert!(
+            page.contains(&format!("\n| {} | ", status.code())),
+            "no row for {status:?}: {page}"
+        );
+    }
+    assert!(page.contains("| 2 | Bad input: a flag, a spec,"), "{page}");
+}
+
+#[test]
+fn every_condition_reason_has_an_entry_saying_what_it_means_linked_from_the_overview() {
+    let page = status_page();
+    for &reason in crate::crd::ConditionReason::ALL {
+        let heading = format!("### `{}`\n\n", reason.as_str());
+        let entry = page
+            .split(&heading)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no entry for {reason}"));
+        let meaning = entry.split("\n\n").next().unwrap();
+        // A reason declared without a doc comment would have an empty entry.
+        assert!(
+            meaning.split_whitespace().count() >= 5,
+            "{reason} has no meaning: {meaning:?}"
+        );
+        assert_eq!(reason_anchor(reason), reason.as_str().to_lowercase());
+    }
+    assert!(
+        page.contains("[`WaitingForNode`](#waitingfornode)"),
+        "{page}"
+    );
+}
+
+#[test]
+fn the_result_json_page_lists_nested_fields_and_the_workloads_kinds() {
+    let page = result_json_page();
+    assert!(
+        page.contains("- `engines[].repetitions[].used_memory` (integer)"),
+        "{page}"
+    );
+    assert!(
+        page.contains("- `engines[].summary.bytes_per_item.median` (number)"),
+        "{page}"
+    );
+    let kind = page
+        .lines()
+        .find(|l| l.starts_with("- `engines[].workload.kind` ("))
+        .expect("a row for the workload's kind");
+    for word in ["sorted-set", "strings", "records", "profile", "rdb"] {
+        assert!(kind.contains(&format!("`\"{word}\"`")), "{kind}");
+    }
+    // A variant's own field says which kind it belongs to.
+    assert!(
+        page.contains("- `engines[].workload.members` (integer, kind `sorted-set`)"),
+        "{page}"
+    );
+    assert!(
+        page.contains("- `engines[].error.category` (one of `\"InvalidSpec\"`"),
+        "{page}"
+    );
+}
+
+#[test]
+fn the_result_schema_closes_every_object_but_a_flattened_enums_variants() {
+    let schema = result_schema();
+    let defs = schema["$defs"].as_object().unwrap();
+    assert_eq!(schema["unevaluatedProperties"], false);
+    assert_eq!(defs["RepetitionResult"]["unevaluatedProperties"], false);
+    assert_eq!(defs["WorkloadReport"]["unevaluatedProperties"], false);
+    // The profile workload's fields come in through the report's `oneOf`: closed there.
+    assert!(
+        defs["ProfileWorkload"]
+            .get("unevaluatedProperties")
+            .is_none()
+    );
+}

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::client::measure::BenchmarkReport;
 
 /// Everything one local run of one MemoryBenchmark measured.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct LocalComparison {
     pub benchmark: String,
     /// The spec's instance type, if it names one; a local run does not apply it.
@@ -35,7 +35,7 @@ impl LocalComparison {
 }
 
 /// The machine a local run ran on.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct HostInfo {
     pub hostname: String,
     pub arch: String,

@@ -97,6 +97,14 @@ pub fn artefact_dir() -> PathBuf {
     dir
 }
 
+/// The DOM of `page` after it loaded, as `--dump-dom` prints it, in a window `width` px wide
+/// with `extra` arguments (docs_render.rs: a page of its own that opens the book's pages).
+pub fn dump_dom(page: &Path, width: u32, extra: &[String]) -> String {
+    let mut arguments = vec!["--dump-dom".to_string()];
+    arguments.extend_from_slice(extra);
+    run(page, width, &arguments)
+}
+
 /// Runs headless Chromium on a file in a window `width` px wide with `extra` arguments and
 /// returns its stdout.
 fn run(page: &Path, width: u32, extra: &[String]) -> String {

@@ -29,7 +29,7 @@ use crate::error::BenchError;
 use crate::rdb::{KeyKind, RdbError};
 
 /// What the scan of a file found: what the load will write and what it will not.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RdbScan {
     /// Keys to write, by database and type (`TYPE`'s names).
     pub keys: BTreeMap<u64, BTreeMap<String, u64>>,
@@ -107,7 +107,7 @@ impl RdbScan {
 }
 
 /// One pass of the load: the keys of one type.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RdbPass {
     /// `TYPE`'s name.
     pub key_type: String,
@@ -128,7 +128,7 @@ struct PassTally {
 }
 
 /// The workload: the file, the time its expiries are judged at, and its scan.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RdbLoad {
     pub path: String,
     /// Unix milliseconds the expiries are judged at (the scan's time), the same for the scan

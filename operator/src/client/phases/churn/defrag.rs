@@ -81,7 +81,7 @@ const LOWERED: [(&str, &str); 2] = [
 ];
 
 /// One reading of the window.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DefragSample {
     /// Seconds since defragmentation was switched on.
     pub at_seconds: f64,
@@ -91,7 +91,7 @@ pub struct DefragSample {
 }
 
 /// The probe's write latencies, in milliseconds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProbeLatency {
     pub writes: u64,
     pub p50: f64,
@@ -100,7 +100,7 @@ pub struct ProbeLatency {
 }
 
 /// What the window regained and what it cost.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DefragReport {
     /// How it was switched on: `activedefrag` (Redis, Valkey) or `maxmemory-gate` (Dragonfly:
     /// maxmemory lowered for the window until used memory passed its defragmentation threshold).

@@ -41,7 +41,7 @@ pub use spec::{Churn, MAX_CHURN_ITEMS};
 pub const ROUND_SETTLE: Duration = Duration::from_millis(300);
 
 /// What one round did and what the engine held after it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChurnRound {
     /// Counted from 1.
     pub round: u32,
@@ -70,7 +70,7 @@ pub struct ChurnRound {
 }
 
 /// The rounds, and the defragmentation after them when asked.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChurnReport {
     pub rounds: Vec<ChurnRound>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

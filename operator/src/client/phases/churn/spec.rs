@@ -13,7 +13,7 @@ use crate::error::BenchError;
 pub const MAX_CHURN_ITEMS: u64 = 100_000_000;
 
 /// A churn as asked, checked.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Churn {
     pub rounds: u32,
     pub delete_share: Option<f64>,

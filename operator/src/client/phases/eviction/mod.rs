@@ -61,7 +61,7 @@ fn peak_sampled() -> String {
 const MAX_WRITES: u64 = 1_000_000_000;
 
 /// An eviction as asked, checked.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Eviction {
     pub maxmemory: u64,
     pub policy: String,
@@ -192,7 +192,7 @@ impl Eviction {
 }
 
 /// What the phase measured.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EvictionReport {
     pub maxmemory: u64,
     pub policy: String,

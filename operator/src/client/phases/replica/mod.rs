@@ -34,7 +34,7 @@ const RSS_REFRESH: Duration = Duration::from_millis(250);
 const KEYS_BOUND: Duration = Duration::from_secs(10);
 
 /// The writes asked for during a replica's sync, checked.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReplicaRate {
     pub writes_per_sec: u32,
 }
@@ -172,7 +172,7 @@ fn same_server(a: &EngineAddress, b: &EngineAddress) -> bool {
 }
 
 /// What the full sync cost, on both sides.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReplicaReport {
     /// The primary's figures, in a snapshot's shape: its process tree just before `REPLICAOF`
     /// and at its highest during the sync, the copy-on-write of the fork that sent it

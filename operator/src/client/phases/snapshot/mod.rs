@@ -30,7 +30,7 @@ pub const SAVE_BOUND: Duration = Duration::from_secs(600);
 const DRAGONFLY_SNAPSHOT: &str = "membench-snapshot";
 
 /// A snapshot phase as asked, checked.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Snapshot {
     pub writes_per_sec: u32,
     pub write_share: f64,
@@ -87,7 +87,7 @@ impl Snapshot {
 }
 
 /// What the save cost.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SnapshotReport {
     /// Where `before_bytes` and `peak_bytes` come from: `process-tree` (the engine's resident
     /// set plus its fork children's private pages, on this machine), `container-cgroup` (the
