@@ -27,6 +27,8 @@ const KEYS: &str = "800000";
 const VALUE_BYTES: &str = "250";
 
 /// Runs membench with `args` to its end; its exit status, stderr and peak RSS in KiB.
+// The child is reaped by wait4, which also gives its rusage; Child::wait would not.
+#[allow(clippy::zombie_processes)]
 fn peak_rss_of(args: &[&str]) -> (std::process::ExitStatus, String, i64) {
     let child = Command::new(env!("CARGO_BIN_EXE_membench"))
         .args(args)
