@@ -1,7 +1,10 @@
 //! `membench load --workload rdb`: a dump of the engine store's Redis 8.6 (every type and
-//! encoding, TTLs, hash-field TTLs, a stream with a consumer group, three databases) loaded
-//! into Valkey 9.1 and Dragonfly, then read back key by key from both servers: every key's
-//! type, contents and TTL equal the source's, and the counts by database and type too.
+//! encoding, TTLs, hash-field TTLs, a stream with a consumer group, consumers and pending
+//! entries, a deleted entry, three databases) loaded into Valkey 9.1 and Dragonfly, then read
+//! back key by key from both servers: every key's type, contents and TTL equal the source's,
+//! a stream's pending entries by consumer (XPENDING) and last id (XINFO STREAM), and where
+//! the target has the commands, hash fields' TTLs (HPTTL) and a stream's entries-added and
+//! largest deleted id; what the target cannot take is said in the result's warnings.
 
 mod common;
 
@@ -18,12 +21,51 @@ use redis::Connection;
 /// since the source wrote it or by the whole TTL.
 const TTL_MARGIN_MS: i64 = 2_000;
 
-/// One key as a client reads it: its type, its contents in a canonical order, its TTL.
+/// How long ago the source's pending entries were delivered: far more than
+/// [`TTL_MARGIN_MS`], so that a load that does not restore the delivery time (the entry then
+/// reads as delivered at the load) is told from one that does.
+const DELIVERED_AGO_MS: i64 = 3_600_000;
+
+/// One key as a client reads it: its type, its contents in a canonical order, and its clocks
+/// (the key's PTTL, each hash field's HPTTL, each pending entry's idle time), by name.
 #[derive(Debug, PartialEq)]
 struct ReadKey {
     kind: String,
     contents: Vec<String>,
-    pttl_ms: i64,
+    clocks: Vec<(String, i64)>,
+}
+
+/// What the target's commands let the test read and compare.
+#[derive(Clone, Copy)]
+struct Reading {
+    /// HPTTL: hash fields' own TTLs.
+    field_ttls: bool,
+    /// XINFO STREAM's entries-added and max-deleted-entry-id restored by XSETID.
+    stream_counters: bool,
+}
+
+/// A reply's flat fields (RESP2 array or RESP3 map) as name and value pairs.
+fn fields_of(value: &redis::Value) -> Vec<(String, redis::Value)> {
+    match value {
+        redis::Value::Array(f) => f.chunks(2).map(|p| (text(&p[0]), p[1].clone())).collect(),
+        redis::Value::Map(m) => m.iter().map(|(k, v)| (text(k), v.clone())).collect(),
+        other => panic!("not a map: {other:?}"),
+    }
+}
+
+fn field(fields: &[(String, redis::Value)], wanted: &str) -> String {
+    fields
+        .iter()
+        .find(|(k, _)| k == wanted)
+        .map(|(_, v)| text(v))
+        .unwrap_or_default()
+}
+
+fn int(value: &redis::Value) -> i64 {
+    match value {
+        redis::Value::Int(n) => *n,
+        other => panic!("not an integer: {other:?}"),
+    }
 }
 
 fn text(value: &redis::Value) -> String {
@@ -51,8 +93,70 @@ fn sorted_pairs(flat: Vec<String>) -> Vec<String> {
     pairs
 }
 
+/// A stream's entries, last id and counters, groups, consumers and pending entries.
+fn read_stream(con: &mut Connection, name: &str, reading: Reading, key: &mut ReadKey) {
+    key.contents = strings(con, &["XRANGE", name, "-", "+"]);
+    let info = fields_of(&run(con, &["XINFO", "STREAM", name]));
+    key.contents
+        .push(format!("last id {}", field(&info, "last-generated-id")));
+    if reading.stream_counters {
+        key.contents.push(format!(
+            "entries added {}, largest deleted {}",
+            field(&info, "entries-added"),
+            field(&info, "max-deleted-entry-id")
+        ));
+    }
+    let redis::Value::Array(groups) = run(con, &["XINFO", "GROUPS", name]) else {
+        panic!("XINFO GROUPS {name}");
+    };
+    for group in groups {
+        let group = fields_of(&group);
+        let group_name = field(&group, "name");
+        key.contents.push(format!(
+            "group {group_name} at {}",
+            field(&group, "last-delivered-id")
+        ));
+        let redis::Value::Array(consumers) = run(con, &["XINFO", "CONSUMERS", name, &group_name])
+        else {
+            panic!("XINFO CONSUMERS {name} {group_name}");
+        };
+        let mut names: Vec<String> = consumers
+            .iter()
+            .map(|c| {
+                let c = fields_of(c);
+                format!(
+                    "consumer {} with {}",
+                    field(&c, "name"),
+                    field(&c, "pending")
+                )
+            })
+            .collect();
+        names.sort();
+        key.contents.extend(names);
+        // Each pending entry: its id, consumer and delivery count; its idle time is a clock.
+        let redis::Value::Array(pending) =
+            run(con, &["XPENDING", name, &group_name, "-", "+", "1000"])
+        else {
+            panic!("XPENDING {name} {group_name}");
+        };
+        for entry in pending {
+            let redis::Value::Array(parts) = entry else {
+                panic!("a pending entry of {name}");
+            };
+            let id = text(&parts[0]);
+            key.contents.push(format!(
+                "pending {id} of {} delivered {} times",
+                text(&parts[1]),
+                int(&parts[3])
+            ));
+            key.clocks
+                .push((format!("{group_name} {id} idle"), int(&parts[2])));
+        }
+    }
+}
+
 /// Every key of database `db`, read in full.
-fn read_database(con: &mut Connection, db: u64) -> BTreeMap<String, ReadKey> {
+fn read_database(con: &mut Connection, db: u64, reading: Reading) -> BTreeMap<String, ReadKey> {
     run(con, &["SELECT", &db.to_string()]);
     let mut names = Vec::new();
     let mut cursor = "0".to_string();
@@ -72,61 +176,41 @@ fn read_database(con: &mut Connection, db: u64) -> BTreeMap<String, ReadKey> {
     names.dedup();
     let mut keys = BTreeMap::new();
     for name in names {
-        let kind = text(&run(con, &["TYPE", &name]));
-        let contents = match kind.as_str() {
-            "string" => strings(con, &["GET", &name]),
-            "list" => strings(con, &["LRANGE", &name, "0", "-1"]),
+        let mut key = ReadKey {
+            kind: text(&run(con, &["TYPE", &name])),
+            contents: Vec::new(),
+            clocks: Vec::new(),
+        };
+        match key.kind.as_str() {
+            "string" => key.contents = strings(con, &["GET", &name]),
+            "list" => key.contents = strings(con, &["LRANGE", &name, "0", "-1"]),
             "set" => {
-                let mut members = strings(con, &["SMEMBERS", &name]);
-                members.sort();
-                members
+                key.contents = strings(con, &["SMEMBERS", &name]);
+                key.contents.sort();
             }
-            "zset" => strings(con, &["ZRANGE", &name, "0", "-1", "WITHSCORES"]),
-            "hash" => sorted_pairs(strings(con, &["HGETALL", &name])),
-            "stream" => {
-                let mut contents = strings(con, &["XRANGE", &name, "-", "+"]);
-                // Each group by its name and last-delivered id (its consumers and pending
-                // entries are not carried by the load, and said so).
-                let redis::Value::Array(groups) = run(con, &["XINFO", "GROUPS", &name]) else {
-                    panic!("XINFO GROUPS {name}");
-                };
-                for group in groups {
-                    let fields = match group {
-                        redis::Value::Array(f) => f.iter().map(text).collect::<Vec<_>>(),
-                        redis::Value::Map(m) => {
-                            m.iter().flat_map(|(k, v)| [text(k), text(v)]).collect()
-                        }
-                        other => panic!("a group of {name} is {other:?}"),
+            "zset" => key.contents = strings(con, &["ZRANGE", &name, "0", "-1", "WITHSCORES"]),
+            "hash" => {
+                let flat = strings(con, &["HGETALL", &name]);
+                if reading.field_ttls {
+                    let fields: Vec<&str> = flat.chunks(2).map(|p| p[0].as_str()).collect();
+                    let count = fields.len().to_string();
+                    let args = [&["HPTTL", &name, "FIELDS", &count][..], &fields[..]].concat();
+                    let redis::Value::Array(ttls) = run(con, &args) else {
+                        panic!("HPTTL {name}");
                     };
-                    let field = |wanted: &str| {
-                        fields
-                            .chunks(2)
-                            .find(|p| p[0] == wanted)
-                            .map(|p| p[1].clone())
-                            .unwrap_or_default()
-                    };
-                    contents.push(format!(
-                        "group {} at {}",
-                        field("name"),
-                        field("last-delivered-id")
-                    ));
+                    for (field, ttl) in fields.iter().zip(&ttls) {
+                        key.clocks.push((format!("field {field} ttl"), int(ttl)));
+                    }
                 }
-                contents
+                key.contents = sorted_pairs(flat);
             }
+            "stream" => read_stream(con, &name, reading, &mut key),
             other => panic!("{name} has the type {other}"),
-        };
-        let pttl_ms = match run(con, &["PTTL", &name]) {
-            redis::Value::Int(n) => n,
-            other => panic!("PTTL {name}: {other:?}"),
-        };
-        keys.insert(
-            name,
-            ReadKey {
-                kind,
-                contents,
-                pttl_ms,
-            },
-        );
+        }
+        let pttl_ms = int(&run(con, &["PTTL", &name]));
+        key.clocks.push(("ttl".into(), pttl_ms));
+        key.clocks.sort();
+        keys.insert(name, key);
     }
     run(con, &["SELECT", "0"]);
     keys
@@ -135,10 +219,10 @@ fn read_database(con: &mut Connection, db: u64) -> BTreeMap<String, ReadKey> {
 /// The databases the keyspace writes.
 const DATABASES: [u64; 3] = [0, 2, 5];
 
-fn read_all(con: &mut Connection) -> BTreeMap<u64, BTreeMap<String, ReadKey>> {
+fn read_all(con: &mut Connection, reading: Reading) -> BTreeMap<u64, BTreeMap<String, ReadKey>> {
     DATABASES
         .iter()
-        .map(|db| (*db, read_database(con, *db)))
+        .map(|db| (*db, read_database(con, *db, reading)))
         .collect()
 }
 
@@ -153,12 +237,74 @@ fn census(keys: &BTreeMap<u64, BTreeMap<String, ReadKey>>) -> BTreeMap<(u64, Str
     counts
 }
 
+/// The stream `st` given a history beyond what the keyspace writes: an entry added and deleted
+/// (its last id and entries-added then exceed its last entry's), a second consumer with one
+/// pending entry delivered 3 times, an idle consumer with none, and every pending entry's
+/// delivery time set [`DELIVERED_AGO_MS`] in the past.
+fn pending_history(con: &mut Connection) {
+    run(con, &["SELECT", "0"]);
+    let deleted = text(&run(con, &["XADD", "st", "*", "gone", "soon"]));
+    run(con, &["XDEL", "st", &deleted]);
+    run(
+        con,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "readers",
+            "reader-2",
+            "COUNT",
+            "1",
+            "STREAMS",
+            "st",
+            ">",
+        ],
+    );
+    run(
+        con,
+        &["XGROUP", "CREATECONSUMER", "st", "readers", "idle-reader"],
+    );
+    let redis::Value::Array(time) = run(con, &["TIME"]) else {
+        panic!("TIME");
+    };
+    let now_ms = text(&time[0]).parse::<i64>().unwrap() * 1000;
+    let redis::Value::Array(pending) = run(con, &["XPENDING", "st", "readers", "-", "+", "100"])
+    else {
+        panic!("XPENDING st");
+    };
+    assert_eq!(pending.len(), 3, "st's pending entries");
+    for (i, entry) in pending.iter().enumerate() {
+        let redis::Value::Array(parts) = entry else {
+            panic!("a pending entry of st");
+        };
+        let at = (now_ms - DELIVERED_AGO_MS).to_string();
+        let count = (1 + 2 * i).to_string();
+        run(
+            con,
+            &[
+                "XCLAIM",
+                "st",
+                "readers",
+                &text(&parts[1]),
+                "0",
+                &text(&parts[0]),
+                "TIME",
+                &at,
+                "RETRYCOUNT",
+                &count,
+                "FORCE",
+                "JUSTID",
+            ],
+        );
+    }
+}
+
 /// Redis 8.6.3 given the keyspace, its dump saved and copied out; the server stays up to be
 /// read back.
 fn redis_dump(for_target: &str) -> (membench::local::runner::LocalEngine, PathBuf) {
     let server = common::start_spec(&common::shared_build(EngineKind::Redis, "8.6.3"));
     let mut con = common::connect(&server.address);
     write_keyspace(&mut con, true, true, false);
+    pending_history(&mut con);
     let dir: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("dir")
@@ -174,7 +320,11 @@ fn redis_dump(for_target: &str) -> (membench::local::runner::LocalEngine, PathBu
     (server, kept)
 }
 
-fn loaded_into(target: EngineSpec) {
+/// What the target must say it left out, when it lacks a command.
+const NO_FIELD_TTLS: &str = "hash fields written without their own TTL";
+const NO_STREAM_COUNTERS: &str = "entries-added and largest deleted id not restored";
+
+fn loaded_into(target: EngineSpec, reading: Reading) {
     let (source, dump) = redis_dump(target.engine.as_str());
     let server = common::start_spec(&target);
     let output = common::load_rdb(&dump, &server.address.socket_addr(), &["--keep-data"]);
@@ -187,8 +337,8 @@ fn loaded_into(target: EngineSpec) {
     let result: serde_json::Value = serde_json::from_str(&common::stdout(&output)).unwrap();
     let mut source_con = common::connect(&source.address);
     let mut target_con = common::connect(&server.address);
-    let want = read_all(&mut source_con);
-    let got = read_all(&mut target_con);
+    let want = read_all(&mut source_con, reading);
+    let got = read_all(&mut target_con, reading);
     let written: u64 = census(&want).values().sum();
     // The keyspace holds 30 keys over three databases (tests/common/rdb_keyspace.rs).
     assert_eq!(written, 30, "keys read back from the source");
@@ -216,6 +366,8 @@ fn loaded_into(target: EngineSpec) {
         by_type, keys_by_type,
         "keys by type in the result's by_type"
     );
+    let mut field_clocks = 0;
+    let mut idle_clocks = 0;
     for (db, keys) in &want {
         for (name, source_key) in keys {
             let loaded = &got[db][name];
@@ -224,21 +376,43 @@ fn loaded_into(target: EngineSpec) {
                 (&source_key.kind, &source_key.contents),
                 "db {db} key {name}"
             );
-            let (a, b) = (loaded.pttl_ms, source_key.pttl_ms);
-            assert_eq!(
-                a < 0,
-                b < 0,
-                "db {db} key {name}: PTTL {a} loaded, {b} source"
-            );
-            assert!(
-                (a - b).abs() <= TTL_MARGIN_MS,
-                "db {db} key {name}: PTTL {a} ms loaded, {b} ms in the source"
-            );
+            let labels = |k: &ReadKey| k.clocks.iter().map(|c| c.0.clone()).collect::<Vec<_>>();
+            assert_eq!(labels(loaded), labels(source_key), "db {db} key {name}");
+            for ((label, a), (_, b)) in loaded.clocks.iter().zip(&source_key.clocks) {
+                // -1 (none) and -2 (no such field) must match as they are.
+                assert_eq!(
+                    *a < 0,
+                    *b < 0,
+                    "db {db} key {name} {label}: {a} loaded, {b} source"
+                );
+                assert!(
+                    (a - b).abs() <= TTL_MARGIN_MS,
+                    "db {db} key {name} {label}: {a} ms loaded, {b} ms in the source"
+                );
+                field_clocks += u64::from(label.starts_with("field") && *b > 0);
+                idle_clocks += u64::from(label.ends_with("idle"));
+            }
         }
     }
-    // Hash fields with their own TTL are written without it, and said so.
+    // The comparison covered what it claims: the keyspace's 5 hash fields with their own
+    // TTL where the target reads them, and st's 3 pending entries.
+    assert_eq!(field_clocks, if reading.field_ttls { 5 } else { 0 });
+    assert_eq!(idle_clocks, 3, "pending entries compared");
     let scan = &result["workload"]["scan"];
-    assert!(scan["field_ttls"].as_u64().unwrap() > 0, "{scan}");
+    assert_eq!(scan["field_ttls"], 5, "{scan}");
+    assert_eq!(scan["pending_entries"], 3, "{scan}");
+    // What the target cannot take is said, and only then.
+    let warnings = result["warnings"].to_string();
+    assert_eq!(
+        warnings.contains(NO_FIELD_TTLS),
+        !reading.field_ttls,
+        "{warnings}"
+    );
+    assert_eq!(
+        warnings.contains(NO_STREAM_COUNTERS),
+        !reading.stream_counters,
+        "{warnings}"
+    );
     let _ = std::fs::remove_file(dump);
     drop((source_con, target_con));
     server.stop();
@@ -247,19 +421,38 @@ fn loaded_into(target: EngineSpec) {
 
 #[test]
 fn a_redis_8_6_dump_loads_into_valkey_9_1_key_by_key() {
-    loaded_into(common::shared_build(EngineKind::Valkey, "9.1.2"));
+    loaded_into(
+        common::shared_build(EngineKind::Valkey, "9.1.2"),
+        Reading {
+            field_ttls: true,
+            stream_counters: true,
+        },
+    );
 }
 
 #[test]
 fn a_redis_8_6_dump_loads_into_dragonfly_key_by_key() {
-    loaded_into(common::shared_build(EngineKind::Dragonfly, "1.40.0"));
+    // Dragonfly 1.40 has no HPEXPIREAT, and its XSETID takes no options.
+    loaded_into(
+        common::shared_build(EngineKind::Dragonfly, "1.40.0"),
+        Reading {
+            field_ttls: false,
+            stream_counters: false,
+        },
+    );
 }
 
 #[test]
 fn a_spec_s_rdb_workload_runs_locally_through_the_plan() {
     let (source, dump) = redis_dump("spec");
     let mut source_con = common::connect(&source.address);
-    let want = read_all(&mut source_con);
+    let want = read_all(
+        &mut source_con,
+        Reading {
+            field_ttls: false,
+            stream_counters: false,
+        },
+    );
     drop(source_con);
     source.stop();
     let dir = std::env::temp_dir().join(format!("membench-rdb-spec-{}", std::process::id()));

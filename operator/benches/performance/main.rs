@@ -6,7 +6,8 @@
 //! ```sh
 //! cargo bench -p membench --bench performance                      # everything, ~15 min
 //! cargo bench -p membench --bench performance -- --only limit,rss  # some sections
-//!   (throughput, one-core, limit, rss; and wait-probe, an experiment run only when named)
+//!   (throughput, one-core, limit, rss, rdb, rdb-rss; and wait-probe, an experiment run only
+//!   when named)
 //! cargo bench -p membench --bench performance -- --quick           # fewer requests, to try it
 //! ```
 //!
@@ -25,6 +26,11 @@
 //!    sorted-set members. Target: under 32 MiB, and the same at both sizes.
 //! 5. The operator at scale: its own command, `cargo bench -p membench --bench operator_at_scale`
 //!    (it needs a dev cluster of 8 nodes and minutes of load); this harness points to it.
+//! 6. The `rdb` workload against `redis-cli --pipe`: a dump the engine wrote (2,000,000 strings
+//!    of 100 B) loaded by `membench load --workload rdb` and by `redis-cli --pipe` reading the
+//!    same commands, generated from the dump by membench's rdb encoder. Target >= 0.9.
+//! 7. Client peak RSS loading (`--workload rdb`) and profiling (`profile --rdb`) a dump of
+//!    about 1.1 GB. Target: under 64 MiB. Sections 6 and 7 run on Valkey (`--only rdb,rdb-rss`).
 //!
 //! Each pair of clients: one warm-up run of each, thrown away, then `--rounds` (default 6)
 //! rounds alternating which client goes first; medians with min and max. Clients run as their
@@ -35,6 +41,7 @@ mod clients;
 mod figures;
 mod machine;
 mod process;
+mod rdb;
 mod wait_probe;
 
 use std::path::{Path, PathBuf};
@@ -89,6 +96,8 @@ impl Options {
                 "one-core".into(),
                 "limit".into(),
                 "rss".into(),
+                "rdb".into(),
+                "rdb-rss".into(),
             ],
             engines: vec!["redis".into(), "valkey".into()],
         };
@@ -115,7 +124,7 @@ impl Options {
                 "--only" => options.sections = list(args.next(), "--only"),
                 "--engines" => options.engines = list(args.next(), "--engines"),
                 other => panic!(
-                    "unknown argument {other}: use --quick, --rounds N, --only throughput,one-core,limit,rss,wait-probe, --engines redis,valkey"
+                    "unknown argument {other}: use --quick, --rounds N, --only throughput,one-core,limit,rss,rdb,rdb-rss,wait-probe, --engines redis,valkey"
                 ),
             }
         }
@@ -562,6 +571,30 @@ fn main() {
             "{}",
             peak_rss(engine, &membench, &limit_runs_here, &options)
         );
+    }
+    // The rdb sections on Valkey with jemalloc, the engine a Redis backup is most often
+    // moved to.
+    let valkey = engines
+        .iter()
+        .find(|e| e.name().starts_with("valkey"))
+        .unwrap_or(&engines[0]);
+    if options.runs("rdb") {
+        let table = rdb::rate_against_pipe(valkey, &membench, options.rounds, options.scale_down);
+        println!(
+            "6. The rdb workload / redis-cli --pipe: a dump {} wrote, loaded by membench load --workload rdb (its defaults) and by redis-cli --pipe streaming the same commands (generated from the dump by membench's rdb encoder); membench's rate over its load, and over its whole process (the scan of the file included)\n{}",
+            valkey.name(),
+            table.render()
+        );
+        missed.extend(table.missed);
+    }
+    if options.runs("rdb-rss") {
+        let table = rdb::peak_rss_on_a_large_dump(valkey, &membench, options.scale_down);
+        println!(
+            "7. Client peak RSS on a large dump: VmHWM of the membench process loading it into {} and profiling it without a server\n{}",
+            valkey.name(),
+            table.render()
+        );
+        missed.extend(table.missed);
     }
     print_operator_section();
     for engine in engines {

@@ -28,6 +28,7 @@ pub use crate::client::measured::{
 
 use crate::client::engine::{ControlConnection, EngineAddress, EngineInfo, MemoryInfo};
 use crate::client::phases::{self, PhaseContext, PhaseFailure};
+use crate::client::rdb_load::RdbTarget;
 use crate::client::resp::CommandBuffer;
 use crate::client::shards::{
     JOIN_TIMEOUT, LoadConnections, LoadFailure, ShardSet, check_shard_count, shard_name,
@@ -177,17 +178,28 @@ pub fn measure_shards_journaled(
             return report;
         }
     };
-    if let Err(e) = prepare(&mut shards, options, &mut report).and_then(|_| match workload {
-        // Before any write: a file that cannot fit, or whose databases a cluster lacks.
-        Workload::Rdb(load) => load.check_fits(report.engine.maxmemory, shards.shards().len()),
-        _ => Ok(()),
-    }) {
+    if let Err(e) = prepare(&mut shards, options, &mut report) {
         report.error = Some((&e).into());
         return report;
     }
+    // An rdb load writes what the engine's commands can restore, measured from the engine.
+    let for_target;
+    let workload = match workload {
+        Workload::Rdb(load) => {
+            for_target = Workload::Rdb(load.for_target(RdbTarget::measure(shards.first())));
+            report.workload = (&for_target).into();
+            &for_target
+        }
+        other => other,
+    };
     if let Workload::Rdb(load) = workload {
+        // Before any write: a file that cannot fit, or whose databases a cluster lacks.
+        if let Err(e) = load.check_fits(report.engine.maxmemory, shards.shards().len()) {
+            report.error = Some((&e).into());
+            return report;
+        }
         // What the file holds that the load does not write, said beside the figures.
-        let left_out = load.scan.left_out();
+        let left_out = load.scan.left_out(&load.target.unwrap_or_default());
         if !left_out.is_empty() {
             report.warnings.push(format!("{}: {left_out}", load.path));
         }

@@ -332,6 +332,16 @@ pub(crate) fn scan_replies(
                     replies += 1;
                     continue;
                 }
+                // XCLAIM ... JUSTID's ids and HPEXPIREAT's per-field codes: a short array
+                // of integers and short bulk strings, one reply, counted as none.
+                Some(b'*') if line.len() > 1 && line.len() <= 3 => {
+                    let Some(length) = short_array(rest, &line[1..], newline + 1)? else {
+                        break;
+                    };
+                    at += length;
+                    replies += 1;
+                    continue;
+                }
                 _ => {
                     let shown = &line[..line.len().min(80)];
                     return Err(io::Error::new(
@@ -345,6 +355,47 @@ pub(crate) fn scan_replies(
         replies += 1;
     }
     Ok((at, replies))
+}
+
+/// The length of the array reply at the start of `rest` of `count_digits` elements, whose
+/// header line ends at `start` (at most 99 elements, each an integer or a bulk string of at
+/// most [`MAX_BULK_REPLY`] bytes), or None while it has not all arrived.
+fn short_array(rest: &[u8], count_digits: &[u8], start: usize) -> io::Result<Option<usize>> {
+    let count = parse_integer(count_digits)?;
+    let mut at = start;
+    for _ in 0..count {
+        let Some(newline) = rest[at..].iter().position(|&b| b == b'\n') else {
+            return Ok(None);
+        };
+        let line = &rest[at..at + newline];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        match line.first() {
+            Some(b':') => at += newline + 1,
+            Some(b'$') if line.len() > 1 && line.len() <= 4 => {
+                let length = parse_integer(&line[1..])? as usize;
+                if length > MAX_BULK_REPLY {
+                    return Err(unexpected(line));
+                }
+                at += newline + 1 + length + 2;
+                if rest.len() < at {
+                    return Ok(None);
+                }
+            }
+            _ => return Err(unexpected(line)),
+        }
+    }
+    Ok(Some(at))
+}
+
+fn unexpected(line: &[u8]) -> io::Error {
+    let shown = &line[..line.len().min(80)];
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "unexpected reply '{}' in an array reply",
+            String::from_utf8_lossy(shown)
+        ),
+    )
 }
 
 fn parse_integer(digits: &[u8]) -> io::Result<u64> {
@@ -445,6 +496,12 @@ mod tests {
             "the second ID is not complete"
         );
         let bulk = scan_replies(b"$65\r\nabc\r\n", 1, &mut tally).unwrap_err();
+        // XCLAIM JUSTID's ids and HPEXPIREAT's codes: one reply each, no count; a partial
+        // array waits for its rest.
+        let arrays = b"*1\r\n$3\r\n1-0\r\n*1\r\n:-2\r\n*0\r\n*1\r\n$3\r\n1-";
+        let mut array_tally = ReplyTally::default();
+        assert_eq!(scan_replies(arrays, 4, &mut array_tally).unwrap(), (26, 3));
+        assert_eq!(array_tally.integer_sum, 0);
         assert_eq!(bulk.kind(), io::ErrorKind::InvalidData);
         assert!(
             bulk.to_string().contains("longer than the 64 bytes"),

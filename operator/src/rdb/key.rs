@@ -46,17 +46,56 @@ pub struct StreamSummary {
     pub consumers: u64,
     /// Pending entries over all groups.
     pub pending: u64,
+    /// Pending entries owned by a consumer, over all groups (each one XCLAIM for a load).
+    pub claimed: u64,
     /// The last id the stream gave (ms, seq), which later entries must exceed.
     pub last_id: (u64, u64),
+    /// The largest id deleted and the entries ever added (XSETID's MAXDELETEDID and
+    /// ENTRIESADDED), which RDB_TYPE_STREAM_LISTPACKS_2 and later keep; None before it.
+    pub counters: Option<StreamCounters>,
     /// Each consumer group's name and last-delivered id, when values were asked for.
     pub group_starts: Vec<StreamGroupStart>,
 }
 
-/// A consumer group as `XGROUP CREATE` recreates it: its name and last-delivered id.
+/// What `XSETID ... ENTRIESADDED n MAXDELETEDID id` restores.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamCounters {
+    pub max_deleted_id: (u64, u64),
+    pub entries_added: u64,
+}
+
+/// A consumer group as `XGROUP CREATE` recreates it: its name and last-delivered id, and its
+/// consumers with the pending entries each owns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamGroupStart {
     pub name: Vec<u8>,
     pub last_delivered: (u64, u64),
+    pub consumers: Vec<StreamConsumer>,
+}
+
+/// A consumer of a group and the entries delivered to it and not yet acknowledged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamConsumer {
+    pub name: Vec<u8>,
+    pub pending: Vec<PendingEntry>,
+}
+
+/// One entry of a group's pending entries list, as `XCLAIM ... TIME ms RETRYCOUNT n FORCE`
+/// recreates it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingEntry {
+    pub id: (u64, u64),
+    /// When it was last delivered, Unix milliseconds.
+    pub delivered_at_ms: u64,
+    pub deliveries: u64,
+}
+
+/// A hash field's own expiry, when values were asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldExpiry {
+    pub field: Vec<u8>,
+    /// Unix milliseconds.
+    pub at_ms: i64,
 }
 
 /// One key as read: everything but its elements, which went to the caller one by one.
@@ -71,8 +110,12 @@ pub struct KeyEntry {
     pub expire_at_ms: Option<i64>,
     /// A string's length in bytes, else the elements (HLEN, LLEN, SCARD, ZCARD, XLEN).
     pub elements: u64,
-    /// Hash fields that have their own TTL (HEXPIRE).
+    /// Hash fields (or Dragonfly set members) that have their own TTL (HEXPIRE, SADDEX).
     pub fields_with_ttl: u64,
+    /// Each hash field's expiry, when values were asked for (Redis's and Valkey's forms;
+    /// Dragonfly's are counted in `fields_with_ttl` only). Holds the fields with a TTL of
+    /// one key at a time.
+    pub field_expiries: Vec<FieldExpiry>,
     pub stream: Option<StreamSummary>,
 }
 

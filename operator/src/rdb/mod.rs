@@ -45,10 +45,12 @@ mod values;
 pub use error::{Problem, RdbError};
 pub use kept::LARGEST_ELEMENT_HELD;
 pub use key::{
-    KeyEntry, KeyHead, KeyKind, Magic, Part, StreamGroupStart, StreamSummary, module_name,
+    FieldExpiry, KeyEntry, KeyHead, KeyKind, Magic, Part, PendingEntry, StreamConsumer,
+    StreamCounters, StreamGroupStart, StreamSummary, module_name,
 };
 pub use reader::{Checksum, FileFacts, RdbReader};
 pub use scalar::{Scalar, holds_integer};
+pub use types::DF_TYPE_HASH_WITH_EXPIRY;
 
 /// Opens the file at `path` for reading.
 pub fn open(path: &std::path::Path) -> Result<RdbReader<std::fs::File>, RdbError> {

@@ -559,6 +559,7 @@ impl<R: Read> RdbReader<R> {
             expire_at_ms,
             elements: 0,
             fields_with_ttl: 0,
+            field_expiries: Vec::new(),
             stream: None,
         };
         let magic = self.magic;

@@ -2,10 +2,15 @@
 //! caller), then its length, ids, consumer groups with their pending entries and consumers,
 //! and, from RDB_TYPE_STREAM_LISTPACKS_4 (Redis 8.6), its idempotent-producer state.
 
+use std::collections::HashMap;
+
 use super::compact;
 use super::error::RdbError;
 use super::kept::{self, Kept};
-use super::key::{FileCursor, KeyEntry, Part, StreamGroupStart, StreamSummary};
+use super::key::{
+    FileCursor, KeyEntry, Part, PendingEntry, StreamConsumer, StreamCounters, StreamGroupStart,
+    StreamSummary,
+};
 use super::scalar::Scalar;
 use super::types::*;
 
@@ -158,6 +163,14 @@ impl Entries<'_> {
     }
 }
 
+/// A stream id saved raw: 16 bytes, ms and seq big-endian.
+fn read_id(reader: &mut dyn FileCursor, inside: &'static str) -> Result<(u64, u64), RdbError> {
+    let mut id = [0u8; 16];
+    reader.read_exact(&mut id, inside)?;
+    let half = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));
+    Ok((half(&id[..8]), half(&id[8..])))
+}
+
 pub fn read(
     reader: &mut dyn FileCursor,
     entry: &mut KeyEntry,
@@ -213,9 +226,17 @@ pub fn read(
     };
     // Then the first id, the largest deleted id and the entries ever added.
     if version >= TYPE_STREAM_LISTPACKS_2 {
-        for _ in 0..5 {
-            reader.length("a stream's ids")?;
-        }
+        reader.length("a stream's first id")?;
+        reader.length("a stream's first id")?;
+        let max_deleted_id = (
+            reader.length("a stream's largest deleted id")?,
+            reader.length("a stream's largest deleted id")?,
+        );
+        let entries_added = reader.length("a stream's entries added")?;
+        summary.counters = Some(StreamCounters {
+            max_deleted_id,
+            entries_added,
+        });
     }
     let groups = reader.length("a stream's consumer groups")?;
     for _ in 0..groups {
@@ -229,33 +250,71 @@ pub fn read(
             reader.length("a consumer group's last id")?,
             reader.length("a consumer group's last id")?,
         );
-        if let Some(name) = name {
-            summary.group_starts.push(StreamGroupStart {
-                name,
-                last_delivered,
-            });
-        }
         if version >= TYPE_STREAM_LISTPACKS_2 {
             reader.length("a consumer group's entries read")?;
         }
         let pending = reader.length("a consumer group's pending entries")?;
-        // Each: a 16-byte id, an 8-byte delivery time, a delivery count.
+        // Each: a 16-byte id (big-endian ms and seq), an 8-byte delivery time (little-endian
+        // ms), a delivery count. Held by id only for a load, which claims each for its
+        // consumer: a group's pending entries, not the file, bound that memory.
+        let mut delivered: HashMap<(u64, u64), (u64, u64)> = HashMap::new();
         for _ in 0..pending {
-            reader.skip(24, "a pending entry")?;
-            reader.length("a pending entry's delivery count")?;
+            if kept.is_some() {
+                let id = read_id(reader, "a pending entry's id")?;
+                let at = reader.u64_le("a pending entry's delivery time")?;
+                let count = reader.length("a pending entry's delivery count")?;
+                delivered.insert(id, (at, count));
+            } else {
+                reader.skip(24, "a pending entry")?;
+                reader.length("a pending entry's delivery count")?;
+            }
         }
         summary.pending += pending;
-        let consumers = reader.length("a consumer group's consumers")?;
-        for _ in 0..consumers {
-            reader.skip_string("a consumer's name")?;
+        let consumer_count = reader.length("a consumer group's consumers")?;
+        let mut consumers = Vec::new();
+        for _ in 0..consumer_count {
+            let consumer_name = if kept.is_some() {
+                Some(reader.bytes("a consumer's name", 1 << 20)?)
+            } else {
+                reader.skip_string("a consumer's name")?;
+                None
+            };
             reader.skip(8, "a consumer's seen time")?;
             if version >= TYPE_STREAM_LISTPACKS_3 {
                 reader.skip(8, "a consumer's active time")?;
             }
             let owned = reader.length("a consumer's pending entries")?;
-            reader.skip(16 * owned, "a consumer's pending entries")?;
+            summary.claimed += owned;
+            match consumer_name {
+                Some(consumer_name) => {
+                    let mut entries = Vec::new();
+                    for _ in 0..owned {
+                        let id = read_id(reader, "a consumer's pending entry")?;
+                        // An id the group's list lacks would be a corrupt file; it is
+                        // claimed as delivered once, now, rather than dropped.
+                        let (at, count) = delivered.get(&id).copied().unwrap_or((0, 1));
+                        entries.push(PendingEntry {
+                            id,
+                            delivered_at_ms: at,
+                            deliveries: count,
+                        });
+                    }
+                    consumers.push(StreamConsumer {
+                        name: consumer_name,
+                        pending: entries,
+                    });
+                }
+                None => reader.skip(16 * owned, "a consumer's pending entries")?,
+            }
         }
-        summary.consumers += consumers;
+        summary.consumers += consumer_count;
+        if let Some(name) = name {
+            summary.group_starts.push(StreamGroupStart {
+                name,
+                last_delivered,
+                consumers,
+            });
+        }
         if version >= TYPE_STREAM_LISTPACKS_5 {
             let nacked = reader.length("a consumer group's NACKed entries")?;
             reader.skip(16 * nacked, "a consumer group's NACKed entries")?;

@@ -5,10 +5,21 @@
 use super::compact;
 use super::error::{Problem, RdbError};
 use super::kept;
-use super::key::{FileCursor, KeyEntry, KeyKind, Magic, Part, module_name};
+use super::key::{FieldExpiry, FileCursor, KeyEntry, KeyKind, Magic, Part, module_name};
 use super::scalar::Scalar;
 use super::stream;
 use super::types::*;
+
+/// Keeps the field just read (the element the cursor holds) with its expiry, when values
+/// were asked for.
+fn keep_field_expiry(file: &dyn FileCursor, entry: &mut KeyEntry, at_ms: i64) {
+    if let Some(kept) = file.kept() {
+        entry.field_expiries.push(FieldExpiry {
+            field: kept.borrow().bytes.clone(),
+            at_ms,
+        });
+    }
+}
 
 /// A compact encoding saved as one string, its elements given to `each` in order.
 fn blob(
@@ -143,15 +154,26 @@ pub fn read_value(
             entry.elements = items;
         }
         TYPE_HASH_METADATA | TYPE_HASH_METADATA_PRE_GA if magic == Magic::Redis => {
-            if entry.rdb_type == TYPE_HASH_METADATA {
-                file.u64_le("a hash's least field expiry")?;
-            }
+            // Redis 7.4+ saves each field's expiry as its distance from the hash's least
+            // expiry, plus 1 (0 for none); its release candidates saved it absolute.
+            let least = if entry.rdb_type == TYPE_HASH_METADATA {
+                Some(file.u64_le("a hash's least field expiry")?)
+            } else {
+                None
+            };
             let n = file.length("a hash")?;
             for _ in 0..n {
                 let ttl = file.length("a hash field's expiry")?;
-                entry.fields_with_ttl += u64::from(ttl != 0);
                 let field = file.scalar("a hash field")?;
                 each(Part::Field, field);
+                if ttl != 0 {
+                    entry.fields_with_ttl += 1;
+                    let at = match least {
+                        Some(least) => least.wrapping_add(ttl - 1),
+                        None => ttl,
+                    };
+                    keep_field_expiry(file, entry, at as i64);
+                }
                 let value = file.scalar("a hash value")?;
                 each(Part::Value, value);
             }
@@ -161,31 +183,59 @@ pub fn read_value(
             if entry.rdb_type == TYPE_HASH_LISTPACK_EX {
                 file.u64_le("a hash's least field expiry")?;
             }
+            let kept = file.kept();
             let mut position = 0u64;
+            let mut field = Vec::new();
+            let mut expiries = Vec::new();
             let mut with_ttl = 0;
+            // Triples of field, value and absolute expiry (0 for none).
             let n = blob(file, "a compact hash", compact::listpack, &mut |s| {
                 match position % 3 {
-                    0 => each(Part::Field, s),
+                    0 => {
+                        each(Part::Field, s);
+                        if let Some(kept) = &kept {
+                            field.clone_from(&kept.borrow().bytes);
+                        }
+                    }
                     1 => each(Part::Value, s),
-                    // The field's expiry: 0 for none.
-                    _ => with_ttl += u64::from(s != Scalar::of_integer(0)),
+                    _ if s != Scalar::of_integer(0) => {
+                        with_ttl += 1;
+                        if let Some(kept) = &kept {
+                            // Saved as an integer; its digits if a writer saved text.
+                            let digits =
+                                || std::str::from_utf8(&kept.borrow().bytes).ok()?.parse().ok();
+                            expiries.push(FieldExpiry {
+                                field: std::mem::take(&mut field),
+                                at_ms: s.value.or_else(digits).unwrap_or(0),
+                            });
+                        }
+                    }
+                    _ => {}
                 }
                 position += 1;
                 Ok(())
             })?;
             entry.fields_with_ttl = with_ttl;
+            entry.field_expiries = expiries;
             entry.elements = n / 3;
         }
-        // Valkey 9's hash with field expiries: field, value, 8-byte expiry (-1 for none).
+        // Valkey 9's hash with field expiries: field, value, 8-byte absolute expiry in ms
+        // (-1 for none).
         VALKEY_TYPE_HASH_2 if magic == Magic::Valkey => {
             let n = file.length("a hash")?;
             for _ in 0..n {
                 let field = file.scalar("a hash field")?;
                 each(Part::Field, field);
+                let field_bytes = file.kept().map(|k| k.borrow().bytes.clone());
                 let value = file.scalar("a hash value")?;
                 each(Part::Value, value);
                 let ttl = file.u64_le("a hash field's expiry")? as i64;
-                entry.fields_with_ttl += u64::from(ttl >= 0);
+                if ttl >= 0 {
+                    entry.fields_with_ttl += 1;
+                    if let Some(field) = field_bytes {
+                        entry.field_expiries.push(FieldExpiry { field, at_ms: ttl });
+                    }
+                }
             }
             entry.elements = n;
         }

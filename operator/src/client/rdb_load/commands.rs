@@ -1,10 +1,11 @@
 //! Which keys of a file are written and with how many commands: the one rule the file's scan
 //! counts by and the encoder writes by, so that the load sends exactly the commands it
 //! announced. A collection goes in chunks (at most [`CHUNK_ELEMENTS`] elements or about
-//! [`CHUNK_BYTES`] bytes a command), a stream one XADD per entry, then one XGROUP CREATE per
-//! consumer group and one PEXPIREAT for a key with a TTL. The keys go type by type, one pass
-//! over the file each ([`PASS_ORDER`]), so that the load can read used_memory at the end of
-//! each type and report bytes per key by type, as a profile's rebuild does.
+//! [`CHUNK_BYTES`] bytes a command), a stream one XADD per entry, then its groups, last id,
+//! consumers and pending entries ([`commands_after_elements`]), a hash's fields' own expiries
+//! where the engine takes them, and one PEXPIREAT for a key with a TTL. The keys go type by
+//! type, one pass over the file each ([`PASS_ORDER`]), so that the load can read used_memory
+//! at the end of each type and report bytes per key by type, as a profile's rebuild does.
 
 use crate::rdb::{KeyEntry, KeyKind, Part};
 
@@ -109,10 +110,27 @@ impl Chunker {
     }
 }
 
-/// Commands a written key takes after its elements: its consumer groups and its TTL.
+/// Commands a written key takes after its elements, whatever the engine: a stream's consumer
+/// groups (XGROUP CREATE), its last id (one XSETID), its consumers (XGROUP CREATECONSUMER)
+/// and their pending entries (one XCLAIM each); the key's TTL. Hash fields' own expiries
+/// ([`carried_field_ttls`]) are counted apart, as only some engines take them.
 pub fn commands_after_elements(entry: &KeyEntry) -> u64 {
-    let groups = entry.stream.as_ref().map_or(0, |s| s.groups);
-    groups + u64::from(entry.expire_at_ms.is_some())
+    let stream = entry
+        .stream
+        .as_ref()
+        .map_or(0, |s| s.groups + 1 + s.consumers + s.claimed);
+    stream + u64::from(entry.expire_at_ms.is_some())
+}
+
+/// Hash fields whose own expiry the reader gives (Redis's and Valkey's forms), one
+/// HPEXPIREAT each on an engine that has it. Dragonfly's element expiries are counted by the
+/// reader only, and never carried.
+pub fn carried_field_ttls(entry: &KeyEntry) -> u64 {
+    if entry.kind == KeyKind::Hash && entry.rdb_type != crate::rdb::DF_TYPE_HASH_WITH_EXPIRY {
+        entry.fields_with_ttl
+    } else {
+        0
+    }
 }
 
 /// The name `TYPE` answers for a kind.

@@ -8,9 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use super::RdbLoad;
-use super::commands::{Chunker, Disposition, PASS_ORDER, disposition, type_name, write_command};
+use super::commands::{
+    Chunker, Disposition, PASS_ORDER, carried_field_ttls, disposition, type_name, write_command,
+};
+use super::target::RdbTarget;
 use crate::client::resp::CommandBuffer;
-use crate::rdb::{KeyEntry, KeyHead, KeyKind, LARGEST_ELEMENT_HELD, Part};
+use crate::rdb::{KeyEntry, KeyHead, KeyKind, LARGEST_ELEMENT_HELD, Part, StreamSummary};
 
 /// A batch is handed over once it holds this many bytes.
 const BATCH_BYTES: usize = 64 * 1024;
@@ -44,6 +47,7 @@ impl RdbEncoder {
         let (send, batches) = sync_channel(BATCHES_AHEAD);
         let path = load.path.clone();
         let reference_ms = load.reference_ms;
+        let target = load.target.unwrap_or_default();
         let passes: Vec<KeyKind> = PASS_ORDER
             .iter()
             .filter(|kind| {
@@ -58,7 +62,7 @@ impl RdbEncoder {
             *failure = None;
         }
         let reader = std::thread::spawn(move || {
-            if let Err(message) = write_file(&path, reference_ms, &passes, send.clone()) {
+            if let Err(message) = write_file(&path, reference_ms, target, &passes, send.clone()) {
                 let _ = send.send(Handed::Failed(message));
             }
         });
@@ -122,6 +126,8 @@ struct KeyWriter {
     reference_ms: i64,
     /// The type this pass over the file writes.
     pass: KeyKind,
+    /// What the engine's commands restore beyond the elements.
+    target: RdbTarget,
     /// The key being read, once its first element (or its end) came.
     head: Option<KeyHead>,
     writing: bool,
@@ -226,20 +232,21 @@ impl KeyWriter {
         }
         if self.writing && !skipped {
             self.flush_elements();
-            for (i, group) in stream.group_starts.iter().enumerate() {
-                let (ms, seq) = group.last_delivered;
-                let mkstream = empty_stream && i == 0;
-                self.out
-                    .array(if mkstream { 6 } else { 5 })
-                    .bulk(b"XGROUP")
-                    .bulk(b"CREATE")
-                    .bulk(&entry.name)
-                    .bulk(&group.name)
-                    .bulk(format!("{ms}-{seq}").as_bytes());
-                if mkstream {
-                    self.out.bulk(b"MKSTREAM");
+            if entry.kind == KeyKind::Stream {
+                self.stream_state(entry, &stream, empty_stream);
+            }
+            if self.target.field_expiry && carried_field_ttls(entry) > 0 {
+                for expiry in &entry.field_expiries {
+                    self.out
+                        .array(6)
+                        .bulk(b"HPEXPIREAT")
+                        .bulk(&entry.name)
+                        .bulk_decimal(expiry.at_ms.max(0) as u64)
+                        .bulk(b"FIELDS")
+                        .bulk(b"1")
+                        .bulk(&expiry.field);
+                    self.end_command();
                 }
-                self.end_command();
             }
             if let Some(at) = entry.expire_at_ms {
                 self.out
@@ -253,6 +260,80 @@ impl KeyWriter {
         self.args.clear();
         self.arg_count = 0;
         self.head = None;
+    }
+
+    /// A stream's state after its entries, in the order the engine needs it: its groups (the
+    /// first creating an empty stream), its last id and counters (XSETID, once the stream
+    /// exists), then each group's consumers and the entries pending for each, claimed with
+    /// their delivery time and count (the entries must exist for XCLAIM to take them).
+    fn stream_state(&mut self, entry: &KeyEntry, stream: &StreamSummary, empty_stream: bool) {
+        let id = |(ms, seq): (u64, u64)| format!("{ms}-{seq}");
+        for (i, group) in stream.group_starts.iter().enumerate() {
+            let mkstream = empty_stream && i == 0;
+            self.out
+                .array(if mkstream { 6 } else { 5 })
+                .bulk(b"XGROUP")
+                .bulk(b"CREATE")
+                .bulk(&entry.name)
+                .bulk(&group.name)
+                .bulk(id(group.last_delivered).as_bytes());
+            if mkstream {
+                self.out.bulk(b"MKSTREAM");
+            }
+            self.end_command();
+        }
+        match stream.counters.filter(|_| self.target.stream_counters) {
+            Some(counters) => {
+                self.out
+                    .array(7)
+                    .bulk(b"XSETID")
+                    .bulk(&entry.name)
+                    .bulk(id(stream.last_id).as_bytes())
+                    .bulk(b"ENTRIESADDED")
+                    .bulk_decimal(counters.entries_added)
+                    .bulk(b"MAXDELETEDID")
+                    .bulk(id(counters.max_deleted_id).as_bytes());
+            }
+            None => {
+                self.out
+                    .array(3)
+                    .bulk(b"XSETID")
+                    .bulk(&entry.name)
+                    .bulk(id(stream.last_id).as_bytes());
+            }
+        }
+        self.end_command();
+        for group in &stream.group_starts {
+            for consumer in &group.consumers {
+                self.out
+                    .array(5)
+                    .bulk(b"XGROUP")
+                    .bulk(b"CREATECONSUMER")
+                    .bulk(&entry.name)
+                    .bulk(&group.name)
+                    .bulk(&consumer.name);
+                self.end_command();
+                for pending in &consumer.pending {
+                    // JUSTID leaves the delivery count as RETRYCOUNT sets it; TIME sets the
+                    // delivery time the file kept, so XPENDING's idle time reads the same.
+                    self.out
+                        .array(12)
+                        .bulk(b"XCLAIM")
+                        .bulk(&entry.name)
+                        .bulk(&group.name)
+                        .bulk(&consumer.name)
+                        .bulk(b"0")
+                        .bulk(id(pending.id).as_bytes())
+                        .bulk(b"TIME")
+                        .bulk_decimal(pending.delivered_at_ms)
+                        .bulk(b"RETRYCOUNT")
+                        .bulk_decimal(pending.deliveries)
+                        .bulk(b"FORCE")
+                        .bulk(b"JUSTID");
+                    self.end_command();
+                }
+            }
+        }
     }
 
     /// Hands the commands written so far over, when they are a batch's worth (or `all`).
@@ -278,6 +359,7 @@ impl KeyWriter {
 fn write_file(
     path: &str,
     reference_ms: i64,
+    target: RdbTarget,
     passes: &[KeyKind],
     send: SyncSender<Handed>,
 ) -> Result<(), String> {
@@ -287,6 +369,7 @@ fn write_file(
         db: 0,
         reference_ms,
         pass: KeyKind::String,
+        target,
         head: None,
         writing: false,
         chunker: Chunker::default(),

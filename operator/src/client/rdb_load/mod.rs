@@ -8,12 +8,15 @@
 //!
 //! TTLs keep their absolute moment (PEXPIREAT), so the time left at the load is the time
 //! left in the data; keys already expired at the scan (or within [`EXPIRY_GUARD_MS`] of it)
-//! are skipped and counted, as an engine loading the file drops expired keys. Module values,
-//! per-field TTLs of hashes, and a stream's pending entries and consumers are not written:
-//! each is counted and said.
+//! are skipped and counted, as an engine loading the file drops expired keys. A stream keeps
+//! its groups, consumers, pending entries (by consumer, with their delivery time and count)
+//! and last id; hash fields keep their own expiries, and a stream its entries-added and
+//! largest deleted id, on an engine whose commands take them ([`target`], measured before the
+//! load). Module values, and what the engine cannot take, are counted and said.
 
 pub mod commands;
 pub mod encoder;
+pub mod target;
 pub mod type_counts;
 
 use std::collections::BTreeMap;
@@ -23,7 +26,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 pub use commands::EXPIRY_GUARD_MS;
-use commands::{Chunker, Disposition, PASS_ORDER, commands_after_elements, disposition, type_name};
+use commands::{
+    Chunker, Disposition, PASS_ORDER, carried_field_ttls, commands_after_elements, disposition,
+    type_name,
+};
+pub use target::RdbTarget;
 
 use crate::error::BenchError;
 use crate::rdb::{KeyKind, RdbError};
@@ -45,13 +52,19 @@ pub struct RdbScan {
     pub modules: BTreeMap<String, u64>,
     /// Streams with no entry and no group: nothing can recreate one but XADD and XDEL.
     pub empty_streams: u64,
-    /// Hash fields whose own TTL is not carried (the field is written without it).
+    /// Hash fields with their own TTL, kept by HPEXPIREAT where the engine has it.
     pub field_ttls: u64,
-    /// Stream consumer groups recreated (at their last-delivered id), and their pending
-    /// entries and consumers, which are not.
+    /// Dragonfly's hash fields and set members with their own TTL: written without it.
+    #[serde(default)]
+    pub element_ttls_dropped: u64,
+    /// Stream consumer groups recreated (at their last-delivered id), their pending entries
+    /// and consumers (each entry claimed for its consumer with its delivery time and count).
     pub groups: u64,
     pub pending_entries: u64,
     pub consumers: u64,
+    /// Streams whose entries-added and largest deleted id the file keeps (XSETID's options).
+    #[serde(default)]
+    pub stream_counters: u64,
 }
 
 impl RdbScan {
@@ -71,8 +84,9 @@ impl RdbScan {
         by_type
     }
 
-    /// What the load leaves out, in one line (empty when nothing).
-    pub fn left_out(&self) -> String {
+    /// What the load leaves out of the file on an engine with `target`'s commands, in one
+    /// line (empty when nothing).
+    pub fn left_out(&self, target: &RdbTarget) -> String {
         let mut parts = Vec::new();
         if self.expired > 0 {
             parts.push(format!(
@@ -90,16 +104,22 @@ impl RdbScan {
                 self.empty_streams
             ));
         }
-        if self.field_ttls > 0 {
+        if self.field_ttls > 0 && !target.field_expiry {
             parts.push(format!(
-                "{} hash fields written without their own TTL",
+                "{} hash fields written without their own TTL (the engine has no HPEXPIREAT: Redis 7.4+ and Valkey 9+ keep them)",
                 self.field_ttls
             ));
         }
-        if self.pending_entries + self.consumers > 0 {
+        if self.element_ttls_dropped > 0 {
             parts.push(format!(
-                "{} pending entries and {} consumers of stream groups not recreated",
-                self.pending_entries, self.consumers
+                "{} Dragonfly hash fields and set members written without their own TTL",
+                self.element_ttls_dropped
+            ));
+        }
+        if self.stream_counters > 0 && !target.stream_counters {
+            parts.push(format!(
+                "{} streams' entries-added and largest deleted id not restored (the engine's XSETID takes neither ENTRIESADDED nor MAXDELETEDID), only their last id",
+                self.stream_counters
             ));
         }
         parts.join("; ")
@@ -112,7 +132,11 @@ pub struct RdbPass {
     /// `TYPE`'s name.
     pub key_type: String,
     pub keys: u64,
+    /// Commands whatever the engine, plus [`Self::field_ttls`] once the target takes them.
     pub commands: u64,
+    /// Hash fields' own expiries: one HPEXPIREAT each on an engine that has it.
+    #[serde(default)]
+    pub field_ttls: u64,
 }
 
 /// What the scan keeps of one type's keys to count its pass's SELECTs: the databases of its
@@ -121,6 +145,7 @@ pub struct RdbPass {
 struct PassTally {
     keys: u64,
     commands: u64,
+    field_ttls: u64,
     first_db: Option<u64>,
     last_db: u64,
     /// Changes of database between consecutive keys of the type.
@@ -135,6 +160,10 @@ pub struct RdbLoad {
     /// and every repetition's load.
     pub reference_ms: i64,
     pub scan: RdbScan,
+    /// What the engine's commands restore, once measured ([`RdbLoad::for_target`]); the
+    /// scan's commands count the field expiries only then.
+    #[serde(default)]
+    pub target: Option<RdbTarget>,
     /// Why the last load stopped short, when its reader failed (the file changed after the
     /// scan): the load then sends PINGs for the commands left, and the verification reports
     /// this instead of a count.
@@ -147,6 +176,7 @@ impl PartialEq for RdbLoad {
         self.path == other.path
             && self.reference_ms == other.reference_ms
             && self.scan == other.scan
+            && self.target == other.target
     }
 }
 
@@ -173,8 +203,29 @@ impl RdbLoad {
             path: path.to_string(),
             reference_ms,
             scan: scan_file(path, reference_ms)?,
+            target: None,
             failure: Arc::default(),
         })
+    }
+
+    /// The load for an engine with `target`'s commands: the hash pass's commands (and the
+    /// total) then count one HPEXPIREAT per field expiry where the engine has it.
+    pub fn for_target(&self, target: RdbTarget) -> Self {
+        let mut load = self.clone();
+        if let Some(before) = load.target.replace(target)
+            && before.field_expiry
+        {
+            for pass in &mut load.scan.passes {
+                pass.commands -= pass.field_ttls;
+            }
+        }
+        if target.field_expiry {
+            for pass in &mut load.scan.passes {
+                pass.commands += pass.field_ttls;
+            }
+        }
+        load.scan.commands = load.scan.passes.iter().map(|p| p.commands).sum();
+        load
     }
 
     /// A generous guess of the data's size in an engine: its bytes, and 100 a key for the
@@ -313,6 +364,7 @@ fn scan_file(path: &str, reference_ms: i64) -> Result<RdbScan, RdbError> {
             .or_default();
         tally.keys += 1;
         tally.commands += chunker.commands + commands_after_elements(&entry);
+        tally.field_ttls += carried_field_ttls(&entry);
         match tally.first_db {
             None => tally.first_db = Some(entry.db),
             Some(_) if entry.db != tally.last_db => tally.changes += 1,
@@ -320,7 +372,9 @@ fn scan_file(path: &str, reference_ms: i64) -> Result<RdbScan, RdbError> {
         }
         tally.last_db = entry.db;
         scan.data_bytes += bytes + entry.name.len() as u64;
-        scan.field_ttls += entry.fields_with_ttl;
+        scan.field_ttls += carried_field_ttls(&entry);
+        scan.element_ttls_dropped += entry.fields_with_ttl - carried_field_ttls(&entry);
+        scan.stream_counters += u64::from(stream.counters.is_some());
         scan.groups += stream.groups;
         scan.pending_entries += stream.pending;
         scan.consumers += stream.consumers;
@@ -345,6 +399,7 @@ fn scan_file(path: &str, reference_ms: i64) -> Result<RdbScan, RdbError> {
             key_type: type_name(kind).to_string(),
             keys: tally.keys,
             commands: tally.commands + selects,
+            field_ttls: tally.field_ttls,
         });
     }
     scan.commands = scan.passes.iter().map(|p| p.commands).sum();

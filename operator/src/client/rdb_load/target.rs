@@ -1,0 +1,76 @@
+//! What the engine under test can restore of a file beyond its keys' elements: hash fields'
+//! own expiries (HPEXPIREAT) and a stream's counters (XSETID's ENTRIESADDED and
+//! MAXDELETEDID). Measured from the engine itself with `COMMAND INFO`, never decided by its
+//! name or version: a build may lack what its version number suggests.
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::engine::ControlConnection;
+
+/// The engine's commands a load can use to restore more than the elements.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct RdbTarget {
+    /// HPEXPIREAT exists (Redis 7.4+, Valkey 9+; not Valkey 8 nor Dragonfly 1.40), so hash
+    /// fields keep their own expiry.
+    pub field_expiry: bool,
+    /// XSETID takes options (its arity is variable: Redis 7+, Valkey 7.2+; Dragonfly 1.40's
+    /// is fixed at 3), so a stream's entries-added and largest deleted id are restored.
+    pub stream_counters: bool,
+}
+
+impl RdbTarget {
+    /// Asks the engine on `control`. A command it does not know, or an answer that cannot
+    /// be read, counts as not supported: the load then says what it left out.
+    pub fn measure(control: &mut ControlConnection) -> Self {
+        Self {
+            field_expiry: command_arity(control, "hpexpireat").is_some(),
+            stream_counters: command_arity(control, "xsetid").is_some_and(|arity| arity < 0),
+        }
+    }
+}
+
+/// The arity `COMMAND INFO name` answers (negative for "at least"), None for a command the
+/// engine does not have (its reply is one nil).
+fn command_arity(control: &mut ControlConnection, name: &str) -> Option<i64> {
+    let reply: redis::Value = control
+        .query_unclassified(redis::cmd("COMMAND").arg("INFO").arg(name))
+        .ok()?;
+    arity_of(&reply)
+}
+
+/// The arity in a `COMMAND INFO` reply of one command.
+pub fn arity_of(reply: &redis::Value) -> Option<i64> {
+    let redis::Value::Array(commands) = reply else {
+        return None;
+    };
+    match commands.first()? {
+        redis::Value::Array(fields) => match fields.get(1)? {
+            redis::Value::Int(arity) => Some(*arity),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Value;
+
+    #[test]
+    fn a_command_the_engine_lacks_has_no_arity() {
+        assert_eq!(arity_of(&Value::Array(vec![Value::Nil])), None);
+    }
+
+    #[test]
+    fn the_arity_is_the_second_field_of_the_command_s_entry() {
+        let entry = Value::Array(vec![
+            Value::BulkString(b"xsetid".to_vec()),
+            Value::Int(-3),
+            Value::Array(vec![]),
+        ]);
+        assert_eq!(arity_of(&Value::Array(vec![entry])), Some(-3));
+    }
+}
