@@ -218,40 +218,13 @@ async fn an_engine_oom_killed_mid_run_keeps_the_repetitions_measured_before() ->
     Ok(())
 }
 
-/// The termination message of each client pod of the namespace, by pod name, as a watch of
-/// its pods saw it (the message a terminated container left).
-fn client_results(
-    pods: Api<k8s_openapi::api::core::v1::Pod>,
-) -> Arc<std::sync::Mutex<std::collections::BTreeMap<String, String>>> {
-    use futures::StreamExt as _;
-    let seen: Arc<std::sync::Mutex<std::collections::BTreeMap<String, String>>> = Arc::default();
-    let shared = seen.clone();
-    tokio::spawn(async move {
-        let events = kube::runtime::watcher(pods, kube::runtime::watcher::Config::default());
-        let mut events = std::pin::pin!(kube::runtime::WatchStreamExt::applied_objects(events));
-        while let Some(event) = events.next().await {
-            let Ok(pod) = event else { continue };
-            let message = pod
-                .status
-                .as_ref()
-                .and_then(|s| s.container_statuses.as_ref())
-                .and_then(|c| c.first())
-                .and_then(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone());
-            if let Some(message) = message {
-                shared.lock().unwrap().insert(pod.name_any(), message);
-            }
-        }
-    });
-    seen
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_failing_three_times_fails_its_engine_keeping_what_the_attempts_measured()
 -> anyhow::Result<()> {
     let harness = Harness::start("fault-client", settings()).await?;
     // Each attempt's own result, as its pod's termination message held it: a watch sees every
     // update of the pods, so none is missed when the operator deletes a pod it has read.
-    let results = client_results(harness.pods());
+    let record = common::pod_record::PodRecord::start(harness.pods()).await?;
     harness
         .create(&spec("flaky", &one_engine("r7i.4xlarge", 5, 2)))
         .await?;
@@ -315,8 +288,9 @@ async fn a_client_failing_three_times_fails_its_engine_keeping_what_the_attempts
     let counts: Vec<usize> = ["flaky-0-client", "flaky-0-client-2", "flaky-0-client-3"]
         .iter()
         .map(|pod| {
-            let message = results.lock().unwrap().get(*pod).cloned();
-            let message = message.with_context(|| format!("{pod}'s termination message"))?;
+            let message = record
+                .termination_message(pod)
+                .with_context(|| format!("{pod}'s termination message"))?;
             let result = membench::client::result::ClientResult::read(&message, 5)
                 .map_err(|e| anyhow::anyhow!("{pod}'s result: {e:?}"))?;
             Ok(result.decoded_repetitions().len())

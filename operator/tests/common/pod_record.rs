@@ -17,6 +17,8 @@ use kube::runtime::watcher::{self, Event};
 struct Seen {
     /// Pod name -> the benchmark its `membench.io/benchmark` label names (empty when none).
     pods: BTreeMap<String, String>,
+    /// Pod name -> the message its first container left when it terminated, as last seen.
+    messages: BTreeMap<String, String>,
     /// The watch's errors: after one, a pod created and deleted before the watch resumed may
     /// have gone unseen, so no claim of "none" is made.
     errors: Vec<String>,
@@ -46,6 +48,14 @@ impl PodRecord {
                             .get("membench.io/benchmark")
                             .cloned()
                             .unwrap_or_default();
+                        let message = pod
+                            .status
+                            .as_ref()
+                            .and_then(|s| s.container_statuses.as_ref()?.first())
+                            .and_then(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone());
+                        if let Some(message) = message {
+                            seen.messages.insert(pod.name_any(), message);
+                        }
                         seen.pods.insert(pod.name_any(), benchmark);
                     }
                     Ok(Event::InitDone) => seen.listed = true,
@@ -91,6 +101,14 @@ impl PodRecord {
             seen.errors
         );
         Ok(seen.pods.keys().cloned().collect())
+    }
+}
+
+impl PodRecord {
+    /// The termination message `pod`'s first container left, as the watch saw it (the
+    /// operator may have deleted the pod since).
+    pub fn termination_message(&self, pod: &str) -> Option<String> {
+        self.seen.lock().unwrap().messages.get(pod).cloned()
     }
 }
 

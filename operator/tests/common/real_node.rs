@@ -116,6 +116,8 @@ pub struct HostProcess {
     pub cmdline: Vec<String>,
     /// The real user id (`Uid:` of `/proc/<pid>/status`).
     pub uid: u32,
+    /// Its v1 memory cgroup's directory, from `/proc/<pid>/cgroup`.
+    pub memory_cgroup: std::path::PathBuf,
 }
 
 impl HostProcess {
@@ -144,13 +146,17 @@ pub fn host_processes(
         };
         let read = |file: &str| std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default();
         let cgroups = String::from_utf8_lossy(&read("cgroup")).into_owned();
-        let in_pod = cgroups
+        let memory = cgroups
             .lines()
-            .any(|line| line.contains(":memory:") && line.contains(&marker));
+            .find_map(|line| line.split_once(":memory:"))
+            .map(|(_, path)| path)
+            .filter(|path| path.contains(&marker));
         let name = String::from_utf8_lossy(&read("comm")).trim().to_string();
-        if !in_pod || name != comm {
+        let Some(memory) = memory.filter(|_| name == comm) else {
             continue;
-        }
+        };
+        let memory_cgroup =
+            std::path::Path::new("/sys/fs/cgroup/memory").join(memory.trim_start_matches('/'));
         let status = String::from_utf8_lossy(&read("status")).into_owned();
         let uid = status
             .lines()
@@ -167,6 +173,7 @@ pub fn host_processes(
             comm: name,
             cmdline,
             uid,
+            memory_cgroup,
         });
     }
     Ok(found)
@@ -237,8 +244,8 @@ pub fn watch_engine_cgroup(
             );
             if let Ok(found) = pods.get(&pod).await {
                 let processes = host_processes(&found, comm)?;
-                if let Some(dir) = processes.first().and_then(|p| memory_cgroup(p.pid)) {
-                    break dir;
+                if let Some(process) = processes.into_iter().next() {
+                    break process.memory_cgroup;
                 }
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -266,11 +273,4 @@ pub fn watch_engine_cgroup(
             most_processes,
         })
     })
-}
-
-/// The v1 memory cgroup directory of process `pid`.
-fn memory_cgroup(pid: u32) -> Option<std::path::PathBuf> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let path = text.lines().find_map(|l| l.split_once(":memory:"))?.1;
-    Some(std::path::Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/')))
 }
