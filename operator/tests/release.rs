@@ -455,3 +455,45 @@ fn release_workflow_pushes_the_chart_image_for_both_platforms_and_attaches_binar
     );
     assert!(runs(&workflow, "release").contains("gh release upload \"$TAG\" --clobber dist/*"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The features the shipped binary is built with
+// ---------------------------------------------------------------------------------------------
+
+/// `membench capacity` on a saved result must read the run's floats bit for bit. serde_json
+/// parses them exactly only with its `float_roundtrip` feature; a dev-dependency (jsonschema)
+/// turns it on in test builds, so a unit test cannot see the shipped build lose it. The CI run
+/// of 9be9258 did: its capacity test read 19445.163579120122 writes/s back as
+/// 19445.16357912012 after hack/dev-cluster.sh rebuilt target/debug/membench without
+/// dev-dependencies. This asks cargo for the features of the build without dev-dependencies.
+#[test]
+fn the_shipped_binary_reads_saved_floats_exactly() {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "membench",
+            "-e",
+            "features,normal",
+            "-i",
+            "serde_json",
+        ])
+        .arg("--manifest-path")
+        .arg(repo_root().join("Cargo.toml"))
+        .output()
+        .expect("cargo tree starts");
+    let tree = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        tree.contains("serde_json feature \"float_roundtrip\""),
+        "the shipped membench parses JSON floats without serde_json's float_roundtrip: a saved \
+         result reads back up to a unit in the last place off; add the feature to the \
+         workspace's serde_json. cargo tree said:\n{tree}"
+    );
+}
