@@ -156,8 +156,10 @@ cleanup() {
 trap cleanup EXIT
 
 phase cargo-build 1800 cargo build --workspace --bins
-# The performance harness: built here so it cannot rot, never run.
-phase cargo-build-benches 1800 cargo build --workspace --benches
+# The performance harness: built here so it cannot rot, never run. In the dev profile: the bench
+# profile would build every dependency a second time, optimized (about 110 s), to check only that
+# the harness compiles; the dev profile shares the dependencies the tests build next.
+phase cargo-build-benches 1800 cargo build --workspace --benches --profile dev
 # hack/cargo-test-timed.sh is `cargo test` that ends with the time of each test binary.
 touch target/test-output.log.started
 phase cargo-test 3600 hack/cargo-test-timed.sh --workspace --no-fail-fast "$@"

@@ -838,3 +838,117 @@ async fn the_crd_refuses_a_profile_of_an_unknown_type_or_whose_shares_do_not_add
     anyhow::ensure!(failures.is_empty(), "{}", failures.join("\n"));
     Ok(())
 }
+
+/// Every MemoryBenchmark in manifests/examples, split into its YAML documents as `kubectl apply
+/// -f` splits them: `(file, first line of the document, text)`.
+fn example_documents() -> Vec<(String, usize, String)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests/examples");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("manifests/examples is readable")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut documents = Vec::new();
+    for path in files {
+        let name = format!(
+            "manifests/examples/{}",
+            path.file_name().unwrap().to_string_lossy()
+        );
+        let text = std::fs::read_to_string(&path).expect("an example is readable");
+        let (mut start, mut current) = (1, String::new());
+        for (i, line) in text.lines().enumerate() {
+            if line.trim_end() == "---" {
+                documents.push((name.clone(), start, std::mem::take(&mut current)));
+                start = i + 2;
+            } else {
+                current.push_str(line);
+                current.push('\n');
+            }
+        }
+        documents.push((name, start, current));
+    }
+    documents.retain(|(_, _, text)| text.contains("kind: MemoryBenchmark"));
+    documents
+}
+
+/// What `kubectl apply --server-side --dry-run=server` of the document, unedited, answers in
+/// `namespace`: the API server's strict field validation (an unknown or misspelt field is an
+/// error, as kubectl's default makes it), the CRD's schema and its CEL rules.
+async fn server_side_dry_run(client: &Client, namespace: &str, text: &str) -> Result<(), String> {
+    use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+    let mut document: serde_json::Value =
+        serde_saphyr::from_str(text).map_err(|e| format!("is not YAML: {e}"))?;
+    let name = document["metadata"]["name"]
+        .as_str()
+        .ok_or("has no metadata.name")?
+        .to_string();
+    document["metadata"]["namespace"] = namespace.into();
+    let resource = ApiResource::erase::<MemoryBenchmark>(&());
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    let params = PatchParams::apply("membench-examples")
+        .dry_run()
+        .validation_strict();
+    api.patch(&name, &params, &Patch::Apply(&document))
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_example_manifest_passes_the_api_servers_dry_run_unedited() -> anyhow::Result<()> {
+    let harness = Harness::without_operator("adm-examples").await?;
+    let namespace = harness.namespace.name().to_string();
+    let documents = example_documents();
+    // quick.yaml alone holds five; a split that found none would check nothing.
+    anyhow::ensure!(
+        documents.len() >= 20,
+        "only {} MemoryBenchmark documents found in manifests/examples",
+        documents.len()
+    );
+    let mut failures = Vec::new();
+    for (file, line, text) in &documents {
+        if let Err(e) = server_side_dry_run(&harness.client, &namespace, text).await {
+            failures.push(format!("{file}:{line}: refused by the API server: {e}"));
+        }
+    }
+    // The same check sees a misspelt field and a rule broken, naming them: a check that
+    // admitted everything would pass the loop above.
+    let (file, line, quick) = documents
+        .iter()
+        .find(|(file, _, _)| file.ends_with("/quick.yaml"))
+        .context("manifests/examples/quick.yaml")?;
+    for (broken, words) in [
+        (
+            quick.replace("repetitions:", "repetitons:"),
+            ".spec.repetitons: field not declared in schema",
+        ),
+        (
+            quick.replace("repetitions: 3", "repetitions: 0"),
+            "spec.repetitions",
+        ),
+    ] {
+        match server_side_dry_run(&harness.client, &namespace, &broken).await {
+            Ok(()) => failures.push(format!("{file}:{line} made wrong ({words}): admitted")),
+            Err(e) if e.contains(words) => {}
+            Err(e) => failures.push(format!(
+                "{file}:{line} made wrong: refused without naming {words}: {e}"
+            )),
+        }
+    }
+    // A dry run creates nothing.
+    let left = harness.benchmarks().list(&Default::default()).await?;
+    if !left.items.is_empty() {
+        failures.push(format!(
+            "{} benchmarks exist after dry runs",
+            left.items.len()
+        ));
+    }
+    harness.finish().await;
+    anyhow::ensure!(failures.is_empty(), "{}", failures.join("\n"));
+    println!(
+        "{} example documents passed the API server's dry run",
+        documents.len()
+    );
+    Ok(())
+}

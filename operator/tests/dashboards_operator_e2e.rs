@@ -56,7 +56,7 @@ spec:
   # Its snapshot, replica, churn and eviction panels read these phases' figures (the replica
   # runs on the pool's other r7i.4xlarge node).
   peak: {snapshot: {writesPerSecond: 2000}, replica: {writesPerSecond: 2000}}
-  churn: {rounds: 1, deleteShare: 0.5, defrag: true, defragSeconds: 20}
+  churn: {rounds: 1, deleteShare: 0.5, defrag: true, defragSeconds: 5}
   eviction: {maxmemory: 4mb, loadTo: 2}
 ";
 
