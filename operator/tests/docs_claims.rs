@@ -648,17 +648,28 @@ fn benchmarks_named(line: &str) -> Vec<String> {
         })
         .collect();
     let kubectl_flags = ["-n", "--namespace", "-o", "--output", "--context", "-l"];
+    let kinds = ["mb", "memorybenchmark", "memorybenchmarks"];
     let mut names: Vec<String> = Vec::new();
     if words.first().map(String::as_str) == Some("kubectl")
         && words.len() > 2
-        && ["get", "describe", "delete", "edit"].contains(&words[1].as_str())
-        && ["mb", "memorybenchmark", "memorybenchmarks"].contains(&words[2].as_str())
+        && ["get", "describe", "delete", "edit", "wait"].contains(&words[1].as_str())
     {
-        names.extend(
-            positionals(&words[3..], &kubectl_flags)
-                .into_iter()
-                .map(str::to_string),
-        );
+        if kinds.contains(&words[2].as_str()) {
+            names.extend(
+                positionals(&words[3..], &kubectl_flags)
+                    .into_iter()
+                    .map(str::to_string),
+            );
+        } else {
+            // `kubectl wait mb/NAME`: a kind and a name in one word.
+            names.extend(
+                positionals(&words[2..], &kubectl_flags)
+                    .into_iter()
+                    .filter_map(|word| word.split_once('/'))
+                    .filter(|(kind, _)| kinds.contains(kind))
+                    .map(|(_, name)| name.to_string()),
+            );
+        }
     }
     for args in membench_invocations(line) {
         if args.get(1).map(String::as_str) == Some("report") {
@@ -690,10 +701,16 @@ fn every_benchmark_a_code_block_names_is_one_the_example_it_applies_creates() {
                         .collect();
                     let applies = words.first().map(String::as_str) == Some("kubectl")
                         && words.get(1).map(String::as_str) == Some("apply");
+                    // `sed ... manifests/examples/X.yaml | kubectl apply -f -` applies X too.
+                    let piped = words.first().map(String::as_str) == Some("sed")
+                        && words
+                            .windows(3)
+                            .any(|w| w[0] == "kubectl" && w[1] == "apply" && w[2] == "-f");
                     words
                         .windows(2)
                         .filter(|w| {
-                            applies && w[0] == "-f" && w[1].starts_with("manifests/examples/")
+                            (applies && w[0] == "-f" || piped)
+                                && w[1].starts_with("manifests/examples/")
                         })
                         .map(|w| (w[1].clone(), benchmark_names(&w[1])))
                         .collect::<Vec<_>>()
@@ -725,6 +742,10 @@ fn every_benchmark_a_code_block_names_is_one_the_example_it_applies_creates() {
 fn a_benchmark_name_the_example_does_not_create_is_named_with_its_line() {
     assert_eq!(benchmarks_named("kubectl get mb quick -o yaml"), ["quick"]);
     assert_eq!(
+        benchmarks_named("kubectl wait mb/quick --for=jsonpath='{.status.phase}'=Succeeded"),
+        ["quick"]
+    );
+    assert_eq!(
         benchmarks_named("membench report -n default quick-sorted-set --output html > q.html"),
         ["quick-sorted-set"]
     );
@@ -732,4 +753,32 @@ fn a_benchmark_name_the_example_does_not_create_is_named_with_its_line() {
     let names = benchmark_names("manifests/examples/quick.yaml");
     assert!(names.contains(&"quick-sorted-set".to_string()), "{names:?}");
     assert!(!names.contains(&"quick".to_string()), "{names:?}");
+}
+
+/// The first ```sh block after `heading` in `markdown`.
+fn block_after(markdown: &str, heading: &str) -> Option<String> {
+    let mut lines = markdown.lines();
+    lines.by_ref().find(|line| line.trim_end() == heading)?;
+    lines.by_ref().find(|line| line.trim_end() == "```sh")?;
+    let block: Vec<&str> = lines.take_while(|line| line.trim_end() != "```").collect();
+    Some(block.join("\n"))
+}
+
+/// quickstart_e2e.rs runs the book's cluster quickstart on the dev cluster; the README's copy
+/// must be the same commands, or the README's would go unchecked.
+#[test]
+fn the_readmes_cluster_quickstart_is_the_books_that_the_suite_runs() {
+    let root = repo_root();
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    let book = block_after(
+        &read("docs/src/getting-started/cluster.md"),
+        "## Quickstart",
+    )
+    .expect("docs/src/getting-started/cluster.md: a ```sh block under ## Quickstart");
+    let readme = block_after(&read("README.md"), "## Cluster quickstart")
+        .expect("README.md: a ```sh block under ## Cluster quickstart");
+    assert_eq!(
+        readme, book,
+        "README.md's cluster quickstart differs from the book's (docs/src/getting-started/cluster.md, ## Quickstart), which the suite runs"
+    );
 }

@@ -1,0 +1,234 @@
+//! The cluster quickstart as a reader runs it: the commands of the first shell block under
+//! "## Quickstart" in docs/src/getting-started/cluster.md, read from the page (never a copy),
+//! run by bash on the dev cluster: helm installs the chart as the page says (the operator pod
+//! on a node agent's node, watching every namespace), `manifests/examples/quickstart.yaml` is
+//! applied unedited but for the instance type the page's own command takes from the first
+//! node, and the page's `kubectl wait` and `membench report` must succeed. Then the benchmark's
+//! status holds both engines' results, and the operator's `/metrics` serves them.
+//!
+//! The chart's operator watches every namespace, so this file holds one test and leaves nothing
+//! installed: test binaries run one at a time, and the next one meets no second operator.
+//!
+//! Needs the dev cluster, its kubectl and helm (`hack/build-tools.sh`), and the engine store's
+//! Redis 8.2.3 and Valkey 9.1.2 for the node agent.
+
+mod observability;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context as _;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+use membench::crd::{MemoryBenchmark, Phase};
+use membench_devcluster::{DevCluster, EnsureOptions};
+
+use observability::{helm, http_get, repo_root};
+
+const PAGE: &str = "docs/src/getting-started/cluster.md";
+
+/// The lines of the first ```sh block after the heading `## Quickstart`, with the line number
+/// of the block's first line.
+fn quickstart_commands(page: &str) -> anyhow::Result<(usize, String)> {
+    let mut lines = page.lines().enumerate();
+    lines
+        .by_ref()
+        .find(|(_, line)| line.trim_end() == "## Quickstart")
+        .context("no `## Quickstart` heading")?;
+    let (start, _) = lines
+        .by_ref()
+        .find(|(_, line)| line.trim_end() == "```sh")
+        .context("no ```sh block after `## Quickstart`")?;
+    let mut block = String::new();
+    for (_, line) in lines {
+        if line.trim_end() == "```" {
+            return Ok((start + 2, block));
+        }
+        block.push_str(line);
+        block.push('\n');
+    }
+    anyhow::bail!("the block after `## Quickstart` never ends")
+}
+
+/// Takes away what the quickstart installs, ignoring what is not there: the benchmark, the
+/// chart's release, its namespace.
+fn uninstall(kubectl: &Path, helm: &Path, kubeconfig: &Path) {
+    let quiet = |command: &mut Command| {
+        let _ = command
+            .env("KUBECONFIG", kubeconfig)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    };
+    quiet(Command::new(kubectl).args([
+        "delete",
+        "mb",
+        "quickstart",
+        "-n",
+        "default",
+        "--ignore-not-found",
+        "--wait=true",
+        "--timeout=60s",
+    ]));
+    quiet(Command::new(helm).args(["uninstall", "membench", "-n", "membench-system", "--wait"]));
+    quiet(Command::new(kubectl).args([
+        "delete",
+        "namespace",
+        "membench-system",
+        "--ignore-not-found",
+        "--wait=true",
+        "--timeout=120s",
+    ]));
+}
+
+/// Uninstalls on drop, so a failing test leaves no cluster-wide operator behind.
+struct Installed {
+    kubectl: PathBuf,
+    helm: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        uninstall(&self.kubectl, &self.helm, &self.kubeconfig);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cluster_quickstart_runs_as_written_on_the_dev_cluster() -> anyhow::Result<()> {
+    anyhow::ensure!(
+        DevCluster::is_dev_cluster(),
+        "the quickstart installs a cluster-wide operator: only on the dev cluster (unset MEMBENCH_TEST_KUBECONFIG)"
+    );
+    let kubectl = membench_devcluster::tools::kubectl()?;
+    let Some(helm) = helm() else {
+        observability::missing("no helm (hack/build-tools.sh helm)");
+    };
+    let client = DevCluster::ensure().await?;
+    let kubeconfig = DevCluster::kubeconfig_with(&EnsureOptions::default()).await?;
+    // A run killed before its cleanup left it installed: start from nothing.
+    uninstall(&kubectl, &helm, &kubeconfig);
+    let installed = Installed {
+        kubectl: kubectl.clone(),
+        helm: helm.clone(),
+        kubeconfig: kubeconfig.clone(),
+    };
+
+    let page = std::fs::read_to_string(repo_root().join(PAGE))?;
+    let (line, commands) = quickstart_commands(&page)?;
+    anyhow::ensure!(
+        commands.contains("helm install")
+            && commands.contains("manifests/examples/quickstart.yaml"),
+        "{PAGE}:{line}: the quickstart no longer installs the chart and applies quickstart.yaml:\n{commands}"
+    );
+    // The page's commands, in the repository as a reader's checkout, with the dev cluster's
+    // kubectl and helm and this build's membench first on PATH.
+    let membench = PathBuf::from(env!("CARGO_BIN_EXE_membench"));
+    let path = std::env::join_paths(
+        [
+            kubectl.parent().unwrap(),
+            helm.parent().unwrap(),
+            membench.parent().unwrap(),
+        ]
+        .into_iter()
+        .map(Path::to_path_buf)
+        .chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )),
+    )?;
+    let script = format!("set -euo pipefail\n{commands}");
+    let output = Command::new("timeout")
+        .args(["--kill-after=10", "420", "bash", "-c", &script])
+        .current_dir(repo_root())
+        .env("KUBECONFIG", &kubeconfig)
+        .env("PATH", path)
+        .output()?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let benchmarks: Api<MemoryBenchmark> = Api::namespaced(client.clone(), "default");
+    anyhow::ensure!(
+        output.status.success(),
+        "{PAGE}:{line}: the quickstart failed ({}):\n{commands}\nstdout:\n{stdout}\nstderr:\n{stderr}\nthe benchmark: {:#?}",
+        output.status,
+        benchmarks
+            .get_opt("quickstart")
+            .await?
+            .and_then(|b| b.status)
+    );
+
+    // The type the page's command took is the first node's, and the pods ran there.
+    let nodes: Api<Node> = Api::all(client.clone());
+    let first = nodes.list(&ListParams::default()).await?.items;
+    let first_type = first
+        .first()
+        .and_then(|n| n.labels().get("node.kubernetes.io/instance-type").cloned())
+        .context("the first node's instance type")?;
+    let done = benchmarks.get("quickstart").await?;
+    assert_eq!(done.spec.instance_type, first_type);
+    let status = done.status.clone().context("a status")?;
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+    let engines: Vec<&str> = status.engines.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(engines, ["redis-8.2.3", "valkey-9.1.2"], "{status:#?}");
+    for engine in &status.engines {
+        let summary = engine
+            .summary
+            .as_ref()
+            .with_context(|| format!("{}: no summary in {status:#?}", engine.name))?;
+        // 20,000 strings of 100 bytes: each takes more than its value and less than 300 bytes
+        // (the page prints about 170 for both engines).
+        let bytes = summary.bytes_per_item.median;
+        assert!(
+            (100.0..300.0).contains(&bytes),
+            "{}: {bytes} bytes per item",
+            engine.name
+        );
+        assert_eq!(engine.repetitions.len(), 2, "{}", engine.name);
+        // The report the page prints names the engine with its figure.
+        assert!(
+            stdout.contains(&format!("~{bytes:.1}")),
+            "`membench report` does not print {}'s {bytes:.1} bytes per item:\n{stdout}",
+            engine.name
+        );
+    }
+
+    // The operator's metrics serve both engines' results.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "membench-system");
+    let operator = pods
+        .list(&ListParams::default().labels("app.kubernetes.io/name=membench"))
+        .await?
+        .items
+        .into_iter()
+        .find(|p| p.status.as_ref().and_then(|s| s.pod_ip.as_ref()).is_some())
+        .context("the chart's operator pod with an address")?;
+    let ip = operator.status.unwrap().pod_ip.unwrap();
+    let (code, metrics) = http_get(&format!("{ip}:8080"), "/metrics").await?;
+    assert_eq!(code, 200, "{metrics}");
+    for engine in &engines {
+        assert!(
+            metrics
+                .lines()
+                .any(|l| l.starts_with("membench_memory_per_item_median_bytes{")
+                    && l.contains("benchmark=\"quickstart\"")
+                    && l.contains(&format!("entry=\"{engine}\""))),
+            "/metrics has no median bytes per item of {engine} in quickstart:\n{}",
+            metrics
+                .lines()
+                .filter(|l| l.starts_with("membench_memory_per_item"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+    println!(
+        "the quickstart of {PAGE}:{line} ran as written on {first_type}: {engines:?} Succeeded"
+    );
+    drop(installed);
+    // Nothing is left: the next test binary meets no cluster-wide operator.
+    let left = pods.list(&ListParams::default()).await?.items;
+    anyhow::ensure!(
+        left.is_empty(),
+        "pods left in membench-system: {:?}",
+        left.iter().map(|p| p.name_any()).collect::<Vec<_>>()
+    );
+    Ok(())
+}
