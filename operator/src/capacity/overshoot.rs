@@ -62,6 +62,7 @@ mod tests {
             churn_factor: None,
             eviction_overshoot_ratio: None,
             snapshot_peak_ratio: None,
+            planned_peak_ratio: None,
         }
     }
 
