@@ -14,6 +14,8 @@
 //! - [`measurement`]: a run's result (a local report, a status) read as the model's input;
 //! - [`recommend`]: the maxmemory and container memory limit to deploy, the limit a sum of
 //!   named terms, each measured or a default;
+//! - [`given_limit`]: a memory limit the user gives a saved result's plan, refused below what
+//!   the engine holds with no data;
 //! - [`status`]: the plan from and for a benchmark's status (`status.capacity`).
 //!
 //! `membench run` (a spec with `capacity`), `membench capacity RESULT.json` and the operator all
@@ -28,6 +30,7 @@
 //! threshold of the type, `instance_types`) and how full the node would be.
 
 pub mod dash_table;
+pub mod given_limit;
 pub mod instance_types;
 pub mod measurement;
 pub mod overshoot;
