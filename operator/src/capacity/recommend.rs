@@ -381,8 +381,15 @@ pub fn recommend(
                 bytes: (share * maxmemory as f64).ceil() as u64,
                 source: TermSource::Measured,
                 note: Some(format!(
-                    "used_memory went {:.4}% past maxmemory under eviction (spec.eviction)",
-                    share * 100.0
+                    "used_memory went {:.4}% past maxmemory under eviction (spec.eviction){}",
+                    share * 100.0,
+                    if peak.sampled {
+                        // The engine's used_memory_peak cannot be reset: when an earlier load
+                        // set it higher, only the readings between batches are left.
+                        ": the peak is the highest reading between batches of writes (taken after the engine's eviction), not the engine's own used_memory_peak, which an earlier load had set higher; it may miss a transient above them"
+                    } else {
+                        ""
+                    }
                 )),
             });
         }
@@ -562,6 +569,7 @@ mod tests {
         m.eviction = Some(EvictionPeak {
             limit: 100 << 20,
             peak_used_memory: (101 << 20),
+            sampled: false,
         });
         let as_measured = TermDefaults {
             save_length_factor: 1,

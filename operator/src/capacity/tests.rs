@@ -82,6 +82,7 @@ fn a_run_with_an_eviction_peak_gives_the_engine_room_for_its_overshoot_and_says_
     m.eviction = Some(measurement::EvictionPeak {
         limit: 100 << 20,
         peak_used_memory: 103 << 20,
+        sampled: false,
     });
     let e = plan_engine(&m, &request(100_000_000, None)).unwrap();
     assert_eq!(e.projected_used_memory, plain.projected_used_memory);
@@ -187,6 +188,7 @@ fn a_forking_engine_with_a_short_save_gets_a_node_that_holds_its_recommended_pea
         m.eviction = Some(measurement::EvictionPeak {
             limit: 100 << 20,
             peak_used_memory: 101 << 20,
+            sampled: false,
         });
         let e = plan_engine(&m, &request(items, None)).unwrap();
         let recommended = e.recommended.as_ref().unwrap();
@@ -394,5 +396,56 @@ fn an_engine_whose_keyspace_is_a_table_per_thread_says_its_thread_count_is_missi
             .all(|n| !n.contains("thread count")),
         "{:?}",
         redis.projection.notes
+    );
+}
+
+/// The recommended-limits run (docs/results/capacity/), whose eviction peaks were sampled:
+/// each engine's report as `membench run` wrote it.
+fn recommended_run_reports() -> Vec<crate::client::measure::BenchmarkReport> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/results/capacity/recommended-500k-10000.json"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    serde_json::from_value(json["engines"].clone()).unwrap()
+}
+
+#[test]
+fn a_sampled_eviction_peak_is_said_in_its_term_which_stays_measured() {
+    let mut reports = recommended_run_reports();
+    let valkey = reports
+        .iter_mut()
+        .find(|r| r.engine.name == "valkey")
+        .unwrap();
+    let eviction_term = |report: &crate::client::measure::BenchmarkReport| {
+        let m = EngineMeasurement::from_report(report).unwrap();
+        let r = recommend::recommend(&m, 600 << 20, &Default::default());
+        r.terms
+            .into_iter()
+            .find(|t| t.name == "eviction_overshoot")
+            .unwrap()
+    };
+    let eviction = valkey.repetitions[0].eviction.as_ref().unwrap();
+    assert_eq!(eviction.peak_source, "sampled");
+    let sampled = eviction_term(valkey);
+    assert_eq!(sampled.source, recommend::TermSource::Measured);
+    let note = sampled.note.unwrap();
+    assert!(
+        note.contains("the peak is the highest reading between batches of writes")
+            && note.contains("may miss a transient"),
+        "{note}"
+    );
+    // The engine's own peak: nothing to warn of.
+    valkey.repetitions[0].eviction.as_mut().unwrap().peak_source = "engine".into();
+    let from_engine = eviction_term(valkey);
+    assert_eq!(from_engine.source, recommend::TermSource::Measured);
+    assert!(
+        !from_engine
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("between batches"),
+        "{from_engine:?}"
     );
 }
