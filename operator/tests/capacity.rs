@@ -685,3 +685,106 @@ fn the_recommended_limit_is_the_sum_of_terms_measured_by_the_run_and_names_what_
         "membench capacity on the saved result gives the same recommendation"
     );
 }
+
+/// `membench capacity --memory-limit` on a saved run: a limit below what an engine holds with
+/// no data (the empty server's RSS this run measured, or Dragonfly's least start limit) is
+/// refused, naming the limit and that figure; one at or above both is compared with the
+/// recommended limit instead.
+#[test]
+fn a_memory_limit_below_an_engines_empty_rss_is_refused_naming_both_figures() {
+    let text = spec(
+        "capacity-given-limit",
+        &[
+            "{engine: valkey, version: \"9.1\"}",
+            "{engine: dragonfly, version: \"1.40\"}",
+        ],
+        "    strings: {keys: 20000, valueSize: 100}",
+        1,
+        SETTLE_SECONDS,
+        100_000,
+    );
+    let (json, _) = run("capacity-given-limit", &text, 100_000);
+    let empty: Vec<u64> = json["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            e["repetitions"][0]["baseline_used_memory_rss"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert!(empty.iter().all(|b| *b > 1 << 20), "{empty:?}");
+    let saved = scratch().join("capacity-given-limit.json");
+    let capacity = |limit: &str| {
+        membench(&[
+            "capacity",
+            saved.to_str().unwrap(),
+            "--items",
+            "100000",
+            "--memory-limit",
+            limit,
+            "--output",
+            "json",
+        ])
+    };
+    // One byte under Valkey's empty RSS: both engines refused, each naming its own figure.
+    let under = (empty[0] - 1).to_string();
+    let out = capacity(&under);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing is planned on a refused limit"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "error: --memory-limit {under} ({under} bytes) is below what valkey-9.1 holds with no data: its empty RSS is {} bytes",
+            empty[0]
+        )) && stderr.contains("give at least its recommended memory limit at --items, "),
+        "{stderr}"
+    );
+    let threads = json["engines"][1]["engine"]["threads"].as_u64().unwrap() as u32;
+    let least = membench::crd::dragonfly_memory::minimum_limit(threads);
+    assert!(
+        stderr.contains(&format!(
+            "below what dragonfly-1.40 holds with no data: its empty RSS is {} bytes",
+            empty[1]
+        )) && stderr.contains(&format!("it starts only under a limit of {least} bytes")),
+        "{stderr}"
+    );
+    // At Valkey's empty RSS: Valkey passes, Dragonfly (below its start limit) alone is refused.
+    let out = capacity(&empty[0].to_string());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        !stderr.contains("valkey-9.1") && stderr.contains("dragonfly-1.40"),
+        "{stderr}"
+    );
+    // At Dragonfly's start limit both pass, and each recommendation says how the limit compares.
+    let out = capacity(&least.to_string());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let planned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for engine in planned["engines"].as_array().unwrap() {
+        let r = &engine["capacity"]["recommended"];
+        let wanted = r["memory_limit_bytes"].as_u64().unwrap();
+        let said = if least >= wanted {
+            "holds the recommended limit"
+        } else {
+            "short of the recommended limit"
+        };
+        assert!(
+            r["notes"].as_array().unwrap().iter().any(|n| n
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("--memory-limit {least} ("))
+                && n.as_str().unwrap().contains(said)),
+            "{}: {r}",
+            engine["name"]
+        );
+    }
+}

@@ -59,17 +59,32 @@ pub struct PeakWrites {
 pub struct EvictionPeak {
     pub limit: u64,
     pub peak_used_memory: u64,
+    /// The peak is the highest of the readings between batches (`peak_source: sampled`), taken
+    /// after the engine's eviction, not the engine's own used_memory_peak: it can miss a
+    /// transient above them.
+    pub sampled: bool,
 }
 
 impl EvictionPeak {
-    /// From a result's `peak_used_memory` and `overshoot_bytes` (peak - limit).
+    /// From a result's `peak_used_memory` and `overshoot_bytes` (peak - limit), with the peak
+    /// taken as the engine's own.
     pub fn of(peak_used_memory: u64, overshoot_bytes: i64) -> Option<Self> {
         let limit = i128::from(peak_used_memory) - i128::from(overshoot_bytes);
         let limit = u64::try_from(limit).ok().filter(|l| *l > 0)?;
         Some(Self {
             limit,
             peak_used_memory,
+            sampled: false,
         })
+    }
+
+    /// The same, with the result's `peak_source` (`engine` or `sampled`: the words the
+    /// result and the status write, `EvictionStatus::peak_source`).
+    pub fn with_source(self, peak_source: &str) -> Self {
+        Self {
+            sampled: peak_source == "sampled",
+            ..self
+        }
     }
 
     /// peak_used_memory / limit.
@@ -413,10 +428,10 @@ impl EngineMeasurement {
                         .as_ref()
                         .map(|s| (s.used_memory, s.used_memory_rss)),
                     churned_rss: r.churn.as_ref().and_then(|c| c.churned_rss()),
-                    eviction: r
-                        .eviction
-                        .as_ref()
-                        .and_then(|e| EvictionPeak::of(e.peak_used_memory, e.overshoot_bytes)),
+                    eviction: r.eviction.as_ref().and_then(|e| {
+                        EvictionPeak::of(e.peak_used_memory, e.overshoot_bytes)
+                            .map(|p| p.with_source(&e.peak_source))
+                    }),
                     snapshot: r.peak.as_ref().and_then(|p| {
                         SnapshotPeak::of_peak(&crate::crd::PeakStatus {
                             snapshot: p.snapshot.as_ref().map(Into::into),
@@ -453,10 +468,10 @@ impl EngineMeasurement {
                     baseline_used_memory_rss: r.baseline_used_memory_rss,
                     settled: r.settled_used_memory.zip(r.settled_used_memory_rss),
                     churned_rss: r.churn.as_ref().and_then(|c| c.churned_rss()),
-                    eviction: r
-                        .eviction
-                        .as_ref()
-                        .and_then(|e| EvictionPeak::of(e.peak_used_memory, e.overshoot_bytes)),
+                    eviction: r.eviction.as_ref().and_then(|e| {
+                        EvictionPeak::of(e.peak_used_memory, e.overshoot_bytes)
+                            .map(|p| p.with_source(&e.peak_source))
+                    }),
                     snapshot: r.peak.as_ref().and_then(SnapshotPeak::of_peak),
                 })
                 .collect::<Vec<_>>(),

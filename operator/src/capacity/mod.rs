@@ -9,10 +9,13 @@
 //! - [`rss`]: the RSS at N, from the data's settled growth or the run's ratio, raised by a
 //!   churn's factor;
 //! - [`overshoot`]: room in that RSS for a load past maxmemory's peak above it;
-//! - [`peak`]: that RSS raised by a snapshot's peak under writes over the steady memory;
+//! - [`peak`]: that RSS raised by a snapshot's peak under writes over the steady memory, a
+//!   forking engine's copy planned for a longer save than the measured one;
 //! - [`measurement`]: a run's result (a local report, a status) read as the model's input;
 //! - [`recommend`]: the maxmemory and container memory limit to deploy, the limit a sum of
 //!   named terms, each measured or a default;
+//! - [`given_limit`]: a memory limit the user gives a saved result's plan, refused below what
+//!   the engine holds with no data;
 //! - [`status`]: the plan from and for a benchmark's status (`status.capacity`).
 //!
 //! `membench run` (a spec with `capacity`), `membench capacity RESULT.json` and the operator all
@@ -20,12 +23,14 @@
 //!
 //! Per engine: the projected used_memory at N (and its band), the projected RSS (from the RSS
 //! the data's growth added in a settled first repetition, else the run's own fragmentation
-//! ratio, used_memory_rss / used_memory; never below used_memory), the memory given to the engine (the
-//! band's top RSS over 1 - headroom, or raised by a measured snapshot peak in its place), and per instance type the memory the node needs (that,
-//! plus kube-reserved and the eviction threshold of the type, `instance_types`) and how full
-//! the node would be.
+//! ratio, used_memory_rss / used_memory; never below used_memory), the memory given to the
+//! engine (the band's top RSS over 1 - headroom, or raised by a measured snapshot peak in its
+//! place, with the same copy the recommended limit plans: `peak::planned_copy`), and per
+//! instance type the memory the node needs (that, plus kube-reserved and the eviction
+//! threshold of the type, `instance_types`) and how full the node would be.
 
 pub mod dash_table;
+pub mod given_limit;
 pub mod instance_types;
 pub mod measurement;
 pub mod overshoot;
@@ -189,9 +194,15 @@ pub struct EngineCapacity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eviction_overshoot_ratio: Option<f64>,
     /// peak / steady memory of a snapshot saved under the run's writes (`spec.peak.snapshot`),
-    /// the highest of its repetitions: projected_rss is raised by it.
+    /// the highest of its repetitions, as measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_peak_ratio: Option<f64>,
+    /// What projected_rss was raised by for that peak: for a forking engine, its copy raised to
+    /// what a save `spec.capacity.defaults.saveLengthFactor` times as long copies, as the
+    /// recommended limit's `copy_on_write` term is (`peak::planned_copy`); a save without a
+    /// fork as measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_peak_ratio: Option<f64>,
     /// The memory to give the engine: the band's top RSS (by `rss_basis`, never below its
     /// used_memory) over 1 - headroom, or raised by the snapshot's peak in its place
     /// (`headroom_basis`).
@@ -360,14 +371,22 @@ pub fn plan_engine(
         );
     }
     let ratio = measurement.fragmentation_ratio.unwrap_or(1.0);
-    let rss = peak::make_room(
-        overshoot::make_room(
-            rss::project(measurement, projection.used_memory, projection.high),
-            measurement.eviction.as_ref(),
-            projection.used_memory,
-            projection.high,
+    // The engine may fill the maxmemory it is recommended (the projected used_memory rounded
+    // up to a MiB), which can lie above a narrow band's top: the node holds that much at least.
+    let top = projection
+        .high
+        .max(recommend::data_maxmemory(projection.used_memory));
+    // The save's copy is planned on the steady RSS and the overshoot added beside it, as the
+    // recommended limit's terms are, so the node holds the peak that limit is for.
+    let rss = overshoot::make_room(
+        peak::make_room(
+            rss::project(measurement, projection.used_memory, top),
+            measurement.snapshot.as_ref(),
+            peak::SaveCopyPlan::of(&measurement.engine, request.defaults.save_length_factor),
         ),
-        measurement.snapshot.as_ref(),
+        measurement.eviction.as_ref(),
+        projection.used_memory,
+        top,
     );
     let (engine_memory, headroom_basis) = peak::engine_memory(&rss, request.headroom_percent);
     let fits: Vec<InstanceFit> = request
@@ -405,6 +424,7 @@ pub fn plan_engine(
         rss_note: rss.note,
         eviction_overshoot_ratio: rss.eviction_overshoot_ratio,
         snapshot_peak_ratio: rss.snapshot_peak_ratio,
+        planned_peak_ratio: rss.planned_peak_ratio,
         engine_memory,
         headroom_basis,
         required_node_memory,

@@ -62,6 +62,7 @@ mod tests {
             churn_factor: None,
             eviction_overshoot_ratio: None,
             snapshot_peak_ratio: None,
+            planned_peak_ratio: None,
         }
     }
 
@@ -71,6 +72,7 @@ mod tests {
         let peak = EvictionPeak {
             limit: 100 << 20,
             peak_used_memory: 105 << 20,
+            sampled: false,
         };
         let raised = make_room(projection(), Some(&peak), 100_000_000, 110_000_000);
         assert_eq!(raised.eviction_overshoot_ratio, Some(1.05));
@@ -103,6 +105,7 @@ mod tests {
         let under = EvictionPeak {
             limit: 100 << 20,
             peak_used_memory: 99 << 20,
+            sampled: false,
         };
         let same = make_room(projection(), Some(&under), 100_000_000, 110_000_000);
         assert_eq!((same.rss, same.rss_high), (120_000_000, 130_000_000));

@@ -26,7 +26,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::measurement::{EngineMeasurement, PeakPhase};
-use super::rss;
+use super::{peak, rss};
 use crate::crd::{EngineKind, dragonfly_memory};
 
 const MIB: u64 = 1 << 20;
@@ -38,7 +38,7 @@ pub struct TermDefaults {
     /// measured, in percent (100: every page written during the save, the worst case).
     pub copy_on_write_percent: u32,
     /// How many times longer than the measured save (or sync) a deployed one may last: the
-    /// measured copy is raised to what a save that long copies (see [`longer_save_copy`]).
+    /// measured copy is raised to what a save that long copies (see [`peak::longer_save_copy`]).
     pub save_length_factor: u32,
     /// `repl-backlog-size`; None: the engine's own default.
     pub replication_backlog_bytes: Option<u64>,
@@ -182,6 +182,12 @@ fn round_up_mib(bytes: u64) -> u64 {
     bytes.div_ceil(MIB).saturating_mul(MIB)
 }
 
+/// The maxmemory recommended for `used_memory` of data: that, rounded up to a MiB (before an
+/// engine's start minimum raises it).
+pub fn data_maxmemory(used_memory: u64) -> u64 {
+    round_up_mib(used_memory)
+}
+
 /// The recommended settings for `measurement` at `used_memory` (the projected used_memory at
 /// the planned size).
 pub fn recommend(
@@ -190,7 +196,7 @@ pub fn recommend(
     defaults: &TermDefaults,
 ) -> Recommended {
     let can = EngineKind::capabilities_of(&measurement.engine);
-    let maxmemory = round_up_mib(used_memory);
+    let maxmemory = data_maxmemory(used_memory);
     let mut notes = Vec::new();
     let mut terms = Vec::new();
 
@@ -222,7 +228,8 @@ pub fn recommend(
     // multiplies has that too, or the limit would fall short of the peak.
     let held_above = measurement
         .snapshot
-        .and_then(|p| p.held_above_rss)
+        .as_ref()
+        .map(peak::held_above_rss)
         .filter(|b| *b > 0);
     let steady_rss = steady.rss + held_above.unwrap_or(0);
     let data_rss = steady_rss.saturating_sub(empty_bytes);
@@ -257,14 +264,15 @@ pub fn recommend(
     let mut replica_measured = false;
     match &measurement.snapshot {
         Some(peak) => {
-            let measured = ((peak.ratio - 1.0).max(0.0) * steady_rss as f64).ceil() as u64;
+            let measured = peak::measured_copy(peak, steady_rss);
             // A forking engine's copy grows with the save's length; a save without a fork
-            // copies nothing, and its peak is taken as measured.
-            let bytes = if can.forks_to_save {
-                longer_save_copy(measured, steady_rss, defaults.save_length_factor)
-            } else {
-                measured
-            };
+            // copies nothing, and its peak is taken as measured. The node's sizing plans the
+            // same copy (`peak::make_room`).
+            let bytes = peak::planned_copy(
+                peak,
+                steady_rss,
+                peak::SaveCopyPlan::of(&measurement.engine, defaults.save_length_factor),
+            );
             replica_measured = peak.phase == PeakPhase::Replica;
             let rate = peak.writes.map(|w| w.reached);
             writes_per_sec = rate;
@@ -373,8 +381,15 @@ pub fn recommend(
                 bytes: (share * maxmemory as f64).ceil() as u64,
                 source: TermSource::Measured,
                 note: Some(format!(
-                    "used_memory went {:.4}% past maxmemory under eviction (spec.eviction)",
-                    share * 100.0
+                    "used_memory went {:.4}% past maxmemory under eviction (spec.eviction){}",
+                    share * 100.0,
+                    if peak.sampled {
+                        // The engine's used_memory_peak cannot be reset: when an earlier load
+                        // set it higher, only the readings between batches are left.
+                        ": the peak is the highest reading between batches of writes (taken after the engine's eviction), not the engine's own used_memory_peak, which an earlier load had set higher; it may miss a transient above them"
+                    } else {
+                        ""
+                    }
                 )),
             });
         }
@@ -462,22 +477,6 @@ pub fn recommend(
         notes,
         config,
     }
-}
-
-/// What a save `factor` times as long as the measured one copies, from the measured copy
-/// (`copied` of `steady` bytes). Writes land on pages at random, so the share of pages a save
-/// has not yet copied falls geometrically with the writes it lasts through: a share `f`
-/// copied by the measured save leaves `(1 - f)^factor` uncopied after one `factor` times as
-/// long. Never more than the whole of `steady`, never less than what was measured.
-pub fn longer_save_copy(copied: u64, steady: u64, factor: u32) -> u64 {
-    if steady == 0 || factor <= 1 {
-        return copied;
-    }
-    let share = (copied as f64 / steady as f64).min(1.0);
-    let longer = 1.0 - (1.0 - share).powi(factor as i32);
-    ((longer * steady as f64).ceil() as u64)
-        .min(steady)
-        .max(copied)
 }
 
 #[cfg(test)]
@@ -570,6 +569,7 @@ mod tests {
         m.eviction = Some(EvictionPeak {
             limit: 100 << 20,
             peak_used_memory: (101 << 20),
+            sampled: false,
         });
         let as_measured = TermDefaults {
             save_length_factor: 1,
@@ -719,21 +719,6 @@ mod tests {
         // Redis and Valkey have no such floor.
         let valkey = recommend(&valkey(), 94_000_000, &TermDefaults::default());
         assert_eq!(valkey.maxmemory_bytes, 90 * MIB);
-    }
-
-    #[test]
-    fn a_longer_save_copies_the_pages_left_geometrically_up_to_the_whole_and_never_less_than_measured()
-     {
-        // 40% copied: a save twice as long leaves 0.6^2 uncopied, three times 0.6^3.
-        assert_eq!(longer_save_copy(400, 1000, 2), 640);
-        assert_eq!(longer_save_copy(400, 1000, 3), 784);
-        // As measured at 1, and at any factor when nothing or everything was copied.
-        assert_eq!(longer_save_copy(400, 1000, 1), 400);
-        assert_eq!(longer_save_copy(0, 1000, 3), 0);
-        assert_eq!(longer_save_copy(1000, 1000, 3), 1000);
-        // A copy measured above the steady memory (new pages beside the copy) is kept whole.
-        assert_eq!(longer_save_copy(1200, 1000, 3), 1200);
-        assert_eq!(longer_save_copy(5, 0, 3), 5);
     }
 
     #[test]

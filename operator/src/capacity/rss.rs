@@ -44,6 +44,9 @@ pub struct RssProjection {
     /// The factor a snapshot saved under writes raised the figures by (`spec.peak.snapshot`,
     /// `super::peak`).
     pub snapshot_peak_ratio: Option<f64>,
+    /// The figures at the peak over before it, as planned: `snapshot_peak_ratio` with a
+    /// forking engine's copy raised to a longer save (`super::peak::planned_copy`).
+    pub planned_peak_ratio: Option<f64>,
 }
 
 impl RssProjection {
@@ -147,6 +150,7 @@ fn project_fresh(measurement: &EngineMeasurement, used: u64, high: u64) -> RssPr
                 churn_factor: None,
                 eviction_overshoot_ratio: None,
                 snapshot_peak_ratio: None,
+                planned_peak_ratio: None,
             }
         }
         Err(why) => {
@@ -166,6 +170,7 @@ fn project_fresh(measurement: &EngineMeasurement, used: u64, high: u64) -> RssPr
                 churn_factor: None,
                 eviction_overshoot_ratio: None,
                 snapshot_peak_ratio: None,
+                planned_peak_ratio: None,
             }
         }
     }

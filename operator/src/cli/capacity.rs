@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use membench::capacity::recommend::TermDefaults;
-use membench::capacity::{CapacityPlan, CapacityRequest, Prices, plan_reports};
+use membench::capacity::{
+    CapacityPlan, CapacityRequest, EngineMeasurement, Prices, given_limit, plan_reports,
+};
 use membench::client::measure::BenchmarkReport;
 use membench::crd::InstanceFamily;
 use membench::report::capacity::{
@@ -56,6 +58,20 @@ pub struct CapacityArgs {
     /// Clients' query and reply buffers, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
     client_buffers_bytes: u64,
+    /// A container memory limit to check, as a Kubernetes quantity (`512Mi`, `2Gi`) or bytes:
+    /// refused below what an engine holds with no data (its measured empty RSS, or the least
+    /// limit it starts under), else compared with each engine's recommended limit in its notes.
+    #[arg(long, value_name = "QUANTITY", value_parser = parse_memory_limit)]
+    memory_limit: Option<(String, u64)>,
+}
+
+fn parse_memory_limit(quantity: &str) -> Result<(String, u64), String> {
+    match membench::validation::parse_memory_quantity(quantity) {
+        Some(bytes) if bytes > 0 => Ok((quantity.to_string(), bytes)),
+        _ => Err(format!(
+            "'{quantity}' is not a memory limit: give a Kubernetes quantity such as 512Mi or 2Gi, or bytes"
+        )),
+    }
 }
 
 impl CapacityArgs {
@@ -171,9 +187,8 @@ pub fn run_capacity(args: CapacityArgs) -> ExitCode {
         Ok(c) => c,
         Err(message) => return usage_error(&message),
     };
-    let mut json = Vec::new();
-    let mut failed = false;
-    for mut comparison in comparisons {
+    let mut planned = Vec::new();
+    for comparison in comparisons {
         let types: Vec<&str> = comparison
             .instance_type
             .as_deref()
@@ -197,6 +212,21 @@ pub fn run_capacity(args: CapacityArgs) -> ExitCode {
             defaults: args.term_defaults(),
         };
         let plan = plan_reports(&comparison.reports, &request);
+        planned.push((comparison, plan));
+    }
+    if let Some((given, limit)) = &args.memory_limit {
+        // Every engine of every benchmark is checked before anything is printed.
+        let mut refused = Vec::new();
+        for (comparison, plan) in &mut planned {
+            check_memory_limit(given, *limit, &comparison.reports, plan, &mut refused);
+        }
+        if !refused.is_empty() {
+            return usage_error(&refused.join("\nerror: "));
+        }
+    }
+    let mut json = Vec::new();
+    let mut failed = false;
+    for (mut comparison, plan) in planned {
         failed |= !plan.not_projected.is_empty();
         for missing in &plan.not_projected {
             eprintln!("error: {}: not projected: {}", missing.name, missing.reason);
@@ -236,5 +266,34 @@ pub fn run_capacity(args: CapacityArgs) -> ExitCode {
         ExitStatus::Failed.into()
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Checks `limit` against each engine of `reports`: a refusal in `refused` when it is below
+/// what the engine holds with no data, else a note of how it compares with the recommended
+/// limit.
+fn check_memory_limit(
+    given: &str,
+    limit: u64,
+    reports: &[BenchmarkReport],
+    plan: &mut CapacityPlan,
+    refused: &mut Vec<String>,
+) {
+    // An engine the plan could not project is named in its not_projected.
+    for measurement in reports
+        .iter()
+        .filter_map(|r| EngineMeasurement::from_report(r).ok())
+    {
+        let engine = plan.engines.iter_mut().find(|e| e.name == measurement.name);
+        let recommended = engine.and_then(|e| e.recommended.as_mut());
+        match given_limit::check(given, limit, &measurement, recommended.as_deref()) {
+            Ok(()) => {
+                if let Some(r) = recommended {
+                    let note = given_limit::compared(given, limit, r);
+                    r.notes.push(note);
+                }
+            }
+            Err(message) => refused.push(message),
+        }
     }
 }

@@ -137,12 +137,14 @@ pub struct EngineCapacityStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eviction_overshoot_ratio: Option<f64>,
     /// Peak over steady memory of a snapshot saved under the run's writes
-    /// (`spec.peak.snapshot`), the highest of its repetitions: projectedRss is raised by it,
-    /// since the node holds the engine and the pages its fork copied at once.
+    /// (`spec.peak.snapshot`), the highest of its repetitions, as measured: projectedRss is
+    /// raised for it, since the node holds the engine and the pages its fork copied at once; a
+    /// forking engine's copy raised to a save spec.capacity.defaults.saveLengthFactor times as
+    /// long, as the recommended limit's copy_on_write term is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_peak_ratio: Option<f64>,
     /// What the memory given to the engine holds beyond its projected RSS: `headroom-percent`
-    /// (RSS / (1 - headroomPercent/100)) or `snapshot-peak` (the RSS raised by
+    /// (RSS / (1 - headroomPercent/100)) or `snapshot-peak` (the RSS raised for
     /// snapshotPeakRatio, with no headroom percent on top).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub headroom_basis: String,

@@ -192,11 +192,16 @@ pub fn capacity_footer(plan: &CapacityPlan) -> String {
     for engine in &plan.engines {
         lines.push(rss_line(engine));
         if engine.headroom_basis == HeadroomBasis::SnapshotPeak {
+            let measured = engine.snapshot_peak_ratio.unwrap_or(1.0);
+            let peak = match engine.planned_peak_ratio {
+                Some(planned) if planned - measured >= 0.0005 => format!(
+                    "the RSS at the snapshot's peak, measured {measured:.3}x and planned {planned:.3}x for a longer save (the recommended limit's copy_on_write)"
+                ),
+                _ => format!("the RSS at the snapshot's measured peak ({measured:.3}x)"),
+            };
             lines.push(format!(
-                "engine memory: {}: the RSS at the snapshot's measured peak ({:.3}x), in place of the {}% headroom",
-                engine.name,
-                engine.snapshot_peak_ratio.unwrap_or(1.0),
-                plan.headroom_percent
+                "engine memory: {}: {peak}, in place of the {}% headroom",
+                engine.name, plan.headroom_percent
             ));
         }
         for note in &engine.projection.notes {
@@ -233,6 +238,15 @@ mod tests {
         assert!(
             footer.contains(
                 "engine memory: dragonfly: the RSS at the snapshot's measured peak (1.004x), in place of the 25% headroom"
+            ),
+            "{footer}"
+        );
+        // A forking engine's short save (1.2x) is planned for one three times as long.
+        let plan = crate::capacity::tests::plan_with_snapshot_peak("valkey", 1.2);
+        let footer = capacity_footer(&plan);
+        assert!(
+            footer.contains(
+                "engine memory: valkey: the RSS at the snapshot's peak, measured 1.200x and planned 1.488x for a longer save (the recommended limit's copy_on_write), in place of the 25% headroom"
             ),
             "{footer}"
         );
