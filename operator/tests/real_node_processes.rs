@@ -117,7 +117,7 @@ async fn an_engine_killed_on_the_real_node_fails_as_crashed_not_oom_killed_keepi
     let done = harness.finished("kill", Duration::from_secs(120)).await?;
     let first = engine(&done, 0);
     assert_eq!(
-        first.reason.map(|r| r.as_str()),
+        first.reason.as_ref().map(|r| r.as_str()),
         Some("EngineCrashed"),
         "{}",
         status_of(&done)

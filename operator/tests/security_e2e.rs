@@ -390,7 +390,9 @@ async fn a_missing_password_secret_is_named_while_waited_for_and_the_run_goes_on
                 b.status
                     .as_ref()
                     .and_then(|s| s.engines.first())
-                    .is_some_and(|e| e.reason.map(|r| r.as_str()) == Some("WaitingForConfig"))
+                    .is_some_and(|e| {
+                        e.reason.as_ref().map(|r| r.as_str()) == Some("WaitingForConfig")
+                    })
             },
         )
         .await?;

@@ -228,16 +228,19 @@ pub struct Progress {
 pub struct EngineStatus {
     /// The entry's name (`spec.engines[].name`, or `<engine>-<version>`).
     pub name: String,
-    /// `redis`, `valkey` or `dragonfly` (`Unknown`: a kind this release does not know).
+    /// The engine.
+    #[schemars(transform = crate::words::name_known_words::<StatusEngineKind>)]
     pub engine: StatusEngineKind,
     /// The version asked for in the spec.
     pub requested_version: String,
-    /// `Pending`, `Running`, `Succeeded` or `Failed` (`Unknown`: a state this release does not
-    /// know).
+    /// Where the engine entry stands.
+    #[schemars(transform = crate::words::name_known_words::<EngineState>)]
     pub state: EngineState,
     /// Why the engine failed or waits, as a CamelCase reason (for example `Unschedulable`,
-    /// `ImagePullFailed`, `EngineOOMKilled`, `ClientFailed`, `Timeout`).
+    /// `ImagePullFailed`, `EngineOOMKilled`, `ClientFailed`, `Timeout`); the book's status page
+    /// says what each means.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::words::name_known_words::<ConditionReason>)]
     pub reason: Option<ConditionReason>,
     /// Why the engine failed or waits, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -91,7 +91,7 @@ pub fn comparison(benchmark: &MemoryBenchmark) -> BenchmarkComparison {
 fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> ComparisonRow {
     let summary = engine.summary.as_ref();
     let measured = engine.repetitions.len() as u32;
-    let note = match (engine.state, summary) {
+    let note = match (&engine.state, summary) {
         (EngineState::Succeeded, Some(s)) if s.unstable => Some(format!(
             "repetitions disagree: bytes/item CV {:.1}%, items/s CV {:.1}%",
             s.bytes_per_item.cv * 100.0,
@@ -100,13 +100,17 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         (EngineState::Succeeded, _) => None,
         (EngineState::Failed, Some(_)) => Some(format!(
             "{} after {measured} of {requested} repetitions: {}",
-            engine.reason.map_or("Failed", ConditionReason::as_str),
+            engine
+                .reason
+                .as_ref()
+                .map_or("Failed", ConditionReason::as_str),
             engine.message.clone().unwrap_or_default()
         )),
         (state, _) => Some(format!(
             "{}: {}",
             engine
                 .reason
+                .as_ref()
                 .map_or(state.as_str(), ConditionReason::as_str),
             engine.message.clone().unwrap_or_default()
         )),
