@@ -40,7 +40,7 @@ async fn the_operator_killed_mid_run_again_and_again_measures_every_engine_exact
         tokio::time::sleep(Duration::from_millis(2500 + 700 * (kills % 3))).await;
         let benchmark = harness.benchmarks().get("restarts").await?;
         if matches!(
-            benchmark.status.as_ref().and_then(|s| s.phase),
+            benchmark.status.as_ref().and_then(|s| s.phase.clone()),
             Some(Phase::Succeeded | Phase::Failed)
         ) {
             break benchmark;

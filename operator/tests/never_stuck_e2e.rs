@@ -91,7 +91,7 @@ async fn a_readiness_blip_after_the_engine_ran_for_a_while_is_not_a_startup_time
                 .is_some_and(|m| m.contains("fails its readiness probe"))
                 || b.status
                     .as_ref()
-                    .and_then(|s| s.phase)
+                    .and_then(|s| s.phase.clone())
                     .is_some_and(|p| p != Phase::Running)
         })
         .await;
@@ -255,7 +255,7 @@ async fn benchmarks_wanting_a_busy_node_queue_first_come_first_served_past_the_s
     harness
         .wait_for("first", Duration::from_secs(60), "queued", |b| {
             engine(b, 0).message.as_deref() == Some(first_waits)
-                || b.status.as_ref().and_then(|s| s.phase) == Some(Phase::Failed)
+                || b.status.as_ref().and_then(|s| s.phase.clone()) == Some(Phase::Failed)
         })
         .await?;
     harness.create(&spec("second", &body)).await?;

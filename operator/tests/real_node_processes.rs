@@ -80,7 +80,7 @@ async fn the_engine_password_is_in_no_process_arguments_and_the_client_runs_as_6
 
     let done = harness.finished("procs", Duration::from_secs(180)).await?;
     assert_eq!(
-        done.status.as_ref().and_then(|s| s.phase),
+        done.status.as_ref().and_then(|s| s.phase.clone()),
         Some(Phase::Succeeded),
         "{}",
         status_of(&done)

@@ -27,19 +27,16 @@ pub struct BenchmarkComparison {
     pub engines: Vec<EngineStatus>,
 }
 
-fn phase_name(phase: Option<Phase>) -> &'static str {
-    match phase {
-        Some(Phase::Pending) | None => "Pending",
-        Some(Phase::Running) => "Running",
-        Some(Phase::Succeeded) => "Succeeded",
-        Some(Phase::Failed) => "Failed",
-    }
+/// The benchmark's phase as its status says it (a newer operator's as it wrote it); a status
+/// not yet written is `Pending`.
+fn phase_name(phase: Option<&Phase>) -> &str {
+    phase.map_or("Pending", Phase::as_str)
 }
 
 /// Whether a benchmark has finished (its table will not change any more).
 pub fn finished(benchmark: &MemoryBenchmark) -> bool {
     matches!(
-        benchmark.status.as_ref().and_then(|s| s.phase),
+        benchmark.status.as_ref().and_then(|s| s.phase.as_ref()),
         Some(Phase::Succeeded | Phase::Failed)
     )
 }
@@ -75,7 +72,7 @@ pub fn comparison(benchmark: &MemoryBenchmark) -> BenchmarkComparison {
     BenchmarkComparison {
         namespace: benchmark.metadata.namespace.clone().unwrap_or_default(),
         benchmark: benchmark.metadata.name.clone().unwrap_or_default(),
-        phase: phase_name(status.phase).to_string(),
+        phase: phase_name(status.phase.as_ref()).to_string(),
         instance_type: benchmark.spec.instance_types().join(", "),
         workload: status
             .workload
