@@ -229,7 +229,7 @@ fn benchmark(name: &str, i: usize, dragonfly: bool) -> anyhow::Result<MemoryBenc
 }
 
 fn phase_of(b: &MemoryBenchmark) -> Option<Phase> {
-    b.status.as_ref().and_then(|s| s.phase)
+    b.status.as_ref().and_then(|s| s.phase.clone())
 }
 
 async fn wait_all_finished(

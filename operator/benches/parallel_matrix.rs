@@ -112,7 +112,7 @@ async fn run(
     loop {
         let current = api.get(&name).await?;
         if matches!(
-            current.status.as_ref().and_then(|s| s.phase),
+            current.status.as_ref().and_then(|s| s.phase.clone()),
             Some(Phase::Succeeded | Phase::Failed)
         ) {
             return Ok((started.elapsed(), current));
@@ -204,7 +204,7 @@ async fn main() -> anyhow::Result<()> {
             &matrix(name, parallelism, members, repetitions, settle)?,
         )
         .await?;
-        let phase = done.status.as_ref().and_then(|s| s.phase);
+        let phase = done.status.as_ref().and_then(|s| s.phase.clone());
         println!(
             "{name} (parallelism {parallelism}): {:.1} s, {phase:?}",
             wall.as_secs_f64()

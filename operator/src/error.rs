@@ -5,101 +5,39 @@
 
 use std::fmt::Display;
 
-/// The bounded category of a failure: a metric label, an event reason, and the condition
-/// reason a client's error becomes. Serialized as the CamelCase word each has always been; a
-/// word this release does not know (a newer client's) reads as [`ErrorCategory::Unknown`].
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-pub enum ErrorCategory {
-    InvalidSpec,
-    InvalidPlan,
-    EngineUnreachable,
-    AuthRequired,
-    AuthenticationFailed,
-    ServerNotEmpty,
-    OutOfMemory,
-    EngineRejected,
-    ConnectionLost,
-    SlotMoved,
-    CountMismatch,
-    TtlTooShort,
-    Stopped,
-    OtherClientsConnected,
-    ProtocolError,
-    EngineStartFailed,
-    /// A category this release does not know.
-    #[serde(other)]
-    Unknown,
+crate::words::open_words! {
+    /// The bounded category of a failure: a metric label, an event reason, and the condition
+    /// reason a client's error becomes. Serialized as the CamelCase word each has always been;
+    /// a word this release does not know (a newer client's) reads as
+    /// [`ErrorCategory::Unknown`], keeping the word.
+    pub enum ErrorCategory {
+        InvalidSpec = "InvalidSpec",
+        InvalidPlan = "InvalidPlan",
+        EngineUnreachable = "EngineUnreachable",
+        AuthRequired = "AuthRequired",
+        AuthenticationFailed = "AuthenticationFailed",
+        ServerNotEmpty = "ServerNotEmpty",
+        OutOfMemory = "OutOfMemory",
+        EngineRejected = "EngineRejected",
+        ConnectionLost = "ConnectionLost",
+        SlotMoved = "SlotMoved",
+        CountMismatch = "CountMismatch",
+        TtlTooShort = "TtlTooShort",
+        Stopped = "Stopped",
+        OtherClientsConnected = "OtherClientsConnected",
+        ProtocolError = "ProtocolError",
+        EngineStartFailed = "EngineStartFailed",
+    }
+    unknown_meaning = "A category this release does not know, written by a newer client.\n";
 }
 
 impl ErrorCategory {
-    /// Every category, in declaration order.
-    pub const ALL: [ErrorCategory; 17] = [
-        ErrorCategory::InvalidSpec,
-        ErrorCategory::InvalidPlan,
-        ErrorCategory::EngineUnreachable,
-        ErrorCategory::AuthRequired,
-        ErrorCategory::AuthenticationFailed,
-        ErrorCategory::ServerNotEmpty,
-        ErrorCategory::OutOfMemory,
-        ErrorCategory::EngineRejected,
-        ErrorCategory::ConnectionLost,
-        ErrorCategory::SlotMoved,
-        ErrorCategory::CountMismatch,
-        ErrorCategory::TtlTooShort,
-        ErrorCategory::Stopped,
-        ErrorCategory::OtherClientsConnected,
-        ErrorCategory::ProtocolError,
-        ErrorCategory::EngineStartFailed,
-        ErrorCategory::Unknown,
-    ];
-
-    /// The word, as serialized.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCategory::InvalidSpec => "InvalidSpec",
-            ErrorCategory::InvalidPlan => "InvalidPlan",
-            ErrorCategory::EngineUnreachable => "EngineUnreachable",
-            ErrorCategory::AuthRequired => "AuthRequired",
-            ErrorCategory::AuthenticationFailed => "AuthenticationFailed",
-            ErrorCategory::ServerNotEmpty => "ServerNotEmpty",
-            ErrorCategory::OutOfMemory => "OutOfMemory",
-            ErrorCategory::EngineRejected => "EngineRejected",
-            ErrorCategory::ConnectionLost => "ConnectionLost",
-            ErrorCategory::SlotMoved => "SlotMoved",
-            ErrorCategory::CountMismatch => "CountMismatch",
-            ErrorCategory::TtlTooShort => "TtlTooShort",
-            ErrorCategory::Stopped => "Stopped",
-            ErrorCategory::OtherClientsConnected => "OtherClientsConnected",
-            ErrorCategory::ProtocolError => "ProtocolError",
-            ErrorCategory::EngineStartFailed => "EngineStartFailed",
-            ErrorCategory::Unknown => "Unknown",
-        }
-    }
-
-    /// The category a word names, [`ErrorCategory::Unknown`] for a word it does not know.
-    pub fn parse(word: &str) -> Self {
-        Self::ALL
-            .into_iter()
-            .find(|c| c.as_str() == word)
-            .unwrap_or(ErrorCategory::Unknown)
-    }
-
     /// Whether another client is worth starting: the engine could not be reached or the
     /// connection broke while the engine stayed up, or the client was stopped by someone else
     /// (its pod evicted or deleted) while its engine is fine. An engine that refuses data
     /// (maxmemory, a failed count check) would refuse it again; an unknown category is not
     /// retried, so a newer client's failure is reported, not repeated.
-    pub fn is_retryable(self) -> bool {
+    pub fn is_retryable(&self) -> bool {
         matches!(
             self,
             ErrorCategory::EngineUnreachable
@@ -107,19 +45,6 @@ impl ErrorCategory {
                 | ErrorCategory::ProtocolError
                 | ErrorCategory::Stopped
         )
-    }
-}
-
-/// A category equals the word it serializes as (results and tests compare with the word).
-impl PartialEq<&str> for ErrorCategory {
-    fn eq(&self, word: &&str) -> bool {
-        self.as_str() == *word
-    }
-}
-
-impl Display for ErrorCategory {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -368,7 +293,7 @@ impl BenchError {
 
     /// A short, bounded category for metric labels and event reasons.
     pub fn category(&self) -> &'static str {
-        self.kind().as_str()
+        self.kind().label()
     }
 
     /// The same failure, as seen once the engine had answered: an engine that cannot be

@@ -28,6 +28,7 @@ pub mod report;
 pub mod stats;
 pub mod text;
 pub mod validation;
+pub mod words;
 
 use kube::CustomResourceExt;
 

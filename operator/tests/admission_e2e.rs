@@ -385,7 +385,11 @@ fn each_engine_ended_as(done: &MemoryBenchmark, reason: &str, words: &[&str]) {
     let engines = &done.status.as_ref().expect("a finished status").engines;
     assert!(!engines.is_empty(), "no engines in the status");
     for ended in engines {
-        assert_eq!(ended.reason.map(|r| r.as_str()), Some(reason), "{ended:#?}");
+        assert_eq!(
+            ended.reason.as_ref().map(|r| r.as_str()),
+            Some(reason),
+            "{ended:#?}"
+        );
         let message = ended.message.as_deref().unwrap_or_default();
         for word in words {
             assert!(message.contains(word), "{word:?} not in: {message}");
@@ -413,7 +417,7 @@ async fn a_resource_quota_too_small_for_an_engine_fails_it_as_pod_rejected_and_t
     let done = harness.finished("quota", Duration::from_secs(120)).await?;
     let (first, second) = (engine(&done, 0), engine(&done, 1));
     assert_eq!(
-        first.reason.map(|r| r.as_str()),
+        first.reason.as_ref().map(|r| r.as_str()),
         Some("PodRejected"),
         "{first:#?}"
     );
@@ -443,7 +447,7 @@ async fn a_spec_value_the_pod_api_refuses_fails_the_engine_as_pod_rejected_at_on
     let done = harness.finished("invalid", Duration::from_secs(60)).await?;
     let first = engine(&done, 0);
     assert_eq!(
-        first.reason.map(|r| r.as_str()),
+        first.reason.as_ref().map(|r| r.as_str()),
         Some("PodRejected"),
         "{first:#?}"
     );
@@ -711,8 +715,14 @@ async fn timeout_seconds_fires_even_when_no_pod_can_ever_be_created() -> anyhow:
     let done = harness
         .finished("unadmitted", Duration::from_secs(120))
         .await?;
-    assert_eq!(engine(&done, 0).reason.map(|r| r.as_str()), Some("Timeout"));
-    assert_eq!(engine(&done, 1).reason.map(|r| r.as_str()), Some("NotRun"));
+    assert_eq!(
+        engine(&done, 0).reason.as_ref().map(|r| r.as_str()),
+        Some("Timeout")
+    );
+    assert_eq!(
+        engine(&done, 1).reason.as_ref().map(|r| r.as_str()),
+        Some("NotRun")
+    );
     assert!(
         harness
             .pods()

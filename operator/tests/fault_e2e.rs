@@ -40,7 +40,7 @@ async fn the_operator_killed_mid_run_again_and_again_measures_every_engine_exact
         tokio::time::sleep(Duration::from_millis(2500 + 700 * (kills % 3))).await;
         let benchmark = harness.benchmarks().get("restarts").await?;
         if matches!(
-            benchmark.status.as_ref().and_then(|s| s.phase),
+            benchmark.status.as_ref().and_then(|s| s.phase.clone()),
             Some(Phase::Succeeded | Phase::Failed)
         ) {
             break benchmark;
@@ -89,7 +89,7 @@ async fn a_status_decided_from_an_older_version_is_refused_and_never_replaces_a_
         .await?;
     let running = harness
         .wait_for("stale", Duration::from_secs(120), "measuring", |b| {
-            engine(b, 0).reason.map(|r| r.as_str()) == Some("Measuring")
+            engine(b, 0).reason.as_ref().map(|r| r.as_str()) == Some("Measuring")
         })
         .await?;
     let done = harness.finished("stale", Duration::from_secs(180)).await?;
@@ -139,7 +139,10 @@ async fn an_engine_process_killed_mid_load_fails_as_crashed_keeping_its_finished
     let done = harness.finished("crash", Duration::from_secs(180)).await?;
     let first = engine(&done, 0);
     assert_eq!(first.state, "Failed", "{}", status_of(&done));
-    assert_eq!(first.reason.map(|r| r.as_str()), Some("EngineCrashed"));
+    assert_eq!(
+        first.reason.as_ref().map(|r| r.as_str()),
+        Some("EngineCrashed")
+    );
     assert!(
         (2..6).contains(&first.repetitions.len()),
         "the repetitions finished before the kill are kept: {first:#?}"
@@ -168,7 +171,7 @@ async fn an_engine_pod_deleted_mid_run_keeps_what_its_client_measured() -> anyho
         .await?;
     let first = engine(&done, 0);
     assert_eq!(
-        first.reason.map(|r| r.as_str()),
+        first.reason.as_ref().map(|r| r.as_str()),
         Some("EnginePodLost"),
         "{}",
         status_of(&done)
@@ -198,7 +201,7 @@ async fn an_engine_oom_killed_mid_run_keeps_the_repetitions_measured_before() ->
     let done = harness.finished("oom", Duration::from_secs(120)).await?;
     let first = engine(&done, 0);
     assert_eq!(
-        first.reason.map(|r| r.as_str()),
+        first.reason.as_ref().map(|r| r.as_str()),
         Some("EngineOOMKilled"),
         "{}",
         status_of(&done)
@@ -270,7 +273,7 @@ async fn a_client_failing_three_times_fails_its_engine_keeping_what_the_attempts
     let done = harness.finished("flaky", Duration::from_secs(120)).await?;
     let first = engine(&done, 0);
     assert_eq!(
-        first.reason.map(|r| r.as_str()),
+        first.reason.as_ref().map(|r| r.as_str()),
         Some("ClientFailed"),
         "{}",
         status_of(&done)
@@ -338,7 +341,7 @@ async fn with_no_node_of_the_type_the_benchmark_waits_and_runs_once_one_appears(
         .await?;
     let waiting = harness
         .wait_for("late", Duration::from_secs(60), "waiting for a node", |b| {
-            engine(b, 0).reason.map(|r| r.as_str()) == Some("WaitingForNode")
+            engine(b, 0).reason.as_ref().map(|r| r.as_str()) == Some("WaitingForNode")
                 && engine(b, 0)
                     .message
                     .as_deref()
@@ -465,7 +468,7 @@ async fn a_benchmark_created_again_under_its_name_waits_for_the_old_pods_and_nev
             "again",
             Duration::from_secs(30),
             "waiting for the old pods",
-            |b| engine(b, 0).reason.map(|r| r.as_str()) == Some("WaitingForOldPods"),
+            |b| engine(b, 0).reason.as_ref().map(|r| r.as_str()) == Some("WaitingForOldPods"),
         )
         .await?;
     // It decides again every second while it waits: three more decisions, and still waiting.
@@ -475,7 +478,7 @@ async fn a_benchmark_created_again_under_its_name_waits_for_the_old_pods_and_nev
         .await?;
     let still = harness.benchmarks().get("again").await?;
     assert_eq!(
-        engine(&still, 0).reason.map(|r| r.as_str()),
+        engine(&still, 0).reason.as_ref().map(|r| r.as_str()),
         Some("WaitingForOldPods")
     );
     assert_eq!(
@@ -512,7 +515,7 @@ async fn timeout_seconds_stops_the_client_and_keeps_its_partial_result() -> anyh
         .await?;
     let first = engine(&done, 0);
     assert_eq!(
-        first.reason.map(|r| r.as_str()),
+        first.reason.as_ref().map(|r| r.as_str()),
         Some("Timeout"),
         "{}",
         status_of(&done)
@@ -534,7 +537,10 @@ async fn timeout_seconds_stops_the_client_and_keeps_its_partial_result() -> anyh
             .contains("repetitions measured before are kept"),
         "{first:#?}"
     );
-    assert_eq!(engine(&done, 1).reason.map(|r| r.as_str()), Some("NotRun"));
+    assert_eq!(
+        engine(&done, 1).reason.as_ref().map(|r| r.as_str()),
+        Some("NotRun")
+    );
     harness.finish().await;
     Ok(())
 }

@@ -15,7 +15,7 @@ use kube::api::{DeleteParams, ListParams, PostParams};
 use membench::crd::{MemoryBenchmark, Phase};
 
 fn reason_is(benchmark: &MemoryBenchmark, index: usize, reason: &str) -> bool {
-    engine(benchmark, index).reason.map(|r| r.as_str()) == Some(reason)
+    engine(benchmark, index).reason.as_ref().map(|r| r.as_str()) == Some(reason)
 }
 
 /// A pod bound straight to `node` (no scheduler) that never runs: its image cannot be pulled.
@@ -91,7 +91,7 @@ async fn a_readiness_blip_after_the_engine_ran_for_a_while_is_not_a_startup_time
                 .is_some_and(|m| m.contains("fails its readiness probe"))
                 || b.status
                     .as_ref()
-                    .and_then(|s| s.phase)
+                    .and_then(|s| s.phase.clone())
                     .is_some_and(|p| p != Phase::Running)
         })
         .await;
@@ -137,7 +137,7 @@ async fn a_client_whose_program_cannot_start_fails_as_run_container_error_withou
     let done = harness.finished("start", Duration::from_secs(120)).await?;
     let first = engine(&done, 0);
     assert_eq!(
-        first.reason.map(|r| r.as_str()),
+        first.reason.as_ref().map(|r| r.as_str()),
         Some("RunContainerError"),
         "{first:#?}"
     );
@@ -153,7 +153,10 @@ async fn a_client_whose_program_cannot_start_fails_as_run_container_error_withou
         "{:?}",
         first.message
     );
-    assert_eq!(engine(&done, 1).reason.map(|r| r.as_str()), Some("NotRun"));
+    assert_eq!(
+        engine(&done, 1).reason.as_ref().map(|r| r.as_str()),
+        Some("NotRun")
+    );
     harness.finish().await;
     Ok(())
 }
@@ -175,7 +178,7 @@ async fn an_image_pull_error_is_retried_with_back_off_for_a_bounded_time_before_
         .await?;
     let note = engine(&waiting, 0);
     assert_eq!(
-        note.reason.map(|r| r.as_str()),
+        note.reason.as_ref().map(|r| r.as_str()),
         Some("WaitingForImage"),
         "{note:#?}"
     );
@@ -185,7 +188,7 @@ async fn an_image_pull_error_is_retried_with_back_off_for_a_bounded_time_before_
     let done = harness.finished("pull", Duration::from_secs(120)).await?;
     let failed = engine(&done, 0);
     assert_eq!(
-        failed.reason.map(|r| r.as_str()),
+        failed.reason.as_ref().map(|r| r.as_str()),
         Some("ImagePullFailed"),
         "{failed:#?}"
     );
@@ -252,7 +255,7 @@ async fn benchmarks_wanting_a_busy_node_queue_first_come_first_served_past_the_s
     harness
         .wait_for("first", Duration::from_secs(60), "queued", |b| {
             engine(b, 0).message.as_deref() == Some(first_waits)
-                || b.status.as_ref().and_then(|s| s.phase) == Some(Phase::Failed)
+                || b.status.as_ref().and_then(|s| s.phase.clone()) == Some(Phase::Failed)
         })
         .await?;
     harness.create(&spec("second", &body)).await?;

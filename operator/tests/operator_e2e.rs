@@ -261,10 +261,13 @@ async fn no_node_of_the_instance_type_fails_as_unschedulable_and_the_spec_cannot
     let status = done.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Failed));
     assert_eq!(
-        status.engines[0].reason.map(|r| r.as_str()),
+        status.engines[0].reason.as_ref().map(|r| r.as_str()),
         Some("Unschedulable")
     );
-    assert_eq!(status.engines[1].reason.map(|r| r.as_str()), Some("NotRun"));
+    assert_eq!(
+        status.engines[1].reason.as_ref().map(|r| r.as_str()),
+        Some("NotRun")
+    );
     let failed = status
         .conditions
         .iter()
@@ -296,7 +299,7 @@ async fn an_image_that_cannot_be_pulled_fails_that_engine_and_the_next_one_still
     let status = done.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Failed));
     assert_eq!(
-        status.engines[0].reason.map(|r| r.as_str()),
+        status.engines[0].reason.as_ref().map(|r| r.as_str()),
         Some("ImagePullFailed")
     );
     let message = status.engines[0].message.clone().unwrap_or_default();
@@ -330,7 +333,7 @@ async fn an_oom_killed_engine_is_reported_as_such_and_kept_with_keep_failed() ->
     assert_eq!(status.phase, Some(Phase::Failed));
     let engine = &status.engines[0];
     assert_eq!(
-        engine.reason.map(|r| r.as_str()),
+        engine.reason.as_ref().map(|r| r.as_str()),
         Some("EngineOOMKilled"),
         "{engine:#?}"
     );
@@ -366,7 +369,7 @@ async fn a_client_that_cannot_measure_fails_its_engine_with_the_clients_reason()
     let done = harness.finished("auth", Duration::from_secs(120)).await?;
     let engine = &done.status.unwrap().engines[0];
     assert_eq!(
-        engine.reason.map(|r| r.as_str()),
+        engine.reason.as_ref().map(|r| r.as_str()),
         Some("AuthenticationFailed"),
         "{engine:#?}"
     );
@@ -391,7 +394,7 @@ async fn an_operator_restarted_mid_run_resumes_without_duplicate_pods() -> anyho
                 b.status.as_ref().is_some_and(|s| {
                     s.engines
                         .first()
-                        .is_some_and(|e| e.reason.map(|r| r.as_str()) == Some("Measuring"))
+                        .is_some_and(|e| e.reason.as_ref().map(|r| r.as_str()) == Some("Measuring"))
                 })
             },
         )
@@ -446,7 +449,7 @@ async fn deleting_a_benchmark_mid_run_takes_its_pods_with_it() -> anyhow::Result
             b.status.as_ref().is_some_and(|s| {
                 s.engines
                     .first()
-                    .is_some_and(|e| e.reason.map(|r| r.as_str()) == Some("Measuring"))
+                    .is_some_and(|e| e.reason.as_ref().map(|r| r.as_str()) == Some("Measuring"))
             })
         })
         .await?;
@@ -475,10 +478,13 @@ async fn the_overall_deadline_fails_the_benchmark_as_timeout() -> anyhow::Result
     let status = done.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Failed));
     assert_eq!(
-        status.engines[0].reason.map(|r| r.as_str()),
+        status.engines[0].reason.as_ref().map(|r| r.as_str()),
         Some("Timeout")
     );
-    assert_eq!(status.engines[1].reason.map(|r| r.as_str()), Some("NotRun"));
+    assert_eq!(
+        status.engines[1].reason.as_ref().map(|r| r.as_str()),
+        Some("NotRun")
+    );
     let failed = status
         .conditions
         .iter()

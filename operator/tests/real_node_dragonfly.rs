@@ -100,7 +100,7 @@ async fn dragonfly_at_its_maxmemory_refuses_writes_before_the_kernel_kills_it_an
         .await?;
     let first = engine(&done, 0);
     assert_eq!(
-        first.reason.map(|r| r.as_str()),
+        first.reason.as_ref().map(|r| r.as_str()),
         Some("EngineOutOfMemory"),
         "{}",
         common::faults::status_of(&done)

@@ -134,7 +134,7 @@ async fn an_engine_over_its_cgroup_limit_is_oom_killed_by_the_kernel_keeping_ear
     let done = harness.finished("oom", Duration::from_secs(120)).await?;
     let first = engine(&done, 0);
     assert_eq!(
-        first.reason.map(|r| r.as_str()),
+        first.reason.as_ref().map(|r| r.as_str()),
         Some("EngineOOMKilled"),
         "{}",
         common::faults::status_of(&done)

@@ -80,7 +80,7 @@ async fn the_engine_password_is_in_no_process_arguments_and_the_client_runs_as_6
 
     let done = harness.finished("procs", Duration::from_secs(180)).await?;
     assert_eq!(
-        done.status.as_ref().and_then(|s| s.phase),
+        done.status.as_ref().and_then(|s| s.phase.clone()),
         Some(Phase::Succeeded),
         "{}",
         status_of(&done)
@@ -117,7 +117,7 @@ async fn an_engine_killed_on_the_real_node_fails_as_crashed_not_oom_killed_keepi
     let done = harness.finished("kill", Duration::from_secs(120)).await?;
     let first = engine(&done, 0);
     assert_eq!(
-        first.reason.map(|r| r.as_str()),
+        first.reason.as_ref().map(|r| r.as_str()),
         Some("EngineCrashed"),
         "{}",
         status_of(&done)

@@ -301,7 +301,7 @@ async fn valkeys_recommended_limit_holds_its_save_under_writes_and_a_limit_below
     .await?;
     let valkey = engine(&done, 0);
     assert_eq!(
-        valkey.reason.map(|r| r.as_str()),
+        valkey.reason.as_ref().map(|r| r.as_str()),
         Some("EngineOOMKilled"),
         "under {limit}: {}",
         status_of(&done)

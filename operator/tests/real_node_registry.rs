@@ -133,7 +133,7 @@ async fn a_pull_secret_the_registry_refuses_ends_image_pull_failed_naming_the_re
         .await?;
     let first = engine(&done, 0);
     assert_eq!(
-        first.reason.map(|r| r.as_str()),
+        first.reason.as_ref().map(|r| r.as_str()),
         Some("ImagePullFailed"),
         "{}",
         status_of(&done)
@@ -191,7 +191,7 @@ async fn a_version_the_engine_mirror_lacks_ends_image_pull_failed_naming_the_mis
         status_of(&done)
     );
     assert_eq!(
-        first.reason.map(|r| r.as_str()),
+        first.reason.as_ref().map(|r| r.as_str()),
         Some("ImagePullFailed"),
         "{}",
         status_of(&done)

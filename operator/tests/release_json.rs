@@ -41,10 +41,13 @@ fn a_status_written_by_release_0_1_0_reads_and_writes_back_unchanged() {
     assert_eq!(failed.engines[0].state, "Failed");
     assert_eq!(failed.engines[0].engine, "redis");
     assert_eq!(
-        failed.engines[0].reason.map(|r| r.as_str()),
+        failed.engines[0].reason.as_ref().map(|r| r.as_str()),
         Some("Unschedulable")
     );
-    assert_eq!(failed.engines[1].reason.map(|r| r.as_str()), Some("NotRun"));
+    assert_eq!(
+        failed.engines[1].reason.as_ref().map(|r| r.as_str()),
+        Some("NotRun")
+    );
 }
 
 #[test]
@@ -58,16 +61,28 @@ fn a_local_result_written_by_release_0_1_0_reads_and_writes_back_unchanged() {
 }
 
 #[test]
-fn words_a_newer_release_might_write_read_as_unknown_not_as_an_error() {
+fn words_a_newer_release_might_write_are_kept_and_written_back_unchanged() {
     let mut written = fixture("status-failed.json");
     written["engines"][0]["state"] = "Hibernating".into();
     written["engines"][0]["engine"] = "keydb".into();
     written["engines"][0]["reason"] = "QuantumDecoherence".into();
+    reads_back_unchanged::<MemoryBenchmarkStatus>(&written);
     let status: MemoryBenchmarkStatus = serde_json::from_value(written).expect("still reads");
     let engine = &status.engines[0];
-    assert_eq!(engine.state, membench::crd::EngineState::Unknown);
-    assert_eq!(engine.engine, membench::crd::StatusEngineKind::Unknown);
-    assert_eq!(engine.reason, Some(membench::crd::ConditionReason::Unknown));
+    assert_eq!(
+        engine.state,
+        membench::crd::EngineState::Unknown("Hibernating".into())
+    );
+    assert_eq!(
+        engine.engine,
+        membench::crd::StatusEngineKind::Unknown("keydb".into())
+    );
+    assert_eq!(
+        engine.reason,
+        Some(membench::crd::ConditionReason::Unknown(
+            "QuantumDecoherence".into()
+        ))
+    );
 
     let mut result = fixture("local-run.json")["engines"][0].clone();
     result["error"] = serde_json::json!({
@@ -75,11 +90,16 @@ fn words_a_newer_release_might_write_read_as_unknown_not_as_an_error() {
         "message": "a newer client's failure",
         "phase": {"name": "teleport", "repetition": 1}
     });
+    reads_back_unchanged::<BenchmarkReport>(&result);
     let report: BenchmarkReport = serde_json::from_value(result).expect("still reads");
     let error = report.error.expect("error");
-    assert_eq!(error.category, membench::error::ErrorCategory::Unknown);
+    assert_eq!(
+        error.category,
+        membench::error::ErrorCategory::Unknown("CosmicRay".into())
+    );
+    assert!(!error.category.is_retryable());
     assert_eq!(
         error.phase.expect("phase").name,
-        membench::client::phases::PhaseKind::Unknown
+        membench::client::phases::PhaseKind::Unknown("teleport".into())
     );
 }

@@ -153,7 +153,7 @@ async fn a_password_from_a_secret_reaches_engine_and_client_and_appears_nowhere_
             progress_seen.push(summary);
         }
         if matches!(
-            current.status.as_ref().and_then(|s| s.phase),
+            current.status.as_ref().and_then(|s| s.phase.clone()),
             Some(Phase::Succeeded | Phase::Failed)
         ) {
             break current;
@@ -287,7 +287,7 @@ async fn a_benchmark_that_names_no_password_gets_a_random_one_its_engines_requir
     let done = loop {
         let current = harness.benchmarks().get("genpw").await?;
         if matches!(
-            current.status.as_ref().and_then(|s| s.phase),
+            current.status.as_ref().and_then(|s| s.phase.clone()),
             Some(Phase::Succeeded | Phase::Failed)
         ) {
             break current;
@@ -390,7 +390,9 @@ async fn a_missing_password_secret_is_named_while_waited_for_and_the_run_goes_on
                 b.status
                     .as_ref()
                     .and_then(|s| s.engines.first())
-                    .is_some_and(|e| e.reason.map(|r| r.as_str()) == Some("WaitingForConfig"))
+                    .is_some_and(|e| {
+                        e.reason.as_ref().map(|r| r.as_str()) == Some("WaitingForConfig")
+                    })
             },
         )
         .await?;
@@ -413,7 +415,7 @@ async fn a_missing_password_secret_is_named_while_waited_for_and_the_run_goes_on
         .finished("nosecret", Duration::from_secs(120))
         .await?;
     assert_eq!(
-        done.status.as_ref().and_then(|s| s.phase),
+        done.status.as_ref().and_then(|s| s.phase.clone()),
         Some(Phase::Succeeded),
         "{:#?}",
         done.status
@@ -433,7 +435,7 @@ async fn each_benchmark_gets_a_network_policy_owned_by_it_before_its_first_pod()
     let done = harness.finished("netpol", Duration::from_secs(120)).await?;
     watch.abort();
     assert_eq!(
-        done.status.as_ref().and_then(|s| s.phase),
+        done.status.as_ref().and_then(|s| s.phase.clone()),
         Some(Phase::Succeeded)
     );
 
@@ -561,7 +563,7 @@ async fn a_benchmark_re_created_under_the_same_name_replaces_the_policy_left_by_
     assert_ne!(first.uid(), second.uid());
     let done = harness.finished("again", Duration::from_secs(120)).await?;
     assert_eq!(
-        done.status.as_ref().and_then(|s| s.phase),
+        done.status.as_ref().and_then(|s| s.phase.clone()),
         Some(Phase::Succeeded)
     );
     let policy = policies.get("again").await?;
@@ -593,7 +595,7 @@ async fn benchmark_pods_read_back_have_no_token_no_host_namespaces_and_the_restr
     let done = harness.finished("podsec", Duration::from_secs(120)).await?;
     watch.abort();
     assert_eq!(
-        done.status.as_ref().and_then(|s| s.phase),
+        done.status.as_ref().and_then(|s| s.phase.clone()),
         Some(Phase::Succeeded)
     );
     let pods = pod_versions.lock().unwrap().clone();

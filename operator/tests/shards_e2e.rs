@@ -183,7 +183,7 @@ async fn a_shard_killed_mid_load_fails_the_run_naming_it_and_keeps_the_repetitio
     let run = engine(&done, 0);
     assert_eq!(run.state, "Failed", "{}", status_of(&done));
     assert_eq!(
-        run.reason.map(|r| r.as_str()),
+        run.reason.as_ref().map(|r| r.as_str()),
         Some("EngineCrashed"),
         "{}",
         status_of(&done)

@@ -286,6 +286,9 @@ impl Summary {
 /// An error in a report: a bounded category and the message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorReport {
+    /// The bounded category of the failure, a CamelCase word: a metric label, an event reason,
+    /// and the condition reason a client's error becomes.
+    #[schemars(transform = crate::words::name_known_words::<crate::error::ErrorCategory>)]
     pub category: crate::error::ErrorCategory,
     pub message: String,
     /// The phase after a repetition's readings that failed, when one ended the run: the
@@ -299,7 +302,8 @@ pub struct ErrorReport {
 /// Which phase failed, and after which repetition's readings (1-based).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FailedPhase {
-    /// `snapshot`, `replica`, `churn`, `defrag` or `eviction`.
+    /// The phase's name.
+    #[schemars(transform = crate::words::name_known_words::<crate::client::phase_kind::PhaseKind>)]
     pub name: crate::client::phase_kind::PhaseKind,
     pub repetition: u32,
 }

@@ -220,7 +220,7 @@ impl Step<'_, '_> {
                     (Ok(result), Some(error)) if !error.category.is_retryable() => {
                         absorb(&mut status.engines[index], result, self.listed());
                         let done = status.engines[index].repetitions.len();
-                        let why = client_failure_reason(error.category);
+                        let why = ConditionReason::from(&error.category);
                         let message = format!(
                             "{} (after {done} of {repetitions} repetitions)",
                             error.message
@@ -335,29 +335,5 @@ impl Step<'_, '_> {
             );
             self.fail(status, index, ConditionReason::ClientFailed, message, false);
         }
-    }
-}
-
-/// The reason an engine fails with when its client ended with `category` (not retried): the
-/// category's own word, but `EngineOutOfMemory` for the engine's maxmemory refusal.
-pub(super) fn client_failure_reason(category: ErrorCategory) -> ConditionReason {
-    match category {
-        ErrorCategory::InvalidSpec => ConditionReason::InvalidSpec,
-        ErrorCategory::InvalidPlan => ConditionReason::InvalidPlan,
-        ErrorCategory::EngineUnreachable => ConditionReason::EngineUnreachable,
-        ErrorCategory::AuthRequired => ConditionReason::AuthRequired,
-        ErrorCategory::AuthenticationFailed => ConditionReason::AuthenticationFailed,
-        ErrorCategory::ServerNotEmpty => ConditionReason::ServerNotEmpty,
-        ErrorCategory::OutOfMemory => ConditionReason::EngineOutOfMemory,
-        ErrorCategory::EngineRejected => ConditionReason::EngineRejected,
-        ErrorCategory::ConnectionLost => ConditionReason::ConnectionLost,
-        ErrorCategory::SlotMoved => ConditionReason::SlotMoved,
-        ErrorCategory::CountMismatch => ConditionReason::CountMismatch,
-        ErrorCategory::TtlTooShort => ConditionReason::TtlTooShort,
-        ErrorCategory::Stopped => ConditionReason::Stopped,
-        ErrorCategory::OtherClientsConnected => ConditionReason::OtherClientsConnected,
-        ErrorCategory::ProtocolError => ConditionReason::ProtocolError,
-        ErrorCategory::EngineStartFailed => ConditionReason::EngineStartFailed,
-        ErrorCategory::Unknown => ConditionReason::Unknown,
     }
 }

@@ -79,7 +79,9 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
             ConditionReason::ShardsAboveNodes,
             ConditionReason::WaitingForImage,
         ] {
-            if engine.reason == Some(waiting) && !was(&|b| b.reason == Some(waiting)) {
+            if engine.reason.as_ref() == Some(&waiting)
+                && !was(&|b| b.reason.as_ref() == Some(&waiting))
+            {
                 events.push(normal(
                     waiting.as_str(),
                     format!("{who}: {}", engine.message.clone().unwrap_or_default()),
@@ -118,6 +120,7 @@ pub fn transitions(old: &MemoryBenchmarkStatus, new: &MemoryBenchmarkStatus) -> 
             events.push(warning(
                 engine
                     .reason
+                    .as_ref()
                     .map_or("EngineFailed", ConditionReason::as_str),
                 format!("{who}: {}", engine.message.clone().unwrap_or_default()),
             ));

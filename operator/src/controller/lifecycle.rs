@@ -478,7 +478,7 @@ impl Step<'_, '_> {
             let text = format!(
                 "the engine was OOMKilled (memory limit {limit}) {during}after {done} of {of} repetitions; set spec.engines[{entry}].memory higher{}",
                 phase.map_or("", |p| forked_copy_note(
-                    p.name,
+                    &p.name,
                     self.benchmark.spec.engines[entry].engine
                 ))
             );
@@ -575,7 +575,7 @@ impl Step<'_, '_> {
 /// What an OOM kill during `phase` says about the limit: a save and a replica's full sync fork
 /// on Redis and Valkey, and every page written meanwhile is copied inside the same limit.
 /// Dragonfly does not fork.
-pub(crate) fn forked_copy_note(phase: PhaseKind, engine: crate::crd::EngineKind) -> &'static str {
+pub(crate) fn forked_copy_note(phase: &PhaseKind, engine: crate::crd::EngineKind) -> &'static str {
     match phase {
         PhaseKind::Snapshot if engine.capabilities().forks_to_save => {
             " (the save forks: the limit must hold the engine's memory and the pages its writes copied meanwhile)"

@@ -20,7 +20,7 @@ const BUSY: &str = "0/4 nodes are available: 2 node(s) didn't match Pod's node a
 
 fn engine_state(b: &MemoryBenchmark, index: usize) -> (EngineState, Option<ConditionReason>) {
     let engine = &b.status.as_ref().unwrap().engines[index];
-    (engine.state, engine.reason)
+    (engine.state.clone(), engine.reason.clone())
 }
 
 fn message(b: &MemoryBenchmark, index: usize) -> String {

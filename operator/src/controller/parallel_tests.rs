@@ -292,7 +292,8 @@ fn a_timeout_stops_every_engine_under_way_and_runs_no_other() {
     reconcile(&mut b, &pods, 2, None);
     reconcile(&mut b, &pods, 3600, None);
     let status = b.status.as_ref().unwrap();
-    let reasons: Vec<Option<ConditionReason>> = status.engines.iter().map(|e| e.reason).collect();
+    let reasons: Vec<Option<ConditionReason>> =
+        status.engines.iter().map(|e| e.reason.clone()).collect();
     assert_eq!(
         reasons,
         [

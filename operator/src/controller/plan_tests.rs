@@ -324,12 +324,12 @@ fn only_a_forking_engine_killed_in_a_save_or_sync_is_told_its_fork_copies() {
     use crate::controller::lifecycle::forked_copy_note;
     use crate::crd::EngineKind;
     for phase in [PhaseKind::Snapshot, PhaseKind::Replica] {
-        assert!(forked_copy_note(phase, EngineKind::Valkey).contains("the save forks"));
-        assert!(forked_copy_note(phase, EngineKind::Redis).contains("the save forks"));
+        assert!(forked_copy_note(&phase, EngineKind::Valkey).contains("the save forks"));
+        assert!(forked_copy_note(&phase, EngineKind::Redis).contains("the save forks"));
         // Dragonfly saves and syncs without a fork: nothing was copied.
-        assert_eq!(forked_copy_note(phase, EngineKind::Dragonfly), "");
+        assert_eq!(forked_copy_note(&phase, EngineKind::Dragonfly), "");
     }
-    assert_eq!(forked_copy_note(PhaseKind::Churn, EngineKind::Valkey), "");
+    assert_eq!(forked_copy_note(&PhaseKind::Churn, EngineKind::Valkey), "");
 }
 
 #[test]

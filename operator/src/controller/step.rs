@@ -238,7 +238,7 @@ impl Step<'_, '_> {
         let now = self.now;
         let engine = &mut status.engines[index];
         engine.state = EngineState::Failed;
-        engine.reason = Some(why);
+        engine.reason = Some(why.clone());
         engine.message = Some(message);
         engine.finished_at = Some(Time(now));
         if !self.keeps_pods_of(status, index) {

@@ -120,7 +120,7 @@ pub(super) fn summarize(
                     .collect();
                 let why = failures
                     .first()
-                    .and_then(|e| e.reason)
+                    .and_then(|e| e.reason.clone())
                     .unwrap_or(ConditionReason::NotRun);
                 let message = format!(
                     "{succeeded} of {n} engines measured; {}",
@@ -131,14 +131,27 @@ pub(super) fn summarize(
                             e.name,
                             e.message.clone().unwrap_or_else(|| e
                                 .reason
+                                .as_ref()
                                 .map(|r| r.to_string())
                                 .unwrap_or_default())
                         ))
                         .collect::<Vec<_>>()
                         .join("; ")
                 );
-                stamp.set(&mut status.conditions, READY, "False", why, &message);
-                stamp.set(&mut status.conditions, PROGRESSING, "False", why, &message);
+                stamp.set(
+                    &mut status.conditions,
+                    READY,
+                    "False",
+                    why.clone(),
+                    &message,
+                );
+                stamp.set(
+                    &mut status.conditions,
+                    PROGRESSING,
+                    "False",
+                    why.clone(),
+                    &message,
+                );
                 stamp.set(&mut status.conditions, FAILED, "True", why, &message);
             }
         }
@@ -186,7 +199,7 @@ pub(super) fn summarize(
                 })
                 .unwrap_or(index);
             let engine = &status.engines[index];
-            let why = engine.reason.unwrap_or(ConditionReason::InProgress);
+            let why = engine.reason.clone().unwrap_or(ConditionReason::InProgress);
             let node = engine
                 .node_name
                 .as_ref()

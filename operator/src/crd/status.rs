@@ -7,13 +7,15 @@ use serde::{Deserialize, Serialize};
 use super::condition_reason::ConditionReason;
 use super::engine_state::{EngineState, StatusEngineKind};
 
-/// The state of a benchmark as a whole.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
-pub enum Phase {
-    Pending,
-    Running,
-    Succeeded,
-    Failed,
+crate::words::open_words! {
+    /// The state of a benchmark as a whole.
+    pub enum Phase {
+        Pending = "Pending",
+        Running = "Running",
+        Succeeded = "Succeeded",
+        Failed = "Failed",
+    }
+    unknown_meaning = "A phase this release does not know, written by a newer operator.\n";
 }
 
 /// What the operator has measured so far.
@@ -24,8 +26,9 @@ pub struct MemoryBenchmarkStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 
-    /// `Pending`, `Running`, `Succeeded` or `Failed`.
+    /// Where the benchmark stands as a whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::words::name_known_words::<Phase>)]
     pub phase: Option<Phase>,
 
     /// A short name of the workload, for example `sorted-set 50000000 members`.
@@ -230,16 +233,19 @@ pub struct Progress {
 pub struct EngineStatus {
     /// The entry's name (`spec.engines[].name`, or `<engine>-<version>`).
     pub name: String,
-    /// `redis`, `valkey` or `dragonfly` (`Unknown`: a kind this release does not know).
+    /// The engine.
+    #[schemars(transform = crate::words::name_known_words::<StatusEngineKind>)]
     pub engine: StatusEngineKind,
     /// The version asked for in the spec.
     pub requested_version: String,
-    /// `Pending`, `Running`, `Succeeded` or `Failed` (`Unknown`: a state this release does not
-    /// know).
+    /// Where the engine entry stands.
+    #[schemars(transform = crate::words::name_known_words::<EngineState>)]
     pub state: EngineState,
     /// Why the engine failed or waits, as a CamelCase reason (for example `Unschedulable`,
-    /// `ImagePullFailed`, `EngineOOMKilled`, `ClientFailed`, `Timeout`).
+    /// `ImagePullFailed`, `EngineOOMKilled`, `ClientFailed`, `Timeout`); the book's status page
+    /// says what each means.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::words::name_known_words::<ConditionReason>)]
     pub reason: Option<ConditionReason>,
     /// Why the engine failed or waits, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -22,7 +22,7 @@ fn overview() -> String {
         R::Measuring,
     ]
     .iter()
-    .map(|r| link(*r))
+    .map(link)
     .collect();
     format!(
         "- `phase`: `Pending` (the first engine has not started), `Running`, `Succeeded` (every \
@@ -62,24 +62,24 @@ Events (`kubectl describe mb`, events.k8s.io) are emitted on transitions: `Engin
 event series.
 
 ",
-        in_progress = link(R::InProgress),
-        completed = link(R::Completed),
-        no_failure = link(R::NoFailure),
+        in_progress = link(&R::InProgress),
+        completed = link(&R::Completed),
+        no_failure = link(&R::NoFailure),
         progressing = progressing.join(", "),
-        waiting_for_node = link(R::WaitingForNode),
-        waiting_for_free_node = link(R::WaitingForFreeNode),
-        waiting_for_image = link(R::WaitingForImage),
-        client_retry = link(R::ClientRetry),
+        waiting_for_node = link(&R::WaitingForNode),
+        waiting_for_free_node = link(&R::WaitingForFreeNode),
+        waiting_for_image = link(&R::WaitingForImage),
+        client_retry = link(&R::ClientRetry),
     )
 }
 
 /// A reason as a link to its entry on this page.
-fn link(reason: ConditionReason) -> String {
+fn link(reason: &ConditionReason) -> String {
     format!("[`{0}`](#{1})", reason.as_str(), anchor(reason))
 }
 
 /// The anchor mdBook gives the reason's heading (`### `Name``): the word in lower case.
-pub fn anchor(reason: ConditionReason) -> String {
+pub fn anchor(reason: &ConditionReason) -> String {
     reason.as_str().to_lowercase()
 }
 
@@ -98,12 +98,18 @@ pub fn status_page() -> String {
          [troubleshooting guide](../how-to/troubleshooting.md) says what the operator does \
          on each failure.\n\n",
     );
-    for &reason in ConditionReason::ALL {
+    for reason in ConditionReason::KNOWN {
         page.push_str(&format!(
             "### `{}`\n\n{}\n\n",
             reason.as_str(),
             paragraphs(reason.meaning())
         ));
     }
+    // A newer operator's reason is shown as the word it wrote, so it has no heading of its
+    // own: the page says what any other word means.
+    page.push_str(&format!(
+        "### Another word\n\n{}\n\n",
+        paragraphs(ConditionReason::Unknown(String::new()).meaning())
+    ));
     page
 }

@@ -169,7 +169,7 @@ fn the_exit_codes_page_has_a_row_per_code_with_its_meaning() {
 #[test]
 fn every_condition_reason_has_an_entry_saying_what_it_means_linked_from_the_overview() {
     let page = status_page();
-    for &reason in crate::crd::ConditionReason::ALL {
+    for reason in crate::crd::ConditionReason::KNOWN {
         let heading = format!("### `{}`\n\n", reason.as_str());
         let entry = page
             .split(&heading)
@@ -213,7 +213,13 @@ fn the_result_json_page_lists_nested_fields_and_the_workloads_kinds() {
         "{page}"
     );
     assert!(
-        page.contains("- `engines[].error.category` (one of `\"InvalidSpec\"`"),
+        page.contains("- `engines[].error.category` (string): The bounded category of the failure"),
+        "{page}"
+    );
+    assert!(
+        page.contains(
+            "the condition reason a client's error becomes. Known words: `InvalidSpec`, "
+        ),
         "{page}"
     );
 }

@@ -27,19 +27,16 @@ pub struct BenchmarkComparison {
     pub engines: Vec<EngineStatus>,
 }
 
-fn phase_name(phase: Option<Phase>) -> &'static str {
-    match phase {
-        Some(Phase::Pending) | None => "Pending",
-        Some(Phase::Running) => "Running",
-        Some(Phase::Succeeded) => "Succeeded",
-        Some(Phase::Failed) => "Failed",
-    }
+/// The benchmark's phase as its status says it (a newer operator's as it wrote it); a status
+/// not yet written is `Pending`.
+fn phase_name(phase: Option<&Phase>) -> &str {
+    phase.map_or("Pending", Phase::as_str)
 }
 
 /// Whether a benchmark has finished (its table will not change any more).
 pub fn finished(benchmark: &MemoryBenchmark) -> bool {
     matches!(
-        benchmark.status.as_ref().and_then(|s| s.phase),
+        benchmark.status.as_ref().and_then(|s| s.phase.as_ref()),
         Some(Phase::Succeeded | Phase::Failed)
     )
 }
@@ -75,7 +72,7 @@ pub fn comparison(benchmark: &MemoryBenchmark) -> BenchmarkComparison {
     BenchmarkComparison {
         namespace: benchmark.metadata.namespace.clone().unwrap_or_default(),
         benchmark: benchmark.metadata.name.clone().unwrap_or_default(),
-        phase: phase_name(status.phase).to_string(),
+        phase: phase_name(status.phase.as_ref()).to_string(),
         instance_type: benchmark.spec.instance_types().join(", "),
         workload: status
             .workload
@@ -91,7 +88,7 @@ pub fn comparison(benchmark: &MemoryBenchmark) -> BenchmarkComparison {
 fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> ComparisonRow {
     let summary = engine.summary.as_ref();
     let measured = engine.repetitions.len() as u32;
-    let note = match (engine.state, summary) {
+    let note = match (&engine.state, summary) {
         (EngineState::Succeeded, Some(s)) if s.unstable => Some(format!(
             "repetitions disagree: bytes/item CV {:.1}%, items/s CV {:.1}%",
             s.bytes_per_item.cv * 100.0,
@@ -100,13 +97,17 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
         (EngineState::Succeeded, _) => None,
         (EngineState::Failed, Some(_)) => Some(format!(
             "{} after {measured} of {requested} repetitions: {}",
-            engine.reason.map_or("Failed", ConditionReason::as_str),
+            engine
+                .reason
+                .as_ref()
+                .map_or("Failed", ConditionReason::as_str),
             engine.message.clone().unwrap_or_default()
         )),
         (state, _) => Some(format!(
             "{}: {}",
             engine
                 .reason
+                .as_ref()
                 .map_or(state.as_str(), ConditionReason::as_str),
             engine.message.clone().unwrap_or_default()
         )),

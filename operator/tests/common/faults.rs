@@ -67,7 +67,7 @@ pub const EVICTED_WITHIN_2S: &str = "      - {key: node.kubernetes.io/unreachabl
 pub fn assert_node_lost(done: &MemoryBenchmark, index: usize, node: &str) -> String {
     let lost = super::operator::engine(done, index);
     assert_eq!(
-        lost.reason.map(|r| r.as_str()),
+        lost.reason.as_ref().map(|r| r.as_str()),
         Some("NodeLost"),
         "{}",
         status_of(done)

@@ -102,7 +102,7 @@ impl Harness {
     pub async fn finished(&self, name: &str, timeout: Duration) -> anyhow::Result<MemoryBenchmark> {
         self.wait_for(name, timeout, "finished", |b| {
             matches!(
-                b.status.as_ref().and_then(|s| s.phase),
+                b.status.as_ref().and_then(|s| s.phase.clone()),
                 Some(Phase::Succeeded | Phase::Failed)
             )
         })

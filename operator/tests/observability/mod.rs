@@ -33,7 +33,7 @@ pub async fn run_until_finished(
     let deadline = std::time::Instant::now() + timeout;
     loop {
         let benchmark = benchmarks.get(&name).await?;
-        let phase = benchmark.status.as_ref().and_then(|s| s.phase);
+        let phase = benchmark.status.as_ref().and_then(|s| s.phase.clone());
         if matches!(phase, Some(Phase::Succeeded | Phase::Failed)) {
             return Ok(benchmark);
         }

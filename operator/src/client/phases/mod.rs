@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn a_phase_the_plan_does_not_ask_for_does_not_run() {
-        assert_eq!(kinds(&LoadOptions::default()), []);
+        assert_eq!(kinds(&LoadOptions::default()), Vec::<PhaseKind>::new());
         let mut options = every_phase();
         options.settings.churn = None;
         // A replica's sync needs the replica too: the rate alone does not plan it.

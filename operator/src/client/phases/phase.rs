@@ -5,7 +5,7 @@
 
 use crate::client::engine::{EngineAddress, EngineInfo, MemoryInfo};
 use crate::client::load_options::LoadOptions;
-use crate::client::measured::RepetitionResult;
+use crate::client::measured::{PeakReport, RepetitionResult};
 use crate::client::paced_writes::PeakTarget;
 use crate::client::phase_kind::PhaseKind;
 use crate::client::shards::{Pacing, ReadMemory, ShardSet};
@@ -109,6 +109,27 @@ impl<'a> PhaseContext<'a, '_> {
     ) -> Result<MemoryInfo, PhaseFailure> {
         (self.read)(self.shards, reading).map_err(failed(phase))
     }
+}
+
+/// Runs a peak phase (a snapshot, a replica's sync) the one way both run: a memory reading just
+/// before it (`reading` names it), its measurement on the engine (`measure`), and its report
+/// kept in the repetition's `peak` (`keep`); a failure names `kind`.
+pub fn run_peak<R>(
+    context: &mut PhaseContext<'_, '_>,
+    kind: PhaseKind,
+    reading: &'static str,
+    measure: impl FnOnce(&mut ShardSet, &PeakTarget<'_>, &MemoryInfo) -> Result<R, BenchError>,
+    keep: impl FnOnce(&mut PeakReport, R),
+    measured: &mut RepetitionResult,
+) -> Result<(), PhaseFailure> {
+    let before = context.read_before(kind.clone(), reading)?;
+    let target = context.peak_target();
+    let report = measure(context.shards, &target, &before).map_err(failed(kind))?;
+    keep(
+        measured.peak.get_or_insert_with(PeakReport::default),
+        report,
+    );
+    Ok(())
 }
 
 /// A phase that failed after the repetition's readings: which one, and why.

@@ -202,9 +202,23 @@ impl ClientResult {
             bounded_text("a warning", warning, MAX_TEXT + '…'.len_utf8())?;
         }
         if let Some(error) = &self.error {
-            // The category is one of a closed set (an unknown word reads as `Unknown`), so only
-            // the message is bounded here.
             bounded_text("error.message", &error.message, MAX_TEXT + '…'.len_utf8())?;
+            // A newer client's category is kept as its word, and becomes the engine's reason
+            // and the conditions' (which the API server takes only as a CamelCase word);
+            // a phase's name is quoted in the status. Anything else is a broken or forged
+            // client.
+            checked_word(
+                "error.category",
+                error.category.as_str(),
+                char::is_ascii_uppercase,
+            )?;
+            if let Some(phase) = &error.phase {
+                checked_word(
+                    "error.phase.name",
+                    phase.name.as_str(),
+                    char::is_ascii_lowercase,
+                )?;
+            }
         }
         let columns = &self.repetitions;
         let listed = columns.n;
@@ -351,6 +365,20 @@ fn checked_column(name: &str, column: &[i64], n: usize) -> Result<Option<Vec<i64
             column.len()
         )),
     }
+}
+
+/// A word a client sends: at most [`MAX_IDENTITY`] ASCII letters and digits, the first of the
+/// case `first` accepts.
+fn checked_word(field: &str, word: &str, first: fn(&char) -> bool) -> Result<(), String> {
+    bounded_text(field, word, MAX_IDENTITY)?;
+    let mut chars = word.chars();
+    if !chars.next().is_some_and(|c| first(&c)) || !chars.all(|c| c.is_ascii_alphanumeric()) {
+        return Err(format!(
+            "{field} {:?} is not a word a client sends (ASCII letters and digits, as `ConnectionLost` or `snapshot`)",
+            quote(word)
+        ));
+    }
+    Ok(())
 }
 
 fn bounded_text(field: &str, value: &str, max: usize) -> Result<(), String> {

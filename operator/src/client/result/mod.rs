@@ -454,7 +454,7 @@ impl ClientResult {
                 used_memory: f.used_memory,
             }),
             error: report.error.as_ref().map(|e| ErrorReport {
-                category: e.category,
+                category: e.category.clone(),
                 message: shorten(&e.message),
                 phase: e.phase.clone(),
             }),

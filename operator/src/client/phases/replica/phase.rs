@@ -4,9 +4,9 @@
 
 use crate::client::engine::EngineAddress;
 use crate::client::load_options::LoadOptions;
-use crate::client::measured::{PeakReport, RepetitionResult};
+use crate::client::measured::RepetitionResult;
 use crate::client::phase_kind::PhaseKind;
-use crate::client::phases::phase::{Phase, PhaseContext, PhaseFailure, failed};
+use crate::client::phases::phase::{Phase, PhaseContext, PhaseFailure, run_peak};
 use crate::client::phases::snapshot::SnapshotReport;
 use crate::client::phases::snapshot::phase::writes_shortfall;
 use crate::client::workload::Workload;
@@ -54,15 +54,14 @@ impl Phase for ReplicaPhase {
         context: &mut PhaseContext<'_, '_>,
         measured: &mut RepetitionResult,
     ) -> Result<(), PhaseFailure> {
-        let before = context.read_before(self.kind(), "before the sync")?;
-        let target = context.peak_target();
-        let report = super::run(context.shards, &self.replica, &target, &before)
-            .map_err(failed(self.kind()))?;
-        measured
-            .peak
-            .get_or_insert_with(PeakReport::default)
-            .replica = Some(report);
-        Ok(())
+        run_peak(
+            context,
+            self.kind(),
+            "before the sync",
+            |shards, target, before| super::run(shards, &self.replica, target, before),
+            |peak, report| peak.replica = Some(report),
+            measured,
+        )
     }
 
     fn warning(&self, repetitions: &[RepetitionResult]) -> Option<String> {

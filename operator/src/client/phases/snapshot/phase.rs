@@ -4,9 +4,9 @@
 
 use crate::client::engine::EngineAddress;
 use crate::client::load_options::LoadOptions;
-use crate::client::measured::{PeakReport, RepetitionResult};
+use crate::client::measured::RepetitionResult;
 use crate::client::phase_kind::PhaseKind;
-use crate::client::phases::phase::{Phase, PhaseContext, PhaseFailure, failed};
+use crate::client::phases::phase::{Phase, PhaseContext, PhaseFailure, run_peak};
 use crate::client::workload::Workload;
 use crate::error::BenchError;
 
@@ -59,15 +59,14 @@ impl Phase for SnapshotPhase<'_> {
         context: &mut PhaseContext<'_, '_>,
         measured: &mut RepetitionResult,
     ) -> Result<(), PhaseFailure> {
-        let before = context.read_before(self.kind(), "before the snapshot")?;
-        let target = context.peak_target();
-        let report = super::run(context.shards, self.snapshot, &target, &before)
-            .map_err(failed(self.kind()))?;
-        measured
-            .peak
-            .get_or_insert_with(PeakReport::default)
-            .snapshot = Some(report);
-        Ok(())
+        run_peak(
+            context,
+            self.kind(),
+            "before the snapshot",
+            |shards, target, before| super::run(shards, self.snapshot, target, before),
+            |peak, report| peak.snapshot = Some(report),
+            measured,
+        )
     }
 
     fn warning(&self, repetitions: &[RepetitionResult]) -> Option<String> {
