@@ -22,6 +22,8 @@ const PEAK_BOUND_MIB: u64 = 64;
 
 /// Runs `membench args`, returning its exit status, stderr and peak resident set in KiB.
 fn peak_rss_kib(args: &[&str]) -> (i32, String, u64) {
+    // Reaped below by wait4, which also gives the child's rusage (Child::wait would not).
+    #[allow(clippy::zombie_processes)]
     let child = Command::new(env!("CARGO_BIN_EXE_membench"))
         .args(args)
         .stdout(Stdio::null())

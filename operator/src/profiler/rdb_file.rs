@@ -192,10 +192,9 @@ pub(super) fn key_type_of(kind: &KeyKind) -> Option<KeyType> {
     })
 }
 
-/// A key read from the file, and whether it is one the profile takes.
+/// Whether a key read from the file is one the profile takes.
 pub(super) enum Classified {
     Profiled {
-        entry: KeyEntry,
         key_type: KeyType,
         ttl_millis: Option<u64>,
     },
@@ -205,7 +204,7 @@ pub(super) enum Classified {
 }
 
 /// What of `entry` the profile of database `db` takes, at `now_ms`.
-pub(super) fn classify(entry: KeyEntry, db: u64, now_ms: i64) -> Classified {
+pub(super) fn classify(entry: &KeyEntry, db: u64, now_ms: i64) -> Classified {
     if entry.db != db {
         return Classified::OtherDb(entry.db);
     }
@@ -221,7 +220,6 @@ pub(super) fn classify(entry: KeyEntry, db: u64, now_ms: i64) -> Classified {
         None => None,
     };
     Classified::Profiled {
-        entry,
         key_type,
         ttl_millis,
     }
@@ -265,10 +263,8 @@ fn survey(
     let mut candidates: Vec<(u64, bool, u64)> = Vec::new();
     let (mut string_bytes, mut elements) = (0u64, 0u64);
     while let Some(entry) = reader.next_key(&mut |_, _, _| {})? {
-        match classify(entry, db, now_ms) {
-            Classified::Profiled {
-                entry, key_type, ..
-            } => {
+        match classify(&entry, db, now_ms) {
+            Classified::Profiled { key_type, .. } => {
                 survey.templates.add(&entry.name);
                 let string = key_type == KeyType::String;
                 let total = if string {
@@ -416,10 +412,9 @@ pub fn profile_rdb_file(
         });
         let Some(key) = key? else { break };
         let Classified::Profiled {
-            entry: key,
             key_type,
             ttl_millis,
-        } = classify(key, db, now_ms)
+        } = classify(&key, db, now_ms)
         else {
             continue;
         };

@@ -48,10 +48,9 @@ fn groups_holding_every_key(path: &Path, options: &RdbProfileOptions) -> Profile
         });
         let Some(key) = key.unwrap() else { break };
         let Classified::Profiled {
-            entry: key,
             key_type,
             ttl_millis,
-        } = classify(key, db, now_ms)
+        } = classify(&key, db, now_ms)
         else {
             continue;
         };
