@@ -58,7 +58,7 @@ fn a_file_profile_of_400k_keys_peaks_under_64_mib() {
     spec.args = vec!["--enable-debug-command".into(), "yes".into()];
     let server = common::start_spec(&spec);
     let mut con = common::connect(&server.address);
-    // Strings under two namespaces and a few hashes: several groups, most keys in two.
+    // Strings under two namespaces: two groups.
     let _: () = redis::cmd("DEBUG")
         .arg("POPULATE")
         .arg(KEYS * 3 / 4)
@@ -73,6 +73,17 @@ fn a_file_profile_of_400k_keys_peaks_under_64_mib() {
         .arg(60)
         .query(&mut con)
         .unwrap();
+    // The sessions expire, each at its own millisecond: a TTL distribution of one value a key.
+    for start in (0..KEYS / 4).step_by(10_000) {
+        let mut pipe = redis::pipe();
+        for i in start..(start + 10_000).min(KEYS / 4) {
+            pipe.cmd("PEXPIRE")
+                .arg(format!("session:{i}"))
+                .arg(3_600_000 + i * 13)
+                .ignore();
+        }
+        let _: () = pipe.query(&mut con).unwrap();
+    }
     let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
     let dir: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")

@@ -13,12 +13,79 @@ use super::key_sample::{Element, KeyObservation};
 use super::selection::{self, LengthSpread, Spread};
 use super::walk::WalkedKey;
 
-fn count(map: &mut BTreeMap<u64, u64>, value: u64) {
-    *map.entry(value).or_default() += 1;
+/// A distribution counts this many distinct values exactly; past that its values are rounded.
+const MOST_DISTINCT_VALUES: usize = 4096;
+/// The fewest significant bits a value is rounded to (a relative error under 2^-6, 1.6%). At
+/// 6 bits a u64 takes at most 64 + 58 * 32 = 1,920 distinct values, under the cap.
+const LEAST_SIGNIFICANT_BITS: u32 = 6;
+
+/// How often each value was seen: exact up to [`MOST_DISTINCT_VALUES`] distinct values, so
+/// that a distribution with about one value per key (TTLs in milliseconds, sizes) holds a
+/// bounded number of them. Past the cap, values are kept to fewer significant bits, one bit
+/// fewer each time it is reached again (a relative error under 2^-bits: 100,000 TTLs spread
+/// over the last 700 s of an hour keep 14 bits, steps of 256 ms), the profile's 64 buckets
+/// then cut from the rounded values.
+#[derive(Clone, Debug)]
+struct Counts {
+    values: BTreeMap<u64, u64>,
+    significant_bits: u32,
 }
 
-fn distribution(counts: &BTreeMap<u64, u64>) -> Option<Distribution> {
-    (!counts.is_empty()).then(|| Distribution::from_counts(counts))
+impl Default for Counts {
+    fn default() -> Self {
+        Self {
+            values: BTreeMap::new(),
+            significant_bits: u64::BITS,
+        }
+    }
+}
+
+impl Counts {
+    fn rounded(value: u64, bits: u32) -> u64 {
+        let length = u64::BITS - value.leading_zeros();
+        if length <= bits {
+            return value;
+        }
+        let dropped = length - bits;
+        (value >> dropped) << dropped
+    }
+
+    fn add_many(&mut self, value: u64, n: u64) {
+        *self
+            .values
+            .entry(Self::rounded(value, self.significant_bits))
+            .or_default() += n;
+        while self.values.len() > MOST_DISTINCT_VALUES
+            && self.significant_bits > LEAST_SIGNIFICANT_BITS
+        {
+            self.significant_bits = self.significant_bits.min(
+                u64::BITS
+                    - self
+                        .values
+                        .keys()
+                        .next_back()
+                        .map_or(0, |v| v.leading_zeros()),
+            ) - 1;
+            let bits = self.significant_bits;
+            let mut coarser = BTreeMap::new();
+            for (value, n) in std::mem::take(&mut self.values) {
+                *coarser.entry(Self::rounded(value, bits)).or_default() += n;
+            }
+            self.values = coarser;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
+fn count(counts: &mut Counts, value: u64) {
+    counts.add_many(value, 1);
+}
+
+fn distribution(counts: &Counts) -> Option<Distribution> {
+    (!counts.is_empty()).then(|| Distribution::from_counts(&counts.values))
 }
 
 /// The keys' mean lengths of their elements that are not integers: a key read whole at its
@@ -26,7 +93,7 @@ fn distribution(counts: &BTreeMap<u64, u64>) -> Option<Distribution> {
 /// keys' mean.
 #[derive(Default)]
 struct KeyMeans {
-    whole: BTreeMap<u64, u64>,
+    whole: Counts,
     partial: u64,
     /// The sum of every key's mean, added in the order the keys came.
     sum: f64,
@@ -41,8 +108,8 @@ struct ValueTally {
     other_integers: u64,
     integers: u64,
     negative_integers: u64,
-    text_lengths: BTreeMap<u64, u64>,
-    integer_lengths: BTreeMap<u64, u64>,
+    text_lengths: Counts,
+    integer_lengths: Counts,
     key_means: KeyMeans,
 }
 
@@ -105,16 +172,14 @@ impl ValueTally {
     /// left 0.6 B, which put 1.1% less in the rebuilt flights.
     fn key_mean_length(&self) -> Option<Distribution> {
         let means = &self.key_means;
-        let keys = means.whole.values().sum::<u64>() + means.partial;
+        let keys = means.whole.values.values().sum::<u64>() + means.partial;
         if keys == 0 {
             return None;
         }
         let mut counts = means.whole.clone();
         if means.partial > 0 {
             let center = means.sum / keys as f64;
-            *counts
-                .entry((center * 1000.0).round().max(0.0) as u64)
-                .or_default() += means.partial;
+            counts.add_many((center * 1000.0).round().max(0.0) as u64, means.partial);
         }
         distribution(&counts)
     }
@@ -144,17 +209,17 @@ impl ValueTally {
 pub struct GroupTally {
     /// Every key of the group: how many, their names' lengths, their sizes where known.
     all_keys: u64,
-    all_key_lengths: BTreeMap<u64, u64>,
-    all_sizes: BTreeMap<u64, u64>,
+    all_key_lengths: Counts,
+    all_sizes: Counts,
     /// The keys read.
     keys: u64,
-    key_lengths: BTreeMap<u64, u64>,
+    key_lengths: Counts,
     ttl_keys: u64,
-    ttls: BTreeMap<u64, u64>,
+    ttls: Counts,
     encoded_keys: u64,
     encodings: BTreeMap<String, u64>,
-    elements: BTreeMap<u64, u64>,
-    entry_fields: BTreeMap<u64, u64>,
+    elements: Counts,
+    entry_fields: Counts,
     fields: ValueTally,
     values: ValueTally,
     scores: ValueTally,
@@ -273,7 +338,7 @@ impl GroupTally {
                 )
                 .min(1.0),
             ),
-            key_length: Distribution::from_counts(&self.all_key_lengths),
+            key_length: distribution(&self.all_key_lengths).unwrap_or_default(),
             ttl: (self.ttl_keys > 0).then(|| TtlShape {
                 share: self.ttl_keys as f64 / self.keys as f64,
                 millis: distribution(&self.ttls),
@@ -511,6 +576,38 @@ mod tests {
             }],
         }]);
         assert_eq!(strings[0].values.key_mean_length, None);
+    }
+
+    #[test]
+    fn values_past_the_cap_are_rounded_to_fewer_bits_and_keep_their_count() {
+        // Few distinct values: exact.
+        let mut few = Counts::default();
+        for v in [3, 3, 1_000_003, 7] {
+            count(&mut few, v);
+        }
+        assert_eq!(few.values, BTreeMap::from([(3, 2), (7, 1), (1_000_003, 1)]));
+        // A TTL a key, in milliseconds: one distinct value each for 100,000 keys.
+        let mut ttls = Counts::default();
+        for i in 0..100_000u64 {
+            count(&mut ttls, 3_600_000 - i * 7);
+        }
+        assert!(
+            ttls.values.len() <= MOST_DISTINCT_VALUES,
+            "{}",
+            ttls.values.len()
+        );
+        assert_eq!(ttls.values.values().sum::<u64>(), 100_000);
+        // Rounded down to the bits kept (steps of 256 ms): the mean within 0.1%.
+        assert_eq!(ttls.significant_bits, 14);
+        let exact_mean = (0..100_000u64).map(|i| 3_600_000 - i * 7).sum::<u64>() as f64 / 1e5;
+        let mean = ttls.values.iter().map(|(v, n)| (v * n) as f64).sum::<f64>() / 1e5;
+        assert!(
+            (exact_mean - mean) / exact_mean < 1e-3,
+            "{mean} against {exact_mean}"
+        );
+        // Small values stay exact beside large ones.
+        count(&mut ttls, 5);
+        assert_eq!(ttls.values.get(&5), Some(&1));
     }
 
     #[test]
