@@ -4,9 +4,8 @@
 //! (`wait4`'s ru_maxrss, the peak resident set). The load reads the file streaming: it holds
 //! one element and at most 8 batches of 64 KiB of commands ahead of the engine.
 //!
-//! `membench profile --rdb` is not held to the bound: it keeps every key's name and
-//! observation to find the groups (profiler/rdb_file.rs), and peaked at 528 MiB on this file
-//! in a debug build (about 680 B a key).
+//! `membench profile --rdb` has its own test of its peak (profile_rdb_memory.rs): it reads
+//! the file twice and holds its groups, not its keys.
 
 mod common;
 

@@ -3,8 +3,9 @@
 //! entries, a deleted entry, three databases) loaded into Valkey 9.1 and Dragonfly, then read
 //! back key by key from both servers: every key's type, contents and TTL equal the source's,
 //! a stream's pending entries by consumer (XPENDING) and last id (XINFO STREAM), and where
-//! the target has the commands, hash fields' TTLs (HPTTL) and a stream's entries-added and
-//! largest deleted id; what the target cannot take is said in the result's warnings.
+//! the target has the commands, hash fields' TTLs (HPTTL), a stream's entries-added and
+//! largest deleted id, and its groups' entries-read and lag (XINFO GROUPS); what the target
+//! cannot take is said in the result's warnings.
 
 mod common;
 
@@ -42,6 +43,8 @@ struct Reading {
     field_ttls: bool,
     /// XINFO STREAM's entries-added and max-deleted-entry-id restored by XSETID.
     stream_counters: bool,
+    /// XINFO GROUPS's entries-read and lag, restored by XGROUP CREATE's ENTRIESREAD.
+    group_entries_read: bool,
 }
 
 /// A reply's flat fields (RESP2 array or RESP3 map) as name and value pairs.
@@ -116,6 +119,13 @@ fn read_stream(con: &mut Connection, name: &str, reading: Reading, key: &mut Rea
             "group {group_name} at {}",
             field(&group, "last-delivered-id")
         ));
+        if reading.group_entries_read {
+            key.contents.push(format!(
+                "group {group_name} entries read {}, lag {}",
+                field(&group, "entries-read"),
+                field(&group, "lag")
+            ));
+        }
         let redis::Value::Array(consumers) = run(con, &["XINFO", "CONSUMERS", name, &group_name])
         else {
             panic!("XINFO CONSUMERS {name} {group_name}");
@@ -239,8 +249,9 @@ fn census(keys: &BTreeMap<u64, BTreeMap<String, ReadKey>>) -> BTreeMap<(u64, Str
 
 /// The stream `st` given a history beyond what the keyspace writes: an entry added and deleted
 /// (its last id and entries-added then exceed its last entry's), a second consumer with one
-/// pending entry delivered 3 times, an idle consumer with none, and every pending entry's
-/// delivery time set [`DELIVERED_AGO_MS`] in the past.
+/// pending entry delivered 3 times, an idle consumer with none, a second group that read an
+/// entry added after the deletion, and every pending entry's delivery time set
+/// [`DELIVERED_AGO_MS`] in the past.
 fn pending_history(con: &mut Connection) {
     run(con, &["SELECT", "0"]);
     let deleted = text(&run(con, &["XADD", "st", "*", "gone", "soon"]));
@@ -262,6 +273,25 @@ fn pending_history(con: &mut Connection) {
     run(
         con,
         &["XGROUP", "CREATECONSUMER", "st", "readers", "idle-reader"],
+    );
+    // A group that reads entries as they come: after reading a last entry (NOACK, nothing
+    // pending) its entries-read is the entries ever added (7) and its lag 0. The group
+    // "readers" last read before the deleted entry: the engine no longer knows its
+    // entries-read (-1) and estimates its lag.
+    run(con, &["XGROUP", "CREATE", "st", "tail", "$"]);
+    run(con, &["XADD", "st", "*", "late", "1"]);
+    run(
+        con,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "tail",
+            "tail-reader",
+            "NOACK",
+            "STREAMS",
+            "st",
+            ">",
+        ],
     );
     let redis::Value::Array(time) = run(con, &["TIME"]) else {
         panic!("TIME");
@@ -323,6 +353,7 @@ fn redis_dump(for_target: &str) -> (membench::local::runner::LocalEngine, PathBu
 /// What the target must say it left out, when it lacks a command.
 const NO_FIELD_TTLS: &str = "hash fields written without their own TTL";
 const NO_STREAM_COUNTERS: &str = "entries-added and largest deleted id not restored";
+const NO_GROUP_ENTRIES_READ: &str = "consumer groups' entries-read not restored";
 
 fn loaded_into(target: EngineSpec, reading: Reading) {
     let (source, dump) = redis_dump(target.engine.as_str());
@@ -398,9 +429,21 @@ fn loaded_into(target: EngineSpec, reading: Reading) {
     // TTL where the target reads them, and st's 3 pending entries.
     assert_eq!(field_clocks, if reading.field_ttls { 5 } else { 0 });
     assert_eq!(idle_clocks, 3, "pending entries compared");
+    // ... and st's groups' entries-read and lag, one known and one the engine estimates, where
+    // the target takes ENTRIESREAD.
+    if reading.group_entries_read {
+        let st = &want[&0]["st"].contents;
+        for wanted in [
+            "group tail entries read 7, lag 0",
+            "group readers entries read nil, lag nil",
+        ] {
+            assert!(st.iter().any(|c| c == wanted), "{wanted} in {st:#?}");
+        }
+    }
     let scan = &result["workload"]["scan"];
     assert_eq!(scan["field_ttls"], 5, "{scan}");
     assert_eq!(scan["pending_entries"], 3, "{scan}");
+    assert_eq!(scan["groups_entries_read"], 2, "{scan}");
     // What the target cannot take is said, and only then.
     let warnings = result["warnings"].to_string();
     assert_eq!(
@@ -411,6 +454,11 @@ fn loaded_into(target: EngineSpec, reading: Reading) {
     assert_eq!(
         warnings.contains(NO_STREAM_COUNTERS),
         !reading.stream_counters,
+        "{warnings}"
+    );
+    assert_eq!(
+        warnings.contains(NO_GROUP_ENTRIES_READ),
+        !reading.group_entries_read,
         "{warnings}"
     );
     let _ = std::fs::remove_file(dump);
@@ -426,18 +474,21 @@ fn a_redis_8_6_dump_loads_into_valkey_9_1_key_by_key() {
         Reading {
             field_ttls: true,
             stream_counters: true,
+            group_entries_read: true,
         },
     );
 }
 
 #[test]
 fn a_redis_8_6_dump_loads_into_dragonfly_key_by_key() {
-    // Dragonfly 1.40 has no HPEXPIREAT, and its XSETID takes no options.
+    // Dragonfly 1.40 has no HPEXPIREAT, its XSETID takes no options, and its COMMAND INFO
+    // lists no XGROUP CREATE to say whether it takes ENTRIESREAD.
     loaded_into(
         common::shared_build(EngineKind::Dragonfly, "1.40.0"),
         Reading {
             field_ttls: false,
             stream_counters: false,
+            group_entries_read: false,
         },
     );
 }
@@ -451,6 +502,7 @@ fn a_spec_s_rdb_workload_runs_locally_through_the_plan() {
         Reading {
             field_ttls: false,
             stream_counters: false,
+            group_entries_read: false,
         },
     );
     drop(source_con);

@@ -6,7 +6,7 @@
 //! `{s}`. Digit runs inside text (`user123`) are `{n}` too. The other half is the rebuild:
 //! a template and a length give a key name, unique by its index.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// A literal part is kept only when at least this many sampled keys share it, so that no
 /// part of one key's name reaches the profile.
@@ -89,95 +89,107 @@ fn shape_of(tokens: &[Token]) -> Vec<Token> {
         .collect()
 }
 
-/// Groups key names into templates as they are sampled. Holds the sampled names' texts
-/// until `finish`, on the profiler's side only.
-#[derive(Default)]
-pub struct TemplateBuilder {
-    /// Per shape: the keys' text tokens, by key.
-    shapes: BTreeMap<Vec<Token>, Vec<Vec<Vec<u8>>>>,
-    /// How many keys start with each first text (the namespace).
-    first_texts: BTreeMap<Vec<u8>, u64>,
+/// At most this many distinct first parts of names are counted (a few MB): a keyspace whose
+/// names start with a different word each would otherwise make the builder hold a part of every
+/// name. A first part first seen after the cap was reached is never literal (`{s}`), and the
+/// keys so templated are counted ([`TemplateBuilder::uncounted_first_parts`]).
+pub const MOST_FIRST_PARTS_COUNTED: usize = 100_000;
+
+/// What the names of one shape have in common: how many there are, and per text position the
+/// text every one of them has there (None once two differ).
+struct ShapeTexts {
+    keys: u64,
+    shared: Vec<Option<Vec<u8>>>,
 }
 
-/// A key's place in the builder, to look its template up after `finish`.
-#[derive(Clone, Debug)]
-pub struct KeyRef {
-    shape: Vec<Token>,
-    index: usize,
+/// Groups key names into templates: names are added one by one ([`TemplateBuilder::add`]),
+/// then each is templated ([`TemplateBuilder::template_of`]). Holds no name: per shape the
+/// texts all its names share, and how many names start with each first text (capped), so
+/// that its memory grows with the keyspace's shapes and namespaces, not its keys.
+#[derive(Default)]
+pub struct TemplateBuilder {
+    shapes: BTreeMap<Vec<Token>, ShapeTexts>,
+    /// How many keys start with each first text (the namespace).
+    first_texts: HashMap<Vec<u8>, u64>,
+    /// Keys whose first text was not counted, the cap being reached.
+    uncounted_first_parts: u64,
+}
+
+fn texts_of(tokens: &[Token]) -> impl Iterator<Item = &Vec<u8>> {
+    tokens.iter().filter_map(|t| match t {
+        Token::Text(text) => Some(text),
+        _ => None,
+    })
 }
 
 impl TemplateBuilder {
-    pub fn add(&mut self, key: &[u8]) -> KeyRef {
+    pub fn add(&mut self, key: &[u8]) {
         let tokens = tokens_of(key);
-        let texts: Vec<Vec<u8>> = tokens
-            .iter()
-            .filter_map(|t| match t {
-                Token::Text(text) => Some(text.clone()),
-                _ => None,
-            })
-            .collect();
-        if matches!(tokens.first(), Some(Token::Text(_))) {
-            *self.first_texts.entry(texts[0].clone()).or_default() += 1;
+        if let Some(Token::Text(first)) = tokens.first() {
+            if let Some(n) = self.first_texts.get_mut(first) {
+                *n += 1;
+            } else if self.first_texts.len() < MOST_FIRST_PARTS_COUNTED {
+                self.first_texts.insert(first.clone(), 1);
+            } else {
+                self.uncounted_first_parts += 1;
+            }
         }
-        let shape = shape_of(&tokens);
-        let keys = self.shapes.entry(shape.clone()).or_default();
-        keys.push(texts);
-        KeyRef {
-            shape,
-            index: keys.len() - 1,
+        match self.shapes.get_mut(&shape_of(&tokens)) {
+            Some(shape) => {
+                shape.keys += 1;
+                for (shared, text) in shape.shared.iter_mut().zip(texts_of(&tokens)) {
+                    if shared.as_ref().is_some_and(|s| s != text) {
+                        *shared = None;
+                    }
+                }
+            }
+            None => {
+                let shared = texts_of(&tokens).map(|t| Some(t.clone())).collect();
+                self.shapes
+                    .insert(shape_of(&tokens), ShapeTexts { keys: 1, shared });
+            }
         }
     }
 
-    /// The templates, one per key added, in the order of `refs`.
-    pub fn finish(self, refs: &[KeyRef]) -> Vec<String> {
-        // Per shape, which text positions every key shares.
-        let mut constant: BTreeMap<&Vec<Token>, Vec<Option<&Vec<u8>>>> = BTreeMap::new();
-        for (shape, keys) in &self.shapes {
-            let positions = keys.first().map_or(0, Vec::len);
-            let shared = (0..positions)
-                .map(|p| {
-                    let first = &keys[0][p];
-                    (keys.len() as u64 >= MIN_KEYS_FOR_LITERAL
-                        && keys.iter().all(|k| &k[p] == first))
-                    .then_some(first)
-                })
-                .collect();
-            constant.insert(shape, shared);
-        }
-        refs.iter()
-            .map(|r| {
-                let texts = &self.shapes[&r.shape][r.index];
-                let shared = &constant[&r.shape];
-                let mut template = String::new();
-                let mut text_position = 0;
-                for (i, token) in r.shape.iter().enumerate() {
-                    match token {
-                        Token::Delimiter(b'{') => template.push_str("{{"),
-                        Token::Delimiter(b'}') => template.push_str("}}"),
-                        Token::Delimiter(d) => template.push(*d as char),
-                        Token::Number => template.push_str("{n}"),
-                        Token::Id => template.push_str("{id}"),
-                        Token::Text(_) => {
-                            let text = &texts[text_position];
-                            let namespace = i == 0
-                                && self.first_texts.get(text).copied().unwrap_or(0)
-                                    >= MIN_KEYS_FOR_LITERAL;
-                            let literal = (namespace || shared[text_position].is_some())
-                                && text
-                                    .iter()
-                                    .all(|b| b.is_ascii_graphic() && *b != b'{' && *b != b'}');
-                            if literal {
-                                template.push_str(&String::from_utf8_lossy(text));
-                            } else {
-                                template.push_str("{s}");
-                            }
-                            text_position += 1;
-                        }
+    /// Keys added whose first part was not counted ([`MOST_FIRST_PARTS_COUNTED`]).
+    pub fn uncounted_first_parts(&self) -> u64 {
+        self.uncounted_first_parts
+    }
+
+    /// The template of `key`, one of the names added.
+    pub fn template_of(&self, key: &[u8]) -> String {
+        let tokens = tokens_of(key);
+        let shape = self.shapes.get(&shape_of(&tokens));
+        let mut template = String::new();
+        let mut text_position = 0;
+        for (i, token) in tokens.iter().enumerate() {
+            match token {
+                Token::Delimiter(b'{') => template.push_str("{{"),
+                Token::Delimiter(b'}') => template.push_str("}}"),
+                Token::Delimiter(d) => template.push(*d as char),
+                Token::Number => template.push_str("{n}"),
+                Token::Id => template.push_str("{id}"),
+                Token::Text(text) => {
+                    let namespace = i == 0
+                        && self.first_texts.get(text).copied().unwrap_or(0) >= MIN_KEYS_FOR_LITERAL;
+                    let shared = shape.is_some_and(|s| {
+                        s.keys >= MIN_KEYS_FOR_LITERAL
+                            && s.shared.get(text_position).is_some_and(Option::is_some)
+                    });
+                    let literal = (namespace || shared)
+                        && text
+                            .iter()
+                            .all(|b| b.is_ascii_graphic() && *b != b'{' && *b != b'}');
+                    if literal {
+                        template.push_str(&String::from_utf8_lossy(text));
+                    } else {
+                        template.push_str("{s}");
                     }
+                    text_position += 1;
                 }
-                template
-            })
-            .collect()
+            }
+        }
+        template
     }
 }
 
@@ -341,8 +353,12 @@ mod tests {
 
     fn templates(keys: &[&str]) -> Vec<String> {
         let mut builder = TemplateBuilder::default();
-        let refs: Vec<KeyRef> = keys.iter().map(|k| builder.add(k.as_bytes())).collect();
-        builder.finish(&refs)
+        for key in keys {
+            builder.add(key.as_bytes());
+        }
+        keys.iter()
+            .map(|k| builder.template_of(k.as_bytes()))
+            .collect()
     }
 
     #[test]
@@ -417,6 +433,27 @@ mod tests {
             .unwrap()
             .render(7, 8, &mut name);
         assert_eq!(name, b"configgn");
+    }
+
+    #[test]
+    fn first_parts_past_the_cap_are_not_counted_and_say_so() {
+        let mut builder = TemplateBuilder::default();
+        for i in 0..MOST_FIRST_PARTS_COUNTED {
+            // Distinct first parts (letters only: digits would be {n}).
+            let word: String = format!("{i:x}")
+                .chars()
+                .map(|c| (b'g' + c.to_digit(16).unwrap() as u8) as char)
+                .collect();
+            builder.add(format!("{word}:1").as_bytes());
+        }
+        for i in 0..5 {
+            builder.add(format!("late:{i}").as_bytes());
+            builder.add(format!("g:{i}").as_bytes());
+        }
+        assert_eq!(builder.uncounted_first_parts(), 5);
+        // Five keys start with "late", but it came after the cap: {s}. "g" was counted first.
+        assert_eq!(builder.template_of(b"late:3"), "{s}:{n}");
+        assert_eq!(builder.template_of(b"g:3"), "g:{n}");
     }
 
     #[test]

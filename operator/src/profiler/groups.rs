@@ -1,6 +1,8 @@
-//! The sampled keys summed up by template and type: counts become shares, lengths become
+//! The keys summed up by template and type: counts become shares, lengths become
 //! distributions. Nothing of a name or value survives this step but its length and whether it
-//! was an integer.
+//! was an integer. A group's tally ([`GroupTally`]) takes keys one at a time and holds counts,
+//! never a key: its memory is bounded by the distinct lengths it saw, so that a file's every
+//! key can pass through it.
 
 use std::collections::BTreeMap;
 
@@ -8,22 +10,93 @@ use crate::profile::model::{Distribution, KeyGroup, KeyType, TtlShape, ValueShap
 use crate::profile::templates::TemplateBuilder;
 
 use super::key_sample::{Element, KeyObservation};
-use super::selection;
+use super::selection::{self, LengthSpread, Spread};
 use super::walk::WalkedKey;
 
-fn count(map: &mut BTreeMap<u64, u64>, value: u64) {
-    *map.entry(value).or_default() += 1;
+/// A distribution counts this many distinct values exactly; past that its values are rounded.
+const MOST_DISTINCT_VALUES: usize = 4096;
+/// The fewest significant bits a value is rounded to (a relative error under 2^-6, 1.6%). At
+/// 6 bits a u64 takes at most 64 + 58 * 32 = 1,920 distinct values, under the cap.
+const LEAST_SIGNIFICANT_BITS: u32 = 6;
+
+/// How often each value was seen: exact up to [`MOST_DISTINCT_VALUES`] distinct values, so
+/// that a distribution with about one value per key (TTLs in milliseconds, sizes) holds a
+/// bounded number of them. Past the cap, values are kept to fewer significant bits, one bit
+/// fewer each time it is reached again (a relative error under 2^-bits: 100,000 TTLs spread
+/// over the last 700 s of an hour keep 14 bits, steps of 256 ms), the profile's 64 buckets
+/// then cut from the rounded values.
+#[derive(Clone, Debug)]
+struct Counts {
+    values: BTreeMap<u64, u64>,
+    significant_bits: u32,
 }
 
-fn distribution(counts: &BTreeMap<u64, u64>) -> Option<Distribution> {
-    (!counts.is_empty()).then(|| Distribution::from_counts(counts))
+impl Default for Counts {
+    fn default() -> Self {
+        Self {
+            values: BTreeMap::new(),
+            significant_bits: u64::BITS,
+        }
+    }
 }
 
-/// One key's mean length of the elements read that are not integers, and whether every
-/// element of the key was read.
-struct KeyMean {
-    mean: f64,
-    whole: bool,
+impl Counts {
+    fn rounded(value: u64, bits: u32) -> u64 {
+        let length = u64::BITS - value.leading_zeros();
+        if length <= bits {
+            return value;
+        }
+        let dropped = length - bits;
+        (value >> dropped) << dropped
+    }
+
+    fn add_many(&mut self, value: u64, n: u64) {
+        *self
+            .values
+            .entry(Self::rounded(value, self.significant_bits))
+            .or_default() += n;
+        while self.values.len() > MOST_DISTINCT_VALUES
+            && self.significant_bits > LEAST_SIGNIFICANT_BITS
+        {
+            self.significant_bits = self.significant_bits.min(
+                u64::BITS
+                    - self
+                        .values
+                        .keys()
+                        .next_back()
+                        .map_or(0, |v| v.leading_zeros()),
+            ) - 1;
+            let bits = self.significant_bits;
+            let mut coarser = BTreeMap::new();
+            for (value, n) in std::mem::take(&mut self.values) {
+                *coarser.entry(Self::rounded(value, bits)).or_default() += n;
+            }
+            self.values = coarser;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
+fn count(counts: &mut Counts, value: u64) {
+    counts.add_many(value, 1);
+}
+
+fn distribution(counts: &Counts) -> Option<Distribution> {
+    (!counts.is_empty()).then(|| Distribution::from_counts(&counts.values))
+}
+
+/// The keys' mean lengths of their elements that are not integers: a key read whole at its
+/// own mean (in thousandths of a byte), a key read in part counted apart, to be put at the
+/// keys' mean.
+#[derive(Default)]
+struct KeyMeans {
+    whole: Counts,
+    partial: u64,
+    /// The sum of every key's mean, added in the order the keys came.
+    sum: f64,
 }
 
 /// The elements of one kind (fields, values, scores) over a group's keys.
@@ -35,9 +108,9 @@ struct ValueTally {
     other_integers: u64,
     integers: u64,
     negative_integers: u64,
-    text_lengths: BTreeMap<u64, u64>,
-    integer_lengths: BTreeMap<u64, u64>,
-    key_means: Vec<KeyMean>,
+    text_lengths: Counts,
+    integer_lengths: Counts,
+    key_means: KeyMeans,
 }
 
 impl ValueTally {
@@ -70,18 +143,25 @@ impl ValueTally {
     }
 
     fn observe_mean(&mut self, elements: &[Element], held: u64) {
-        let texts: Vec<f64> = elements
+        let (texts, total) = elements
             .iter()
             .filter(|e| !e.integer)
-            .map(|e| f64::from(e.length))
-            .collect();
-        if texts.is_empty() {
+            .fold((0u64, 0f64), |(n, sum), e| {
+                (n + 1, sum + f64::from(e.length))
+            });
+        if texts == 0 {
             return;
         }
-        self.key_means.push(KeyMean {
-            mean: texts.iter().sum::<f64>() / texts.len() as f64,
-            whole: elements.len() as u64 >= held,
-        });
+        let mean = total / texts as f64;
+        self.key_means.sum += mean;
+        if elements.len() as u64 >= held {
+            count(
+                &mut self.key_means.whole,
+                (mean * 1000.0).round().max(0.0) as u64,
+            );
+        } else {
+            self.key_means.partial += 1;
+        }
     }
 
     /// The keys' means in thousandths of a byte: a key read whole at its own, a key read in
@@ -91,15 +171,15 @@ impl ValueTally {
     /// 1.6 B in what was read of them, and taking out the spread the lengths read imply still
     /// left 0.6 B, which put 1.1% less in the rebuilt flights.
     fn key_mean_length(&self) -> Option<Distribution> {
-        if self.key_means.is_empty() {
+        let means = &self.key_means;
+        let keys = means.whole.values.values().sum::<u64>() + means.partial;
+        if keys == 0 {
             return None;
         }
-        let center =
-            self.key_means.iter().map(|k| k.mean).sum::<f64>() / self.key_means.len() as f64;
-        let mut counts = BTreeMap::new();
-        for key in &self.key_means {
-            let mean = if key.whole { key.mean } else { center };
-            count(&mut counts, (mean * 1000.0).round().max(0.0) as u64);
+        let mut counts = means.whole.clone();
+        if means.partial > 0 {
+            let center = means.sum / keys as f64;
+            counts.add_many((center * 1000.0).round().max(0.0) as u64, means.partial);
         }
         distribution(&counts)
     }
@@ -123,24 +203,57 @@ impl ValueTally {
     }
 }
 
-/// One template and type, as sampled.
+/// One template and type: every key of it (counts, name lengths, sizes) and the keys read
+/// (the rest), taken one at a time.
 #[derive(Default)]
-struct GroupTally {
+pub struct GroupTally {
+    /// Every key of the group: how many, their names' lengths, their sizes where known.
+    all_keys: u64,
+    all_key_lengths: Counts,
+    all_sizes: Counts,
+    /// The keys read.
     keys: u64,
-    key_lengths: BTreeMap<u64, u64>,
+    key_lengths: Counts,
     ttl_keys: u64,
-    ttls: BTreeMap<u64, u64>,
+    ttls: Counts,
     encoded_keys: u64,
     encodings: BTreeMap<String, u64>,
-    elements: BTreeMap<u64, u64>,
-    entry_fields: BTreeMap<u64, u64>,
+    elements: Counts,
+    entry_fields: Counts,
     fields: ValueTally,
     values: ValueTally,
     scores: ValueTally,
+    /// What the error of the group's sample is computed from: each key read's estimated
+    /// bytes, the lengths of the elements read, and how many were read of how many held.
+    per_key: Spread,
+    element_lengths: LengthSpread,
+    read: u64,
+    held: u64,
 }
 
 impl GroupTally {
-    fn observe(&mut self, key: &KeyObservation) {
+    /// Counts one key of the group, read or not: its name's length and its size (a string's
+    /// bytes, else its elements) where known.
+    pub fn count_key(&mut self, key_length: u64, size: Option<u64>) {
+        self.all_keys += 1;
+        count(&mut self.all_key_lengths, key_length);
+        if let Some(size) = size {
+            count(&mut self.all_sizes, size);
+        }
+    }
+
+    /// Whether no key of the group was read.
+    pub fn unread(&self) -> bool {
+        self.keys == 0
+    }
+
+    /// How many keys the group has.
+    pub fn all_keys(&self) -> u64 {
+        self.all_keys
+    }
+
+    /// Tallies one key read.
+    pub fn observe(&mut self, key: &KeyObservation) {
         self.keys += 1;
         count(&mut self.key_lengths, key.key_length);
         if let Some(ttl) = key.ttl_millis {
@@ -166,44 +279,66 @@ impl GroupTally {
         self.fields.observe(&key.fields, held);
         self.values.observe(&key.values, held);
         self.scores.observe(&key.scores, held);
+        self.estimate(key);
     }
 
-    fn group(&self, planned: &PlannedGroup<'_>, total_keys: u64) -> KeyGroup {
-        let key_type = planned.key_type;
-        let all = planned.keys.len() as u64;
-        // Key lengths over every key, elements over every key sized (the sampled ones where
-        // the size pass did not get to them).
-        let mut key_lengths = BTreeMap::new();
-        let mut elements = BTreeMap::new();
-        for key in &planned.keys {
-            count(&mut key_lengths, key.name.len() as u64);
-            if let Some(size) = key.size {
-                count(&mut elements, size);
-            }
+    /// The key's bytes (its name and its elements' lengths, the elements not read taken at
+    /// the mean of those read), and the lengths of the elements read.
+    fn estimate(&mut self, key: &KeyObservation) {
+        let length = |list: &[Element], i: usize| list.get(i).map_or(0, |e| u64::from(e.length));
+        let read = key.values.len() as u64;
+        let mut sum = 0u64;
+        for i in 0..key.values.len() {
+            let element = length(&key.values, i) + length(&key.fields, i) + length(&key.scores, i);
+            self.element_lengths.add(element);
+            sum += element;
         }
-        if elements.is_empty() {
-            elements = self.elements.clone();
-        }
-        let estimate = planned.estimate();
+        let held = key.elements.unwrap_or(read).max(read);
+        let mean = if read == 0 {
+            0.0
+        } else {
+            sum as f64 / read as f64
+        };
+        self.per_key.add(key.key_length as f64 + held as f64 * mean);
+        self.read += read;
+        self.held += held;
+    }
+
+    /// The group: `total_keys` the keys of every group, for its share.
+    pub fn group(
+        &self,
+        template: &str,
+        key_type: KeyType,
+        big_key: bool,
+        total_keys: u64,
+    ) -> KeyGroup {
+        let all = self.all_keys;
+        // Elements over every key sized (the sampled ones where the size pass did not get to
+        // them).
+        let elements = if self.all_sizes.is_empty() {
+            &self.elements
+        } else {
+            &self.all_sizes
+        };
         KeyGroup {
-            template: planned.template.clone(),
+            template: template.to_string(),
             key_type,
             share: all as f64 / total_keys.max(1) as f64,
             sampled_keys: self.keys,
             keys: all,
-            big_key: planned.big_key,
+            big_key,
             sampled_share: Some(self.keys as f64 / all.max(1) as f64),
             size_error: Some(
                 selection::size_error(
-                    &estimate.per_key,
+                    &self.per_key,
                     all,
-                    &estimate.elements,
-                    estimate.read,
-                    estimate.held,
+                    &self.element_lengths,
+                    self.read,
+                    self.held,
                 )
                 .min(1.0),
             ),
-            key_length: Distribution::from_counts(&key_lengths),
+            key_length: distribution(&self.all_key_lengths).unwrap_or_default(),
             ttl: (self.ttl_keys > 0).then(|| TtlShape {
                 share: self.ttl_keys as f64 / self.keys as f64,
                 millis: distribution(&self.ttls),
@@ -215,7 +350,7 @@ impl GroupTally {
                 .collect(),
             elements: key_type
                 .has_elements()
-                .then(|| distribution(&elements).unwrap_or_default()),
+                .then(|| distribution(elements).unwrap_or_default()),
             entry_fields: (key_type == KeyType::Stream)
                 .then(|| distribution(&self.entry_fields).unwrap_or_default()),
             fields: matches!(key_type, KeyType::Hash | KeyType::Stream)
@@ -236,46 +371,16 @@ pub struct PlannedGroup<'a> {
     pub sampled: Vec<&'a KeyObservation>,
 }
 
-/// What the error of a group's sample is computed from.
-struct Estimate {
-    per_key: Vec<f64>,
-    elements: Vec<f64>,
-    read: u64,
-    held: u64,
-}
-
 impl PlannedGroup<'_> {
-    /// Each sampled key's bytes (its name and its elements' lengths, the elements not read
-    /// taken at the mean of those read), and the lengths of the elements read.
-    fn estimate(&self) -> Estimate {
-        let mut estimate = Estimate {
-            per_key: Vec::new(),
-            elements: Vec::new(),
-            read: 0,
-            held: 0,
-        };
-        for key in &self.sampled {
-            let lengths: Vec<f64> = (0..key.values.len())
-                .map(|i| {
-                    let length = |list: &[Element]| list.get(i).map_or(0, |e| e.length);
-                    f64::from(length(&key.values) + length(&key.fields) + length(&key.scores))
-                })
-                .collect();
-            let read = lengths.len() as u64;
-            let held = key.elements.unwrap_or(read).max(read);
-            let mean = if read == 0 {
-                0.0
-            } else {
-                lengths.iter().sum::<f64>() / read as f64
-            };
-            estimate
-                .per_key
-                .push(key.key_length as f64 + held as f64 * mean);
-            estimate.elements.extend(lengths);
-            estimate.read += read;
-            estimate.held += held;
+    fn tally(&self) -> GroupTally {
+        let mut tally = GroupTally::default();
+        for key in &self.keys {
+            tally.count_key(key.name.len() as u64, key.size);
         }
-        estimate
+        for key in &self.sampled {
+            tally.observe(key);
+        }
+        tally
     }
 }
 
@@ -283,22 +388,36 @@ impl PlannedGroup<'_> {
 /// own, and the positions of its keys in the walk.
 pub type GroupPlan = (String, KeyType, bool, Vec<usize>);
 
-/// The walked keys grouped by key-name template and type, every count exact.
-pub fn plan_by_template(keys: &[WalkedKey]) -> Vec<GroupPlan> {
+/// The walked keys grouped by key-name template and type, every count exact; and how many keys'
+/// first parts were not counted ([`TemplateBuilder::uncounted_first_parts`]).
+pub fn plan_by_template(keys: &[WalkedKey]) -> (Vec<GroupPlan>, u64) {
     let mut templates = TemplateBuilder::default();
-    let refs: Vec<_> = keys.iter().map(|k| templates.add(&k.name)).collect();
-    let names = templates.finish(&refs);
-    let mut by_group: BTreeMap<(&str, KeyType), Vec<usize>> = BTreeMap::new();
-    for (i, (key, template)) in keys.iter().zip(&names).enumerate() {
+    for key in keys {
+        templates.add(&key.name);
+    }
+    let mut by_group: BTreeMap<(String, KeyType), Vec<usize>> = BTreeMap::new();
+    for (i, key) in keys.iter().enumerate() {
         by_group
-            .entry((template.as_str(), key.key_type))
+            .entry((templates.template_of(&key.name), key.key_type))
             .or_default()
             .push(i);
     }
-    by_group
+    let plan = by_group
         .into_iter()
-        .map(|((template, key_type), keys)| (template.to_string(), key_type, false, keys))
-        .collect()
+        .map(|((template, key_type), keys)| (template, key_type, false, keys))
+        .collect();
+    (plan, templates.uncounted_first_parts())
+}
+
+/// The note a profile carries when names' first parts went uncounted.
+pub fn uncounted_first_parts_note(uncounted: u64) -> Option<String> {
+    (uncounted > 0).then(|| {
+        format!(
+            "{uncounted} key(s) start with a name part first seen after {} distinct ones were counted: that part of their template is {{s}}, as for a part fewer than {} keys share, though more may share it",
+            crate::profile::templates::MOST_FIRST_PARTS_COUNTED,
+            crate::profile::templates::MIN_KEYS_FOR_LITERAL
+        )
+    })
 }
 
 /// Marks the big keys (every key sized): a group of one big key is marked, and the big keys
@@ -340,20 +459,29 @@ pub fn split_big_keys(plan: &mut Vec<GroupPlan>, keys: &[WalkedKey]) {
 /// The groups, the largest first: counts from the walk, the rest from the sampled keys. A
 /// group none of whose keys was read (the profile was stopped first) is left out.
 pub fn groups_of(planned: &[PlannedGroup<'_>]) -> Vec<KeyGroup> {
-    let total_keys: u64 = planned
-        .iter()
-        .filter(|g| !g.sampled.is_empty())
-        .map(|g| g.keys.len() as u64)
+    let tallies: Vec<(&PlannedGroup<'_>, GroupTally)> =
+        planned.iter().map(|g| (g, g.tally())).collect();
+    groups_of_tallies(
+        tallies
+            .iter()
+            .map(|(g, tally)| (g.template.as_str(), g.key_type, g.big_key, tally)),
+    )
+}
+
+/// The groups of tallies (template, type, whether a big key, tally), the largest first; the
+/// order given breaks ties. A group none of whose keys was read is left out.
+pub fn groups_of_tallies<'a>(
+    tallies: impl Iterator<Item = (&'a str, KeyType, bool, &'a GroupTally)> + Clone,
+) -> Vec<KeyGroup> {
+    let total_keys: u64 = tallies
+        .clone()
+        .filter(|g| !g.3.unread())
+        .map(|g| g.3.all_keys)
         .sum();
-    let mut groups: Vec<KeyGroup> = planned
-        .iter()
-        .filter(|g| !g.sampled.is_empty())
-        .map(|g| {
-            let mut tally = GroupTally::default();
-            for key in &g.sampled {
-                tally.observe(key);
-            }
-            tally.group(g, total_keys)
+    let mut groups: Vec<KeyGroup> = tallies
+        .filter(|g| !g.3.unread())
+        .map(|(template, key_type, big_key, tally)| {
+            tally.group(template, key_type, big_key, total_keys)
         })
         .collect();
     groups.sort_by_key(|g| std::cmp::Reverse(g.keys));
@@ -448,6 +576,38 @@ mod tests {
             }],
         }]);
         assert_eq!(strings[0].values.key_mean_length, None);
+    }
+
+    #[test]
+    fn values_past_the_cap_are_rounded_to_fewer_bits_and_keep_their_count() {
+        // Few distinct values: exact.
+        let mut few = Counts::default();
+        for v in [3, 3, 1_000_003, 7] {
+            count(&mut few, v);
+        }
+        assert_eq!(few.values, BTreeMap::from([(3, 2), (7, 1), (1_000_003, 1)]));
+        // A TTL a key, in milliseconds: one distinct value each for 100,000 keys.
+        let mut ttls = Counts::default();
+        for i in 0..100_000u64 {
+            count(&mut ttls, 3_600_000 - i * 7);
+        }
+        assert!(
+            ttls.values.len() <= MOST_DISTINCT_VALUES,
+            "{}",
+            ttls.values.len()
+        );
+        assert_eq!(ttls.values.values().sum::<u64>(), 100_000);
+        // Rounded down to the bits kept (steps of 256 ms): the mean within 0.1%.
+        assert_eq!(ttls.significant_bits, 14);
+        let exact_mean = (0..100_000u64).map(|i| 3_600_000 - i * 7).sum::<u64>() as f64 / 1e5;
+        let mean = ttls.values.iter().map(|(v, n)| (v * n) as f64).sum::<f64>() / 1e5;
+        assert!(
+            (exact_mean - mean) / exact_mean < 1e-3,
+            "{mean} against {exact_mean}"
+        );
+        // Small values stay exact beside large ones.
+        count(&mut ttls, 5);
+        assert_eq!(ttls.values.get(&5), Some(&1));
     }
 
     #[test]

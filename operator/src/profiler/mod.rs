@@ -10,6 +10,8 @@ mod error;
 mod groups;
 mod key_sample;
 mod rdb_file;
+#[cfg(test)]
+mod rdb_file_tests;
 mod selection;
 mod walk;
 
@@ -259,7 +261,8 @@ pub fn profile_server(
     }
 
     // 2. The groups by template and type, counted exactly.
-    let mut plan = groups::plan_by_template(&walk.keys);
+    let (mut plan, uncounted_first_parts) = groups::plan_by_template(&walk.keys);
+    notes.extend(groups::uncounted_first_parts_note(uncounted_first_parts));
 
     // 3. The sample: every group enough to bound its error, the keys drawn uniformly.
     let budget = options.sample_keys;

@@ -1,29 +1,36 @@
 //! `membench profile --rdb FILE`: the profile of a database of an RDB file, no server needed.
-//! The file is read once, key by key ([`crate::rdb`]); every key is read in full, so counts
-//! are exact and every key is "sampled". Each key's elements are kept as the live profiler
-//! reads them, so that the same data gives the same profile from a server and from its dump:
-//! at most [`elements_per_key`] of a key (the keys' count taken from the file's RESIZEDB
-//! hint where it has one), the first ones of a list, a uniform draw of a hash's, set's or
-//! sorted set's (as HRANDFIELD, SRANDMEMBER, ZRANDMEMBER draw), the first
-//! [`STREAM_ENTRIES`] entries of a stream; the groups, big keys and distributions are then
-//! made by the same functions as the live profile's. Keys that expired before the profile are
-//! left out and counted, as the engine loading the file would drop them. Memory: the key
-//! names and each key's bounded elements, as the live profiler holds them.
+//! The file is read twice, key by key ([`crate::rdb`]), in memory bounded by the profile's
+//! groups, never by its keys. The first pass ([`survey`]) learns what no single key says: the
+//! keyspace's name templates (which name parts keys share), how many keys there are, and which
+//! keys are big. The second reads every key in full, so counts are exact and every key is
+//! "sampled", and tallies each into its group as it passes ([`GroupTally`]). Each key's
+//! elements are kept as the live profiler reads them, so that the same data gives the same
+//! profile from a server and from its dump: at most [`elements_per_key`] of a key (the keys'
+//! count taken from the file's RESIZEDB hint where it has one), the first ones of a list, a
+//! uniform draw of a hash's, set's or sorted set's (as HRANDFIELD, SRANDMEMBER, ZRANDMEMBER
+//! draw), the first [`STREAM_ENTRIES`] entries of a stream; the groups, big keys and
+//! distributions follow the live profile's rules. Keys that expired before the profile are
+//! left out and counted, as the engine loading the file would drop them.
+//!
+//! Why two passes: a key's template depends on every other name (a part is literal when all
+//! keys of its shape share it, or when at least five keys start with it), and a key is big by
+//! its share of the whole keyspace; holding every name until the end cost about 660 B a key
+//! (2,540 MiB peak on a 1.08 GB dump). Reading the file again costs time, not memory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::client::draws::KeyGenerator;
 use crate::profile::model::{KeyType, PROFILE_FORMAT, Profile, ProfileSource};
-use crate::rdb::{Checksum, KeyKind, Part, Scalar};
+use crate::profile::templates::TemplateBuilder;
+use crate::rdb::{Checksum, KeyEntry, KeyKind, Part, Scalar};
 
 use super::error::ProfileError;
-use super::groups::{self, PlannedGroup};
+use super::groups::{self, GroupTally};
 use super::key_sample::{
     Element, KeyObservation, MOST_ELEMENTS_PER_KEY, STREAM_ENTRIES, elements_per_key,
 };
-use super::walk::WalkedKey;
 use super::{ProfileOutcome, ProfileProgress, describe_other_types, selection};
 
 /// How a file is profiled.
@@ -44,7 +51,7 @@ fn element(scalar: Scalar) -> Element {
 }
 
 /// One key's elements as they arrive, kept as the live profiler would read them.
-struct KeyElements {
+pub(super) struct KeyElements {
     key_type: KeyType,
     limit: usize,
     /// Elements seen (pairs for hashes and sorted sets).
@@ -59,7 +66,7 @@ struct KeyElements {
 }
 
 impl KeyElements {
-    fn new(key_type: KeyType, limit: usize) -> Self {
+    pub(super) fn new(key_type: KeyType, limit: usize) -> Self {
         Self {
             key_type,
             limit: if key_type == KeyType::String {
@@ -99,7 +106,7 @@ impl KeyElements {
         }
     }
 
-    fn take(&mut self, part: Part, scalar: Scalar, generator: &mut KeyGenerator) {
+    pub(super) fn take(&mut self, part: Part, scalar: Scalar, generator: &mut KeyGenerator) {
         let e = element(scalar);
         match (self.key_type, part) {
             (KeyType::Stream, Part::Entry { fields }) => {
@@ -124,7 +131,11 @@ impl KeyElements {
         }
     }
 
-    fn observe(mut self, observation: &mut KeyObservation, generator: &mut KeyGenerator) {
+    pub(super) fn observe(
+        mut self,
+        observation: &mut KeyObservation,
+        generator: &mut KeyGenerator,
+    ) {
         // In a random order, so that any prefix of what was kept is a uniform draw.
         if !matches!(
             self.key_type,
@@ -160,7 +171,7 @@ impl KeyElements {
 }
 
 /// Keeps the first `n` elements of a key read (a uniform draw, as they were shuffled).
-fn keep_elements(observation: &mut KeyObservation, n: usize) {
+pub(super) fn keep_elements(observation: &mut KeyObservation, n: usize) {
     if observation.key_type == Some(KeyType::Stream) {
         return;
     }
@@ -169,7 +180,7 @@ fn keep_elements(observation: &mut KeyObservation, n: usize) {
     observation.scores.truncate(n);
 }
 
-fn key_type_of(kind: &KeyKind) -> Option<KeyType> {
+pub(super) fn key_type_of(kind: &KeyKind) -> Option<KeyType> {
     Some(match kind {
         KeyKind::String => KeyType::String,
         KeyKind::List => KeyType::List,
@@ -179,6 +190,169 @@ fn key_type_of(kind: &KeyKind) -> Option<KeyType> {
         KeyKind::Stream => KeyType::Stream,
         KeyKind::Module(_) => return None,
     })
+}
+
+/// Whether a key read from the file is one the profile takes.
+pub(super) enum Classified {
+    Profiled {
+        key_type: KeyType,
+        ttl_millis: Option<u64>,
+    },
+    OtherDb(u64),
+    OtherType(String),
+    Expired,
+}
+
+/// What of `entry` the profile of database `db` takes, at `now_ms`.
+pub(super) fn classify(entry: &KeyEntry, db: u64, now_ms: i64) -> Classified {
+    if entry.db != db {
+        return Classified::OtherDb(entry.db);
+    }
+    let Some(key_type) = key_type_of(&entry.kind) else {
+        let KeyKind::Module(name) = &entry.kind else {
+            unreachable!("every other kind has a type")
+        };
+        return Classified::OtherType(format!("module {name}"));
+    };
+    let ttl_millis = match entry.expire_at_ms {
+        Some(at) if at <= now_ms => return Classified::Expired,
+        Some(at) => Some((at - now_ms) as u64),
+        None => None,
+    };
+    Classified::Profiled {
+        key_type,
+        ttl_millis,
+    }
+}
+
+/// What the first pass learns of the database's keys: enough to template every name and to
+/// know the big keys before any key is tallied.
+struct Survey {
+    /// The keys profiled (of the database, of a type membench profiles, not expired).
+    keys: u64,
+    templates: TemplateBuilder,
+    /// The big keys, by their place among the keys profiled.
+    big: BTreeSet<u64>,
+    other_dbs: BTreeMap<u64, u64>,
+    other_types: BTreeMap<String, u64>,
+    expired: u64,
+}
+
+/// The first pass: names, sizes and big keys, no element kept. A key is big by its share of
+/// the whole keyspace's elements (or string bytes), known only at the end; since a running
+/// total only grows, a key below the share of the total read so far (itself included) can
+/// never be big, so the keys kept to decide on are few: each one held 1% of a total that then
+/// grew by at least as much, so there are at most about 100 per e-fold of the total (about
+/// 2,300 for a total of 10^13).
+fn survey(
+    path: &Path,
+    db: u64,
+    now_ms: i64,
+    progress: &mut dyn FnMut(ProfileProgress),
+) -> Result<Survey, ProfileError> {
+    let mut reader = crate::rdb::open(path)?;
+    let mut survey = Survey {
+        keys: 0,
+        templates: TemplateBuilder::default(),
+        big: BTreeSet::new(),
+        other_dbs: BTreeMap::new(),
+        other_types: BTreeMap::new(),
+        expired: 0,
+    };
+    // (place, whether a string, size) of each key big against the total read so far.
+    let mut candidates: Vec<(u64, bool, u64)> = Vec::new();
+    let (mut string_bytes, mut elements) = (0u64, 0u64);
+    while let Some(entry) = reader.next_key(&mut |_, _, _| {})? {
+        match classify(&entry, db, now_ms) {
+            Classified::Profiled { key_type, .. } => {
+                survey.templates.add(&entry.name);
+                let string = key_type == KeyType::String;
+                let total = if string {
+                    &mut string_bytes
+                } else {
+                    &mut elements
+                };
+                *total += entry.elements;
+                if selection::is_big(entry.elements, *total) {
+                    candidates.push((survey.keys, string, entry.elements));
+                }
+                survey.keys += 1;
+                if survey.keys.is_multiple_of(1000) {
+                    progress(ProfileProgress {
+                        stage: "surveying",
+                        sampled: survey.keys,
+                        target: reader.facts().resize_hints.get(&db).map_or(0, |h| h.0),
+                    });
+                }
+            }
+            Classified::OtherDb(other) => *survey.other_dbs.entry(other).or_default() += 1,
+            Classified::OtherType(name) => *survey.other_types.entry(name).or_default() += 1,
+            Classified::Expired => survey.expired += 1,
+        }
+    }
+    survey.big = candidates
+        .into_iter()
+        .filter(|&(_, string, size)| {
+            selection::is_big(size, if string { string_bytes } else { elements })
+        })
+        .map(|(place, _, _)| place)
+        .collect();
+    Ok(survey)
+}
+
+/// A big key, held until its group's other keys are known.
+struct BigKey {
+    observation: KeyObservation,
+    key_length: u64,
+    size: u64,
+}
+
+/// One template and type as the second pass fills it.
+#[derive(Default)]
+struct FileGroup {
+    tally: GroupTally,
+    big_keys: Vec<BigKey>,
+}
+
+/// The groups in the order the live profile makes them: by template and type, a big key of a
+/// larger group split out after them all. A lone big key is its own group, marked; big keys
+/// that are all of a group's keys stay one group, read as any key is read (`per_key`).
+fn finish_groups(
+    groups: BTreeMap<(String, KeyType), FileGroup>,
+    per_key: usize,
+) -> Vec<(String, KeyType, bool, GroupTally)> {
+    let tallied = |key: &BigKey, tally: &mut GroupTally| {
+        tally.count_key(key.key_length, Some(key.size));
+        tally.observe(&key.observation);
+    };
+    let mut finished = Vec::new();
+    let mut split_out = Vec::new();
+    for ((template, key_type), mut group) in groups {
+        let others = group.tally.all_keys();
+        match (others, group.big_keys.len()) {
+            (0, 1) => {
+                tallied(&group.big_keys[0], &mut group.tally);
+                finished.push((template, key_type, true, group.tally));
+            }
+            (1.., 1..) => {
+                for key in &group.big_keys {
+                    let mut tally = GroupTally::default();
+                    tallied(key, &mut tally);
+                    split_out.push((template.clone(), key_type, true, tally));
+                }
+                finished.push((template, key_type, false, group.tally));
+            }
+            _ => {
+                for mut key in group.big_keys {
+                    keep_elements(&mut key.observation, per_key);
+                    tallied(&key, &mut group.tally);
+                }
+                finished.push((template, key_type, false, group.tally));
+            }
+        }
+    }
+    finished.extend(split_out);
+    finished
 }
 
 /// The profile of database `options.db` of the RDB file at `path`.
@@ -191,14 +365,33 @@ pub fn profile_rdb_file(
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
-    let mut reader = crate::rdb::open(path)?;
-    let mut walked: Vec<WalkedKey> = Vec::new();
-    let mut observations: Vec<KeyObservation> = Vec::new();
-    let mut other_dbs: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut other_types: BTreeMap<String, u64> = BTreeMap::new();
-    let mut expired = 0u64;
-    let mut generator = KeyGenerator::new(0x0005_eed0_f4db);
     let db = u64::from(options.db);
+    let survey = survey(path, db, now_ms, progress)?;
+    let file = path.display().to_string();
+    if survey.keys == 0 {
+        let others: Vec<String> = survey
+            .other_dbs
+            .iter()
+            .map(|(db, n)| format!("db{db} holds {n} keys (--db {db})"))
+            .collect();
+        let others = if others.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", others.join(", "))
+        };
+        return Err(ProfileError::EmptyFile {
+            file,
+            db: options.db,
+            others,
+        });
+    }
+    // Every key but the big ones read as deeply as a profile of this many keys reads a key.
+    let per_key = elements_per_key(survey.keys.min(options.sample_keys));
+
+    let mut reader = crate::rdb::open(path)?;
+    let mut groups: BTreeMap<(String, KeyType), FileGroup> = BTreeMap::new();
+    let mut generator = KeyGenerator::new(0x0005_eed0_f4db);
+    let mut place = 0u64;
     loop {
         let hint = reader.facts().resize_hints.get(&db).map(|h| h.0);
         // Until the file's RESIZEDB hint says how many keys the database holds, as many as a
@@ -206,35 +399,24 @@ pub fn profile_rdb_file(
         let hinted = hint.map_or(MOST_ELEMENTS_PER_KEY, |keys| {
             elements_per_key(keys.min(options.sample_keys))
         });
-        let limit = MOST_ELEMENTS_PER_KEY;
         let mut elements: Option<KeyElements> = None;
+        // Every key's elements pass through the draw, those of keys left out too, so that
+        // the draws are those of the file's order.
         let key = reader.next_key(&mut |kind, part, scalar| {
             let Some(key_type) = key_type_of(kind) else {
                 return;
             };
             elements
-                .get_or_insert_with(|| KeyElements::new(key_type, limit))
+                .get_or_insert_with(|| KeyElements::new(key_type, MOST_ELEMENTS_PER_KEY))
                 .take(part, scalar, &mut generator);
         });
         let Some(key) = key? else { break };
-        if key.db != db {
-            *other_dbs.entry(key.db).or_default() += 1;
+        let Classified::Profiled {
+            key_type,
+            ttl_millis,
+        } = classify(&key, db, now_ms)
+        else {
             continue;
-        }
-        let Some(key_type) = key_type_of(&key.kind) else {
-            let KeyKind::Module(name) = &key.kind else {
-                unreachable!("every other kind has a type")
-            };
-            *other_types.entry(format!("module {name}")).or_default() += 1;
-            continue;
-        };
-        let ttl_millis = match key.expire_at_ms {
-            Some(at) if at <= now_ms => {
-                expired += 1;
-                continue;
-            }
-            Some(at) => Some((at - now_ms) as u64),
-            None => None,
         };
         let mut observation = KeyObservation {
             key_type: Some(key_type),
@@ -251,61 +433,47 @@ pub fn profile_rdb_file(
         if key.elements < selection::BIG_KEY_LEAST {
             keep_elements(&mut observation, hinted);
         }
-        walked.push(WalkedKey {
-            name: key.name,
-            key_type,
-            size: Some(key.elements),
-        });
-        observations.push(observation);
-        if walked.len().is_multiple_of(1000) {
+        let group = groups
+            .entry((survey.templates.template_of(&key.name), key_type))
+            .or_default();
+        if survey.big.contains(&place) {
+            group.big_keys.push(BigKey {
+                observation,
+                key_length: key.name.len() as u64,
+                size: key.elements,
+            });
+        } else {
+            keep_elements(&mut observation, per_key);
+            group
+                .tally
+                .count_key(key.name.len() as u64, Some(key.elements));
+            group.tally.observe(&observation);
+        }
+        place += 1;
+        if place.is_multiple_of(1000) {
             progress(ProfileProgress {
                 stage: "reading",
-                sampled: walked.len() as u64,
-                target: hint.unwrap_or(0),
+                sampled: place,
+                target: survey.keys,
             });
         }
     }
-    let facts = reader.facts().clone();
-    let file = path.display().to_string();
-    if walked.is_empty() {
-        let others: Vec<String> = other_dbs
+    let finished = finish_groups(groups, per_key);
+    let big_keys = finished.iter().filter(|g| g.2).count();
+    let groups = groups::groups_of_tallies(
+        finished
             .iter()
-            .map(|(db, n)| format!("db{db} holds {n} keys (--db {db})"))
-            .collect();
-        let others = if others.is_empty() {
-            String::new()
-        } else {
-            format!("; {}", others.join(", "))
-        };
-        return Err(ProfileError::EmptyFile {
-            file,
-            db: options.db,
-            others,
-        });
-    }
-
-    let mut plan = groups::plan_by_template(&walked);
-    groups::split_big_keys(&mut plan, &walked);
-    // Every key but the big ones read as deeply as a profile of this many keys reads a key.
-    let per_key = elements_per_key((walked.len() as u64).min(options.sample_keys));
-    for (_, _, big_key, keys) in &plan {
-        if !big_key {
-            for &i in keys {
-                keep_elements(&mut observations[i], per_key);
-            }
-        }
-    }
-    let planned: Vec<PlannedGroup<'_>> = plan
-        .iter()
-        .map(|(template, key_type, big_key, keys)| PlannedGroup {
-            template: template.clone(),
-            key_type: *key_type,
-            big_key: *big_key,
-            keys: keys.iter().map(|&i| &walked[i]).collect(),
-            sampled: keys.iter().map(|&i| &observations[i]).collect(),
-        })
-        .collect();
-    let groups = groups::groups_of(&planned);
+            .map(|(template, key_type, big, tally)| (template.as_str(), *key_type, *big, tally)),
+    );
+    let facts = reader.facts().clone();
+    let Survey {
+        keys,
+        templates,
+        other_dbs,
+        other_types,
+        expired,
+        ..
+    } = survey;
 
     let (engine, version) = if let Some(v) = facts.aux.get("valkey-ver") {
         ("valkey", v.clone())
@@ -327,8 +495,8 @@ pub fn profile_rdb_file(
             _ => "a version without a checksum",
         },
         options.db,
-        walked.len(),
-        plan.iter().filter(|g| g.2).count(),
+        keys,
+        big_keys,
         selection::BIG_KEY_SHARE * 100.0
     )];
     notes.push(format!(
@@ -338,6 +506,9 @@ pub fn profile_rdb_file(
     notes.push(
         "encodings are not recorded from a file: the engine that loads it chooses them".into(),
     );
+    notes.extend(groups::uncounted_first_parts_note(
+        templates.uncounted_first_parts(),
+    ));
     if expired > 0 {
         notes.push(format!(
             "{expired} key(s) had expired before this profile was taken and are left out, as an engine loading the file drops them"
@@ -371,8 +542,8 @@ pub fn profile_rdb_file(
         engine: Some(engine.into()),
         version: Some(version),
         db: options.db,
-        keys: walked.len() as u64,
-        sampled_keys: observations.len() as u64,
+        keys,
+        sampled_keys: keys,
         complete: true,
         stopped_by: None,
         used_memory: facts.aux.get("used-mem").and_then(|m| m.parse().ok()),

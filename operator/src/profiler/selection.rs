@@ -61,29 +61,100 @@ pub fn is_big(size: u64, total: u64) -> bool {
     size >= BIG_KEY_LEAST && size as f64 >= BIG_KEY_SHARE * total as f64
 }
 
-/// The error a group's sample implies: the 95% bound (1.96 standard errors) of the relative
-/// error of the group's mean bytes per key (its name and the elements' lengths) estimated
-/// from the sampled keys, with the finite-population correction (0 when every key was read),
-/// combined with the error of the element lengths where a key's elements were read in part.
-/// `per_key[i]` is a sampled key's estimated bytes; `elements` the lengths of the elements
-/// read, `read` and `held` how many elements were read of how many the sampled keys hold.
-pub fn size_error(per_key: &[f64], group_keys: u64, elements: &[f64], read: u64, held: u64) -> f64 {
-    let relative = |values: &[f64], population: u64| -> f64 {
-        let n = values.len() as f64;
-        if values.len() < 2 || population as f64 <= n {
-            return 0.0;
+/// The spread of values taken one at a time (Welford's running mean and sum of squared
+/// deviations), so that a group's error needs no list of its keys.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Spread {
+    n: u64,
+    mean: f64,
+    squares: f64,
+}
+
+impl Spread {
+    pub fn add(&mut self, value: f64) {
+        self.n += 1;
+        let delta = value - self.mean;
+        self.mean += delta / self.n as f64;
+        self.squares += delta * (value - self.mean);
+    }
+
+    fn moments(&self) -> (u64, f64, f64) {
+        let variance = if self.n < 2 {
+            0.0
+        } else {
+            self.squares / (self.n - 1) as f64
+        };
+        (self.n, self.mean, variance)
+    }
+}
+
+/// The spread of lengths (whole bytes) taken one at a time, by their exact sums: the result
+/// does not depend on the order the lengths came in.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LengthSpread {
+    n: u64,
+    sum: u128,
+    squares: u128,
+}
+
+impl LengthSpread {
+    pub fn add(&mut self, length: u64) {
+        self.n += 1;
+        self.sum += u128::from(length);
+        self.squares += u128::from(length) * u128::from(length);
+    }
+
+    fn moments(&self) -> (u64, f64, f64) {
+        if self.n == 0 {
+            return (0, 0.0, 0.0);
         }
-        let mean = values.iter().sum::<f64>() / n;
-        if mean <= 0.0 {
-            return 0.0;
+        let n = u128::from(self.n);
+        let mean = self.sum as f64 / self.n as f64;
+        if self.n < 2 {
+            return (self.n, mean, 0.0);
         }
-        let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        let correction = 1.0 - n / population as f64;
-        1.96 * (variance / n * correction).sqrt() / mean
-    };
-    let keys = relative(per_key, group_keys);
+        // n * sum of squares - sum^2, exact while it fits (lengths below 4 GB over fewer than
+        // 2^40 elements); in floating point past that.
+        let variance = match self
+            .squares
+            .checked_mul(n)
+            .and_then(|a| self.sum.checked_mul(self.sum).map(|b| a - b))
+        {
+            Some(spread) => spread as f64 / (n * (n - 1)) as f64,
+            None => (self.squares as f64 - self.sum as f64 * mean) / (self.n - 1) as f64,
+        };
+        (self.n, mean, variance.max(0.0))
+    }
+}
+
+/// The 95% bound (1.96 standard errors) of the relative error of a mean of `n` values of
+/// `mean` and `variance` drawn from `population`, with the finite-population correction (0
+/// when every value was read).
+fn relative_error((n, mean, variance): (u64, f64, f64), population: u64) -> f64 {
+    if n < 2 || population <= n || mean <= 0.0 {
+        return 0.0;
+    }
+    let n = n as f64;
+    let correction = 1.0 - n / population as f64;
+    1.96 * (variance / n * correction).sqrt() / mean
+}
+
+/// The error a group's sample implies: the 95% bound of the relative error of the group's
+/// mean bytes per key (its name and the elements' lengths) estimated from the sampled keys,
+/// with the finite-population correction (0 when every key was read), combined with the error
+/// of the element lengths where a key's elements were read in part. `per_key` spreads the
+/// sampled keys' estimated bytes; `elements` the lengths of the elements read, `read` and
+/// `held` how many elements were read of how many the sampled keys hold.
+pub fn size_error(
+    per_key: &Spread,
+    group_keys: u64,
+    elements: &LengthSpread,
+    read: u64,
+    held: u64,
+) -> f64 {
+    let keys = relative_error(per_key.moments(), group_keys);
     let lengths = if read < held {
-        relative(elements, held)
+        relative_error(elements.moments(), held)
     } else {
         0.0
     };
@@ -134,12 +205,43 @@ mod tests {
 
     #[test]
     fn the_error_is_zero_when_every_key_is_read_and_shrinks_with_the_sample() {
-        let spread: Vec<f64> = (0..400).map(|i| 100.0 + f64::from(i % 20)).collect();
-        assert_eq!(size_error(&spread, 400, &[], 0, 0), 0.0);
-        let few = size_error(&spread[..100], 100_000, &[], 0, 0);
-        let many = size_error(&spread, 100_000, &[], 0, 0);
+        let spread_of = |n: usize| {
+            let mut spread = Spread::default();
+            for i in 0..n {
+                spread.add(100.0 + (i % 20) as f64);
+            }
+            spread
+        };
+        let none = LengthSpread::default();
+        assert_eq!(size_error(&spread_of(400), 400, &none, 0, 0), 0.0);
+        let few = size_error(&spread_of(100), 100_000, &none, 0, 0);
+        let many = size_error(&spread_of(400), 100_000, &none, 0, 0);
         assert!(many < few && many > 0.0, "{many} {few}");
         // 1.96 * sd / sqrt(n) / mean: sd of 0..19 is about 5.9, mean 109.5.
         assert!((many - 1.96 * 5.92 / 20.0 / 109.5).abs() < 1e-3, "{many}");
+    }
+
+    #[test]
+    fn lengths_spread_the_same_in_any_order_and_as_a_two_pass_variance() {
+        let lengths: Vec<u64> = (0..1000).map(|i| (i * 37) % 101).collect();
+        let (mut forward, mut backward) = (LengthSpread::default(), LengthSpread::default());
+        lengths.iter().for_each(|&l| forward.add(l));
+        lengths.iter().rev().for_each(|&l| backward.add(l));
+        assert_eq!(forward.moments(), backward.moments());
+        let mean = lengths.iter().sum::<u64>() as f64 / 1000.0;
+        let variance = lengths
+            .iter()
+            .map(|&l| (l as f64 - mean).powi(2))
+            .sum::<f64>()
+            / 999.0;
+        let (n, m, v) = forward.moments();
+        assert_eq!((n, m), (1000, mean));
+        assert!(
+            (v - variance).abs() < 1e-9 * variance,
+            "{v} against {variance}"
+        );
+        let mut spread = Spread::default();
+        lengths.iter().for_each(|&l| spread.add(l as f64));
+        assert!((spread.moments().2 - variance).abs() < 1e-9 * variance);
     }
 }

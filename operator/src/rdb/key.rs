@@ -43,6 +43,8 @@ pub enum Part {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StreamSummary {
     pub groups: u64,
+    /// Groups whose entries-read the file keeps ([`StreamGroupStart::entries_read`]).
+    pub groups_entries_read: u64,
     pub consumers: u64,
     /// Pending entries over all groups.
     pub pending: u64,
@@ -70,6 +72,11 @@ pub struct StreamCounters {
 pub struct StreamGroupStart {
     pub name: Vec<u8>,
     pub last_delivered: (u64, u64),
+    /// The entries the group has read (XINFO GROUPS's entries-read, from which its lag is
+    /// computed), which RDB_TYPE_STREAM_LISTPACKS_2 and later keep; None before it. -1 when
+    /// the engine did not know it (after a deletion past the group's last id): restored as
+    /// -1, the engine then estimates the lag from the stream as the source engine did.
+    pub entries_read: Option<i64>,
     pub consumers: Vec<StreamConsumer>,
 }
 

@@ -250,9 +250,13 @@ pub fn read(
             reader.length("a consumer group's last id")?,
             reader.length("a consumer group's last id")?,
         );
-        if version >= TYPE_STREAM_LISTPACKS_2 {
-            reader.length("a consumer group's entries read")?;
-        }
+        // -1 (unknown to the engine) is saved as a length of all ones: the cast gives it back.
+        let entries_read = if version >= TYPE_STREAM_LISTPACKS_2 {
+            Some(reader.length("a consumer group's entries read")? as i64)
+        } else {
+            None
+        };
+        summary.groups_entries_read += u64::from(entries_read.is_some());
         let pending = reader.length("a consumer group's pending entries")?;
         // Each: a 16-byte id (big-endian ms and seq), an 8-byte delivery time (little-endian
         // ms), a delivery count. Held by id only for a load, which claims each for its
@@ -312,6 +316,7 @@ pub fn read(
             summary.group_starts.push(StreamGroupStart {
                 name,
                 last_delivered,
+                entries_read,
                 consumers,
             });
         }

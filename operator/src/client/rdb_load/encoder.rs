@@ -263,15 +263,19 @@ impl KeyWriter {
     }
 
     /// A stream's state after its entries, in the order the engine needs it: its groups (the
-    /// first creating an empty stream), its last id and counters (XSETID, once the stream
+    /// first creating an empty stream; each with the entries it has read where the engine
+    /// takes ENTRIESREAD), its last id and counters (XSETID, once the stream
     /// exists), then each group's consumers and the entries pending for each, claimed with
     /// their delivery time and count (the entries must exist for XCLAIM to take them).
     fn stream_state(&mut self, entry: &KeyEntry, stream: &StreamSummary, empty_stream: bool) {
         let id = |(ms, seq): (u64, u64)| format!("{ms}-{seq}");
         for (i, group) in stream.group_starts.iter().enumerate() {
             let mkstream = empty_stream && i == 0;
+            let entries_read = group
+                .entries_read
+                .filter(|_| self.target.group_entries_read);
             self.out
-                .array(if mkstream { 6 } else { 5 })
+                .array(5 + usize::from(mkstream) + 2 * usize::from(entries_read.is_some()))
                 .bulk(b"XGROUP")
                 .bulk(b"CREATE")
                 .bulk(&entry.name)
@@ -279,6 +283,9 @@ impl KeyWriter {
                 .bulk(id(group.last_delivered).as_bytes());
             if mkstream {
                 self.out.bulk(b"MKSTREAM");
+            }
+            if let Some(n) = entries_read {
+                self.out.bulk(b"ENTRIESREAD").bulk(n.to_string().as_bytes());
             }
             self.end_command();
         }

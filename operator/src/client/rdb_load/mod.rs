@@ -65,6 +65,9 @@ pub struct RdbScan {
     /// Streams whose entries-added and largest deleted id the file keeps (XSETID's options).
     #[serde(default)]
     pub stream_counters: u64,
+    /// Consumer groups whose entries-read the file keeps (XGROUP CREATE's ENTRIESREAD).
+    #[serde(default)]
+    pub groups_entries_read: u64,
 }
 
 impl RdbScan {
@@ -120,6 +123,12 @@ impl RdbScan {
             parts.push(format!(
                 "{} streams' entries-added and largest deleted id not restored (the engine's XSETID takes neither ENTRIESADDED nor MAXDELETEDID), only their last id",
                 self.stream_counters
+            ));
+        }
+        if self.groups_entries_read > 0 && !target.group_entries_read {
+            parts.push(format!(
+                "{} consumer groups' entries-read not restored (the engine's COMMAND INFO lists no XGROUP CREATE with options, which ENTRIESREAD needs): their entries-read and lag are the engine's own estimate",
+                self.groups_entries_read
             ));
         }
         parts.join("; ")
@@ -375,6 +384,7 @@ fn scan_file(path: &str, reference_ms: i64) -> Result<RdbScan, RdbError> {
         scan.field_ttls += carried_field_ttls(&entry);
         scan.element_ttls_dropped += entry.fields_with_ttl - carried_field_ttls(&entry);
         scan.stream_counters += u64::from(stream.counters.is_some());
+        scan.groups_entries_read += stream.groups_entries_read;
         scan.groups += stream.groups;
         scan.pending_entries += stream.pending;
         scan.consumers += stream.consumers;

@@ -1,6 +1,6 @@
 //! What the engine under test can restore of a file beyond its keys' elements: hash fields'
-//! own expiries (HPEXPIREAT) and a stream's counters (XSETID's ENTRIESADDED and
-//! MAXDELETEDID). Measured from the engine itself with `COMMAND INFO`, never decided by its
+//! own expiries (HPEXPIREAT), a stream's counters (XSETID's ENTRIESADDED and
+//! MAXDELETEDID) and its consumer groups' entries read (XGROUP CREATE's ENTRIESREAD). Measured from the engine itself with `COMMAND INFO`, never decided by its
 //! name or version: a build may lack what its version number suggests.
 
 use serde::{Deserialize, Serialize};
@@ -18,6 +18,13 @@ pub struct RdbTarget {
     /// XSETID takes options (its arity is variable: Redis 7+, Valkey 7.2+; Dragonfly 1.40's
     /// is fixed at 3), so a stream's entries-added and largest deleted id are restored.
     pub stream_counters: bool,
+    /// XGROUP CREATE is a subcommand with a variable arity in `COMMAND INFO` (`xgroup|create`
+    /// -5 on Redis 7.0.15 and 8.6.3, Valkey 7.2.13 and 9.1.2; Redis 7.0 added ENTRIESREAD and
+    /// the subcommand table together), so a consumer group's entries-read, and with it its
+    /// lag, is restored. Redis 6.2.14 and Dragonfly 1.40 answer nothing for `xgroup|create`
+    /// (Dragonfly takes ENTRIESREAD all the same, but nothing it answers says so).
+    #[serde(default)]
+    pub group_entries_read: bool,
 }
 
 impl RdbTarget {
@@ -27,6 +34,8 @@ impl RdbTarget {
         Self {
             field_expiry: command_arity(control, "hpexpireat").is_some(),
             stream_counters: command_arity(control, "xsetid").is_some_and(|arity| arity < 0),
+            group_entries_read: command_arity(control, "xgroup|create")
+                .is_some_and(|arity| arity < 0),
         }
     }
 }
