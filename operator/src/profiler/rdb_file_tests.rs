@@ -7,9 +7,6 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::client::draws::KeyGenerator;
-use crate::crd::{EngineKind, EngineSpec};
-use crate::local::engine_store::resolve_program;
-use crate::local::runner::LocalEngine;
 use crate::profile::model::{KeyType, Profile};
 
 use super::groups::{self, PlannedGroup};
@@ -184,14 +181,8 @@ fn write_keyspace(con: &mut redis::Connection) {
 
 #[test]
 fn the_two_pass_profile_of_a_valkey_dump_is_the_one_that_held_every_key() {
-    let spec = EngineSpec::new(EngineKind::Valkey, "9.1.2");
-    let program =
-        resolve_program(0, &spec).unwrap_or_else(|e| panic!("{e} (run hack/install-engines.sh)"));
-    let engine = LocalEngine::start(&spec, &program).unwrap();
-    let mut con = redis::Client::open(format!("redis://{}/", engine.address.socket_addr()))
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let engine = ValkeyOnSocket::start();
+    let mut con = engine.connect();
     write_keyspace(&mut con);
     let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
     let dir: Vec<String> = redis::cmd("CONFIG")
@@ -209,7 +200,7 @@ fn the_two_pass_profile_of_a_valkey_dump_is_the_one_that_held_every_key() {
         .profile;
     let held = groups_holding_every_key(&dump, &options);
     drop(con);
-    engine.stop();
+    drop(engine);
 
     // The cases this keyspace was written for are there.
     let group = |template: &str| {
@@ -251,5 +242,75 @@ fn the_two_pass_profile_of_a_valkey_dump_is_the_one_that_held_every_key() {
         s.ttl = None;
         h.ttl = None;
         assert_eq!(s, h);
+    }
+}
+
+/// The engine store's Valkey 9.1.2 on a Unix socket of its own (no TCP port, so no port race),
+/// in a directory of its own, killed on drop. Started from the store directly: the local runner
+/// (`crate::local`) ranks above the profiler.
+struct ValkeyOnSocket {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+}
+
+impl ValkeyOnSocket {
+    fn start() -> Self {
+        let store = membench_enginestore::EngineStore::open_default()
+            .unwrap_or_else(|e| panic!("the engine store: {e} (run hack/install-engines.sh)"));
+        let selection = store
+            .select(&membench_enginestore::Request {
+                engine: "valkey",
+                version: "9.1.2",
+                arch: membench_enginestore::HOST_ARCH,
+                build: None,
+                jemalloc: false,
+            })
+            .unwrap_or_else(|e| panic!("Valkey 9.1.2: {e} (run hack/install-engines.sh)"));
+        let dir = std::env::temp_dir().join(format!(
+            "membench-rdb-file-tests-{}-{}",
+            std::process::id(),
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = selection
+            .build
+            .command()
+            .args(["--port", "0", "--unixsocket"])
+            .arg(dir.join("valkey.sock"))
+            .arg("--dir")
+            .arg(&dir)
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: {e}", selection.build.path.display()));
+        let engine = ValkeyOnSocket { child, dir };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !engine.dir.join("valkey.sock").exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "Valkey 9.1.2 made no socket in {} within 20 s",
+                engine.dir.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        engine
+    }
+
+    fn connect(&self) -> redis::Connection {
+        let socket = self.dir.join("valkey.sock");
+        redis::Client::open(format!("unix://{}", socket.display()))
+            .and_then(|client| client.get_connection())
+            .unwrap_or_else(|e| panic!("{}: {e}", socket.display()))
+    }
+}
+
+impl Drop for ValkeyOnSocket {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
