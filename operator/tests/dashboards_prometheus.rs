@@ -236,6 +236,15 @@ async fn every_dashboard_query_returns_data_from_a_real_prometheus_scraping_memb
         "{change}"
     );
 
+    // The reserve panel shows the status's reservePercent as a ratio.
+    let reserve = prometheus
+        .query(&substitute(
+            "membench_recommended_reserve_ratio{workload=~\"$workload\", entry=\"valkey-9.1.2\"}",
+        ))
+        .await;
+    let reserve = series_with_data(&reserve)[0].1[0];
+    assert!((reserve - 0.4551).abs() < 1e-9, "{reserve}");
+
     let checked = rate_columns_show_what_they_are_named_for(&prometheus).await;
     assert!(
         checked >= 5,
