@@ -30,10 +30,8 @@ pub mod text;
 pub mod validation;
 pub mod words;
 
-use kube::CustomResourceExt;
-
 /// The CRD of `MemoryBenchmark` as YAML, exactly as committed in `crds/memorybenchmark.yaml`.
 pub fn crd_yaml() -> String {
-    let crd = crd::MemoryBenchmark::crd();
+    let crd = crd::definition();
     serde_saphyr::to_string(&crd).expect("the CRD always serializes")
 }

@@ -157,6 +157,13 @@ async fn the_cluster_quickstart_runs_as_written_on_the_dev_cluster() -> anyhow::
             .and_then(|b| b.status)
     );
 
+    // The API server took the spec without a warning (it warned of every `uint64` format in the
+    // CRD's schema before crd::definition wrote them as int64).
+    anyhow::ensure!(
+        !stderr.contains("Warning:"),
+        "the quickstart's commands printed warnings:\n{stderr}"
+    );
+
     // The type the page's command took is the first node's, and the pods ran there.
     let nodes: Api<Node> = Api::all(client.clone());
     let first = nodes.list(&ListParams::default()).await?.items;

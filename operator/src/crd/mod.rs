@@ -21,6 +21,7 @@
 //!   churn and its defragmentation ([`churn_spec`], [`churn_status`]); the load past maxmemory
 //!   ([`eviction_spec`], [`eviction_status`]);
 //! - [`status`]: what the operator reports back;
+//! - [`definition`]: the CRD the API server is given, its integer formats ones it knows;
 //! - [`engine_state`] and [`condition_reason`]: the words the status holds (an engine's state
 //!   and kind, the reasons), typed, read back from older and newer releases.
 //!
@@ -34,6 +35,7 @@ mod capacity_spec;
 mod churn_spec;
 mod churn_status;
 mod condition_reason;
+mod definition;
 pub mod dragonfly_memory;
 mod engine_capabilities;
 pub mod engine_settings;
@@ -63,6 +65,7 @@ pub use capacity_spec::{
 pub use churn_spec::{ChurnSpec, default_churn_seed, default_defrag_seconds};
 pub use churn_status::{ChurnRoundStatus, ChurnStatus, DefragStatus, LatencyStatus};
 pub use condition_reason::ConditionReason;
+pub use definition::{KNOWN_FORMATS, definition};
 pub use engine_capabilities::{Defragmentation, EngineCapabilities, MaxmemoryForm};
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
 pub use engine_state::{EngineState, StatusEngineKind};

@@ -24,7 +24,7 @@ fn undocumented(schema: &Value, path: &str, found: &mut Vec<String>) {
 
 #[test]
 fn every_field_of_spec_and_status_is_documented() {
-    let crd = serde_json::to_value(MemoryBenchmark::crd()).unwrap();
+    let crd = serde_json::to_value(super::definition()).unwrap();
     let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
     let mut found = Vec::new();
     undocumented(&schema["properties"]["spec"], "spec", &mut found);
@@ -34,7 +34,7 @@ fn every_field_of_spec_and_status_is_documented() {
 
 #[test]
 fn the_schema_carries_the_defaults() {
-    let crd = serde_json::to_value(MemoryBenchmark::crd()).unwrap();
+    let crd = serde_json::to_value(super::definition()).unwrap();
     let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
     assert_eq!(spec["repetitions"]["default"], 10);
     assert_eq!(spec["pipeline"]["default"], 100);
@@ -47,7 +47,7 @@ fn the_schema_carries_the_defaults() {
 /// [`MAX_REPETITIONS`]. A limit changed in one place and not the other fails here.
 #[test]
 fn the_schemas_limits_are_the_constants_the_client_checks() {
-    let crd = serde_json::to_value(MemoryBenchmark::crd()).unwrap();
+    let crd = serde_json::to_value(super::definition()).unwrap();
     let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
     // schemars writes the limits as floats.
     let limit = |field: &str, bound: &str| spec[field][bound].as_f64();
@@ -77,7 +77,7 @@ fn closed_enums(schema: &Value, path: &str, found: &mut Vec<String>) {
 }
 
 fn status_schema() -> Value {
-    let crd = serde_json::to_value(MemoryBenchmark::crd()).unwrap();
+    let crd = serde_json::to_value(super::definition()).unwrap();
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"].clone()
 }
 
@@ -93,7 +93,7 @@ fn the_status_schema_takes_a_word_a_newer_operator_writes() {
         "closed enums in the status schema"
     );
     // The walk finds an enum where there is one: the spec keeps its closed enums.
-    let crd = serde_json::to_value(MemoryBenchmark::crd()).unwrap();
+    let crd = serde_json::to_value(super::definition()).unwrap();
     let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
     let mut in_spec = Vec::new();
     closed_enums(spec, "spec", &mut in_spec);

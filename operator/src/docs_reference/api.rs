@@ -2,16 +2,13 @@
 //! default, validation rules and description, read from the CRD schema the code generates (what
 //! the API server enforces and `kubectl explain` shows).
 
-use kube::CustomResourceExt;
 use serde_json::Value;
-
-use crate::crd::MemoryBenchmark;
 
 use super::{code, escape_html, header, paragraphs};
 
 /// The MemoryBenchmark API reference page.
 pub fn api_page() -> String {
-    let crd = serde_json::to_value(MemoryBenchmark::crd()).expect("the CRD always serializes");
+    let crd = serde_json::to_value(crate::crd::definition()).expect("the CRD always serializes");
     let version = &crd["spec"]["versions"][0];
     let schema = &version["schema"]["openAPIV3Schema"];
     let mut page = header(
