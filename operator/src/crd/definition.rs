@@ -8,7 +8,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use super::MemoryBenchmark;
+use super::spec::MemoryBenchmark;
 
 /// The formats the API server's schema validation knows (apiextensions-apiserver's
 /// `supportedFormats`); any other is warned about.

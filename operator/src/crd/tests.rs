@@ -1,6 +1,5 @@
 //! Tests of the generated schema: documented fields and defaults.
 
-use kube::CustomResourceExt;
 use serde_json::Value;
 
 use super::*;
