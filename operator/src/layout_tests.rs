@@ -312,8 +312,10 @@ fn operator_src_imports_run_one_way() {
     let mut sources = Vec::new();
     read_tree(&root, "", &mut sources);
     assert!(
-        sources.iter().any(|s| s.path == "controller/plan.rs"),
-        "read no operator/src/controller/plan.rs under {}",
+        sources
+            .iter()
+            .any(|s| s.path == "controller/decide/plan.rs"),
+        "read no operator/src/controller/decide/plan.rs under {}",
         root.display()
     );
     let problems = layout_problems(&sources);
@@ -431,6 +433,140 @@ pub fn serve() {}
         problems,
         [
             "import circle: operator/src/metrics/mod.rs -> operator/src/metrics/serve.rs -> operator/src/metrics/mod.rs (imports run one way: move what both need into a module below them)"
+        ]
+    );
+}
+
+/// The controller's stages, in the order imports run: a stage imports only the stages before
+/// it (and the files at the controller's root: its context and error). What is built is
+/// decided on, what is decided is read for and written, and the runtime runs it all.
+const CONTROLLER_STAGES: &[&str] = &["build", "decide", "read", "write", "runtime"];
+
+/// The stages whose files do no I/O: what they compute is a pure function of their arguments,
+/// tested without a cluster.
+const PURE_STAGES: &[&str] = &["build", "decide"];
+
+/// What marks a file as doing I/O: awaiting, an async function or block, an API handle or an
+/// API client, the file system, the runtime.
+const IO_MARKS: &[(&str, &str)] = &[
+    (r"\.await\b", "awaits"),
+    (r"\basync\b", "is async"),
+    (
+        r"\bApi\s*(<|::)|kube::api::\{[^}]*\bApi\b|kube::api::Api\b",
+        "holds a kube::Api",
+    ),
+    (
+        r"kube::Client\b|use kube::\{[^}]*\bClient\b",
+        "holds a kube::Client",
+    ),
+    (r"std::fs\b", "uses the file system"),
+    (r"\btokio::", "uses the tokio runtime"),
+];
+
+/// The stage of a controller file (`controller/decide/plan.rs` is `decide`), if it is in one.
+fn controller_stage(path: &str) -> Option<&'static str> {
+    let rest = path.strip_prefix("controller/")?;
+    let (folder, _) = rest.split_once('/')?;
+    CONTROLLER_STAGES
+        .iter()
+        .copied()
+        .find(|stage| *stage == folder)
+}
+
+/// What is wrong with the controller's stages: a pure stage's file that does I/O, a stage that
+/// imports a later one.
+fn controller_stage_problems(sources: &[Source]) -> Vec<String> {
+    let marks: Vec<(Regex, &str)> = IO_MARKS
+        .iter()
+        .map(|(pattern, what)| (Regex::new(pattern).expect("a valid regex"), *what))
+        .collect();
+    let modules = module_paths(sources);
+    let order = |stage: &str| CONTROLLER_STAGES.iter().position(|s| *s == stage);
+    let mut problems = Vec::new();
+    for source in sources {
+        let Some(stage) = controller_stage(&source.path) else {
+            continue;
+        };
+        let code = code_of(&source.text, true);
+        if PURE_STAGES.contains(&stage) {
+            for (line_number, line) in code.lines().enumerate() {
+                for (mark, what) in &marks {
+                    if mark.is_match(line) {
+                        problems.push(format!(
+                            "operator/src/{}:{} {what} (`{}`), but controller/{stage}/ is pure: do the I/O in controller/read/ or controller/write/ and pass its result in",
+                            source.path,
+                            line_number + 1,
+                            line.trim()
+                        ));
+                    }
+                }
+            }
+        }
+        let module = modules.get(&source.path).cloned().unwrap_or_default();
+        for named in named_paths(&source.path, &code, &module) {
+            let [first, second, ..] = named.as_slice() else {
+                continue;
+            };
+            if first != "controller" {
+                continue;
+            }
+            let Some(theirs) = order(second) else {
+                continue;
+            };
+            if theirs > order(stage).expect("a stage") {
+                problems.push(format!(
+                    "operator/src/{} (stage `{stage}`) imports crate::{}, of the later stage `{second}`: the controller's stages import only earlier ones ({})",
+                    source.path,
+                    named.join("::"),
+                    CONTROLLER_STAGES.join(" < ")
+                ));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn the_controllers_decisions_and_builders_do_no_io_and_its_stages_import_one_way() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut sources = Vec::new();
+    read_tree(&root, "", &mut sources);
+    for stage in CONTROLLER_STAGES {
+        assert!(
+            sources
+                .iter()
+                .any(|s| controller_stage(&s.path) == Some(*stage)),
+            "no file under operator/src/controller/{stage}/"
+        );
+    }
+    let problems = controller_stage_problems(&sources);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_decision_that_awaits_or_builds_an_api_and_a_builder_that_reads_a_decision_are_named() {
+    let problems = controller_stage_problems(&[
+        source(
+            "controller/decide/plan.rs",
+            "// .await in a comment is fine\npub async fn plan(client: kube::Client) {\n    let pods: Api<Pod> = Api::all(client);\n    pods.list(&lp).await;\n}\n",
+        ),
+        source(
+            "controller/build/pods/mod.rs",
+            "use crate::controller::decide::pod_state::PodState;\n",
+        ),
+        source(
+            "controller/write/mod.rs",
+            "pub async fn write() { x.await; }\nuse crate::controller::read::Reading;\n",
+        ),
+    ]);
+    assert_eq!(
+        problems,
+        [
+            "operator/src/controller/decide/plan.rs:2 is async (`pub async fn plan(client: kube::Client) {`), but controller/decide/ is pure: do the I/O in controller/read/ or controller/write/ and pass its result in",
+            "operator/src/controller/decide/plan.rs:2 holds a kube::Client (`pub async fn plan(client: kube::Client) {`), but controller/decide/ is pure: do the I/O in controller/read/ or controller/write/ and pass its result in",
+            "operator/src/controller/decide/plan.rs:3 holds a kube::Api (`let pods: Api<Pod> = Api::all(client);`), but controller/decide/ is pure: do the I/O in controller/read/ or controller/write/ and pass its result in",
+            "operator/src/controller/decide/plan.rs:4 awaits (`pods.list(&lp).await;`), but controller/decide/ is pure: do the I/O in controller/read/ or controller/write/ and pass its result in",
+            "operator/src/controller/build/pods/mod.rs (stage `build`) imports crate::controller::decide::pod_state::PodState, of the later stage `decide`: the controller's stages import only earlier ones (build < decide < read < write < runtime)",
         ]
     );
 }

@@ -11,9 +11,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use membench::controller::engine_registry::EngineRegistry;
-use membench::controller::pod_defaults::{parse_node_selector, parse_tolerations};
-use membench::controller::pods::{PodSettings, engine_pod};
+use membench::controller::build::engine_registry::EngineRegistry;
+use membench::controller::build::pod_defaults::{parse_node_selector, parse_tolerations};
+use membench::controller::build::pods::{PodSettings, engine_pod};
 use membench::validation::spec_file::parse_specs;
 use observability::{helm, repo_root};
 

@@ -275,7 +275,7 @@ fn records_as_strings_report_items_per_second_as_commands_per_second_over_fields
     assert!(!message.contains("items_per_sec"), "{message}");
     let result = membench::client::result::ClientResult::read(&message, 3).unwrap();
     let mut engine = membench::crd::EngineStatus::default();
-    membench::controller::results::absorb(&mut engine, &result, 3);
+    membench::controller::decide::results::absorb(&mut engine, &result, 3);
     let status = serde_json::to_value(&engine).unwrap();
     let repetitions = status["repetitions"].as_array().unwrap();
     assert_eq!(repetitions.len(), 3);

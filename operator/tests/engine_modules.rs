@@ -73,7 +73,7 @@ fn status_of(report: &BenchmarkReport) -> EngineStatus {
     let message = ClientResult::from_report(report).to_message();
     let result = ClientResult::read(&message, 1).expect("the client's own result reads back");
     let mut status = EngineStatus::default();
-    membench::controller::results::absorb(&mut status, &result, 1);
+    membench::controller::decide::results::absorb(&mut status, &result, 1);
     status
 }
 

@@ -20,7 +20,7 @@ use common::operator_process::{OperatorArgs, OperatorProcess};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
-use membench::controller::pods::RESULT_FINALIZER;
+use membench::controller::build::pods::RESULT_FINALIZER;
 use membench::crd::{MemoryBenchmark, Phase};
 use membench_devcluster::DevCluster;
 use membench_devcluster::faults::Faults;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::operator::Harness;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use membench::controller::leader::{LeaseLock, LeaseTiming};
+use membench::controller::runtime::leader::{LeaseLock, LeaseTiming};
 
 const TIMING: LeaseTiming = LeaseTiming {
     lease_duration: Duration::from_secs(3),

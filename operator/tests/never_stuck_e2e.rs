@@ -184,7 +184,7 @@ async fn an_image_pull_error_is_retried_with_back_off_for_a_bounded_time_before_
     );
     assert!(note.message.unwrap_or_default().contains("redis:6.2.99"));
     let pod = harness.pods().get("pull-0-engine").await?;
-    let scheduled = membench::controller::pods::scheduled_at(&pod).expect("scheduled");
+    let scheduled = membench::controller::decide::pod_state::scheduled_at(&pod).expect("scheduled");
     let done = harness.finished("pull", Duration::from_secs(120)).await?;
     let failed = engine(&done, 0);
     assert_eq!(

@@ -18,7 +18,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::runtime::watcher::{self, Event};
-use membench::controller::pod_defaults::{parse_node_selector, parse_tolerations};
+use membench::controller::build::pod_defaults::{parse_node_selector, parse_tolerations};
 use membench::crd::Phase;
 use membench_devcluster::EnsureOptions;
 use membench_devcluster::real_nodes::{REAL_NODE_LABEL, ensure_real_node};

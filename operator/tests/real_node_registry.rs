@@ -36,7 +36,10 @@ fn redis_from(image: &str) -> String {
 
 /// [`real_node_settings`] with the registry's engine images allowed and `secret` given to every
 /// benchmark pod.
-fn settings_for(registry: &Registry, secret: &str) -> membench::controller::observation::Settings {
+fn settings_for(
+    registry: &Registry,
+    secret: &str,
+) -> membench::controller::decide::observation::Settings {
     let mut settings = real_node_settings();
     settings
         .policy
@@ -162,12 +165,14 @@ async fn a_version_the_engine_mirror_lacks_ends_image_pull_failed_naming_the_mis
     let mut settings = settings_for(&registry, "mirror-creds");
     // The chart's engineRegistry: every engine's default image comes from the mirror, and its
     // repositories are allowed as the operator's flags allow them.
-    let mirror = membench::controller::engine_registry::EngineRegistry::parse(&registry.host)
-        .map_err(anyhow::Error::msg)?;
-    settings.policy.allowed_images = membench::controller::policy::Policy::allowed_images_with(
-        Some(settings.policy.allowed_images.clone()),
-        Some(&mirror),
-    );
+    let mirror =
+        membench::controller::build::engine_registry::EngineRegistry::parse(&registry.host)
+            .map_err(anyhow::Error::msg)?;
+    settings.policy.allowed_images =
+        membench::controller::decide::policy::Policy::allowed_images_with(
+            Some(settings.policy.allowed_images.clone()),
+            Some(&mirror),
+        );
     settings.pods.engine_registry = Some(mirror);
     let harness = Harness::start("real-missing", settings).await?;
     registry

@@ -42,7 +42,7 @@ pub struct OperatorArgs {
     #[arg(long, env = "MEMBENCH_METRICS_ADDR", default_value = membench::metrics::serve::DEFAULT_ADDR)]
     metrics_addr: std::net::SocketAddr,
     /// The membench image client pods run.
-    #[arg(long, env = "MEMBENCH_CLIENT_IMAGE", default_value_t = membench::controller::pods::default_client_image())]
+    #[arg(long, env = "MEMBENCH_CLIENT_IMAGE", default_value_t = membench::controller::build::pods::default_client_image())]
     client_image: String,
     /// Secrets (in each benchmark's namespace) that every engine and client pod pulls its image
     /// with, comma-separated; a benchmark's `spec.imagePullSecrets` come after them.
@@ -133,13 +133,13 @@ pub struct OperatorArgs {
 struct BenchmarkPodDefaults {
     tolerations: Vec<membench::crd::TolerationSpec>,
     node_selector: std::collections::BTreeMap<String, String>,
-    engine_registry: Option<membench::controller::engine_registry::EngineRegistry>,
+    engine_registry: Option<membench::controller::build::engine_registry::EngineRegistry>,
 }
 
 /// The operator's defaults for every benchmark pod, from its flags; the error says which flag
 /// (and chart value) is wrong and how.
 fn benchmark_pod_defaults(args: &OperatorArgs) -> Result<BenchmarkPodDefaults, String> {
-    use membench::controller::pod_defaults::{parse_node_selector, parse_tolerations};
+    use membench::controller::build::pod_defaults::{parse_node_selector, parse_tolerations};
     let tolerations = parse_tolerations(
         args.benchmark_tolerations.as_deref().unwrap_or_default(),
         args.allow_tolerate_everything,
@@ -149,7 +149,7 @@ fn benchmark_pod_defaults(args: &OperatorArgs) -> Result<BenchmarkPodDefaults, S
         .engine_registry
         .as_deref()
         .filter(|r| !r.is_empty())
-        .map(membench::controller::engine_registry::EngineRegistry::parse)
+        .map(membench::controller::build::engine_registry::EngineRegistry::parse)
         .transpose()?;
     Ok(BenchmarkPodDefaults {
         tolerations,
@@ -200,12 +200,12 @@ pub fn run_operator(args: OperatorArgs) -> ExitCode {
         Ok(defaults) => defaults,
         Err(message) => return usage_error(&message),
     };
-    let allowed_images = membench::controller::policy::Policy::allowed_images_with(
+    let allowed_images = membench::controller::decide::policy::Policy::allowed_images_with(
         args.allowed_images,
         engine_registry.as_ref(),
     );
     let settings = membench::controller::Settings {
-        pods: membench::controller::pods::PodSettings {
+        pods: membench::controller::build::pods::PodSettings {
             client_image: args.client_image,
             image_pull_secrets: args
                 .benchmark_image_pull_secrets
@@ -217,12 +217,12 @@ pub fn run_operator(args: OperatorArgs) -> ExitCode {
             engine_registry,
             ..Default::default()
         },
-        policy: membench::controller::policy::Policy {
+        policy: membench::controller::decide::policy::Policy {
             allowed_images,
             allow_open_engine_args: args.allow_open_engine_args,
             allow_tolerate_everything: args.allow_tolerate_everything,
         },
-        network_policy: membench::controller::network_policy::NetworkPolicySettings {
+        network_policy: membench::controller::build::network_policy::NetworkPolicySettings {
             enabled: args.benchmark_network_policies,
             operator_namespace: args.operator_namespace.filter(|n| !n.is_empty()),
             operator_pod_labels,

@@ -411,7 +411,9 @@ impl PodHistory {
         if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
             self.nodes.insert(pod.name_any(), node);
         }
-        if let Some(at) = membench::controller::pods::condition_since(pod, "PodScheduled", "True") {
+        if let Some(at) =
+            membench::controller::decide::pod_state::condition_since(pod, "PodScheduled", "True")
+        {
             self.scheduled.entry(pod.name_any()).or_insert(at);
         }
         self.uids

@@ -103,7 +103,7 @@ pub fn engine_data_mount() -> VolumeMount {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::pods::{PodSettings, client_pod, engine_pod};
+    use crate::controller::build::pods::{PodSettings, client_pod, engine_pod};
     use crate::crd::MemoryBenchmark;
     use crate::validation::spec_file::parse_specs;
     use k8s_openapi::api::core::v1::Pod;

@@ -12,10 +12,11 @@ use crate::client::result::{ClientResult, ReadError};
 use crate::crd::{CleanupPolicy, ConditionReason, MemoryBenchmarkStatus};
 
 use super::observation::{LoadProbe, elapsed_since, pods_of};
-use super::pods::{self, Component, PodState, client_state};
+use super::pod_state::{self, PodState, client_state};
 use super::pull_failure::{pull_failure_note, pull_secret_names};
 use super::results::{absorb, result_note, tail};
 use super::step::{NEVER_STARTED, Step, container_error_reason, never_started};
+use crate::controller::build::pods::{self, Component};
 use crate::error::ErrorCategory;
 
 impl Step<'_, '_> {
@@ -124,7 +125,7 @@ impl Step<'_, '_> {
                 permanent,
             } => {
                 let image = self.settings.pods.client_image.clone();
-                let since = pods::scheduled_at(&client).unwrap_or(created);
+                let since = pod_state::scheduled_at(&client).unwrap_or(created);
                 match self.pull_verdict(since, permanent) {
                     Some(retried) => {
                         let secrets = pull_secret_names(&client);
@@ -150,7 +151,7 @@ impl Step<'_, '_> {
                 }
             }
             PodState::ConfigError { message } => {
-                let since = pods::scheduled_at(&client).unwrap_or(created);
+                let since = pod_state::scheduled_at(&client).unwrap_or(created);
                 self.config_error(status, index, "client", &message, since, true);
             }
             // Every client pod runs the same image and command: the next would fail alike.

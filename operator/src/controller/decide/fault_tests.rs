@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use crate::controller::conditions::FAILED;
-use crate::controller::test_fixtures::*;
+use crate::controller::decide::conditions::FAILED;
+use crate::controller::decide::test_fixtures::*;
 use crate::crd::{ConditionReason, EngineState, MemoryBenchmark, Phase};
 
 fn deleted_at(mut pod: Pod, deadline: i64) -> Pod {

@@ -3,8 +3,8 @@
 
 use kube::ResourceExt;
 
-use super::pods::ANNOTATION_CLIENT_OF;
 use super::test_fixtures::*;
+use crate::controller::build::pods::ANNOTATION_CLIENT_OF;
 use crate::crd::ConditionReason;
 
 /// Engine 0 ready, its client created: the benchmark and the two pods.

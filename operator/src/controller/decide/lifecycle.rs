@@ -15,14 +15,14 @@ use crate::client::phases::PhaseKind;
 use crate::crd::{ConditionReason, EngineState, MemoryBenchmarkStatus};
 
 use super::observation::{LoadProbe, elapsed_since, pods_of, to_the_second};
-use super::pods::{
-    self, Component, PodState, client_state, disruption, engine_index, has_started, pod_state,
-    stuck_deleting,
+use super::pod_state::{
+    self, PodState, client_state, disruption, has_started, pod_state, stuck_deleting,
 };
 use super::pull_failure::{pull_failure_note, pull_secret_names};
 use super::queue::{busy_nodes, nodes_busy, waiting_message};
 use super::results::{absorb, tail};
 use super::step::{KeptResult, NEVER_STARTED, Step, container_error_reason, never_started};
+use crate::controller::build::pods::{self, Component, engine_index};
 
 /// How an engine container ended, as its pod tells it.
 pub(super) struct EngineEnd {
@@ -31,7 +31,7 @@ pub(super) struct EngineEnd {
     why: Option<String>,
     /// Its last words (the termination message, or its log's tail).
     message: Option<String>,
-    /// The kubelet's message when it evicted the pod ([`pods::evicted`]).
+    /// The kubelet's message when it evicted the pod ([`pod_state::evicted`]).
     evicted: Option<String>,
 }
 
@@ -114,7 +114,7 @@ impl Step<'_, '_> {
             .filter(|p| {
                 engine_index(p).is_some_and(|i| spec.instance_type_of_run(i) == instance_type)
             })
-            .filter(|p| pods::node_name(p).is_some())
+            .filter(|p| pod_state::node_name(p).is_some())
             .count()
     }
 
@@ -159,7 +159,7 @@ impl Step<'_, '_> {
         let Some(pod) = Self::followed_shard(&engines) else {
             return;
         };
-        if let Some(node) = engines.first().and_then(pods::node_name) {
+        if let Some(node) = engines.first().and_then(pod_state::node_name) {
             status.engines[index].node_name = Some(node);
         }
         let addresses = Self::shard_addresses(&engines);
@@ -225,7 +225,7 @@ impl Step<'_, '_> {
                 permanent,
             } => {
                 let image = status.engines[index].image.clone().unwrap_or_default();
-                let since = pods::scheduled_at(pod).unwrap_or(created);
+                let since = pod_state::scheduled_at(pod).unwrap_or(created);
                 match self.pull_verdict(since, permanent) {
                     Some(retried) => {
                         let secrets = pull_secret_names(pod);
@@ -258,7 +258,7 @@ impl Step<'_, '_> {
                 self.fail(status, index, why, message, false);
             }
             PodState::ConfigError { message } => {
-                let since = pods::scheduled_at(pod).unwrap_or(created);
+                let since = pod_state::scheduled_at(pod).unwrap_or(created);
                 self.config_error(status, index, "engine", &message, since, false);
             }
             PodState::Starting { since } if status.engines[index].state != EngineState::Running => {
@@ -286,7 +286,7 @@ impl Step<'_, '_> {
             // It was ready before (the status says so even when the pod's timestamps cannot):
             // a readiness blip, never a startup timeout.
             PodState::Starting { .. } => {
-                let since = pods::condition_since(pod, "Ready", "False");
+                let since = pod_state::condition_since(pod, "Ready", "False");
                 self.engine_unready(status, index, since, addresses.as_deref(), load);
             }
             PodState::Unready { since } => {
@@ -295,7 +295,7 @@ impl Step<'_, '_> {
             PodState::Ready => {
                 let engine = &mut status.engines[index];
                 engine.state = EngineState::Running;
-                engine.image_id = pods::image_id(pod);
+                engine.image_id = pod_state::image_id(pod);
                 match addresses {
                     Some(addresses) => self.client(status, index, &addresses, load),
                     None => self.requeue(Duration::from_secs(2)),
@@ -325,7 +325,7 @@ impl Step<'_, '_> {
                     exit_code,
                     why,
                     message,
-                    evicted: pods::evicted(pod),
+                    evicted: pod_state::evicted(pod),
                 };
                 self.engine_exited(status, index, end, finished_at)
             }
@@ -514,7 +514,7 @@ impl Step<'_, '_> {
         }
         let node = lost
             .iter()
-            .find_map(|p| pods::node_name(p))
+            .find_map(|p| pod_state::node_name(p))
             .unwrap_or_else(|| "(unknown)".into());
         let names: Vec<String> = lost.iter().map(|p| p.name_any()).collect();
         let cause = lost

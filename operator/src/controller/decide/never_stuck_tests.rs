@@ -10,10 +10,10 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use crate::controller::conditions::PROGRESSING;
-use crate::controller::observation::PodRejection;
+use crate::controller::decide::conditions::PROGRESSING;
+use crate::controller::decide::observation::PodRejection;
+use crate::controller::decide::test_fixtures::*;
 use crate::controller::rejection_message;
-use crate::controller::test_fixtures::*;
 use crate::crd::{ConditionReason, EngineState, MemoryBenchmark, Phase};
 
 const BUSY: &str = "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 2 node(s) didn't match pod anti-affinity rules. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.";

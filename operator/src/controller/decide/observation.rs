@@ -14,9 +14,9 @@ use k8s_openapi::jiff::Timestamp;
 use crate::client::result::{ClientResult, ReadError};
 use crate::crd::{EngineState, EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus};
 
-use super::network_policy::NetworkPolicySettings;
-use super::pods::{Component, PodSettings, component, engine_index};
 use super::policy::Policy;
+use crate::controller::build::network_policy::NetworkPolicySettings;
+use crate::controller::build::pods::{Component, PodSettings, component, engine_index};
 
 /// Operator settings the decision depends on.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,7 +77,7 @@ pub struct LoadProbe {
     pub done: bool,
     /// The last repetition has sent its commands (or the run is done): look again soon.
     pub finishing: bool,
-    /// A peak phase's mark the client waits on ([`super::container_reading`]).
+    /// A peak phase's mark the client waits on ([`crate::controller::read::container_reading`]).
     pub mark: Option<crate::client::container_memory::PendingMark>,
 }
 

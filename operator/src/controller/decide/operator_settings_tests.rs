@@ -2,11 +2,11 @@
 //! DoesNotFit before any pod, and the engine mirror is what the status and the policy see.
 
 use super::conditions::FAILED;
-use super::engine_registry::EngineRegistry;
 use super::observation::Observation;
 use super::plan::plan;
 use super::pod_fit::NodeAllocatable;
 use super::test_fixtures::*;
+use crate::controller::build::engine_registry::EngineRegistry;
 use crate::crd::{ConditionReason, Phase};
 
 const GIB: u64 = 1 << 30;

@@ -5,8 +5,8 @@
 use kube::ResourceExt;
 
 use super::conditions::PROGRESSING;
-use super::pods::INSTANCE_TYPE_LABEL;
 use super::test_fixtures::*;
+use crate::controller::build::pods::INSTANCE_TYPE_LABEL;
 use crate::crd::{ConditionReason, EngineState, MemoryBenchmark, Phase};
 
 /// Three engines on r8g.4xlarge, `parallelism` at once; the first status written at time 0.

@@ -30,19 +30,19 @@ use crate::crd::{
 };
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY};
-use super::engine_registry::image_registry;
 use super::observation::{
     EngineContainer, LoadProbe, Observation, Plan, ProbeTarget, Settings, current_engine,
     is_terminal, pods_of, to_the_second,
 };
 use super::pod_fit;
-use super::pods::{
-    self, Component, PodState, client_attempt, client_state, engine_index, holds_result, owned_by,
-    pod_state, stuck_deleting,
-};
+use super::pod_state::{self, PodState, client_state, pod_state, stuck_deleting};
 use super::spec_error::SpecError;
 use super::step::Step;
 use super::summary::summarize;
+use crate::controller::build::engine_registry::image_registry;
+use crate::controller::build::pods::{
+    self, Component, client_attempt, engine_index, holds_result, owned_by,
+};
 use crate::validation::validate;
 
 fn seconds(d: Duration) -> SignedDuration {
@@ -128,7 +128,7 @@ pub fn probe_target(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Option<ProbeTa
 }
 
 /// The clients of the other runs under way (`spec.parallelism` above 1), whose peak phases'
-/// marks ([`super::container_reading`]) are answered as the probed client's are.
+/// marks ([`crate::controller::read::container_reading`]) are answered as the probed client's are.
 pub fn other_clients_under_way(benchmark: &MemoryBenchmark, pods: &[Pod]) -> Vec<ProbeTarget> {
     let status = benchmark.status.clone().unwrap_or_default();
     let probed = current_engine(&status);
@@ -155,7 +155,7 @@ fn probe_target_of(benchmark: &MemoryBenchmark, pods: &[Pod], index: usize) -> O
     let client = pods_of(&owned, index, Component::Client)
         .into_iter()
         .find(|c| matches!(pod_state(c), PodState::Ready | PodState::Starting { .. }))?;
-    let ip: std::net::IpAddr = pods::pod_ip(&client)?.parse().ok()?;
+    let ip: std::net::IpAddr = pod_state::pod_ip(&client)?.parse().ok()?;
     let replica = pods_of(&owned, index, Component::Engine)
         .into_iter()
         .find(pods::is_replica);
@@ -198,7 +198,7 @@ pub fn result_targets(
         let Some(client) = clients.iter().max_by_key(|c| client_attempt(c)) else {
             continue;
         };
-        let Some(ip) = pods::pod_ip(client).and_then(|ip| ip.parse().ok()) else {
+        let Some(ip) = pod_state::pod_ip(client).and_then(|ip| ip.parse().ok()) else {
             continue;
         };
         let address =

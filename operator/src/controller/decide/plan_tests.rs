@@ -7,10 +7,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
 use super::*;
-use crate::controller::conditions::{FAILED, PROGRESSING, READY};
-use crate::controller::events::transitions;
-use crate::controller::observation::LoadProbe;
-use crate::controller::test_fixtures::*;
+use crate::controller::decide::conditions::{FAILED, PROGRESSING, READY};
+use crate::controller::decide::events::transitions;
+use crate::controller::decide::observation::LoadProbe;
+use crate::controller::decide::test_fixtures::*;
 use crate::crd::{ConditionReason, EngineState, Phase};
 
 #[test]
@@ -321,7 +321,7 @@ fn an_engine_oom_killed_during_a_snapshot_is_reported_with_the_phase_its_client_
 #[test]
 fn only_a_forking_engine_killed_in_a_save_or_sync_is_told_its_fork_copies() {
     use crate::client::phases::PhaseKind;
-    use crate::controller::lifecycle::forked_copy_note;
+    use crate::controller::decide::lifecycle::forked_copy_note;
     use crate::crd::EngineKind;
     for phase in [PhaseKind::Snapshot, PhaseKind::Replica] {
         assert!(forked_copy_note(&phase, EngineKind::Valkey).contains("the save forks"));
@@ -587,7 +587,7 @@ fn a_plan_the_client_refuses_fails_the_benchmark_with_its_reason_naming_the_fiel
     let client = client_created(&mut b, &engine, 5);
     // The plan the operator gave, as a client of an older membench finds it: of a newer
     // format (one a newer operator would write).
-    let given = crate::controller::pods::plan_of_client_pod(&client)
+    let given = crate::controller::build::pods::plan_of_client_pod(&client)
         .expect("the client pod carries its plan")
         .unwrap();
     let mut newer = serde_json::to_value(&given).unwrap();

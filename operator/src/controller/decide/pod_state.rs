@@ -254,8 +254,8 @@ pub fn image_id(pod: &Pod) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::pods::{PodSettings, engine_pod};
-    use crate::controller::test_fixtures::benchmark;
+    use crate::controller::build::pods::{PodSettings, engine_pod};
+    use crate::controller::decide::test_fixtures::benchmark;
     use k8s_openapi::api::core::v1::{
         ContainerState, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
         PodCondition, PodStatus,

@@ -6,8 +6,8 @@
 //! tainted node. Each refusal is a `PolicyDenied` [`SpecError`] naming the field and the
 //! operator setting that would allow it. Pure: checked by [`super::plan::plan`] after the spec's own validation.
 
-use super::engine_registry::{EngineRegistry, engine_image};
 use super::spec_error::SpecError;
+use crate::controller::build::engine_registry::{EngineRegistry, engine_image};
 use crate::crd::MemoryBenchmarkSpec;
 use crate::validation::engine_config::{ArgsRefusal, check_args};
 

@@ -6,9 +6,9 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use crate::controller::network_policy::{NetworkPolicySettings, network_policy};
-use crate::controller::pods::{LABEL_COMPONENT, LABEL_ROLE, is_replica, owned_by};
-use crate::controller::test_fixtures::*;
+use crate::controller::build::network_policy::{NetworkPolicySettings, network_policy};
+use crate::controller::build::pods::{LABEL_COMPONENT, LABEL_ROLE, is_replica, owned_by};
+use crate::controller::decide::test_fixtures::*;
 use crate::crd::{ConditionReason, EngineState, MemoryBenchmark};
 use crate::validation::spec_file::parse_specs;
 
@@ -143,7 +143,7 @@ fn the_client_starts_once_both_are_ready_beside_the_engine_with_the_replicas_add
         args.starts_with("load --addr 127.1.0.10:6379 --replica 127.1.0.11:6379 "),
         "only the engine is loaded, its replica synced: {args}"
     );
-    let plan = crate::controller::pods::plan_of_client_pod(client)
+    let plan = crate::controller::build::pods::plan_of_client_pod(client)
         .unwrap()
         .unwrap();
     assert_eq!(plan.settings.replica.map(|r| r.writes_per_sec), Some(2000));
@@ -164,7 +164,7 @@ fn the_client_starts_once_both_are_ready_beside_the_engine_with_the_replicas_add
     // The client's marks read the engine's container and the replica's, each on its node.
     let mut pods = both_ready(&engine, &replica);
     pods.push(ready(created(client.clone(), 3), "r8g-0", "127.1.0.12"));
-    let target = crate::controller::plan::probe_target(&b, &pods).expect("a probe target");
+    let target = crate::controller::decide::plan::probe_target(&b, &pods).expect("a probe target");
     let containers =
         [target.engine.unwrap(), target.replica.unwrap()].map(|c| (c.pod, c.container, c.node));
     assert_eq!(

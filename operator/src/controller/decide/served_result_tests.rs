@@ -11,9 +11,9 @@ use kube::ResourceExt;
 
 use crate::client::measure::{BenchmarkReport, MemorySample, SettledMemory};
 use crate::client::result::{ClientResult, ReadError};
-use crate::controller::observation::{LoadProbe, ServedResult};
-use crate::controller::plan::result_targets;
-use crate::controller::test_fixtures::*;
+use crate::controller::decide::observation::{LoadProbe, ServedResult};
+use crate::controller::decide::plan::result_targets;
+use crate::controller::decide::test_fixtures::*;
 use crate::crd::{ConditionReason, EngineState, MemoryBenchmark};
 use crate::validation::spec_file::parse_specs;
 
@@ -95,7 +95,7 @@ fn observe(
     now: i64,
     load: Option<LoadProbe>,
     served: &[ServedResult],
-) -> crate::controller::observation::Plan {
+) -> crate::controller::decide::observation::Plan {
     reconcile_served(b, pods, now, load, &[], &[], served)
 }
 
@@ -340,7 +340,7 @@ fn a_client_looked_at_every_second_while_it_finishes_does_not_rewrite_the_status
 
 #[test]
 fn a_benchmark_of_many_runs_lists_fewer_repetitions_per_run_so_its_status_stays_within_bounds() {
-    use crate::controller::results::{
+    use crate::controller::decide::results::{
         REPETITION_STATUS_BYTES, STATUS_REPETITIONS_BUDGET, listed_per_run,
     };
     assert_eq!(listed_per_run(2, 100, 0), 100);
@@ -365,7 +365,7 @@ fn a_benchmark_of_many_runs_lists_fewer_repetitions_per_run_so_its_status_stays_
         serde_json::from_str(r#"{"engines": [{"engine": "redis", "version": "7.0.15"}], "workload": {"strings": {"keys": 1000}}}"#)
             .unwrap();
     spec.churn = Some(churn);
-    let extra = crate::controller::results::churn_status_bytes(&spec);
+    let extra = crate::controller::decide::results::churn_status_bytes(&spec);
     let churned = listed_per_run(26, 100, extra);
     assert!(churned < 100, "{churned}");
     assert!(26 * churned as usize * (REPETITION_STATUS_BYTES + extra) <= STATUS_REPETITIONS_BUDGET);

@@ -22,10 +22,9 @@ use crate::crd::{ConditionReason, MemoryBenchmarkStatus};
 
 use super::conditions::{ENGINE_POD_CREATED, SHARD_PODS_CREATED};
 use super::observation::pods_of;
-use super::pods::{
-    self, Component, PodState, engine_pod_order, is_replica, pod_state, shard_index,
-};
+use super::pod_state::{self, PodState, pod_state};
 use super::step::Step;
+use crate::controller::build::pods::{self, Component, engine_pod_order, is_replica, shard_index};
 
 /// How much a shard pod's state needs the run's attention: lower first. A shard that ended
 /// or is being deleted decides the run's fate whatever the others do.
@@ -225,7 +224,7 @@ impl Step<'_, '_> {
         if let Some(node) = engines
             .iter()
             .filter(|p| is_replica(p))
-            .find_map(pods::node_name)
+            .find_map(pod_state::node_name)
         {
             engine.replica_node_name = Some(node);
         }
@@ -235,7 +234,7 @@ impl Step<'_, '_> {
         for pod in engines.iter().filter(|p| !is_replica(p)) {
             let shard = engine.shard_mut(shard_index(pod) as u32);
             shard.pod = pod.name_any();
-            if let Some(node) = pods::node_name(pod) {
+            if let Some(node) = pod_state::node_name(pod) {
                 shard.node_name = Some(node);
             }
         }
@@ -246,7 +245,7 @@ impl Step<'_, '_> {
     pub(super) fn shard_addresses(engines: &[Pod]) -> Option<Vec<String>> {
         let all: Vec<(bool, String)> = engines
             .iter()
-            .map(|p| pods::pod_ip(p).map(|ip| (is_replica(p), ip)))
+            .map(|p| pod_state::pod_ip(p).map(|ip| (is_replica(p), ip)))
             .collect::<Option<_>>()?;
         Some(
             all.into_iter()
@@ -261,6 +260,6 @@ impl Step<'_, '_> {
         self.engine_pods(index)
             .iter()
             .filter(|p| is_replica(p))
-            .find_map(pods::pod_ip)
+            .find_map(pod_state::pod_ip)
     }
 }

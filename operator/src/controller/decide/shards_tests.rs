@@ -6,11 +6,11 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use crate::client::measured::ShardReading;
-use crate::controller::conditions::PROGRESSING;
-use crate::controller::events::transitions;
-use crate::controller::network_policy::{NetworkPolicySettings, network_policy};
-use crate::controller::pods::{LABEL_SHARD, shard_index};
-use crate::controller::test_fixtures::*;
+use crate::controller::build::network_policy::{NetworkPolicySettings, network_policy};
+use crate::controller::build::pods::{LABEL_SHARD, shard_index};
+use crate::controller::decide::conditions::PROGRESSING;
+use crate::controller::decide::events::transitions;
+use crate::controller::decide::test_fixtures::*;
 use crate::crd::{ConditionReason, EngineKind, EngineState, MemoryBenchmark, ShardStatus};
 use crate::validation::spec_file::parse_specs;
 use crate::validation::{estimated_engine_memory, estimated_shard_memory, mebibytes};
@@ -169,7 +169,7 @@ fn the_client_starts_only_once_every_shard_is_ready_next_to_shard_0_with_every_a
         ),
         "{args}"
     );
-    let plan = crate::controller::pods::plan_of_client_pod(client)
+    let plan = crate::controller::build::pods::plan_of_client_pod(client)
         .unwrap()
         .unwrap();
     assert!(plan.settings.own_all_slots, "{plan:?}");

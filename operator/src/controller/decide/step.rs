@@ -22,11 +22,10 @@ use crate::crd::{
 use super::observation::{
     Plan, PodRejection, ServedResult, Settings, elapsed_since, is_terminal, pods_of, to_the_second,
 };
-use super::pods::{
-    Component, PodState, client_attempt, client_state, engine_index, has_started, stuck_deleting,
-};
+use super::pod_state::{PodState, client_state, has_started, stuck_deleting};
 use super::queue::benchmarks_ahead;
 use super::results::{absorb, churn_status_bytes, listed_per_run, result_note, tail};
+use crate::controller::build::pods::{Component, client_attempt, engine_index};
 
 /// Terminated reasons of a container that never ran: the runtime could not start its program
 /// (containerd's `StartError`, Docker's `ContainerCannotRun`).

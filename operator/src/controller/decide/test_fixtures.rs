@@ -18,10 +18,10 @@ use crate::client::measure::{
     BenchmarkReport, ErrorReport, RepetitionResult, Summary, WorkloadReport,
 };
 use crate::client::result::ClientResult;
-use crate::controller::observation::{
+use crate::controller::decide::observation::{
     LoadProbe, Observation, Plan, PodRejection, ServedResult, Settings,
 };
-use crate::controller::plan::plan;
+use crate::controller::decide::plan::plan;
 use crate::crd::MemoryBenchmark;
 use crate::stats::StabilityThresholds;
 use crate::validation::spec_file::parse_specs;

@@ -51,7 +51,7 @@ pub(super) async fn read(
 
 /// The benchmarks among `benchmarks` whose `spec.capacity.pricesConfigMapRef` names
 /// `config_map` (same namespace, same name): the ones a change of it concerns.
-pub(super) fn benchmarks_naming(
+pub(crate) fn benchmarks_naming(
     benchmarks: &[Arc<MemoryBenchmark>],
     config_map: &ConfigMap,
 ) -> Vec<ObjectRef<MemoryBenchmark>> {

@@ -15,7 +15,7 @@ use kube::Client;
 use crate::client::container_memory::{CgroupFigures, ContainerReading, PendingMark};
 use crate::client::progress_endpoint::answer_mark;
 
-use super::observation::{EngineContainer, ProbeTarget};
+use crate::controller::decide::observation::{EngineContainer, ProbeTarget};
 
 /// How long posting an answer to the client may take.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);

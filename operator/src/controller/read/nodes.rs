@@ -1,5 +1,5 @@
 //! Reads what the cluster's nodes of a benchmark's instance types give pods
-//! (`status.allocatable`), for [`super::pod_fit`], while none of its pods exists yet. An
+//! (`status.allocatable`), for [`crate::controller::decide::pod_fit`], while none of its pods exists yet. An
 //! operator that may not list nodes (a namespaced install has no ClusterRole) or an API error
 //! leaves the instance-type table to stand in: the check is a courtesy before the scheduler,
 //! which has the last word either way.
@@ -9,8 +9,8 @@ use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 use tracing::debug;
 
-use super::pod_fit::{NodeAllocatable, parse_cpu_quantity};
-use super::pods::INSTANCE_TYPE_LABEL;
+use crate::controller::build::pods::INSTANCE_TYPE_LABEL;
+use crate::controller::decide::pod_fit::{NodeAllocatable, parse_cpu_quantity};
 use crate::crd::MemoryBenchmark;
 use crate::validation::parse_memory_quantity;
 

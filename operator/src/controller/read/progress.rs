@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::client::progress_endpoint::fetch;
 
-use super::observation::{LoadProbe, ProbeTarget};
+use crate::controller::decide::observation::{LoadProbe, ProbeTarget};
 
 /// Readings are reused for this long, so watch events in between do not ask again (and a
 /// status written with a new reading does not trigger a new reading).

@@ -2,7 +2,27 @@
 //! stop, alone or as the elected one of several replicas (`run_elected`, with [`super::leader`]),
 //! and the pruning of what deleted benchmarks left in the metrics.
 
-use super::*;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{Api, ListParams};
+use kube::runtime::controller::Controller;
+use kube::runtime::watcher;
+use kube::{Client, Resource};
+use tracing::{info, warn};
+
+use crate::controller::build::pods;
+use crate::controller::context::Context;
+use crate::controller::decide::observation::Settings;
+use crate::controller::read::capacity_prices;
+use crate::controller::reconcile::{error_policy, reconcile};
+use crate::controller::runtime::leader;
+use crate::controller::write::{release, release_orphans};
+use crate::crd::MemoryBenchmark;
+use crate::metrics::Metrics;
 
 /// Where the operator watches.
 #[derive(Clone, Debug, Default)]

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::client::plan::{PLAN_ENV, RunPlan};
 use crate::client::progress_endpoint::PROGRESS_PORT;
-use crate::controller::pod_security::{client_pod_security_context, restricted_container};
+use crate::controller::build::pod_security::{client_pod_security_context, restricted_container};
 use crate::crd::MemoryBenchmark;
 
 /// The `membench load` arguments of a client pod: the engines at `addresses` (a sharded run's

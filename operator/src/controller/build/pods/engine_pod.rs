@@ -14,7 +14,7 @@ use super::{
     image_pull_secrets, labels, metadata, node_selector, pod_ip_env, pod_resources,
     replica_pod_name, shard_pod_name, tolerations,
 };
-use crate::controller::pod_security::{
+use crate::controller::build::pod_security::{
     ENGINE_DATA_DIR, engine_data_mount, engine_data_volume, engine_pod_security_context,
     restricted_container,
 };

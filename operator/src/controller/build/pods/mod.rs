@@ -1,7 +1,7 @@
 //! The benchmark's pods, built without any I/O: the engine pod pinned to a node of the
 //! requested instance type, the client pod next to it, their names and labels, and which
 //! benchmark and engine a pod belongs to. What a pod's status says about it is
-//! [`super::pod_state`]'s, re-exported here.
+//! [`crate::controller::decide::pod_state`]'s, re-exported here.
 
 use std::collections::BTreeMap;
 
@@ -15,10 +15,6 @@ use kube::{Resource, ResourceExt};
 
 use super::engine_registry::EngineRegistry;
 use super::pod_defaults::{merged_node_selector, merged_tolerations};
-pub use super::pod_state::{
-    PodState, client_state, condition_since, disruption, evicted, has_started, image_id, node_name,
-    pod_ip, pod_state, scheduled_at, stuck_deleting,
-};
 use crate::crd::{MemoryBenchmark, PodResourcesSpec, TolerationSpec};
 
 mod client_pod;

@@ -6,8 +6,8 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::tests::benchmark;
 use super::*;
-use crate::controller::engine_registry::EngineRegistry;
-use crate::controller::pod_defaults::{parse_node_selector, parse_tolerations};
+use crate::controller::build::engine_registry::EngineRegistry;
+use crate::controller::build::pod_defaults::{parse_node_selector, parse_tolerations};
 use crate::crd::{EngineKind, EngineSpec};
 
 const TAINT: &str = r#"[{"key":"membench.io/benchmark","operator":"Equal","value":"true","effect":"NoSchedule"},{"key":"dedicated","operator":"Exists","effect":"NoSchedule"}]"#;
