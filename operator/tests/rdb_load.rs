@@ -482,7 +482,7 @@ fn a_redis_8_6_dump_loads_into_valkey_9_1_key_by_key() {
 #[test]
 fn a_redis_8_6_dump_loads_into_dragonfly_key_by_key() {
     // Dragonfly 1.40 has no HPEXPIREAT, its XSETID takes no options, and its COMMAND INFO
-    // lists no XGROUP CREATE to say whether it takes ENTRIESREAD.
+    // lists no XGROUP CREATE (it accepts ENTRIESREAD and ignores it: XINFO GROUPS shows nil).
     loaded_into(
         common::shared_build(EngineKind::Dragonfly, "1.40.0"),
         Reading {

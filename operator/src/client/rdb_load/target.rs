@@ -21,8 +21,11 @@ pub struct RdbTarget {
     /// XGROUP CREATE is a subcommand with a variable arity in `COMMAND INFO` (`xgroup|create`
     /// -5 on Redis 7.0.15 and 8.6.3, Valkey 7.2.13 and 9.1.2; Redis 7.0 added ENTRIESREAD and
     /// the subcommand table together), so a consumer group's entries-read, and with it its
-    /// lag, is restored. Redis 6.2.14 and Dragonfly 1.40 answer nothing for `xgroup|create`
-    /// (Dragonfly takes ENTRIESREAD all the same, but nothing it answers says so).
+    /// lag, is restored. Redis 6.2.14 and Dragonfly 1.40 answer nothing for `xgroup|create`.
+    /// Dragonfly 1.40 accepts the option and ignores it: after `XGROUP CREATE s g 2-0
+    /// ENTRIESREAD 2`, XINFO GROUPS shows its entries-read and lag as nil, and it accepts
+    /// `ENTRIESREAD` with no count too. So an accepted command is no proof, and it counts as
+    /// not restored.
     #[serde(default)]
     pub group_entries_read: bool,
 }
