@@ -10,7 +10,7 @@
 //!   create and delete, from what was read (with the other benchmarks in the controller's
 //!   cache, for the queue on a node pool).
 //! - [`build`]: the objects the decision creates (pods, NetworkPolicy, password Secret), pure.
-//! - [`write`]: the decision carried out. Pods are created first; one the API server refuses
+//! - [`write`](mod@write): the decision carried out. Pods are created first; one the API server refuses
 //!   for good goes back into the decision as a [`decide::observation::PodRejection`], which
 //!   fails its engine at once. Then the status is written (server-side apply, only when it
 //!   changed, on condition that the benchmark is still at the version read: a status that

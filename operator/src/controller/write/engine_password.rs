@@ -31,7 +31,7 @@ pub fn random_password() -> Result<String, std::io::Error> {
 }
 
 /// Creates the benchmark's password Secret unless it exists. Its name holds the benchmark's UID
-/// (see [`generated_password_secret`]), so one that exists is this benchmark's own, made by an
+/// (see [`crate::auth::generated_password_secret`]), so one that exists is this benchmark's own, made by an
 /// earlier reconciliation: it is kept, never read.
 pub async fn ensure(client: &kube::Client, benchmark: &MemoryBenchmark) -> Result<(), EnsureError> {
     let namespace = benchmark.namespace().unwrap_or_default();
