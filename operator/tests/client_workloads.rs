@@ -384,20 +384,26 @@ fn batches_in_flight_change_how_fast_not_what_is_stored_sampled_or_measured() {
     // A fresh server's first load measures a little apart from later ones (the allocator's
     // first arenas): thrown away.
     load(&zset, 100, 1);
-    // Each window's samples are the medians of five loads: the sorted set's skiplist draws
-    // each member's level at random, so the same members take a different number of bytes each
-    // load (over 40 loads of this set on Valkey 9.1, 20 with one batch in flight and 20 with 16,
+    // Each window's samples are the least of five loads. The sorted set's skiplist draws each
+    // member's level at random, so the same members take a different number of bytes each load
+    // (over 40 loads of this set on Valkey 9.1, 20 with one batch in flight and 20 with 16,
     // beside a build: a standard deviation of about 2 KB at 30,000-60,000 members and 4 KB at
-    // 180,000, the two windows alike, and single loads up to 9 KB from the rest). A median of
-    // five is not moved by two such loads, as a range of three is by one.
-    let medians = |window: u32| {
+    // 180,000, the two windows alike, and single loads up to 9 KB from the rest). On a loaded
+    // machine the engine also holds, now and then, 18-24 KB that no connection's tot-mem
+    // counts, and only ever more: beside churn.rs's defragmentation test in a loop, 7 of 280
+    // loads were that far above their window's median and none below; the median of five
+    // failed this test 14 times in 59 runs there, at most three loads in a window being high.
+    // The least of five is not raised by such loads unless all five are; what a sample must
+    // not count (the load connection's buffers) raises every load of a window, and so its
+    // least.
+    let least_of_five = |window: u32| {
         let runs: Vec<_> = (0..5).map(|_| load(&zset, 100, window)).collect();
         let growths: Vec<Vec<i64>> = runs.iter().map(growth).collect();
-        let median = (0..growths[0].len())
+        let least = (0..growths[0].len())
             .map(|i| {
                 let mut at_i: Vec<i64> = growths.iter().map(|g| g[i]).collect();
                 at_i.sort();
-                at_i[2]
+                at_i[0]
             })
             .collect::<Vec<i64>>();
         let spread = (0..growths[0].len())
@@ -407,30 +413,30 @@ fn batches_in_flight_change_how_fast_not_what_is_stored_sampled_or_measured() {
             })
             .max()
             .unwrap();
-        (runs, median, spread)
+        (runs, least, spread)
     };
-    let (one_runs, one_median, spread) = medians(1);
+    let (one_runs, one_least, spread) = least_of_five(1);
     let one = &one_runs[0];
     assert_eq!(at(one), (1..=6).map(|i| i * 30_000).collect::<Vec<_>>());
     // The bound: 12 KiB, or 0.25% of the growth where that is more (30 KB at 180,000 members).
-    // Two medians of five differ by about 0.75 standard deviations of a load (1.5-4 KB here), so
-    // the bound is 7 or more of those; and it is under the 20-50 KiB of query buffer that 16
+    // The least of five loads in two windows differ by about one standard deviation of a load
+    // (2-4 KB here), so the bound is 6 or more of those; and it is under the 20-50 KiB of query buffer that 16
     // batches in flight leave behind at the first sample (30,000 members, where it is 12 KiB),
     // which a sample that counted it would add (seen: with the load connection's memory not
     // subtracted, this test fails there).
     let bound = |grown: i64| (12 * 1024).max(grown / 400);
     let mut furthest = (0i64, 0u64);
     for window in [2, 8, 16] {
-        let (runs, many_median, _) = medians(window);
+        let (runs, many_least, _) = least_of_five(window);
         let many = &runs[0];
         assert_eq!(many.items, 200_000);
         assert_eq!(at(many), at(one), "{window} in flight");
-        for ((grown, reference), items) in many_median.iter().zip(&one_median).zip(at(many)) {
+        for ((grown, reference), items) in many_least.iter().zip(&one_least).zip(at(many)) {
             let apart = grown - reference;
             furthest = furthest.max((apart.abs(), items));
             assert!(
                 apart.abs() <= bound(*reference),
-                "{window} in flight, sample at {items}: the median of five loads is {grown} B \
+                "{window} in flight, sample at {items}: the least of five loads is {grown} B \
                  above the baseline, of five with one in flight {reference} B ({apart:+} B, \
                  bound {} B; one in flight spread up to {spread} B over its five loads)",
                 bound(*reference)
@@ -447,8 +453,8 @@ fn batches_in_flight_change_how_fast_not_what_is_stored_sampled_or_measured() {
     }
     // The figures, for the README's statement of the engine's own noise.
     eprintln!(
-        "one in flight: spread up to {spread} B between five loads; more in flight: medians at \
-         most {} B from one in flight's (at {} members)",
+        "one in flight: spread up to {spread} B between five loads; more in flight: the least \
+         of five at most {} B from one in flight's (at {} members)",
         furthest.0, furthest.1
     );
     // Batches of 1 MB go one at a time whatever is asked (their replies never pile up while a
