@@ -134,19 +134,9 @@ mod tests {
     /// Valkey as the recommended-limits run measured it: 9,297,920 bytes of empty RSS.
     fn valkey() -> EngineMeasurement {
         EngineMeasurement {
-            name: "valkey-9.1".into(),
-            engine: "valkey".into(),
-            version: "9.1.2".into(),
-            curve: Vec::new(),
-            entries_per_item: 1,
             fragmentation_ratio: Some(1.1),
-            settled_growth: None,
-            threads: None,
-            rebuild: None,
-            churn: None,
-            eviction: None,
-            snapshot: None,
             baseline_rss: Some(9_297_920),
+            ..EngineMeasurement::bare("valkey-9.1", "valkey", "9.1.2")
         }
     }
 

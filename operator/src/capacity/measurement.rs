@@ -321,6 +321,29 @@ struct Identity {
     threads: Option<u32>,
 }
 
+#[cfg(test)]
+impl EngineMeasurement {
+    /// A measurement of `name` (`engine` at `version`) with nothing measured yet: no curve, one
+    /// table entry an item, no ratio and no phase. Tests set what they need with `..`.
+    pub(crate) fn bare(name: &str, engine: &str, version: &str) -> Self {
+        Self {
+            name: name.into(),
+            engine: engine.into(),
+            version: version.into(),
+            curve: Vec::new(),
+            entries_per_item: 1,
+            fragmentation_ratio: None,
+            settled_growth: None,
+            threads: None,
+            rebuild: None,
+            churn: None,
+            eviction: None,
+            snapshot: None,
+            baseline_rss: None,
+        }
+    }
+}
+
 impl EngineMeasurement {
     /// The measurement of `samples` (items, used_memory) of the first repetition and every
     /// repetition's final reading.

@@ -487,11 +487,6 @@ mod tests {
     /// Valkey at 1 GB of data: 3 MB empty, RSS 1.1 bytes a byte of data.
     fn valkey() -> EngineMeasurement {
         EngineMeasurement {
-            name: "valkey-9.1".into(),
-            engine: "valkey".into(),
-            version: "9.1.2".into(),
-            curve: Vec::new(),
-            entries_per_item: 1,
             fragmentation_ratio: Some(1.1),
             settled_growth: Some(SettledGrowth {
                 baseline_used_memory: 1_000_000,
@@ -499,12 +494,8 @@ mod tests {
                 settled_used_memory: 101_000_000,
                 settled_used_memory_rss: 113_000_000,
             }),
-            threads: None,
-            rebuild: None,
-            churn: None,
-            eviction: None,
-            snapshot: None,
             baseline_rss: Some(3_000_000),
+            ..EngineMeasurement::bare("valkey-9.1", "valkey", "9.1.2")
         }
     }
 

@@ -182,19 +182,9 @@ mod tests {
 
     fn measurement(settled: Option<SettledGrowth>, ratio: f64) -> EngineMeasurement {
         EngineMeasurement {
-            name: "e".into(),
-            engine: "valkey".into(),
-            version: "9.1.2".into(),
-            curve: Vec::new(),
-            entries_per_item: 1,
             fragmentation_ratio: Some(ratio),
             settled_growth: settled,
-            threads: None,
-            rebuild: None,
-            churn: None,
-            eviction: None,
-            snapshot: None,
-            baseline_rss: None,
+            ..EngineMeasurement::bare("e", "valkey", "9.1.2")
         }
     }
 

@@ -12,9 +12,6 @@ const GIB: u64 = 1 << 30;
 fn redis_like(name: &str, per_entry: u64) -> EngineMeasurement {
     let rule = GrowthRule::PowerOfTwoDict;
     EngineMeasurement {
-        name: name.into(),
-        engine: "redis".into(),
-        version: "8.2.3".into(),
         curve: (1..=50)
             .map(|i| {
                 let entries = i * 10_000;
@@ -24,15 +21,8 @@ fn redis_like(name: &str, per_entry: u64) -> EngineMeasurement {
                 }
             })
             .collect(),
-        entries_per_item: 1,
         fragmentation_ratio: Some(1.1),
-        settled_growth: None,
-        threads: None,
-        rebuild: None,
-        churn: None,
-        eviction: None,
-        snapshot: None,
-        baseline_rss: None,
+        ..EngineMeasurement::bare(name, "redis", "8.2.3")
     }
 }
 
