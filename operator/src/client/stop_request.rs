@@ -71,7 +71,12 @@ impl StopRequest {
     /// signal thread asks for the stop: an interrupted call waits for that request briefly, so
     /// that it is reported as the stop it is rather than as a lost engine.
     pub(crate) fn behind(&self, error: &BenchError) -> Option<StopCause> {
-        let interrupted = error.to_string().contains("(os error 4)");
+        self.behind_error_text(&error.to_string())
+    }
+
+    /// [`Self::behind`] for an error known by its text (the profiler's lost server).
+    pub(crate) fn behind_error_text(&self, error: &str) -> Option<StopCause> {
+        let interrupted = error.contains("(os error 4)");
         let until = Instant::now() + Duration::from_millis(if interrupted { 500 } else { 0 });
         loop {
             if let Some(cause) = self.cause() {
@@ -82,5 +87,47 @@ impl StopRequest {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The race a signal runs: the socket call fails with EINTR first, the signal thread asks
+    /// for the stop a moment later. The failure is the stop, found by waiting for it.
+    #[test]
+    fn a_call_interrupted_before_the_stop_is_asked_for_is_the_stop() {
+        let stop = StopRequest::new();
+        let signal_thread = stop.clone();
+        let asked = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            signal_thread.request(StopCause::Interrupt);
+        });
+        let text = "the server at 127.0.0.1:6379 went away after 4 key(s) were sampled: \
+                    Interrupted system call (os error 4)";
+        assert_eq!(stop.behind_error_text(text), Some(StopCause::Interrupt));
+        asked.join().unwrap();
+    }
+
+    /// Any other failure with no stop asked for is the failure, at once.
+    #[test]
+    fn a_failure_that_is_no_interruption_waits_for_nothing() {
+        let stop = StopRequest::new();
+        let started = Instant::now();
+        assert_eq!(
+            stop.behind_error_text("Connection reset by peer (os error 104)"),
+            None
+        );
+        assert!(started.elapsed() < Duration::from_millis(100));
+        assert_eq!(
+            stop.behind_error_text("Interrupted system call (os error 4)"),
+            None
+        );
+        stop.request(StopCause::Terminate);
+        assert_eq!(
+            stop.behind_error_text("anything"),
+            Some(StopCause::Terminate)
+        );
     }
 }

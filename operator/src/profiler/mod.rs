@@ -189,10 +189,15 @@ pub fn profile_server(
     };
     let mut stopped_by: Option<String> = None;
     let mut error: Option<ProfileError> = None;
-    // A signal can break the command under way (EINTR): that is the stop, not a lost server.
+    // A signal can break the command under way (EINTR) a moment before the signal thread asks
+    // for the stop: that is the stop, not a lost server.
     let stop_request = options.stop.clone();
     let signalled = move |e: ProfileError, what: &str| -> Interruption {
-        match (stop_request.cause(), &e) {
+        let cause = match &e {
+            ProfileError::ServerGone { detail, .. } => stop_request.behind_error_text(detail),
+            _ => None,
+        };
+        match (cause, &e) {
             (Some(cause), ProfileError::ServerGone { .. }) => Interruption::Bound(format!(
                 "{} stopped the profile {what}",
                 cause.signal_name()
