@@ -82,6 +82,46 @@ fn uninstall(kubectl: &Path, helm: &Path, kubeconfig: &Path) {
     ]));
 }
 
+/// What kubectl shows of the quickstart's pods and events and the operator's last log lines,
+/// for a failure message.
+fn cluster_state(kubectl: &Path, kubeconfig: &Path) -> String {
+    let show = |args: &[&str]| -> String {
+        match Command::new("timeout")
+            .arg("30")
+            .arg(kubectl)
+            .args(args)
+            .env("KUBECONFIG", kubeconfig)
+            .output()
+        {
+            Ok(out) => {
+                // The last 40 lines: events of earlier tests come first.
+                let text = String::from_utf8_lossy(&out.stdout);
+                let lines: Vec<&str> = text.lines().collect();
+                format!(
+                    "$ kubectl {}\n{}\n{}",
+                    args.join(" "),
+                    lines[lines.len().saturating_sub(40)..].join("\n"),
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            }
+            Err(e) => format!("$ kubectl {}: {e}\n", args.join(" ")),
+        }
+    };
+    [
+        show(&["get", "nodes", "-L", "node.kubernetes.io/instance-type"]),
+        show(&["get", "pods", "-A", "-o", "wide"]),
+        show(&["get", "events", "-A", "--sort-by=.lastTimestamp"]),
+        show(&[
+            "-n",
+            "membench-system",
+            "logs",
+            "deploy/membench",
+            "--tail=60",
+        ]),
+    ]
+    .join("\n")
+}
+
 /// Uninstalls on drop, so a failing test leaves no cluster-wide operator behind.
 struct Installed {
     kubectl: PathBuf,
@@ -137,7 +177,9 @@ async fn the_cluster_quickstart_runs_as_written_on_the_dev_cluster() -> anyhow::
             &std::env::var_os("PATH").unwrap_or_default(),
         )),
     )?;
-    let script = format!("set -euo pipefail\n{commands}");
+    // Each command traced with the time it started, so that a failure says which one ran
+    // long (stderr holds the trace; the page's commands are unchanged).
+    let script = format!("PS4='+ $(date +%T) '\nset -euxo pipefail\n{commands}");
     let output = Command::new("timeout")
         .args(["--kill-after=10", "420", "bash", "-c", &script])
         .current_dir(repo_root())
@@ -147,15 +189,21 @@ async fn the_cluster_quickstart_runs_as_written_on_the_dev_cluster() -> anyhow::
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let benchmarks: Api<MemoryBenchmark> = Api::namespaced(client.clone(), "default");
-    anyhow::ensure!(
-        output.status.success(),
-        "{PAGE}:{line}: the quickstart failed ({}):\n{commands}\nstdout:\n{stdout}\nstderr:\n{stderr}\nthe benchmark: {:#?}",
-        output.status,
-        benchmarks
+    if !output.status.success() {
+        // What the cluster shows first (a CI log keeps the start and the end of a long
+        // message), then what the commands printed.
+        let status = benchmarks
             .get_opt("quickstart")
             .await?
             .and_then(|b| b.status)
-    );
+            .map(|s| serde_json::to_string(&s).unwrap_or_default());
+        anyhow::bail!(
+            "{PAGE}:{line}: the quickstart failed ({}).\nthe benchmark's status: {status:?}\n\
+             the cluster:\n{}\nstderr:\n{stderr}\ncommands:\n{commands}\nstdout:\n{stdout}",
+            output.status,
+            cluster_state(&kubectl, &kubeconfig)
+        );
+    }
 
     // The API server took the spec without a warning (it warned of every `uint64` format in the
     // CRD's schema before crd::definition wrote them as int64).
