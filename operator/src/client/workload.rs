@@ -325,7 +325,7 @@ impl Workload {
                 "a rebuild command (SET, HSET, RPUSH, SADD, ZADD, XADD, PEXPIRE)"
             }
             Workload::Rdb(_) => {
-                "a load command (SELECT, SET, HSET, RPUSH, SADD, ZADD, XADD, XGROUP CREATE, PEXPIREAT)"
+                "a load command (SELECT, SET, HSET, RPUSH, SADD, ZADD, XADD, XGROUP CREATE, XGROUP SETID, PEXPIREAT)"
             }
             _ => "SET",
         }

@@ -263,19 +263,17 @@ impl KeyWriter {
     }
 
     /// A stream's state after its entries, in the order the engine needs it: its groups (the
-    /// first creating an empty stream; each with the entries it has read where the engine
-    /// takes ENTRIESREAD), its last id and counters (XSETID, once the stream
-    /// exists), then each group's consumers and the entries pending for each, claimed with
-    /// their delivery time and count (the entries must exist for XCLAIM to take them).
+    /// first creating an empty stream), its last id and counters (XSETID, once the stream
+    /// exists), each group's entries read where the engine takes SETID's ENTRIESREAD (after the
+    /// counters, from which the engine works out the group's lag), then each group's consumers
+    /// and the entries pending for each, claimed with their delivery time and count (the
+    /// entries must exist for XCLAIM to take them).
     fn stream_state(&mut self, entry: &KeyEntry, stream: &StreamSummary, empty_stream: bool) {
         let id = |(ms, seq): (u64, u64)| format!("{ms}-{seq}");
         for (i, group) in stream.group_starts.iter().enumerate() {
             let mkstream = empty_stream && i == 0;
-            let entries_read = group
-                .entries_read
-                .filter(|_| self.target.group_entries_read);
             self.out
-                .array(5 + usize::from(mkstream) + 2 * usize::from(entries_read.is_some()))
+                .array(5 + usize::from(mkstream))
                 .bulk(b"XGROUP")
                 .bulk(b"CREATE")
                 .bulk(&entry.name)
@@ -283,9 +281,6 @@ impl KeyWriter {
                 .bulk(id(group.last_delivered).as_bytes());
             if mkstream {
                 self.out.bulk(b"MKSTREAM");
-            }
-            if let Some(n) = entries_read {
-                self.out.bulk(b"ENTRIESREAD").bulk(n.to_string().as_bytes());
             }
             self.end_command();
         }
@@ -310,6 +305,24 @@ impl KeyWriter {
             }
         }
         self.end_command();
+        for group in &stream.group_starts {
+            let Some(n) = group
+                .entries_read
+                .filter(|_| self.target.group_entries_read)
+            else {
+                continue;
+            };
+            self.out
+                .array(7)
+                .bulk(b"XGROUP")
+                .bulk(b"SETID")
+                .bulk(&entry.name)
+                .bulk(&group.name)
+                .bulk(id(group.last_delivered).as_bytes())
+                .bulk(b"ENTRIESREAD")
+                .bulk(n.to_string().as_bytes());
+            self.end_command();
+        }
         for group in &stream.group_starts {
             for consumer in &group.consumers {
                 self.out

@@ -65,7 +65,7 @@ pub struct RdbScan {
     /// Streams whose entries-added and largest deleted id the file keeps (XSETID's options).
     #[serde(default)]
     pub stream_counters: u64,
-    /// Consumer groups whose entries-read the file keeps (XGROUP CREATE's ENTRIESREAD).
+    /// Consumer groups whose entries-read the file keeps (XGROUP SETID's ENTRIESREAD).
     #[serde(default)]
     pub groups_entries_read: u64,
 }
@@ -127,7 +127,7 @@ impl RdbScan {
         }
         if self.groups_entries_read > 0 && !target.group_entries_read {
             parts.push(format!(
-                "{} consumer groups' entries-read not restored (the engine's COMMAND INFO lists no XGROUP CREATE with options, which ENTRIESREAD needs): their entries-read and lag are the engine's own estimate",
+                "{} consumer groups' entries-read not restored (the engine takes no XGROUP SETID ENTRIESREAD: its COMMAND INFO gives the subcommand no options, and a count set on a scratch stream did not read back): their entries-read and lag are the engine's own estimate",
                 self.groups_entries_read
             ));
         }
@@ -146,6 +146,18 @@ pub struct RdbPass {
     /// Hash fields' own expiries: one HPEXPIREAT each on an engine that has it.
     #[serde(default)]
     pub field_ttls: u64,
+    /// Consumer groups whose entries-read the file keeps: one XGROUP SETID each on an engine
+    /// that takes its ENTRIESREAD.
+    #[serde(default)]
+    pub groups_entries_read: u64,
+}
+
+impl RdbPass {
+    /// The pass's commands that only an engine with `target`'s commands is sent.
+    fn for_target_only(&self, target: &RdbTarget) -> u64 {
+        self.field_ttls * u64::from(target.field_expiry)
+            + self.groups_entries_read * u64::from(target.group_entries_read)
+    }
 }
 
 /// What the scan keeps of one type's keys to count its pass's SELECTs: the databases of its
@@ -155,6 +167,7 @@ struct PassTally {
     keys: u64,
     commands: u64,
     field_ttls: u64,
+    groups_entries_read: u64,
     first_db: Option<u64>,
     last_db: u64,
     /// Changes of database between consecutive keys of the type.
@@ -217,21 +230,18 @@ impl RdbLoad {
         })
     }
 
-    /// The load for an engine with `target`'s commands: the hash pass's commands (and the
-    /// total) then count one HPEXPIREAT per field expiry where the engine has it.
+    /// The load for an engine with `target`'s commands: the passes' commands (and the total)
+    /// then count one HPEXPIREAT per field expiry and one XGROUP SETID per group's
+    /// entries-read where the engine takes them.
     pub fn for_target(&self, target: RdbTarget) -> Self {
         let mut load = self.clone();
-        if let Some(before) = load.target.replace(target)
-            && before.field_expiry
-        {
+        if let Some(before) = load.target.replace(target) {
             for pass in &mut load.scan.passes {
-                pass.commands -= pass.field_ttls;
+                pass.commands -= pass.for_target_only(&before);
             }
         }
-        if target.field_expiry {
-            for pass in &mut load.scan.passes {
-                pass.commands += pass.field_ttls;
-            }
+        for pass in &mut load.scan.passes {
+            pass.commands += pass.for_target_only(&target);
         }
         load.scan.commands = load.scan.passes.iter().map(|p| p.commands).sum();
         load
@@ -374,6 +384,7 @@ fn scan_file(path: &str, reference_ms: i64) -> Result<RdbScan, RdbError> {
         tally.keys += 1;
         tally.commands += chunker.commands + commands_after_elements(&entry);
         tally.field_ttls += carried_field_ttls(&entry);
+        tally.groups_entries_read += stream.groups_entries_read;
         match tally.first_db {
             None => tally.first_db = Some(entry.db),
             Some(_) if entry.db != tally.last_db => tally.changes += 1,
@@ -410,6 +421,7 @@ fn scan_file(path: &str, reference_ms: i64) -> Result<RdbScan, RdbError> {
             keys: tally.keys,
             commands: tally.commands + selects,
             field_ttls: tally.field_ttls,
+            groups_entries_read: tally.groups_entries_read,
         });
     }
     scan.commands = scan.passes.iter().map(|p| p.commands).sum();
