@@ -119,6 +119,21 @@ impl RdbEncoder {
 }
 
 /// Writes the commands of one key as its elements arrive.
+/// Starts `XGROUP subcommand key group` with `more` arguments to follow.
+fn xgroup<'a>(
+    out: &'a mut CommandBuffer,
+    subcommand: &[u8],
+    key: &[u8],
+    group: &[u8],
+    more: usize,
+) -> &'a mut CommandBuffer {
+    out.array(4 + more)
+        .bulk(b"XGROUP")
+        .bulk(subcommand)
+        .bulk(key)
+        .bulk(group)
+}
+
 struct KeyWriter {
     out: CommandBuffer,
     ends: Vec<usize>,
@@ -272,13 +287,14 @@ impl KeyWriter {
         let id = |(ms, seq): (u64, u64)| format!("{ms}-{seq}");
         for (i, group) in stream.group_starts.iter().enumerate() {
             let mkstream = empty_stream && i == 0;
-            self.out
-                .array(5 + usize::from(mkstream))
-                .bulk(b"XGROUP")
-                .bulk(b"CREATE")
-                .bulk(&entry.name)
-                .bulk(&group.name)
-                .bulk(id(group.last_delivered).as_bytes());
+            xgroup(
+                &mut self.out,
+                b"CREATE",
+                &entry.name,
+                &group.name,
+                1 + usize::from(mkstream),
+            )
+            .bulk(id(group.last_delivered).as_bytes());
             if mkstream {
                 self.out.bulk(b"MKSTREAM");
             }
@@ -312,12 +328,7 @@ impl KeyWriter {
             else {
                 continue;
             };
-            self.out
-                .array(7)
-                .bulk(b"XGROUP")
-                .bulk(b"SETID")
-                .bulk(&entry.name)
-                .bulk(&group.name)
+            xgroup(&mut self.out, b"SETID", &entry.name, &group.name, 3)
                 .bulk(id(group.last_delivered).as_bytes())
                 .bulk(b"ENTRIESREAD")
                 .bulk(n.to_string().as_bytes());
@@ -325,13 +336,14 @@ impl KeyWriter {
         }
         for group in &stream.group_starts {
             for consumer in &group.consumers {
-                self.out
-                    .array(5)
-                    .bulk(b"XGROUP")
-                    .bulk(b"CREATECONSUMER")
-                    .bulk(&entry.name)
-                    .bulk(&group.name)
-                    .bulk(&consumer.name);
+                xgroup(
+                    &mut self.out,
+                    b"CREATECONSUMER",
+                    &entry.name,
+                    &group.name,
+                    1,
+                )
+                .bulk(&consumer.name);
                 self.end_command();
                 for pending in &consumer.pending {
                     // JUSTID leaves the delivery count as RETRYCOUNT sets it; TIME sets the
