@@ -225,6 +225,75 @@ pub(super) fn classify(entry: &KeyEntry, db: u64, now_ms: i64) -> Classified {
     }
 }
 
+/// One key of the file as the second pass reads it.
+pub(super) enum Observed {
+    /// A key of the database the profile takes, observed: its type, TTL and elements (as
+    /// many as a profile of the file's keys reads, the big ones' all).
+    Profiled {
+        key: KeyEntry,
+        key_type: KeyType,
+        observation: KeyObservation,
+    },
+    /// A key of another database or type, or expired.
+    Skipped,
+}
+
+/// Reads the next key of `reader` and observes it for the profile of database `db` at
+/// `now_ms`; None at the end of the file.
+pub(super) fn observe_next_key<R: std::io::Read>(
+    reader: &mut crate::rdb::RdbReader<R>,
+    db: u64,
+    now_ms: i64,
+    options: &RdbProfileOptions,
+    generator: &mut KeyGenerator,
+) -> Result<Option<Observed>, crate::rdb::RdbError> {
+    let hint = reader.facts().resize_hints.get(&db).map(|h| h.0);
+    // Until the file's RESIZEDB hint says how many keys the database holds, as many as a big
+    // key's read.
+    let hinted = hint.map_or(MOST_ELEMENTS_PER_KEY, |keys| {
+        elements_per_key(keys.min(options.sample_keys))
+    });
+    let mut elements: Option<KeyElements> = None;
+    // Every key's elements pass through the draw, those of keys left out too, so that the
+    // draws are those of the file's order.
+    let key = reader.next_key(&mut |kind, part, scalar| {
+        let Some(key_type) = key_type_of(kind) else {
+            return;
+        };
+        elements
+            .get_or_insert_with(|| KeyElements::new(key_type, MOST_ELEMENTS_PER_KEY))
+            .take(part, scalar, generator);
+    })?;
+    let Some(key) = key else { return Ok(None) };
+    let Classified::Profiled {
+        key_type,
+        ttl_millis,
+    } = classify(&key, db, now_ms)
+    else {
+        return Ok(Some(Observed::Skipped));
+    };
+    let mut observation = KeyObservation {
+        key_type: Some(key_type),
+        key_length: key.name.len() as u64,
+        ttl_millis,
+        encoding: None,
+        elements: key_type.has_elements().then_some(key.elements),
+        ..KeyObservation::default()
+    };
+    if let Some(elements) = elements {
+        elements.observe(&mut observation, generator);
+    }
+    // A key too small to be big needs no more than a profile of the file's keys reads.
+    if key.elements < selection::BIG_KEY_LEAST {
+        keep_elements(&mut observation, hinted);
+    }
+    Ok(Some(Observed::Profiled {
+        key,
+        key_type,
+        observation,
+    }))
+}
+
 /// What the first pass learns of the database's keys: enough to template every name and to
 /// know the big keys before any key is tallied.
 struct Survey {
@@ -392,47 +461,15 @@ pub fn profile_rdb_file(
     let mut groups: BTreeMap<(String, KeyType), FileGroup> = BTreeMap::new();
     let mut generator = KeyGenerator::new(0x0005_eed0_f4db);
     let mut place = 0u64;
-    loop {
-        let hint = reader.facts().resize_hints.get(&db).map(|h| h.0);
-        // Until the file's RESIZEDB hint says how many keys the database holds, as many as a
-        // big key's read.
-        let hinted = hint.map_or(MOST_ELEMENTS_PER_KEY, |keys| {
-            elements_per_key(keys.min(options.sample_keys))
-        });
-        let mut elements: Option<KeyElements> = None;
-        // Every key's elements pass through the draw, those of keys left out too, so that
-        // the draws are those of the file's order.
-        let key = reader.next_key(&mut |kind, part, scalar| {
-            let Some(key_type) = key_type_of(kind) else {
-                return;
-            };
-            elements
-                .get_or_insert_with(|| KeyElements::new(key_type, MOST_ELEMENTS_PER_KEY))
-                .take(part, scalar, &mut generator);
-        });
-        let Some(key) = key? else { break };
-        let Classified::Profiled {
+    while let Some(next) = observe_next_key(&mut reader, db, now_ms, options, &mut generator)? {
+        let Observed::Profiled {
+            key,
             key_type,
-            ttl_millis,
-        } = classify(&key, db, now_ms)
+            mut observation,
+        } = next
         else {
             continue;
         };
-        let mut observation = KeyObservation {
-            key_type: Some(key_type),
-            key_length: key.name.len() as u64,
-            ttl_millis,
-            encoding: None,
-            elements: key_type.has_elements().then_some(key.elements),
-            ..KeyObservation::default()
-        };
-        if let Some(elements) = elements {
-            elements.observe(&mut observation, &mut generator);
-        }
-        // A key too small to be big needs no more than a profile of the file's keys reads.
-        if key.elements < selection::BIG_KEY_LEAST {
-            keep_elements(&mut observation, hinted);
-        }
         let group = groups
             .entry((survey.templates.template_of(&key.name), key_type))
             .or_default();

@@ -10,12 +10,10 @@ use crate::client::draws::KeyGenerator;
 use crate::profile::model::{KeyType, Profile};
 
 use super::groups::{self, PlannedGroup};
-use super::key_sample::{KeyObservation, MOST_ELEMENTS_PER_KEY, elements_per_key};
+use super::key_sample::{KeyObservation, elements_per_key};
 use super::rdb_file::{
-    Classified, KeyElements, RdbProfileOptions, classify, keep_elements, key_type_of,
-    profile_rdb_file,
+    Observed, RdbProfileOptions, keep_elements, observe_next_key, profile_rdb_file,
 };
-use super::selection;
 use super::walk::WalkedKey;
 
 /// The former file profile's groups: every key walked and observed, then planned, split and
@@ -29,42 +27,17 @@ fn groups_holding_every_key(path: &Path, options: &RdbProfileOptions) -> Profile
     let mut observations: Vec<KeyObservation> = Vec::new();
     let mut generator = KeyGenerator::new(0x0005_eed0_f4db);
     let db = u64::from(options.db);
-    loop {
-        let hint = reader.facts().resize_hints.get(&db).map(|h| h.0);
-        let hinted = hint.map_or(MOST_ELEMENTS_PER_KEY, |keys| {
-            elements_per_key(keys.min(options.sample_keys))
-        });
-        let mut elements: Option<KeyElements> = None;
-        let key = reader.next_key(&mut |kind, part, scalar| {
-            let Some(key_type) = key_type_of(kind) else {
-                return;
-            };
-            elements
-                .get_or_insert_with(|| KeyElements::new(key_type, MOST_ELEMENTS_PER_KEY))
-                .take(part, scalar, &mut generator);
-        });
-        let Some(key) = key.unwrap() else { break };
-        let Classified::Profiled {
+    while let Some(next) =
+        observe_next_key(&mut reader, db, now_ms, options, &mut generator).unwrap()
+    {
+        let Observed::Profiled {
+            key,
             key_type,
-            ttl_millis,
-        } = classify(&key, db, now_ms)
+            observation,
+        } = next
         else {
             continue;
         };
-        let mut observation = KeyObservation {
-            key_type: Some(key_type),
-            key_length: key.name.len() as u64,
-            ttl_millis,
-            encoding: None,
-            elements: key_type.has_elements().then_some(key.elements),
-            ..KeyObservation::default()
-        };
-        if let Some(elements) = elements {
-            elements.observe(&mut observation, &mut generator);
-        }
-        if key.elements < selection::BIG_KEY_LEAST {
-            keep_elements(&mut observation, hinted);
-        }
         walked.push(WalkedKey {
             name: key.name,
             key_type,
