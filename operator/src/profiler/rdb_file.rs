@@ -226,6 +226,10 @@ pub(super) fn classify(entry: &KeyEntry, db: u64, now_ms: i64) -> Classified {
 }
 
 /// One key of the file as the second pass reads it.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value a key, returned and taken apart at once"
+)]
 pub(super) enum Observed {
     /// A key of the database the profile takes, observed: its type, TTL and elements (as
     /// many as a profile of the file's keys reads, the big ones' all).
