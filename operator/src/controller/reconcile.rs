@@ -30,11 +30,12 @@ pub async fn reconcile(cached: Arc<MemoryBenchmark>, ctx: Arc<Context>) -> Resul
         info!("the benchmark changed since it was read; reading it again");
         return Ok(Action::requeue(Duration::from_millis(500)));
     }
+    // The metrics follow the status as soon as it is written, before the pods it lets go.
+    let mut observed = reading.benchmark.clone();
+    observed.status = Some(plan.status.clone());
+    ctx.metrics.observe_benchmark(&observed);
     write::pods_after_status(&reading.benchmark, &plan, &ctx.client).await?;
 
-    let mut observed = reading.benchmark.clone();
-    observed.status = Some(plan.status);
-    ctx.metrics.observe_benchmark(&observed);
     let requeue = match plan.requeue {
         Some(after) if reading.mark_waits => Some(after.min(Duration::from_secs(1))),
         other => other,
