@@ -433,6 +433,24 @@ fn parse_integer(digits: &[u8]) -> io::Result<u64> {
     Ok(n)
 }
 
+/// The names and values of a reply that is a flat list of them (RESP2) or a map (RESP3).
+pub fn named_entries(value: &redis::Value) -> Vec<(String, redis::Value)> {
+    let named = |name: &redis::Value, value: &redis::Value| {
+        Some((redis::from_redis_value(name.clone()).ok()?, value.clone()))
+    };
+    match value {
+        redis::Value::Array(items) => items
+            .chunks(2)
+            .filter_map(|pair| match pair {
+                [name, value] => named(name, value),
+                _ => None,
+            })
+            .collect(),
+        redis::Value::Map(items) => items.iter().filter_map(|(n, v)| named(n, v)).collect(),
+        _ => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

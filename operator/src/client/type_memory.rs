@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::engine::{ControlConnection, parse_info};
 use crate::client::profile_workload::TypeSegment;
+use crate::client::resp::named_entries;
 use crate::client::shards::ShardSet;
 use crate::error::BenchError;
 
@@ -185,24 +186,6 @@ fn tables_of_stats(stats: &redis::Value) -> Option<(u64, u64)> {
         }
     }
     Some((main, expires))
-}
-
-/// The names and values of a reply that is a flat list of them (RESP2) or a map (RESP3).
-fn named_entries(value: &redis::Value) -> Vec<(String, redis::Value)> {
-    let named = |name: &redis::Value, value: &redis::Value| {
-        Some((redis::from_redis_value(name.clone()).ok()?, value.clone()))
-    };
-    match value {
-        redis::Value::Array(items) => items
-            .chunks(2)
-            .filter_map(|pair| match pair {
-                [name, value] => named(name, value),
-                _ => None,
-            })
-            .collect(),
-        redis::Value::Map(items) => items.iter().filter_map(|(n, v)| named(n, v)).collect(),
-        _ => Vec::new(),
-    }
 }
 
 /// Each type's memory from the readings: `readings[0]` before the first command,

@@ -197,12 +197,12 @@ pub fn profile_server(
             ProfileError::ServerGone { detail, .. } => stop_request.behind_error_text(detail),
             _ => None,
         };
-        match (cause, &e) {
-            (Some(cause), ProfileError::ServerGone { .. }) => Interruption::Bound(format!(
+        match cause {
+            Some(cause) => Interruption::Bound(format!(
                 "{} stopped the profile {what}",
                 cause.signal_name()
             )),
-            _ => Interruption::Failed(e),
+            None => Interruption::Failed(e),
         }
     };
     let interrupted = |i: Interruption,

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::client::engine::ControlConnection;
+use crate::client::resp::named_entries;
 
 /// The engine's commands a load can use to restore more than the elements.
 #[derive(
@@ -88,23 +89,10 @@ fn entries_read_of_first_group(reply: &redis::Value) -> Option<i64> {
     let redis::Value::Array(groups) = reply else {
         return None;
     };
-    let pairs: Vec<(&redis::Value, &redis::Value)> = match groups.first()? {
-        redis::Value::Array(fields) => fields
-            .chunks(2)
-            .filter_map(|p| Some((p.first()?, p.get(1)?)))
-            .collect(),
-        redis::Value::Map(fields) => fields.iter().map(|(k, v)| (k, v)).collect(),
-        _ => return None,
-    };
-    pairs
+    named_entries(groups.first()?)
         .into_iter()
-        .find_map(|(name, value)| match (name, value) {
-            (redis::Value::BulkString(n), redis::Value::Int(count)) if n == b"entries-read" => {
-                Some(*count)
-            }
-            (redis::Value::SimpleString(n), redis::Value::Int(count)) if n == "entries-read" => {
-                Some(*count)
-            }
+        .find_map(|(name, value)| match value {
+            redis::Value::Int(count) if name == "entries-read" => Some(count),
             _ => None,
         })
 }
