@@ -115,30 +115,6 @@ fn load_mixed(connection: &mut redis::Connection, scale: &Scale, seed: u64) {
     // Every count above is a multiple of its batch: nothing is left queued.
 }
 
-/// What the keys of each type take by `MEMORY USAGE key SAMPLES 0` (every element counted),
-/// summed: the data without the key tables, type by type.
-fn memory_by_type(address: &membench::client::engine::EngineAddress) -> BTreeMap<String, u64> {
-    let mut connection = common::connect(address);
-    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut connection).unwrap();
-    let mut pipe = redis::pipe();
-    for key in &keys {
-        pipe.cmd("TYPE").arg(key);
-        pipe.cmd("MEMORY")
-            .arg("USAGE")
-            .arg(key)
-            .arg("SAMPLES")
-            .arg(0);
-    }
-    let replies: Vec<redis::Value> = pipe.query(&mut connection).unwrap();
-    let mut by_type = BTreeMap::new();
-    for pair in replies.chunks(2) {
-        let key_type: String = redis::from_redis_value(pair[0].clone()).unwrap();
-        let bytes: u64 = redis::from_redis_value(pair[1].clone()).unwrap();
-        *by_type.entry(key_type).or_default() += bytes;
-    }
-    by_type
-}
-
 /// The data's bytes on a server: used_memory above the empty server's, and by type.
 struct Reading {
     bytes: f64,
@@ -153,23 +129,17 @@ fn rebuild(
     keys: u64,
 ) -> Reading {
     let target = common::start_spec(spec);
-    let mut args = common::rebuild_args(&target.address.socket_addr(), profile, 1, "json");
-    // The keys stay for their MEMORY USAGE, read after membench's own readings.
-    args.extend(["--seed".to_string(), seed.to_string(), "--keep-data".into()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let output = common::membench(&args);
-    assert!(output.status.success(), "{}", common::stderr(&output));
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let rep = &report["repetitions"][0];
-    assert_eq!(
-        rep["items"].as_u64(),
-        Some(keys),
-        "the rebuild stores every key"
+    let report = common::rebuild_keeping_data(
+        &target.address,
+        profile,
+        keys,
+        &["--seed", &seed.to_string()],
     );
+    let rep = &report["repetitions"][0];
     Reading {
         bytes: (rep["used_memory"].as_u64().unwrap()
             - rep["baseline_used_memory"].as_u64().unwrap()) as f64,
-        by_type: memory_by_type(&target.address),
+        by_type: common::memory_by_type(&target.address),
     }
 }
 
@@ -201,7 +171,7 @@ fn round(
     let source_data = Reading {
         bytes: (common::used_memory(&source.address) - empty) as f64,
         // Before the profile, whose reads move the sorted set's table out of a rehash.
-        by_type: memory_by_type(&source.address),
+        by_type: common::memory_by_type(&source.address),
     };
     let mut profiles = Vec::new();
     let mut samples = vec![scale.sample];

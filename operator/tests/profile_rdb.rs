@@ -199,6 +199,16 @@ fn profiles_from_server_and_dump_agree(engine: EngineKind, version: &str) {
         live_groups.iter().any(|g| g.big_key),
         "the big sorted set is its own group"
     );
+    // The users are objects: their four fields by name, in both profiles.
+    for groups in [&live_groups, &file_groups] {
+        let users = groups.iter().find(|g| g.template == "user:{n}").unwrap();
+        let names: Vec<&str> = users
+            .object_fields
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect();
+        assert_eq!(names, ["age", "balance", "email", "name"]);
+    }
     for (l, f) in live_groups.iter().zip(&file_groups) {
         let at = format!("{} {}", l.template, l.key_type.as_str());
         assert_eq!(
@@ -214,6 +224,7 @@ fn profiles_from_server_and_dump_agree(engine: EngineKind, version: &str) {
         assert_eq!(f.values, l.values, "{at}: values");
         assert_eq!(f.scores, l.scores, "{at}: scores");
         assert_eq!(f.size_error, l.size_error, "{at}: size error");
+        assert_eq!(f.object_fields, l.object_fields, "{at}: object fields");
         // TTLs: the same share; the remaining times differ by the seconds between the two
         // profiles (the file's are read after the live profile), well under a minute.
         assert_eq!(f.ttl.is_some(), l.ttl.is_some(), "{at}: TTL");

@@ -115,7 +115,7 @@ fn bytes_per_key_by_type_weighted_by_keys_add_up_to_the_bytes_per_key() {
         let types: std::collections::BTreeSet<KeyType> =
             profile.groups.iter().map(|g| g.key_type).collect();
         assert_eq!(types.len(), 5, "{types:?}");
-        memory_usage_by_type(&source.address)
+        common::memory_usage_by_type(&source.address)
     };
     let target = common::start_spec(&spec);
     let output = rebuild(&target.address, &path, "json");
@@ -187,7 +187,7 @@ fn bytes_per_key_by_type_weighted_by_keys_add_up_to_the_bytes_per_key() {
 
     // A witness of the test's own, type by type: MEMORY USAGE summed per TYPE over SCAN, on
     // the source and on the rebuild the last run left.
-    let rebuilt_usage = memory_usage_by_type(&target.address);
+    let rebuilt_usage = common::memory_usage_by_type(&target.address);
     // MEMORY USAGE leaves out the key table's bucket arrays, which membench charges to each
     // type by its share of the keys: the engine's own figure (overhead.db.hashtable.lut) per
     // key is added to each type's.
@@ -234,43 +234,6 @@ fn bytes_per_key_by_type_weighted_by_keys_add_up_to_the_bytes_per_key() {
             (rebuilt_per_key / source_per_key - 1.0).abs() <= 0.08,
             "{name}: MEMORY USAGE {rebuilt_per_key:.1} B/key rebuilt, {source_per_key:.1} B/key in the source"
         );
-    }
-}
-
-/// Each type's keys and the sum of their MEMORY USAGE (SAMPLES 0: every element counted) in
-/// the engine at `address`, over SCAN and TYPE.
-fn memory_usage_by_type(address: &EngineAddress) -> std::collections::BTreeMap<String, (u64, u64)> {
-    let mut connection = common::connect(address);
-    let mut by_type = std::collections::BTreeMap::<String, (u64, u64)>::new();
-    let mut cursor = 0u64;
-    loop {
-        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("COUNT")
-            .arg(1000)
-            .query(&mut connection)
-            .unwrap();
-        let mut pipe = redis::pipe();
-        for key in &keys {
-            pipe.cmd("TYPE").arg(key);
-            pipe.cmd("MEMORY")
-                .arg("USAGE")
-                .arg(key)
-                .arg("SAMPLES")
-                .arg(0);
-        }
-        let replies: Vec<redis::Value> = pipe.query(&mut connection).unwrap();
-        for pair in replies.chunks(2) {
-            let key_type: String = redis::from_redis_value(pair[0].clone()).unwrap();
-            let usage: u64 = redis::from_redis_value(pair[1].clone()).unwrap();
-            let entry = by_type.entry(key_type).or_default();
-            entry.0 += 1;
-            entry.1 += usage;
-        }
-        cursor = next;
-        if cursor == 0 {
-            return by_type;
-        }
     }
 }
 

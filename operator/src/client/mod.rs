@@ -23,6 +23,7 @@ pub mod phases;
 pub mod plan;
 pub mod process_tree;
 pub mod profile_encoder;
+pub mod profile_objects;
 pub mod profile_shape;
 pub mod profile_workload;
 pub mod progress;

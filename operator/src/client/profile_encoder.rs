@@ -11,6 +11,7 @@ use crate::client::resp::CommandBuffer;
 use crate::profile::model::{KeyType, Profile, ValueShape};
 use crate::profile::templates::KeyTemplate;
 
+use super::profile_objects::{ObjectFields, nth_held};
 use super::profile_shape::{
     ELEMENTS_PER_COMMAND, KeyShape, KeySpread, REBUILD_TTL_MILLIS, Stratum, chance, group_stratum,
     key_generator,
@@ -19,6 +20,8 @@ use super::profile_shape::{
 /// The key being written: its shape, its generator, and how far it got.
 pub(super) struct CurrentKey {
     shape: KeyShape,
+    /// Its place among its group's keys.
+    rank: u64,
     rng: KeyGenerator,
     pub(super) commands: u64,
     pub(super) sent: u64,
@@ -34,6 +37,8 @@ pub struct ProfileEncoder {
     name_numbers: Vec<(u64, u64)>,
     /// Per group, how its keys' fields, values and scores differ in mean length.
     spreads: Vec<[Option<KeySpread>; 3]>,
+    /// Per group, its object fields when its hashes are objects.
+    objects: Vec<Option<ObjectFields>>,
     group_keys: Vec<u64>,
     /// The number of each group's first key: key numbers follow the profile's order of
     /// groups, whatever the load order, so a key's name and data do not depend on it.
@@ -250,12 +255,19 @@ impl ProfileEncoder {
                 ]
             })
             .collect();
+        let objects = profile
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| ObjectFields::of(g, element_scale, seed, i))
+            .collect();
         let group = load_order.first().copied().unwrap_or(0);
         Self {
             profile,
             templates,
             name_numbers,
             spreads,
+            objects,
             left_in_group: group_keys.get(group).copied().unwrap_or(0),
             group_keys,
             first_keys,
@@ -346,6 +358,15 @@ impl ProfileEncoder {
                 for i in 0..n {
                     let j = current.elements_sent + i;
                     match key_type {
+                        KeyType::Hash if current.shape.object_fields != 0 => {
+                            let objects = self.objects[self.group]
+                                .as_ref()
+                                .expect("a key with object fields is of an object group");
+                            let f = nth_held(current.shape.object_fields, j);
+                            out.bulk(objects.name(f));
+                            let (values, place) = objects.value(f, current.rank);
+                            element(values, false, None, place, rng, element_buffer);
+                        }
                         KeyType::Hash => {
                             let fields = group.fields.as_ref().expect("a checked hash has fields");
                             let place = (j, elements);
@@ -426,6 +447,7 @@ impl ProfileEncoder {
         self.current = Some(CurrentKey {
             commands: shape.commands(self.profile.groups[self.group].key_type),
             shape,
+            rank,
             rng,
             sent: 0,
             elements_sent: 0,
@@ -451,6 +473,10 @@ impl ProfileEncoder {
             &mut rng,
         );
         shape.spread(&self.spreads[group], place);
+        if let Some(objects) = &self.objects[group] {
+            shape.object_fields = objects.held(rank);
+            shape.elements = u64::from(shape.object_fields.count_ones());
+        }
         name.clear();
         let (stride, offset) = self.name_numbers[group];
         self.templates[group].render(rank * stride + offset, shape.key_length, name);

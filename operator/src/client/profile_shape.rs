@@ -218,6 +218,9 @@ pub struct KeyShape {
     pub entry_fields: u64,
     /// The offsets of the key's fields, values and scores.
     pub strata: [Stratum; 3],
+    /// An object hash's fields the key holds, as bits (`profile_objects`); 0 for any other
+    /// key, whose elements are drawn from the group's fields and values.
+    pub object_fields: u64,
 }
 
 impl KeyShape {
@@ -265,6 +268,7 @@ impl KeyShape {
             integer_fields,
             integer_values,
             integer_scores,
+            object_fields: 0,
         }
     }
 

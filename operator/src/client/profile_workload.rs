@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::profile::model::{Distribution, KeyType, Profile, ValueShape};
 
 pub use super::profile_encoder::ProfileEncoder;
+use super::profile_objects::ObjectFields;
 pub use super::profile_shape::{ELEMENTS_PER_COMMAND, MAX_ELEMENTS_PER_KEY, REBUILD_TTL_MILLIS};
 use super::profile_shape::{KeyShape, group_stratum, key_generator};
 
@@ -185,7 +186,10 @@ impl ProfileWorkload {
                 .elements
                 .as_ref()
                 .map_or(1.0, |d| d.max() as f64 * element_scale);
+            // An object hash's key holds at most its 64 fields (`profile_objects`).
+            let objects = ObjectFields::apply_to(group, element_scale);
             let one_command_each = group.key_type == KeyType::String
+                || objects
                 || (group.key_type != KeyType::Stream
                     && largest.round() <= ELEMENTS_PER_COMMAND as f64);
             if one_command_each {

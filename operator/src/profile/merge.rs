@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use super::model::{
-    Distribution, KeyGroup, MAX_BUCKETS, PROFILE_FORMAT, Profile, ProfileSource, TtlShape,
-    ValueShape,
+    Distribution, KeyGroup, MAX_BUCKETS, MAX_OBJECT_FIELDS, ObjectField, PROFILE_FORMAT, Profile,
+    ProfileSource, TtlShape, ValueShape,
 };
 
 /// One part of a merged distribution, share or shape: its value and its weight.
@@ -125,6 +125,49 @@ fn merge_optional_values(parts: &[(Option<&ValueShape>, f64)]) -> Option<ValueSh
     merge_present(parts, merge_values)
 }
 
+/// The object fields of a group's parts: by name, a field's share weighed by the keys each
+/// part stands for (0 where a part lacks it), its values by the observations. None when a
+/// part has none (its keys are no objects there) or the names add up past the most kept.
+fn merge_object_fields(
+    parts: &[Weighted<KeyGroup>],
+    observed: &[Weighted<KeyGroup>],
+) -> Vec<ObjectField> {
+    if parts.iter().any(|(g, _)| g.object_fields.is_empty()) {
+        return Vec::new();
+    }
+    let mut names: Vec<&str> = parts
+        .iter()
+        .flat_map(|(g, _)| g.object_fields.iter().map(|f| f.name.as_str()))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.len() > MAX_OBJECT_FIELDS {
+        return Vec::new();
+    }
+    let field_of =
+        |g: &KeyGroup, name: &str| g.object_fields.iter().find(|f| f.name == name).cloned();
+    names
+        .into_iter()
+        .map(|name| {
+            let shares: Vec<(f64, f64)> = parts
+                .iter()
+                .map(|(g, w)| (field_of(g, name).map_or(0.0, |f| f.share), *w))
+                .collect();
+            let held: Vec<(ObjectField, f64)> = observed
+                .iter()
+                .filter_map(|(g, w)| Some((field_of(g, name)?, w * g.sampled_keys as f64)))
+                .collect();
+            let values: Vec<Weighted<ValueShape>> =
+                held.iter().map(|(f, w)| (&f.values, w * f.share)).collect();
+            ObjectField {
+                name: name.to_string(),
+                share: share(&shares),
+                values: merge_values(&values),
+            }
+        })
+        .collect()
+}
+
 /// One group from its parts, each weighted by the keys it stands for. A distribution counts
 /// observations: a part's count by the keys each of its sampled keys stands for, times
 /// `sampled_per_key` (all the profiles' sampled keys over all their keys), so that the merged
@@ -216,6 +259,7 @@ fn merge_group(parts: &[Weighted<KeyGroup>], total_keys: f64, sampled_per_key: f
         fields: values(|g| g.fields.as_ref()),
         values: values(|g| Some(&g.values)).expect("every group has values"),
         scores: values(|g| g.scores.as_ref()),
+        object_fields: merge_object_fields(parts, &observed),
     }
 }
 

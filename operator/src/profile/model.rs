@@ -1,5 +1,6 @@
 //! What a profile holds: the shape of a keyspace as counts, shares and length distributions,
-//! never a key name, field name or value. It is what `membench profile` prints and what the
+//! never a key name or value, and a field name only as an object's field at least five keys
+//! have. It is what `membench profile` prints and what the
 //! `profile` workload reads back (from a file, a spec inline, or a ConfigMap), so it derives
 //! the schema the CRD embeds, and `check` is the one place its rules live.
 
@@ -198,6 +199,32 @@ pub struct KeyGroup {
     /// Sorted-set scores as the server prints them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scores: Option<ValueShape>,
+    /// Hashes that are objects (users, sessions, jobs): every field of every key read has a
+    /// name at least five keys share, so each name is kept with its own values. A rebuild then
+    /// writes these fields, each with its own value lengths, in place of `fields` and `values`
+    /// drawn at random. Absent when the keys' field names differ (a hash used as a map), when a
+    /// key was read in part, or in a profile written before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub object_fields: Vec<ObjectField>,
+}
+
+/// The most fields an object hash is profiled by name ([`KeyGroup::object_fields`]).
+pub const MAX_OBJECT_FIELDS: usize = 64;
+
+/// One field of an object hash, by name.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectField {
+    /// The field's name, as a template of key names is written: literal text (at least five
+    /// keys have the field), `{{` and `}}` for braces.
+    #[schemars(length(min = 1, max = 1024))]
+    pub name: String,
+    /// The share of the group's keys that hold the field (0 to 1).
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub share: f64,
+    /// Its values: `integerKeys` is the share of them that are integers.
+    pub values: ValueShape,
 }
 
 /// The share of keys with a TTL and the TTLs' distribution.
@@ -425,6 +452,40 @@ impl ValueShape {
     }
 }
 
+/// A group's object fields: a hash's only, at most [`MAX_OBJECT_FIELDS`], each name once.
+fn check_object_fields(at: &str, group: &KeyGroup) -> Result<(), String> {
+    if group.object_fields.is_empty() {
+        return Ok(());
+    }
+    if group.key_type != KeyType::Hash {
+        return Err(format!(
+            "{at}.objectFields: only a hash has fields by name, not a {}",
+            group.key_type.as_str()
+        ));
+    }
+    if group.object_fields.len() > MAX_OBJECT_FIELDS {
+        return Err(format!(
+            "{at}.objectFields: {} fields, at most {MAX_OBJECT_FIELDS} are kept by name",
+            group.object_fields.len()
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (j, field) in group.object_fields.iter().enumerate() {
+        let at = format!("{at}.objectFields[{j}]");
+        let name = crate::profile::templates::literal_of(&field.name)
+            .map_err(|e| format!("{at}.name: {e}"))?;
+        if !seen.insert(name) {
+            return Err(format!(
+                "{at}.name: {:?} comes twice; each field is kept once",
+                field.name
+            ));
+        }
+        check_share(&format!("{at}.share"), field.share)?;
+        field.values.check(&format!("{at}.values"))?;
+    }
+    Ok(())
+}
+
 impl Profile {
     /// Checks what a rebuild relies on; the message names the field and what is wrong.
     pub fn check(&self) -> Result<(), String> {
@@ -510,6 +571,7 @@ impl Profile {
                 }
                 (None, false) => {}
             }
+            check_object_fields(&at, group)?;
             match (&group.entry_fields, ty == KeyType::Stream) {
                 (Some(d), true) => d.check(&format!("{at}.entryFields"))?,
                 (None, true) => {
@@ -599,6 +661,7 @@ mod tests {
                 ..ValueShape::default()
             },
             scores: None,
+            object_fields: vec![],
         }
     }
 
@@ -646,6 +709,35 @@ mod tests {
         });
         let err = profile(vec![group]).check().unwrap_err();
         assert!(err.contains("groups[0].fields is missing"), "{err}");
+    }
+
+    #[test]
+    fn object_fields_out_of_place_or_named_twice_are_refused_naming_the_field() {
+        let field = |name: &str| ObjectField {
+            name: name.into(),
+            share: 1.0,
+            values: string_group(1.0).values,
+        };
+        let mut group = string_group(1.0);
+        group.object_fields = vec![field("name")];
+        let err = profile(vec![group.clone()]).check().unwrap_err();
+        assert!(err.contains("groups[0].objectFields: only a hash"), "{err}");
+        group.key_type = KeyType::Hash;
+        group.elements = Some(Distribution {
+            buckets: vec![[2, 2, 1]],
+        });
+        group.fields = Some(group.values.clone());
+        group.object_fields = vec![field("name"), field("age"), field("name")];
+        let err = profile(vec![group.clone()]).check().unwrap_err();
+        assert!(
+            err.contains("groups[0].objectFields[2].name") && err.contains("twice"),
+            "{err}"
+        );
+        group.object_fields = vec![field("user:{n}")];
+        let err = profile(vec![group.clone()]).check().unwrap_err();
+        assert!(err.contains("objectFields[0].name"), "{err}");
+        group.object_fields = vec![field("name"), field("{{id}}")];
+        profile(vec![group]).check().unwrap();
     }
 
     #[test]

@@ -314,6 +314,33 @@ impl KeyTemplate {
     }
 }
 
+/// A field name as a template of one literal part (an object hash's field,
+/// `profile::model::ObjectField`): printable ASCII, braces doubled; None for a name that is not.
+pub fn literal_template(name: &[u8]) -> Option<String> {
+    if name.is_empty() || !name.iter().all(u8::is_ascii_graphic) {
+        return None;
+    }
+    let mut template = String::with_capacity(name.len());
+    for &b in name {
+        match b {
+            b'{' => template.push_str("{{"),
+            b'}' => template.push_str("}}"),
+            other => template.push(other as char),
+        }
+    }
+    Some(template)
+}
+
+/// The name a template of one literal part stands for ([`literal_template`]'s inverse).
+pub fn literal_of(template: &str) -> Result<Vec<u8>, String> {
+    match KeyTemplate::parse(template)?.parts.as_slice() {
+        [TemplatePart::Literal(name)] => Ok(name.clone()),
+        _ => Err(format!(
+            "'{template}' is a field name, written literally: no {{n}}, {{id}} or {{s}}"
+        )),
+    }
+}
+
 /// `n` written in `alphabet`, left-padded with its zero to `width` (or longer when `n` needs
 /// it); with `letter_first`, the first byte is a letter a to f, so that the id differs from
 /// any number.

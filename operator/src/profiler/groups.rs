@@ -6,8 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::profile::model::{Distribution, KeyGroup, KeyType, TtlShape, ValueShape};
-use crate::profile::templates::TemplateBuilder;
+use crate::profile::model::{
+    Distribution, KeyGroup, KeyType, MAX_OBJECT_FIELDS, ObjectField, TtlShape, ValueShape,
+};
+use crate::profile::templates::{MIN_KEYS_FOR_LITERAL, TemplateBuilder, literal_template};
 
 use super::key_sample::{Element, KeyObservation};
 use super::selection::{self, LengthSpread, Spread};
@@ -203,6 +205,72 @@ impl ValueTally {
     }
 }
 
+/// At most this many distinct field names are tallied per group: past it the group is no
+/// object (a hash used as a map), and its names are dropped.
+const MOST_FIELD_NAMES: usize = 4 * MAX_OBJECT_FIELDS;
+
+/// A hash group's values by field name, while every key read was read whole and its names
+/// stay few: what `objectFields` is made of.
+#[derive(Default)]
+struct ObjectTally {
+    /// Per name, how many keys have it, and its values.
+    fields: BTreeMap<Vec<u8>, (u64, ValueTally)>,
+    /// Once a key read in part, a key without names, or a name past the cap showed the group
+    /// is no object.
+    not_object: bool,
+}
+
+impl ObjectTally {
+    fn observe(&mut self, key: &KeyObservation) {
+        if self.not_object {
+            return;
+        }
+        let names = &key.field_names;
+        let whole = !names.is_empty()
+            && names.len() == key.values.len()
+            && key.elements.is_some_and(|held| names.len() as u64 >= held);
+        if !whole {
+            self.give_up();
+            return;
+        }
+        for (name, value) in names.iter().zip(&key.values) {
+            if !self.fields.contains_key(name) && self.fields.len() == MOST_FIELD_NAMES {
+                self.give_up();
+                return;
+            }
+            let (keys, values) = self.fields.entry(name.clone()).or_default();
+            *keys += 1;
+            values.observe(std::slice::from_ref(value), None);
+        }
+    }
+
+    fn give_up(&mut self) {
+        self.not_object = true;
+        self.fields.clear();
+    }
+
+    /// The fields by name, of `keys` keys read: none unless every name is one at least
+    /// [`MIN_KEYS_FOR_LITERAL`] keys share, printable, and at most [`MAX_OBJECT_FIELDS`].
+    fn fields(&self, keys: u64) -> Vec<ObjectField> {
+        if self.not_object || self.fields.len() > MAX_OBJECT_FIELDS {
+            return Vec::new();
+        }
+        let mut fields = Vec::with_capacity(self.fields.len());
+        for (name, (holding, values)) in &self.fields {
+            let Some(name) = literal_template(name).filter(|_| *holding >= MIN_KEYS_FOR_LITERAL)
+            else {
+                return Vec::new();
+            };
+            fields.push(ObjectField {
+                name,
+                share: *holding as f64 / keys.max(1) as f64,
+                values: values.shape(),
+            });
+        }
+        fields
+    }
+}
+
 /// One template and type: every key of it (counts, name lengths, sizes) and the keys read
 /// (the rest), taken one at a time.
 #[derive(Default)]
@@ -223,6 +291,7 @@ pub struct GroupTally {
     fields: ValueTally,
     values: ValueTally,
     scores: ValueTally,
+    objects: ObjectTally,
     /// What the error of the group's sample is computed from: each key read's estimated
     /// bytes, the lengths of the elements read, and how many were read of how many held.
     per_key: Spread,
@@ -279,6 +348,9 @@ impl GroupTally {
         self.fields.observe(&key.fields, held);
         self.values.observe(&key.values, held);
         self.scores.observe(&key.scores, held);
+        if key.key_type == Some(KeyType::Hash) {
+            self.objects.observe(key);
+        }
         self.estimate(key);
     }
 
@@ -357,6 +429,11 @@ impl GroupTally {
                 .then(|| self.fields.shape()),
             values: self.values.shape(),
             scores: (key_type == KeyType::Zset).then(|| self.scores.shape()),
+            object_fields: if key_type == KeyType::Hash {
+                self.objects.fields(self.keys)
+            } else {
+                Vec::new()
+            },
         }
     }
 }
@@ -576,6 +653,68 @@ mod tests {
             }],
         }]);
         assert_eq!(strings[0].values.key_mean_length, None);
+    }
+
+    /// A hash read whole with `fields` as (name, value).
+    fn object_key(fields: &[(&str, &str)]) -> KeyObservation {
+        KeyObservation {
+            key_type: Some(KeyType::Hash),
+            key_length: 5,
+            elements: Some(fields.len() as u64),
+            fields: fields
+                .iter()
+                .map(|(f, _)| Element::of(f.as_bytes()))
+                .collect(),
+            values: fields
+                .iter()
+                .map(|(_, v)| Element::of(v.as_bytes()))
+                .collect(),
+            field_names: fields.iter().map(|(f, _)| f.as_bytes().to_vec()).collect(),
+            ..KeyObservation::default()
+        }
+    }
+
+    #[test]
+    fn hashes_of_the_same_field_names_keep_each_fields_values_and_others_keep_none() {
+        // Six jobs; `failed` in the first `with_failed` of them.
+        let jobs = |with_failed: usize| -> Vec<KeyObservation> {
+            (0..6)
+                .map(|i| {
+                    let data = "x".repeat(60 + i);
+                    let mut fields = vec![("data", data.as_str()), ("delay", "0")];
+                    if i < with_failed {
+                        fields.push(("failed", "no"));
+                    }
+                    object_key(&fields)
+                })
+                .collect()
+        };
+        let group = hash_group(&jobs(5));
+        let names: Vec<&str> = group
+            .object_fields
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect();
+        assert_eq!(names, ["data", "delay", "failed"]);
+        let data = &group.object_fields[0];
+        assert_eq!(data.share, 1.0);
+        assert_eq!(
+            data.values.text_length.as_ref().unwrap().buckets,
+            (60..66).map(|n| [n, n, 1]).collect::<Vec<_>>()
+        );
+        assert_eq!(group.object_fields[1].values.integer_keys, 1.0);
+        assert_eq!(group.object_fields[2].share, 5.0 / 6.0);
+        // A name fewer than five keys have could name one key: then no field is kept by name.
+        assert!(hash_group(&jobs(3)).object_fields.is_empty());
+        // A key read in part: its names say nothing of the fields not read.
+        let mut partly = jobs(0);
+        partly[0].elements = Some(3);
+        assert!(hash_group(&partly).object_fields.is_empty());
+        // A hash used as a map: a name per key.
+        let map: Vec<KeyObservation> = (0..6)
+            .map(|i| object_key(&[(format!("user{i}").as_str(), "1")]))
+            .collect();
+        assert!(hash_group(&map).object_fields.is_empty());
     }
 
     #[test]

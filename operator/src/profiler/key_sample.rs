@@ -1,7 +1,9 @@
 //! Reading one key's shape with bounded commands: its type, TTL, encoding, size, and the
 //! lengths of a bounded number of its elements ([`elements_per_key`]: 16 in a large keyspace,
 //! up to 1024 in a small one). Only lengths and integer-ness are
-//! kept; the names and values read go no further than this function. Every command passes
+//! kept, and a hash's field names: the values read go no further than this function, the
+//! field names no further than the group's tally (`groups`), which keeps a name only when at
+//! least five keys have it (an object's fields), as a key-name template keeps a literal part. Every command passes
 //! the rate limit, and a command the server refuses or does not know is left out once, with a
 //! note, when the profile can go without it.
 
@@ -66,6 +68,9 @@ pub struct KeyObservation {
     pub fields: Vec<Element>,
     pub values: Vec<Element>,
     pub scores: Vec<Element>,
+    /// A hash's field names read, in the order of `fields` (left empty where the reader does
+    /// not keep them).
+    pub field_names: Vec<Vec<u8>>,
 }
 
 /// What reading a key found.
@@ -289,9 +294,11 @@ pub fn sample_key(
                     items
                 });
             }
-            let (fields, values) = pairs_of(&flat.unwrap_or_default());
+            let flat = flat.unwrap_or_default();
+            let (fields, values) = pairs_of(&flat);
             key_sample.fields = fields;
             key_sample.values = values;
+            key_sample.field_names = flat.into_iter().step_by(2).collect();
         }
         KeyType::List => {
             key_sample.elements = Some(session.required("LLEN", cmd("LLEN").arg(key))?);

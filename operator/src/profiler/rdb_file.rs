@@ -50,16 +50,21 @@ fn element(scalar: Scalar) -> Element {
     }
 }
 
+/// The longest element whose bytes the second pass holds: a hash field's name up to this long
+/// can be an object's field (`profile::model::ObjectField`); a longer one stays unnamed.
+pub(super) const FIELD_NAME_HELD: u64 = 1024;
+
 /// One key's elements as they arrive, kept as the live profiler would read them.
 pub(super) struct KeyElements {
     key_type: KeyType,
     limit: usize,
     /// Elements seen (pairs for hashes and sorted sets).
     seen: u64,
-    /// A pair's first half, waiting for its second.
-    pending: Option<Element>,
-    /// Kept pairs (a hash's field and value, a member and its score) or single elements.
-    kept: Vec<(Element, Option<Element>)>,
+    /// A pair's first half, waiting for its second (and a hash field's name).
+    pending: Option<(Element, Vec<u8>)>,
+    /// Kept pairs (a hash's field and value, a member and its score) or single elements, with
+    /// a hash field's name (empty for the other types, or a name past the reader's cap).
+    kept: Vec<(Element, Option<Element>, Vec<u8>)>,
     entry_fields: Vec<u64>,
     stream_fields: Vec<Element>,
     stream_values: Vec<Element>,
@@ -83,7 +88,7 @@ impl KeyElements {
         }
     }
 
-    fn keep(&mut self, item: (Element, Option<Element>), generator: &mut KeyGenerator) {
+    fn keep(&mut self, item: (Element, Option<Element>, Vec<u8>), generator: &mut KeyGenerator) {
         self.seen += 1;
         match self.key_type {
             // LRANGE 0 n-1: the first ones.
@@ -106,7 +111,15 @@ impl KeyElements {
         }
     }
 
-    pub(super) fn take(&mut self, part: Part, scalar: Scalar, generator: &mut KeyGenerator) {
+    /// Takes one element read; `bytes` are its bytes as the reader kept them (a hash field's
+    /// name is the only part looked at).
+    pub(super) fn take(
+        &mut self,
+        part: Part,
+        scalar: Scalar,
+        bytes: &[u8],
+        generator: &mut KeyGenerator,
+    ) {
         let e = element(scalar);
         match (self.key_type, part) {
             (KeyType::Stream, Part::Entry { fields }) => {
@@ -122,12 +135,13 @@ impl KeyElements {
                     self.stream_values.push(e);
                 }
             }
-            (KeyType::Hash, Part::Field) | (KeyType::Zset, Part::Value) => self.pending = Some(e),
+            (KeyType::Hash, Part::Field) => self.pending = Some((e, bytes.to_vec())),
+            (KeyType::Zset, Part::Value) => self.pending = Some((e, Vec::new())),
             (KeyType::Hash, _) | (KeyType::Zset, _) => {
-                let first = self.pending.take().unwrap_or(e);
-                self.keep((first, Some(e)), generator);
+                let (first, name) = self.pending.take().unwrap_or((e, Vec::new()));
+                self.keep((first, Some(e), name), generator);
             }
-            _ => self.keep((e, None), generator),
+            _ => self.keep((e, None, Vec::new()), generator),
         }
     }
 
@@ -154,18 +168,19 @@ impl KeyElements {
                 observation.values = self.stream_values;
             }
             KeyType::Hash => {
-                for (field, value) in self.kept {
+                for (field, value, name) in self.kept {
                     observation.fields.push(field);
                     observation.values.extend(value);
+                    observation.field_names.push(name);
                 }
             }
             KeyType::Zset => {
-                for (member, score) in self.kept {
+                for (member, score, _) in self.kept {
                     observation.values.push(member);
                     observation.scores.extend(score);
                 }
             }
-            _ => observation.values = self.kept.into_iter().map(|(e, _)| e).collect(),
+            _ => observation.values = self.kept.into_iter().map(|(e, _, _)| e).collect(),
         }
     }
 }
@@ -178,6 +193,7 @@ pub(super) fn keep_elements(observation: &mut KeyObservation, n: usize) {
     observation.fields.truncate(n);
     observation.values.truncate(n);
     observation.scores.truncate(n);
+    observation.field_names.truncate(n);
 }
 
 pub(super) fn key_type_of(kind: &KeyKind) -> Option<KeyType> {
@@ -260,13 +276,13 @@ pub(super) fn observe_next_key<R: std::io::Read>(
     let mut elements: Option<KeyElements> = None;
     // Every key's elements pass through the draw, those of keys left out too, so that the
     // draws are those of the file's order.
-    let key = reader.next_key(&mut |kind, part, scalar| {
+    let key = reader.next_key_with_bytes(&mut |kind, part, scalar, bytes| {
         let Some(key_type) = key_type_of(kind) else {
             return;
         };
         elements
             .get_or_insert_with(|| KeyElements::new(key_type, MOST_ELEMENTS_PER_KEY))
-            .take(part, scalar, generator);
+            .take(part, scalar, bytes, generator);
     })?;
     let Some(key) = key else { return Ok(None) };
     let Classified::Profiled {
@@ -461,7 +477,7 @@ pub fn profile_rdb_file(
     // Every key but the big ones read as deeply as a profile of this many keys reads a key.
     let per_key = elements_per_key(survey.keys.min(options.sample_keys));
 
-    let mut reader = crate::rdb::open(path)?;
+    let mut reader = crate::rdb::open(path)?.with_short_values(FIELD_NAME_HELD);
     let mut groups: BTreeMap<(String, KeyType), FileGroup> = BTreeMap::new();
     let mut generator = KeyGenerator::new(0x0005_eed0_f4db);
     let mut place = 0u64;

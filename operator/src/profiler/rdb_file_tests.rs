@@ -22,7 +22,9 @@ fn groups_holding_every_key(path: &Path, options: &RdbProfileOptions) -> Profile
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
-    let mut reader = crate::rdb::open(path).unwrap();
+    let mut reader = crate::rdb::open(path)
+        .unwrap()
+        .with_short_values(super::rdb_file::FIELD_NAME_HELD);
     let mut walked: Vec<WalkedKey> = Vec::new();
     let mut observations: Vec<KeyObservation> = Vec::new();
     let mut generator = KeyGenerator::new(0x0005_eed0_f4db);

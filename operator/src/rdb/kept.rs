@@ -16,8 +16,10 @@ pub const LARGEST_ELEMENT_HELD: u64 = 64 << 20;
 /// caller's callback before the next one is read.
 #[derive(Debug)]
 pub struct KeptElement {
-    /// The longest element held; a longer one is refused at its offset.
+    /// The longest element held; a longer one is refused at its offset, or passed over with
+    /// its bytes left empty when `lenient` (a profile's field names: [`lenient`]).
     pub cap: u64,
+    pub lenient: bool,
     pub bytes: Vec<u8>,
     /// The key the element belongs to.
     pub head: KeyHead,
@@ -30,9 +32,18 @@ pub type Kept = Rc<RefCell<KeptElement>>;
 pub fn new(cap: u64) -> Kept {
     Rc::new(RefCell::new(KeptElement {
         cap,
+        lenient: false,
         bytes: Vec::new(),
         head: KeyHead::default(),
     }))
+}
+
+/// Holds elements of up to `cap` bytes, and passes longer ones over with no bytes: what a
+/// profile needs of a file to read hash field names, whatever the values' lengths.
+pub fn lenient(cap: u64) -> Kept {
+    let kept = new(cap);
+    kept.borrow_mut().lenient = true;
+    kept
 }
 
 /// Holds `bytes` as the element just read.

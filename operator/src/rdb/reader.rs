@@ -38,6 +38,10 @@ pub struct FileFacts {
     pub checksum: Option<Checksum>,
 }
 
+/// What [`RdbReader::next_key_with_bytes`] calls with each element: its key's kind, its part,
+/// the element, and its bytes as far as the reader keeps them.
+pub type ElementWithBytes<'a> = dyn FnMut(&KeyKind, Part, Scalar, &[u8]) + 'a;
+
 /// A reader of one RDB file from any `Read`, in bounded memory.
 pub struct RdbReader<R: Read> {
     source: Source<R>,
@@ -161,6 +165,13 @@ impl<R: Read> RdbReader<R> {
     /// naming the cap). A reader without it never holds a value, as a profile needs.
     pub fn with_values(mut self, cap: u64) -> Self {
         self.source.kept = Some(kept::new(cap));
+        self
+    }
+
+    /// The same reader, giving [`RdbReader::next_key_with_bytes`] the bytes of each element
+    /// of up to `cap` bytes, and none of a longer one (passed over, never refused).
+    pub fn with_short_values(mut self, cap: u64) -> Self {
+        self.source.kept = Some(kept::lenient(cap));
         self
     }
 
@@ -506,6 +517,20 @@ impl<R: Read> RdbReader<R> {
         self.next_key(&mut |_, part, _| {
             let kept = kept.borrow();
             each(&kept.head, part, &kept.bytes)
+        })
+    }
+
+    /// The next key as [`RdbReader::next_key`] reads it, each element given with its bytes
+    /// ([`ElementWithBytes`]) as far as the reader keeps them ([`RdbReader::with_short_values`]: none past its cap;
+    /// none at all from a reader made without it).
+    pub fn next_key_with_bytes(
+        &mut self,
+        each: &mut ElementWithBytes<'_>,
+    ) -> Result<Option<KeyEntry>, RdbError> {
+        let kept = self.source.kept.clone();
+        self.next_key(&mut |kind, part, scalar| match &kept {
+            Some(kept) => each(kind, part, scalar, &kept.borrow().bytes),
+            None => each(kind, part, scalar, &[]),
         })
     }
 

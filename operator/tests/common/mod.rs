@@ -244,12 +244,84 @@ pub fn rebuild_args(
     .to_vec()
 }
 
+/// `membench load --workload profile --profile PROFILE` into `address`, one repetition, the
+/// keys kept for their MEMORY USAGE (`--keep-data`) and `extra` flags: its JSON report, the
+/// run checked to have succeeded and stored `keys` keys.
+pub fn rebuild_keeping_data(
+    address: &EngineAddress,
+    profile: &std::path::Path,
+    keys: u64,
+    extra: &[&str],
+) -> serde_json::Value {
+    let mut args = rebuild_args(&address.socket_addr(), profile, 1, "json");
+    args.push("--keep-data".into());
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = membench(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        report["repetitions"][0]["items"].as_u64(),
+        Some(keys),
+        "the rebuild stores every key"
+    );
+    report
+}
+
 /// A plain redis-crate connection to check what the load left in the engine.
 pub fn connect(address: &EngineAddress) -> redis::Connection {
     redis::Client::open(format!("redis://{}/", address.socket_addr()))
         .unwrap()
         .get_connection()
         .unwrap()
+}
+
+/// Each type's keys and the sum of their MEMORY USAGE (SAMPLES 0: every element counted) in
+/// the engine at `address`, over SCAN and TYPE.
+pub fn memory_usage_by_type(
+    address: &EngineAddress,
+) -> std::collections::BTreeMap<String, (u64, u64)> {
+    let mut connection = connect(address);
+    let mut by_type = std::collections::BTreeMap::<String, (u64, u64)>::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(1000)
+            .query(&mut connection)
+            .unwrap();
+        let mut pipe = redis::pipe();
+        for key in &keys {
+            pipe.cmd("TYPE").arg(key);
+            pipe.cmd("MEMORY")
+                .arg("USAGE")
+                .arg(key)
+                .arg("SAMPLES")
+                .arg(0);
+        }
+        let replies: Vec<redis::Value> = pipe.query(&mut connection).unwrap();
+        for pair in replies.chunks(2) {
+            let key_type: String = redis::from_redis_value(pair[0].clone()).unwrap();
+            let usage: u64 = redis::from_redis_value(pair[1].clone()).unwrap();
+            let entry = by_type.entry(key_type).or_default();
+            entry.0 += 1;
+            entry.1 += usage;
+        }
+        cursor = next;
+        if cursor == 0 {
+            return by_type;
+        }
+    }
+}
+
+/// What the keys of each type take by MEMORY USAGE, summed: the data without the key tables,
+/// type by type.
+pub fn memory_by_type(address: &EngineAddress) -> std::collections::BTreeMap<String, u64> {
+    memory_usage_by_type(address)
+        .into_iter()
+        .map(|(key_type, (_, bytes))| (key_type, bytes))
+        .collect()
 }
 
 /// used_memory of the engine, over a control connection of its own.
