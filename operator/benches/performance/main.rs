@@ -30,7 +30,7 @@
 //!    of 100 B) loaded by `membench load --workload rdb` and by `redis-cli --pipe` reading the
 //!    same commands, generated from the dump by membench's rdb encoder. Target >= 0.9.
 //! 7. Client peak RSS loading (`--workload rdb`) and profiling (`profile --rdb`) a dump of
-//!    about 1.1 GB. Target: under 64 MiB. Sections 6 and 7 run on Valkey (`--only rdb,rdb-rss`).
+//!    about 2.2 GB. Target: under 64 MiB. Sections 6 and 7 run on Valkey (`--only rdb,rdb-rss`).
 //!
 //! Each pair of clients: one warm-up run of each, thrown away, then `--rounds` (default 6)
 //! rounds alternating which client goes first; medians with min and max. Clients run as their
