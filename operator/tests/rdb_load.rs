@@ -466,6 +466,12 @@ fn loaded_into(target: EngineSpec, reading: Reading) {
         !reading.stream_counters,
         "{warnings}"
     );
+    // Without entries-added, a group's lag is the engine's own: the warning says so.
+    assert_eq!(
+        warnings.contains("lag, which needs entries-added, is the engine's own estimate"),
+        !reading.stream_counters,
+        "{warnings}"
+    );
     assert_eq!(
         warnings.contains(NO_GROUP_ENTRIES_READ),
         !reading.group_entries_read,

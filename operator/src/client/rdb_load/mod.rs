@@ -121,7 +121,7 @@ impl RdbScan {
         }
         if self.stream_counters > 0 && !target.stream_counters {
             parts.push(format!(
-                "{} streams' entries-added and largest deleted id not restored (the engine's XSETID takes neither ENTRIESADDED nor MAXDELETEDID), only their last id",
+                "{} streams' entries-added and largest deleted id not restored (the engine's XSETID takes neither ENTRIESADDED nor MAXDELETEDID), only their last id; their consumer groups' lag, which needs entries-added, is the engine's own estimate",
                 self.stream_counters
             ));
         }
