@@ -11,10 +11,11 @@ use membench::profile::Profile;
 use membench::profile::model::KeyType;
 use redis::Commands;
 
-/// Names and values no profile may contain.
+/// Names and values no profile may contain: a value, a field name fewer than five keys have,
+/// a member, and the name of a key of its own.
 const SECRETS: [&str; 4] = [
     "Tartempion-Secret-Value",
-    "hidden_field_name",
+    "one-off-field-name",
     "private-member-xyz",
     "unique-one-off-key",
 ];
@@ -28,7 +29,7 @@ fn fill(connection: &mut redis::Connection) {
             &[
                 ("carrier", "UA".to_string()),
                 ("dep_delay", (i % 40).to_string()),
-                ("hidden_field_name", SECRETS[0].to_string()),
+                ("status", SECRETS[0].to_string()),
             ],
         )
         .ignore();
@@ -76,13 +77,19 @@ fn a_profile_holds_types_templates_sizes_and_ttls_and_no_name_or_value() {
     let engine = common::start(EngineKind::Valkey, &[]);
     let mut connection = common::connect(&engine.address);
     fill(&mut connection);
+    // Four hashes with a field name of their own: too few to be an object's field.
+    for i in 0..4 {
+        let _: () = connection
+            .hset(format!("sessions{i}"), SECRETS[1], i)
+            .unwrap();
+    }
     let addr = engine.address.socket_addr();
     let (output, profile) = common::profile_json(&addr, &[]);
     assert!(output.status.success(), "{}", common::stderr(&output));
     let profile = profile.expect("stdout is a profile");
     profile.check().expect("the profile is valid for a rebuild");
-    assert_eq!(profile.source.keys, 661);
-    assert_eq!(profile.source.sampled_keys, 661);
+    assert_eq!(profile.source.keys, 665);
+    assert_eq!(profile.source.sampled_keys, 665);
     assert!(profile.source.complete);
     assert_eq!(profile.source.engine.as_deref(), Some("valkey"));
 
@@ -96,6 +103,14 @@ fn a_profile_holds_types_templates_sizes_and_ttls_and_no_name_or_value() {
         flights.encodings,
         BTreeMap::from([("listpack".to_string(), 1.0)])
     );
+    // Every flight has the same three fields: an object's, kept by name as a template keeps a
+    // part at least five keys share.
+    let names: Vec<&str> = flights
+        .object_fields
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(names, ["carrier", "dep_delay", "status"]);
     // dep_delay is an integer, the other two values are not: a third of the values.
     assert!(
         (flights.values.integer_share - 1.0 / 3.0).abs() < 1e-9,

@@ -474,7 +474,7 @@ impl ProfileEncoder {
         );
         shape.spread(&self.spreads[group], place);
         if let Some(objects) = &self.objects[group] {
-            shape.object_fields = objects.held(rank);
+            shape.object_fields = objects.held(shape.elements);
             shape.elements = u64::from(shape.object_fields.count_ones());
         }
         name.clear();

@@ -1,6 +1,6 @@
 //! The keys summed up by template and type: counts become shares, lengths become
 //! distributions. Nothing of a name or value survives this step but its length and whether it
-//! was an integer. A group's tally ([`GroupTally`]) takes keys one at a time and holds counts,
+//! was an integer, and a hash field's name at least five keys have (an object's field). A group's tally ([`GroupTally`]) takes keys one at a time and holds counts,
 //! never a key: its memory is bounded by the distinct lengths it saw, so that a file's every
 //! key can pass through it.
 
