@@ -699,6 +699,32 @@ fn run_rejects_an_invalid_spec_naming_the_field() {
 }
 
 #[test]
+fn run_refuses_an_rdb_file_in_a_claim_saying_to_give_the_files_path_here() {
+    let spec = write_spec(
+        "claim",
+        "  instanceType: x\n  engines: [{engine: valkey, version: \"9.1.2\"}]\n  workload: {rdb: {path: dump.rdb, persistentVolumeClaim: {claimName: backups}}}\n",
+    );
+    for args in [vec!["run"], vec!["run", "--print-plan"]] {
+        let mut args = args.clone();
+        args.push(spec.to_str().unwrap());
+        let output = membench(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(
+                "spec.workload.rdb.persistentVolumeClaim (backups) applies in a cluster only: a local run reads the file on this machine; remove persistentVolumeClaim and set spec.workload.rdb.path to the file's path here"
+            ),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
 fn the_example_specs_are_valid() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests/examples");
     let mut seen = 0;

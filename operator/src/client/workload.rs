@@ -132,7 +132,11 @@ impl Workload {
                 .map_err(|message| invalid("spec.workload.profile", message))?,
             )
         } else if let Some(w) = &spec.rdb {
-            Workload::Rdb(RdbLoad::scan_for(&w.path, "spec.workload.rdb.path")?)
+            match &w.persistent_volume_claim {
+                // Read where the client pod mounts the claim, not here.
+                Some(claim) => Workload::Rdb(RdbLoad::in_claim(&claim.claim_name, &w.path)?),
+                None => Workload::Rdb(RdbLoad::scan_for(&w.path, "spec.workload.rdb.path")?),
+            }
         } else {
             unreachable!("exactly one workload is set")
         };

@@ -347,7 +347,23 @@ impl RecordLayout {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RdbWorkloadSpec {
-    /// The file's path on the machine that runs `membench run` (a dump.rdb, uncompressed).
+    /// The file (a dump.rdb, uncompressed). For `membench run`, its path on the machine that
+    /// runs it. In a cluster, its path inside `persistentVolumeClaim`, relative to the
+    /// claim's root (for example `backups/dump.rdb`).
     #[schemars(length(min = 1))]
     pub path: String,
+    /// In a cluster, the claim that holds the file: mounted read-only into each client pod.
+    /// `membench run` refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent_volume_claim: Option<RdbVolumeClaim>,
+}
+
+/// A PersistentVolumeClaim holding an RDB file.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RdbVolumeClaim {
+    /// The claim's name, in the benchmark's namespace. Where engine entries run on
+    /// different nodes, it needs the `ReadOnlyMany` or `ReadWriteMany` access mode.
+    #[schemars(length(min = 1, max = 253))]
+    pub claim_name: String,
 }

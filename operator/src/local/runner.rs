@@ -60,12 +60,24 @@ pub fn select_engines(
     Ok(())
 }
 
-/// What a local run cannot do with a spec, said before anything runs: this machine is one
-/// instance, so `instanceTypes` may name at most one (which is then recorded, as
-/// `instanceType` is). `parallelism` is not refused: a local run measures one engine at a time
-/// whatever it says (engines beside each other on one machine would share its cores), and
-/// [`local_notes`] says so.
+/// What a local run cannot do with a spec, said before anything runs: read an RDB file from a
+/// PersistentVolumeClaim; and as this machine is one instance, `instanceTypes` may name at
+/// most one (which is then recorded, as `instanceType` is). `parallelism` is not refused: a
+/// local run measures one engine at a time whatever it says (engines beside each other on one
+/// machine would share its cores), and [`local_notes`] says so.
 pub fn refuse_cluster_only(benchmark: &MemoryBenchmark) -> Result<(), String> {
+    if let Some(claim) = benchmark
+        .spec
+        .workload
+        .rdb
+        .as_ref()
+        .and_then(|rdb| rdb.persistent_volume_claim.as_ref())
+    {
+        return Err(format!(
+            "spec.workload.rdb.persistentVolumeClaim ({}) applies in a cluster only: a local run reads the file on this machine; remove persistentVolumeClaim and set spec.workload.rdb.path to the file's path here",
+            claim.claim_name
+        ));
+    }
     let types = &benchmark.spec.instance_types;
     if types.len() > 1 {
         return Err(format!(

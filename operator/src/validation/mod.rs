@@ -110,10 +110,30 @@ const LOCAL_ONLY_FIELDS: [(&str, &str); 3] = [
     ),
 ];
 
-/// Refuses the workload only `membench run` loads: an RDB file on its machine.
+/// Refuses an RDB file the cluster cannot reach (a path on the machine that runs
+/// `membench run`), and an RDB file in a claim without each engine's memory: the operator
+/// cannot read the file to size the engines, the client pod reads it and refuses a file that
+/// will not fit before writing anything.
 fn refuse_local_only_workload(benchmark: &MemoryBenchmark) -> Result<(), String> {
-    if benchmark.spec.workload.rdb.is_some() {
-        return Err("spec.workload.rdb applies to membench run only (the file is read on the machine that runs membench run, and a cluster has no way yet to give it to the client pod); load the file with membench run, or profile it (membench profile --rdb FILE) and run workload.profile in the cluster".into());
+    let Some(rdb) = &benchmark.spec.workload.rdb else {
+        return Ok(());
+    };
+    let Some(claim) = &rdb.persistent_volume_claim else {
+        return Err(format!(
+            "spec.workload.rdb has no persistentVolumeClaim, and {} is a path on the machine that runs membench run, which a client pod cannot read: put the file in a PersistentVolumeClaim and set spec.workload.rdb.persistentVolumeClaim.claimName to it (path is then the file's path inside the claim), or load it with membench run",
+            rdb.path
+        ));
+    };
+    if let Some(i) = benchmark
+        .spec
+        .engines
+        .iter()
+        .position(|e| e.memory.is_none())
+    {
+        return Err(format!(
+            "spec.engines[{i}].memory is not set: with workload.rdb in a cluster the operator cannot read the file in PersistentVolumeClaim {} to size the engine, so each engine needs its memory (about 1.5 times the file's data and 100 B a key; the client refuses a file that will not fit before writing anything, naming its estimate)",
+            claim.claim_name
+        ));
     }
     Ok(())
 }

@@ -55,7 +55,7 @@ fn the_operator_refuses_each_local_only_engine_field_saying_it_applies_to_memben
 }
 
 #[test]
-fn the_operator_refuses_an_rdb_workload_saying_it_applies_to_membench_run_only() {
+fn the_operator_refuses_an_rdb_file_outside_a_claim_saying_where_to_put_it() {
     let mut spec = benchmark("local", "[{engine: valkey, version: \"9.1\"}]");
     spec.spec.workload = unchecked(
         "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: x}\nspec:\n  engines: [{engine: valkey, version: \"9.1\"}]\n  workload: {rdb: {path: /backups/dump.rdb}}\n",
@@ -64,7 +64,7 @@ fn the_operator_refuses_an_rdb_workload_saying_it_applies_to_membench_run_only()
     .workload;
     let err = validate(&spec).unwrap_err();
     assert!(
-        err.starts_with("spec.workload.rdb applies to membench run only"),
+        err.starts_with("spec.workload.rdb has no persistentVolumeClaim, and /backups/dump.rdb is a path on the machine that runs membench run, which a client pod cannot read: put the file in a PersistentVolumeClaim"),
         "{err}"
     );
 }

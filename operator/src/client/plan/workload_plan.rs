@@ -44,9 +44,12 @@ pub enum WorkloadPlan {
         seed: u64,
         profile_digest: String,
     },
-    /// Every key of the RDB file at `path` (read where the client runs).
+    /// Every key of the RDB file at `path` (read where the client runs), in
+    /// PersistentVolumeClaim `claim` when it is one (mounted at `CLAIM_MOUNT_PATH`).
     Rdb {
         path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        claim: Option<String>,
     },
 }
 
@@ -96,6 +99,7 @@ impl WorkloadPlan {
             },
             Workload::Rdb(load) => WorkloadPlan::Rdb {
                 path: load.path.clone(),
+                claim: load.claim.clone(),
             },
         }
     }
@@ -150,7 +154,11 @@ impl WorkloadPlan {
                 layout,
                 fields,
             },
-            WorkloadPlan::Rdb { path } => Workload::Rdb(RdbLoad::scan_for(&path, "workload.path")?),
+            WorkloadPlan::Rdb { path, claim } => Workload::Rdb(RdbLoad::scan_in_claim(
+                &path,
+                claim.as_deref(),
+                "workload.path",
+            )?),
             WorkloadPlan::Profile {
                 scale,
                 element_scale,

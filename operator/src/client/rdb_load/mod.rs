@@ -174,10 +174,17 @@ struct PassTally {
     changes: u64,
 }
 
+/// Where a client pod finds `workload.rdb.persistentVolumeClaim`, mounted read-only.
+pub const CLAIM_MOUNT_PATH: &str = "/var/lib/membench/rdb";
+
 /// The workload: the file, the time its expiries are judged at, and its scan.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RdbLoad {
     pub path: String,
+    /// In a cluster, the PersistentVolumeClaim that holds the file: the client pod mounts it
+    /// read-only at /var/lib/membench/rdb, and `path` is under that mount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<String>,
     /// Unix milliseconds the expiries are judged at (the scan's time), the same for the scan
     /// and every repetition's load.
     pub reference_ms: i64,
@@ -196,6 +203,7 @@ pub struct RdbLoad {
 impl PartialEq for RdbLoad {
     fn eq(&self, other: &Self) -> bool {
         self.path == other.path
+            && self.claim == other.claim
             && self.reference_ms == other.reference_ms
             && self.scan == other.scan
             && self.target == other.target
@@ -218,11 +226,58 @@ impl RdbLoad {
         })
     }
 
+    /// The file at `path` inside PersistentVolumeClaim `claim`, not scanned: the operator
+    /// cannot read it, the client pod that mounts the claim scans it
+    /// ([`RdbLoad::scan_in_claim`]). `path` must stay inside the claim: relative, without
+    /// `..`.
+    pub fn in_claim(claim: &str, path: &str) -> Result<Self, BenchError> {
+        let invalid = |message: String| BenchError::InvalidArgument {
+            field: "spec.workload.rdb.path".into(),
+            message,
+        };
+        if path.starts_with('/') {
+            return Err(invalid(format!(
+                "is {path:?}, an absolute path: with persistentVolumeClaim the path is inside the claim, relative to its root; write it without the leading / (for example backups/dump.rdb)"
+            )));
+        }
+        if path.split('/').any(|part| part == "..") {
+            return Err(invalid(format!(
+                "is {path:?}: a path inside persistentVolumeClaim {claim} cannot leave it with ..; name the file from the claim's root"
+            )));
+        }
+        Ok(Self {
+            path: format!("{CLAIM_MOUNT_PATH}/{}", path.trim_start_matches("./")),
+            claim: Some(claim.to_string()),
+            reference_ms: 0,
+            scan: RdbScan::default(),
+            target: None,
+            failure: Arc::default(),
+        })
+    }
+
+    /// Scans the file at `path`, in PersistentVolumeClaim `claim` when it is one (mounted at
+    /// [`CLAIM_MOUNT_PATH`]); a file that cannot be read is refused under `field`, naming the
+    /// claim.
+    pub fn scan_in_claim(path: &str, claim: Option<&str>, field: &str) -> Result<Self, BenchError> {
+        let Some(claim) = claim else {
+            return Self::scan_for(path, field);
+        };
+        let mut load = Self::scan(path).map_err(|e| BenchError::InvalidArgument {
+            field: field.to_string(),
+            message: format!(
+                "{e} (the file of spec.workload.rdb.path in PersistentVolumeClaim {claim}, mounted read-only at {CLAIM_MOUNT_PATH}): check that the claim holds the file at that path and that it is readable by all (the client runs as an unprivileged user)"
+            ),
+        })?;
+        load.claim = Some(claim.to_string());
+        Ok(load)
+    }
+
     /// Scans the file at `path`, judging expiries at the current time.
     pub fn scan(path: &str) -> Result<Self, RdbError> {
         let reference_ms = now_ms();
         Ok(Self {
             path: path.to_string(),
+            claim: None,
             reference_ms,
             scan: scan_file(path, reference_ms)?,
             target: None,

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube::ResourceExt;
 
-use super::profile_delivery::profile_delivery;
+use super::workload_delivery::workload_delivery;
 use super::{
     ANNOTATION_CLIENT_OF, Component, ENGINE_PORT, HOSTNAME_LABEL, LABEL_BENCHMARK,
     LABEL_CLIENT_ATTEMPT, LABEL_COMPONENT, LABEL_ENGINE_INDEX, LABEL_ROLE, LABEL_SHARD,
@@ -164,24 +164,25 @@ pub fn client_pod_of_shards(
         topology_key: HOSTNAME_LABEL.to_string(),
         ..Default::default()
     };
-    // A profile workload's profile: a file from its ConfigMap, or the environment.
-    let profile = profile_delivery(benchmark);
+    // A profile workload's profile (a file from its ConfigMap, or the environment), or an RDB
+    // file's claim.
+    let delivery = workload_delivery(benchmark);
     let addresses: Vec<String> = engine_ips.iter().map(|ip| engine_address(ip)).collect();
     let replica = replica_ip.map(engine_address);
     let plan = &plans[benchmark.spec.entry_of_run(index)];
     let mut args = client_args(plan, &addresses, replica.as_deref());
-    args.extend(profile.args);
+    args.extend(delivery.args);
     let mut env = client_env(benchmark);
     env.push(EnvVar {
         name: PLAN_ENV.into(),
         value: Some(plan.to_json()),
         ..Default::default()
     });
-    env.extend(profile.env);
+    env.extend(delivery.env);
     Pod {
         metadata,
         spec: Some(PodSpec {
-            volumes: profile.volume.map(|v| vec![v]),
+            volumes: delivery.volume.map(|v| vec![v]),
             restart_policy: Some("Never".into()),
             // SIGTERM ends a run between two batches with what it measured (client/stop.rs
             // writes it within 3 s at the latest).
@@ -205,7 +206,7 @@ pub fn client_pod_of_shards(
                 args: Some(args),
                 // The progress endpoint listens on the pod's own address.
                 env: Some(env),
-                volume_mounts: profile.mount.map(|m| vec![m]),
+                volume_mounts: delivery.mount.map(|m| vec![m]),
                 ports: Some(vec![ContainerPort {
                     name: Some("progress".into()),
                     container_port: PROGRESS_PORT.into(),

@@ -21,11 +21,13 @@ mod client_pod;
 mod engine_pod;
 #[cfg(test)]
 mod operator_defaults_tests;
-mod profile_delivery;
 #[cfg(test)]
 mod profile_tests;
 #[cfg(test)]
+mod rdb_tests;
+#[cfg(test)]
 pub(crate) mod tests;
+mod workload_delivery;
 
 pub use client_pod::{
     client_args, client_pod, client_pod_of_shards, engine_address, plan_of_client_pod,
