@@ -147,10 +147,7 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         Err(Refusal::Plan(e)) => {
             // A client pod reports it through its result, as the benchmark's condition.
             if let Some(path) = &args.result_file {
-                let refused = ClientResult {
-                    error: Some((&e).into()),
-                    ..ClientResult::default()
-                };
+                let refused = ClientResult::refused(&e);
                 if let Err(write) = std::fs::write(path, refused.to_message()) {
                     eprintln!(
                         "error: cannot write the result to {}: {write}",

@@ -265,7 +265,7 @@ impl RdbLoad {
         let mut load = Self::scan(path).map_err(|e| BenchError::InvalidArgument {
             field: field.to_string(),
             message: format!(
-                "{e} (the file of spec.workload.rdb.path in PersistentVolumeClaim {claim}, mounted read-only at {CLAIM_MOUNT_PATH}): check that the claim holds the file at that path and that it is readable by all (the client runs as an unprivileged user)"
+                "{e} (in PersistentVolumeClaim {claim}, mounted read-only at {CLAIM_MOUNT_PATH}; the client runs as an unprivileged user, so the file must be readable by all)"
             ),
         })?;
         load.claim = Some(claim.to_string());

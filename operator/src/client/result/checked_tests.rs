@@ -351,3 +351,31 @@ fn a_newer_clients_category_is_accepted_but_one_no_reason_could_be_is_refused() 
     assert!(invalid(&failed("lowercase", "snapshot"), 3).contains("error.category"));
     assert!(invalid(&failed("DiskFull", "two words"), 3).contains("error.phase.name"));
 }
+
+/// A client that refuses its plan sends the error alone: a long message (a file in a claim
+/// that cannot be read says the claim, the mount and what to check) is cut as every result's
+/// text is, and the operator takes it as sent. Whole, a 410-byte message was refused as an
+/// invalid result, hiding why the client stopped.
+#[test]
+fn a_refused_plans_long_error_reads_back_cut_to_what_a_client_sends() {
+    let error = crate::error::BenchError::InvalidArgument {
+        field: "workload.path".into(),
+        message: "x".repeat(1_000),
+    };
+    let whole = ClientResult {
+        error: Some((&error).into()),
+        ..ClientResult::default()
+    };
+    assert!(
+        invalid(&whole, 3).starts_with("error.message has 1023 bytes"),
+        "{}",
+        invalid(&whole, 3)
+    );
+    let refused = ClientResult::refused(&error);
+    let read = ClientResult::read(&refused.to_message(), 3).expect("a refusal reads back");
+    let message = read.error.expect("the error").message;
+    assert!(
+        message.starts_with("invalid workload.path: xxx") && message.ends_with('…'),
+        "{message}"
+    );
+}

@@ -33,6 +33,7 @@ pub use checked::{QUOTED_BYTES, ReadError, quote};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::BenchError;
 use crate::text::head;
 
 use crate::crd::engine_settings::MAX_CONFIG_SETTINGS;
@@ -389,6 +390,17 @@ fn shorten(text: &str) -> String {
 }
 
 impl ClientResult {
+    /// The result of a client that refused its plan before measuring anything: the error
+    /// alone, its message cut as every result's is, so the operator takes it as sent.
+    pub fn refused(error: &BenchError) -> Self {
+        let mut error = ErrorReport::from(error);
+        error.message = shorten(&error.message);
+        Self {
+            error: Some(error),
+            ..Self::default()
+        }
+    }
+
     /// The compact form of a report, fitted to the termination message budget.
     pub fn from_report(report: &BenchmarkReport) -> Self {
         let mut result = Self::whole(report);
