@@ -6,6 +6,9 @@
 //! node's containerd: the engine images built from the engine store's builds
 //! (`hack/node-images.sh`), the membench image from `hack/build-image.sh`'s archive.
 //!
+//! An RDB file reaches the client pod from a PersistentVolumeClaim: a hostPath volume of the
+//! real node, bound by the cluster's own controllers and mounted read-only by the kubelet.
+//!
 //! These tests need the real node: when it cannot start they fail, naming what is missing.
 
 mod common;
@@ -15,7 +18,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use common::operator::*;
 use common::real_node::assert_a_local_run_measures_the_same;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use kube::Api;
 use kube::ResourceExt;
+use kube::api::{DeleteParams, PostParams};
 use membench::crd::Phase;
 use membench_devcluster::EnsureOptions;
 use membench_devcluster::real_nodes::{
@@ -155,5 +161,182 @@ async fn an_engine_over_its_cgroup_limit_is_oom_killed_by_the_kernel_keeping_ear
     // The kubelet's record: the kernel's OOM kill (SIGKILL, 137).
     common::real_node::assert_oom_killed(&harness.pods(), "oom-0-engine").await?;
     harness.finish().await;
+    Ok(())
+}
+
+/// A dump of the engine store's Valkey 9.1 holding 20,000 strings of 100 B, 500 hashes of 10
+/// fields and 200 sorted sets of 20 members (20,700 keys), saved into `dir`/backups/dump.rdb,
+/// readable by all (the client pod runs as an unprivileged user).
+fn valkey_dump_in(dir: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let server = common::start(membench::crd::EngineKind::Valkey, &[]);
+    let mut con = common::connect(&server.address);
+    let mut pipe = redis::pipe();
+    for i in 0..20_000 {
+        pipe.cmd("SET")
+            .arg(format!("session:{i}"))
+            .arg(format!("{i:0>100}"))
+            .ignore();
+    }
+    for i in 0..500 {
+        let fields: Vec<(String, String)> = (0..10)
+            .map(|f| (format!("field{f}"), format!("value-{i}-{f}")))
+            .collect();
+        pipe.cmd("HSET")
+            .arg(format!("user:{i}"))
+            .arg(fields)
+            .ignore();
+    }
+    for i in 0..200 {
+        let members: Vec<(u32, String)> = (0..20).map(|m| (m, format!("member-{m}"))).collect();
+        pipe.cmd("ZADD")
+            .arg(format!("board:{i}"))
+            .arg(members)
+            .ignore();
+    }
+    pipe.exec(&mut con)?;
+    redis::cmd("SAVE").exec(&mut con)?;
+    let saved: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("dir").query(&mut con)?;
+    let saved = std::path::Path::new(&saved[1]).join("dump.rdb");
+    let backups = dir.join("backups");
+    std::fs::create_dir_all(&backups)?;
+    let dump = backups.join("dump.rdb");
+    std::fs::copy(&saved, &dump).with_context(|| format!("copying {}", saved.display()))?;
+    drop(con);
+    server.stop();
+    for (path, mode) in [
+        (dir, 0o755),
+        (backups.as_path(), 0o755),
+        (dump.as_path(), 0o644),
+    ] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    }
+    Ok(dump)
+}
+
+/// A backup in a PersistentVolumeClaim, loaded on the real node: the claim (bound to a
+/// hostPath volume of the node) mounted read-only into the client pod, the file read there,
+/// every key written with its type, and the bytes per key what a local run of the same build
+/// measures loading the same file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rdb_file_in_a_persistent_volume_claim_loads_on_the_real_node_as_it_does_locally()
+-> anyhow::Result<()> {
+    let (_, node) = ensure_real_node(&EnsureOptions::default()).await?;
+    let dir = std::env::temp_dir().join(format!("membench-rdb-claim-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let dump = valkey_dump_in(&dir)?;
+    let harness = Harness::start("real-rdb", real_node_settings()).await?;
+    let namespace = harness.namespace.name().to_string();
+
+    // The volume and its claim, bound to each other by name, as an administrator pre-binds a
+    // backup's volume; the cluster's persistent volume controller completes the binding.
+    let volume_name = format!("membench-rdb-{namespace}");
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let volume: PersistentVolume = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": volume_name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadOnlyMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "hostPath": {"path": dir.display().to_string(), "type": "Directory"},
+            "claimRef": {"namespace": namespace, "name": "backups"},
+        }
+    }))?;
+    volumes.create(&PostParams::default(), &volume).await?;
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(harness.client.clone(), &namespace);
+    let claim: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "backups"},
+        "spec": {
+            "accessModes": ["ReadOnlyMany"],
+            "storageClassName": "",
+            "volumeName": volume_name,
+            "resources": {"requests": {"storage": "1Gi"}},
+        }
+    }))?;
+    claims.create(&PostParams::default(), &claim).await?;
+
+    let body = "  instanceType: r7i.xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\", memory: 256Mi}\n  workload: {rdb: {path: backups/dump.rdb, persistentVolumeClaim: {claimName: backups}}}\n  repetitions: 2\n  pipeline: 100\n";
+    harness
+        .create(&spec("backup", &format!("{body}{TOLERATE_REAL_NODES}")))
+        .await?;
+    let done = harness.finished("backup", Duration::from_secs(300)).await;
+    // A file the claim does not hold: the client's refusal is the benchmark's condition,
+    // naming the claim and what to check.
+    let missing = "  instanceType: r7i.xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\", memory: 256Mi}\n  workload: {rdb: {path: backups/missing.rdb, persistentVolumeClaim: {claimName: backups}}}\n  repetitions: 1\n";
+    let refused = match &done {
+        Ok(_) => {
+            harness
+                .create(&spec("missing", &format!("{missing}{TOLERATE_REAL_NODES}")))
+                .await?;
+            Some(harness.finished("missing", Duration::from_secs(180)).await)
+        }
+        Err(_) => None,
+    };
+    let _ = volumes.delete(&volume_name, &DeleteParams::default()).await;
+    let done = done?;
+    let status = done
+        .status
+        .clone()
+        .context("a finished benchmark has a status")?;
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+    let valkey = &status.engines[0];
+    assert_eq!(valkey.node_name.as_deref(), Some(node.name_any().as_str()));
+    assert_eq!(valkey.repetitions.len(), 2, "{valkey:#?}");
+    assert!(
+        valkey.repetitions.iter().all(|r| r.items == 20_700),
+        "every key of the file, in each repetition: {valkey:#?}"
+    );
+    let mut by_type: Vec<(&str, u64)> = valkey
+        .summary
+        .as_ref()
+        .context("a summary")?
+        .bytes_per_key_by_type
+        .iter()
+        .map(|t| (t.key_type.as_str(), t.keys))
+        .collect();
+    by_type.sort();
+    assert_eq!(
+        by_type,
+        [("hash", 500), ("string", 20_000), ("zset", 200)],
+        "{valkey:#?}"
+    );
+
+    let refused = refused.context("the missing file's benchmark")??;
+    let refused_status = refused.status.clone().context("a status")?;
+    assert_eq!(
+        refused_status.phase,
+        Some(Phase::Failed),
+        "{refused_status:#?}"
+    );
+    let message = engine(&refused, 0).message.unwrap_or_default();
+    for words in [
+        "invalid workload.path: /var/lib/membench/rdb/backups/missing.rdb",
+        "(in PersistentVolumeClaim backups, mounted read-only at /var/lib/membench/rdb; the client runs as an unprivileged user, so the file must be readable by all)",
+    ] {
+        assert!(message.contains(words), "{words:?} not in {message:?}");
+    }
+
+    // The same file, loaded locally by the build in the node's image: the claim changes
+    // nothing of what is measured.
+    let local = spec(
+        "backup",
+        &format!(
+            "  instanceType: r7i.xlarge\n  engines:\n    - {{engine: valkey, version: \"9.1.2\"}}\n  workload: {{rdb: {{path: {}}}}}\n  repetitions: 2\n  pipeline: 100\n",
+            dump.display()
+        ),
+    );
+    assert_a_local_run_measures_the_same(&local, &["valkey/valkey:9.1.2"], &status.engines).await?;
+    harness
+        .pods_gone_within(Duration::from_secs(60))
+        .await
+        .context("after the benchmark finished")?;
+    harness.finish().await;
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
