@@ -222,6 +222,8 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
         // Prices and profiles by name; prices ConfigMaps watched for later changes.
         ("get", "configmaps"),
         ("watch", "configmaps"),
+        // An RDB workload's claim, looked up by name before anything starts.
+        ("get", "persistentvolumeclaims"),
         // What the nodes of an instance type give pods, before a benchmark's first pod.
         ("list", "nodes"),
     ] {
@@ -254,6 +256,10 @@ fn install_yaml_applies_to_a_real_api_server_with_least_privilege_and_a_restrict
         ("update", "memorybenchmarks.membench.io"),
         ("update", "memorybenchmarks.membench.io/status"),
         ("create", "customresourcedefinitions.apiextensions.k8s.io"),
+        // The claim is looked up, never listed, changed or mounted by the operator itself.
+        ("list", "persistentvolumeclaims"),
+        ("update", "persistentvolumeclaims"),
+        ("delete", "persistentvolumeclaims"),
     ] {
         assert!(
             !cluster.can_i(verb, resource),

@@ -313,6 +313,7 @@ fn cluster_scope_grants_exactly_what_the_operator_needs() {
             "configmaps".into(),
             verbs(&["get", "list", "watch"]),
         ),
+        ("".into(), "persistentvolumeclaims".into(), verbs(&["get"])),
         (
             "membench.io".into(),
             "memorybenchmarks".into(),

@@ -229,6 +229,29 @@ async fn an_rdb_file_in_a_persistent_volume_claim_loads_on_the_real_node_as_it_d
     let harness = Harness::start("real-rdb", real_node_settings()).await?;
     let namespace = harness.namespace.name().to_string();
 
+    // A claim the namespace does not have: refused before any pod starts.
+    let absent = "  instanceType: r7i.xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\", memory: 256Mi}\n  workload: {rdb: {path: dump.rdb, persistentVolumeClaim: {claimName: absent}}}\n";
+    harness
+        .create(&spec("absent", &format!("{absent}{TOLERATE_REAL_NODES}")))
+        .await?;
+    let refused = harness.finished("absent", Duration::from_secs(60)).await?;
+    let message = invalid_spec_message(&refused, "absent");
+    anyhow::ensure!(
+        message.contains(&format!(
+            "spec.workload.rdb.persistentVolumeClaim: no PersistentVolumeClaim absent in namespace {namespace}: create the claim that holds the file (or name the one that does), then create the benchmark again"
+        )),
+        "{message}"
+    );
+    anyhow::ensure!(
+        harness
+            .pods()
+            .list(&Default::default())
+            .await?
+            .items
+            .is_empty(),
+        "pods started for a claim that does not exist"
+    );
+
     // The volume and its claim, bound to each other by name, as an administrator pre-binds a
     // backup's volume; the cluster's persistent volume controller completes the binding.
     let volume_name = format!("membench-rdb-{namespace}");

@@ -85,6 +85,11 @@ app.kubernetes.io/component: operator
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["get", "list", "watch"]
+# get by name: an RDB workload's persistentVolumeClaim, looked up before anything starts (the
+# client pod mounts it; the operator never reads the file).
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get"]
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   # get and delete: a policy of the benchmark's name left by an earlier benchmark of that name

@@ -36,6 +36,8 @@ pub enum Error {
     CreateEnginePassword(#[source] engine_password::EnsureError),
     #[error("cannot read the profile's ConfigMap: {0}")]
     ReadProfile(#[source] kube::Error),
+    #[error("cannot read the RDB file's PersistentVolumeClaim: {0}")]
+    ReadClaim(#[source] kube::Error),
 }
 
 impl Error {
@@ -49,6 +51,7 @@ impl Error {
             Error::ReadBenchmark(_) => "ReadBenchmark",
             Error::ReleasePod { .. } => "ReleasePod",
             Error::ReadProfile(_) => "ReadProfile",
+            Error::ReadClaim(_) => "ReadClaim",
             Error::CreateNetworkPolicy(_) => "CreateNetworkPolicy",
             Error::CreateEnginePassword(_) => "CreateEnginePassword",
         }

@@ -344,7 +344,7 @@ impl RecordLayout {
 }
 
 /// An RDB file to load.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RdbWorkloadSpec {
     /// The file (a dump.rdb, uncompressed). For `membench run`, its path on the machine that
@@ -356,6 +356,11 @@ pub struct RdbWorkloadSpec {
     /// `membench run` refuses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persistent_volume_claim: Option<RdbVolumeClaim>,
+    /// Why the claim cannot be used (the operator found no such claim in the namespace): set
+    /// by the operator, never by a spec.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub unresolved: Option<String>,
 }
 
 /// A PersistentVolumeClaim holding an RDB file.

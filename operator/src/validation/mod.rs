@@ -118,6 +118,9 @@ fn refuse_local_only_workload(benchmark: &MemoryBenchmark) -> Result<(), String>
     let Some(rdb) = &benchmark.spec.workload.rdb else {
         return Ok(());
     };
+    if let Some(why) = &rdb.unresolved {
+        return Err(why.clone());
+    }
     let Some(claim) = &rdb.persistent_volume_claim else {
         return Err(format!(
             "spec.workload.rdb has no persistentVolumeClaim, and {} is a path on the machine that runs membench run, which a client pod cannot read: put the file in a PersistentVolumeClaim and set spec.workload.rdb.persistentVolumeClaim.claimName to it (path is then the file's path inside the claim), or load it with membench run",

@@ -363,12 +363,17 @@ impl RdbLoad {
             .collect()
     }
 
+    /// The file and, once scanned, its keys to write; a file in a claim names the claim (the
+    /// operator describes it unscanned: the client pod reads it).
     pub fn describe(&self) -> String {
-        format!(
-            "rdb {} ({} keys to write)",
-            self.path,
-            self.scan.keys_written()
-        )
+        let place = match &self.claim {
+            Some(claim) => format!("{} in PersistentVolumeClaim {claim}", self.path),
+            None => self.path.clone(),
+        };
+        if self.claim.is_some() && self.reference_ms == 0 {
+            return format!("rdb {place}");
+        }
+        format!("rdb {place} ({} keys to write)", self.scan.keys_written())
     }
 
     /// Checks the engine's keys by database and type (`keys_by_type` of a database) against

@@ -8,6 +8,7 @@ pub(crate) mod container_reading;
 pub mod nodes;
 pub mod profile_config_map;
 pub mod progress;
+pub mod rdb_claim;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -96,6 +97,10 @@ pub async fn read(cached: &MemoryBenchmark, ctx: &Context) -> Result<Found, Erro
     let benchmark = profile_config_map::resolve(&ctx.client, benchmark)
         .await
         .map_err(Error::ReadProfile)?;
+    // An RDB file's claim must exist before anything starts for it.
+    let benchmark = rdb_claim::resolve(&ctx.client, benchmark)
+        .await
+        .map_err(Error::ReadClaim)?;
     let pods = pods_api
         .list(&ListParams::default().labels(&pods::benchmark_pods_selector(&name)))
         .await

@@ -40,6 +40,10 @@ fn an_rdb_file_in_a_claim_is_planned_unread_and_its_claim_mounted_read_only_in_t
     );
     // The file exists nowhere here: validation must not read it.
     let valid = crate::validation::validate(&b).unwrap();
+    assert_eq!(
+        valid.workload.describe(),
+        format!("rdb {CLAIM_MOUNT_PATH}/backups/dump.rdb in PersistentVolumeClaim prod-backups")
+    );
     for (i, plan) in valid.plans.iter().enumerate() {
         assert_eq!(
             plan.workload,
@@ -113,6 +117,17 @@ fn what_a_cluster_cannot_do_with_an_rdb_file_is_refused_naming_the_field_and_wha
             "cannot leave it with ..",
         ),
     ];
+    // The operator found no such claim (controller/read/rdb_claim.rs).
+    let mut absent = with_rdb(
+        "{path: dump.rdb, persistentVolumeClaim: {claimName: prod-backups}}",
+        ", memory: 256Mi",
+    );
+    absent.spec.workload.rdb.as_mut().unwrap().unresolved =
+        Some("spec.workload.rdb.persistentVolumeClaim: no PersistentVolumeClaim".into());
+    assert_eq!(
+        crate::validation::validate(&absent).unwrap_err(),
+        "spec.workload.rdb.persistentVolumeClaim: no PersistentVolumeClaim"
+    );
     for (rdb, memory, expected) in cases {
         // Read as a spec file (membench run and apply's dry run), then as the operator does.
         let error = try_rdb(rdb, memory)
