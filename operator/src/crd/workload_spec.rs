@@ -363,6 +363,13 @@ pub struct RdbWorkloadSpec {
     pub unresolved: Option<String>,
 }
 
+impl WorkloadSpec {
+    /// The PersistentVolumeClaim of an RDB workload whose file is in one (a cluster's).
+    pub fn rdb_claim(&self) -> Option<&RdbVolumeClaim> {
+        self.rdb.as_ref()?.persistent_volume_claim.as_ref()
+    }
+}
+
 /// A PersistentVolumeClaim holding an RDB file.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]

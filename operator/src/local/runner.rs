@@ -66,13 +66,7 @@ pub fn select_engines(
 /// local run measures one engine at a time whatever it says (engines beside each other on one
 /// machine would share its cores), and [`local_notes`] says so.
 pub fn refuse_cluster_only(benchmark: &MemoryBenchmark) -> Result<(), String> {
-    if let Some(claim) = benchmark
-        .spec
-        .workload
-        .rdb
-        .as_ref()
-        .and_then(|rdb| rdb.persistent_volume_claim.as_ref())
-    {
+    if let Some(claim) = benchmark.spec.workload.rdb_claim() {
         return Err(format!(
             "spec.workload.rdb.persistentVolumeClaim ({}) applies in a cluster only: a local run reads the file on this machine; remove persistentVolumeClaim and set spec.workload.rdb.path to the file's path here",
             claim.claim_name

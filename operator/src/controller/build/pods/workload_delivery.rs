@@ -32,13 +32,7 @@ pub struct WorkloadDelivery {
 
 /// The workload's data's way into the client pod (nothing for a workload without data).
 pub fn workload_delivery(benchmark: &MemoryBenchmark) -> WorkloadDelivery {
-    let Some(claim) = benchmark
-        .spec
-        .workload
-        .rdb
-        .as_ref()
-        .and_then(|rdb| rdb.persistent_volume_claim.as_ref())
-    else {
+    let Some(claim) = benchmark.spec.workload.rdb_claim() else {
         return profile_delivery(benchmark);
     };
     WorkloadDelivery {
