@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client, ResourceExt};
 
@@ -133,13 +133,77 @@ pub async fn wait_for_pod(
         Ok(Ok(None)) => anyhow::bail!("pod {name} disappeared while waiting until {what}"),
         Ok(Err(e)) => Err(e).with_context(|| format!("watching pod {name}")),
         Err(_) => {
-            let status = match pods.get_opt(name).await {
-                Ok(Some(pod)) => serde_json::to_string_pretty(&pod.status).unwrap_or_default(),
-                Ok(None) => "pod not found".to_string(),
-                Err(e) => format!("cannot read the pod: {e}"),
+            let (status, node) = match pods.get_opt(name).await {
+                Ok(Some(pod)) => (
+                    serde_json::to_string_pretty(&pod.status).unwrap_or_default(),
+                    pod.spec.and_then(|s| s.node_name),
+                ),
+                Ok(None) => ("pod not found".to_string(), None),
+                Err(e) => (format!("cannot read the pod: {e}"), None),
             };
-            anyhow::bail!("pod {name} not {what} after {timeout:?}; last status: {status}")
+            let node = describe_node(pods, node.as_deref()).await;
+            let events = pod_events(pods, name).await;
+            anyhow::bail!(
+                "pod {name} not {what} after {timeout:?}; {node}; its events: {events}; last \
+                 status: {status}"
+            )
         }
+    }
+}
+
+/// The node a pod is bound to, whether it still exists and what its Ready condition says: a
+/// pod that waits with nothing written about it was bound to a node nobody runs.
+async fn describe_node(pods: &Api<Pod>, node: Option<&str>) -> String {
+    let Some(node) = node else {
+        return "bound to no node".to_string();
+    };
+    let nodes: Api<Node> = Api::all(pods.clone().into_client());
+    match nodes.get_opt(node).await {
+        Ok(Some(n)) => {
+            let ready = n
+                .status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .into_iter()
+                .find(|c| c.type_ == "Ready")
+                .map(|c| {
+                    format!(
+                        "Ready={} since {:?} ({})",
+                        c.status,
+                        c.last_transition_time.map(|t| t.0.to_string()),
+                        c.message.unwrap_or_default()
+                    )
+                })
+                .unwrap_or_else(|| "no Ready condition".to_string());
+            format!("bound to node {node}: {ready}")
+        }
+        Ok(None) => format!("bound to node {node}, which no longer exists"),
+        Err(e) => format!("bound to node {node} (cannot read it: {e})"),
+    }
+}
+
+/// The pod's events, oldest first, one line each (reason: message).
+async fn pod_events(pods: &Api<Pod>, name: &str) -> String {
+    let Some(namespace) = pods.namespace() else {
+        return "(no namespace)".to_string();
+    };
+    let events: Api<Event> = Api::namespaced(pods.clone().into_client(), namespace);
+    let params = ListParams::default().fields(&format!("involvedObject.name={name}"));
+    match events.list(&params).await {
+        Ok(list) if list.items.is_empty() => "none".to_string(),
+        Ok(list) => list
+            .items
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    e.reason.as_deref().unwrap_or("-"),
+                    e.message.as_deref().unwrap_or("")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" | "),
+        Err(e) => format!("(cannot list them: {e})"),
     }
 }
 

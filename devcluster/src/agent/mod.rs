@@ -96,7 +96,7 @@ struct Fleet {
     silent: HashSet<String>,
     watches: HashMap<String, tokio::task::JoinHandle<()>>,
     /// What the heartbeat keeps Ready.
-    reporting: Arc<Mutex<Vec<FakeNode>>>,
+    reporting: nodes::Reporting,
 }
 
 impl Fleet {
@@ -133,7 +133,7 @@ impl Fleet {
         }
     }
 
-    fn publish_reporting(&self) {
+    async fn publish_reporting(&self) {
         let mut reporting: Vec<FakeNode> = self
             .nodes
             .values()
@@ -141,7 +141,7 @@ impl Fleet {
             .cloned()
             .collect();
         reporting.sort_by_key(|n| n.index);
-        *self.reporting.lock().unwrap_or_else(|e| e.into_inner()) = reporting;
+        *self.reporting.lock().await = reporting;
     }
 
     /// Brings the fleet in line with the control directory's requests.
@@ -190,6 +190,8 @@ impl Fleet {
         for name in gone {
             self.unwatch(&name);
             self.lose_pods(&name, workers);
+            // Off the heartbeat's list before the Node is deleted (see nodes::beat_status).
+            self.reporting.lock().await.retain(|n| n.name != name);
             if let Err(e) = nodes::deregister(client, &name).await {
                 tracing::warn!(node = %name, error = %format!("{e:#}"), "removing a node failed; will retry");
                 continue;
@@ -204,6 +206,7 @@ impl Fleet {
                 tracing::warn!(node = %name, "the node stops reporting (control directory): its processes die, nothing more is written");
                 self.unwatch(name);
                 self.lose_pods(name, workers);
+                self.reporting.lock().await.retain(|n| n.name != *name);
                 changed = true;
             }
         }
@@ -227,7 +230,7 @@ impl Fleet {
             changed = true;
         }
         if changed {
-            self.publish_reporting();
+            self.publish_reporting().await;
         }
     }
 }
@@ -314,7 +317,7 @@ pub async fn run(config: AgentConfig) -> anyhow::Result<()> {
     for node in &nodes {
         nodes::register(&client, node, &agent).await?;
     }
-    let reporting = Arc::new(Mutex::new(nodes.clone()));
+    let reporting: nodes::Reporting = Arc::new(tokio::sync::Mutex::new(nodes.clone()));
     tokio::spawn(nodes::heartbeat(
         client.clone(),
         reporting.clone(),

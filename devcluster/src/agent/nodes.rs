@@ -414,35 +414,32 @@ async fn renew_lease(client: &Client, node: &FakeNode) -> anyhow::Result<()> {
 /// every 20 s. The list is read at each tick, so nodes that appear, go or fall silent take
 /// effect at once. Errors are logged and retried at the next tick (an API server restart must
 /// not end it).
-pub async fn heartbeat(
-    client: Client,
-    reporting: std::sync::Arc<std::sync::Mutex<Vec<FakeNode>>>,
-    agent: AgentInfo,
-) {
+/// The nodes the heartbeat keeps Ready. The agent takes a node off this list before it deletes
+/// the Node, under the same lock as [`beat_status`] holds, so a heartbeat never registers again
+/// a node the agent has just removed.
+pub type Reporting = std::sync::Arc<tokio::sync::Mutex<Vec<FakeNode>>>;
+
+pub async fn heartbeat(client: Client, reporting: Reporting, agent: AgentInfo) {
     let api: Api<Node> = Api::all(client.clone());
     let ready_since = Timestamp::now();
     let mut lease_tick = tokio::time::interval(LEASE_RENEW_INTERVAL);
     let mut status_tick = tokio::time::interval(STATUS_HEARTBEAT_INTERVAL);
-    let current = || reporting.lock().unwrap_or_else(|e| e.into_inner()).clone();
     loop {
         tokio::select! {
             _ = lease_tick.tick() => {
-                for node in &current() {
+                let current = reporting.lock().await.clone();
+                for node in &current {
                     if let Err(e) = renew_lease(&client, node).await {
                         tracing::warn!(node = %node.name, error = %format!("{e:#}"), "renewing lease failed");
                     }
                 }
             }
             _ = status_tick.tick() => {
-                for node in &current() {
-                    // Re-register if someone deleted the node (kubectl delete node).
-                    let result = match api.get_opt(&node.name).await {
-                        Ok(Some(_)) => post_status(&api, node, &agent, Timestamp::now(), ready_since).await,
-                        Ok(None) => register(&client, node, &agent).await,
-                        Err(e) => Err(e.into()),
-                    };
-                    if let Err(e) = result {
-                        tracing::warn!(node = %node.name, error = %format!("{e:#}"), "node heartbeat failed");
+                let names: Vec<String> =
+                    reporting.lock().await.iter().map(|n| n.name.clone()).collect();
+                for name in names {
+                    if let Err(e) = beat_status(&api, &reporting, &name, &agent, ready_since).await {
+                        tracing::warn!(node = %name, error = %format!("{e:#}"), "node heartbeat failed");
                     }
                 }
             }
@@ -450,9 +447,65 @@ pub async fn heartbeat(
     }
 }
 
+/// Posts the status of the node `name` if it still reports, registering it again if someone
+/// deleted it (`kubectl delete node`); returns whether it did. The list is read under its lock,
+/// held across the calls: a node the agent removed after the tick began is left alone. (With a
+/// copy of the list taken at the tick, a node deleted meanwhile came back as a Ready node nobody
+/// runs pods on; the scheduler bound pods to it and they waited, never started.)
+pub async fn beat_status(
+    api: &Api<Node>,
+    reporting: &Reporting,
+    name: &str,
+    agent: &AgentInfo,
+    ready_since: Timestamp,
+) -> anyhow::Result<bool> {
+    let current = reporting.lock().await;
+    let Some(node) = current.iter().find(|n| n.name == name) else {
+        return Ok(false);
+    };
+    match api.get_opt(&node.name).await? {
+        Some(_) => post_status(api, node, agent, Timestamp::now(), ready_since).await?,
+        None => register(&api.clone().into_client(), node, agent).await?,
+    }
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An API client whose every call fails at once (nothing listens on port 9 of loopback), so
+    /// a call made at all shows as an error.
+    fn unreachable_api() -> Api<Node> {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        Api::all(Client::try_from(config).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_heartbeat_leaves_alone_a_node_removed_after_its_tick_began() {
+        let nodes = parse_node_pools("r7i.2xlarge=2").unwrap();
+        let reporting: Reporting = std::sync::Arc::new(tokio::sync::Mutex::new(nodes.clone()));
+        let agent = AgentInfo {
+            kubelet_port: 10250,
+            kubelet_version: "v1.37.2".into(),
+        };
+        let api = unreachable_api();
+        // The tick's names were read; then the agent removes the first node, as it does before
+        // deleting its Node object.
+        let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+        reporting.lock().await.retain(|n| n.name != names[0]);
+        let removed = beat_status(&api, &reporting, &names[0], &agent, Timestamp::now()).await;
+        assert!(
+            matches!(removed, Ok(false)),
+            "the removed node was looked up or registered again: {removed:?}"
+        );
+        // A node still on the list is heartbeaten (here the unreachable server refuses it).
+        let kept = beat_status(&api, &reporting, &names[1], &agent, Timestamp::now()).await;
+        assert!(
+            kept.is_err(),
+            "the reporting node got no heartbeat: {kept:?}"
+        );
+    }
 
     #[test]
     fn pools_expand_into_named_nodes_across_zones() {
