@@ -82,7 +82,7 @@ impl EvictionPeak {
     /// result and the status write, `EvictionStatus::peak_source`).
     pub fn with_source(self, peak_source: &str) -> Self {
         Self {
-            sampled: peak_source == "sampled",
+            sampled: peak_source == crate::crd::PEAK_SAMPLED,
             ..self
         }
     }

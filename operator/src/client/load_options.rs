@@ -5,7 +5,6 @@
 pub use crate::client::plan::{DEFAULT_OTHER_CLIENTS_TIMEOUT, RunSettings};
 
 use crate::client::engine::EngineAddress;
-use crate::client::phases::replica::Replica;
 use crate::client::stop_request::StopRequest;
 use crate::error::BenchError;
 
@@ -52,13 +51,5 @@ impl LoadOptions {
             }),
             _ => Ok(()),
         }
-    }
-
-    /// The replica phase as it runs: the plan's rate at this run's replica.
-    pub fn replica(&self) -> Option<Replica> {
-        self.settings
-            .replica
-            .zip(self.replica_address.clone())
-            .map(|(rate, address)| rate.at(address))
     }
 }

@@ -111,7 +111,7 @@ pub struct RepetitionResult {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PeakReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub snapshot: Option<crate::client::phases::snapshot::SnapshotReport>,
+    pub snapshot: Option<crate::client::phases::peak::SnapshotReport>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<crate::client::phases::replica::ReplicaReport>,
 }

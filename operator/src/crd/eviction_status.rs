@@ -3,6 +3,14 @@
 
 use serde::{Deserialize, Serialize};
 
+/// `peakSource` when every shard's own `used_memory_peak` rose during the load: recorded by the
+/// engine after each command, before the next command's eviction, so no transient is missed.
+pub const PEAK_FROM_ENGINE: &str = "engine";
+/// `peakSource` when a shard's `used_memory_peak` had been set higher before the load (it is
+/// never reset): the highest of the readings taken during it, after the engine's eviction,
+/// which can miss a transient above them.
+pub const PEAK_SAMPLED: &str = "sampled";
+
 /// What a load past maxmemory measured (`spec.eviction`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -37,4 +45,12 @@ pub struct EvictionStatus {
     /// items sent by the end of the batch it first refused in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused_at_items: Option<u64>,
+}
+
+impl EvictionStatus {
+    /// Whether peakUsedMemory is the highest reading ([`PEAK_SAMPLED`]), which can miss a
+    /// transient, rather than the engine's own peak.
+    pub fn peak_was_sampled(&self) -> bool {
+        self.peak_source == PEAK_SAMPLED
+    }
 }

@@ -70,7 +70,7 @@ pub use engine_capabilities::{Defragmentation, EngineCapabilities, MaxmemoryForm
 pub use engine_spec::{Allocator, EngineKind, EngineSpec};
 pub use engine_state::{EngineState, StatusEngineKind};
 pub use eviction_spec::{DEFAULT_EVICTION_POLICY, EvictionSpec, default_load_to};
-pub use eviction_status::EvictionStatus;
+pub use eviction_status::{EvictionStatus, PEAK_FROM_ENGINE, PEAK_SAMPLED};
 pub use peak_spec::PeakSpec;
 pub use peak_status::{PeakRatioStatus, PeakStatus, PeakSummaryStatus};
 pub use placement::{PlacementSpec, TolerationSpec};

@@ -644,7 +644,7 @@ pub fn describe_eviction(eviction: &EvictionStatus) -> String {
         "peak {sign}{} against maxmemory {}{}",
         format_bytes(overshoot.unsigned_abs() as f64),
         format_bytes(maxmemory as f64),
-        if eviction.peak_source == crate::client::phases::eviction::PEAK_SAMPLED {
+        if eviction.peak_was_sampled() {
             " (sampled after eviction: a transient can be missed)"
         } else {
             ""

@@ -15,9 +15,10 @@ mod run_plan_tests;
 pub mod shards;
 pub mod spec_file;
 
+use crate::client::phases::SpecPhases;
 use crate::client::ttl::Ttl;
 use crate::client::workload::Workload;
-use crate::crd::{Allocator, EngineKind, EngineSpec, MemoryBenchmark, PlacementSpec, RecordLayout};
+use crate::crd::{Allocator, EngineKind, MemoryBenchmark, PlacementSpec, RecordLayout};
 use crate::formats::{
     LABEL_VALUE_MAX, MAX_BENCHMARK_NAME, MAX_NODE_SELECTOR, MAX_SAMPLES, MAX_TOLERATIONS,
     MIN_SAMPLE_EVERY, is_cpu_quantity, is_image_reference, is_label_key, is_label_value,
@@ -370,66 +371,28 @@ pub fn validate_spec(benchmark: &MemoryBenchmark) -> Result<(), String> {
             "spec.engines[{i}].withoutTtl: the workload has no ttlSeconds, so every entry already loads it without a TTL; set the workload's ttlSeconds, or remove withoutTtl"
         ));
     }
-    if let Some(churn) = &spec.churn {
-        crate::client::phases::churn::Churn::from_spec(churn)
-            .and_then(|churn| churn.check_workload(&workload, ttl.is_some(), "spec.churn"))
+    for (i, engine) in spec.engines.iter().enumerate() {
+        let phases = SpecPhases::of_entry(spec, i).map_err(|e| e.to_string())?;
+        phases
+            .check_spec(spec, &workload, ttl.is_some())
             .map_err(|e| e.to_string())?;
-    }
-    if let Some(snapshot) = spec.peak.as_ref().and_then(|p| p.snapshot.as_ref()) {
-        crate::client::phases::snapshot::Snapshot::from_spec(snapshot)
-            .and_then(|s| s.check_workload(&workload, "spec.peak.snapshot"))
-            .map_err(|e| e.to_string())?;
-        if let Some(i) = spec
-            .engines
-            .iter()
-            .position(|e| e.shards.is_some_and(|n| n > 1))
-        {
-            return Err(format!(
-                "spec.peak.snapshot measures one engine's save, and spec.engines[{i}] is a sharded cluster whose shards each fork on their own: measure it without shards, or remove peak"
-            ));
-        }
-    }
-    if let Some(replica) = spec.peak.as_ref().and_then(|p| p.replica.as_ref()) {
-        crate::client::phases::replica::ReplicaRate::from_spec(replica)
-            .map_err(|e| e.to_string())?;
-        if !matches!(
-            workload,
-            Workload::Strings { .. } | Workload::Records { .. }
-        ) {
-            return Err(format!(
-                "spec.peak.replica applies to the strings and records workloads (their writes overwrite loaded keys with values of the same size), not to {}",
-                workload.kind()
-            ));
-        }
-        if let Some(i) = spec.engines.iter().position(EngineSpec::is_cluster) {
-            return Err(format!(
-                "spec.peak.replica measures one engine's full sync to a replica, and spec.engines[{i}] runs in cluster mode or with shards: measure it without them, or remove peak.replica"
-            ));
-        }
-    }
-    if let Some(eviction_spec) = &spec.eviction {
-        for (i, engine) in spec.engines.iter().enumerate() {
-            let eviction =
-                crate::client::phases::eviction::Eviction::for_entry(eviction_spec, engine, i)
-                    .and_then(|e| e.check_workload(&workload, "spec.eviction").map(|_| e))
-                    .map_err(|e| e.to_string())?;
-            // The engine must reach maxmemory before its pod's limit, or the kernel kills it
-            // first.
-            let Some(memory) = &engine.memory else {
-                continue;
+        // The engine must reach maxmemory before its pod's limit, or the kernel kills it first.
+        let (Some(eviction), Some(eviction_spec), Some(memory)) =
+            (&phases.eviction, &spec.eviction, &engine.memory)
+        else {
+            continue;
+        };
+        if parse_memory_quantity(memory).is_some_and(|limit| limit <= eviction.maxmemory) {
+            let given = match &eviction_spec.maxmemory {
+                Some(written) => format!("spec.eviction.maxmemory ({written})"),
+                None => format!(
+                    "spec.engines[{i}].config.maxmemory ({})",
+                    engine.config.get("maxmemory").map_or("", String::as_str)
+                ),
             };
-            if parse_memory_quantity(memory).is_some_and(|limit| limit <= eviction.maxmemory) {
-                let given = match &eviction_spec.maxmemory {
-                    Some(written) => format!("spec.eviction.maxmemory ({written})"),
-                    None => format!(
-                        "spec.engines[{i}].config.maxmemory ({})",
-                        engine.config.get("maxmemory").map_or("", String::as_str)
-                    ),
-                };
-                return Err(format!(
-                    "{given} is not below spec.engines[{i}].memory ({memory}): the pod's limit would stop the engine before maxmemory does; lower maxmemory or raise memory"
-                ));
-            }
+            return Err(format!(
+                "{given} is not below spec.engines[{i}].memory ({memory}): the pod's limit would stop the engine before maxmemory does; lower maxmemory or raise memory"
+            ));
         }
     }
     if let Workload::Profile(profile) = &workload {

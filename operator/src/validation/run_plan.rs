@@ -2,10 +2,7 @@
 //! as it is by the local runner (`membench run`) and by the client pod (`membench load` with
 //! the plan the operator gives it), so both measure what the same entry asks for.
 
-use crate::client::phases::churn::Churn;
-use crate::client::phases::eviction::Eviction;
-use crate::client::phases::replica::ReplicaRate;
-use crate::client::phases::snapshot::Snapshot;
+use crate::client::phases::SpecPhases;
 use crate::client::plan::{RunPlan, RunSettings, WorkloadPlan};
 use crate::client::workload::Workload;
 use crate::crd::MemoryBenchmarkSpec;
@@ -34,7 +31,7 @@ pub fn entry_plan(
                 spec.engines.len()
             ),
         })?;
-    let peak = spec.peak.as_ref();
+    let phases = SpecPhases::of_entry(spec, entry)?;
     let settings = RunSettings {
         pipeline: spec.pipeline,
         repetitions: spec.repetitions,
@@ -44,21 +41,11 @@ pub fn entry_plan(
         read_config: settings_read_back_in(engine, spec),
         ttl: entry_ttl(spec, engine),
         own_all_slots: engine.is_cluster(),
-        snapshot: peak
-            .and_then(|p| p.snapshot.as_ref())
-            .map(Snapshot::from_spec)
-            .transpose()?,
-        replica: peak
-            .and_then(|p| p.replica.as_ref())
-            .map(ReplicaRate::from_spec)
-            .transpose()?,
-        churn: spec.churn.as_ref().map(Churn::from_spec).transpose()?,
+        snapshot: phases.snapshot,
+        replica: phases.replica,
+        churn: phases.churn,
         // spec.eviction's limit, or the entry's own.
-        eviction: spec
-            .eviction
-            .as_ref()
-            .map(|e| Eviction::for_entry(e, engine, entry))
-            .transpose()?,
+        eviction: phases.eviction,
         ..RunSettings::default()
     };
     settings.validate().map_err(|e| match e {

@@ -10,6 +10,7 @@
 
 pub mod churn;
 pub mod eviction;
+pub mod peak;
 pub mod phase;
 pub mod replica;
 pub mod snapshot;
@@ -20,6 +21,7 @@ use crate::client::measured::RepetitionResult;
 pub use crate::client::phase_kind::PhaseKind;
 use crate::client::shards::ShardSet;
 use crate::client::workload::Workload;
+use crate::crd::MemoryBenchmarkSpec;
 use crate::error::BenchError;
 pub use phase::{Phase, PhaseContext, PhaseFailure, PlanPhase};
 
@@ -31,6 +33,69 @@ pub const PLANNED: [PlanPhase; 4] = [
     churn::phase::planned,
     eviction::phase::planned,
 ];
+
+/// The phases a spec asks of one engine entry, as a run plan holds them: the one place a
+/// spec's phases become settings (`validation::run_plan`) and are checked against the spec's
+/// workload and engines (`validation`). A new phase adds its field here.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SpecPhases {
+    pub snapshot: Option<snapshot::Snapshot>,
+    pub replica: Option<replica::ReplicaRate>,
+    pub churn: Option<churn::Churn>,
+    pub eviction: Option<eviction::Eviction>,
+}
+
+impl SpecPhases {
+    /// Engine entry `entry`'s phases, each checked on its own (its ranges; the eviction's
+    /// maxmemory and policy from `spec.eviction` or the entry's own config).
+    pub fn of_entry(spec: &MemoryBenchmarkSpec, entry: usize) -> Result<Self, BenchError> {
+        let peak = spec.peak.as_ref();
+        Ok(Self {
+            snapshot: peak
+                .and_then(|p| p.snapshot.as_ref())
+                .map(snapshot::Snapshot::from_spec)
+                .transpose()?,
+            replica: peak
+                .and_then(|p| p.replica.as_ref())
+                .map(replica::ReplicaRate::from_spec)
+                .transpose()?,
+            churn: spec
+                .churn
+                .as_ref()
+                .map(churn::Churn::from_spec)
+                .transpose()?,
+            eviction: match (&spec.eviction, spec.engines.get(entry)) {
+                (Some(asked), Some(engine)) => {
+                    Some(eviction::Eviction::for_entry(asked, engine, entry)?)
+                }
+                _ => None,
+            },
+        })
+    }
+
+    /// What they cannot do with the spec's workload (`has_ttl`: its keys expire) and engines,
+    /// said before anything runs.
+    pub fn check_spec(
+        &self,
+        spec: &MemoryBenchmarkSpec,
+        workload: &Workload,
+        has_ttl: bool,
+    ) -> Result<(), BenchError> {
+        if let Some(churn) = &self.churn {
+            churn.check_workload(workload, has_ttl, "spec.churn")?;
+        }
+        if let Some(snapshot) = &self.snapshot {
+            snapshot.check_spec(spec, workload)?;
+        }
+        if let Some(replica) = &self.replica {
+            replica.check_spec(spec, workload)?;
+        }
+        if let Some(eviction) = &self.eviction {
+            eviction.check_workload(workload, "spec.eviction")?;
+        }
+        Ok(())
+    }
+}
 
 /// The phases the run's plan asks for, in the order they run.
 pub fn planned(options: &LoadOptions) -> Vec<Box<dyn Phase + '_>> {

@@ -8,6 +8,7 @@ use crate::client::load_options::LoadOptions;
 use crate::client::measured::{PeakReport, RepetitionResult};
 use crate::client::paced_writes::PeakTarget;
 use crate::client::phase_kind::PhaseKind;
+use crate::client::phases::peak::SnapshotReport;
 use crate::client::shards::{Pacing, ReadMemory, ShardSet};
 use crate::client::workload::Workload;
 use crate::error::BenchError;
@@ -141,4 +142,31 @@ pub struct PhaseFailure {
 /// Names the phase a failure happened in.
 pub fn failed(phase: PhaseKind) -> impl FnOnce(BenchError) -> PhaseFailure {
     move |error| PhaseFailure { phase, error }
+}
+
+/// What to tell a reader when the writes beside a peak phase (this snapshot; a replica's sync,
+/// whose primary reports in a snapshot's shape) did not reach 90% of the rate asked in some
+/// repetitions: the lowest rate reached, in how many, and that the peak is that of the rate
+/// reached. `during` names the phase (`the snapshot`), `field` its setting (`peak.snapshot`).
+pub fn writes_shortfall(
+    repetitions: &[RepetitionResult],
+    during: &str,
+    field: &str,
+    phase: fn(&RepetitionResult) -> Option<&SnapshotReport>,
+) -> Option<String> {
+    let short: Vec<(u32, &SnapshotReport)> = repetitions
+        .iter()
+        .filter_map(|r| Some((r.repetition, phase(r)?)))
+        .filter(|(_, s)| s.writes_per_sec < 0.9 * f64::from(s.writes_per_sec_asked))
+        .collect();
+    let (repetition, lowest) = short
+        .iter()
+        .min_by(|a, b| a.1.writes_per_sec.total_cmp(&b.1.writes_per_sec))?;
+    Some(format!(
+        "the writes during {during} reached under 90% of the {} a second asked ({field}.writesPerSecond) in {} of {} repetitions, {:.0} a second at the lowest (repetition {repetition}): the engine or this client could not keep up, and each peak measured is that of the rate reached",
+        lowest.writes_per_sec_asked,
+        short.len(),
+        repetitions.len(),
+        lowest.writes_per_sec
+    ))
 }

@@ -269,7 +269,7 @@ mod tests {
     /// A report of three repetitions whose snapshots peaked at `ratios` of their steady memory.
     fn report_with_snapshot_peaks(ratios: [f64; 3]) -> crate::client::measure::BenchmarkReport {
         use crate::client::measured::{PeakReport, Summary};
-        use crate::client::phases::snapshot::{SnapshotReport, WriteLatency};
+        use crate::client::phases::peak::{SnapshotReport, WriteLatency};
         let mut report = crate::client::result::tests::report(3, false);
         for (repetition, ratio) in report.repetitions.iter_mut().zip(ratios) {
             let before = 5_000_000_000u64;

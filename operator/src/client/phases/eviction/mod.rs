@@ -45,13 +45,9 @@ pub const POLICIES: [&str; 8] = [
     "volatile-ttl",
 ];
 
-/// `peak_source` when every shard's own `used_memory_peak` rose during the phase: recorded by
-/// the engine after each command, before the next command's eviction, so no transient is missed.
-pub const PEAK_FROM_ENGINE: &str = "engine";
-/// `peak_source` when a shard's `used_memory_peak` had been set higher before the phase (it is
-/// never reset): the highest of the readings every [`SAMPLE_EVERY`] writes and at the end, taken
-/// after the engine's eviction, which can miss a transient above them.
-pub const PEAK_SAMPLED: &str = "sampled";
+/// The words of `peak_source`, the result's and the status's: the engine's own peak, or the
+/// highest of the readings every [`SAMPLE_EVERY`] writes and at the end.
+pub use crate::crd::{PEAK_FROM_ENGINE, PEAK_SAMPLED};
 
 fn peak_sampled() -> String {
     PEAK_SAMPLED.into()

@@ -18,11 +18,11 @@ use serde::{Deserialize, Serialize};
 use crate::client::engine::{ControlConnection, EngineAddress, MemoryInfo};
 use crate::client::paced_writes::{self, Beside, PeakTarget, WriteRate};
 use crate::client::phase_memory::PhaseWatch;
-use crate::client::phases::snapshot::{SnapshotReport, last_cow_size, note_cow_peak};
+use crate::client::phases::peak::{SnapshotReport, last_cow_size, note_cow_peak};
 use crate::client::process_tree::TreeWatch;
 use crate::client::shards::ShardSet;
 use crate::client::workload::Workload;
-use crate::crd::{ReplicaSpec, ReplicaStatus};
+use crate::crd::{EngineSpec, MemoryBenchmarkSpec, ReplicaSpec, ReplicaStatus};
 use crate::error::BenchError;
 
 /// The longest a full sync may take before the phase fails. (Valkey and Redis wait
@@ -57,6 +57,34 @@ impl ReplicaRate {
 
     pub fn from_spec(spec: &ReplicaSpec) -> Result<Self, BenchError> {
         Self::checked(spec, "spec.peak.replica.writesPerSecond")
+    }
+
+    /// What it cannot do with a spec's workload and engines: a workload whose writes would not
+    /// overwrite loaded keys, an entry in cluster mode or with shards.
+    pub fn check_spec(
+        &self,
+        spec: &MemoryBenchmarkSpec,
+        workload: &Workload,
+    ) -> Result<(), BenchError> {
+        let invalid = |message: String| BenchError::InvalidArgument {
+            field: "spec.peak.replica".into(),
+            message,
+        };
+        if !matches!(
+            workload,
+            Workload::Strings { .. } | Workload::Records { .. }
+        ) {
+            return Err(invalid(format!(
+                "applies to the strings and records workloads (their writes overwrite loaded keys with values of the same size), not to {}",
+                workload.kind()
+            )));
+        }
+        match spec.engines.iter().position(EngineSpec::is_cluster) {
+            Some(i) => Err(invalid(format!(
+                "measures one engine's full sync to a replica, and spec.engines[{i}] runs in cluster mode or with shards: measure it without them, or remove peak.replica"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The phase on the replica at `address`.

@@ -6,9 +6,8 @@ use crate::client::engine::EngineAddress;
 use crate::client::load_options::LoadOptions;
 use crate::client::measured::RepetitionResult;
 use crate::client::phase_kind::PhaseKind;
-use crate::client::phases::phase::{Phase, PhaseContext, PhaseFailure, run_peak};
-use crate::client::phases::snapshot::SnapshotReport;
-use crate::client::phases::snapshot::phase::writes_shortfall;
+use crate::client::phases::peak::SnapshotReport;
+use crate::client::phases::phase::{Phase, PhaseContext, PhaseFailure, run_peak, writes_shortfall};
 use crate::client::workload::Workload;
 use crate::error::BenchError;
 
@@ -19,9 +18,11 @@ pub struct ReplicaPhase {
     replica: Replica,
 }
 
-/// The phase, when the plan asks for a replica's sync and the run has a replica.
+/// The phase, when the plan asks for a replica's sync and the run has a replica: the plan's
+/// rate at this run's replica.
 pub fn planned<'a>(options: &'a LoadOptions) -> Option<Box<dyn Phase + 'a>> {
-    let replica = options.replica()?;
+    let rate = options.settings.replica?;
+    let replica = rate.at(options.replica_address.clone()?);
     Some(Box::new(ReplicaPhase { replica }))
 }
 

@@ -6,11 +6,12 @@ use crate::client::engine::EngineAddress;
 use crate::client::load_options::LoadOptions;
 use crate::client::measured::RepetitionResult;
 use crate::client::phase_kind::PhaseKind;
-use crate::client::phases::phase::{Phase, PhaseContext, PhaseFailure, run_peak};
+use crate::client::phases::peak::SnapshotReport;
+use crate::client::phases::phase::{Phase, PhaseContext, PhaseFailure, run_peak, writes_shortfall};
 use crate::client::workload::Workload;
 use crate::error::BenchError;
 
-use super::{Snapshot, SnapshotReport};
+use super::Snapshot;
 
 /// The snapshot phase as the plan asks for it.
 pub struct SnapshotPhase<'a> {
@@ -75,31 +76,4 @@ impl Phase for SnapshotPhase<'_> {
         }
         writes_shortfall(repetitions, "the snapshot", "peak.snapshot", snapshot)
     }
-}
-
-/// What to tell a reader when the writes beside a peak phase (this snapshot; a replica's sync,
-/// whose primary reports in a snapshot's shape) did not reach 90% of the rate asked in some
-/// repetitions: the lowest rate reached, in how many, and that the peak is that of the rate
-/// reached. `during` names the phase (`the snapshot`), `field` its setting (`peak.snapshot`).
-pub fn writes_shortfall(
-    repetitions: &[RepetitionResult],
-    during: &str,
-    field: &str,
-    phase: fn(&RepetitionResult) -> Option<&SnapshotReport>,
-) -> Option<String> {
-    let short: Vec<(u32, &SnapshotReport)> = repetitions
-        .iter()
-        .filter_map(|r| Some((r.repetition, phase(r)?)))
-        .filter(|(_, s)| s.writes_per_sec < 0.9 * f64::from(s.writes_per_sec_asked))
-        .collect();
-    let (repetition, lowest) = short
-        .iter()
-        .min_by(|a, b| a.1.writes_per_sec.total_cmp(&b.1.writes_per_sec))?;
-    Some(format!(
-        "the writes during {during} reached under 90% of the {} a second asked ({field}.writesPerSecond) in {} of {} repetitions, {:.0} a second at the lowest (repetition {repetition}): the engine or this client could not keep up, and each peak measured is that of the rate reached",
-        lowest.writes_per_sec_asked,
-        short.len(),
-        repetitions.len(),
-        lowest.writes_per_sec
-    ))
 }
