@@ -4,7 +4,9 @@
 //! Dragonfly's `SAVE RDB`), and each dump loaded by `membench load --workload rdb` into the two
 //! other engines. On each target, used_memory after the load is within 0.5% of the same
 //! keyspace written into that engine directly, and every key is there. The table it prints is
-//! the one docs/src/results/backups-across-engines.md shows.
+//! the first of docs/src/results/backups-across-engines.md; with MEMBENCH_ACROSS_EVERY_BUILD=1
+//! every native build of the store with its engine's official allocator takes part, which
+//! prints the page's full table.
 
 mod common;
 
@@ -19,22 +21,79 @@ const MOST_RELATIVE_DIFFERENCE: f64 = 0.005;
 /// How many keys of each kind the keyspace holds.
 const KEYS: u64 = 2_000;
 
-fn engines() -> Vec<(&'static str, EngineSpec)> {
-    let mut redis = common::shared_build(EngineKind::Redis, "8.6.3");
-    let mut valkey = common::shared_build(EngineKind::Valkey, "9.1.2");
+/// Set to 1, every build of the engine store that runs natively with its engine's official
+/// allocator takes part, one per engine and version (the full table of
+/// docs/src/results/backups-across-engines.md); unset, Redis 8.6.3, Valkey 9.1.2 and Dragonfly
+/// 1.40.0.
+const EVERY_BUILD_ENV: &str = "MEMBENCH_ACROSS_EVERY_BUILD";
+
+/// The engines taking part, named as the table names them.
+fn engines() -> Vec<(String, EngineSpec)> {
+    let mut engines: Vec<(String, EngineSpec)> =
+        if std::env::var(EVERY_BUILD_ENV).is_ok_and(|v| v == "1") {
+            every_build()
+        } else {
+            [
+                (EngineKind::Redis, "8.6.3"),
+                (EngineKind::Valkey, "9.1.2"),
+                (EngineKind::Dragonfly, "1.40.0"),
+            ]
+            .into_iter()
+            .map(|(engine, version)| {
+                (
+                    format!("{} {version}", display(engine)),
+                    common::shared_build(engine, version),
+                )
+            })
+            .collect()
+        };
     // Latency tracking's per-command histograms (about 24 KiB each, made at a command's first
     // use) are not data, and the two ways in send different commands.
-    for spec in [&mut redis, &mut valkey] {
-        spec.args = vec!["--latency-tracking".into(), "no".into()];
+    for (_, spec) in &mut engines {
+        if spec.engine != EngineKind::Dragonfly {
+            spec.args = vec!["--latency-tracking".into(), "no".into()];
+        }
     }
-    vec![
-        ("Redis 8.6.3", redis),
-        ("Valkey 9.1.2", valkey),
-        (
-            "Dragonfly 1.40.0",
-            common::shared_build(EngineKind::Dragonfly, "1.40.0"),
-        ),
-    ]
+    engines
+}
+
+fn display(engine: EngineKind) -> &'static str {
+    match engine {
+        EngineKind::Redis => "Redis",
+        EngineKind::Valkey => "Valkey",
+        EngineKind::Dragonfly => "Dragonfly",
+    }
+}
+
+/// Every native official-allocator build of the store, one per engine and version, Redis first,
+/// then Valkey and Dragonfly, each by version.
+fn every_build() -> Vec<(String, EngineSpec)> {
+    let store = membench_enginestore::EngineStore::open_default().unwrap_or_else(|e| panic!("{e}"));
+    let numbers = |version: &str| -> Vec<u64> {
+        version.split('.').map(|n| n.parse().unwrap_or(0)).collect()
+    };
+    let mut builds: Vec<(EngineKind, &membench_enginestore::Build)> = store
+        .builds()
+        .iter()
+        .filter(|b| b.official_allocator && b.emulator().is_none())
+        .filter_map(|b| Some((b.engine.parse::<EngineKind>().ok()?, b)))
+        .collect();
+    builds.sort_by_key(|(engine, b)| (*engine, numbers(&b.version)));
+    builds.dedup_by_key(|(engine, b)| (*engine, b.version.clone()));
+    assert!(
+        builds.len() >= 3,
+        "{EVERY_BUILD_ENV}=1 found {} native official-allocator builds in {}: run hack/install-engines.sh",
+        builds.len(),
+        store.root().display()
+    );
+    builds
+        .into_iter()
+        .map(|(engine, build)| {
+            let mut spec = EngineSpec::new(engine, &build.version);
+            spec.build = Some(build.name.clone());
+            (format!("{} {}", display(engine), build.version), spec)
+        })
+        .collect()
 }
 
 /// The keyspace, written in batches.
@@ -126,7 +185,7 @@ fn dump_of(name: &str, spec: &EngineSpec) -> PathBuf {
         .unwrap_or_else(|| panic!("{name} saved no .rdb in {}", dir[1]));
     let kept = std::env::temp_dir().join(format!(
         "membench-across-{}-{}.rdb",
-        spec.engine.as_str(),
+        name.replace(' ', "-"),
         std::process::id()
     ));
     std::fs::copy(dump, &kept).unwrap();
@@ -185,6 +244,7 @@ fn each_engines_backup_loads_into_every_other_within_half_a_percent_of_the_data_
         "| backup of | loaded into | written directly | loaded by membench | difference |\n|---|---|---:|---:|---:|\n{}",
         rows.join("\n")
     );
-    assert_eq!(rows.len(), 6, "every pair of engines measured");
+    let pairs = engines.len() * (engines.len() - 1);
+    assert_eq!(rows.len(), pairs, "every pair of engines measured");
     assert!(failures.is_empty(), "{}", failures.join("; "));
 }

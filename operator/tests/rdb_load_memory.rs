@@ -1,10 +1,13 @@
 //! Exactness of `membench load --workload rdb`: Valkey 9.1.2's own dump loaded by membench into
-//! an empty Valkey 9.1.2 against Valkey loading that dump itself at start. The goal is 0.2%;
-//! measured here on strings, hashes, lists, sets, sorted sets and TTLs (no streams), membench's
-//! load comes out 0.5% lower (13,543,240 B against 13,612,456 B, loading type by type; 0.8%
-//! lower when the keys went in file order), a difference not yet
-//! attributed to a type (the same keyspace's bytes by `MEMORY USAGE` were within 0.5% per type
-//! on a larger run): the test holds it within 1%. Streams are a known, larger difference,
+//! an empty Valkey 9.1.2 against Valkey loading that dump itself at start. The goal is 0.2%.
+//! On strings, hashes, lists, sets, sorted sets and TTLs (no streams) membench's load comes out
+//! 2.7% lower (13,134,288 B against 13,496,200 B), and `MEMORY STATS` says where: the main
+//! keyspace table (`db.0` `overhead.hashtable.main`, 1,580,880 B against 1,941,072 B). Loading at start, Valkey
+//! sizes that table from the file's RESIZEDB hint before the first key; keys written by
+//! commands grow it step by step, as membench's load and any writes do (the same keyspace
+//! written directly has membench's table to 0.03%). Everything else, the data, lands within
+//! 0.2% (-0.015% measured): the test holds that, and that the main table is the rest. Streams are a known, larger
+//! difference,
 //! measured and bounded here: XADD leaves a stream's last node preallocated to
 //! stream-node-max-bytes (4096 B), where a node loaded from a file is exactly its size, so a
 //! stream written by commands holds up to 4 KiB more than the same stream loaded at start.
@@ -16,9 +19,9 @@ use std::path::{Path, PathBuf};
 use membench::crd::EngineKind;
 use redis::Connection;
 
-/// The largest relative difference in used_memory between the two loads, without streams:
-/// -0.5% measured, 0.2% the goal (see the module's comment).
-const MOST_RELATIVE_DIFFERENCE: f64 = 0.01;
+/// The largest relative difference in used_memory but the main keyspace table between the two
+/// loads, without streams: the goal (see the module's comment).
+const MOST_RELATIVE_DIFFERENCE: f64 = 0.002;
 
 /// stream-node-max-bytes at its default: what XADD preallocates for a stream's last node.
 const STREAM_NODE_MAX_BYTES: i64 = 4096;
@@ -95,14 +98,74 @@ fn config_dir(con: &mut Connection) -> PathBuf {
     PathBuf::from(&dir[1])
 }
 
-/// used_memory of Valkey 9.1.2 loading `dump` itself at start, and of an empty Valkey 9.1.2
+/// What a load left in the engine: used_memory (settled) and the part of it that is the main
+/// keyspace table.
+#[derive(Clone, Copy, Debug)]
+struct Reading {
+    used_memory: u64,
+    main_table: u64,
+}
+
+impl Reading {
+    fn of(con: &mut Connection) -> Reading {
+        let used_memory = common::settled_used_memory(con);
+        Reading {
+            used_memory,
+            main_table: main_table_bytes(con),
+        }
+    }
+
+    /// used_memory without the main keyspace table.
+    fn rest(&self) -> u64 {
+        self.used_memory - self.main_table
+    }
+}
+
+/// The bytes of the main keyspace table (`MEMORY STATS`, `db.0`, `overhead.hashtable.main`):
+/// its buckets and the entries' overhead, which depend on how the table grew.
+fn main_table_bytes(con: &mut Connection) -> u64 {
+    let stats: Vec<redis::Value> = redis::cmd("MEMORY").arg("STATS").query(con).unwrap();
+    let text = |v: &redis::Value| match v {
+        redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        redis::Value::SimpleString(s) => s.clone(),
+        _ => String::new(),
+    };
+    let db = stats
+        .chunks(2)
+        .find(|pair| text(&pair[0]) == "db.0")
+        .map(|pair| pair[1].clone())
+        .expect("MEMORY STATS has db.0");
+    let redis::Value::Array(fields) = db else {
+        panic!("MEMORY STATS db.0 is {db:?}")
+    };
+    fields
+        .chunks(2)
+        .find(|pair| text(&pair[0]) == "overhead.hashtable.main")
+        .and_then(|pair| match pair[1] {
+            redis::Value::Int(n) => u64::try_from(n).ok(),
+            _ => None,
+        })
+        .expect("MEMORY STATS db.0 has overhead.hashtable.main")
+}
+
+/// Valkey 9.1.2 without latency tracking: its per-command histograms (about 24 KiB each, made at
+/// a command's first use) are not data, and membench's load sends commands a server loading at
+/// start never gets (with them, membench's side measured 2.6% more).
+fn valkey() -> membench::crd::EngineSpec {
+    let mut spec = common::shared_build(EngineKind::Valkey, "9.1.2");
+    spec.args = vec!["--latency-tracking".into(), "no".into()];
+    spec
+}
+
+/// What Valkey 9.1.2 loading `dump` itself at start held, and what an empty Valkey 9.1.2 held
 /// after membench loaded it.
-fn both_loads(dump: &Path, name: &str) -> (u64, u64) {
+fn both_loads(dump: &Path, name: &str) -> (Reading, Reading) {
     let dir = std::env::temp_dir().join(format!("membench-rdb-self-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(dump, dir.join("dump.rdb")).unwrap();
-    let mut spec = common::shared_build(EngineKind::Valkey, "9.1.2");
-    spec.args = vec!["--dir".into(), dir.display().to_string()];
+    let mut spec = valkey();
+    spec.args
+        .extend(["--dir".into(), dir.display().to_string()]);
     let itself = common::start_spec(&spec);
     let mut con = common::connect(&itself.address);
     let keys: u64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
@@ -111,18 +174,18 @@ fn both_loads(dump: &Path, name: &str) -> (u64, u64) {
         "Valkey loaded {keys} keys of {}",
         dump.display()
     );
-    let by_itself = common::settled_used_memory(&mut con);
+    let by_itself = Reading::of(&mut con);
     drop(con);
     itself.stop();
     let _ = std::fs::remove_dir_all(&dir);
 
-    let target = common::start_spec(&common::shared_build(EngineKind::Valkey, "9.1.2"));
+    let target = common::start_spec(&valkey());
     let output = common::load_rdb(dump, &target.address.socket_addr(), &["--keep-data"]);
     assert!(output.status.success(), "{}", common::stderr(&output));
     let mut con = common::connect(&target.address);
     let loaded: u64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
     assert_eq!(loaded, keys, "keys membench loaded");
-    let by_membench = common::settled_used_memory(&mut con);
+    let by_membench = Reading::of(&mut con);
     drop(con);
     target.stop();
     (by_itself, by_membench)
@@ -141,18 +204,35 @@ fn valkey_dump(streams: u64, name: &str) -> PathBuf {
 }
 
 #[test]
-fn valkey_s_own_dump_loaded_by_membench_takes_the_memory_of_valkey_loading_it_within_1_percent() {
+fn valkey_s_own_dump_loaded_by_membench_holds_valkeys_memory_within_0_2_percent_but_its_presized_main_table()
+ {
     let dump = valkey_dump(0, "no-streams");
     let (by_itself, by_membench) = both_loads(&dump, "no-streams");
-    let difference = (by_membench as f64 - by_itself as f64) / by_itself as f64;
+    let relative = |membench: u64, itself: u64| (membench as f64 - itself as f64) / itself as f64;
+    let whole = relative(by_membench.used_memory, by_itself.used_memory);
+    let rest = relative(by_membench.rest(), by_itself.rest());
     eprintln!(
-        "used_memory: {by_itself} B loaded by Valkey at start, {by_membench} B loaded by membench ({:+.3}%)",
-        difference * 100.0
+        "used_memory: {} B loaded by Valkey at start, {} B loaded by membench ({:+.3}%); main table {} B and {} B; the rest {} B and {} B ({:+.3}%)",
+        by_itself.used_memory,
+        by_membench.used_memory,
+        whole * 100.0,
+        by_itself.main_table,
+        by_membench.main_table,
+        by_itself.rest(),
+        by_membench.rest(),
+        rest * 100.0
     );
     assert!(
-        difference.abs() <= MOST_RELATIVE_DIFFERENCE,
-        "{by_membench} B loaded by membench against {by_itself} B loaded by Valkey: {:+.3}%",
-        difference * 100.0
+        rest.abs() <= MOST_RELATIVE_DIFFERENCE,
+        "used_memory but the main table: {} B loaded by membench against {} B loaded by Valkey: {:+.3}%",
+        by_membench.rest(),
+        by_itself.rest(),
+        rest * 100.0
+    );
+    // The table Valkey sized from the file's hint is never smaller than one grown by writes.
+    assert!(
+        by_itself.main_table >= by_membench.main_table,
+        "{by_itself:?} loaded by Valkey, {by_membench:?} by membench"
     );
     let _ = std::fs::remove_file(dump);
 }
@@ -165,7 +245,9 @@ fn a_stream_written_by_xadd_holds_at_most_a_preallocated_node_more_than_one_load
     let without = valkey_dump(0, "no-streams-2");
     let (itself_base, membench_base) = both_loads(&without, "no-streams-2");
     // What the streams add over the same keyspace without them, each way, per stream.
-    let per_stream = |with: u64, without: u64| (with as i64 - without as i64) / STREAMS as i64;
+    let per_stream = |with: Reading, without: Reading| {
+        (with.used_memory as i64 - without.used_memory as i64) / STREAMS as i64
+    };
     let (by_itself, by_membench) = (
         per_stream(itself, itself_base),
         per_stream(membench, membench_base),
