@@ -345,6 +345,30 @@ async fn an_rdb_file_in_a_persistent_volume_claim_loads_on_the_real_node_as_it_d
         assert!(message.contains(words), "{words:?} not in {message:?}");
     }
 
+    // The claim deleted after the run: what the run measured stands, and the operator,
+    // deciding again, does not look the claim up (it turned the benchmark Failed before).
+    claims.delete("backups", &DeleteParams::default()).await?;
+    // Gone, not only marked: its protection holds it while a pod still mounts it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while claims.get_opt("backups").await?.is_some() {
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "claim backups still there 90 s after its deletion"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    harness
+        .decided_again("backup", Duration::from_secs(30))
+        .await?;
+    let after = harness.benchmarks().get("backup").await?;
+    let after_status = after.status.context("a status")?;
+    assert_eq!(
+        after_status.phase,
+        Some(Phase::Succeeded),
+        "with its claim deleted after the run: {after_status:#?}"
+    );
+    assert_eq!(after_status.engines[0].repetitions.len(), 2);
+
     // The same file, loaded locally by the build in the node's image: the claim changes
     // nothing of what is measured.
     let local = spec(

@@ -97,15 +97,19 @@ pub async fn read(cached: &MemoryBenchmark, ctx: &Context) -> Result<Found, Erro
     let benchmark = profile_config_map::resolve(&ctx.client, benchmark)
         .await
         .map_err(Error::ReadProfile)?;
-    // An RDB file's claim must exist before anything starts for it.
-    let benchmark = rdb_claim::resolve(&ctx.client, benchmark)
-        .await
-        .map_err(Error::ReadClaim)?;
     let pods = pods_api
         .list(&ListParams::default().labels(&pods::benchmark_pods_selector(&name)))
         .await
         .map_err(Error::ListPods)?
         .items;
+    // An RDB file's claim must exist before anything starts for it (and only then).
+    let benchmark = if rdb_claim::looked_up(&benchmark, &pods) {
+        rdb_claim::resolve(&ctx.client, benchmark)
+            .await
+            .map_err(Error::ReadClaim)?
+    } else {
+        benchmark
+    };
     if benchmark.metadata.deletion_timestamp.is_some() {
         return Ok(Found::Deleting(pods));
     }

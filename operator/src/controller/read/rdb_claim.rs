@@ -4,11 +4,26 @@
 //! wait for a node that can mount it until the scheduling timeout, its engine holding a node.
 //! The file itself is read by the client pod, where the claim is mounted.
 
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::Client;
 use kube::api::Api;
 
-use crate::crd::{MemoryBenchmark, RdbVolumeClaim};
+use crate::crd::{EngineState, MemoryBenchmark, RdbVolumeClaim};
+
+/// Whether the claim is looked up: until something started for the benchmark (a pod of its
+/// own, an engine past Pending). A spec refused for its claim stays refused at each decision;
+/// once a run started, what it measured stands whatever becomes of the claim: a claim deleted
+/// after a run must not turn it Failed. A client pod that then cannot mount it waits as any pod
+/// that cannot start, and its wait is bounded.
+pub fn looked_up(benchmark: &MemoryBenchmark, pods: &[Pod]) -> bool {
+    let started = benchmark.status.as_ref().is_some_and(|status| {
+        status
+            .engines
+            .iter()
+            .any(|e| e.started_at.is_some() || e.state != EngineState::Pending)
+    });
+    pods.is_empty() && !started
+}
 
 /// Why the claim cannot be used, when it is absent.
 pub fn claim_problem(
@@ -52,6 +67,41 @@ pub async fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crd::Phase;
+
+    #[test]
+    fn the_claim_is_looked_up_before_a_run_only() {
+        let mut benchmark = crate::validation::spec_file::parse_specs(
+            "apiVersion: membench.io/v1alpha1\nkind: MemoryBenchmark\nmetadata: {name: b, namespace: bench}\nspec:\n  engines: [{engine: valkey, version: \"9.1.2\"}]\n  workload: {rdb: {path: dump.rdb, persistentVolumeClaim: {claimName: backups}}}\n",
+        )
+        .unwrap()
+        .remove(0);
+        assert!(looked_up(&benchmark, &[]), "a new benchmark");
+        let mut status = crate::crd::MemoryBenchmarkStatus {
+            phase: Some(Phase::Pending),
+            ..Default::default()
+        };
+        benchmark.status = Some(status.clone());
+        assert!(looked_up(&benchmark, &[]), "pending, no pod yet");
+        assert!(
+            !looked_up(&benchmark, &[Pod::default()]),
+            "a pod of its own"
+        );
+        // The first status the operator writes: running, its engines pending.
+        status.phase = Some(Phase::Running);
+        status.engines = vec![crate::crd::EngineStatus::default()];
+        benchmark.status = Some(status.clone());
+        assert!(looked_up(&benchmark, &[]), "running, no engine started yet");
+        // Refused before any engine started: refused again at each decision.
+        status.phase = Some(Phase::Failed);
+        benchmark.status = Some(status.clone());
+        assert!(looked_up(&benchmark, &[]), "refused before a run");
+        for state in [EngineState::Running, EngineState::Succeeded] {
+            status.engines[0].state = state.clone();
+            benchmark.status = Some(status.clone());
+            assert!(!looked_up(&benchmark, &[]), "an engine {state:?}");
+        }
+    }
 
     #[test]
     fn a_missing_claim_is_named_with_its_namespace_and_what_to_do() {
