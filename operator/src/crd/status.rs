@@ -74,6 +74,15 @@ pub struct MemoryBenchmarkStatus {
     pub capacity: Option<CapacityStatus>,
 }
 
+impl MemoryBenchmarkStatus {
+    /// Whether an engine run has started: one with a start time or past Pending.
+    pub fn any_engine_started(&self) -> bool {
+        self.engines
+            .iter()
+            .any(|e| e.started_at.is_some() || e.state != EngineState::Pending)
+    }
+}
+
 /// The capacity plan of the engines measured so far (`spec.capacity`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -113,12 +113,12 @@ fn give_up_and_release(
 /// Whether any of the benchmark's pods was ever created: one exists, or an engine has started
 /// or ended.
 pub fn pods_created(observation: &Observation) -> bool {
-    let status = observation.benchmark.status.clone().unwrap_or_default();
     !owned(observation).is_empty()
-        || status
-            .engines
-            .iter()
-            .any(|e| e.started_at.is_some() || e.state != EngineState::Pending)
+        || observation
+            .benchmark
+            .status
+            .as_ref()
+            .is_some_and(MemoryBenchmarkStatus::any_engine_started)
 }
 
 /// Where to read progress from: the client pod loading an engine right now, if any.

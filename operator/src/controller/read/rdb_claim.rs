@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::Client;
 use kube::api::Api;
 
-use crate::crd::{EngineState, MemoryBenchmark, RdbVolumeClaim};
+use crate::crd::{MemoryBenchmark, MemoryBenchmarkStatus, RdbVolumeClaim};
 
 /// Whether the claim is looked up: until something started for the benchmark (a pod of its
 /// own, an engine past Pending). A spec refused for its claim stays refused at each decision;
@@ -16,12 +16,10 @@ use crate::crd::{EngineState, MemoryBenchmark, RdbVolumeClaim};
 /// after a run must not turn it Failed. A client pod that then cannot mount it waits as any pod
 /// that cannot start, and its wait is bounded.
 pub fn looked_up(benchmark: &MemoryBenchmark, pods: &[Pod]) -> bool {
-    let started = benchmark.status.as_ref().is_some_and(|status| {
-        status
-            .engines
-            .iter()
-            .any(|e| e.started_at.is_some() || e.state != EngineState::Pending)
-    });
+    let started = benchmark
+        .status
+        .as_ref()
+        .is_some_and(MemoryBenchmarkStatus::any_engine_started);
     pods.is_empty() && !started
 }
 
@@ -67,7 +65,7 @@ pub async fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::Phase;
+    use crate::crd::{EngineState, Phase};
 
     #[test]
     fn the_claim_is_looked_up_before_a_run_only() {
