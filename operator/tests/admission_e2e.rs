@@ -849,6 +849,41 @@ async fn the_crd_refuses_a_profile_of_an_unknown_type_or_whose_shares_do_not_add
     Ok(())
 }
 
+/// A valid RDB workload at a URL with a Secret, for the CRD's rules of `workload.rdb`.
+const VALID_RDB_URL: &str = "  instanceType: r7i.4xlarge\n  engines: [{engine: valkey, version: \"9.1.2\", memory: 256Mi}]\n  workload: {rdb: {url: \"https://backups.example/dump.rdb\", credentialsSecret: {name: creds}}}\n";
+
+const BAD_RDB_SPECS: &[BadSpec] = &[
+    BadSpec {
+        replace: "{url: \"https://backups.example/dump.rdb\",",
+        with: "{url: \"https://backups.example/dump.rdb\", path: dump.rdb,",
+        field: "spec.workload.rdb",
+        words: "set one of workload.rdb.path and workload.rdb.url",
+    },
+    BadSpec {
+        replace: "{url: \"https://backups.example/dump.rdb\",",
+        with: "{",
+        field: "spec.workload.rdb",
+        words: "set one of workload.rdb.path and workload.rdb.url",
+    },
+    BadSpec {
+        replace: "{url: \"https://backups.example/dump.rdb\",",
+        with: "{path: dump.rdb, persistentVolumeClaim: {claimName: b},",
+        field: "spec.workload.rdb",
+        words: "credentialsSecret holds the credentials for a url",
+    },
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crd_refuses_an_rdb_file_named_twice_or_none_or_credentials_without_a_url()
+-> anyhow::Result<()> {
+    let harness = Harness::without_operator("adm-rdb").await?;
+    let api = harness.benchmarks();
+    let failures = refusals_missing(&api, VALID_RDB_URL, BAD_RDB_SPECS).await?;
+    harness.finish().await;
+    anyhow::ensure!(failures.is_empty(), "{}", failures.join("\n"));
+    Ok(())
+}
+
 /// Every MemoryBenchmark in manifests/examples, split into its YAML documents as `kubectl apply
 /// -f` splits them: `(file, first line of the document, text)`.
 fn example_documents() -> Vec<(String, usize, String)> {

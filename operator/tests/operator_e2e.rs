@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use common::operator::*;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use membench::crd::Phase;
 use membench_devcluster::DevCluster;
@@ -639,6 +639,85 @@ async fn a_hundred_repetitions_with_settle_readings_and_a_growth_curve_arrive_wh
         bytes > TERMINATION_MESSAGE_LIMIT,
         "{bytes} bytes: the test shows nothing"
     );
+    harness.finish().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_at_an_https_url_is_fetched_by_the_client_pod_with_its_secrets_credentials()
+-> anyhow::Result<()> {
+    // A dump of the store's Valkey, served over https by this test on 127.0.0.1 (the node
+    // agent's pods share the machine's loopback), behind basic authentication and a CA of its
+    // own: the Secret gives both.
+    let (dump, types) = common::https_server::saved_dump();
+    let server = common::https_server::serve(dump).await;
+    let harness = Harness::start("op-rdb-url", settings()).await?;
+    let secrets: kube::Api<Secret> =
+        kube::Api::namespaced(harness.client.clone(), harness.namespace.name());
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "backup-credentials"},
+        "stringData": {
+            "username": common::https_server::USER,
+            "password": common::https_server::PASSWORD,
+            "ca.crt": server.ca_pem,
+        },
+    }))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+    let port = server.address.port();
+    let rdb = |name: &str, secret: &str| {
+        format!(
+            "  instanceType: r7i.4xlarge\n  engines:\n    - {{engine: valkey, version: \"9.1.2\", memory: 256Mi}}\n  workload: {{rdb: {{url: \"https://127.0.0.1:{port}/{name}?X-Amz-Signature=deadbeef\", credentialsSecret: {{name: {secret}}}}}}}\n  repetitions: 1\n"
+        )
+    };
+    harness
+        .create(&spec("from-url", &rdb("dump.rdb", "backup-credentials")))
+        .await?;
+    // The same file with a Secret the namespace lacks: the client says what the Secret had to
+    // give (here the CA, asked for first) and that a missing one mounts empty (the operator
+    // mounts it optional: it cannot read Secrets to check).
+    harness
+        .create(&spec("no-secret", &rdb("dump.rdb", "absent")))
+        .await?;
+    let done = harness
+        .finished("from-url", Duration::from_secs(180))
+        .await?;
+    let status = done.status.clone().context("a status")?;
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
+    let keys: u64 = types.values().flat_map(|t| t.values()).sum();
+    assert_eq!(status.engines[0].repetitions[0].items, keys, "{status:#?}");
+    let sent: Vec<Option<String>> = server
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(path, _)| path == "/dump.rdb")
+        .map(|(_, authorization)| authorization.clone())
+        .collect();
+    assert!(
+        sent.contains(&Some(
+            "Basic YmFja3VwLXJlYWRlcjpzM2NyZXQgcGFzcw==".to_string()
+        )),
+        "the client pod did not send the Secret's credentials: {sent:?}"
+    );
+    let refused = harness
+        .finished("no-secret", Duration::from_secs(180))
+        .await?;
+    let engine = engine(&refused, 0);
+    assert_eq!(refused.status.as_ref().unwrap().phase, Some(Phase::Failed));
+    let message = engine.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("not trusted: put the CA that signed it in ca.crt of spec.workload.rdb.credentialsSecret")
+            && message.contains("a Secret the namespace lacks mounts empty"),
+        "{engine:#?}"
+    );
+    // A presigned URL's query is a credential: the status never shows it.
+    for benchmark in [&done, &refused] {
+        let json = serde_json::to_string(&benchmark.status)?;
+        assert!(
+            !json.contains("deadbeef"),
+            "the URL's query is in the status: {json}"
+        );
+    }
     harness.finish().await;
     Ok(())
 }

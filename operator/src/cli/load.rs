@@ -141,7 +141,13 @@ impl LoadArgs {
 }
 
 pub fn run_load(args: LoadArgs) -> ExitCode {
-    let (plan, workload) = match args.plan() {
+    // An RDB file at a URL is fetched here, where the run is.
+    // The fetched copy is removed when `_copy` drops, as the command ends.
+    let planned = args.plan().and_then(|(plan, workload)| {
+        let (workload, copy) = workload.fetched().map_err(Refusal::Plan)?;
+        Ok((plan, workload, copy))
+    });
+    let (plan, workload, _copy) = match planned {
         Ok(planned) => planned,
         Err(Refusal::Usage(message)) => return usage_error(&message),
         Err(Refusal::Plan(e)) => {

@@ -10,7 +10,7 @@ use membench::client::plan::{RunPlan, RunSettings, WorkloadPlan};
 use membench::client::profile_workload::{
     PROFILE_DIGEST_ENV, PROFILE_ENV, ProfileWorkload, profile_digest,
 };
-use membench::client::rdb_load::RdbLoad;
+use membench::client::rdb_load::{RdbLoad, download};
 use membench::client::ttl::Ttl;
 use membench::client::workload::Workload;
 use membench::crd::RecordLayout;
@@ -64,9 +64,14 @@ pub struct SettingFlags {
     #[arg(long)]
     pub(super) element_scale: Option<f64>,
     /// rdb: the RDB file whose keys are written, with their types, elements and TTLs (keys
-    /// already expired, module values and empty streams are skipped and counted).
-    #[arg(long, value_name = "FILE")]
+    /// already expired, module values and empty streams are skipped and counted); a path, or
+    /// an https URL (fetched into TMPDIR first, then removed).
+    #[arg(long, value_name = "FILE|URL")]
     pub(super) rdb: Option<std::path::PathBuf>,
+    /// rdb with an https URL: a directory of credentials, one file a key as a mounted Secret
+    /// holds them: username and password, or token, and ca.crt (a PEM CA for the server).
+    #[arg(long, value_name = "DIR")]
+    pub(super) rdb_credentials: Option<std::path::PathBuf>,
     /// strings: how many distinct keys to store.
     #[arg(long)]
     pub(super) keys: Option<u64>,
@@ -298,6 +303,16 @@ impl SettingFlags {
         if kind != WorkloadKind::Rdb {
             stray(&[("--rdb", self.rdb.is_some())])?;
         }
+        let url = self
+            .rdb
+            .as_ref()
+            .and_then(|p| p.to_str())
+            .filter(|p| p.contains("://"));
+        if url.is_none() && self.rdb_credentials.is_some() {
+            return Err(
+                "--rdb-credentials applies only with --rdb https://...: a file on this machine needs none; remove it, or name the file by its URL".into(),
+            );
+        }
         // The flags that size a published workload: a file or a profile brings its own.
         let sizing = [
             ("--members", self.members.is_some()),
@@ -314,9 +329,21 @@ impl SettingFlags {
                         "--workload rdb needs --rdb FILE (a dump a server saved: dump.rdb)".into(),
                     );
                 };
-                Workload::Rdb(
-                    RdbLoad::scan(&path.display().to_string()).map_err(|e| e.to_string())?,
-                )
+                match url {
+                    // Fetched when the run starts (Workload::fetched), not to make a plan.
+                    Some(url) => {
+                        download::check_url(url).map_err(|e| format!("--rdb {e}"))?;
+                        Workload::Rdb(RdbLoad::at_url(
+                            url,
+                            self.rdb_credentials
+                                .as_ref()
+                                .map(|d| d.display().to_string()),
+                        ))
+                    }
+                    None => Workload::Rdb(
+                        RdbLoad::scan(&path.display().to_string()).map_err(|e| e.to_string())?,
+                    ),
+                }
             }
             WorkloadKind::SortedSet => {
                 stray(&[

@@ -201,7 +201,9 @@ pub fn measure_shards_journaled(
         // What the file holds that the load does not write, said beside the figures.
         let left_out = load.scan.left_out(&load.target.unwrap_or_default());
         if !left_out.is_empty() {
-            report.warnings.push(format!("{}: {left_out}", load.path));
+            report
+                .warnings
+                .push(format!("{}: {left_out}", load.place()));
         }
     }
     journal(&report);

@@ -10,6 +10,7 @@ use super::ttl::Ttl;
 use crate::client::engine::ControlConnection;
 use crate::client::profile_workload::{ProfileWorkload, TypeSegment};
 use crate::client::rdb_load::RdbLoad;
+use crate::client::rdb_load::download::Downloaded;
 use crate::crd::{RecordLayout, WorkloadSpec};
 use crate::error::BenchError;
 use crate::formats::MIN_SAMPLE_EVERY;
@@ -132,16 +133,28 @@ impl Workload {
                 .map_err(|message| invalid("spec.workload.profile", message))?,
             )
         } else if let Some(w) = &spec.rdb {
-            match &w.persistent_volume_claim {
-                // Read where the client pod mounts the claim, not here.
-                Some(claim) => Workload::Rdb(RdbLoad::in_claim(&claim.claim_name, &w.path)?),
-                None => Workload::Rdb(RdbLoad::scan_for(&w.path, "spec.workload.rdb.path")?),
-            }
+            Workload::Rdb(RdbLoad::of_spec(w)?)
         } else {
             unreachable!("exactly one workload is set")
         };
         workload.validate()?;
         Ok(workload)
+    }
+
+    /// The workload ready to run: an RDB file at a URL fetched (and scanned) here, into the
+    /// temporary directory, with the guard that removes the copy when dropped (keep it for the
+    /// run); any other as it is.
+    pub fn fetched(self) -> Result<(Self, Option<Downloaded>), BenchError> {
+        match self {
+            Workload::Rdb(load) if !load.fetched => match &load.url {
+                Some(url) => {
+                    let (load, copy) = RdbLoad::fetch(url, load.credentials.as_deref())?;
+                    Ok((Workload::Rdb(load), Some(copy)))
+                }
+                None => Ok((Workload::Rdb(load), None)),
+            },
+            other => Ok((other, None)),
+        }
     }
 
     /// Limits that hold whichever way the workload was given (spec or flags).

@@ -92,8 +92,8 @@ pub use status::{
     SummaryStatus, TypeBytesStatus, describe_modules,
 };
 pub use workload_spec::{
-    ProfileConfigMapRef, ProfileWorkloadSpec, RandomStringsWorkload, RdbVolumeClaim,
-    RdbWorkloadSpec, RecordLayout, RecordsWorkload, SortedSetWorkload, StringsWorkload, TtlSpec,
-    WorkloadSpec, default_record_fields, default_sample_every, default_seed,
-    default_sorted_set_key,
+    ProfileConfigMapRef, ProfileWorkloadSpec, RandomStringsWorkload, RdbCredentialsSecret,
+    RdbVolumeClaim, RdbWorkloadSpec, RecordLayout, RecordsWorkload, SortedSetWorkload,
+    StringsWorkload, TtlSpec, WorkloadSpec, default_record_fields, default_sample_every,
+    default_seed, default_sorted_set_key,
 };

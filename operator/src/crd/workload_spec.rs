@@ -67,9 +67,11 @@ pub struct WorkloadSpec {
 
     /// Every key of an RDB file (a backup Redis, Valkey or Dragonfly saved) written into each
     /// engine with its type, elements and TTL; keys already expired, module values and empty
-    /// streams are skipped and counted. `membench run` only: the file is read on the machine
-    /// that runs it (a cluster refuses it).
+    /// streams are skipped and counted. The file is a path on the machine that runs
+    /// `membench run`, a path inside a PersistentVolumeClaim (in a cluster), or an https URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("has(self.path) != has(self.url)").message("set one of workload.rdb.path and workload.rdb.url"))]
+    #[x_kube(validation = Rule::new("!has(self.credentialsSecret) || has(self.url)").message("workload.rdb.credentialsSecret holds the credentials for a url: set url, or remove credentialsSecret"))]
     pub rdb: Option<RdbWorkloadSpec>,
 }
 
@@ -349,9 +351,21 @@ impl RecordLayout {
 pub struct RdbWorkloadSpec {
     /// The file (a dump.rdb, uncompressed). For `membench run`, its path on the machine that
     /// runs it. In a cluster, its path inside `persistentVolumeClaim`, relative to the
-    /// claim's root (for example `backups/dump.rdb`).
-    #[schemars(length(min = 1))]
+    /// claim's root (for example `backups/dump.rdb`). Set `path` or `url`, not both.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
+    /// The file at an https URL (a presigned URL works: its query is never shown). Fetched
+    /// once per engine entry into the client's temporary directory (in a cluster, an emptyDir
+    /// of the client pod, so the node needs room for the file), read there, then removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The Secret, in the benchmark's namespace, with the credentials for `url`: keys
+    /// `username` and `password` (basic authentication) or `token` (a bearer token), and
+    /// `ca.crt` (a PEM CA that signed the server's certificate), each optional. Mounted
+    /// read-only into each client pod. `membench run` refuses it: locally,
+    /// `membench load --rdb URL --rdb-credentials DIR` reads the same keys from files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_secret: Option<RdbCredentialsSecret>,
     /// In a cluster, the claim that holds the file: mounted read-only into each client pod.
     /// `membench run` refuses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -368,6 +382,20 @@ impl WorkloadSpec {
     pub fn rdb_claim(&self) -> Option<&RdbVolumeClaim> {
         self.rdb.as_ref()?.persistent_volume_claim.as_ref()
     }
+
+    /// The Secret with the credentials for an RDB workload's URL.
+    pub fn rdb_credentials(&self) -> Option<&RdbCredentialsSecret> {
+        self.rdb.as_ref()?.credentials_secret.as_ref()
+    }
+}
+
+/// A Secret holding the credentials for an RDB file's URL.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RdbCredentialsSecret {
+    /// The Secret's name, in the benchmark's namespace.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
 }
 
 /// A PersistentVolumeClaim holding an RDB file.

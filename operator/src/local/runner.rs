@@ -66,6 +66,12 @@ pub fn select_engines(
 /// local run measures one engine at a time whatever it says (engines beside each other on one
 /// machine would share its cores), and [`local_notes`] says so.
 pub fn refuse_cluster_only(benchmark: &MemoryBenchmark) -> Result<(), String> {
+    if let Some(secret) = benchmark.spec.workload.rdb_credentials() {
+        return Err(format!(
+            "spec.workload.rdb.credentialsSecret ({}) applies in a cluster only: a local run cannot read a Secret; fetch the file with membench load --workload rdb --rdb URL --rdb-credentials DIR (DIR holds the Secret's keys as files: username and password, or token, and ca.crt), or download it and set spec.workload.rdb.path",
+            secret.name
+        ));
+    }
     if let Some(claim) = benchmark.spec.workload.rdb_claim() {
         return Err(format!(
             "spec.workload.rdb.persistentVolumeClaim ({}) applies in a cluster only: a local run reads the file on this machine; remove persistentVolumeClaim and set spec.workload.rdb.path to the file's path here",
@@ -550,7 +556,8 @@ pub fn run_benchmark(
                 message,
             })?
             .map(|profile| (profile, "spec.workload.profile".to_string()));
-        let workload = plan.workload.workload(profile)?;
+        // An RDB file at a URL is fetched for each entry, and removed after its run.
+        let (workload, _copy) = plan.workload.workload(profile)?.fetched()?;
         let options = LoadOptions {
             settings: plan.settings.clone(),
             stop: stop.clone(),

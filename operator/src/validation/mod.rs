@@ -122,11 +122,15 @@ fn refuse_local_only_workload(benchmark: &MemoryBenchmark) -> Result<(), String>
     if let Some(why) = &rdb.unresolved {
         return Err(why.clone());
     }
-    let Some(claim) = &rdb.persistent_volume_claim else {
-        return Err(format!(
-            "spec.workload.rdb has no persistentVolumeClaim, and {} is a path on the machine that runs membench run, which a client pod cannot read: put the file in a PersistentVolumeClaim and set spec.workload.rdb.persistentVolumeClaim.claimName to it (path is then the file's path inside the claim), or load it with membench run",
-            rdb.path
-        ));
+    let place = match (&rdb.persistent_volume_claim, &rdb.url) {
+        (Some(claim), _) => format!("in PersistentVolumeClaim {}", claim.claim_name),
+        (None, Some(_)) => "at spec.workload.rdb.url".to_string(),
+        (None, None) => {
+            return Err(format!(
+                "spec.workload.rdb has no persistentVolumeClaim and no url, and {} is a path on the machine that runs membench run, which a client pod cannot read: put the file in a PersistentVolumeClaim and set spec.workload.rdb.persistentVolumeClaim.claimName to it (path is then the file's path inside the claim), serve it over https and set spec.workload.rdb.url, or load it with membench run",
+                rdb.path
+            ));
+        }
     };
     if let Some(i) = benchmark
         .spec
@@ -135,8 +139,7 @@ fn refuse_local_only_workload(benchmark: &MemoryBenchmark) -> Result<(), String>
         .position(|e| e.memory.is_none())
     {
         return Err(format!(
-            "spec.engines[{i}].memory is not set: with workload.rdb in a cluster the operator cannot read the file in PersistentVolumeClaim {} to size the engine, so each engine needs its memory (about 1.5 times the file's data and 100 B a key; the client refuses a file that will not fit before writing anything, naming its estimate)",
-            claim.claim_name
+            "spec.engines[{i}].memory is not set: with workload.rdb in a cluster the operator cannot read the file {place} to size the engine, so each engine needs its memory (about 1.5 times the file's data and 100 B a key; the client refuses a file that will not fit before writing anything, naming its estimate)"
         ));
     }
     Ok(())

@@ -64,7 +64,7 @@ fn the_operator_refuses_an_rdb_file_outside_a_claim_saying_where_to_put_it() {
     .workload;
     let err = validate(&spec).unwrap_err();
     assert!(
-        err.starts_with("spec.workload.rdb has no persistentVolumeClaim, and /backups/dump.rdb is a path on the machine that runs membench run, which a client pod cannot read: put the file in a PersistentVolumeClaim"),
+        err.starts_with("spec.workload.rdb has no persistentVolumeClaim and no url, and /backups/dump.rdb is a path on the machine that runs membench run, which a client pod cannot read: put the file in a PersistentVolumeClaim") && err.contains("serve it over https and set spec.workload.rdb.url"),
         "{err}"
     );
 }

@@ -8,6 +8,7 @@ pub mod chromium;
 pub mod churn;
 pub mod engine_watch;
 pub mod faults;
+pub mod https_server;
 pub mod mdbook;
 pub mod operator;
 pub mod operator_process;

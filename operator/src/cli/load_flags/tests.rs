@@ -175,6 +175,12 @@ fn settings() -> Vec<(&'static str, Vec<String>, Vec<String>, &'static str)> {
             words(&format!("--workload rdb --rdb {}", rdb_file("b"))),
             "/workload/path",
         ),
+        (
+            "rdb_credentials",
+            words("--workload rdb --rdb https://backups.example/dump.rdb"),
+            words("--workload rdb --rdb https://backups.example/dump.rdb --rdb-credentials /creds"),
+            "/workload/credentials",
+        ),
         row("fields", "records", "--fields a,b", "/workload/fields"),
         row(
             "flush",
@@ -380,9 +386,11 @@ fn every_setting_flag_changes_its_field_of_the_plan_and_nothing_else() {
             old != new && new.is_some(),
             "--{flag}: {pointer} is {old:?} without it and {new:?} with it"
         );
+        // The field taken out of both (a field left out when unset is absent from one).
+        let (parent, last) = pointer.rsplit_once('/').unwrap();
         for plan in [&mut before, &mut after] {
-            if let Some(value) = plan.pointer_mut(pointer) {
-                *value = Value::Null;
+            if let Some(Value::Object(fields)) = plan.pointer_mut(parent) {
+                fields.remove(last);
             }
         }
         assert_eq!(before, after, "--{flag} changed more than {pointer}");

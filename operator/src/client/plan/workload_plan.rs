@@ -45,11 +45,18 @@ pub enum WorkloadPlan {
         profile_digest: String,
     },
     /// Every key of the RDB file at `path` (read where the client runs), in
-    /// PersistentVolumeClaim `claim` when it is one (mounted at `CLAIM_MOUNT_PATH`).
+    /// PersistentVolumeClaim `claim` when it is one (mounted at `CLAIM_MOUNT_PATH`); or at
+    /// the https `url` (then `path` is empty), fetched where the client runs with the
+    /// credentials of the directory `credentials` (a client pod's mounted Secret).
     Rdb {
+        #[serde(default, skip_serializing_if = "String::is_empty")]
         path: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         claim: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        credentials: Option<String>,
     },
 }
 
@@ -97,9 +104,20 @@ impl WorkloadPlan {
                     .map(profile_digest)
                     .unwrap_or_default(),
             },
-            Workload::Rdb(load) => WorkloadPlan::Rdb {
-                path: load.path.clone(),
-                claim: load.claim.clone(),
+            // A fetched file is planned by its URL, never by where this process put its copy.
+            Workload::Rdb(load) => match &load.url {
+                Some(url) => WorkloadPlan::Rdb {
+                    path: String::new(),
+                    claim: None,
+                    url: Some(url.clone()),
+                    credentials: load.credentials.clone(),
+                },
+                None => WorkloadPlan::Rdb {
+                    path: load.path.clone(),
+                    claim: load.claim.clone(),
+                    url: None,
+                    credentials: None,
+                },
             },
         }
     }
@@ -154,7 +172,18 @@ impl WorkloadPlan {
                 layout,
                 fields,
             },
-            WorkloadPlan::Rdb { path, claim } => Workload::Rdb(RdbLoad::scan_in_claim(
+            // Fetched where it runs ([`Workload::fetched`]), not where it is planned.
+            WorkloadPlan::Rdb {
+                url: Some(url),
+                credentials,
+                ..
+            } => Workload::Rdb(RdbLoad::at_url(&url, credentials)),
+            WorkloadPlan::Rdb {
+                path,
+                claim,
+                url: None,
+                ..
+            } => Workload::Rdb(RdbLoad::scan_in_claim(
                 &path,
                 claim.as_deref(),
                 "workload.path",

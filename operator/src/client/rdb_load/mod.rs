@@ -15,6 +15,7 @@
 //! load). Module values, and what the engine cannot take, are counted and said.
 
 pub mod commands;
+pub mod download;
 pub mod encoder;
 pub mod target;
 pub mod type_counts;
@@ -32,6 +33,7 @@ use commands::{
 };
 pub use target::RdbTarget;
 
+use crate::crd::RdbWorkloadSpec;
 use crate::error::BenchError;
 use crate::rdb::{KeyKind, RdbError};
 
@@ -198,12 +200,25 @@ pub struct RdbLoad {
     /// this instead of a count.
     #[serde(skip)]
     pub failure: Arc<Mutex<Option<String>>>,
+    /// The https URL the file comes from (`path` is then the fetched copy, once fetched).
+    /// Never serialized: a presigned URL's query is a credential.
+    #[serde(skip)]
+    pub url: Option<String>,
+    /// The directory of the URL's credentials (a mounted Secret in a client pod).
+    #[serde(skip)]
+    pub credentials: Option<String>,
+    /// Whether `path` is the fetched copy of `url` (removed by the guard [`RdbLoad::fetch`]
+    /// returns, not by the load: reports keep clones of it).
+    #[serde(skip)]
+    pub fetched: bool,
 }
 
 impl PartialEq for RdbLoad {
     fn eq(&self, other: &Self) -> bool {
         self.path == other.path
             && self.claim == other.claim
+            && self.url == other.url
+            && self.credentials == other.credentials
             && self.reference_ms == other.reference_ms
             && self.scan == other.scan
             && self.target == other.target
@@ -252,7 +267,114 @@ impl RdbLoad {
             scan: RdbScan::default(),
             target: None,
             failure: Arc::default(),
+            url: None,
+            credentials: None,
+            fetched: false,
         })
+    }
+
+    /// The file of `spec.workload.rdb`, checked: a path (scanned now), a path inside a claim
+    /// or an https URL (each not scanned: the client pod reads it, or the run fetches it).
+    pub fn of_spec(spec: &RdbWorkloadSpec) -> Result<Self, BenchError> {
+        let invalid = |field: &str, message: String| BenchError::InvalidArgument {
+            field: format!("spec.workload.rdb.{field}"),
+            message,
+        };
+        let Some(url) = &spec.url else {
+            if let Some(secret) = &spec.credentials_secret {
+                return Err(invalid(
+                    "credentialsSecret",
+                    format!(
+                        "names Secret {} without a url: the credentials are for a file fetched over https; set url, or remove credentialsSecret",
+                        secret.name
+                    ),
+                ));
+            }
+            if spec.path.is_empty() {
+                return Err(invalid(
+                    "path",
+                    "is not set: name the file with path (a file, or a file inside persistentVolumeClaim) or url (https)".into(),
+                ));
+            }
+            return match &spec.persistent_volume_claim {
+                // Read where the client pod mounts the claim, not here.
+                Some(claim) => Self::in_claim(&claim.claim_name, &spec.path),
+                None => Self::scan_for(&spec.path, "spec.workload.rdb.path"),
+            };
+        };
+        if !spec.path.is_empty() {
+            return Err(invalid(
+                "url",
+                format!(
+                    "and path ({}) are both set: name the file one way, path or url",
+                    spec.path
+                ),
+            ));
+        }
+        if let Some(claim) = &spec.persistent_volume_claim {
+            return Err(invalid(
+                "url",
+                format!(
+                    "is set with persistentVolumeClaim {}: a fetched file needs no claim; remove one of them",
+                    claim.claim_name
+                ),
+            ));
+        }
+        download::check_url(url).map_err(|message| invalid("url", message))?;
+        let credentials = spec
+            .credentials_secret
+            .as_ref()
+            .map(|_| download::CREDENTIALS_MOUNT_PATH.to_string());
+        Ok(Self::at_url(url, credentials))
+    }
+
+    /// The file at `url`, not fetched yet ([`RdbLoad::fetch`] fetches and scans it), with the
+    /// credentials of the directory `credentials`.
+    pub fn at_url(url: &str, credentials: Option<String>) -> Self {
+        Self {
+            path: String::new(),
+            claim: None,
+            reference_ms: 0,
+            scan: RdbScan::default(),
+            target: None,
+            failure: Arc::default(),
+            url: Some(url.to_string()),
+            credentials,
+            fetched: false,
+        }
+    }
+
+    /// Fetches the file at `url` into the temporary directory and scans it; the copy is
+    /// removed when the returned guard is dropped. A failure is refused under
+    /// `spec.workload.rdb.url`, saying what to do.
+    pub fn fetch(
+        url: &str,
+        credentials: Option<&str>,
+    ) -> Result<(Self, download::Downloaded), BenchError> {
+        let invalid = |message: String| BenchError::InvalidArgument {
+            field: "spec.workload.rdb.url".into(),
+            message,
+        };
+        let fetched = download::download_blocking(url, credentials.map(std::path::Path::new))
+            .map_err(invalid)?;
+        let copy = fetched.path.display().to_string();
+        let shown = download::redacted(url);
+        let mut load =
+            Self::scan(&copy).map_err(|e| invalid(format!("{shown} (fetched to {copy}): {e}")))?;
+        load.url = Some(url.to_string());
+        load.credentials = credentials.map(str::to_string);
+        load.fetched = true;
+        Ok((load, fetched))
+    }
+
+    /// Where the file is, as messages say: the URL without its query, or the path (in its
+    /// claim).
+    pub fn place(&self) -> String {
+        match (&self.url, &self.claim) {
+            (Some(url), _) => download::redacted(url),
+            (None, Some(claim)) => format!("{} in PersistentVolumeClaim {claim}", self.path),
+            (None, None) => self.path.clone(),
+        }
     }
 
     /// Scans the file at `path`, in PersistentVolumeClaim `claim` when it is one (mounted at
@@ -282,6 +404,9 @@ impl RdbLoad {
             scan: scan_file(path, reference_ms)?,
             target: None,
             failure: Arc::default(),
+            url: None,
+            credentials: None,
+            fetched: false,
         })
     }
 
@@ -366,11 +491,8 @@ impl RdbLoad {
     /// The file and, once scanned, its keys to write; a file in a claim names the claim (the
     /// operator describes it unscanned: the client pod reads it).
     pub fn describe(&self) -> String {
-        let place = match &self.claim {
-            Some(claim) => format!("{} in PersistentVolumeClaim {claim}", self.path),
-            None => self.path.clone(),
-        };
-        if self.claim.is_some() && self.reference_ms == 0 {
+        let place = self.place();
+        if (self.claim.is_some() || self.url.is_some()) && self.reference_ms == 0 {
             return format!("rdb {place}");
         }
         format!("rdb {place} ({} keys to write)", self.scan.keys_written())
@@ -384,7 +506,7 @@ impl RdbLoad {
     ) -> Result<u64, BenchError> {
         if let Some(failure) = self.failure.lock().map(|f| f.clone()).unwrap_or_default() {
             return Err(BenchError::CountMismatch {
-                message: format!("the load of {} stopped short: {failure}", self.path),
+                message: format!("the load of {} stopped short: {failure}", self.place()),
             });
         }
         for (db, types) in &self.scan.keys {
@@ -398,7 +520,7 @@ impl RdbLoad {
                 return Err(BenchError::CountMismatch {
                     message: format!(
                         "database {db} holds keys by type {found:?}, but {} has {wanted:?} to write: the engine refused or dropped some (is its maxmemory too low, or did keys expire during the load?)",
-                        self.path
+                        self.place()
                     ),
                 });
             }

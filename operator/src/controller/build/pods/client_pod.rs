@@ -182,7 +182,7 @@ pub fn client_pod_of_shards(
     Pod {
         metadata,
         spec: Some(PodSpec {
-            volumes: delivery.volume.map(|v| vec![v]),
+            volumes: (!delivery.volumes.is_empty()).then_some(delivery.volumes),
             restart_policy: Some("Never".into()),
             // SIGTERM ends a run between two batches with what it measured (client/stop.rs
             // writes it within 3 s at the latest).
@@ -206,7 +206,7 @@ pub fn client_pod_of_shards(
                 args: Some(args),
                 // The progress endpoint listens on the pod's own address.
                 env: Some(env),
-                volume_mounts: delivery.mount.map(|m| vec![m]),
+                volume_mounts: (!delivery.mounts.is_empty()).then_some(delivery.mounts),
                 ports: Some(vec![ContainerPort {
                     name: Some("progress".into()),
                     container_port: PROGRESS_PORT.into(),

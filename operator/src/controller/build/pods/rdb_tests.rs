@@ -5,6 +5,7 @@
 use super::*;
 use crate::client::plan::WorkloadPlan;
 use crate::client::rdb_load::CLAIM_MOUNT_PATH;
+use crate::client::rdb_load::download::{CREDENTIALS_MOUNT_PATH, DOWNLOAD_MOUNT_PATH};
 use crate::validation::spec_file::parse_specs;
 
 /// A MemoryBenchmark loading `rdb` (the workload's YAML map) into two engines with `memory`.
@@ -50,6 +51,8 @@ fn an_rdb_file_in_a_claim_is_planned_unread_and_its_claim_mounted_read_only_in_t
             WorkloadPlan::Rdb {
                 path: format!("{CLAIM_MOUNT_PATH}/backups/dump.rdb"),
                 claim: Some("prod-backups".into()),
+                url: None,
+                credentials: None,
             },
             "entry {i}"
         );
@@ -128,6 +131,12 @@ fn what_a_cluster_cannot_do_with_an_rdb_file_is_refused_naming_the_field_and_wha
         crate::validation::validate(&absent).unwrap_err(),
         "spec.workload.rdb.persistentVolumeClaim: no PersistentVolumeClaim"
     );
+    for (rdb, memory, expected) in url_cases() {
+        let error = try_rdb(rdb, memory)
+            .and_then(|b| crate::validation::validate(&b).map(|_| ()))
+            .unwrap_err();
+        assert!(error.contains(expected), "{rdb}: {error}");
+    }
     for (rdb, memory, expected) in cases {
         // Read as a spec file (membench run and apply's dry run), then as the operator does.
         let error = try_rdb(rdb, memory)
@@ -135,4 +144,97 @@ fn what_a_cluster_cannot_do_with_an_rdb_file_is_refused_naming_the_field_and_wha
             .unwrap_err();
         assert!(error.contains(expected), "{rdb}: {error}");
     }
+}
+
+/// What a cluster refuses of an RDB file at a URL: the spec, the engines' memory, the reason.
+fn url_cases() -> [(&'static str, &'static str, &'static str); 6] {
+    [
+        (
+            "{url: \"https://backups.example/dump.rdb\"}",
+            "",
+            "spec.engines[0].memory is not set: with workload.rdb in a cluster the operator cannot read the file at spec.workload.rdb.url",
+        ),
+        (
+            "{url: \"http://backups.example/dump.rdb\"}",
+            ", memory: 256Mi",
+            "invalid spec.workload.rdb.url: is http://backups.example/dump.rdb: membench fetches a backup over https only",
+        ),
+        (
+            "{url: \"https://me:pw@backups.example/dump.rdb\"}",
+            ", memory: 256Mi",
+            "never in the URL",
+        ),
+        (
+            "{url: \"https://backups.example/dump.rdb\", path: dump.rdb}",
+            ", memory: 256Mi",
+            "invalid spec.workload.rdb.url: and path (dump.rdb) are both set",
+        ),
+        (
+            "{path: dump.rdb, credentialsSecret: {name: creds}, persistentVolumeClaim: {claimName: b}}",
+            ", memory: 256Mi",
+            "invalid spec.workload.rdb.credentialsSecret: names Secret creds without a url",
+        ),
+        (
+            "{credentialsSecret: {name: creds}}",
+            ", memory: 256Mi",
+            "invalid spec.workload.rdb.credentialsSecret",
+        ),
+    ]
+}
+
+#[test]
+fn an_rdb_file_at_a_url_is_planned_by_its_url_and_fetched_into_an_empty_dir_with_its_secret() {
+    let url = "https://backups.example/prod/dump.rdb?X-Amz-Signature=secret";
+    let b = with_rdb(
+        &format!("{{url: \"{url}\", credentialsSecret: {{name: backup-creds}}}}"),
+        ", memory: 256Mi",
+    );
+    // Nothing is fetched to plan it, and the description hides the presigned query.
+    let valid = crate::validation::validate(&b).unwrap();
+    assert_eq!(
+        valid.workload.describe(),
+        "rdb https://backups.example/prod/dump.rdb?…"
+    );
+    for plan in &valid.plans {
+        assert_eq!(
+            plan.workload,
+            WorkloadPlan::Rdb {
+                path: String::new(),
+                claim: None,
+                url: Some(url.into()),
+                credentials: Some(CREDENTIALS_MOUNT_PATH.into()),
+            }
+        );
+    }
+    let pod = client_pod(&b, 0, 1, &valid.plans, "127.1.0.5", &PodSettings::default());
+    assert_eq!(plan_of_client_pod(&pod).unwrap().unwrap(), valid.plans[0]);
+    let pod_spec = pod.spec.unwrap();
+    let volumes = pod_spec.volumes.unwrap();
+    let container = &pod_spec.containers[0];
+    let mounts = container.volume_mounts.clone().unwrap();
+    let mount_of = |path: &str| {
+        let mount = mounts
+            .iter()
+            .find(|m| m.mount_path == path)
+            .unwrap_or_else(|| panic!("nothing mounted at {path}: {mounts:?}"));
+        let volume = volumes.iter().find(|v| v.name == mount.name).unwrap();
+        (volume.clone(), mount.read_only)
+    };
+    let (download, read_only) = mount_of(DOWNLOAD_MOUNT_PATH);
+    assert!(download.empty_dir.is_some(), "{download:?}");
+    assert_eq!(read_only, Some(false));
+    let (secret, read_only) = mount_of(CREDENTIALS_MOUNT_PATH);
+    assert_eq!(
+        secret.secret.and_then(|s| s.secret_name).as_deref(),
+        Some("backup-creds")
+    );
+    assert_eq!(read_only, Some(true));
+    assert_eq!(volumes.len(), 2, "{volumes:?}");
+    // The fetched copy goes to the emptyDir: the client's temporary directory.
+    let env = container.env.clone().unwrap_or_default();
+    assert!(
+        env.iter()
+            .any(|e| e.name == "TMPDIR" && e.value.as_deref() == Some(DOWNLOAD_MOUNT_PATH)),
+        "{env:?}"
+    );
 }

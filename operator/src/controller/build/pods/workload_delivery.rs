@@ -7,51 +7,96 @@
 //! before anything started.
 //!
 //! An RDB file's PersistentVolumeClaim is mounted read-only where the plan's path points
-//! (`CLAIM_MOUNT_PATH`); the client reads the file there.
+//! (`CLAIM_MOUNT_PATH`); the client reads the file there. An RDB file at a URL is fetched by
+//! the client into an emptyDir that is its `TMPDIR` (`DOWNLOAD_MOUNT_PATH`: the image's root is
+//! read-only), with the credentials of `credentialsSecret` mounted read-only where the plan
+//! says (`CREDENTIALS_MOUNT_PATH`).
 
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, EnvVar, KeyToPath, PersistentVolumeClaimVolumeSource, Volume,
-    VolumeMount,
+    ConfigMapVolumeSource, EmptyDirVolumeSource, EnvVar, KeyToPath,
+    PersistentVolumeClaimVolumeSource, SecretVolumeSource, Volume, VolumeMount,
 };
 
 use crate::client::profile_workload::{PROFILE_DIGEST_ENV, PROFILE_ENV, profile_digest};
 use crate::client::rdb_load::CLAIM_MOUNT_PATH;
+use crate::client::rdb_load::download::{CREDENTIALS_MOUNT_PATH, DOWNLOAD_MOUNT_PATH};
 use crate::crd::MemoryBenchmark;
 
 /// The volume that holds an RDB file's claim.
 const RDB_VOLUME: &str = "rdb";
 
-/// What the client pod gets to read its workload's data: arguments, environment, a volume.
+/// The volume a URL's file is fetched into, and the one of its credentials.
+const DOWNLOAD_VOLUME: &str = "rdb-download";
+const CREDENTIALS_VOLUME: &str = "rdb-credentials";
+
+/// What the client pod gets to read its workload's data: arguments, environment, volumes.
 #[derive(Default)]
 pub struct WorkloadDelivery {
     pub args: Vec<String>,
     pub env: Vec<EnvVar>,
-    pub volume: Option<Volume>,
-    pub mount: Option<VolumeMount>,
+    pub volumes: Vec<Volume>,
+    pub mounts: Vec<VolumeMount>,
+}
+
+impl WorkloadDelivery {
+    /// Adds `volume`, mounted at `path` (read-only unless `writable`).
+    fn mount(&mut self, volume: Volume, path: &str, writable: bool) {
+        self.mounts.push(VolumeMount {
+            name: volume.name.clone(),
+            mount_path: path.into(),
+            read_only: Some(!writable),
+            ..Default::default()
+        });
+        self.volumes.push(volume);
+    }
 }
 
 /// The workload's data's way into the client pod (nothing for a workload without data).
 pub fn workload_delivery(benchmark: &MemoryBenchmark) -> WorkloadDelivery {
-    let Some(claim) = benchmark.spec.workload.rdb_claim() else {
+    let Some(rdb) = &benchmark.spec.workload.rdb else {
         return profile_delivery(benchmark);
     };
-    WorkloadDelivery {
-        volume: Some(Volume {
+    let mut delivery = WorkloadDelivery::default();
+    if let Some(claim) = &rdb.persistent_volume_claim {
+        let volume = Volume {
             name: RDB_VOLUME.into(),
             persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
                 claim_name: claim.claim_name.clone(),
                 read_only: Some(true),
             }),
             ..Default::default()
-        }),
-        mount: Some(VolumeMount {
-            name: RDB_VOLUME.into(),
-            mount_path: CLAIM_MOUNT_PATH.into(),
-            read_only: Some(true),
-            ..Default::default()
-        }),
-        ..WorkloadDelivery::default()
+        };
+        delivery.mount(volume, CLAIM_MOUNT_PATH, false);
     }
+    if rdb.url.is_some() {
+        let volume = Volume {
+            name: DOWNLOAD_VOLUME.into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Default::default()
+        };
+        delivery.mount(volume, DOWNLOAD_MOUNT_PATH, true);
+        delivery.env.push(EnvVar {
+            name: "TMPDIR".into(),
+            value: Some(DOWNLOAD_MOUNT_PATH.into()),
+            ..Default::default()
+        });
+    }
+    if let Some(secret) = &rdb.credentials_secret {
+        let volume = Volume {
+            name: CREDENTIALS_VOLUME.into(),
+            // Optional: a missing Secret mounts as an empty directory, and the client then
+            // says the server wants credentials the Secret does not give, instead of the pod
+            // waiting in ContainerCreating.
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.name.clone()),
+                optional: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        delivery.mount(volume, CREDENTIALS_MOUNT_PATH, false);
+    }
+    delivery
 }
 
 /// The volume that holds a ConfigMap's profile.
@@ -89,7 +134,7 @@ fn profile_delivery(benchmark: &MemoryBenchmark) -> WorkloadDelivery {
             value: Some(profile_digest(&profile)),
             ..Default::default()
         }],
-        volume: Some(Volume {
+        volumes: vec![Volume {
             name: PROFILE_VOLUME.into(),
             config_map: Some(ConfigMapVolumeSource {
                 name: reference.name.clone(),
@@ -101,12 +146,12 @@ fn profile_delivery(benchmark: &MemoryBenchmark) -> WorkloadDelivery {
                 ..Default::default()
             }),
             ..Default::default()
-        }),
-        mount: Some(VolumeMount {
+        }],
+        mounts: vec![VolumeMount {
             name: PROFILE_VOLUME.into(),
             mount_path: PROFILE_MOUNT_PATH.into(),
             read_only: Some(true),
             ..Default::default()
-        }),
+        }],
     }
 }

@@ -1,0 +1,269 @@
+//! An RDB backup at an https URL (`membench load --rdb URL`, `workload.rdb.url`): a dump the
+//! engine store's Valkey saved, served by an https server of this test (a CA and a server
+//! certificate made for it, on 127.0.0.1) that wants basic authentication, loaded into
+//! another Valkey with the credentials of a directory laid out as a mounted Secret: every key
+//! arrives, the fetched copy is gone afterwards, and a presigned URL's query is never shown.
+//! `membench run` fetches a spec's URL the same way. A URL that cannot be fetched (no or wrong
+//! credentials, an untrusted server, no file there, plain http) is refused, saying why, and
+//! nothing is written.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::https_server::{PASSWORD, USER, saved_dump, serve};
+use membench::client::engine::EngineAddress;
+use membench::crd::EngineKind;
+
+/// The keys by type of each database of the server at `address`.
+fn keys_by_type(address: &EngineAddress) -> BTreeMap<u64, BTreeMap<String, u64>> {
+    let mut con = common::connect(address);
+    let mut found = BTreeMap::new();
+    for db in 0..16u64 {
+        let _: () = redis::cmd("SELECT").arg(db).query(&mut con).unwrap();
+        let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+        for key in keys {
+            let kind: String = redis::cmd("TYPE").arg(&key).query(&mut con).unwrap();
+            *found
+                .entry(db)
+                .or_insert_with(BTreeMap::new)
+                .entry(kind)
+                .or_insert(0) += 1;
+        }
+    }
+    found
+}
+
+/// A fresh directory of this test.
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("membench-rdb-url-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A credentials directory as a mounted Secret lays it out: `files` (name, content).
+fn credentials(name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = fresh_dir(name);
+    for (file, content) in files {
+        std::fs::write(dir.join(file), content).unwrap();
+    }
+    dir
+}
+
+/// `membench ARGS` with TMPDIR at `tmp` (and SSL_CERT_FILE when given), run off the runtime.
+async fn membench_in(
+    args: Vec<String>,
+    tmp: PathBuf,
+    cert_file: Option<PathBuf>,
+) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_membench"));
+        command
+            .args(&args)
+            .env("TMPDIR", &tmp)
+            .env_remove("SSL_CERT_FILE");
+        if let Some(file) = cert_file {
+            command.env("SSL_CERT_FILE", file);
+        }
+        command.output().unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn load_args(url: &str, address: &str, credentials: Option<&Path>) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "load",
+        "--workload",
+        "rdb",
+        "--rdb",
+        url,
+        "--addr",
+        address,
+        "--repetitions",
+        "1",
+        "--output",
+        "json",
+        "--keep-data",
+    ]
+    .map(String::from)
+    .to_vec();
+    if let Some(dir) = credentials {
+        args.extend(["--rdb-credentials".to_string(), dir.display().to_string()]);
+    }
+    args
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_at_an_https_url_loads_with_its_credentials_and_leaves_no_copy() {
+    let (dump, types) = saved_dump();
+    let server = serve(dump).await;
+    let target = common::start(EngineKind::Valkey, &[]);
+    let address = target.address.socket_addr();
+    let creds = credentials(
+        "ok",
+        &[
+            ("username", &format!("{USER}\n")),
+            ("password", PASSWORD),
+            ("ca.crt", &server.ca_pem),
+        ],
+    );
+    let tmp = fresh_dir("tmp");
+    let url = format!(
+        "https://127.0.0.1:{}/dump.rdb?X-Amz-Signature=deadbeef",
+        server.address.port()
+    );
+    let output = membench_in(load_args(&url, &address, Some(&creds)), tmp.clone(), None).await;
+    let (stdout, stderr) = (common::stdout(&output), common::stderr(&output));
+    assert!(output.status.success(), "{stderr}\n{stdout}");
+    assert_eq!(keys_by_type(&target.address), types, "{stdout}");
+    // The server was asked with the Secret's credentials.
+    let seen = server.seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [(
+            "/dump.rdb".to_string(),
+            Some("Basic YmFja3VwLXJlYWRlcjpzM2NyZXQgcGFzcw==".to_string())
+        )]
+    );
+    // The copy is gone, and the presigned query is in no output.
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "the fetched copy stayed in TMPDIR: {left:?}"
+    );
+    for text in [&stdout, &stderr] {
+        assert!(
+            !text.contains("deadbeef"),
+            "the URL's query is shown: {text}"
+        );
+    }
+    assert!(
+        stdout.contains(&format!(
+            "https://127.0.0.1:{}/dump.rdb",
+            server.address.port()
+        )),
+        "the result does not say where the file came from: {stdout}"
+    );
+    target.stop();
+
+    // membench run fetches a spec's URL for its entry (a public file behind a redirect, the
+    // server trusted through SSL_CERT_FILE), and removes its copy.
+    server.seen.lock().unwrap().clear();
+    let dir = fresh_dir("run");
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, &server.ca_pem).unwrap();
+    let spec = common::write_spec(
+        &dir,
+        "from-url",
+        &format!(
+            "  engines: [{{engine: valkey, version: \"9.1\"}}]\n  workload: {{rdb: {{url: \"https://127.0.0.1:{}/moved\"}}}}\n  repetitions: 1\n",
+            server.address.port()
+        ),
+    );
+    let result = dir.join("result.json");
+    let args = [
+        "run",
+        spec.to_str().unwrap(),
+        "--result-file",
+        result.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let output = membench_in(args, tmp.clone(), Some(ca_file)).await;
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+    let written = &json["engines"][0]["repetitions"][0]["items"];
+    assert_eq!(written.as_u64(), Some(204), "{json:#}");
+    let paths: Vec<String> = server
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(p, _)| p.clone())
+        .collect();
+    assert_eq!(paths, ["/moved", "/public.rdb"]);
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "membench run left its copy: {left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_that_cannot_be_fetched_is_refused_saying_why_and_writes_nothing() {
+    let (dump, _) = saved_dump();
+    let server = serve(dump).await;
+    let target = common::start(EngineKind::Valkey, &[]);
+    let address = target.address.socket_addr();
+    let port = server.address.port();
+    let trusted = credentials("trust", &[("ca.crt", &server.ca_pem)]);
+    let wrong = credentials(
+        "wrong",
+        &[
+            ("username", USER),
+            ("password", "nope"),
+            ("ca.crt", &server.ca_pem),
+        ],
+    );
+    let untrusting = credentials("untrusting", &[("username", USER), ("password", PASSWORD)]);
+    let tmp = fresh_dir("refused");
+    let cases: [(String, Option<&Path>, &str); 5] = [
+        (
+            format!("https://127.0.0.1:{port}/dump.rdb"),
+            Some(&trusted),
+            "answered 401 Unauthorized: the server wants credentials",
+        ),
+        (
+            format!("https://127.0.0.1:{port}/dump.rdb"),
+            Some(&wrong),
+            "answered 401 Unauthorized: the server refused the credentials of",
+        ),
+        (
+            format!("https://127.0.0.1:{port}/dump.rdb"),
+            Some(&untrusting),
+            "the server's certificate is not trusted: put the CA that signed it in",
+        ),
+        (
+            format!("https://127.0.0.1:{port}/nothing.rdb"),
+            Some(&trusted),
+            "answered 404 Not Found: no file there",
+        ),
+        (
+            format!("http://127.0.0.1:{port}/dump.rdb"),
+            None,
+            "over https only",
+        ),
+    ];
+    for (url, creds, expected) in cases {
+        let output = membench_in(load_args(&url, &address, creds), tmp.clone(), None).await;
+        let said = format!("{}{}", common::stderr(&output), common::stdout(&output));
+        assert!(!output.status.success(), "{url}: {said}");
+        assert!(
+            said.contains(expected),
+            "{url}: {expected:?} is not in: {said}"
+        );
+    }
+    // A directory without the Secret's password.
+    let _ = std::fs::remove_file(wrong.join("password"));
+    let output = membench_in(
+        load_args(
+            &format!("https://127.0.0.1:{port}/dump.rdb"),
+            &address,
+            Some(&wrong),
+        ),
+        tmp.clone(),
+        None,
+    )
+    .await;
+    let said = common::stderr(&output);
+    assert!(said.contains("basic authentication needs both"), "{said}");
+    assert_eq!(
+        keys_by_type(&target.address),
+        BTreeMap::new(),
+        "a refused URL wrote keys"
+    );
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "a refused fetch left a file: {left:?}");
+    target.stop();
+}
