@@ -27,14 +27,16 @@ crate::words::open_words! {
         OtherClientsConnected = "OtherClientsConnected",
         ProtocolError = "ProtocolError",
         EngineStartFailed = "EngineStartFailed",
+        SourceUnavailable = "SourceUnavailable",
     }
     unknown_meaning = "A category this release does not know, written by a newer client.\n";
 }
 
 impl ErrorCategory {
     /// Whether another client is worth starting: the engine could not be reached or the
-    /// connection broke while the engine stayed up, or the client was stopped by someone else
-    /// (its pod evicted or deleted) while its engine is fine. An engine that refuses data
+    /// connection broke while the engine stayed up, the client was stopped by someone else
+    /// (its pod evicted or deleted) while its engine is fine, or the server of an RDB file's
+    /// URL failed for a while (a 5xx, a broken download). An engine that refuses data
     /// (maxmemory, a failed count check) would refuse it again; an unknown category is not
     /// retried, so a newer client's failure is reported, not repeated.
     pub fn is_retryable(&self) -> bool {
@@ -44,6 +46,7 @@ impl ErrorCategory {
                 | ErrorCategory::ConnectionLost
                 | ErrorCategory::ProtocolError
                 | ErrorCategory::Stopped
+                | ErrorCategory::SourceUnavailable
         )
     }
 }
@@ -266,6 +269,11 @@ pub enum BenchError {
 
     #[error("{0}")]
     EngineStart(String),
+
+    /// The workload's data could not be had for a while: the server of an RDB file's URL
+    /// failed (a 5xx answer, a connection or download broken off). Worth another attempt.
+    #[error("the workload's file could not be fetched: {message}")]
+    SourceUnavailable { message: String },
 }
 
 impl BenchError {
@@ -288,6 +296,7 @@ impl BenchError {
             BenchError::OtherClientsConnected { .. } => ErrorCategory::OtherClientsConnected,
             BenchError::Protocol(_) => ErrorCategory::ProtocolError,
             BenchError::EngineStart(_) => ErrorCategory::EngineStartFailed,
+            BenchError::SourceUnavailable { .. } => ErrorCategory::SourceUnavailable,
         }
     }
 

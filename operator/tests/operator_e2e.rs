@@ -678,6 +678,10 @@ async fn a_backup_at_an_https_url_is_fetched_by_the_client_pod_with_its_secrets_
     harness
         .create(&spec("no-secret", &rdb("dump.rdb", "absent")))
         .await?;
+    // A server failing for a while (503): each of the operator's client attempts tries again.
+    harness
+        .create(&spec("busy", &rdb("busy", "backup-credentials")))
+        .await?;
     let done = harness
         .finished("from-url", Duration::from_secs(180))
         .await?;
@@ -702,16 +706,30 @@ async fn a_backup_at_an_https_url_is_fetched_by_the_client_pod_with_its_secrets_
     let refused = harness
         .finished("no-secret", Duration::from_secs(180))
         .await?;
-    let engine = engine(&refused, 0);
+    let failed = engine(&refused, 0);
     assert_eq!(refused.status.as_ref().unwrap().phase, Some(Phase::Failed));
-    let message = engine.message.clone().unwrap_or_default();
+    let message = failed.message.clone().unwrap_or_default();
     assert!(
         message.contains("not trusted: put the CA that signed it in ca.crt of spec.workload.rdb.credentialsSecret")
             && message.contains("a Secret the namespace lacks mounts empty"),
-        "{engine:#?}"
+        "{failed:#?}"
+    );
+    assert_eq!(failed.client_attempts, 1, "a refusal is not retried");
+    let busy = harness.finished("busy", Duration::from_secs(180)).await?;
+    let retried = engine(&busy, 0);
+    assert_eq!(retried.client_attempts, 3, "{retried:#?}");
+    assert_eq!(
+        retried.reason.as_ref().map(|r| r.as_str()),
+        Some("ClientFailed")
+    );
+    let message = retried.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("the client failed 3 times")
+            && message.contains("answered 503 Service Unavailable"),
+        "{retried:#?}"
     );
     // A presigned URL's query is a credential: the status never shows it.
-    for benchmark in [&done, &refused] {
+    for benchmark in [&done, &refused, &busy] {
         let json = serde_json::to_string(&benchmark.status)?;
         assert!(
             !json.contains("deadbeef"),

@@ -5,7 +5,7 @@
 //! arrives, the fetched copy is gone afterwards, and a presigned URL's query is never shown.
 //! `membench run` fetches a spec's URL the same way. A URL that cannot be fetched (no or wrong
 //! credentials, an untrusted server, no file there, plain http) is refused, saying why, and
-//! nothing is written.
+//! nothing is written; a server failing for a while (503) is a failure worth retrying.
 
 mod common;
 
@@ -244,6 +244,28 @@ async fn a_url_that_cannot_be_fetched_is_refused_saying_why_and_writes_nothing()
             "{url}: {expected:?} is not in: {said}"
         );
     }
+    // A server failing for a while is worth another attempt: its category says so (in the
+    // result file a client pod reports through), where a refusal's does not.
+    let result = tmp.with_extension("json");
+    for (path, category) in [
+        ("busy", "SourceUnavailable"),
+        ("nothing.rdb", "InvalidSpec"),
+    ] {
+        let mut args = load_args(
+            &format!("https://127.0.0.1:{port}/{path}"),
+            &address,
+            Some(&trusted),
+        );
+        args.extend(["--result-file".to_string(), result.display().to_string()]);
+        let output = membench_in(args, tmp.clone(), None).await;
+        assert!(!output.status.success());
+        let written: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+        assert_eq!(written["error"]["category"], category, "{path}: {written}");
+    }
+    let said = std::fs::read_to_string(&result).unwrap();
+    let _ = std::fs::remove_file(&result);
+    assert!(said.contains("404"), "{said}");
     // A directory without the Secret's password.
     let _ = std::fs::remove_file(wrong.join("password"));
     let output = membench_in(

@@ -163,7 +163,11 @@ crate::words::open_words! {
         /// The engine answered something that is not the protocol the client speaks.
         ProtocolError = "ProtocolError",
         /// The engine could not be started (a local run's program, or its settings).
-        EngineStartFailed = "EngineStartFailed",    }
+        EngineStartFailed = "EngineStartFailed",
+        /// The server of `spec.workload.rdb.url` failed for a while (a 5xx answer, a connection
+        /// or download broken off): another client tries again; the message says what failed.
+        SourceUnavailable = "SourceUnavailable",
+    }
     unknown_meaning = " A reason this release does not know, written by a newer operator.\n \
         Upgrade membench (the CLI that reads the status) to the operator's version.\n";
 }

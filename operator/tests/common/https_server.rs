@@ -1,7 +1,7 @@
 //! An https server for tests of an RDB file at a URL: a CA and a server certificate for
 //! 127.0.0.1 made for each server, served by tokio-rustls. It wants basic authentication as
 //! [`USER`]:[`PASSWORD`] at /dump.rdb, none at /public.rdb; /moved redirects to /public.rdb;
-//! anything else is 404. It records each request's path and Authorization header.
+//! /busy answers 503 (a server failing for a while); anything else is 404. It records each request's path and Authorization header.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -114,6 +114,7 @@ fn answer<B>(
         "/dump.rdb" if authorization.as_deref() == Some(wanted) => respond(StatusCode::OK, dump),
         "/dump.rdb" => respond(StatusCode::UNAUTHORIZED, Bytes::new()),
         "/public.rdb" => respond(StatusCode::OK, dump),
+        "/busy" => respond(StatusCode::SERVICE_UNAVAILABLE, Bytes::new()),
         "/moved" => {
             let mut response = respond(StatusCode::FOUND, Bytes::new());
             response

@@ -188,6 +188,37 @@ fn roots(credentials: &Credentials) -> Result<rustls::RootCertStore, String> {
     Ok(roots)
 }
 
+/// Why a download failed, and whether another attempt may do better: the server failed for a
+/// while (a 5xx or 429 answer, no answer, a connection or download broken off), not the URL,
+/// the credentials or the certificate.
+#[derive(Debug)]
+pub struct Failure {
+    pub message: String,
+    pub transient: bool,
+}
+
+impl Failure {
+    fn lasting(message: String) -> Self {
+        Self {
+            message,
+            transient: false,
+        }
+    }
+
+    fn transient(message: String) -> Self {
+        Self {
+            message,
+            transient: true,
+        }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure::lasting(message)
+    }
+}
+
 /// A file that is removed when dropped: the downloaded copy.
 #[derive(Debug)]
 pub struct Downloaded {
@@ -203,7 +234,7 @@ impl Drop for Downloaded {
 /// Fetches `url` into a new file of the temporary directory, with the credentials of
 /// `credentials_dir` when given. Every failure says what went wrong with the URL (without its
 /// query) and what to do; a partial file is removed.
-pub async fn download(url: &str, credentials_dir: Option<&Path>) -> Result<Downloaded, String> {
+pub async fn download(url: &str, credentials_dir: Option<&Path>) -> Result<Downloaded, Failure> {
     let shown = redacted(url);
     let mut uri = check_url(url)?;
     let credentials = match credentials_dir {
@@ -239,10 +270,10 @@ pub async fn download(url: &str, credentials_dir: Option<&Path>) -> Result<Downl
         let response = tokio::time::timeout(SILENCE, client.request(request))
             .await
             .map_err(|_| {
-                format!(
+                Failure::transient(format!(
                     "{shown}: no answer in {} s; check that the server is up and reachable from where membench runs",
                     SILENCE.as_secs()
-                )
+                ))
             })?
             .map_err(|e| connect_failure(&shown, &e, credentials_dir))?;
         let status = response.status();
@@ -254,9 +285,9 @@ pub async fn download(url: &str, credentials_dir: Option<&Path>) -> Result<Downl
                 .ok_or_else(|| format!("{shown} answered {status} without a Location"))?;
             redirects += 1;
             if redirects > MAX_REDIRECTS {
-                return Err(format!(
+                return Err(Failure::lasting(format!(
                     "{shown} redirected more than {MAX_REDIRECTS} times: name the file's final URL"
-                ));
+                )));
             }
             // A Location of a path alone is on the same server.
             let location = match (
@@ -271,7 +302,11 @@ pub async fn download(url: &str, credentials_dir: Option<&Path>) -> Result<Downl
             continue;
         }
         if !status.is_success() {
-            return Err(refusal(&shown, status, credentials_dir));
+            let message = refusal(&shown, status, credentials_dir);
+            return Err(match status.is_server_error() || status.as_u16() == 429 {
+                true => Failure::transient(message),
+                false => Failure::lasting(message),
+            });
         }
         break response;
     };
@@ -301,14 +336,16 @@ pub async fn download(url: &str, credentials_dir: Option<&Path>) -> Result<Downl
         let frame = tokio::time::timeout(SILENCE, body.frame())
             .await
             .map_err(|_| {
-                format!(
+                Failure::transient(format!(
                     "{shown}: the server sent nothing for {} s after {written} bytes",
                     SILENCE.as_secs()
-                )
+                ))
             })?;
         let Some(frame) = frame else { break };
         let frame = frame.map_err(|e| {
-            format!("{shown}: the download broke off after {written} bytes ({e}); try again")
+            Failure::transient(format!(
+                "{shown}: the download broke off after {written} bytes ({e}); try again"
+            ))
         })?;
         if let Some(data) = frame.data_ref() {
             out.write_all(data).map_err(|e| {
@@ -325,27 +362,27 @@ pub async fn download(url: &str, credentials_dir: Option<&Path>) -> Result<Downl
     if let Some(expected) = expected
         && expected != written
     {
-        return Err(format!(
+        return Err(Failure::transient(format!(
             "{shown}: the server announced {expected} bytes and sent {written}; try again"
-        ));
+        )));
     }
     Ok(file)
 }
 
 /// [`download`] from code that is not async, or runs inside a runtime it must not block on:
 /// on a thread of its own, with a runtime of its own.
-pub fn download_blocking(url: &str, credentials_dir: Option<&Path>) -> Result<Downloaded, String> {
+pub fn download_blocking(url: &str, credentials_dir: Option<&Path>) -> Result<Downloaded, Failure> {
     let url = url.to_string();
     let dir = credentials_dir.map(Path::to_path_buf);
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the download: {e}"))?;
+            .map_err(|e| Failure::lasting(format!("cannot start the download: {e}")))?;
         runtime.block_on(download(&url, dir.as_deref()))
     })
     .join()
-    .unwrap_or_else(|_| Err("the download stopped unexpectedly".into()))
+    .unwrap_or_else(|_| Err(Failure::lasting("the download stopped unexpectedly".into())))
 }
 
 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -392,14 +429,15 @@ fn connect_failure(
     shown: &str,
     error: &hyper_util::client::legacy::Error,
     credentials_dir: Option<&Path>,
-) -> String {
+) -> Failure {
     let mut detail = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         detail = format!("{detail}: {cause}");
         source = cause.source();
     }
-    let hint = if detail.contains("certificate") || detail.contains("UnknownIssuer") {
+    let untrusted = detail.contains("certificate") || detail.contains("UnknownIssuer");
+    let hint = if untrusted {
         match credentials_dir {
             Some(dir) => format!(
                 "the server's certificate is not trusted: put the CA that signed it in ca.crt of {}",
@@ -410,7 +448,11 @@ fn connect_failure(
     } else {
         "check that the server is up and reachable from where membench runs".into()
     };
-    format!("cannot fetch {shown} ({detail}): {hint}")
+    let message = format!("cannot fetch {shown} ({detail}): {hint}");
+    match untrusted {
+        true => Failure::lasting(message),
+        false => Failure::transient(message),
+    }
 }
 
 #[cfg(test)]

@@ -356,7 +356,12 @@ impl RdbLoad {
             message,
         };
         let fetched = download::download_blocking(url, credentials.map(std::path::Path::new))
-            .map_err(invalid)?;
+            .map_err(|failure| match failure.transient {
+                true => BenchError::SourceUnavailable {
+                    message: failure.message,
+                },
+                false => invalid(failure.message),
+            })?;
         let copy = fetched.path.display().to_string();
         let shown = download::redacted(url);
         let mut load =
