@@ -73,27 +73,14 @@ async fn membench_in(
     .unwrap()
 }
 
+/// `membench load` of the file at `url`, keeping the keys, with the credentials of `credentials`.
 fn load_args(url: &str, address: &str, credentials: Option<&Path>) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "load",
-        "--workload",
-        "rdb",
-        "--rdb",
-        url,
-        "--addr",
-        address,
-        "--repetitions",
-        "1",
-        "--output",
-        "json",
-        "--keep-data",
-    ]
-    .map(String::from)
-    .to_vec();
-    if let Some(dir) = credentials {
-        args.extend(["--rdb-credentials".to_string(), dir.display().to_string()]);
+    let dir = credentials.map(|d| d.display().to_string());
+    let mut extra = vec!["--keep-data"];
+    if let Some(dir) = &dir {
+        extra.extend(["--rdb-credentials", dir.as_str()]);
     }
-    args
+    common::load_rdb_args(url, address, &extra)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

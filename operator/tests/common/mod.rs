@@ -151,22 +151,29 @@ pub fn membench(args: &[&str]) -> std::process::Output {
 /// `membench load --workload rdb --rdb FILE` into the engine at `address`, one repetition, its
 /// result as JSON on stdout; `extra` flags follow (`--keep-data` to read the keys back).
 pub fn load_rdb(file: &std::path::Path, address: &str, extra: &[&str]) -> std::process::Output {
-    let file = file.display().to_string();
-    let mut args = vec![
+    let args = load_rdb_args(&file.display().to_string(), address, extra);
+    membench(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The arguments of [`load_rdb`] for the file at `source` (a path or a URL).
+pub fn load_rdb_args(source: &str, address: &str, extra: &[&str]) -> Vec<String> {
+    [
         "load",
         "--workload",
         "rdb",
         "--rdb",
-        &file,
+        source,
         "--addr",
         address,
         "--repetitions",
         "1",
         "--output",
         "json",
-    ];
-    args.extend_from_slice(extra);
-    membench(&args)
+    ]
+    .iter()
+    .chain(extra)
+    .map(|a| a.to_string())
+    .collect()
 }
 
 /// `membench ARGS...` killed after `limit`: None if it had not ended by then. Its output is
