@@ -3,7 +3,7 @@
 //! certificate made for it, on 127.0.0.1) that wants basic authentication, loaded into
 //! another Valkey with the credentials of a directory laid out as a mounted Secret: every key
 //! arrives, the fetched copy is gone afterwards, and a presigned URL's query is never shown.
-//! `membench run` fetches a spec's URL the same way. A URL that cannot be fetched (no or wrong
+//! `membench run` fetches a spec's URL the same way, and `membench profile --rdb URL` reads it. A URL that cannot be fetched (no or wrong
 //! credentials, an untrusted server, no file there, plain http) is refused, saying why, and
 //! nothing is written; a server failing for a while (503) is a failure worth retrying.
 
@@ -135,6 +135,37 @@ async fn a_backup_at_an_https_url_loads_with_its_credentials_and_leaves_no_copy(
         "the result does not say where the file came from: {stdout}"
     );
     target.stop();
+
+    // membench profile reads the same URL without a server, and names the URL, not its copy.
+    let args = [
+        "profile",
+        "--rdb",
+        &url,
+        "--rdb-credentials",
+        &creds.display().to_string(),
+        "--output",
+        "json",
+    ]
+    .map(String::from)
+    .to_vec();
+    let output = membench_in(args, tmp.clone(), None).await;
+    let (stdout, stderr) = (common::stdout(&output), common::stderr(&output));
+    assert!(output.status.success(), "{stderr}");
+    let profile: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(profile["source"]["keys"], 202, "db 0 holds 200 strings, a hash and a list: {stdout}");
+    let said = format!("{stdout}{stderr}");
+    assert!(
+        said.contains(&format!(
+            "https://127.0.0.1:{}/dump.rdb?…",
+            server.address.port()
+        )) && !said.contains("membench-rdb-")
+            && !said.contains("deadbeef"),
+        "the profile names the copy or the URL's query: {said}"
+    );
+    assert!(
+        std::fs::read_dir(&tmp).unwrap().next().is_none(),
+        "profile left its copy"
+    );
 
     // membench run fetches a spec's URL for its entry (a public file behind a redirect, the
     // server trusted through SSL_CERT_FILE), and removes its copy.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use membench::client::engine::{ControlConnection, EngineAddress};
+use membench::client::rdb_load::download;
 use membench::client::stop::{STOP_DEADLINE, stop_on_signals};
 use membench::client::stop_request::StopRequest;
 use membench::profile::Profile;
@@ -34,9 +35,14 @@ pub struct ProfileArgs {
     #[arg(long, required_unless_present = "rdb")]
     addr: Option<String>,
     /// Profile an RDB file instead of a server (a dump Redis, Valkey or Dragonfly saved):
-    /// every key of --db is read from the file, no server is needed.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["addr", "cluster", "password"])]
+    /// every key of --db is read from the file, no server is needed. A path, or an https URL
+    /// (fetched into TMPDIR first, then removed).
+    #[arg(long, value_name = "FILE|URL", conflicts_with_all = ["addr", "cluster", "password"])]
     rdb: Option<std::path::PathBuf>,
+    /// --rdb with an https URL: a directory of credentials, one file a key as a mounted Secret
+    /// holds them: username and password, or token, and ca.crt (a PEM CA for the server).
+    #[arg(long, value_name = "DIR", requires = "rdb")]
+    rdb_credentials: Option<std::path::PathBuf>,
     /// The server's password, if it requires one.
     #[arg(long, env = "MEMBENCH_PASSWORD", hide_env_values = true)]
     password: Option<String>,
@@ -175,8 +181,42 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
     }
 }
 
-/// `membench profile --rdb FILE`: the file read to its end, the profile printed.
+/// `membench profile --rdb FILE|URL`: the file (fetched first, from a URL) read to its end,
+/// the profile printed. A URL's copy is named by the URL (without its query) wherever the
+/// profile or a message would name the file.
 fn run_rdb_profile(path: &std::path::Path, args: &ProfileArgs) -> ExitCode {
+    let url = path.to_str().filter(|p| p.contains("://"));
+    let copy = match (url, &args.rdb_credentials) {
+        (None, Some(_)) => {
+            return usage_error(
+                "--rdb-credentials applies only with --rdb https://...: a file on this machine needs none; remove it, or name the file by its URL",
+            );
+        }
+        (None, None) => None,
+        (Some(url), credentials) => {
+            match download::download_blocking(url, credentials.as_deref()) {
+                Ok(copy) => Some((copy, download::redacted(url))),
+                Err(failure) => {
+                    eprintln!("error: --rdb {}", failure.message);
+                    return match failure.transient {
+                        true => ExitStatus::Failed.into(),
+                        false => ExitStatus::BadInput.into(),
+                    };
+                }
+            }
+        }
+    };
+    let (path, shown) = match &copy {
+        Some((copy, shown)) => (
+            copy.path.as_path(),
+            Some((copy.path.display().to_string(), shown)),
+        ),
+        None => (path, None),
+    };
+    let named = |text: String| match &shown {
+        Some((copy, url)) => text.replace(copy.as_str(), url),
+        None => text,
+    };
     let options = RdbProfileOptions {
         db: args.db,
         sample_keys: args.sample_keys,
@@ -191,16 +231,18 @@ fn run_rdb_profile(path: &std::path::Path, args: &ProfileArgs) -> ExitCode {
     });
     bar.finish_and_clear();
     match outcome {
-        Ok(outcome) => {
+        Ok(mut outcome) => {
+            let notes = std::mem::take(&mut outcome.profile.notes);
+            outcome.profile.notes = notes.into_iter().map(named).collect();
             print_profile(&outcome.profile, args.output);
             for note in &outcome.profile.notes {
                 eprintln!("note: {note}");
             }
             ExitCode::SUCCESS
         }
-        Err(e @ ProfileError::EmptyFile { .. }) => usage_error(&e.to_string()),
+        Err(e @ ProfileError::EmptyFile { .. }) => usage_error(&named(e.to_string())),
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", named(e.to_string()));
             ExitStatus::Failed.into()
         }
     }
