@@ -152,7 +152,10 @@ async fn a_backup_at_an_https_url_loads_with_its_credentials_and_leaves_no_copy(
     let (stdout, stderr) = (common::stdout(&output), common::stderr(&output));
     assert!(output.status.success(), "{stderr}");
     let profile: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(profile["source"]["keys"], 202, "db 0 holds 200 strings, a hash and a list: {stdout}");
+    assert_eq!(
+        profile["source"]["keys"], 202,
+        "db 0 holds 200 strings, a hash and a list: {stdout}"
+    );
     let said = format!("{stdout}{stderr}");
     assert!(
         said.contains(&format!(

@@ -303,11 +303,7 @@ impl SettingFlags {
         if kind != WorkloadKind::Rdb {
             stray(&[("--rdb", self.rdb.is_some())])?;
         }
-        let url = self
-            .rdb
-            .as_ref()
-            .and_then(|p| p.to_str())
-            .filter(|p| p.contains("://"));
+        let url = self.rdb.as_deref().and_then(download::is_url);
         if url.is_none() && self.rdb_credentials.is_some() {
             return Err(
                 "--rdb-credentials applies only with --rdb https://...: a file on this machine needs none; remove it, or name the file by its URL".into(),

@@ -185,7 +185,7 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
 /// the profile printed. A URL's copy is named by the URL (without its query) wherever the
 /// profile or a message would name the file.
 fn run_rdb_profile(path: &std::path::Path, args: &ProfileArgs) -> ExitCode {
-    let url = path.to_str().filter(|p| p.contains("://"));
+    let url = download::is_url(path);
     let copy = match (url, &args.rdb_credentials) {
         (None, Some(_)) => {
             return usage_error(

@@ -146,7 +146,7 @@ impl Workload {
     /// run); any other as it is.
     pub fn fetched(self) -> Result<(Self, Option<Downloaded>), BenchError> {
         match self {
-            Workload::Rdb(load) if !load.fetched => match &load.url {
+            Workload::Rdb(load) if !load.is_fetched() => match &load.url {
                 Some(url) => {
                     let (load, copy) = RdbLoad::fetch(url, load.credentials.as_deref())?;
                     Ok((Workload::Rdb(load), Some(copy)))

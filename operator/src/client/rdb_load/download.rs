@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::prelude::BASE64_STANDARD;
 use http_body_util::{BodyExt as _, Empty};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
@@ -46,6 +48,11 @@ pub fn redacted(url: &str) -> String {
         true => format!("{without_user}?…"),
         false => without_user,
     }
+}
+
+/// Whether `--rdb`'s value names a URL (to fetch) rather than a file on this machine.
+pub fn is_url(source: &std::path::Path) -> Option<&str> {
+    source.to_str().filter(|s| s.contains("://"))
 }
 
 /// Refuses a URL membench will not fetch, saying why and what to write instead: only https
@@ -99,7 +106,7 @@ fn read_credentials(dir: &Path) -> Result<Credentials, String> {
     let basic = match (read("username")?, read("password")?) {
         (Some(user), Some(password)) => Some(format!(
             "Basic {}",
-            base64_encode(format!("{user}:{password}").as_bytes())
+            BASE64_STANDARD.encode(format!("{user}:{password}"))
         )),
         (None, None) => None,
         (Some(_), None) | (None, Some(_)) => {
@@ -142,28 +149,6 @@ fn certificates(
         ));
     }
     Ok(certs)
-}
-
-/// Standard base64 with padding, for basic authentication.
-fn base64_encode(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// The roots a server's certificate is checked against.
@@ -302,7 +287,12 @@ pub async fn download(url: &str, credentials_dir: Option<&Path>) -> Result<Downl
             continue;
         }
         if !status.is_success() {
-            let message = refusal(&shown, status, credentials_dir);
+            let message = refusal(
+                &shown,
+                status,
+                credentials_dir,
+                credentials.authorization.is_some(),
+            );
             return Err(match status.is_server_error() || status.as_u16() == 429 {
                 true => Failure::transient(message),
                 false => Failure::lasting(message),
@@ -388,9 +378,15 @@ pub fn download_blocking(url: &str, credentials_dir: Option<&Path>) -> Result<Do
 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// What a refusal by the server means, and what to do.
-fn refusal(shown: &str, status: http::StatusCode, credentials_dir: Option<&Path>) -> String {
+/// `authenticated`: whether the request carried credentials.
+fn refusal(
+    shown: &str,
+    status: http::StatusCode,
+    credentials_dir: Option<&Path>,
+    authenticated: bool,
+) -> String {
     let what = match (status.as_u16(), credentials_dir) {
-        (401, Some(dir)) if !has_authentication(dir) => format!(
+        (401, Some(dir)) if !authenticated => format!(
             "the server wants credentials, and {} has none: add username and password, or token",
             named(dir)
         ),
@@ -417,11 +413,6 @@ fn named(dir: &Path) -> String {
         ),
         false => dir.display().to_string(),
     }
-}
-
-/// Whether a credentials directory holds a way to authenticate.
-fn has_authentication(dir: &Path) -> bool {
-    ["username", "token"].iter().any(|f| dir.join(f).exists())
 }
 
 /// Why the connection or TLS handshake failed, and what to do.
@@ -486,17 +477,6 @@ mod tests {
     }
 
     #[test]
-    fn basic_authentication_is_encoded_as_rfc_7617_says() {
-        // RFC 7617's example.
-        assert_eq!(
-            base64_encode(b"Aladdin:open sesame"),
-            "QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
-        );
-        assert_eq!(base64_encode(b"ab"), "YWI=");
-        assert_eq!(base64_encode(b"abc"), "YWJj");
-    }
-
-    #[test]
     fn a_credentials_directory_gives_one_way_to_authenticate() {
         let dir = std::env::temp_dir().join(format!("membench-creds-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -504,6 +484,7 @@ mod tests {
         let half = read_credentials(&dir).err().unwrap();
         assert!(half.contains("needs both"), "{half}");
         std::fs::write(dir.join("password"), "open sesame").unwrap();
+        // RFC 7617's example.
         assert_eq!(
             read_credentials(&dir).unwrap().authorization.as_deref(),
             Some("Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==")

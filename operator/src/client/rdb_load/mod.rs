@@ -207,10 +207,6 @@ pub struct RdbLoad {
     /// The directory of the URL's credentials (a mounted Secret in a client pod).
     #[serde(skip)]
     pub credentials: Option<String>,
-    /// Whether `path` is the fetched copy of `url` (removed by the guard [`RdbLoad::fetch`]
-    /// returns, not by the load: reports keep clones of it).
-    #[serde(skip)]
-    pub fetched: bool,
 }
 
 impl PartialEq for RdbLoad {
@@ -269,7 +265,6 @@ impl RdbLoad {
             failure: Arc::default(),
             url: None,
             credentials: None,
-            fetched: false,
         })
     }
 
@@ -340,7 +335,6 @@ impl RdbLoad {
             failure: Arc::default(),
             url: Some(url.to_string()),
             credentials,
-            fetched: false,
         }
     }
 
@@ -368,8 +362,13 @@ impl RdbLoad {
             Self::scan(&copy).map_err(|e| invalid(format!("{shown} (fetched to {copy}): {e}")))?;
         load.url = Some(url.to_string());
         load.credentials = credentials.map(str::to_string);
-        load.fetched = true;
         Ok((load, fetched))
+    }
+
+    /// Whether the file at `url` is fetched: `path` is then its copy (removed by the guard
+    /// [`RdbLoad::fetch`] returns, not by the load: reports keep clones of it).
+    pub fn is_fetched(&self) -> bool {
+        self.url.is_some() && !self.path.is_empty()
     }
 
     /// Where the file is, as messages say: the URL without its query, or the path (in its
@@ -411,7 +410,6 @@ impl RdbLoad {
             failure: Arc::default(),
             url: None,
             credentials: None,
-            fetched: false,
         })
     }
 
