@@ -294,10 +294,11 @@ node_agent_bin() {
   # resolves other crate features and recompiles kube and its dependencies a second time.
   # Run from a test, this shell inherits the test's CARGO_* variables (CARGO_MANIFEST_DIR among
   # them), which ring's build script tracks: cargo would rebuild ring, rustls and kube in
-  # every test run. Build with the environment of a plain shell instead.
+  # every test run. Build with the environment of a plain shell instead, keeping
+  # CARGO_INCREMENTAL (hack/test.sh turns it off): a different setting rebuilds the workspace.
   (
     cd "$root"
-    for var in $(compgen -e | grep '^CARGO_' | grep -vx -e CARGO_HOME -e CARGO_TARGET_DIR); do
+    for var in $(compgen -e | grep '^CARGO_' | grep -vx -e CARGO_HOME -e CARGO_TARGET_DIR -e CARGO_INCREMENTAL); do
       unset "$var"
     done
     cargo build --quiet --workspace --bins

@@ -18,6 +18,19 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 total_limit=${MEMBENCH_TEST_TIMEOUT:-5400}
 deadline=$((SECONDS + total_limit))
 
+# A run from a fresh clone builds every test binary once: cargo's incremental caches would add
+# about 6 GiB to target/ (and some build time) for nothing. A run left short of disk fails late,
+# in the linker, so say so at the start. hack/dev-cluster.sh keeps this variable when it builds
+# the node agent, so that build reuses this one.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
+free_gib=$(($(df -k --output=avail . | tail -n 1) / 1024 / 1024))
+if ((free_gib < 15)); then
+  echo "hack/test.sh: WARNING: ${free_gib} GiB free on $(df --output=target . | tail -n 1);" \
+    "a run from a fresh clone needs about 15 GiB (target/ about 8, the image, the dev cluster's" \
+    "nodes). Free some (an old clone's target/, for one) if the build fails with" \
+    "'No space left on device'." >&2
+fi
+
 # phase NAME SECONDS COMMAND...: runs COMMAND with at most SECONDS (or what is left of the whole
 # run), SIGTERM then SIGKILL 30 seconds later to its whole process group.
 phase() {
