@@ -31,11 +31,13 @@
 # it). MEMBENCH_REAL_NODE_MEMORY is each node's allocatable memory.
 real_node_memory=${MEMBENCH_REAL_NODE_MEMORY:-4Gi}
 real_node_cpu_reserved=250m
-# Real nodes are tainted, as a dedicated benchmark node group would be: only pods that tolerate
-# it land there. Pods of the fake nodes' tests that pick no node (the chart's operator, whose
-# API server at 127.0.0.1 a pod's network namespace cannot reach) stay off them.
-# MEMBENCH_REAL_NODE_TAINT= (empty) registers them untainted.
-real_node_taint=${MEMBENCH_REAL_NODE_TAINT-membench.io/real-node=true:NoSchedule}
+# Real nodes are labelled and tainted as docs/src/getting-started/cluster.md's benchmark node
+# groups are (`membench.io/pool=benchmarks`, `membench.io/benchmark=true:NoSchedule`), so the
+# quickstart runs there unedited: only pods that tolerate the taint land there (the chart gives
+# every benchmark pod that toleration). Pods of the fake nodes' tests that pick no node (the
+# chart's operator, whose API server at 127.0.0.1 a pod's network namespace cannot reach) stay
+# off them. MEMBENCH_REAL_NODE_TAINT= (empty) registers them untainted.
+real_node_taint=${MEMBENCH_REAL_NODE_TAINT-membench.io/benchmark=true:NoSchedule}
 
 # split_node_pools: $nodes into $agent_pools (for the node agent) and $real_nodes (one
 # "name instance-type zone index" per real node).
@@ -436,7 +438,7 @@ subjectAltName=IP:$ip,DNS:$name"
     --kubeconfig="$dir/kubeconfig" \
     --hostname-override="$name" \
     --node-ip="$ip" \
-    --node-labels="node.kubernetes.io/instance-type=$type,topology.kubernetes.io/zone=$zone,topology.kubernetes.io/region=us-east-1,membench.io/real-node=true" \
+    --node-labels="node.kubernetes.io/instance-type=$type,topology.kubernetes.io/zone=$zone,topology.kubernetes.io/region=us-east-1,membench.io/real-node=true,membench.io/pool=benchmarks" \
     ${real_node_taint:+--register-with-taints="$real_node_taint"} \
     --v=1
 }

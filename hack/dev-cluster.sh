@@ -29,7 +29,7 @@
 #                               one this way); on a running cluster, `up` starts the real nodes
 #                               of both that do not run yet
 #   MEMBENCH_REAL_NODE_MEMORY   allocatable memory of each real node (default 4Gi)
-#   MEMBENCH_REAL_NODE_TAINT    taint of real nodes (default membench.io/real-node=true:NoSchedule;
+#   MEMBENCH_REAL_NODE_TAINT    taint of real nodes (default membench.io/benchmark=true:NoSchedule;
 #                               empty: none)
 #   MEMBENCH_REAL_NODE_ENGINE_IMAGES  engine images to preload on real nodes (default: one per
 #                               version the engine store has; see hack/node-images.sh)

@@ -20,14 +20,17 @@ pub const REAL_NODE_INSTANCE_TYPE: &str = "r7i.xlarge";
 /// The pool tests add to the dev cluster: one real amd64 node.
 pub const REAL_NODE_POOL: &str = "r7i.xlarge=1:kubelet";
 
-/// The label `hack/dev-cluster.sh` gives a real node (a kubelet's, not the node agent's), and
-/// the key of its taint (`membench.io/real-node=true:NoSchedule`): only pods that tolerate it
-/// run there, as on a dedicated benchmark node group.
+/// The label `hack/dev-cluster.sh` gives a real node (a kubelet's, not the node agent's).
 pub const REAL_NODE_LABEL: &str = "membench.io/real-node";
+
+/// The key of the real nodes' taint (`membench.io/benchmark=true:NoSchedule`), the taint of the
+/// benchmark node groups in docs/src/getting-started/cluster.md: only pods that tolerate it run
+/// there, as on a dedicated benchmark node group. The chart's default benchmark pods tolerate it.
+pub const REAL_NODE_TAINT_KEY: &str = "membench.io/benchmark";
 
 /// A MemoryBenchmark's `placement` (YAML, indented for `spec:`) that tolerates the real nodes'
 /// taint; more tolerations may follow as list items (`      - {key: ...}`).
-pub const TOLERATE_REAL_NODES: &str = "  placement:\n    tolerations:\n      - {key: membench.io/real-node, operator: Equal, value: \"true\", effect: NoSchedule}\n";
+pub const TOLERATE_REAL_NODES: &str = "  placement:\n    tolerations:\n      - {key: membench.io/benchmark, operator: Equal, value: \"true\", effect: NoSchedule}\n";
 
 /// A client for the dev cluster with its real node Ready (started, if the cluster runs
 /// without one), and that node. The error names what is missing: a test that needs a real

@@ -1,16 +1,20 @@
 //! The cluster quickstart as a reader runs it: the commands of the first shell block under
 //! "## Quickstart" in docs/src/getting-started/cluster.md, read from the page (never a copy),
-//! run by bash on the dev cluster: helm installs the chart as the page says (the operator pod
-//! on a node agent's node, watching every namespace), `manifests/examples/quickstart.yaml` is
-//! applied unedited but for the instance type the page's own command takes from the first
-//! node, and the page's `kubectl wait` and `membench report` must succeed. Then the benchmark's
-//! status holds both engines' results, and the operator's `/metrics` serves them.
+//! run by bash on the dev cluster with its real node: helm installs the chart as the page says
+//! (the operator pod on a node agent's node, watching every namespace), and
+//! `manifests/examples/quickstart.yaml` is applied unedited but for the instance type the page's
+//! own command takes from the nodes labelled `membench.io/pool=benchmarks`. That is the real
+//! node's, which is tainted as the page's benchmark nodes are: the engines and clients run there
+//! in containers (containerd and runc) only because the chart's default tolerations let them.
+//! The page's `kubectl wait` and `membench report` must succeed. Then the benchmark's status
+//! holds both engines' results from the real node, and the operator's `/metrics` serves them.
 //!
 //! The chart's operator watches every namespace, so this file holds one test and leaves nothing
 //! installed: test binaries run one at a time, and the next one meets no second operator.
 //!
-//! Needs the dev cluster, its kubectl and helm (`hack/build-tools.sh`), and the engine store's
-//! Redis 8.2.3 and Valkey 9.1.2 for the node agent.
+//! Needs the dev cluster with a real node (`real_nodes::ensure_real_node` starts it), its kubectl
+//! and helm (`hack/build-tools.sh`), the membench image (`hack/build-image.sh`) and the engine
+//! store's Redis 8.2.3 and Valkey 9.1.2, which the real node holds as the official images.
 
 mod observability;
 
@@ -22,6 +26,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use membench::crd::{MemoryBenchmark, Phase};
+use membench_devcluster::real_nodes::{REAL_NODE_INSTANCE_TYPE, ensure_real_node};
 use membench_devcluster::{DevCluster, EnsureOptions};
 
 use observability::{helm, http_get, repo_root};
@@ -145,8 +150,14 @@ async fn the_cluster_quickstart_runs_as_written_on_the_dev_cluster() -> anyhow::
     let Some(helm) = helm() else {
         observability::missing("no helm (hack/build-tools.sh helm)");
     };
-    let client = DevCluster::ensure().await?;
-    let kubeconfig = DevCluster::kubeconfig_with(&EnsureOptions::default()).await?;
+    // The page's benchmark node: the dev cluster's real node, labelled and tainted as the page's
+    // node groups are.
+    let (client, real_node) = ensure_real_node(&EnsureOptions::default()).await?;
+    let mut with_real_node = EnsureOptions::default();
+    with_real_node
+        .extra_node_pools
+        .push(membench_devcluster::real_nodes::REAL_NODE_POOL.to_string());
+    let kubeconfig = DevCluster::kubeconfig_with(&with_real_node).await?;
     // A run killed before its cleanup left it installed: start from nothing.
     uninstall(&kubectl, &helm, &kubeconfig);
     let installed = Installed {
@@ -212,20 +223,33 @@ async fn the_cluster_quickstart_runs_as_written_on_the_dev_cluster() -> anyhow::
         "the quickstart's commands printed warnings:\n{stderr}"
     );
 
-    // The type the page's command took is the first node's, and the pods ran there.
+    // The type the page's command took is the benchmark pool's, the real node's, and the pods
+    // ran there.
     let nodes: Api<Node> = Api::all(client.clone());
-    let first = nodes.list(&ListParams::default()).await?.items;
-    let first_type = first
-        .first()
-        .and_then(|n| n.labels().get("node.kubernetes.io/instance-type").cloned())
-        .context("the first node's instance type")?;
+    let pool = nodes
+        .list(&ListParams::default().labels("membench.io/pool=benchmarks"))
+        .await?
+        .items;
+    let pool_names: Vec<String> = pool.iter().map(|n| n.name_any()).collect();
+    assert_eq!(
+        pool_names,
+        [real_node.name_any()],
+        "only the real node is in the benchmark pool"
+    );
+    let pool_type = REAL_NODE_INSTANCE_TYPE;
     let done = benchmarks.get("quickstart").await?;
-    assert_eq!(done.spec.instance_type, first_type);
+    assert_eq!(done.spec.instance_type, pool_type);
     let status = done.status.clone().context("a status")?;
     assert_eq!(status.phase, Some(Phase::Succeeded), "{status:#?}");
     let engines: Vec<&str> = status.engines.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(engines, ["redis-8.2.3", "valkey-9.1.2"], "{status:#?}");
     for engine in &status.engines {
+        assert_eq!(
+            engine.node_name.as_deref(),
+            Some(real_node.name_any().as_str()),
+            "{} ran elsewhere than on the real node",
+            engine.name
+        );
         let summary = engine
             .summary
             .as_ref()
@@ -291,7 +315,7 @@ async fn the_cluster_quickstart_runs_as_written_on_the_dev_cluster() -> anyhow::
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
     println!(
-        "the quickstart of {PAGE}:{line} ran as written on {first_type}: {engines:?} Succeeded"
+        "the quickstart of {PAGE}:{line} ran as written on {pool_type}: {engines:?} Succeeded"
     );
     drop(installed);
     // Nothing is left: the next test binary meets no cluster-wide operator.

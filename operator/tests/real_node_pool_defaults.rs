@@ -1,6 +1,6 @@
 //! The operator's defaults for every benchmark pod on a real node of the dev cluster: the real
-//! node pool is tainted (`membench.io/real-node=true:NoSchedule`) and labelled
-//! (`membench.io/real-node=true`) as docs/src/getting-started/cluster.md's benchmark pools are, and a spec that says
+//! node pool is tainted (`membench.io/benchmark=true:NoSchedule`) as docs/src/getting-started/cluster.md's
+//! benchmark pools are, and labelled (`membench.io/real-node=true`), and a spec that says
 //! nothing about placement runs there because the operator gives its pods the pool's
 //! toleration and label (`--benchmark-tolerations`, `--benchmark-node-selector`). The pods as
 //! the API server stored them carry those and the autoscaler annotations.
@@ -21,7 +21,7 @@ use kube::runtime::watcher::{self, Event};
 use membench::controller::build::pod_defaults::{parse_node_selector, parse_tolerations};
 use membench::crd::Phase;
 use membench_devcluster::EnsureOptions;
-use membench_devcluster::real_nodes::{REAL_NODE_LABEL, ensure_real_node};
+use membench_devcluster::real_nodes::{REAL_NODE_LABEL, REAL_NODE_TAINT_KEY, ensure_real_node};
 
 /// No `placement`: the unedited kind of spec a user applies.
 const UNPLACED: &str = "  instanceType: r7i.xlarge\n  engines:\n    - {engine: valkey, version: \"9.1.2\"}\n  workload: {strings: {keys: 2000}}\n  repetitions: 1\n";
@@ -33,7 +33,7 @@ async fn a_spec_without_placement_runs_on_the_tainted_pool_through_the_operators
     let mut settings = real_node_settings();
     settings.pods.tolerations = parse_tolerations(
         &format!(
-            r#"[{{"key":"{REAL_NODE_LABEL}","operator":"Equal","value":"true","effect":"NoSchedule"}}]"#
+            r#"[{{"key":"{REAL_NODE_TAINT_KEY}","operator":"Equal","value":"true","effect":"NoSchedule"}}]"#
         ),
         false,
     )
@@ -85,7 +85,7 @@ async fn a_spec_without_placement_runs_on_the_tainted_pool_through_the_operators
         );
         assert!(
             spec.tolerations.unwrap_or_default().iter().any(|t| {
-                t.key.as_deref() == Some(REAL_NODE_LABEL)
+                t.key.as_deref() == Some(REAL_NODE_TAINT_KEY)
                     && t.value.as_deref() == Some("true")
                     && t.effect.as_deref() == Some("NoSchedule")
             }),
