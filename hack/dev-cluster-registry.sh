@@ -15,7 +15,8 @@
 #   registry/config.yml     the registry's configuration
 #   registry/htpasswd       the bcrypt password file (htpasswd -B)
 #   registry/data/          the registry's storage (filesystem driver)
-#   registry/certs.d/       containerd's hosts directory for the real nodes (config_path)
+#   registry/certs.d/       containerd's hosts directory for the real nodes (config_path): the
+#                           registry's own host, and docker.io and ghcr.io mirrored by it
 #   registry/pushed/        what was pushed, so an `up` pushes only what changed
 #   pki/registry.{crt,key}  its serving certificate; logs/registry.log its log (access lines)
 
@@ -104,6 +105,26 @@ server = "https://$REGISTRY"
   capabilities = ["pull", "resolve"]
   ca = "$hosts/ca.crt"
 EOF
+  # docker.io and ghcr.io mirrored by this registry, as a node-wide mirror with its own
+  # credentials would be: the images a chart installed unedited names (ghcr.io/membench/membench,
+  # docker.io/library/redis, docker.io/valkey/valkey) pull from here with no pull Secret.
+  # `server` is the registry too, so a name it lacks fails the pull instead of falling back to
+  # the internet.
+  local upstream authorization
+  authorization="Basic $(printf '%s' "$REGISTRY_USER:$REGISTRY_PASSWORD" | base64 -w0)"
+  for upstream in docker.io ghcr.io; do
+    mkdir -p "$dir/certs.d/$upstream"
+    cat >"$dir/certs.d/$upstream/hosts.toml" <<EOF
+server = "https://$REGISTRY"
+
+[host."https://$REGISTRY"]
+  capabilities = ["pull", "resolve"]
+  ca = "$hosts/ca.crt"
+  [host."https://$REGISTRY".header]
+    authorization = "$authorization"
+EOF
+    chmod 600 "$dir/certs.d/$upstream/hosts.toml"
+  done
 }
 
 # registry_ready: /v2/ answers 401 without credentials and 200 with them, over TLS the CA

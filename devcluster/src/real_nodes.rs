@@ -70,13 +70,37 @@ pub async fn remove_images(
     options: &EnsureOptions,
     repository: &str,
 ) -> anyhow::Result<Vec<String>> {
+    let repository = repository.to_string();
+    remove_images_named(options, move |name| {
+        name.strip_prefix(repository.as_str())
+            .is_some_and(|rest| rest.starts_with(':') || rest.starts_with('@'))
+    })
+    .await
+}
+
+/// Removes the tags `references` (`docker.io/library/redis:8.2.3`), exactly, from each real
+/// node, so that the next pod naming one pulls it. The node's other tags and its digest names
+/// stay, and the image with them: later tests that name those still find them. Returns the
+/// names removed.
+pub async fn remove_tags(
+    options: &EnsureOptions,
+    references: &[&str],
+) -> anyhow::Result<Vec<String>> {
+    let references: Vec<String> = references.iter().map(|r| r.to_string()).collect();
+    remove_images_named(options, move |name| references.iter().any(|r| r == name)).await
+}
+
+/// Removes, from the containerd of each real node, the images whose names `select` picks.
+async fn remove_images_named(
+    options: &EnsureOptions,
+    select: impl Fn(&str) -> bool + Send + 'static,
+) -> anyhow::Result<Vec<String>> {
     let kubeconfig = DevCluster::kubeconfig_with(options).await?;
     let nodes = kubeconfig
         .parent()
         .context("the kubeconfig is in the state directory")?
         .join("nodes");
     let ctr = crate::tools::ctr()?;
-    let repository = repository.to_string();
     tokio::task::spawn_blocking(move || {
         let mut removed = Vec::new();
         for node in std::fs::read_dir(&nodes)
@@ -105,10 +129,7 @@ pub async fn remove_images(
             };
             let names: Vec<String> = run(&["images", "ls", "-q"])?
                 .lines()
-                .filter(|name| {
-                    name.strip_prefix(repository.as_str())
-                        .is_some_and(|rest| rest.starts_with(':') || rest.starts_with('@'))
-                })
+                .filter(|name| select(name))
                 .map(str::to_string)
                 .collect();
             if names.is_empty() {

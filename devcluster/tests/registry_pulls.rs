@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::PostParams;
 use membench_devcluster::EnsureOptions;
 use membench_devcluster::real_nodes::{
-    REAL_NODE_INSTANCE_TYPE, REAL_NODE_LABEL, ensure_real_node, remove_images,
+    REAL_NODE_INSTANCE_TYPE, REAL_NODE_LABEL, REAL_NODE_TAINT_KEY, ensure_real_node, remove_images,
 };
 use membench_devcluster::registry::{REGISTRY_USER, Registry};
 use membench_devcluster::wait::{TestNamespace, is_running_and_ready, wait_for_pod};
@@ -58,7 +58,7 @@ fn registry_pod(name: &str, image: &str, pull_secret: &str) -> Pod {
                 REAL_NODE_LABEL: "true",
                 "node.kubernetes.io/instance-type": REAL_NODE_INSTANCE_TYPE,
             },
-            "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
+            "tolerations": [{"key": REAL_NODE_TAINT_KEY, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
             "imagePullSecrets": [{"name": pull_secret}],
             "containers": [{
                 "name": "engine",

@@ -9,12 +9,17 @@
 //! The page's `kubectl wait` and `membench report` must succeed. Then the benchmark's status
 //! holds both engines' results from the real node, and the operator's `/metrics` serves them.
 //!
+//! The images the chart names (`ghcr.io/membench/membench:<appVersion>` for the clients, the
+//! official `redis:8.2.3` and `valkey/valkey:9.1.2`) are taken off the real node first, so its
+//! containerd pulls them, through the dev cluster's registry, which mirrors docker.io and ghcr.io
+//! for the real nodes (hack/dev-cluster-registry.sh): the registry's log must show the pulls.
+//!
 //! The chart's operator watches every namespace, so this file holds one test and leaves nothing
 //! installed: test binaries run one at a time, and the next one meets no second operator.
 //!
 //! Needs the dev cluster with a real node (`real_nodes::ensure_real_node` starts it), its kubectl
 //! and helm (`hack/build-tools.sh`), the membench image (`hack/build-image.sh`) and the engine
-//! store's Redis 8.2.3 and Valkey 9.1.2, which the real node holds as the official images.
+//! store's Redis 8.2.3 and Valkey 9.1.2, which the registry serves as the official images.
 
 mod observability;
 
@@ -26,7 +31,8 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use membench::crd::{MemoryBenchmark, Phase};
-use membench_devcluster::real_nodes::{REAL_NODE_INSTANCE_TYPE, ensure_real_node};
+use membench_devcluster::real_nodes::{REAL_NODE_INSTANCE_TYPE, ensure_real_node, remove_tags};
+use membench_devcluster::registry::{REGISTRY_USER, Registry};
 use membench_devcluster::{DevCluster, EnsureOptions};
 
 use observability::{helm, http_get, repo_root};
@@ -166,6 +172,34 @@ async fn the_cluster_quickstart_runs_as_written_on_the_dev_cluster() -> anyhow::
         kubeconfig: kubeconfig.clone(),
     };
 
+    // The images the chart and the example name, off the real node: its containerd pulls them
+    // from the mirror. Their tags only: the node's digest names and the `:dev` tag the other
+    // real-node tests' clients run stay.
+    let registry = Registry::of_dev_cluster(&with_real_node).await?;
+    let chart = std::fs::read_to_string(repo_root().join("charts/membench/Chart.yaml"))?;
+    let app_version = chart
+        .lines()
+        .find_map(|l| l.strip_prefix("appVersion:"))
+        .map(|v| v.trim().trim_matches('"').to_string())
+        .context("charts/membench/Chart.yaml: no appVersion")?;
+    let pulled = [
+        (
+            format!("ghcr.io/membench/membench:{app_version}"),
+            format!("/v2/membench/membench/manifests/{app_version}"),
+        ),
+        (
+            "docker.io/library/redis:8.2.3".to_string(),
+            "/v2/library/redis/manifests/8.2.3".to_string(),
+        ),
+        (
+            "docker.io/valkey/valkey:9.1.2".to_string(),
+            "/v2/valkey/valkey/manifests/9.1.2".to_string(),
+        ),
+    ];
+    let names: Vec<&str> = pulled.iter().map(|(name, _)| name.as_str()).collect();
+    remove_tags(&with_real_node, &names).await?;
+    let log_offset = registry.log_offset()?;
+
     let page = std::fs::read_to_string(repo_root().join(PAGE))?;
     let (line, commands) = quickstart_commands(&page)?;
     anyhow::ensure!(
@@ -268,6 +302,24 @@ async fn the_cluster_quickstart_runs_as_written_on_the_dev_cluster() -> anyhow::
             stdout.contains(&format!("~{bytes:.1}")),
             "`membench report` does not print {}'s {bytes:.1} bytes per item:\n{stdout}",
             engine.name
+        );
+    }
+
+    // The real node's containerd pulled every image from the mirror, with the mirror's own
+    // credentials (the chart gives the pods no pull Secret).
+    let served = registry.served_since(log_offset)?;
+    for (image, manifest) in &pulled {
+        assert!(
+            // containerd asks a mirror with the name's registry in the query (`?ns=ghcr.io`).
+            served
+                .iter()
+                .any(|r| r.uri.split('?').next() == Some(manifest.as_str())
+                    && r.status == 200
+                    && r.user == REGISTRY_USER
+                    && r.user_agent.starts_with("containerd/")),
+            "the registry's log shows no pull of {image} ({manifest}) by containerd since the \
+             quickstart started (hack/dev-cluster.sh up pushes the images, the membench image \
+             from hack/build-image.sh's archive): {served:#?}"
         );
     }
 
