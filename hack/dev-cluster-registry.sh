@@ -98,33 +98,39 @@ EOF
   local hosts="$dir/certs.d/$REGISTRY"
   mkdir -p "$hosts"
   cp "$state/pki/ca.crt" "$hosts/ca.crt"
-  cat >"$hosts/hosts.toml" <<EOF
-server = "https://$REGISTRY"
-
-[host."https://$REGISTRY"]
-  capabilities = ["pull", "resolve"]
-  ca = "$hosts/ca.crt"
-EOF
+  write_hosts_toml "$hosts" "$hosts/ca.crt"
   # docker.io and ghcr.io mirrored by this registry, as a node-wide mirror with its own
   # credentials would be: the images a chart installed unedited names (ghcr.io/membench/membench,
   # docker.io/library/redis, docker.io/valkey/valkey) pull from here with no pull Secret.
   # `server` is the registry too, so a name it lacks fails the pull instead of falling back to
   # the internet.
-  local upstream authorization
-  authorization="Basic $(printf '%s' "$REGISTRY_USER:$REGISTRY_PASSWORD" | base64 -w0)"
+  local upstream
   for upstream in docker.io ghcr.io; do
-    mkdir -p "$dir/certs.d/$upstream"
-    cat >"$dir/certs.d/$upstream/hosts.toml" <<EOF
+    write_hosts_toml "$dir/certs.d/$upstream" "$hosts/ca.crt" \
+      "Basic $(printf '%s' "$REGISTRY_USER:$REGISTRY_PASSWORD" | base64 -w0)"
+  done
+}
+
+# write_hosts_toml DIR CA [AUTHORIZATION]: DIR/hosts.toml, whose only host (`server` too) is the
+# registry, trusted through CA, with an `authorization` header on every request when given
+# (the file is then readable by root only).
+write_hosts_toml() {
+  local dir=$1 ca=$2 authorization=${3:-}
+  mkdir -p "$dir"
+  cat >"$dir/hosts.toml" <<EOF
 server = "https://$REGISTRY"
 
 [host."https://$REGISTRY"]
   capabilities = ["pull", "resolve"]
-  ca = "$hosts/ca.crt"
+  ca = "$ca"
+EOF
+  if [[ -n "$authorization" ]]; then
+    chmod 600 "$dir/hosts.toml"
+    cat >>"$dir/hosts.toml" <<EOF
   [host."https://$REGISTRY".header]
     authorization = "$authorization"
 EOF
-    chmod 600 "$dir/certs.d/$upstream/hosts.toml"
-  done
+  fi
 }
 
 # registry_ready: /v2/ answers 401 without credentials and 200 with them, over TLS the CA

@@ -32,12 +32,19 @@ pub const REAL_NODE_TAINT_KEY: &str = "membench.io/benchmark";
 /// taint; more tolerations may follow as list items (`      - {key: ...}`).
 pub const TOLERATE_REAL_NODES: &str = "  placement:\n    tolerations:\n      - {key: membench.io/benchmark, operator: Equal, value: \"true\", effect: NoSchedule}\n";
 
+/// `options` with the real node's pool added: what [`ensure_real_node`] brings the cluster up
+/// with, for a test that also needs its kubeconfig or its registry.
+pub fn with_real_node(options: &EnsureOptions) -> EnsureOptions {
+    let mut options = options.clone();
+    options.extra_node_pools.push(REAL_NODE_POOL.to_string());
+    options
+}
+
 /// A client for the dev cluster with its real node Ready (started, if the cluster runs
 /// without one), and that node. The error names what is missing: a test that needs a real
 /// node fails without one, it never passes by skipping.
 pub async fn ensure_real_node(options: &EnsureOptions) -> anyhow::Result<(Client, Node)> {
-    let mut options = options.clone();
-    options.extra_node_pools.push(REAL_NODE_POOL.to_string());
+    let options = with_real_node(options);
     let kubeconfig = DevCluster::kubeconfig_with(&options)
         .await
         .with_context(|| {

@@ -256,6 +256,16 @@ pub struct Served {
 }
 
 impl Served {
+    /// Whether this is containerd fetching `manifest` (`/v2/library/redis/manifests/8.2.3`)
+    /// as `user`, served. containerd asks a mirror with the name's registry in the query
+    /// (`?ns=docker.io`), which is not part of the manifest's path.
+    pub fn is_containerd_fetch_of(&self, manifest: &str, user: &str) -> bool {
+        self.uri.split('?').next() == Some(manifest)
+            && self.status == 200
+            && self.user == user
+            && self.user_agent.starts_with("containerd/")
+    }
+
     pub fn parse(line: &str) -> Option<Served> {
         if !line.contains("msg=\"response completed\"") {
             return None;
@@ -357,6 +367,31 @@ mod tests {
         // Each parser takes only its own kind of line.
         assert_eq!(Served::parse(access), None);
         assert_eq!(Request::parse(completed), None);
+    }
+
+    #[test]
+    fn a_containerd_fetch_is_known_by_its_manifests_path_user_and_agent_whatever_its_query() {
+        let fetch = Served {
+            method: "HEAD".into(),
+            uri: "/v2/membench/membench/manifests/0.1.0?ns=ghcr.io".into(),
+            status: 200,
+            user: "membench".into(),
+            user_agent: "containerd/v2.4.2".into(),
+        };
+        let manifest = "/v2/membench/membench/manifests/0.1.0";
+        assert!(fetch.is_containerd_fetch_of(manifest, "membench"));
+        assert!(!fetch.is_containerd_fetch_of("/v2/membench/membench/manifests/0.1", "membench"));
+        assert!(!fetch.is_containerd_fetch_of(manifest, "someone-else"));
+        let refused = Served {
+            status: 404,
+            ..fetch.clone()
+        };
+        assert!(!refused.is_containerd_fetch_of(manifest, "membench"));
+        let by_curl = Served {
+            user_agent: "curl/7.88.1".into(),
+            ..fetch
+        };
+        assert!(!by_curl.is_containerd_fetch_of(manifest, "membench"));
     }
 
     #[test]

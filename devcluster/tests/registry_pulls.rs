@@ -120,12 +120,9 @@ async fn a_real_node_pulls_an_image_only_the_registry_has_with_the_pods_pull_sec
     let digest = status.image_id.rsplit('@').next().unwrap();
     let served = registry.served_since(offset)?;
     assert!(
-        served.iter().any(|r| {
-            r.uri == manifest
-                && r.status == 200
-                && r.user == REGISTRY_USER
-                && r.user_agent.starts_with("containerd/")
-        }),
+        served
+            .iter()
+            .any(|r| r.is_containerd_fetch_of(&manifest, REGISTRY_USER)),
         "the registry's log since the pod was created shows no request for {manifest} served \
          to {REGISTRY_USER} by containerd: {served:#?}"
     );

@@ -31,8 +31,10 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use membench::crd::{MemoryBenchmark, Phase};
-use membench_devcluster::real_nodes::{REAL_NODE_INSTANCE_TYPE, ensure_real_node, remove_tags};
-use membench_devcluster::registry::{REGISTRY_USER, Registry};
+use membench_devcluster::real_nodes::{
+    REAL_NODE_INSTANCE_TYPE, ensure_real_node, remove_tags, with_real_node,
+};
+use membench_devcluster::registry::{MEMBENCH_REPOSITORY, REGISTRY_USER, Registry};
 use membench_devcluster::{DevCluster, EnsureOptions};
 
 use observability::{helm, http_get, repo_root};
@@ -159,10 +161,7 @@ async fn the_cluster_quickstart_runs_as_written_on_the_dev_cluster() -> anyhow::
     // The page's benchmark node: the dev cluster's real node, labelled and tainted as the page's
     // node groups are.
     let (client, real_node) = ensure_real_node(&EnsureOptions::default()).await?;
-    let mut with_real_node = EnsureOptions::default();
-    with_real_node
-        .extra_node_pools
-        .push(membench_devcluster::real_nodes::REAL_NODE_POOL.to_string());
+    let with_real_node = with_real_node(&EnsureOptions::default());
     let kubeconfig = DevCluster::kubeconfig_with(&with_real_node).await?;
     // A run killed before its cleanup left it installed: start from nothing.
     uninstall(&kubectl, &helm, &kubeconfig);
@@ -176,16 +175,12 @@ async fn the_cluster_quickstart_runs_as_written_on_the_dev_cluster() -> anyhow::
     // from the mirror. Their tags only: the node's digest names and the `:dev` tag the other
     // real-node tests' clients run stay.
     let registry = Registry::of_dev_cluster(&with_real_node).await?;
-    let chart = std::fs::read_to_string(repo_root().join("charts/membench/Chart.yaml"))?;
-    let app_version = chart
-        .lines()
-        .find_map(|l| l.strip_prefix("appVersion:"))
-        .map(|v| v.trim().trim_matches('"').to_string())
-        .context("charts/membench/Chart.yaml: no appVersion")?;
+    // The chart's appVersion, which release.rs holds equal to the crate's version.
+    let app_version = env!("CARGO_PKG_VERSION");
     let pulled = [
         (
-            format!("ghcr.io/membench/membench:{app_version}"),
-            format!("/v2/membench/membench/manifests/{app_version}"),
+            format!("ghcr.io/{MEMBENCH_REPOSITORY}:{app_version}"),
+            format!("/v2/{MEMBENCH_REPOSITORY}/manifests/{app_version}"),
         ),
         (
             "docker.io/library/redis:8.2.3".to_string(),
@@ -310,13 +305,9 @@ async fn the_cluster_quickstart_runs_as_written_on_the_dev_cluster() -> anyhow::
     let served = registry.served_since(log_offset)?;
     for (image, manifest) in &pulled {
         assert!(
-            // containerd asks a mirror with the name's registry in the query (`?ns=ghcr.io`).
             served
                 .iter()
-                .any(|r| r.uri.split('?').next() == Some(manifest.as_str())
-                    && r.status == 200
-                    && r.user == REGISTRY_USER
-                    && r.user_agent.starts_with("containerd/")),
+                .any(|r| r.is_containerd_fetch_of(manifest, REGISTRY_USER)),
             "the registry's log shows no pull of {image} ({manifest}) by containerd since the \
              quickstart started (hack/dev-cluster.sh up pushes the images, the membench image \
              from hack/build-image.sh's archive): {served:#?}"

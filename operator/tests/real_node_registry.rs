@@ -92,10 +92,9 @@ async fn a_benchmark_pulls_its_engine_and_client_images_from_the_registry_with_t
         format!("/v2/membench/membench/manifests/{version}"),
     ] {
         assert!(
-            served.iter().any(|r| r.uri == manifest
-                && r.status == 200
-                && r.user == REGISTRY_USER
-                && r.user_agent.starts_with("containerd/")),
+            served
+                .iter()
+                .any(|r| r.is_containerd_fetch_of(&manifest, REGISTRY_USER)),
             "the registry's log shows no pull of {manifest} by containerd since the benchmark \
              was created (is the membench image {client_image} pushed? hack/dev-cluster.sh up \
              pushes hack/build-image.sh's archive, MEMBENCH_IMAGE_ARCHIVE): {served:#?}"
