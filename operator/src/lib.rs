@@ -26,6 +26,7 @@ pub mod profiler;
 pub mod rdb;
 pub mod report;
 pub mod stats;
+pub mod table;
 pub mod text;
 pub mod validation;
 pub mod words;

@@ -6,7 +6,8 @@
 //! gone), a random-strings load is churned on exactly the keys its draws wrote (both checked
 //! key by key against the test's own replay of the published draws; a profile's rebuild in
 //! churn_profile.rs), Dragonfly's defragmentation stays idle through the rounds and regains RSS in its
-//! window, and what cannot be churned or defragmented is refused before any write.
+//! window, what cannot be churned or defragmented is refused before any write, and
+//! `membench load`'s table shows each round under the repetitions.
 
 mod common;
 
@@ -630,4 +631,62 @@ fn a_random_strings_load_is_churned_on_exactly_the_keys_its_draws_wrote() {
     let held = states.iter().filter(|s| s.is_some()).count() as u64;
     assert_eq!(rounds[1]["items"].as_u64(), Some(held));
     assert_eq!(dbsize(&server.address), held);
+}
+
+/// `membench load --output table` prints the churn's own table (the phase's `PhaseFigures`)
+/// under the repetitions: a row after the load, one a round with what it deleted, and the
+/// defragmentation's row.
+#[test]
+fn membench_loads_table_shows_the_load_each_round_and_defragmentation() {
+    let server = common::start_spec(&common::shared_build(EngineKind::Valkey, "9.1.2"));
+    let addr = server.address.socket_addr();
+    let output = common::membench(&[
+        "load",
+        "--addr",
+        &addr,
+        "--workload",
+        "strings",
+        "--keys",
+        "2000",
+        "--repetitions",
+        "1",
+        "--output",
+        "table",
+        "--churn-rounds",
+        "2",
+        "--delete-share",
+        "0.25",
+        "--defrag",
+        "--defrag-seconds",
+        "5",
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let heading = "After the load, churn (spec.churn):\n";
+    let table = stdout
+        .split_once(heading)
+        .unwrap_or_else(|| panic!("no {heading:?} in:\n{stdout}"))
+        .1;
+    // The table's lines up to the first blank one: its header, its rule and its rows, each
+    // row's cells apart by two spaces or more.
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .skip(2)
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    let stages: Vec<&str> = rows.iter().map(|r| r[1]).collect();
+    assert_eq!(stages.len(), 4, "{table}");
+    assert_eq!(&stages[..3], ["load", "round 1", "round 2"], "{table}");
+    assert!(stages[3].starts_with("defrag ("), "{table}");
+    for round in &rows[1..3] {
+        let deleted: u64 = round[2].parse().unwrap_or_else(|_| panic!("{round:?}"));
+        // A quarter of what is left, drawn: well inside (0, 1000) at 2,000 keys.
+        assert!(deleted > 200 && deleted < 800, "{round:?}");
+    }
 }

@@ -382,8 +382,10 @@ fn print_report(report: &BenchmarkReport, format: OutputFormat) {
                 );
                 if format == OutputFormat::Table {
                     println!("{}", repetitions_table(report).render(format));
-                    if let Some(churn) = membench::report::churn::churn_table(report) {
-                        println!("After the load, churn (spec.churn):\n{}", churn.to_text());
+                    for figures in membench::client::phases::FIGURES {
+                        if let Some((heading, table)) = figures.table(report) {
+                            println!("{heading}:\n{}", table.to_text());
+                        }
                     }
                     if let Some(growth) = membench::report::table::growth_table(report) {
                         println!(

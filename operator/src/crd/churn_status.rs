@@ -118,4 +118,21 @@ impl ChurnStatus {
     pub fn defragmented_rss(&self) -> Option<u64> {
         self.defrag.as_ref().map(|d| d.rss_after)
     }
+
+    /// The churned and the defragmented RSS of an engine's repetitions (those that churned),
+    /// each the median over the repetitions that report it (`membench report`'s comparison,
+    /// beside bytes per item; a local report's are `BenchmarkReport::churned_rss`).
+    pub fn medians_of<'a>(
+        churns: impl Iterator<Item = &'a Self> + Clone,
+    ) -> (Option<f64>, Option<f64>) {
+        let median = |figure: fn(&Self) -> Option<u64>| {
+            let values: Vec<f64> = churns
+                .clone()
+                .filter_map(figure)
+                .map(|bytes| bytes as f64)
+                .collect();
+            crate::stats::Spread::of(&values).map(|s| s.median)
+        };
+        (median(Self::churned_rss), median(Self::defragmented_rss))
+    }
 }

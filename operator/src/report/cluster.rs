@@ -112,8 +112,9 @@ fn row(engine: &EngineStatus, kind: &str, item: &str, requested: u32) -> Compari
             engine.message.clone().unwrap_or_default()
         )),
     };
-    let (churned_rss, defragmented_rss) =
-        crate::report::churn::churned_rss_of_status(&engine.repetitions);
+    let (churned_rss, defragmented_rss) = crate::crd::ChurnStatus::medians_of(
+        engine.repetitions.iter().filter_map(|r| r.churn.as_ref()),
+    );
     ComparisonRow {
         name: engine.name.clone(),
         engine: engine.engine.to_string(),

@@ -12,9 +12,8 @@
 
 use std::fmt::Write as _;
 
-use crate::report::churn_chart::ChurnLine;
-
 use crate::client::measure::MemorySample;
+use crate::client::phases::{FIGURES, StageChart, StageLine};
 use crate::client::result::GrowthColumn;
 use crate::client::workload::Workload;
 use crate::crd::MemoryBenchmark;
@@ -49,8 +48,28 @@ pub struct Section {
     pub shard_tables: Vec<(String, Table)>,
     /// The node memory each engine needs at `spec.capacity.items`, when the spec asks.
     pub capacity: Option<CapacityChart>,
-    /// RSS over `spec.churn`'s rounds, a line per engine that churned.
-    pub churn: Vec<ChurnLine>,
+    /// The phases' charts (`client::phases::FIGURES`), each with a line per engine that ran
+    /// the phase.
+    pub stage_charts: Vec<(StageChart, Vec<StageLine>)>,
+}
+
+/// Each phase's chart with a line per engine that ran it, from `stages` of an engine's first
+/// repetition (the engine's label and its stages).
+fn stage_charts<'e, E: 'e>(
+    engines: impl Iterator<Item = &'e E> + Clone,
+    stages: impl Fn(&dyn crate::client::phases::PhaseFigures, &E) -> Option<StageLine>,
+) -> Vec<(StageChart, Vec<StageLine>)> {
+    FIGURES
+        .iter()
+        .filter_map(|figures| {
+            let chart = figures.chart()?;
+            let lines = engines
+                .clone()
+                .filter_map(|engine| stages(*figures, engine))
+                .collect();
+            Some((chart, lines))
+        })
+        .collect()
 }
 
 /// One bar per comparison row, with the row's published figure as its mark.
@@ -125,22 +144,12 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
         })
         .collect();
     let subtitle = local_run_subtitle(benchmark, comparison);
-    let churn = comparison
-        .engines
-        .iter()
-        .filter_map(|report| {
-            let first = report.repetitions.first()?;
-            let loaded = first
-                .settled
-                .as_ref()
-                .map_or(first.used_memory_rss, |s| s.used_memory_rss);
-            Some(ChurnLine::of_report(
-                &report.name,
-                loaded,
-                first.churn.as_ref()?,
-            ))
+    let stage_charts = stage_charts(comparison.engines.iter(), |figures, report| {
+        Some(StageLine {
+            engine: report.name.clone(),
+            points: figures.stages_of_repetition(report.repetitions.first()?)?,
         })
-        .collect();
+    });
     Section {
         title: comparison.benchmark.clone(),
         subtitle,
@@ -154,7 +163,7 @@ pub fn section_from_local(benchmark: &MemoryBenchmark, comparison: &LocalCompari
         bars,
         curves,
         capacity: None,
-        churn,
+        stage_charts,
     }
 }
 
@@ -222,21 +231,12 @@ pub fn section_from_status(benchmark: &MemoryBenchmark) -> Section {
             )
         })
         .collect();
-    let churn = status
-        .engines
-        .iter()
-        .filter_map(|e| {
-            let first = e.repetitions.first()?;
-            let loaded = first
-                .settled_used_memory_rss
-                .unwrap_or(first.used_memory_rss);
-            Some(ChurnLine::of_status(
-                &label(&e.name, e.instance_type.as_ref()),
-                loaded,
-                first.churn.as_ref()?,
-            ))
+    let stage_charts = stage_charts(status.engines.iter(), |figures, engine| {
+        Some(StageLine {
+            engine: label(&engine.name, engine.instance_type.as_ref()),
+            points: figures.stages_of_status(engine.repetitions.first()?)?,
         })
-        .collect();
+    });
     Section {
         title: format!("{}/{}", comparison.namespace, comparison.benchmark),
         subtitle: format!(
@@ -253,7 +253,7 @@ pub fn section_from_status(benchmark: &MemoryBenchmark) -> Section {
         bars,
         curves,
         capacity: status.capacity.as_ref().map(CapacityChart::from_status),
-        churn,
+        stage_charts,
     }
 }
 
@@ -290,7 +290,7 @@ svg.chart { display: block; width: 100%; max-width: 560px; height: auto; }
 svg text { font-family: sans-serif; font-size: 14px; fill: #222; }
 svg .axis { stroke: #888; stroke-width: 1; } svg .grid { stroke: #e4e4e4; stroke-width: 1; }
 svg .published-mark { stroke: #000; stroke-width: 3; }
-svg .growth-line, svg .churn-line { fill: none; stroke-width: 2; }
+svg .growth-line, svg .stage-line { fill: none; stroke-width: 2; }
 div.table-scroll { overflow-x: auto; max-width: 100%; }
 table.comparison { border-collapse: collapse; font-size: 0.85em; overflow-wrap: normal; }
 table.comparison th, table.comparison td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; white-space: nowrap; }
@@ -338,7 +338,9 @@ fn render_section(page: &mut String, section: &Section) {
     if let Some(capacity) = &section.capacity {
         render_capacity(page, capacity, &section.bars, &section.item);
     }
-    crate::report::churn_chart::render_churn(page, &section.churn, &section.bars);
+    for (chart, lines) in &section.stage_charts {
+        crate::report::stage_chart::render_stages(page, chart, lines, &section.bars);
+    }
     render_table(page, &section.table);
     for (heading, table) in &section.shard_tables {
         let _ = writeln!(page, "<p class=\"shards\">{}</p>", escape(heading));
@@ -547,6 +549,50 @@ mod tests {
         assert!(!page.contains("Peak during snapshot"), "no snapshot asked");
         let page = render_page("t", &[section_from_status(&benchmark(false))]);
         assert!(!page.contains("Peak during replica sync"));
+    }
+
+    #[test]
+    fn a_churns_rounds_are_drawn_as_a_line_per_engine_that_churned() {
+        let mut b = benchmark(false);
+        let round = |round: u32, rss: u64| crate::crd::ChurnRoundStatus {
+            round,
+            used_memory_rss: rss,
+            ..Default::default()
+        };
+        let churned = |rss: [u64; 3], defrag: Option<u64>| crate::crd::RepetitionStatus {
+            items: 50_000_000,
+            used_memory_rss: 9_000_000_000,
+            settled_used_memory_rss: Some(rss[0]),
+            churn: Some(crate::crd::ChurnStatus {
+                rounds: vec![round(1, rss[1]), round(2, rss[2])],
+                defrag: defrag.map(|rss_after| crate::crd::DefragStatus {
+                    rss_after,
+                    ..Default::default()
+                }),
+            }),
+            ..Default::default()
+        };
+        let engines = &mut b.status.as_mut().unwrap().engines;
+        engines[0].repetitions = vec![churned(
+            [5_000_000_000, 5_100_000_000, 5_200_000_000],
+            Some(3_000_000_000),
+        )];
+        engines[1].repetitions = vec![churned([4_000_000_000, 4_300_000_000, 4_400_000_000], None)];
+        let page = render_page("t", &[section_from_status(&b)]);
+        assert_eq!(count(&page, "<figure class=\"churn\">"), 1, "{page}");
+        assert_eq!(count(&page, "class=\"stage-line churn-line\""), 2, "{page}");
+        // After the load (the settled reading), each round, and defragmentation where it ran.
+        assert!(page.contains("data-engine=\"redis-8.2\" data-points=\"4\""));
+        assert!(page.contains("data-engine=\"valkey-9.1\" data-points=\"3\""));
+        for stage in ["load", "round 1", "round 2", "defrag"] {
+            assert!(page.contains(&format!(">{stage}</text>")), "{stage}");
+        }
+        // The comparison's columns: RSS after the last round and after defragmentation.
+        assert!(page.contains("5.20 GB"), "{page}");
+        assert!(page.contains("3.00 GB"), "{page}");
+        // Without a churn, no chart.
+        let page = render_page("t", &[section_from_status(&benchmark(false))]);
+        assert!(!page.contains("<figure class=\"churn\">"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! of raw numbers (`csv`), the comparison of finished benchmarks read from their status in the
 //! cluster (`cluster`), the self-contained HTML page (`html`) with its SVG charts (`charts`),
 //! what a local run measured (`local_run`) and the published tables that users quote
-//! (`published`), a sharded cluster's shards (`shards`), the peak phases in a line (`peak`), bytes as a report writes them (`units`), and what a churn left (`churn`, its chart `churn_chart`).
+//! (`published`), a sharded cluster's shards (`shards`), the peak phases in a line (`peak`), and a phase's chart of its stages (`stage_chart`, what `client::phases::PhaseFigures` gives).
 //!
 //! It may use the parts below it (`validation`, `client` for the measured results, `crd` and
 //! the leaves); never the controller or the local runner, which call it, nor the metrics, its
@@ -12,8 +12,6 @@
 pub mod capacity;
 pub mod capacity_chart;
 pub mod charts;
-pub mod churn;
-pub mod churn_chart;
 pub mod cluster;
 pub mod csv;
 pub mod html;
@@ -22,5 +20,5 @@ pub mod local_run;
 pub mod peak;
 pub mod published;
 pub mod shards;
+pub mod stage_chart;
 pub mod table;
-pub mod units;

@@ -3,7 +3,7 @@
 //! median over the repetitions that measured it.
 
 use crate::crd::{ReplicaStatus, SnapshotStatus};
-use crate::report::units::format_bytes;
+use crate::table::format_bytes;
 
 /// Each repetition's snapshot (peak / steady, peak bytes, copy-on-write bytes) as the median
 /// peak over the steady memory, the median peak and copy-on-write, in a line; `None` without.

@@ -1,8 +1,6 @@
 //! Result tables in the style of the published ones ("4.83 GB", "~97", "539k/s"), as plain
 //! text, Markdown or CSV, for one engine's repetitions and for a comparison of engines.
 
-use std::fmt::Write as _;
-
 use serde::Serialize;
 
 use crate::client::measure::BenchmarkReport;
@@ -11,130 +9,7 @@ use crate::client::workload::Workload;
 use crate::crd::EvictionStatus;
 use crate::report::peak::{describe_replica, describe_snapshot};
 use crate::report::published::{PublishedFigure, PublishedTable};
-pub use crate::report::units::format_bytes;
-
-/// Output formats of the commands that print results.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// An aligned table for a terminal.
-    Table,
-    Json,
-    Markdown,
-    Csv,
-}
-
-/// Rows and columns, rendered in any of the text formats.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Table {
-    pub headers: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    pub fn new(headers: &[&str]) -> Self {
-        Self {
-            headers: headers.iter().map(|h| h.to_string()).collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    pub fn push(&mut self, row: Vec<String>) {
-        self.rows.push(row);
-    }
-
-    /// Columns padded to their widest cell; numbers (cells starting with a digit, `~`, `+` or
-    /// `-`) aligned right.
-    pub fn to_text(&self) -> String {
-        let widths: Vec<usize> = (0..self.headers.len())
-            .map(|c| {
-                std::iter::once(&self.headers[c])
-                    .chain(self.rows.iter().map(|r| &r[c]))
-                    .map(|s| s.chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let mut out = String::new();
-        let line = |cells: &[String], out: &mut String| {
-            let mut text = String::new();
-            for (c, cell) in cells.iter().enumerate() {
-                let numeric =
-                    cell.starts_with(|ch: char| ch.is_ascii_digit() || "~+-".contains(ch));
-                let pad = widths[c] - cell.chars().count();
-                if c > 0 {
-                    text.push_str("  ");
-                }
-                if numeric {
-                    text.push_str(&" ".repeat(pad));
-                    text.push_str(cell);
-                } else {
-                    text.push_str(cell);
-                    text.push_str(&" ".repeat(pad));
-                }
-            }
-            out.push_str(text.trim_end());
-            out.push('\n');
-        };
-        line(&self.headers, &mut out);
-        let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
-        out.push_str(&rule.join("  "));
-        out.push('\n');
-        for row in &self.rows {
-            line(row, &mut out);
-        }
-        out
-    }
-
-    pub fn to_markdown(&self) -> String {
-        let escape = |s: &String| s.replace('|', "\\|");
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "| {} |",
-            self.headers
-                .iter()
-                .map(escape)
-                .collect::<Vec<_>>()
-                .join(" | ")
-        );
-        let _ = writeln!(out, "|{}", "---|".repeat(self.headers.len()));
-        for row in &self.rows {
-            let _ = writeln!(
-                out,
-                "| {} |",
-                row.iter().map(escape).collect::<Vec<_>>().join(" | ")
-            );
-        }
-        out
-    }
-
-    pub fn to_csv(&self) -> String {
-        let field = |s: &String| {
-            if s.contains([',', '"', '\n']) {
-                format!("\"{}\"", s.replace('"', "\"\""))
-            } else {
-                s.clone()
-            }
-        };
-        let mut out = String::new();
-        for row in std::iter::once(&self.headers).chain(self.rows.iter()) {
-            let _ = writeln!(
-                out,
-                "{}",
-                row.iter().map(field).collect::<Vec<_>>().join(",")
-            );
-        }
-        out
-    }
-
-    pub fn render(&self, format: OutputFormat) -> String {
-        match format {
-            OutputFormat::Markdown => self.to_markdown(),
-            OutputFormat::Csv => self.to_csv(),
-            OutputFormat::Table | OutputFormat::Json => self.to_text(),
-        }
-    }
-}
+pub use crate::table::{OutputFormat, Table, format_bytes};
 
 /// Operations per second, as "539k/s" or "1.20M/s".
 pub fn format_rate(per_sec: f64) -> String {
@@ -228,7 +103,7 @@ pub struct ComparisonRow {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub by_type: Vec<TypeSummary>,
     /// With `spec.churn`: RSS after the last round, and after defragmentation, medians over
-    /// the repetitions (`report::churn`).
+    /// the repetitions (`BenchmarkReport::churned_rss`, `ChurnStatus::medians_of`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub churned_rss: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -242,7 +117,7 @@ pub struct ComparisonRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica_peak: Option<String>,
     /// With `spec.eviction`: the first repetition's load past maxmemory, in a line
-    /// (`report::churn::describe_eviction`).
+    /// (`describe_eviction`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eviction: Option<String>,
     /// Why there are no figures, or what to keep in mind.

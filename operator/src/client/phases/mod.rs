@@ -7,9 +7,12 @@
 //! registered. `client::measure` asks them for their checks before the load and runs them once
 //! per repetition with its own memory reading. A phase that fails ends the phases after it,
 //! and what the repetition measured before it (its readings, the phases that finished) is kept.
+//! What a phase adds to the reports beyond the comparison's columns (a table, a chart) it
+//! implements as [`PhaseFigures`] (`figures.rs`), listed in [`FIGURES`].
 
 pub mod churn;
 pub mod eviction;
+pub mod figures;
 pub mod peak;
 pub mod phase;
 pub mod replica;
@@ -23,6 +26,7 @@ use crate::client::shards::ShardSet;
 use crate::client::workload::Workload;
 use crate::crd::MemoryBenchmarkSpec;
 use crate::error::BenchError;
+pub use figures::{PhaseFigures, StageChart, StageLine};
 pub use phase::{Phase, PhaseContext, PhaseFailure, PlanPhase};
 
 /// Every phase, in the order a repetition runs them: the eviction last, since it empties the
@@ -33,6 +37,10 @@ pub const PLANNED: [PlanPhase; 4] = [
     churn::phase::planned,
     eviction::phase::planned,
 ];
+
+/// The phases that add a table or a chart to the reports, in the order a repetition runs
+/// them. A phase whose figures are columns of the comparison only is not listed.
+pub const FIGURES: [&dyn PhaseFigures; 1] = [&churn::figures::ChurnFigures];
 
 /// The phases a spec asks of one engine entry, as a run plan holds them: the one place a
 /// spec's phases become settings (`validation::run_plan`) and are checked against the spec's

@@ -1,13 +1,12 @@
 //! Tests of reading a plan: what a client refuses, and how it names what is wrong.
 
 use super::*;
-use crate::client::phases::churn::Churn;
 use crate::crd::RecordLayout;
 
-/// A plan with a phase of each kind's settings nested in it, so that a field deep inside can
-/// be broken.
+/// A plan with a phase's settings nested in it (the churn's, as a client pod reads them), so
+/// that a field deep inside can be broken.
 fn plan() -> RunPlan {
-    RunPlan::new(
+    let mut plan = serde_json::to_value(RunPlan::new(
         WorkloadPlan::Records {
             records: 1000,
             layout: RecordLayout::Hash,
@@ -15,18 +14,25 @@ fn plan() -> RunPlan {
         },
         RunSettings {
             read_config: vec!["maxmemory".into(), "hash-max-listpack-entries".into()],
-            churn: Some(Churn {
-                rounds: 3,
-                delete_share: Some(0.2),
-                overwrite_share: None,
-                overwrite_value_size: 0,
-                defrag: false,
-                defrag_seconds: 60,
-                seed: 7,
-            }),
             ..RunSettings::default()
         },
-    )
+    ))
+    .unwrap();
+    plan["settings"]["churn"] = serde_json::json!({
+        "rounds": 3,
+        "delete_share": 0.2,
+        "overwrite_share": null,
+        "overwrite_value_size": 0,
+        "defrag": false,
+        "defrag_seconds": 60,
+        "seed": 7,
+    });
+    let plan = RunPlan::from_json(&plan.to_string()).unwrap();
+    assert!(
+        plan.settings.churn.is_some(),
+        "the churn's settings were not read"
+    );
+    plan
 }
 
 /// The plan's JSON with `change` applied to it as a JSON value.

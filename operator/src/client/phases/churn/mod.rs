@@ -12,10 +12,12 @@
 //! - `keys`: whole items (strings, random strings, records as strings, sorted-set members);
 //! - `fields`: records stored as hashes, churned on their fields (`HDEL`, `HSET`);
 //! - `profile`: a profile's rebuild, keys of mixed types (`DEL`; a string `SET`, a
-//!   collection's elements replaced by as many of the overwrite's size).
+//!   collection's elements replaced by as many of the overwrite's size);
+//! - `figures`: what it adds to the reports, its table and its chart.
 
 pub mod defrag;
 mod fields;
+pub mod figures;
 mod keys;
 pub mod phase;
 mod profile;

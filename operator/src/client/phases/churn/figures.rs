@@ -1,32 +1,66 @@
-//! A churn's figures in the reports (`spec.churn`, `client::phases::churn`): each round's and the
-//! defragmentation window's readings in a table of their own, and from a status the medians
-//! the comparison shows beside bytes per item (a local report's are
-//! `BenchmarkReport::churned_rss`).
+//! What the churn adds to the reports (`spec.churn`): each round's and the defragmentation
+//! window's readings in a table of their own under an engine's repetitions, and a chart of
+//! used_memory_rss after the load, after each round and after defragmentation, a line per
+//! engine from its first repetition. What a reader sees: which engine keeps the memory its
+//! deleted data held, and which gives it back.
 
-use crate::client::measure::BenchmarkReport;
+use crate::client::measured::{BenchmarkReport, RepetitionResult};
+use crate::client::phases::figures::{PhaseFigures, StageChart};
 use crate::client::workload::Workload;
-use crate::crd::RecordLayout;
-use crate::report::table::{Table, format_bytes};
+use crate::crd::{RecordLayout, RepetitionStatus};
+use crate::table::{Table, format_bytes};
 
-/// The median of what each repetition reports, if any does.
-fn median(values: Vec<f64>) -> Option<f64> {
-    crate::stats::Spread::of(&values).map(|s| s.median)
+/// The churn's figures in the reports.
+pub struct ChurnFigures;
+
+impl PhaseFigures for ChurnFigures {
+    fn table(&self, report: &BenchmarkReport) -> Option<(String, Table)> {
+        churn_table(report).map(|table| ("After the load, churn (spec.churn)".to_string(), table))
+    }
+
+    fn chart(&self) -> Option<StageChart> {
+        Some(StageChart {
+            class: "churn",
+            caption: "used_memory_rss after the load, each churn round and defragmentation (first repetition)",
+        })
+    }
+
+    fn stages_of_repetition(&self, repetition: &RepetitionResult) -> Option<Vec<(String, u64)>> {
+        let churn = repetition.churn.as_ref()?;
+        let loaded = repetition
+            .settled
+            .as_ref()
+            .map_or(repetition.used_memory_rss, |s| s.used_memory_rss);
+        Some(stages(
+            loaded,
+            churn.rounds.iter().map(|r| (r.round, r.used_memory_rss)),
+            churn.defrag.as_ref().map(|d| d.rss_after),
+        ))
+    }
+
+    fn stages_of_status(&self, repetition: &RepetitionStatus) -> Option<Vec<(String, u64)>> {
+        let churn = repetition.churn.as_ref()?;
+        let loaded = repetition
+            .settled_used_memory_rss
+            .unwrap_or(repetition.used_memory_rss);
+        Some(stages(
+            loaded,
+            churn.rounds.iter().map(|r| (r.round, r.used_memory_rss)),
+            churn.defragmented_rss(),
+        ))
+    }
 }
 
-/// The same two from a status's repetitions (`membench report`).
-pub fn churned_rss_of_status(
-    repetitions: &[crate::crd::RepetitionStatus],
-) -> (Option<f64>, Option<f64>) {
-    let of = |f: &dyn Fn(&crate::crd::ChurnStatus) -> Option<u64>| {
-        median(
-            repetitions
-                .iter()
-                .filter_map(|r| f(r.churn.as_ref()?))
-                .map(|b| b as f64)
-                .collect(),
-        )
-    };
-    (of(&|c| c.churned_rss()), of(&|c| c.defragmented_rss()))
+/// RSS after the load, after each round (its number, its RSS) and after defragmentation.
+fn stages(
+    loaded_rss: u64,
+    rounds: impl Iterator<Item = (u32, u64)>,
+    defragmented: Option<u64>,
+) -> Vec<(String, u64)> {
+    let mut points = vec![("load".to_string(), loaded_rss)];
+    points.extend(rounds.map(|(round, rss)| (format!("round {round}"), rss)));
+    points.extend(defragmented.map(|rss| ("defrag".to_string(), rss)));
+    points
 }
 
 fn ratio(value: Option<f64>) -> String {
@@ -35,7 +69,7 @@ fn ratio(value: Option<f64>) -> String {
 
 /// Each repetition's rounds, and its defragmentation window when there was one; `None` when the
 /// run had no churn.
-pub fn churn_table(report: &BenchmarkReport) -> Option<Table> {
+fn churn_table(report: &BenchmarkReport) -> Option<Table> {
     let churned: Vec<_> = report
         .repetitions
         .iter()

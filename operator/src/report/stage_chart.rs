@@ -1,67 +1,17 @@
-//! The page's churn chart (`spec.churn`): used_memory_rss after the load, after each round and
-//! after defragmentation, a line per engine in its bar's colour, from the first repetition.
-//! What a reader sees: which engine keeps the memory its deleted data held, and which gives it
-//! back.
-//!
-//! Elements carry class names and `data-` attributes (`polyline.churn-line[data-engine]`,
-//! `data-points`, `text.churn-stage`) so a test can read them back from the DOM.
+//! A phase's chart on the page (`client::phases::PhaseFigures`): bytes after each of the
+//! phase's stages, a line per engine in its bar's colour, from the first repetition. The phase
+//! names the stages and the chart's class; this draws any of them the same way.
 
 use std::fmt::Write as _;
 
-use crate::client::phases::churn::ChurnReport;
-use crate::crd::ChurnStatus;
-use crate::report::table::format_bytes;
+use crate::client::phases::{StageChart, StageLine};
+use crate::table::format_bytes;
 
 use super::charts::{Bar, CHART_WIDTH, FONT_SIZE, colours, escape, open_svg, tick_step};
 
-/// One engine's RSS at each stage of its first repetition.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ChurnLine {
-    pub engine: String,
-    /// (stage, used_memory_rss): `load`, `round 1`, …, `defrag`.
-    pub points: Vec<(String, u64)>,
-}
-
-impl ChurnLine {
-    /// RSS after the load, after each round (its number, its RSS) and after defragmentation.
-    fn new(
-        engine: &str,
-        loaded_rss: u64,
-        rounds: impl Iterator<Item = (u32, u64)>,
-        defragmented: Option<u64>,
-    ) -> Self {
-        let mut points = vec![("load".to_string(), loaded_rss)];
-        points.extend(rounds.map(|(round, rss)| (format!("round {round}"), rss)));
-        points.extend(defragmented.map(|rss| ("defrag".to_string(), rss)));
-        Self {
-            engine: engine.into(),
-            points,
-        }
-    }
-
-    /// From a local report's first repetition (its RSS after the load, then the churn's).
-    pub fn of_report(engine: &str, loaded_rss: u64, churn: &ChurnReport) -> Self {
-        Self::new(
-            engine,
-            loaded_rss,
-            churn.rounds.iter().map(|r| (r.round, r.used_memory_rss)),
-            churn.defrag.as_ref().map(|d| d.rss_after),
-        )
-    }
-
-    /// The same from a status's first repetition.
-    pub fn of_status(engine: &str, loaded_rss: u64, churn: &ChurnStatus) -> Self {
-        Self::new(
-            engine,
-            loaded_rss,
-            churn.rounds.iter().map(|r| (r.round, r.used_memory_rss)),
-            churn.defragmented_rss(),
-        )
-    }
-}
-
-/// Draws the lines (nothing when no engine churned).
-pub fn render_churn(page: &mut String, lines: &[ChurnLine], bars: &[Bar]) {
+/// Draws a phase's chart, a line per engine in its bar's colour (nothing when no engine ran the
+/// phase).
+pub fn render_stages(page: &mut String, chart: &StageChart, lines: &[StageLine], bars: &[Bar]) {
     let Some(stages) = lines.iter().map(|l| l.points.len()).max() else {
         return;
     };
@@ -87,10 +37,16 @@ pub fn render_churn(page: &mut String, lines: &[ChurnLine], bars: &[Bar]) {
             .position(|b| b.engine == engine)
             .map_or("#7f7f7f", |i| colours[i])
     };
-    page.push_str("<figure class=\"churn\">\n<figcaption>used_memory_rss after the load, each churn round and defragmentation (first repetition)</figcaption>\n");
+    let class = chart.class;
+    let _ = writeln!(
+        page,
+        "<figure class=\"{}\">\n<figcaption>{}</figcaption>",
+        escape(class),
+        escape(chart.caption)
+    );
     open_svg(
         page,
-        "churn-chart",
+        &format!("{class}-chart"),
         bottom + 30.0,
         &format!("data-lines=\"{}\"", lines.len()),
     );
@@ -114,7 +70,8 @@ pub fn render_churn(page: &mut String, lines: &[ChurnLine], bars: &[Bar]) {
     for (stage, (name, _)) in longest.points.iter().enumerate() {
         let _ = writeln!(
             page,
-            "<text class=\"churn-stage\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            "<text class=\"{}-stage\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            escape(class),
             x(stage),
             bottom + 20.0,
             escape(name)
@@ -129,7 +86,8 @@ pub fn render_churn(page: &mut String, lines: &[ChurnLine], bars: &[Bar]) {
             .collect();
         let _ = writeln!(
             page,
-            "<polyline class=\"churn-line\" data-engine=\"{}\" data-points=\"{}\" stroke=\"{}\" fill=\"none\" points=\"{}\"><title>{}</title></polyline>",
+            "<polyline class=\"stage-line {}-line\" data-engine=\"{}\" data-points=\"{}\" stroke=\"{}\" fill=\"none\" points=\"{}\"><title>{}</title></polyline>",
+            escape(class),
             escape(&line.engine),
             line.points.len(),
             colour_of(&line.engine),
@@ -153,10 +111,15 @@ pub fn render_churn(page: &mut String, lines: &[ChurnLine], bars: &[Bar]) {
 mod tests {
     use super::*;
 
+    const CHART: StageChart = StageChart {
+        class: "churn",
+        caption: "used_memory_rss after each stage",
+    };
+
     #[test]
     fn a_line_per_engine_with_a_point_per_stage() {
         let lines = vec![
-            ChurnLine {
+            StageLine {
                 engine: "valkey-9.1".into(),
                 points: vec![
                     ("load".into(), 180_000_000),
@@ -164,7 +127,7 @@ mod tests {
                     ("defrag".into(), 95_000_000),
                 ],
             },
-            ChurnLine {
+            StageLine {
                 engine: "dragonfly-1.40".into(),
                 points: vec![
                     ("load".into(), 168_000_000),
@@ -173,13 +136,19 @@ mod tests {
             },
         ];
         let mut page = String::new();
-        render_churn(&mut page, &lines, &[]);
+        render_stages(&mut page, &CHART, &lines, &[]);
+        assert!(page.starts_with("<figure class=\"churn\">"), "{page}");
+        assert!(page.contains("<figcaption>used_memory_rss after each stage</figcaption>"));
+        assert!(page.contains("class=\"chart churn-chart\""), "{page}");
         assert!(page.contains("data-lines=\"2\""), "{page}");
-        assert!(page.contains("data-engine=\"valkey-9.1\" data-points=\"3\""));
+        assert!(page.contains(
+            "class=\"stage-line churn-line\" data-engine=\"valkey-9.1\" data-points=\"3\""
+        ));
         assert!(page.contains("data-engine=\"dragonfly-1.40\" data-points=\"2\""));
+        assert!(page.contains("<text class=\"churn-stage\""), "{page}");
         assert!(page.contains(">defrag</text>"));
         let mut empty = String::new();
-        render_churn(&mut empty, &[], &[]);
+        render_stages(&mut empty, &CHART, &[], &[]);
         assert!(empty.is_empty());
     }
 }
