@@ -5,7 +5,9 @@
 //! arrives, the fetched copy is gone afterwards, and a presigned URL's query is never shown.
 //! `membench run` fetches a spec's URL the same way, and `membench profile --rdb URL` reads it. A URL that cannot be fetched (no or wrong
 //! credentials, an untrusted server, no file there, plain http) is refused, saying why, and
-//! nothing is written; a server failing for a while (503) is a failure worth retrying.
+//! nothing is written; a server failing for a while (503) is a failure worth retrying. A stop
+//! signal while the file is downloaded ends `membench load` and `membench profile` at once,
+//! with the signal's exit code, and removes the partial copy.
 
 mod common;
 
@@ -309,4 +311,106 @@ async fn a_url_that_cannot_be_fetched_is_refused_saying_why_and_writes_nothing()
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "a refused fetch left a file: {left:?}");
     target.stop();
+}
+
+/// The names of what `dir` holds.
+fn listed(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Waits until `tmp` holds a downloaded copy of `bytes` bytes or more: a download under way.
+fn wait_for_copy(tmp: &Path, bytes: u64, child: &mut std::process::Child) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < until {
+        let partial = std::fs::read_dir(tmp).unwrap().any(|e| {
+            let e = e.unwrap();
+            e.file_name().to_string_lossy().starts_with("membench-rdb-")
+                && e.metadata().is_ok_and(|m| m.len() >= bytes)
+        });
+        if partial {
+            return;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("membench ended ({status}) before its download was under way");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    panic!(
+        "no copy of {bytes} bytes in {} within 60 s: {:?}",
+        tmp.display(),
+        listed(tmp)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_signal_during_a_download_ends_the_command_and_removes_the_partial_copy() {
+    let (dump, _) = saved_dump();
+    let half = (dump.len() / 2) as u64;
+    let server = serve(dump).await;
+    let target = common::start(EngineKind::Valkey, &[]);
+    let address = target.address.socket_addr();
+    let trusted = credentials("held", &[("ca.crt", &server.ca_pem)]);
+    let url = format!("https://127.0.0.1:{}/held.rdb", server.address.port());
+    let profile = ["profile", "--rdb", &url, "--rdb-credentials"]
+        .map(String::from)
+        .into_iter()
+        .chain([trusted.display().to_string()])
+        .collect();
+    let cases: [(&str, Vec<String>, i32, &str, i32); 2] = [
+        (
+            "load",
+            load_args(&url, &address, Some(&trusted)),
+            libc::SIGINT,
+            "SIGINT",
+            130,
+        ),
+        ("profile", profile, libc::SIGTERM, "SIGTERM", 143),
+    ];
+    for (command, args, signal, signal_name, code) in cases {
+        let tmp = fresh_dir(&format!("held-{command}"));
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
+            .args(&args)
+            .env("TMPDIR", &tmp)
+            .env_remove("SSL_CERT_FILE")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_copy(&tmp, half, &mut child);
+        // SAFETY: a plain kill(2) of the child this test started.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > until {
+                let _ = child.kill();
+                panic!("{command}: still running 10 s after {signal_name}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().unwrap();
+        let stderr = common::stderr(&output);
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{command}: {signal_name} ends it with {code}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("{signal_name}: stopped while"))
+                && stderr.contains("removed the downloaded copy"),
+            "{command}: {stderr}"
+        );
+        assert!(
+            listed(&tmp).is_empty(),
+            "{command} left {:?} in TMPDIR after {signal_name}",
+            listed(&tmp)
+        );
+    }
+    assert!(
+        keys_by_type(&target.address).is_empty(),
+        "nothing is written when the download is stopped"
+    );
 }

@@ -12,7 +12,7 @@ use membench::client::plan::{PLAN_ENV, RunPlan};
 use membench::client::progress::ProgressReporter;
 use membench::client::result::ClientResult;
 use membench::client::stop::{
-    Journal, ResultFile, STOP_DEADLINE, stop_on_signals, write_journal_and_exit,
+    Journal, ResultFile, STOP_DEADLINE, exit_on_signals, stop_on_signals, write_journal_and_exit,
 };
 use membench::client::workload::Workload;
 use membench::error::{BenchError, ErrorCategory};
@@ -141,6 +141,13 @@ impl LoadArgs {
 }
 
 pub fn run_load(args: LoadArgs) -> ExitCode {
+    // Until the measurement's own handler is in place (below), SIGINT and SIGTERM end the
+    // command at once, removing what it downloaded: nothing is measured yet.
+    let before_measuring = exit_on_signals("fetching the workload's file")
+        .inspect_err(|e| {
+            eprintln!("warning: cannot handle SIGINT and SIGTERM ({e}); a stopped download would leave its partial copy in TMPDIR");
+        })
+        .ok();
     // An RDB file at a URL is fetched here, where the run is.
     // The fetched copy is removed when `_copy` drops, as the command ends.
     let planned = args.plan().and_then(|(plan, workload)| {
@@ -264,6 +271,7 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
             "warning: cannot handle SIGINT and SIGTERM ({e}); a stopped run would leave no result"
         );
     }
+    drop(before_measuring);
     let mut progress = ProgressReporter::new(&format!("{} at {target}", workload.kind()));
     let endpoint =
         std::sync::Arc::new(membench::client::progress_endpoint::ProgressEndpoint::default());

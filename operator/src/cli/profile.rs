@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use membench::client::engine::{ControlConnection, EngineAddress};
 use membench::client::rdb_load::download;
-use membench::client::stop::{STOP_DEADLINE, stop_on_signals};
+use membench::client::stop::{STOP_DEADLINE, exit_on_signals, stop_on_signals};
 use membench::client::stop_request::StopRequest;
 use membench::profile::Profile;
 use membench::profiler::{
@@ -186,6 +186,18 @@ pub fn run_profile(args: ProfileArgs) -> ExitCode {
 /// profile or a message would name the file.
 fn run_rdb_profile(path: &std::path::Path, args: &ProfileArgs) -> ExitCode {
     let url = download::is_url(path);
+    // SIGINT and SIGTERM end the command at once, removing a URL's copy, partial or whole:
+    // a profile is printed only when the file has been read to its end.
+    let _exit_on_signals = match url.map(|_| exit_on_signals("profiling the RDB file")) {
+        Some(Err(e)) => {
+            eprintln!(
+                "warning: cannot handle SIGINT and SIGTERM ({e}); a stopped profile would leave the downloaded copy in TMPDIR"
+            );
+            None
+        }
+        Some(Ok(guard)) => Some(guard),
+        None => None,
+    };
     let copy = match (url, &args.rdb_credentials) {
         (None, Some(_)) => {
             return usage_error(

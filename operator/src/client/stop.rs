@@ -8,7 +8,7 @@
 //! measurement at once. A second signal runs the deadline action without waiting.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -166,6 +166,66 @@ pub fn write_journal_and_exit(
             deadline.as_secs(),
             report.repetitions.len()
         );
-        std::process::exit(i32::from(cause.exit_code()));
+        exit_removing_copies(cause)
+    }
+}
+
+/// Exits with `cause`'s code, first removing the RDB files this process downloaded: exiting
+/// runs no destructor, and the copy (as large as the user's backup) would stay in `TMPDIR`.
+pub fn exit_removing_copies(cause: StopCause) -> ! {
+    let removed = crate::client::rdb_load::download::remove_copies();
+    if removed > 0 {
+        eprintln!("membench: removed the downloaded copy of the RDB file");
+    }
+    std::process::exit(i32::from(cause.exit_code()))
+}
+
+/// While the returned guard lives, SIGINT and SIGTERM end the command at once with the cause's
+/// exit code, after removing what it downloaded: for the part of a command before it measures
+/// or while nothing it measures can be lost (fetching an RDB file at a URL, reading it for a
+/// profile). Dropped, the guard leaves the signals to the handler installed after it
+/// ([`stop_on_signals`]); install that one first, so no signal falls between the two.
+pub fn exit_on_signals(doing: &'static str) -> std::io::Result<ExitOnSignals> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    let (mut interrupt, mut terminate) = {
+        let _entered = runtime.enter();
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        )
+    };
+    let armed = Arc::new(AtomicBool::new(true));
+    let armed_here = armed.clone();
+    std::thread::Builder::new()
+        .name("exit-on-signals".into())
+        .spawn(move || {
+            runtime.block_on(async {
+                loop {
+                    let cause = tokio::select! {
+                        _ = interrupt.recv() => StopCause::Interrupt,
+                        _ = terminate.recv() => terminate_cause(),
+                    };
+                    if armed_here.load(Ordering::SeqCst) {
+                        eprintln!("membench: {}: stopped while {doing}", cause.signal_name());
+                        exit_removing_copies(cause);
+                    }
+                }
+            });
+        })?;
+    Ok(ExitOnSignals { armed })
+}
+
+/// Ends [`exit_on_signals`] when dropped.
+#[derive(Debug)]
+pub struct ExitOnSignals {
+    armed: Arc<AtomicBool>,
+}
+
+impl Drop for ExitOnSignals {
+    fn drop(&mut self) {
+        self.armed.store(false, Ordering::SeqCst);
     }
 }

@@ -1,15 +1,20 @@
 //! An https server for tests of an RDB file at a URL: a CA and a server certificate for
 //! 127.0.0.1 made for each server, served by tokio-rustls. It wants basic authentication as
 //! [`USER`]:[`PASSWORD`] at /dump.rdb, none at /public.rdb; /moved redirects to /public.rdb;
-//! /busy answers 503 (a server failing for a while); anything else is 404. It records each request's path and Authorization header.
+//! /busy answers 503 (a server failing for a while); /held.rdb sends the first half of the dump
+//! and holds the rest back for ever (a download under way, for a stop signal to land in);
+//! anything else is 404. It records each request's path and Authorization header.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use http_body_util::Full;
-use hyper::body::Bytes;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use http_body_util::{Either, Full};
+use hyper::body::{Body, Bytes, Frame, SizeHint};
 use hyper::{Request, Response, StatusCode};
 use membench::crd::EngineKind;
 
@@ -90,11 +95,38 @@ fn rustls_server_config(cert: Vec<u8>, key: Vec<u8>) -> tokio_rustls::rustls::Se
         .unwrap()
 }
 
+/// A body that sends its first part, then nothing more, never ending: the rest held back.
+pub struct Held {
+    first: Option<Bytes>,
+    whole: u64,
+}
+
+impl Body for Held {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match self.first.take() {
+            Some(first) => Poll::Ready(Some(Ok(Frame::data(first)))),
+            None => Poll::Pending,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.whole)
+    }
+}
+
+type Answer = Response<Either<Full<Bytes>, Held>>;
+
 fn answer<B>(
     request: &Request<B>,
     dump: Bytes,
     log: &Mutex<Vec<(String, Option<String>)>>,
-) -> Response<Full<Bytes>> {
+) -> Answer {
     let authorization = request
         .headers()
         .get(hyper::header::AUTHORIZATION)
@@ -104,7 +136,7 @@ fn answer<B>(
         .unwrap()
         .push((request.uri().path().to_string(), authorization.clone()));
     let respond = |status: StatusCode, body: Bytes| {
-        let mut response = Response::new(Full::new(body));
+        let mut response = Response::new(Either::Left(Full::new(body)));
         *response.status_mut() = status;
         response
     };
@@ -115,6 +147,10 @@ fn answer<B>(
         "/dump.rdb" => respond(StatusCode::UNAUTHORIZED, Bytes::new()),
         "/public.rdb" => respond(StatusCode::OK, dump),
         "/busy" => respond(StatusCode::SERVICE_UNAVAILABLE, Bytes::new()),
+        "/held.rdb" => Response::new(Either::Right(Held {
+            first: Some(dump.slice(..dump.len() / 2)),
+            whole: dump.len() as u64,
+        })),
         "/moved" => {
             let mut response = respond(StatusCode::FOUND, Bytes::new());
             response

@@ -204,16 +204,52 @@ impl From<String> for Failure {
     }
 }
 
-/// A file that is removed when dropped: the downloaded copy.
+/// The downloaded copies of this process that exist now, partial ones included: what
+/// [`remove_copies`] removes when the process must exit without running destructors.
+static LIVE_COPIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn live_copies() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE_COPIES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A file that is removed when dropped: the downloaded copy. It is listed as live from the
+/// moment it is named, before its first byte, until it is removed.
 #[derive(Debug)]
 pub struct Downloaded {
     pub path: PathBuf,
 }
 
+impl Downloaded {
+    /// A new copy named in the temporary directory, listed as live.
+    fn named() -> Self {
+        let path = std::env::temp_dir().join(format!(
+            "membench-rdb-{}-{}.rdb",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        live_copies().push(path.clone());
+        Self { path }
+    }
+}
+
 impl Drop for Downloaded {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+        live_copies().retain(|p| p != &self.path);
     }
+}
+
+/// Removes every downloaded copy of this process that is still there, partial or whole, and
+/// returns how many: called just before the process exits on a stop signal
+/// (`client::stop`), where no destructor runs and a copy would be left in `TMPDIR`.
+pub fn remove_copies() -> usize {
+    let mut live = live_copies();
+    let removed = live
+        .iter()
+        .filter(|path| std::fs::remove_file(path).is_ok())
+        .count();
+    live.clear();
+    removed
 }
 
 /// Fetches `url` into a new file of the temporary directory, with the credentials of
@@ -304,13 +340,7 @@ pub async fn download(url: &str, credentials_dir: Option<&Path>) -> Result<Downl
         .headers()
         .get(http::header::CONTENT_LENGTH)
         .and_then(|l| l.to_str().ok()?.parse::<u64>().ok());
-    let file = Downloaded {
-        path: std::env::temp_dir().join(format!(
-            "membench-rdb-{}-{}.rdb",
-            std::process::id(),
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        )),
-    };
+    let file = Downloaded::named();
     let dir = file
         .path
         .parent()
@@ -449,6 +479,26 @@ fn connect_failure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copy_is_live_from_its_name_until_removed_and_remove_copies_removes_what_is_left() {
+        let kept = Downloaded::named();
+        std::fs::write(&kept.path, b"REDIS0011").unwrap();
+        let dropped = Downloaded::named();
+        std::fs::write(&dropped.path, b"REDIS0011").unwrap();
+        let dropped_path = dropped.path.clone();
+        drop(dropped);
+        assert!(!dropped_path.exists());
+        assert!(
+            !live_copies().contains(&dropped_path),
+            "a removed copy stays listed"
+        );
+        assert!(live_copies().contains(&kept.path));
+        // As the stop path does before exiting: the copy that destructors would not remove.
+        assert!(remove_copies() >= 1);
+        assert!(!kept.path.exists(), "{} left behind", kept.path.display());
+        assert!(live_copies().is_empty());
+    }
 
     #[test]
     fn a_url_is_shown_without_its_query_and_user() {
