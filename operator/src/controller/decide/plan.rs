@@ -432,7 +432,8 @@ fn time_out(step: &mut Step, status: &mut MemoryBenchmarkStatus) {
         .map(|&i| status.engines[i].name.clone())
         .unwrap_or_default();
     for index in open {
-        let engine = &mut status.engines[index];
+        let mut run = EngineRun::new(status, index);
+        let engine = run.engine_mut();
         if !failing.contains(&index) && !is_terminal(engine) {
             engine.state = EngineState::Failed;
             engine.reason = Some(ConditionReason::NotRun);
