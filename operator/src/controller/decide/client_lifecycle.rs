@@ -9,8 +9,9 @@ use std::time::Duration;
 use kube::ResourceExt;
 
 use crate::client::result::{ClientResult, ReadError};
-use crate::crd::{CleanupPolicy, ConditionReason, MemoryBenchmarkStatus};
+use crate::crd::{CleanupPolicy, ConditionReason};
 
+use super::engine_run::EngineRun;
 use super::observation::{LoadProbe, elapsed_since, pods_of};
 use super::pod_state::{self, PodState, client_state};
 use super::pull_failure::{pull_failure_note, pull_secret_names};
@@ -23,12 +24,7 @@ impl Step<'_, '_> {
     /// Whether a pod named `name`, left by an earlier benchmark of this name, is still in the
     /// way: its pods are never this benchmark's, so it waits for them to go (the plan deletes
     /// and releases them).
-    pub(super) fn blocked_by_earlier_pod(
-        &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
-        name: &str,
-    ) -> bool {
+    pub(super) fn blocked_by_earlier_pod(&mut self, run: &mut EngineRun<'_>, name: &str) -> bool {
         if !self.foreign.iter().any(|p| p.name_any() == name) {
             return false;
         }
@@ -37,43 +33,32 @@ impl Step<'_, '_> {
             self.benchmark.name_any()
         );
         let after = Duration::from_secs(1);
-        self.wait(
-            status,
-            index,
-            ConditionReason::WaitingForOldPods,
-            message,
-            after,
-        );
+        self.wait(run, ConditionReason::WaitingForOldPods, message, after);
         true
     }
 
-    fn start_client(
-        &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
-        engine_ips: &[String],
-    ) {
-        let attempt = status.engines[index].client_attempts + 1;
-        let name = pods::client_pod_name(&self.benchmark.name_any(), index, attempt);
+    fn start_client(&mut self, run: &mut EngineRun<'_>, engine_ips: &[String]) {
+        let attempt = run.engine().client_attempts + 1;
+        let name = pods::client_pod_name(&self.benchmark.name_any(), run.index(), attempt);
         if let Some(refusal) = self.rejection(&name) {
             let message = format!("the API server rejected the client pod {name}: {refusal}");
-            self.fail(status, index, ConditionReason::PodRejected, message, false);
+            self.fail(run, ConditionReason::PodRejected, message, false);
             return;
         }
-        if self.blocked_by_earlier_pod(status, index, &name) {
+        if self.blocked_by_earlier_pod(run, &name) {
             return;
         }
-        let replica_ip = self.replica_ip(index);
+        let replica_ip = self.replica_ip(run.index());
         self.plan.create.push(pods::client_pod_of_shards(
             self.benchmark,
-            index,
+            run.index(),
             attempt,
             self.run_plans,
             engine_ips,
             replica_ip.as_deref(),
             &self.settings.pods,
         ));
-        let engine = &mut status.engines[index];
+        let engine = run.engine_mut();
         engine.client_attempts = attempt;
         engine.reason = Some(ConditionReason::ClientStarting);
         self.requeue(Duration::from_secs(2));
@@ -81,19 +66,18 @@ impl Step<'_, '_> {
 
     pub(super) fn client(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         engine_ips: &[String],
         load: Option<LoadProbe>,
     ) {
-        let client = self.latest_client(status, index);
-        let attempts = status.engines[index].client_attempts;
+        let client = self.latest_client(run);
+        let attempts = run.engine().client_attempts;
         let Some(client) = client else {
             if attempts == 0 {
-                self.start_client(status, index, engine_ips);
+                self.start_client(run, engine_ips);
             } else {
                 let message = "the client pod disappeared before it finished".to_string();
-                self.client_failed(status, index, engine_ips, message, None);
+                self.client_failed(run, engine_ips, message, None);
             }
             return;
         };
@@ -117,7 +101,7 @@ impl Step<'_, '_> {
                     )
                 };
                 let waiting = format!("client: {message}");
-                self.not_placed(status, index, waited_out, late, waiting);
+                self.not_placed(run, waited_out, late, waiting);
             }
             PodState::ImagePullFailed {
                 reason: why,
@@ -134,25 +118,19 @@ impl Step<'_, '_> {
                         let message = format!(
                             "cannot pull the client image {image}: {why}: {message}{retried}; {note}"
                         );
-                        self.fail(
-                            status,
-                            index,
-                            ConditionReason::ClientImagePullFailed,
-                            message,
-                            true,
-                        );
+                        self.fail(run, ConditionReason::ClientImagePullFailed, message, true);
                     }
                     None => {
                         let note = self.pull_wait_note(&image, &why, &message, since);
                         let note = format!("client: {note}");
                         let after = Duration::from_secs(5);
-                        self.wait(status, index, ConditionReason::WaitingForImage, note, after);
+                        self.wait(run, ConditionReason::WaitingForImage, note, after);
                     }
                 }
             }
             PodState::ConfigError { message } => {
                 let since = pod_state::scheduled_at(&client).unwrap_or(created);
-                self.config_error(status, index, "client", &message, since, true);
+                self.config_error(run, "client", &message, since, true);
             }
             // Every client pod runs the same image and command: the next would fail alike.
             PodState::ContainerError {
@@ -160,7 +138,7 @@ impl Step<'_, '_> {
                 message,
             } => {
                 let message = format!("the client container could not be started: {message}");
-                self.fail(status, index, container_error_reason(&why), message, true);
+                self.fail(run, container_error_reason(&why), message, true);
             }
             PodState::Terminated {
                 reason: Some(why),
@@ -168,19 +146,13 @@ impl Step<'_, '_> {
                 ..
             } if NEVER_STARTED.contains(&why.as_str()) => {
                 let message = never_started("client", &why, message.as_deref());
-                self.fail(
-                    status,
-                    index,
-                    ConditionReason::RunContainerError,
-                    message,
-                    true,
-                );
+                self.fail(run, ConditionReason::RunContainerError, message, true);
             }
             PodState::Starting { .. } | PodState::Unready { .. } | PodState::Ready => {
-                if load.is_some_and(|l| l.done) && self.take_served(status, index, &client) {
+                if load.is_some_and(|l| l.done) && self.take_served(run, &client) {
                     return;
                 }
-                let engine = &mut status.engines[index];
+                let engine = run.engine_mut();
                 engine.reason = Some(ConditionReason::Measuring);
                 engine.message = None;
                 // Finishing: the result is taken within a second of the client being done.
@@ -205,28 +177,22 @@ impl Step<'_, '_> {
                     // A broken or forged result: another attempt would read the same.
                     (Err(ReadError::Invalid(why)), _) => {
                         let message = format!("the client's result was refused: {why}");
-                        self.mark_failed(
-                            status,
-                            index,
-                            ConditionReason::InvalidClientResult,
-                            message,
-                            false,
-                        );
+                        self.mark_failed(run, ConditionReason::InvalidClientResult, message, false);
                     }
                     (Ok(result), None) if exit_code == 0 => {
-                        absorb(&mut status.engines[index], result, self.listed());
-                        status.engines[index].message = result_note(result, self.listed());
-                        self.succeed(status, index);
+                        absorb(run.engine_mut(), result, self.listed());
+                        run.engine_mut().message = result_note(result, self.listed());
+                        self.succeed(run);
                     }
                     (Ok(result), Some(error)) if !error.category.is_retryable() => {
-                        absorb(&mut status.engines[index], result, self.listed());
-                        let done = status.engines[index].repetitions.len();
+                        absorb(run.engine_mut(), result, self.listed());
+                        let done = run.engine().repetitions.len();
                         let why = ConditionReason::from(&error.category);
                         let message = format!(
                             "{} (after {done} of {repetitions} repetitions)",
                             error.message
                         );
-                        self.mark_failed(status, index, why, message, false);
+                        self.mark_failed(run, why, message, false);
                     }
                     (_, error) => {
                         let lost = error
@@ -245,13 +211,7 @@ impl Step<'_, '_> {
                             (Ok(_), None) => format!("exit code {exit_code}"),
                             (Err(e), None) => format!("exit code {exit_code}: {e}"),
                         };
-                        self.client_failed(
-                            status,
-                            index,
-                            engine_ips,
-                            message,
-                            parsed.as_ref().ok(),
-                        );
+                        self.client_failed(run, engine_ips, message, parsed.as_ref().ok());
                     }
                 }
             }
@@ -266,8 +226,7 @@ impl Step<'_, '_> {
     /// engine ended.
     fn take_served(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         client: &k8s_openapi::api::core::v1::Pod,
     ) -> bool {
         match self.served_by(&client.name_any()) {
@@ -280,20 +239,14 @@ impl Step<'_, '_> {
                         .as_ref()
                         .is_some_and(|s| s.repetitions == self.benchmark.spec.repetitions) =>
             {
-                absorb(&mut status.engines[index], &result, self.listed());
-                status.engines[index].message = result_note(&result, self.listed());
-                self.succeed(status, index);
+                absorb(run.engine_mut(), &result, self.listed());
+                run.engine_mut().message = result_note(&result, self.listed());
+                self.succeed(run);
                 true
             }
             Some(Err(ReadError::Invalid(why))) => {
                 let message = format!("the client's result was refused: {why}");
-                self.mark_failed(
-                    status,
-                    index,
-                    ConditionReason::InvalidClientResult,
-                    message,
-                    false,
-                );
+                self.mark_failed(run, ConditionReason::InvalidClientResult, message, false);
                 true
             }
             _ => false,
@@ -304,27 +257,26 @@ impl Step<'_, '_> {
     /// attempts remain.
     fn client_failed(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         engine_ips: &[String],
         message: String,
         result: Option<&ClientResult>,
     ) {
         if let Some(result) = result {
-            absorb(&mut status.engines[index], result, self.listed());
+            absorb(run.engine_mut(), result, self.listed());
         }
-        let attempts = status.engines[index].client_attempts;
+        let attempts = run.engine().client_attempts;
         if attempts < self.settings.client_attempts {
             if self.benchmark.spec.cleanup_policy != CleanupPolicy::KeepFailed {
-                let names: Vec<String> = pods_of(self.pods, index, Component::Client)
+                let names: Vec<String> = pods_of(self.pods, run.index(), Component::Client)
                     .iter()
                     .filter(|p| p.metadata.deletion_timestamp.is_none())
                     .map(|p| p.name_any())
                     .collect();
                 self.plan.delete.extend(names);
             }
-            self.start_client(status, index, engine_ips);
-            status.engines[index].message = Some(format!(
+            self.start_client(run, engine_ips);
+            run.engine_mut().message = Some(format!(
                 "client attempt {attempts} of {} failed: {}",
                 self.settings.client_attempts,
                 tail(&message, 600)
@@ -334,7 +286,7 @@ impl Step<'_, '_> {
                 "the client failed {attempts} times; the last time: {}",
                 tail(&message, 600)
             );
-            self.fail(status, index, ConditionReason::ClientFailed, message, false);
+            self.fail(run, ConditionReason::ClientFailed, message, false);
         }
     }
 }

@@ -12,8 +12,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::client::phases::PhaseKind;
-use crate::crd::{ConditionReason, EngineState, MemoryBenchmarkStatus};
+use crate::crd::{ConditionReason, EngineState};
 
+use super::engine_run::EngineRun;
 use super::observation::{LoadProbe, elapsed_since, pods_of, to_the_second};
 use super::pod_state::{
     self, PodState, client_state, disruption, has_started, pod_state, stuck_deleting,
@@ -38,50 +39,38 @@ pub(super) struct EngineEnd {
 impl Step<'_, '_> {
     /// Waits in the node pool's queue: nodes exist but run other engines. No deadline but the
     /// benchmark's own timeoutSeconds.
-    pub(super) fn wait_for_free_node(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) {
-        let instance_type = self.benchmark.spec.instance_type_of_run(index);
-        let message = waiting_message(&instance_type, self.benchmarks_ahead(index));
+    pub(super) fn wait_for_free_node(&mut self, run: &mut EngineRun<'_>) {
+        let instance_type = self.benchmark.spec.instance_type_of_run(run.index());
+        let message = waiting_message(&instance_type, self.benchmarks_ahead(run.index()));
         self.wait(
-            status,
-            index,
+            run,
             ConditionReason::WaitingForFreeNode,
             message,
             self.settings.poll_interval,
         );
     }
 
-    /// The scheduler found every node of the pool that could take run `index`'s engine busy.
+    /// The scheduler found every node of the pool that could take `run`'s engine busy.
     /// When this benchmark's own engines hold all of them and it asks for more at once
     /// (`spec.parallelism`), the pool is smaller than the parallelism: the run waits for one of
     /// them (no deadline but timeoutSeconds), saying how many nodes of the type there are.
     /// Otherwise it waits in the pool's queue behind other benchmarks' engines.
-    pub(super) fn wait_for_busy_node(
-        &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
-        scheduler_message: &str,
-    ) {
+    pub(super) fn wait_for_busy_node(&mut self, run: &mut EngineRun<'_>, scheduler_message: &str) {
         let spec = &self.benchmark.spec;
-        let instance_type = spec.instance_type_of_run(index);
+        let instance_type = spec.instance_type_of_run(run.index());
         let own = self.own_engines_on_nodes(&instance_type);
         let busy = busy_nodes(scheduler_message);
-        let shards = spec.engine_of_run(index).shards.unwrap_or(1) as usize;
+        let shards = spec.engine_of_run(run.index()).shards.unwrap_or(1) as usize;
         match busy {
             Some(nodes) if shards > 1 && nodes <= own && nodes < shards => {
                 let message = format!(
                     "spec.engines[{}].shards is {shards}: the run needs {shards} nodes of instance type {instance_type} at once, one per shard, and the pool has {nodes} {} that can take an engine, each running one of this benchmark's engines: the shards wait for more; add nodes of the type (at least {shards}) or lower shards (the scheduler: {})",
-                    spec.entry_of_run(index),
+                    spec.entry_of_run(run.index()),
                     if nodes == 1 { "node" } else { "nodes" },
                     tail(scheduler_message, 300)
                 );
                 let after = self.settings.poll_interval;
-                self.wait(
-                    status,
-                    index,
-                    ConditionReason::ShardsAboveNodes,
-                    message,
-                    after,
-                );
+                self.wait(run, ConditionReason::ShardsAboveNodes, message, after);
             }
             Some(nodes)
                 if spec.parallelism > 1 && nodes <= own && nodes < spec.parallelism as usize =>
@@ -93,15 +82,9 @@ impl Step<'_, '_> {
                     tail(scheduler_message, 300)
                 );
                 let after = self.settings.poll_interval;
-                self.wait(
-                    status,
-                    index,
-                    ConditionReason::ParallelismAboveNodes,
-                    message,
-                    after,
-                );
+                self.wait(run, ConditionReason::ParallelismAboveNodes, message, after);
             }
-            _ => self.wait_for_free_node(status, index),
+            _ => self.wait_for_free_node(run),
         }
     }
 
@@ -118,41 +101,27 @@ impl Step<'_, '_> {
             .count()
     }
 
-    pub(super) fn engine(
-        &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
-        memory: u64,
-        load: Option<LoadProbe>,
-    ) {
-        let engines = self.engine_pods(index);
-        let sharded = self.several_engine_pods(index);
+    pub(super) fn engine(&mut self, run: &mut EngineRun<'_>, memory: u64, load: Option<LoadProbe>) {
+        let engines = self.engine_pods(run.index());
+        let sharded = self.several_engine_pods(run.index());
         let lost_shard = engines
             .iter()
             .find(|p| stuck_deleting(p, self.now, self.settings.lost_pod_margin))
             .filter(|_| sharded);
-        if self.naming_shard(status, index, lost_shard, |step, status| {
-            step.node_lost(status, index)
-        }) {
+        if self.naming_shard(run, lost_shard, |step, run| step.node_lost(run)) {
             return;
         }
-        self.record_shards(status, index, &engines);
-        if let Some(missing) = self.missing_shard(index, &engines) {
-            if status.engines[index].started_at.is_some() {
+        self.record_shards(run, &engines);
+        if let Some(missing) = self.missing_shard(run.index(), &engines) {
+            if run.engine().started_at.is_some() {
                 let lost = "the engine pod disappeared before the engine finished (deleted by someone else, or evicted)";
                 let message = match missing.label {
                     Some(label) => format!("{label}: {lost}"),
                     None => lost.into(),
                 };
-                self.fail(
-                    status,
-                    index,
-                    ConditionReason::EnginePodLost,
-                    message,
-                    false,
-                );
+                self.fail(run, ConditionReason::EnginePodLost, message, false);
             } else {
-                self.create_engine_pods(status, index, memory, &engines);
+                self.create_engine_pods(run, memory, &engines);
             }
             return;
         }
@@ -160,24 +129,23 @@ impl Step<'_, '_> {
             return;
         };
         if let Some(node) = engines.first().and_then(pod_state::node_name) {
-            status.engines[index].node_name = Some(node);
+            run.engine_mut().node_name = Some(node);
         }
         let addresses = Self::shard_addresses(&engines);
         // The replica is named whenever it is followed; a shard, or the engine beside a
         // replica, while it is not ready.
         let named = (pods::is_replica(&pod) || sharded && pod_state(&pod) != PodState::Ready)
             .then_some(&pod);
-        self.naming_shard(status, index, named, |step, status| {
-            step.engine_pod(status, index, &pod, addresses, load)
+        self.naming_shard(run, named, |step, run| {
+            step.engine_pod(run, &pod, addresses, load)
         });
     }
 
-    /// What run `index` does about its engine pod `pod` (a sharded run's followed shard), with
+    /// What `run` does about its engine pod `pod` (a sharded run's followed shard), with
     /// the addresses of all its engine pods once each has one.
     fn engine_pod(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         pod: &Pod,
         addresses: Option<Vec<String>>,
         load: Option<LoadProbe>,
@@ -187,36 +155,33 @@ impl Step<'_, '_> {
             .creation_timestamp
             .as_ref()
             .map_or(self.now, |t| t.0);
-        status.engines[index]
-            .started_at
-            .get_or_insert(Time(created));
+        run.engine_mut().started_at.get_or_insert(Time(created));
         match pod_state(pod) {
             PodState::Deleting => self.fail(
-                status,
-                index,
+                run,
                 ConditionReason::EnginePodLost,
                 "the engine pod was deleted before the engine finished".into(),
                 false,
             ),
             PodState::Unscheduled { message } if pods::is_replica(pod) => {
                 let message = message.unwrap_or_else(|| "waiting for the scheduler".into());
-                self.replica_unscheduled(status, index, created, &message);
+                self.replica_unscheduled(run, created, &message);
             }
             PodState::Unscheduled { message } => {
                 let message = message.unwrap_or_else(|| "waiting for the scheduler".into());
                 if nodes_busy(&message) {
-                    self.wait_for_busy_node(status, index, &message);
+                    self.wait_for_busy_node(run, &message);
                 } else {
                     let timeout = self.settings.scheduling_timeout;
                     let waited_out = elapsed_since(self.now, created) >= timeout;
-                    let instance_type = self.benchmark.spec.instance_type_of_run(index);
+                    let instance_type = self.benchmark.spec.instance_type_of_run(run.index());
                     let late = || {
                         format!(
                             "no node of instance type {instance_type} took the engine pod within {} s: {message}",
                             timeout.as_secs()
                         )
                     };
-                    self.not_placed(status, index, waited_out, late, message.clone());
+                    self.not_placed(run, waited_out, late, message.clone());
                 }
             }
             PodState::ImagePullFailed {
@@ -224,7 +189,7 @@ impl Step<'_, '_> {
                 message,
                 permanent,
             } => {
-                let image = status.engines[index].image.clone().unwrap_or_default();
+                let image = run.engine().image.clone().unwrap_or_default();
                 let since = pod_state::scheduled_at(pod).unwrap_or(created);
                 match self.pull_verdict(since, permanent) {
                     Some(retried) => {
@@ -234,18 +199,12 @@ impl Step<'_, '_> {
                         let message = format!(
                             "cannot pull the engine image {image}: {why}: {message}{retried}; {note}"
                         );
-                        self.fail(
-                            status,
-                            index,
-                            ConditionReason::ImagePullFailed,
-                            message,
-                            false,
-                        )
+                        self.fail(run, ConditionReason::ImagePullFailed, message, false)
                     }
                     None => {
                         let note = self.pull_wait_note(&image, &why, &message, since);
                         let after = Duration::from_secs(5);
-                        self.wait(status, index, ConditionReason::WaitingForImage, note, after);
+                        self.wait(run, ConditionReason::WaitingForImage, note, after);
                     }
                 }
             }
@@ -255,14 +214,14 @@ impl Step<'_, '_> {
             } => {
                 let why = container_error_reason(&why);
                 let message = format!("the engine container could not be started: {message}");
-                self.fail(status, index, why, message, false);
+                self.fail(run, why, message, false);
             }
             PodState::ConfigError { message } => {
                 let since = pod_state::scheduled_at(pod).unwrap_or(created);
-                self.config_error(status, index, "engine", &message, since, false);
+                self.config_error(run, "engine", &message, since, false);
             }
-            PodState::Starting { since } if status.engines[index].state != EngineState::Running => {
-                let engine = &mut status.engines[index];
+            PodState::Starting { since } if run.engine().state != EngineState::Running => {
+                let engine = run.engine_mut();
                 engine.reason = Some(ConditionReason::EngineStarting);
                 engine.message = Some("the engine is starting".into());
                 if since
@@ -272,13 +231,7 @@ impl Step<'_, '_> {
                         "the engine did not become ready (accept connections on port 6379) within {} s",
                         self.settings.startup_timeout.as_secs()
                     );
-                    self.fail(
-                        status,
-                        index,
-                        ConditionReason::EngineNotReady,
-                        message,
-                        false,
-                    );
+                    self.fail(run, ConditionReason::EngineNotReady, message, false);
                 } else {
                     self.requeue(Duration::from_secs(2));
                 }
@@ -287,17 +240,17 @@ impl Step<'_, '_> {
             // a readiness blip, never a startup timeout.
             PodState::Starting { .. } => {
                 let since = pod_state::condition_since(pod, "Ready", "False");
-                self.engine_unready(status, index, since, addresses.as_deref(), load);
+                self.engine_unready(run, since, addresses.as_deref(), load);
             }
             PodState::Unready { since } => {
-                self.engine_unready(status, index, since, addresses.as_deref(), load)
+                self.engine_unready(run, since, addresses.as_deref(), load)
             }
             PodState::Ready => {
-                let engine = &mut status.engines[index];
+                let engine = run.engine_mut();
                 engine.state = EngineState::Running;
                 engine.image_id = pod_state::image_id(pod);
                 match addresses {
-                    Some(addresses) => self.client(status, index, &addresses, load),
+                    Some(addresses) => self.client(run, &addresses, load),
                     None => self.requeue(Duration::from_secs(2)),
                 }
             }
@@ -307,13 +260,7 @@ impl Step<'_, '_> {
                 ..
             } if NEVER_STARTED.contains(&why.as_str()) => {
                 let message = never_started("engine", &why, message.as_deref());
-                self.fail(
-                    status,
-                    index,
-                    ConditionReason::RunContainerError,
-                    message,
-                    false,
-                );
+                self.fail(run, ConditionReason::RunContainerError, message, false);
             }
             PodState::Terminated {
                 exit_code,
@@ -327,7 +274,7 @@ impl Step<'_, '_> {
                     message,
                     evicted: pod_state::evicted(pod),
                 };
-                self.engine_exited(status, index, end, finished_at)
+                self.engine_exited(run, end, finished_at)
             }
         }
     }
@@ -337,8 +284,7 @@ impl Step<'_, '_> {
     /// gets the startup timeout again, counted from the moment it turned unready.
     fn engine_unready(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         since: Option<Timestamp>,
         addresses: Option<&[String]>,
         load: Option<LoadProbe>,
@@ -346,12 +292,12 @@ impl Step<'_, '_> {
         let since_note = since
             .map(|t| format!(" since {}", to_the_second(t)))
             .unwrap_or_default();
-        let has_client = !pods_of(self.pods, index, Component::Client).is_empty()
-            || status.engines[index].client_attempts > 0;
+        let has_client = !pods_of(self.pods, run.index(), Component::Client).is_empty()
+            || run.engine().client_attempts > 0;
         match addresses {
             Some(addresses) if has_client => {
-                self.client(status, index, addresses, load);
-                let engine = &mut status.engines[index];
+                self.client(run, addresses, load);
+                let engine = run.engine_mut();
                 if engine.reason == Some(ConditionReason::Measuring) {
                     engine.message = Some(format!(
                         "the engine fails its readiness probe{since_note}; its client carries on"
@@ -365,25 +311,13 @@ impl Step<'_, '_> {
                         "the engine was ready, then stopped accepting connections on port 6379 for {} s",
                         self.settings.startup_timeout.as_secs()
                     );
-                    self.fail(
-                        status,
-                        index,
-                        ConditionReason::EngineNotReady,
-                        message,
-                        false,
-                    );
+                    self.fail(run, ConditionReason::EngineNotReady, message, false);
                 } else {
                     let message = format!(
                         "the engine fails its readiness probe{since_note}; waiting for it to recover"
                     );
                     let after = Duration::from_secs(2);
-                    self.wait(
-                        status,
-                        index,
-                        ConditionReason::EngineStarting,
-                        message,
-                        after,
-                    );
+                    self.wait(run, ConditionReason::EngineStarting, message, after);
                 }
             }
         }
@@ -394,8 +328,7 @@ impl Step<'_, '_> {
     /// that has not after the grace period is asked to stop.
     fn engine_exited(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         end: EngineEnd,
         finished_at: Option<Timestamp>,
     ) {
@@ -405,7 +338,7 @@ impl Step<'_, '_> {
             message,
             evicted,
         } = end;
-        let client_runs = self.latest_client(status, index).is_some_and(|c| {
+        let client_runs = self.latest_client(run).is_some_and(|c| {
             has_started(&c) && !matches!(client_state(&c), PodState::Terminated { .. })
         });
         let recently =
@@ -414,36 +347,30 @@ impl Step<'_, '_> {
             self.requeue(Duration::from_secs(2));
             return;
         }
-        let phase = match self.keep_client_result(status, index) {
+        let phase = match self.keep_client_result(run) {
             KeptResult::Stopping => {
                 let message = format!(
                     "the engine exited with code {exit_code}; stopping the client to keep what it measured"
                 );
                 let after = Duration::from_secs(1);
-                self.wait(
-                    status,
-                    index,
-                    ConditionReason::StoppingClient,
-                    message,
-                    after,
-                );
+                self.wait(run, ConditionReason::StoppingClient, message, after);
                 return;
             }
             // Every repetition was measured before the engine went.
             KeptResult::Complete => {
-                self.succeed(status, index);
+                self.succeed(run);
                 return;
             }
             KeptResult::Partial(phase) => phase,
             KeptResult::Nothing => None,
         };
-        let done = status.engines[index].repetitions.len();
+        let done = run.engine().repetitions.len();
         let of = self.benchmark.spec.repetitions;
         let oom = why.as_deref() == Some("OOMKilled");
-        let limit = self.engine_memory_limit(index);
+        let limit = self.engine_memory_limit(run.index());
         // The spec's entry this run is of (runs repeat the entries per instance type).
-        let entry = self.benchmark.spec.entry_of_run(index);
-        let never_ran = done == 0 && status.engines[index].state != EngineState::Running;
+        let entry = self.benchmark.spec.entry_of_run(run.index());
+        let never_ran = done == 0 && run.engine().state != EngineState::Running;
         // The phase the client was in when its connection broke: a kubelet's record says how
         // the container ended, never what it was doing.
         let during = phase
@@ -452,10 +379,7 @@ impl Step<'_, '_> {
             .unwrap_or_default();
         let (why, mut text) = if let Some(kubelet_says) = evicted {
             // The kubelet stopped it (SIGTERM): its exit code says nothing, the eviction does.
-            let node = status.engines[index]
-                .node_name
-                .as_deref()
-                .unwrap_or("(unknown)");
+            let node = run.engine().node_name.as_deref().unwrap_or("(unknown)");
             let text = format!(
                 "the kubelet evicted the engine pod from node {node} after {done} of {of} repetitions: {kubelet_says}"
             );
@@ -469,7 +393,7 @@ impl Step<'_, '_> {
                 if exit_code == 127 { "find" } else { "execute" },
                 self.benchmark
                     .spec
-                    .engine_of_run(index)
+                    .engine_of_run(run.index())
                     .engine
                     .server_binary()
             );
@@ -494,18 +418,18 @@ impl Step<'_, '_> {
             text.push_str(": ");
             text.push_str(&tail(&last_words, 600));
         }
-        self.mark_failed(status, index, why, text, false);
+        self.mark_failed(run, why, text, false);
     }
 
-    /// Engine `index`'s pods whose node stopped reporting (see [`stuck_deleting`]): the engine
+    /// `run`'s engine pods whose node stopped reporting (see [`stuck_deleting`]): the engine
     /// fails as NodeLost with what is known, the repetitions already in its status and the last
     /// progress reading (what its client measured on that node is gone with it), and the next
     /// engine goes on; the plan gives the pods up (a forced deletion). Returns whether it did.
-    fn node_lost(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) -> bool {
+    fn node_lost(&mut self, run: &mut EngineRun<'_>) -> bool {
         let lost: Vec<&Pod> = self
             .pods
             .iter()
-            .filter(|p| engine_index(p) == Some(index))
+            .filter(|p| engine_index(p) == Some(run.index()))
             .filter(|p| stuck_deleting(p, self.now, self.settings.lost_pod_margin))
             .copied()
             .collect();
@@ -522,10 +446,11 @@ impl Step<'_, '_> {
             .find_map(|p| disruption(p))
             .map(|d| format!(" ({d})"))
             .unwrap_or_default();
-        let progress = status
+        let progress = run
+            .status()
             .progress
             .as_ref()
-            .filter(|p| p.engine == index as u32 + 1)
+            .filter(|p| p.engine == run.index() as u32 + 1)
             .map(|p| format!("; the last progress reading: {}", p.summary))
             .unwrap_or_default();
         // A sharded run's client runs on shard 0's node: another shard's node going loses
@@ -534,15 +459,15 @@ impl Step<'_, '_> {
             .iter()
             .any(|p| pods::component(p) == Some(Component::Client));
         // The client may still run there (only the kubelet stopped) and serve what it finished.
-        let served =
-            self.latest_client(status, index)
-                .and_then(|c| match self.served_by(&c.name_any()) {
-                    Some(Ok(result)) => Some(result),
-                    _ => None,
-                });
+        let served = self
+            .latest_client(run)
+            .and_then(|c| match self.served_by(&c.name_any()) {
+                Some(Ok(result)) => Some(result),
+                _ => None,
+            });
         let measured = match served {
             Some(result) => {
-                absorb(&mut status.engines[index], &result, self.listed());
+                absorb(run.engine_mut(), &result, self.listed());
                 "; its client still answered on its pod address and served the repetitions it finished".into()
             }
             None if client_lost => ", so what the client measured there is lost".into(),
@@ -556,7 +481,7 @@ impl Step<'_, '_> {
             },
             self.settings.lost_pod_margin.as_secs(),
         );
-        self.fail(status, index, ConditionReason::NodeLost, message, false);
+        self.fail(run, ConditionReason::NodeLost, message, false);
         true
     }
 

@@ -6,6 +6,7 @@
 pub(crate) mod client_lifecycle;
 pub(crate) mod cluster_cost;
 pub mod conditions;
+mod engine_run;
 pub mod events;
 #[cfg(test)]
 mod fault_tests;

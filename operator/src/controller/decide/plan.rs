@@ -30,6 +30,7 @@ use crate::crd::{
 };
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY};
+use super::engine_run::EngineRun;
 use super::observation::{
     EngineContainer, LoadProbe, Observation, Plan, ProbeTarget, Settings, current_engine,
     is_terminal, pods_of, to_the_second,
@@ -315,7 +316,7 @@ pub fn plan(observation: &Observation, settings: &Settings) -> Plan {
             for index in runs_to_step(&status, spec, &pods, &leftover_runs) {
                 let memory = valid.engine_memory[spec.entry_of_run(index)];
                 let load = observation.load.filter(|_| Some(index) == probed);
-                step.engine(&mut status, index, memory, load);
+                step.engine(&mut EngineRun::new(&mut status, index), memory, load);
             }
             if !leftover_runs.is_empty() {
                 step.requeue(Duration::from_secs(1));
@@ -420,8 +421,7 @@ fn time_out(step: &mut Step, status: &mut MemoryBenchmarkStatus) {
     };
     for &index in &failing {
         step.fail(
-            status,
-            index,
+            &mut EngineRun::new(status, index),
             ConditionReason::Timeout,
             message.clone(),
             false,
@@ -432,7 +432,8 @@ fn time_out(step: &mut Step, status: &mut MemoryBenchmarkStatus) {
         .map(|&i| status.engines[i].name.clone())
         .unwrap_or_default();
     for index in open {
-        let engine = &mut status.engines[index];
+        let mut run = EngineRun::new(status, index);
+        let engine = run.engine_mut();
         if !failing.contains(&index) && !is_terminal(engine) {
             engine.state = EngineState::Failed;
             engine.reason = Some(ConditionReason::NotRun);

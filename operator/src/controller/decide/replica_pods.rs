@@ -11,24 +11,22 @@
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::crd::MemoryBenchmarkStatus;
-
+use super::engine_run::EngineRun;
 use super::observation::elapsed_since;
 use super::queue::{busy_nodes, nodes_busy};
 use super::results::tail;
 use super::step::Step;
 
 impl Step<'_, '_> {
-    /// Run `index`'s replica pod, created at `created`, is not scheduled; `scheduler` is why.
+    /// `run`'s replica pod, created at `created`, is not scheduled; `scheduler` is why.
     pub(super) fn replica_unscheduled(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         created: Timestamp,
         scheduler: &str,
     ) {
         let spec = &self.benchmark.spec;
-        let instance_type = spec.instance_type_of_run(index);
+        let instance_type = spec.instance_type_of_run(run.index());
         let own = self.own_engines_on_nodes(&instance_type);
         let timeout = self.settings.scheduling_timeout;
         let waited_out = elapsed_since(self.now, created) >= timeout;
@@ -42,7 +40,7 @@ impl Step<'_, '_> {
                 (nodes / 2).max(1)
             ),
             _ if nodes_busy(scheduler) => {
-                self.wait_for_busy_node(status, index, scheduler);
+                self.wait_for_busy_node(run, scheduler);
                 return;
             }
             _ => format!("no node of instance type {instance_type} takes the replica pod"),
@@ -54,6 +52,6 @@ impl Step<'_, '_> {
                 timeout.as_secs()
             )
         };
-        self.not_placed(status, index, waited_out, late, message.clone());
+        self.not_placed(run, waited_out, late, message.clone());
     }
 }

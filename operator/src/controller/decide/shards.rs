@@ -18,9 +18,10 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use crate::crd::{ConditionReason, MemoryBenchmarkStatus};
+use crate::crd::ConditionReason;
 
 use super::conditions::{ENGINE_POD_CREATED, SHARD_PODS_CREATED};
+use super::engine_run::EngineRun;
 use super::observation::pods_of;
 use super::pod_state::{self, PodState, pod_state};
 use super::step::Step;
@@ -125,20 +126,19 @@ impl Step<'_, '_> {
         })
     }
 
-    /// Runs `act` on run `index` for the shard pod `shard` (`None`: an unsharded run, or every
+    /// Runs `act` on `run` for the shard pod `shard` (`None`: an unsharded run, or every
     /// shard ready), then prefixes the engine's message with the shard's name, so whatever the
     /// one-engine path says about that pod says which shard it is.
     pub(super) fn naming_shard<T>(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         shard: Option<&Pod>,
-        act: impl FnOnce(&mut Self, &mut MemoryBenchmarkStatus) -> T,
+        act: impl FnOnce(&mut Self, &mut EngineRun<'_>) -> T,
     ) -> T {
-        let outcome = act(self, status);
+        let outcome = act(self, run);
         if let Some(pod) = shard {
             let prefix = format!("{}: ", shard_label(pod));
-            let engine = &mut status.engines[index];
+            let engine = run.engine_mut();
             if let Some(message) = engine.message.as_mut()
                 && !message.starts_with(&prefix)
             {
@@ -148,22 +148,23 @@ impl Step<'_, '_> {
         outcome
     }
 
-    /// Creates run `index`'s engine pods that do not exist yet (all of them, or the shards an
+    /// Creates `run`'s engine pods that do not exist yet (all of them, or the shards an
     /// operator that stopped mid-way did not create), unless the API server refused one, a
     /// pod of an earlier benchmark of the same name is in the way, or other benchmarks come
     /// first in the pool's queue. Returns whether it created them.
     pub(super) fn create_engine_pods(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         memory: u64,
         existing: &[Pod],
     ) -> bool {
+        let index = run.index();
         // Later engines prefer the node the first one of their instance type ran on, so
         // their figures (items/s above all) compare like with like (with parallelism above
         // 1 that node is often busy, and the scheduler takes another).
         let instance_type = self.benchmark.spec.instance_type_of_run(index);
-        let first_node = status.engines[..index]
+        let first_node = run
+            .earlier()
             .iter()
             .filter(|e| e.instance_type.as_deref() == Some(instance_type.as_str()))
             .find_map(|e| e.node_name.clone());
@@ -188,19 +189,19 @@ impl Step<'_, '_> {
             let name = pod.name_any();
             if let Some(refusal) = self.rejection(&name) {
                 let message = format!("the API server rejected the engine pod {name}: {refusal}");
-                self.fail(status, index, ConditionReason::PodRejected, message, false);
+                self.fail(run, ConditionReason::PodRejected, message, false);
                 return false;
             }
-            if self.blocked_by_earlier_pod(status, index, &name) {
+            if self.blocked_by_earlier_pod(run, &name) {
                 return false;
             }
         }
         if existing.is_empty() && self.benchmarks_ahead(index) > 0 {
-            self.wait_for_free_node(status, index);
+            self.wait_for_free_node(run);
             return false;
         }
         self.plan.create.extend(wanted);
-        let engine = &mut status.engines[index];
+        let engine = run.engine_mut();
         engine.started_at = Some(Time(self.now));
         engine.reason = Some(ConditionReason::WaitingForNode);
         engine.message = Some(if self.shard_count(index) > 1 {
@@ -214,13 +215,9 @@ impl Step<'_, '_> {
 
     /// Records where a sharded run's shards are, each shard's pod and node in shard order, and
     /// the node of a run's replica.
-    pub(super) fn record_shards(
-        &self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
-        engines: &[Pod],
-    ) {
-        let engine = &mut status.engines[index];
+    pub(super) fn record_shards(&self, run: &mut EngineRun<'_>, engines: &[Pod]) {
+        let index = run.index();
+        let engine = run.engine_mut();
         if let Some(node) = engines
             .iter()
             .filter(|p| is_replica(p))

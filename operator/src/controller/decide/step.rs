@@ -1,6 +1,6 @@
 //! The state one reconciliation works on ([`Step`]) and what every part of the decision does
-//! with an engine through it: requeue, wait with a reason, fail the engine (keeping what its
-//! client measured), succeed. [`super::lifecycle`] (the engine's pods) and
+//! with an engine run ([`EngineRun`]) through it: requeue, wait with a reason, fail the engine
+//! (keeping what its client measured), succeed. [`super::lifecycle`] (the engine's pods) and
 //! [`super::client_lifecycle`] (its client's pods) both end engines through these, and this
 //! module imports neither of them. Pure.
 
@@ -19,6 +19,7 @@ use crate::crd::{
     CleanupPolicy, ConditionReason, EngineState, MemoryBenchmark, MemoryBenchmarkStatus,
 };
 
+use super::engine_run::EngineRun;
 use super::observation::{
     Plan, PodRejection, ServedResult, Settings, elapsed_since, is_terminal, pods_of, to_the_second,
 };
@@ -71,45 +72,37 @@ impl Step<'_, '_> {
         self.plan.requeue = Some(self.plan.requeue.map_or(after, |r| r.min(after)));
     }
 
-    /// Engine `index` waits for something: its reason and message say what, and the operator
+    /// The engine of `run` waits for something: its reason and message say what, and the operator
     /// looks again after `after`.
     pub(super) fn wait(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         why: ConditionReason,
         message: String,
         after: Duration,
     ) {
-        let engine = &mut status.engines[index];
+        let engine = run.engine_mut();
         engine.reason = Some(why);
         engine.message = Some(message);
         self.requeue(after);
     }
 
-    /// A pod of engine `index` the scheduler has not placed: once it has `waited_out` the
+    /// A pod of `run`'s engine the scheduler has not placed: once it has `waited_out` the
     /// scheduling timeout, the engine fails `Unschedulable` with the message `late` builds;
     /// before, it waits for a node (`waiting` says what the scheduler said) and the operator
     /// looks again in 5 s.
     pub(super) fn not_placed(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         waited_out: bool,
         late: impl FnOnce() -> String,
         waiting: String,
     ) {
         if waited_out {
-            self.fail(status, index, ConditionReason::Unschedulable, late(), true);
+            self.fail(run, ConditionReason::Unschedulable, late(), true);
         } else {
             let after = Duration::from_secs(5);
-            self.wait(
-                status,
-                index,
-                ConditionReason::WaitingForNode,
-                waiting,
-                after,
-            );
+            self.wait(run, ConditionReason::WaitingForNode, waiting, after);
         }
     }
 
@@ -179,39 +172,37 @@ impl Step<'_, '_> {
         self.plan.delete.extend(names);
     }
 
-    /// Fails engine `index` without losing what its client measured: a client that runs is
+    /// Fails `run`'s engine without losing what its client measured: a client that runs is
     /// asked to stop (its pod deleted: SIGTERM; the result finalizer keeps it readable) and
     /// waited for, and a client that ended has its result taken into the status first (a
     /// complete one makes the engine succeed after all). With `abort`, the engines after it are
     /// not run either (their pods could not be placed or the benchmark ran out of time).
     pub(super) fn fail(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         why: ConditionReason,
         message: String,
         abort: bool,
     ) {
-        match self.keep_client_result(status, index) {
+        match self.keep_client_result(run) {
             KeptResult::Stopping => {
                 let message =
                     format!("{why}: {message}; stopping the client to keep what it measured");
                 self.wait(
-                    status,
-                    index,
+                    run,
                     ConditionReason::StoppingClient,
                     message,
                     Duration::from_secs(1),
                 );
             }
             KeptResult::Complete => {
-                self.succeed(status, index);
+                self.succeed(run);
                 if abort {
-                    self.not_run_after(status, index, why);
+                    self.not_run_after(run, why);
                 }
             }
             KeptResult::Partial(_) | KeptResult::Nothing => {
-                let done = status.engines[index].repetitions.len();
+                let done = run.engine().repetitions.len();
                 let message = if done > 0 {
                     format!(
                         "{message}; the {done} of {} repetitions measured before are kept",
@@ -220,51 +211,47 @@ impl Step<'_, '_> {
                 } else {
                     message
                 };
-                self.mark_failed(status, index, why, message, abort);
+                self.mark_failed(run, why, message, abort);
             }
         }
     }
 
-    /// Marks engine `index` failed now (its client, if any, has ended and its result is in).
+    /// Marks `run`'s engine failed now (its client, if any, has ended and its result is in).
     pub(super) fn mark_failed(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         why: ConditionReason,
         message: String,
         abort: bool,
     ) {
         let now = self.now;
-        let engine = &mut status.engines[index];
+        let engine = run.engine_mut();
         engine.state = EngineState::Failed;
         engine.reason = Some(why.clone());
         engine.message = Some(message);
         engine.finished_at = Some(Time(now));
-        if !self.keeps_pods_of(status, index) {
-            self.delete_pods_of(index);
+        if !self.keeps_pods_of(run.status(), run.index()) {
+            self.delete_pods_of(run.index());
         }
         if abort {
-            self.not_run_after(status, index, why);
+            self.not_run_after(run, why);
         }
         self.requeue(Duration::from_secs(1));
     }
 
-    /// The runs after `index` on its instance type that have not started will not run: `why`
+    /// The runs after `run` on its instance type that have not started will not run: `why`
     /// ended the benchmark there (its pods cannot be placed on that type). Runs already under
     /// way (`parallelism` above 1) go on, and end on their own.
-    fn not_run_after(
-        &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
-        why: ConditionReason,
-    ) {
-        let name = status.engines[index].name.clone();
+    fn not_run_after(&mut self, run: &mut EngineRun<'_>, why: ConditionReason) {
+        let index = run.index();
+        let name = run.engine().name.clone();
         let spec = &self.benchmark.spec;
         let instance_type = spec.instance_type_of_run(index);
-        for (run, later) in status.engines.iter_mut().enumerate().skip(index + 1) {
+        let engines = &mut run.status_mut().engines;
+        for (other, later) in engines.iter_mut().enumerate().skip(index + 1) {
             if !is_terminal(later)
                 && later.started_at.is_none()
-                && spec.instance_type_of_run(run) == instance_type
+                && spec.instance_type_of_run(other) == instance_type
             {
                 later.state = EngineState::Failed;
                 later.reason = Some(ConditionReason::NotRun);
@@ -273,12 +260,12 @@ impl Step<'_, '_> {
         }
     }
 
-    pub(super) fn succeed(&mut self, status: &mut MemoryBenchmarkStatus, index: usize) {
-        let engine = &mut status.engines[index];
+    pub(super) fn succeed(&mut self, run: &mut EngineRun<'_>) {
+        let engine = run.engine_mut();
         engine.state = EngineState::Succeeded;
         engine.reason = Some(ConditionReason::Completed);
         engine.finished_at = Some(Time(self.now));
-        self.delete_pods_of(index);
+        self.delete_pods_of(run.index());
         self.requeue(Duration::from_secs(1));
     }
 
@@ -298,8 +285,7 @@ impl Step<'_, '_> {
     /// timeout (`abort`: the rest of the benchmark is not run either).
     pub(super) fn config_error(
         &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
+        run: &mut EngineRun<'_>,
         container: &str,
         message: &str,
         since: Timestamp,
@@ -328,20 +314,14 @@ impl Step<'_, '_> {
                 "the {container} container could not be created within {limit} s: {message}{hint}"
             );
             let why = ConditionReason::CreateContainerConfigError;
-            self.fail(status, index, why, message, abort);
+            self.fail(run, why, message, abort);
         } else {
             let note = format!(
                 "the node cannot create the {container} container yet: {message}{hint}; it retries until {limit} s after the pod was scheduled ({})",
                 to_the_second(since)
             );
             let after = Duration::from_secs(5);
-            self.wait(
-                status,
-                index,
-                ConditionReason::WaitingForConfig,
-                note,
-                after,
-            );
+            self.wait(run, ConditionReason::WaitingForConfig, note, after);
         }
     }
 
@@ -360,16 +340,12 @@ impl Step<'_, '_> {
         )
     }
 
-    /// Takes what the latest client of engine `index` measured into the status, before the
+    /// Takes what the latest client of `run`'s engine measured into the status, before the
     /// engine ends: a client that still runs is asked to stop (its pod deleted, so it gets
     /// SIGTERM and writes what it has; the result finalizer keeps the pod readable) and waited
     /// for. A client on a node that stopped reporting cannot answer, and is not waited for.
-    pub(super) fn keep_client_result(
-        &mut self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
-    ) -> KeptResult {
-        let Some(client) = self.latest_client(status, index) else {
+    pub(super) fn keep_client_result(&mut self, run: &mut EngineRun<'_>) -> KeptResult {
+        let Some(client) = self.latest_client(run) else {
             return KeptResult::Nothing;
         };
         if stuck_deleting(&client, self.now, self.settings.lost_pod_margin) {
@@ -385,9 +361,9 @@ impl Step<'_, '_> {
                 ) else {
                     return KeptResult::Nothing;
                 };
-                absorb(&mut status.engines[index], &result, self.listed());
+                absorb(run.engine_mut(), &result, self.listed());
                 if exit_code == 0 && result.error.is_none() {
-                    status.engines[index].message = result_note(&result, self.listed());
+                    run.engine_mut().message = result_note(&result, self.listed());
                     KeptResult::Complete
                 } else {
                     KeptResult::Partial(result.error.and_then(|e| e.phase))
@@ -405,19 +381,15 @@ impl Step<'_, '_> {
 
     /// The client pod of the latest attempt, and the attempt count (status and pods agree on
     /// the larger, so a pod created just before an operator restart is not created twice).
-    pub(super) fn latest_client(
-        &self,
-        status: &mut MemoryBenchmarkStatus,
-        index: usize,
-    ) -> Option<Pod> {
-        let clients = pods_of(self.pods, index, Component::Client);
+    pub(super) fn latest_client(&self, run: &mut EngineRun<'_>) -> Option<Pod> {
+        let clients = pods_of(self.pods, run.index(), Component::Client);
         let attempts = clients
             .iter()
             .filter_map(client_attempt)
             .max()
             .unwrap_or(0)
-            .max(status.engines[index].client_attempts);
-        status.engines[index].client_attempts = attempts;
+            .max(run.engine().client_attempts);
+        run.engine_mut().client_attempts = attempts;
         clients
             .into_iter()
             .find(|c| client_attempt(c) == Some(attempts))

@@ -12,6 +12,7 @@ use crate::crd::{
 };
 
 use super::conditions::{ConditionStamp, FAILED, PROGRESSING, READY};
+use super::engine_run::EngineRun;
 use super::observation::{LoadProbe, current_engine, is_terminal};
 
 /// The end of progress's note of how many engines run at once: " (4 engines under way at once)".
@@ -156,20 +157,21 @@ pub(super) fn summarize(
             }
         }
         Some(index) => {
-            let engine = &status.engines[index];
             let under_way = status
                 .engines
                 .iter()
                 .filter(|e| e.state == EngineState::Running)
                 .count();
-            let started = engine.state == EngineState::Running || index > 0 || under_way > 0;
+            let current = EngineRun::new(status, index);
+            let started =
+                current.engine().state == EngineState::Running || index > 0 || under_way > 0;
+            let mut progress = running_progress(&current, spec, load, old);
             status.phase = Some(if started {
                 Phase::Running
             } else {
                 Phase::Pending
             });
             status.finished_at = None;
-            let mut progress = running_progress(status, index, spec, load, old);
             let at_once = if under_way > 1 {
                 format!(" ({under_way}{AT_ONCE}")
             } else {
@@ -198,7 +200,8 @@ pub(super) fn summarize(
                         )
                 })
                 .unwrap_or(index);
-            let engine = &status.engines[index];
+            let shown = EngineRun::new(status, index);
+            let engine = shown.engine();
             let why = engine.reason.clone().unwrap_or(ConditionReason::InProgress);
             let node = engine
                 .node_name
@@ -231,14 +234,14 @@ pub(super) fn summarize(
 }
 
 fn running_progress(
-    status: &MemoryBenchmarkStatus,
-    index: usize,
+    run: &EngineRun<'_>,
     spec: &crate::crd::MemoryBenchmarkSpec,
     load: Option<LoadProbe>,
     old: &MemoryBenchmarkStatus,
 ) -> Progress {
-    let n = status.engines.len() as u32;
-    let engine = &status.engines[index];
+    let index = run.index();
+    let n = run.status().engines.len() as u32;
+    let engine = run.engine();
     let k = spec.repetitions;
     let head = format!(
         "{}/{n} {}",
