@@ -7,7 +7,8 @@
 //! credentials, an untrusted server, no file there, plain http) is refused, saying why, and
 //! nothing is written; a server failing for a while (503) is a failure worth retrying. A stop
 //! signal while the file is downloaded ends `membench load` and `membench profile` at once,
-//! with the signal's exit code, and removes the partial copy.
+//! with the signal's exit code, and removes the partial copy; a stopped load that cannot
+//! return (its engine holds its writes) exits at its deadline and removes its copy too.
 
 mod common;
 
@@ -412,5 +413,96 @@ async fn a_stop_signal_during_a_download_ends_the_command_and_removes_the_partia
     assert!(
         keys_by_type(&target.address).is_empty(),
         "nothing is written when the download is stopped"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_load_that_cannot_return_exits_at_its_deadline_and_removes_its_copy() {
+    let (dump, _) = saved_dump();
+    let server = serve(dump).await;
+    let target = common::start(EngineKind::Valkey, &[]);
+    let address = target.address.socket_addr();
+    let trusted = credentials("paused", &[("ca.crt", &server.ca_pem)]);
+    let url = format!("https://127.0.0.1:{}/public.rdb", server.address.port());
+    let tmp = fresh_dir("paused-tmp");
+    // The engine holds every write for a minute: the load's first batch waits on it.
+    let mut control = common::connect(&target.address);
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(60_000)
+        .arg("WRITE")
+        .query(&mut control)
+        .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(load_args(&url, &address, Some(&trusted)))
+        .env("TMPDIR", &tmp)
+        .env_remove("SSL_CERT_FILE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Waits until one of the engine's clients is held (flag `b`) on a command other than the
+    // test's own: the load, blocked on its write.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let held = loop {
+        let clients: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query(&mut control)
+            .unwrap();
+        let held = clients.lines().find(|line| {
+            let field = |name: &str| {
+                line.split(' ')
+                    .find_map(|f| f.strip_prefix(name))
+                    .unwrap_or_default()
+            };
+            field("flags=").contains('b') && !field("cmd=").starts_with("client")
+        });
+        if let Some(line) = held {
+            break line.to_string();
+        }
+        if child.try_wait().unwrap().is_some() {
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "membench ended ({}) before its write was held: {}",
+                output.status,
+                common::stderr(&output)
+            );
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "no client of the engine held on a write within 60 s: {clients}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(
+        !listed(&tmp).is_empty(),
+        "the load's copy is in TMPDIR while it runs"
+    );
+    // SAFETY: a plain kill(2) of the child this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > until {
+            let _ = child.kill();
+            panic!("still running 15 s after SIGINT, held on: {held}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query(&mut control)
+        .unwrap();
+    let stderr = common::stderr(&output);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("the measurement did not stop within")
+            && stderr.contains("removed the downloaded copy"),
+        "the deadline's exit, not a return: {stderr}"
+    );
+    assert!(
+        listed(&tmp).is_empty(),
+        "the stopped load left {:?} in TMPDIR",
+        listed(&tmp)
     );
 }
