@@ -173,8 +173,8 @@ async fn a_backup_at_an_https_url_loads_with_its_credentials_and_leaves_no_copy(
         "profile left its copy"
     );
 
-    // membench run fetches a spec's URL for its entry (a public file behind a redirect, the
-    // server trusted through SSL_CERT_FILE), and removes its copy.
+    // membench run fetches a spec's URL once for its two entries (a public file behind a
+    // redirect, the server trusted through SSL_CERT_FILE), and removes its copy.
     server.seen.lock().unwrap().clear();
     let dir = fresh_dir("run");
     let ca_file = dir.join("ca.pem");
@@ -183,7 +183,7 @@ async fn a_backup_at_an_https_url_loads_with_its_credentials_and_leaves_no_copy(
         &dir,
         "from-url",
         &format!(
-            "  engines: [{{engine: valkey, version: \"9.1\"}}]\n  workload: {{rdb: {{url: \"https://127.0.0.1:{}/moved\"}}}}\n  repetitions: 1\n",
+            "  engines: [{{engine: valkey, version: \"9.1\"}}, {{engine: redis, version: \"7.0\"}}]\n  workload: {{rdb: {{url: \"https://127.0.0.1:{}/moved\"}}}}\n  repetitions: 1\n",
             server.address.port()
         ),
     );
@@ -200,8 +200,10 @@ async fn a_backup_at_an_https_url_loads_with_its_credentials_and_leaves_no_copy(
     assert!(output.status.success(), "{}", common::stderr(&output));
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
-    let written = &json["engines"][0]["repetitions"][0]["items"];
-    assert_eq!(written.as_u64(), Some(204), "{json:#}");
+    for entry in 0..2 {
+        let written = &json["engines"][entry]["repetitions"][0]["items"];
+        assert_eq!(written.as_u64(), Some(204), "entry {entry}: {json:#}");
+    }
     let paths: Vec<String> = server
         .seen
         .lock()
@@ -209,7 +211,11 @@ async fn a_backup_at_an_https_url_loads_with_its_credentials_and_leaves_no_copy(
         .iter()
         .map(|(p, _)| p.clone())
         .collect();
-    assert_eq!(paths, ["/moved", "/public.rdb"]);
+    assert_eq!(
+        paths,
+        ["/moved", "/public.rdb"],
+        "one fetch for both entries"
+    );
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "membench run left its copy: {left:?}");
 }

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::ttl::Ttl;
 use crate::client::engine::ControlConnection;
 use crate::client::profile_workload::{ProfileWorkload, TypeSegment};
-use crate::client::rdb_load::RdbLoad;
 use crate::client::rdb_load::download::Downloaded;
+use crate::client::rdb_load::{FetchedFiles, RdbLoad};
 use crate::crd::{RecordLayout, WorkloadSpec};
 use crate::error::BenchError;
 use crate::formats::MIN_SAMPLE_EVERY;
@@ -154,6 +154,18 @@ impl Workload {
                 None => Ok((Workload::Rdb(load), None)),
             },
             other => Ok((other, None)),
+        }
+    }
+
+    /// As [`Workload::fetched`], for a run of several engine entries: a URL's file is fetched
+    /// and scanned once, into `files`, which removes the copy when the run ends.
+    pub fn fetched_once(self, files: &mut FetchedFiles) -> Result<Self, BenchError> {
+        match self {
+            Workload::Rdb(load) if !load.is_fetched() => match &load.url {
+                Some(url) => Ok(Workload::Rdb(files.load(url, load.credentials.as_deref())?)),
+                None => Ok(Workload::Rdb(load)),
+            },
+            other => Ok(other),
         }
     }
 

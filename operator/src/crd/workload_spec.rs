@@ -355,8 +355,9 @@ pub struct RdbWorkloadSpec {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
     /// The file at an https URL (a presigned URL works: its query is never shown). Fetched
-    /// once per engine entry into the client's temporary directory (in a cluster, an emptyDir
-    /// of the client pod, so the node needs room for the file), read there, then removed.
+    /// into the client's temporary directory, read there, then removed: in a cluster once per
+    /// engine entry, into an emptyDir of its client pod (so the node needs room for the file);
+    /// in a local run once for all the entries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// The Secret, in the benchmark's namespace, with the credentials for `url`: keys

@@ -539,6 +539,9 @@ pub fn run_benchmark(
     // made for this run, so the load authenticates as it does in a cluster.
     let password = spec.auth.as_ref().map(|_| run_password()).transpose()?;
     let mut engines = Vec::new();
+    // An RDB file at a URL is fetched once for the run, whatever entry asks first, and
+    // removed when the run ends.
+    let mut fetched_files = crate::client::rdb_load::FetchedFiles::default();
     for ((engine, program), plan) in spec.engines.iter().zip(&programs).zip(&plans) {
         if stop.requested() {
             break;
@@ -556,8 +559,10 @@ pub fn run_benchmark(
                 message,
             })?
             .map(|profile| (profile, "spec.workload.profile".to_string()));
-        // An RDB file at a URL is fetched for each entry, and removed after its run.
-        let (workload, _copy) = plan.workload.workload(profile)?.fetched()?;
+        let workload = plan
+            .workload
+            .workload(profile)?
+            .fetched_once(&mut fetched_files)?;
         let options = LoadOptions {
             settings: plan.settings.clone(),
             stop: stop.clone(),

@@ -1,6 +1,6 @@
-//! An RDB file at an https URL: fetched once per engine entry into a file of the temporary
-//! directory (`TMPDIR`; in a client pod, an emptyDir the operator mounts there), read from
-//! that file as any other, and removed when the entry's run ends.
+//! An RDB file at an https URL: fetched into a file of the temporary directory (`TMPDIR`; in a
+//! client pod, an emptyDir the operator mounts there) once per client pod, or once per
+//! `membench run`, read from that file as any other, and removed when the run ends.
 //!
 //! The server is trusted by the Mozilla roots compiled in (`webpki-roots`: the image has no
 //! certificate store), by the certificates of the file `SSL_CERT_FILE` names, and by a

@@ -364,7 +364,37 @@ impl RdbLoad {
         load.credentials = credentials.map(str::to_string);
         Ok((load, fetched))
     }
+}
 
+/// The files a run fetches from URLs: each fetched and scanned once, however many engine
+/// entries load it (`membench run`), and removed when this drops, as the run ends.
+#[derive(Default)]
+pub struct FetchedFiles {
+    fetched: Vec<(RdbLoad, download::Downloaded)>,
+}
+
+impl FetchedFiles {
+    /// `url`'s file ready to load: fetched (with `credentials`) and scanned the first time it
+    /// is asked for, the same copy and scan after that.
+    pub fn load(&mut self, url: &str, credentials: Option<&str>) -> Result<RdbLoad, BenchError> {
+        let known =
+            |l: &RdbLoad| l.url.as_deref() == Some(url) && l.credentials.as_deref() == credentials;
+        let at = match self.fetched.iter().position(|(l, _)| known(l)) {
+            Some(at) => at,
+            None => {
+                self.fetched.push(RdbLoad::fetch(url, credentials)?);
+                self.fetched.len() - 1
+            }
+        };
+        // Each entry's load keeps its own record of a read that failed.
+        Ok(RdbLoad {
+            failure: Arc::default(),
+            ..self.fetched[at].0.clone()
+        })
+    }
+}
+
+impl RdbLoad {
     /// Whether the file at `url` is fetched: `path` is then its copy (removed by the guard
     /// [`RdbLoad::fetch`] returns, not by the load: reports keep clones of it).
     pub fn is_fetched(&self) -> bool {
