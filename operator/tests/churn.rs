@@ -32,6 +32,13 @@ fn load(address: &str, extra: &[&str]) -> (Value, std::process::Output) {
 }
 
 fn load_keys(address: &str, keys: u64, extra: &[&str]) -> (Value, std::process::Output) {
+    let output = load_keys_as(address, keys, "json", extra);
+    let json = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    (json, output)
+}
+
+/// `membench load` of `keys` strings, one repetition, printed as `output`.
+fn load_keys_as(address: &str, keys: u64, output: &str, extra: &[&str]) -> std::process::Output {
     let keys = keys.to_string();
     let mut args = vec![
         "load",
@@ -44,12 +51,10 @@ fn load_keys(address: &str, keys: u64, extra: &[&str]) -> (Value, std::process::
         "--repetitions",
         "1",
         "--output",
-        "json",
+        output,
     ];
     args.extend(extra);
-    let output = common::membench(&args);
-    let json = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
-    (json, output)
+    common::membench(&args)
 }
 
 fn memory(address: &EngineAddress) -> (u64, u64) {
@@ -640,26 +645,20 @@ fn a_random_strings_load_is_churned_on_exactly_the_keys_its_draws_wrote() {
 fn membench_loads_table_shows_the_load_each_round_and_defragmentation() {
     let server = common::start_spec(&common::shared_build(EngineKind::Valkey, "9.1.2"));
     let addr = server.address.socket_addr();
-    let output = common::membench(&[
-        "load",
-        "--addr",
+    let output = load_keys_as(
         &addr,
-        "--workload",
-        "strings",
-        "--keys",
-        "2000",
-        "--repetitions",
-        "1",
-        "--output",
+        2000,
         "table",
-        "--churn-rounds",
-        "2",
-        "--delete-share",
-        "0.25",
-        "--defrag",
-        "--defrag-seconds",
-        "5",
-    ]);
+        &[
+            "--churn-rounds",
+            "2",
+            "--delete-share",
+            "0.25",
+            "--defrag",
+            "--defrag-seconds",
+            "5",
+        ],
+    );
     assert!(output.status.success(), "{}", common::stderr(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let heading = "After the load, churn (spec.churn):\n";

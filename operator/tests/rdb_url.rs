@@ -353,6 +353,39 @@ fn wait_for_copy(tmp: &Path, bytes: u64, child: &mut std::process::Child) {
     );
 }
 
+/// `membench ARGS` started with TMPDIR at `tmp`, its output piped.
+fn spawn_in(args: &[String], tmp: &Path) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
+        .args(args)
+        .env("TMPDIR", tmp)
+        .env_remove("SSL_CERT_FILE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Sends `signal` to `child` and waits for it to end, at most `within` seconds (then kills it
+/// and fails, naming `what` it was doing).
+fn signalled(
+    mut child: std::process::Child,
+    signal: i32,
+    within: u64,
+    what: &str,
+) -> std::process::Output {
+    // SAFETY: a plain kill(2) of a child this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(within);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > until {
+            let _ = child.kill();
+            panic!("still running {within} s after signal {signal}: {what}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_signal_during_a_download_ends_the_command_and_removes_the_partial_copy() {
     let (dump, _) = saved_dump();
@@ -379,26 +412,9 @@ async fn a_stop_signal_during_a_download_ends_the_command_and_removes_the_partia
     ];
     for (command, args, signal, signal_name, code) in cases {
         let tmp = fresh_dir(&format!("held-{command}"));
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
-            .args(&args)
-            .env("TMPDIR", &tmp)
-            .env_remove("SSL_CERT_FILE")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_in(&args, &tmp);
         wait_for_copy(&tmp, half, &mut child);
-        // SAFETY: a plain kill(2) of the child this test started.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while child.try_wait().unwrap().is_none() {
-            if std::time::Instant::now() > until {
-                let _ = child.kill();
-                panic!("{command}: still running 10 s after {signal_name}");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let output = child.wait_with_output().unwrap();
+        let output = signalled(child, signal, 10, command);
         let stderr = common::stderr(&output);
         assert_eq!(
             output.status.code(),
@@ -439,14 +455,7 @@ async fn a_stopped_load_that_cannot_return_exits_at_its_deadline_and_removes_its
         .arg("WRITE")
         .query(&mut control)
         .unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
-        .args(load_args(&url, &address, Some(&trusted)))
-        .env("TMPDIR", &tmp)
-        .env_remove("SSL_CERT_FILE")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_in(&load_args(&url, &address, Some(&trusted)), &tmp);
     // Waits until one of the engine's clients is held (flag `b`) on a command other than the
     // test's own: the load, blocked on its write.
     let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -484,17 +493,7 @@ async fn a_stopped_load_that_cannot_return_exits_at_its_deadline_and_removes_its
         !listed(&tmp).is_empty(),
         "the load's copy is in TMPDIR while it runs"
     );
-    // SAFETY: a plain kill(2) of the child this test started.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > until {
-            let _ = child.kill();
-            panic!("still running 15 s after SIGINT, held on: {held}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let output = child.wait_with_output().unwrap();
+    let output = signalled(child, libc::SIGINT, 15, &format!("held on {held}"));
     let _: () = redis::cmd("CLIENT")
         .arg("UNPAUSE")
         .query(&mut control)

@@ -406,13 +406,23 @@ pub fn render_curves(page: &mut String, curves: &[Curve], bars: &[Bar], item: &s
             escape(&curve.engine),
         );
     }
+    close_line_chart(page, curves.iter().map(|c| c.engine.as_str()), colour_of);
+}
+
+/// Ends a chart of a line per engine: closes its SVG, writes the legend (each engine in its
+/// line's colour) and closes its figure.
+pub(super) fn close_line_chart<'e>(
+    page: &mut String,
+    engines: impl Iterator<Item = &'e str>,
+    colour_of: impl Fn(&str) -> &'static str,
+) {
     page.push_str("</svg>\n<div class=\"legend\">");
-    for curve in curves {
+    for engine in engines {
         let _ = write!(
             page,
             "<span><i style=\"background:{}\"></i>{}</span>",
-            colour_of(&curve.engine),
-            escape(&curve.engine)
+            colour_of(engine),
+            escape(engine)
         );
     }
     page.push_str("</div>\n</figure>\n");

@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 use crate::client::phases::{StageChart, StageLine};
 use crate::table::format_bytes;
 
-use super::charts::{Bar, CHART_WIDTH, FONT_SIZE, colours, escape, open_svg, tick_step};
+use super::charts::{
+    Bar, CHART_WIDTH, FONT_SIZE, close_line_chart, colours, escape, open_svg, tick_step,
+};
 
 /// Draws a phase's chart, a line per engine in its bar's colour (nothing when no engine ran the
 /// phase).
@@ -95,16 +97,7 @@ pub fn render_stages(page: &mut String, chart: &StageChart, lines: &[StageLine],
             escape(&line.engine),
         );
     }
-    page.push_str("</svg>\n<div class=\"legend\">");
-    for line in lines {
-        let _ = write!(
-            page,
-            "<span><i style=\"background:{}\"></i>{}</span>",
-            colour_of(&line.engine),
-            escape(&line.engine)
-        );
-    }
-    page.push_str("</div>\n</figure>\n");
+    close_line_chart(page, lines.iter().map(|l| l.engine.as_str()), colour_of);
 }
 
 #[cfg(test)]
