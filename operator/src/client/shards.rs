@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use crate::client::engine::{ControlConnection, EngineAddress, MemoryInfo};
 use crate::client::resp::{CommandBuffer, PipelinedConnection, ReplyTally};
 use crate::client::slots::{SLOTS, SlotTable, even_range};
-use crate::client::workload::KeyCounts;
 use crate::error::BenchError;
 
 /// The most shards a benchmark joins: the compact result's per-shard figures are sized for
@@ -401,38 +400,6 @@ pub fn total_memory(readings: &[MemoryInfo]) -> MemoryInfo {
     }
 }
 
-impl KeyCounts for ShardSet {
-    fn dbsize(&mut self) -> Result<u64, BenchError> {
-        Ok(self.each(|c, _| c.dbsize())?.iter().sum())
-    }
-    fn keys_in_all_databases(&mut self) -> Result<u64, BenchError> {
-        Ok(self.each(|c, _| c.keys_in_all_databases())?.iter().sum())
-    }
-    fn keys_with_expiry(&mut self) -> Result<u64, BenchError> {
-        Ok(self.each(|c, _| c.keys_with_expiry())?.iter().sum())
-    }
-    fn zcard(&mut self, key: &str) -> Result<u64, BenchError> {
-        let owner = self.owner_of(key);
-        self.shards[owner].control.zcard(key)
-    }
-    fn object_encoding(&mut self, key: &str) -> Result<Option<String>, BenchError> {
-        let owner = self.owner_of(key);
-        self.shards[owner].control.object_encoding(key)
-    }
-    fn keys_by_type(
-        &mut self,
-        db: u64,
-    ) -> Result<std::collections::BTreeMap<String, u64>, BenchError> {
-        let mut total = std::collections::BTreeMap::new();
-        for counts in self.each(|c, _| c.keys_by_type(db))? {
-            for (name, n) in counts {
-                *total.entry(name).or_default() += n;
-            }
-        }
-        Ok(total)
-    }
-}
-
 impl ShardSet {
     /// HLEN of the hash `key`, asked of the shard that owns it.
     pub fn hlen(&mut self, key: &str) -> Result<u64, BenchError> {
@@ -440,6 +407,12 @@ impl ShardSet {
         self.shards[owner]
             .control
             .query(redis::cmd("HLEN").arg(key))
+    }
+
+    /// The control connection of the shard that owns `key`.
+    pub fn control_of(&mut self, key: &str) -> &mut ControlConnection {
+        let owner = self.owner_of(key);
+        &mut self.shards[owner].control
     }
 
     fn owner_of(&self, key: &str) -> usize {

@@ -11,6 +11,7 @@ use crate::client::engine::ControlConnection;
 use crate::client::profile_workload::{ProfileWorkload, TypeSegment};
 use crate::client::rdb_load::RdbLoad;
 use crate::client::rdb_load::download::Downloaded;
+use crate::client::shards::ShardSet;
 use crate::crd::{RecordLayout, WorkloadSpec};
 use crate::error::BenchError;
 use crate::formats::MIN_SAMPLE_EVERY;
@@ -562,6 +563,33 @@ impl KeyCounts for ControlConnection {
     }
     fn keys_by_type(&mut self, db: u64) -> Result<BTreeMap<String, u64>, BenchError> {
         crate::client::rdb_load::type_counts::keys_by_type(self, db)
+    }
+}
+
+impl KeyCounts for ShardSet {
+    fn dbsize(&mut self) -> Result<u64, BenchError> {
+        Ok(self.each(|c, _| c.dbsize())?.iter().sum())
+    }
+    fn keys_in_all_databases(&mut self) -> Result<u64, BenchError> {
+        Ok(self.each(|c, _| c.keys_in_all_databases())?.iter().sum())
+    }
+    fn keys_with_expiry(&mut self) -> Result<u64, BenchError> {
+        Ok(self.each(|c, _| c.keys_with_expiry())?.iter().sum())
+    }
+    fn zcard(&mut self, key: &str) -> Result<u64, BenchError> {
+        self.control_of(key).zcard(key)
+    }
+    fn object_encoding(&mut self, key: &str) -> Result<Option<String>, BenchError> {
+        self.control_of(key).object_encoding(key)
+    }
+    fn keys_by_type(&mut self, db: u64) -> Result<BTreeMap<String, u64>, BenchError> {
+        let mut total = BTreeMap::new();
+        for counts in self.each(|c, _| c.keys_by_type(db))? {
+            for (name, n) in counts {
+                *total.entry(name).or_default() += n;
+            }
+        }
+        Ok(total)
     }
 }
 
