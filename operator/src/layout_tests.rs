@@ -669,7 +669,7 @@ fn a_phase_named_past_its_bound_is_reported_with_the_files() {
             "// crate::client::phases::eviction\n",
         ),
         source(
-            "client/measured.rs",
+            "client/measurement/measured.rs",
             "pub e: Option<crate::client::phases::eviction::EvictionReport>,\n",
         ),
         source(
@@ -684,7 +684,7 @@ fn a_phase_named_past_its_bound_is_reported_with_the_files() {
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
         problems[0].contains("named by 2 files")
-            && problems[0].contains("client/measured.rs, report/table.rs"),
+            && problems[0].contains("client/measurement/measured.rs, report/table.rs"),
         "{}",
         problems[0]
     );
