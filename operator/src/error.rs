@@ -183,7 +183,7 @@ pub enum BenchError {
     #[error("invalid {field}: {message}")]
     InvalidArgument { field: String, message: String },
 
-    /// A run plan the client cannot run (`client::plan`): one that does not parse, or one of a
+    /// A run plan the client cannot run (`client::measurement::plan`): one that does not parse, or one of a
     /// newer format than this client reads. `field` is the plan's field, as its JSON names it.
     #[error("the run plan's {field} {message}")]
     InvalidPlan { field: String, message: String },

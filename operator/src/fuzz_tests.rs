@@ -15,10 +15,10 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use serde_json::{Value, json};
 
-use crate::client::engine::{MAX_INFO_FIELDS, MemoryInfo, parse_info};
-use crate::client::plan::{RunPlan, RunSettings, WorkloadPlan};
-use crate::client::resp::{ReplyTally, scan_replies};
-use crate::client::result::{ClientResult, MAX_REPETITIONS, ReadError};
+use crate::client::connection::engine::{MAX_INFO_FIELDS, MemoryInfo, parse_info};
+use crate::client::connection::resp::{ReplyTally, scan_replies};
+use crate::client::measurement::plan::{RunPlan, RunSettings, WorkloadPlan};
+use crate::client::pod_io::result::{ClientResult, MAX_REPETITIONS, ReadError};
 use crate::controller::build::pods::{PodSettings, client_pod, engine_pod, plan_of_client_pod};
 use crate::controller::decide::results::absorb;
 use crate::crd::{EngineStatus, MemoryBenchmark};

@@ -669,7 +669,7 @@ fn a_phase_named_past_its_bound_is_reported_with_the_files() {
             "// crate::client::phases::eviction\n",
         ),
         source(
-            "client/measured.rs",
+            "client/measurement/measured.rs",
             "pub e: Option<crate::client::phases::eviction::EvictionReport>,\n",
         ),
         source(
@@ -684,10 +684,149 @@ fn a_phase_named_past_its_bound_is_reported_with_the_files() {
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
         problems[0].contains("named by 2 files")
-            && problems[0].contains("client/measured.rs, report/table.rs"),
+            && problems[0].contains("client/measurement/measured.rs, report/table.rs"),
         "{}",
         problems[0]
     );
     let within: &[(&str, &[&str], usize)] = &[("eviction", &["crd/eviction_spec.rs"], 2)];
     assert!(phase_slice_problems(&sources, within).is_empty());
+}
+
+/// The groups of operator/src/client, by rank: a client file imports only its own group and the
+/// groups of a lower rank. `connection` (how the client talks to an engine, with the stop flag
+/// every batch loop consults) is lowest; `workloads` (what it writes) uses it; `measurement`
+/// and `phases` run the workloads and read memory; `pod_io` (progress, signals, the result)
+/// shows it all outside the pod. `measurement` and `phases` share a rank and may import each
+/// other, the one known cycle: a repetition's record (`measured.rs`) and the plan's settings
+/// hold each phase's report and settings, and each phase runs with the load options and writes
+/// into the record. `client/mod.rs` is above them all, and no other file sits directly in
+/// client/.
+const CLIENT_GROUPS: &[(&str, u32)] = &[
+    ("connection", 0),
+    ("workloads", 1),
+    ("measurement", 2),
+    ("phases", 2),
+    ("pod_io", 3),
+];
+
+fn client_group_rank(group: &str) -> Option<u32> {
+    CLIENT_GROUPS
+        .iter()
+        .find(|(g, _)| *g == group)
+        .map(|(_, r)| *r)
+}
+
+/// What is wrong with the groups of operator/src/client: a file directly in client/ (other than
+/// its mod.rs), a folder that is no group, a file that imports a higher-ranked group.
+fn client_group_problems(sources: &[Source]) -> Vec<String> {
+    let modules = module_paths(sources);
+    let order = CLIENT_GROUPS
+        .iter()
+        .map(|(g, r)| format!("{g} {r}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut problems = Vec::new();
+    for source in sources {
+        let Some(rest) = source.path.strip_prefix("client/") else {
+            continue;
+        };
+        if rest == "mod.rs" {
+            continue;
+        }
+        let Some((group, _)) = rest.split_once('/') else {
+            problems.push(format!(
+                "operator/src/{} sits directly in client/: put it in the group it belongs to ({order}; CLIENT_GROUPS in layout_tests.rs, docs/src/contributing/architecture.md)",
+                source.path
+            ));
+            continue;
+        };
+        let Some(own) = client_group_rank(group) else {
+            problems.push(format!(
+                "operator/src/{} is in no group of client/: give `{group}` a rank in CLIENT_GROUPS (layout_tests.rs) and a place in docs/src/contributing/architecture.md",
+                source.path
+            ));
+            continue;
+        };
+        let module = modules.get(&source.path).cloned().unwrap_or_default();
+        for named in named_paths(&source.path, &code_of(&source.text, true), &module) {
+            let [first, target, ..] = named.as_slice() else {
+                continue;
+            };
+            if first != "client" {
+                continue;
+            }
+            if let Some(theirs) = client_group_rank(target).filter(|theirs| *theirs > own) {
+                problems.push(format!(
+                    "operator/src/{} (group `{group}`, rank {own}) imports crate::{}, of the group `{target}` (rank {theirs}): a client file imports only its own group and lower-ranked ones ({order})",
+                    source.path,
+                    named.join("::")
+                ));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn client_groups_import_only_lower_ranked_groups() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut sources = Vec::new();
+    read_tree(&root, "", &mut sources);
+    for (group, _) in CLIENT_GROUPS {
+        assert!(
+            sources
+                .iter()
+                .any(|s| s.path == format!("client/{group}/mod.rs")),
+            "read no operator/src/client/{group}/mod.rs under {}",
+            root.display()
+        );
+    }
+    let problems = client_group_problems(&sources);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_client_file_importing_a_higher_group_or_sitting_flat_is_named() {
+    let problems = client_group_problems(&[
+        source(
+            "client/mod.rs",
+            "pub mod connection;\npub mod measurement;\n",
+        ),
+        source(
+            "client/connection/engine.rs",
+            "use crate::client::workloads::workload::Workload;\nuse super::resp::CommandBuffer;\n",
+        ),
+        source(
+            "client/workloads/encoder.rs",
+            "use super::draws::KeyGenerator;\nuse crate::client::connection::resp::CommandBuffer;\n",
+        ),
+        source(
+            "client/workloads/workload.rs",
+            "// crate::client::pod_io::stop in a comment is no import\nuse super::super::pod_io::result::ClientResult;\n",
+        ),
+        // measurement and phases share a rank: each may import the other.
+        source(
+            "client/measurement/measured.rs",
+            "pub e: Option<crate::client::phases::eviction::EvictionReport>,\n",
+        ),
+        source(
+            "client/phases/eviction/phase.rs",
+            "use crate::client::measurement::load_options::LoadOptions;\n",
+        ),
+        source(
+            "client/pod_io/stop.rs",
+            "use crate::client::measurement::measure::run;\n",
+        ),
+        source("client/stray.rs", "pub fn stray() {}\n"),
+        source("client/misc/util.rs", "pub fn util() {}\n"),
+    ]);
+    assert_eq!(
+        problems,
+        [
+            "operator/src/client/connection/engine.rs (group `connection`, rank 0) imports crate::client::workloads::workload::Workload, of the group `workloads` (rank 1): a client file imports only its own group and lower-ranked ones (connection 0, workloads 1, measurement 2, phases 2, pod_io 3)",
+            "operator/src/client/workloads/workload.rs (group `workloads`, rank 1) imports crate::client::pod_io::result::ClientResult, of the group `pod_io` (rank 3): a client file imports only its own group and lower-ranked ones (connection 0, workloads 1, measurement 2, phases 2, pod_io 3)",
+            "operator/src/client/stray.rs sits directly in client/: put it in the group it belongs to (connection 0, workloads 1, measurement 2, phases 2, pod_io 3; CLIENT_GROUPS in layout_tests.rs, docs/src/contributing/architecture.md)",
+            "operator/src/client/misc/util.rs is in no group of client/: give `misc` a rank in CLIENT_GROUPS (layout_tests.rs) and a place in docs/src/contributing/architecture.md",
+        ]
+    );
 }

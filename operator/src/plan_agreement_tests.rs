@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::client::plan::RunPlan;
+use crate::client::measurement::plan::RunPlan;
 use crate::controller::build::pods::{PodSettings, client_pod_of_shards, plan_of_client_pod};
 use crate::crd::MemoryBenchmark;
 use crate::local::runner::run_plans;

@@ -15,7 +15,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use common::churn::{dbsize, number, replay, rounds_of};
-use membench::client::engine::{EngineAddress, parse_info};
+use membench::client::connection::engine::{EngineAddress, parse_info};
 use membench::crd::EngineKind;
 use serde_json::Value;
 
@@ -603,7 +603,7 @@ fn a_random_strings_load_is_churned_on_exactly_the_keys_its_draws_wrote() {
 
     // The keys the load wrote, from its generator as the test draws it, then the churn's draws.
     let mut drawn = vec![false; KEYSPACE as usize];
-    let mut keys = membench::client::draws::KeyGenerator::new(5);
+    let mut keys = membench::client::workloads::draws::KeyGenerator::new(5);
     for _ in 0..REQUESTS {
         drawn[keys.below(KEYSPACE) as usize] = true;
     }

@@ -7,7 +7,7 @@
 mod common;
 
 use common::churn::{dbsize, number, replay, rounds_of};
-use membench::client::engine::EngineAddress;
+use membench::client::connection::engine::EngineAddress;
 use membench::crd::EngineKind;
 use serde_json::Value;
 

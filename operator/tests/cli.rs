@@ -273,7 +273,7 @@ fn records_as_strings_report_items_per_second_as_commands_per_second_over_fields
     let message = std::fs::read_to_string(&result_file).unwrap();
     std::fs::remove_file(&result_file).unwrap();
     assert!(!message.contains("items_per_sec"), "{message}");
-    let result = membench::client::result::ClientResult::read(&message, 3).unwrap();
+    let result = membench::client::pod_io::result::ClientResult::read(&message, 3).unwrap();
     let mut engine = membench::crd::EngineStatus::default();
     membench::controller::decide::results::absorb(&mut engine, &result, 3);
     let status = serde_json::to_value(&engine).unwrap();
@@ -835,7 +835,9 @@ fn run_print_plan_prints_each_entrys_plan_and_runs_nothing() {
     for ((entry, plan), name) in printed.iter().zip(&plans).zip(["valkey-9.1", "plain"]) {
         assert_eq!(entry["benchmark"], "print-plan");
         assert_eq!(entry["engine"], name);
-        let read = membench::client::plan::RunPlan::from_json(&entry["plan"].to_string()).unwrap();
+        let read =
+            membench::client::measurement::plan::RunPlan::from_json(&entry["plan"].to_string())
+                .unwrap();
         assert_eq!(&read, plan, "{name}");
     }
     assert_eq!(printed[0]["plan"]["settings"]["ttl"]["seconds"], 3600);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use membench::client::engine::EngineAddress;
+use membench::client::connection::engine::EngineAddress;
 use membench::crd::EngineKind;
 use serde_json::Value;
 

@@ -9,11 +9,11 @@ use std::path::Path;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use membench::client::engine::EngineAddress;
-use membench::client::load_options::RunSettings;
-use membench::client::measure::{LoadOptions, measure};
-use membench::client::result::ClientResult;
-use membench::client::workload::Workload;
+use membench::client::connection::engine::EngineAddress;
+use membench::client::measurement::load_options::RunSettings;
+use membench::client::measurement::measure::{LoadOptions, measure};
+use membench::client::pod_io::result::ClientResult;
+use membench::client::workloads::workload::Workload;
 use membench::crd::EngineKind;
 
 /// Client pods get this long between SIGTERM and SIGKILL.
@@ -58,7 +58,8 @@ fn wait_for_exit(client: &mut Child, within: Duration) -> (std::process::ExitSta
 fn read_result(path: &Path) -> ClientResult {
     let text = std::fs::read_to_string(path).expect("the client wrote its result file");
     // Read as the operator reads it, within the bounds of the most repetitions a spec allows.
-    ClientResult::read(&text, membench::client::result::MAX_REPETITIONS).expect("the result parses")
+    ClientResult::read(&text, membench::client::pod_io::result::MAX_REPETITIONS)
+        .expect("the result parses")
 }
 
 #[test]

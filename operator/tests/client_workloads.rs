@@ -5,9 +5,9 @@
 
 mod common;
 
-use membench::client::load_options::RunSettings;
-use membench::client::measure::{BenchmarkReport, LoadOptions, measure};
-use membench::client::workload::{Workload, expected_unique_keys};
+use membench::client::measurement::load_options::RunSettings;
+use membench::client::measurement::measure::{BenchmarkReport, LoadOptions, measure};
+use membench::client::workloads::workload::{Workload, expected_unique_keys};
 use membench::crd::{EngineKind, RecordLayout};
 
 fn options(repetitions: u32) -> LoadOptions {
@@ -366,7 +366,7 @@ fn batches_in_flight_change_how_fast_not_what_is_stored_sampled_or_measured() {
         );
         report.repetitions.into_iter().next().unwrap()
     };
-    let at = |r: &membench::client::measure::RepetitionResult| {
+    let at = |r: &membench::client::measurement::measure::RepetitionResult| {
         r.samples.iter().map(|s| s.items).collect::<Vec<_>>()
     };
     // Small batches (several in flight), with memory samples that must each see exactly the
@@ -375,7 +375,7 @@ fn batches_in_flight_change_how_fast_not_what_is_stored_sampled_or_measured() {
     // most: 16 batches of 100 ZADDs leave Valkey 9.1 a query buffer of 20-50 KiB after they
     // are answered (0.6-1.4% of the 3.5 MB there), which a sample must not count.
     let zset = sorted_set(200_000, 30_000);
-    let growth = |r: &membench::client::measure::RepetitionResult| {
+    let growth = |r: &membench::client::measurement::measure::RepetitionResult| {
         r.samples
             .iter()
             .map(|s| s.used_memory as i64 - r.baseline_used_memory as i64)
@@ -473,8 +473,11 @@ fn an_unreachable_engine_is_reported_with_its_address() {
         .local_addr()
         .unwrap()
         .port();
-    let address =
-        membench::client::engine::EngineAddress::parse(&format!("127.0.0.1:{port}"), None).unwrap();
+    let address = membench::client::connection::engine::EngineAddress::parse(
+        &format!("127.0.0.1:{port}"),
+        None,
+    )
+    .unwrap();
     let report = measure(&address, &sorted_set(10, 0), &options(1), &mut |_| {});
     let error = report.error.unwrap();
     assert_eq!(error.category, "EngineUnreachable");
@@ -499,7 +502,7 @@ fn a_settled_reading_is_taken_after_the_wait() {
     // (MONITOR) is refused before the baseline and before the settled reading.
     let total = std::cell::Cell::new(None::<std::time::Instant>);
     let finished = std::cell::Cell::new(None::<std::time::Instant>);
-    let report = membench::client::measure::measure_journaled(
+    let report = membench::client::measurement::measure::measure_journaled(
         &redis.address,
         &sorted_set(30_000, 0),
         &options,

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
-use membench::client::engine::{ControlConnection, parse_info};
+use membench::client::connection::engine::{ControlConnection, parse_info};
 use membench::crd::EngineKind;
 use membench::local::runner::LocalEngine;
 use serde_json::Value;

@@ -7,10 +7,10 @@
 
 mod common;
 
-use membench::client::load_options::RunSettings;
-use membench::client::measure::{BenchmarkReport, LoadOptions, measure};
-use membench::client::result::ClientResult;
-use membench::client::workload::Workload;
+use membench::client::measurement::load_options::RunSettings;
+use membench::client::measurement::measure::{BenchmarkReport, LoadOptions, measure};
+use membench::client::pod_io::result::ClientResult;
+use membench::client::workloads::workload::Workload;
 use membench::crd::{EngineKind, EngineModule, EngineSpec, EngineStatus};
 use membench::report::table::{ComparisonRow, comparison_table};
 use membench_enginestore::EngineStore;

@@ -294,7 +294,7 @@ async fn a_client_failing_three_times_fails_its_engine_keeping_what_the_attempts
             let message = record
                 .termination_message(pod)
                 .with_context(|| format!("{pod}'s termination message"))?;
-            let result = membench::client::result::ClientResult::read(&message, 5)
+            let result = membench::client::pod_io::result::ClientResult::read(&message, 5)
                 .map_err(|e| anyhow::anyhow!("{pod}'s result: {e:?}"))?;
             Ok(result.decoded_repetitions().len())
         })

@@ -9,10 +9,10 @@ mod common;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use membench::client::engine::EngineAddress;
-use membench::client::load_options::RunSettings;
-use membench::client::measure::{LoadOptions, LoadProgress, measure};
-use membench::client::workload::Workload;
+use membench::client::connection::engine::EngineAddress;
+use membench::client::measurement::load_options::RunSettings;
+use membench::client::measurement::measure::{LoadOptions, LoadProgress, measure};
+use membench::client::workloads::workload::Workload;
 use membench::crd::{EngineKind, RecordLayout};
 
 /// What membench's two connections (control and load) may hold in the engine together. A

@@ -575,7 +575,7 @@ async fn a_benchmark_succeeds_in_a_namespace_that_enforces_pod_security_restrict
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_repetitions_with_settle_readings_and_a_growth_curve_arrive_whole_in_the_status()
 -> anyhow::Result<()> {
-    use membench::client::result::{
+    use membench::client::pod_io::result::{
         ClientResult, GrowthColumn, RepetitionColumns, TERMINATION_MESSAGE_LIMIT, encode_column,
     };
     let harness = Harness::start("op-whole", settings()).await?;
@@ -624,7 +624,7 @@ async fn a_hundred_repetitions_with_settle_readings_and_a_growth_curve_arrive_wh
             &engine
                 .growth
                 .iter()
-                .map(|p| membench::client::measure::MemorySample {
+                .map(|p| membench::client::measurement::measure::MemorySample {
                     items: p.items,
                     used_memory: p.used_memory,
                 })

@@ -12,9 +12,9 @@ use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
 
 use common::membench;
-use membench::client::load_options::RunSettings;
-use membench::client::measure::{LoadOptions, measure};
-use membench::client::workload::Workload;
+use membench::client::measurement::load_options::RunSettings;
+use membench::client::measurement::measure::{LoadOptions, measure};
+use membench::client::workloads::workload::Workload;
 use membench::crd::EngineKind;
 use membench::report::csv::{BenchmarkLabels, HEADER, header, lines, rows_of_report};
 use membench::report::table::ComparisonRow;

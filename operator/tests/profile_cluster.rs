@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use membench::client::slots::{even_range, key_slot};
+use membench::client::connection::slots::{even_range, key_slot};
 use membench::crd::EngineKind;
 use membench::local::runner::LocalEngine;
 use membench::profile::model::KeyType;

@@ -8,7 +8,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use membench::client::engine::EngineAddress;
+use membench::client::connection::engine::EngineAddress;
 use membench::crd::EngineKind;
 use membench::profile::Profile;
 use membench::profile::model::KeyType;
@@ -492,8 +492,9 @@ fn a_client_pod_refuses_a_profile_file_that_is_not_the_one_the_operator_checked(
     let path = dir.join("profile.yaml");
     let text = "format: 1\nsource: {keys: 50}\ngroups:\n- {template: \"k:{n}\", type: string, share: 1.0, keyLength: {buckets: [[4, 4, 1]]}, values: {textLength: {buckets: [[3, 3, 1]]}}}\n";
     std::fs::write(&path, text).unwrap();
-    let checked =
-        membench::client::profile_workload::profile_digest(&Profile::parse(text).unwrap());
+    let checked = membench::client::workloads::profile_workload::profile_digest(
+        &Profile::parse(text).unwrap(),
+    );
     let load = |digest: &str| {
         std::process::Command::new(env!("CARGO_BIN_EXE_membench"))
             .args(common::rebuild_args(
@@ -525,8 +526,9 @@ fn a_client_pod_refuses_a_profile_file_that_is_not_the_one_the_operator_checked(
     let altered = text.replace("[[3, 3, 1]]", "[[6, 6, 1]]");
     assert_ne!(altered, text);
     std::fs::write(&path, &altered).unwrap();
-    let altered_digest =
-        membench::client::profile_workload::profile_digest(&Profile::parse(&altered).unwrap());
+    let altered_digest = membench::client::workloads::profile_workload::profile_digest(
+        &Profile::parse(&altered).unwrap(),
+    );
     let output = load(&checked);
     let stderr = common::stderr(&output);
     assert!(

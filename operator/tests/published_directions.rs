@@ -13,9 +13,9 @@
 
 mod common;
 
-use membench::client::load_options::RunSettings;
-use membench::client::measure::{BenchmarkReport, LoadOptions, measure};
-use membench::client::workload::Workload;
+use membench::client::measurement::load_options::RunSettings;
+use membench::client::measurement::measure::{BenchmarkReport, LoadOptions, measure};
+use membench::client::workloads::workload::Workload;
 use membench::crd::{EngineKind, EngineSpec, RecordLayout};
 
 /// Loads the workload once into a fresh server of `spec` and returns the report.

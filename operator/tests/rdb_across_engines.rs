@@ -12,7 +12,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use membench::client::engine::EngineAddress;
+use membench::client::connection::engine::EngineAddress;
 use membench::crd::{EngineKind, EngineSpec};
 
 /// The most a load may differ from the same data written directly.

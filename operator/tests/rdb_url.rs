@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::https_server::{PASSWORD, USER, saved_dump, serve};
-use membench::client::engine::EngineAddress;
+use membench::client::connection::engine::EngineAddress;
 use membench::crd::EngineKind;
 
 /// The keys by type of each database of the server at `address`.

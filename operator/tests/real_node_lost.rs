@@ -88,12 +88,13 @@ async fn a_real_node_whose_kubelet_stops_is_lost_and_the_benchmark_says_so() -> 
     // They are the client's own: it still runs there (no kubelet stops it) and serves them.
     let address = std::net::SocketAddr::new(
         client_ip,
-        membench::client::progress_endpoint::PROGRESS_PORT,
+        membench::client::pod_io::progress_endpoint::PROGRESS_PORT,
     );
-    let served = membench::client::progress_endpoint::fetch_result(address, Duration::from_secs(3))
-        .await
-        .ok_or_else(|| anyhow::anyhow!("the client at {address} serves no result"))?;
-    let served = membench::client::result::ClientResult::read_whole(&served, 12)
+    let served =
+        membench::client::pod_io::progress_endpoint::fetch_result(address, Duration::from_secs(3))
+            .await
+            .ok_or_else(|| anyhow::anyhow!("the client at {address} serves no result"))?;
+    let served = membench::client::pod_io::result::ClientResult::read_whole(&served, 12)
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .decoded_repetitions();
     eprintln!(

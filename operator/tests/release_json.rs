@@ -5,7 +5,7 @@
 //! words (engine state, engine kind, reasons, error categories, phase names) must serialize
 //! as the words that release wrote, or a reader of that release could not read ours.
 
-use membench::client::measured::BenchmarkReport;
+use membench::client::measurement::measured::BenchmarkReport;
 use membench::crd::MemoryBenchmarkStatus;
 use serde_json::Value;
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use membench::client::engine::EngineAddress;
+use membench::client::connection::engine::EngineAddress;
 use membench::crd::EngineKind;
 use serde_json::Value;
 
@@ -234,7 +234,10 @@ fn dragonfly_saves_begun_within_one_second_of_each_other_are_each_seen_to_end() 
 }
 
 /// The files in the directory of the engine at `address` whose names begin with `prefix`.
-fn snapshot_files(address: &membench::client::engine::EngineAddress, prefix: &str) -> Vec<String> {
+fn snapshot_files(
+    address: &membench::client::connection::engine::EngineAddress,
+    prefix: &str,
+) -> Vec<String> {
     let pair: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("dir")

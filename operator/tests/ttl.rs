@@ -8,7 +8,7 @@ mod common;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use membench::client::engine::ControlConnection;
+use membench::client::connection::engine::ControlConnection;
 use membench::crd::EngineKind;
 use serde_json::Value;
 
@@ -20,13 +20,13 @@ fn membench(args: &[&str]) -> Output {
 }
 
 /// PTTL of `key` in the engine, over a connection of the test's own.
-fn pttl(address: &membench::client::engine::EngineAddress, key: &str) -> i64 {
+fn pttl(address: &membench::client::connection::engine::EngineAddress, key: &str) -> i64 {
     let url = format!("redis://{}/", address.socket_addr());
     let mut connection = redis::Client::open(url).unwrap().get_connection().unwrap();
     redis::cmd("PTTL").arg(key).query(&mut connection).unwrap()
 }
 
-fn expires(address: &membench::client::engine::EngineAddress) -> u64 {
+fn expires(address: &membench::client::connection::engine::EngineAddress) -> u64 {
     let mut control = ControlConnection::open(address, Duration::from_secs(5)).unwrap();
     control.keys_with_expiry().unwrap()
 }

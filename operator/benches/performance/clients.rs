@@ -5,8 +5,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use membench::client::resp::CommandBuffer;
-use membench::client::workload::Workload;
+use membench::client::connection::resp::CommandBuffer;
+use membench::client::workloads::workload::Workload;
 
 use crate::process::{self, Finished};
 

@@ -47,7 +47,7 @@ mod wait_probe;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use membench::client::engine::{ControlConnection, EngineAddress};
+use membench::client::connection::engine::{ControlConnection, EngineAddress};
 use membench::crd::{Allocator, EngineKind, EngineSpec};
 use membench::local::engine_store::{LocalProgram, resolve_program};
 use membench::local::runner::LocalEngine;

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use membench::client::engine::ControlConnection;
-use membench::client::rdb_load::RdbLoad;
-use membench::client::rdb_load::encoder::RdbEncoder;
-use membench::client::resp::CommandBuffer;
+use membench::client::connection::engine::ControlConnection;
+use membench::client::connection::resp::CommandBuffer;
+use membench::client::workloads::rdb_load::RdbLoad;
+use membench::client::workloads::rdb_load::encoder::RdbEncoder;
 
 use crate::Engine;
 use crate::clients::{self, ClientRun};

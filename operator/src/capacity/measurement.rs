@@ -3,8 +3,8 @@
 //! fragmentation ratio and the first repetition's settled readings of RSS. From a local report
 //! (`membench run`, its result file) or from an engine's status (the operator).
 
-use crate::client::measure::BenchmarkReport;
-use crate::client::workload::{Workload, expected_unique_keys};
+use crate::client::measurement::measure::BenchmarkReport;
+use crate::client::workloads::workload::{Workload, expected_unique_keys};
 use crate::crd::{EngineStatus, PeakStatus, RecordLayout, SnapshotStatus};
 
 use super::projection::CurvePoint;

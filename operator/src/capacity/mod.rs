@@ -493,7 +493,7 @@ pub fn plan(measurements: &[EngineMeasurement], request: &CapacityRequest) -> Ca
 /// The plan of a local run's engine reports; those that measured nothing are named in
 /// `not_projected`, with why.
 pub fn plan_reports(
-    reports: &[crate::client::measure::BenchmarkReport],
+    reports: &[crate::client::measurement::measure::BenchmarkReport],
     request: &CapacityRequest,
 ) -> CapacityPlan {
     let mut measurements = Vec::new();

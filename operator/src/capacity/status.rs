@@ -1,7 +1,7 @@
 //! A benchmark's capacity plan from its status, and the plan as the status carries it
 //! (`status.capacity`, with the printer column's smallest instance type).
 
-use crate::client::workload::Workload;
+use crate::client::workloads::workload::Workload;
 use crate::crd::{CapacityStatus, EngineCapacityStatus, MemoryBenchmark, RecommendedStatus};
 
 use super::{CapacityPlan, CapacityRequest, EngineMeasurement, NotProjected, Prices, plan};

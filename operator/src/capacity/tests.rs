@@ -391,7 +391,7 @@ fn an_engine_whose_keyspace_is_a_table_per_thread_says_its_thread_count_is_missi
 
 /// The recommended-limits run (docs/results/capacity/), whose eviction peaks were sampled:
 /// each engine's report as `membench run` wrote it.
-fn recommended_run_reports() -> Vec<crate::client::measure::BenchmarkReport> {
+fn recommended_run_reports() -> Vec<crate::client::measurement::measure::BenchmarkReport> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../docs/results/capacity/recommended-500k-10000.json"
@@ -408,7 +408,7 @@ fn a_sampled_eviction_peak_is_said_in_its_term_which_stays_measured() {
         .iter_mut()
         .find(|r| r.engine.name == "valkey")
         .unwrap();
-    let eviction_term = |report: &crate::client::measure::BenchmarkReport| {
+    let eviction_term = |report: &crate::client::measurement::measure::BenchmarkReport| {
         let m = EngineMeasurement::from_report(report).unwrap();
         let r = recommend::recommend(&m, 600 << 20, &Default::default());
         r.terms

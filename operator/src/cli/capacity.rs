@@ -9,7 +9,7 @@ use membench::capacity::recommend::TermDefaults;
 use membench::capacity::{
     CapacityPlan, CapacityRequest, EngineMeasurement, Prices, given_limit, plan_reports,
 };
-use membench::client::measure::BenchmarkReport;
+use membench::client::measurement::measure::BenchmarkReport;
 use membench::crd::InstanceFamily;
 use membench::report::capacity::{
     capacity_footer, capacity_heading, capacity_table, recommended_config, recommended_table,

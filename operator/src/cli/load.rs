@@ -1,20 +1,22 @@
 //! `membench load`: one workload into one running engine, measured, as a run plan
-//! (`client::plan`) says: the plan its setting flags make (`load_flags`), or one given whole
+//! (`client::measurement::plan`) says: the plan its setting flags make (`load_flags`), or one given whole
 //! (`--plan FILE`, or `$MEMBENCH_PLAN` in a client pod).
 
 use membench::error::ExitStatus;
 use std::process::ExitCode;
 
 use clap::Args;
-use membench::client::engine::EngineAddress;
-use membench::client::measure::{BenchmarkReport, LoadOptions, measure_shards_journaled};
-use membench::client::plan::{PLAN_ENV, RunPlan};
-use membench::client::progress::ProgressReporter;
-use membench::client::result::ClientResult;
-use membench::client::stop::{
+use membench::client::connection::engine::EngineAddress;
+use membench::client::measurement::measure::{
+    BenchmarkReport, LoadOptions, measure_shards_journaled,
+};
+use membench::client::measurement::plan::{PLAN_ENV, RunPlan};
+use membench::client::pod_io::progress::ProgressReporter;
+use membench::client::pod_io::result::ClientResult;
+use membench::client::pod_io::stop::{
     Journal, ResultFile, STOP_DEADLINE, exit_on_signals, stop_on_signals, write_journal_and_exit,
 };
-use membench::client::workload::Workload;
+use membench::client::workloads::workload::Workload;
 use membench::error::{BenchError, ErrorCategory};
 use membench::report::table::{ComparisonRow, OutputFormat, comparison_table, repetitions_table};
 
@@ -181,8 +183,8 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
         .map(|addr| EngineAddress::parse(addr, args.password.clone()))
         .collect::<Result<Vec<_>, _>>()
         .and_then(|addresses| {
-            membench::client::shards::check_shard_count(addresses.len())?;
-            membench::client::shards::check_distinct(&addresses)?;
+            membench::client::connection::shards::check_shard_count(addresses.len())?;
+            membench::client::connection::shards::check_distinct(&addresses)?;
             Ok(addresses)
         }) {
         Ok(a) => a,
@@ -273,8 +275,9 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
     }
     drop(before_measuring);
     let mut progress = ProgressReporter::new(&format!("{} at {target}", workload.kind()));
-    let endpoint =
-        std::sync::Arc::new(membench::client::progress_endpoint::ProgressEndpoint::default());
+    let endpoint = std::sync::Arc::new(
+        membench::client::pod_io::progress_endpoint::ProgressEndpoint::default(),
+    );
     if args.container_memory_marks {
         options.container = Some(endpoint.clone());
     }
@@ -420,8 +423,9 @@ fn flush_what_was_written(address: &EngineAddress, report: &BenchmarkReport) {
     if report.engine.version.is_empty() {
         return;
     }
-    let flushed = membench::client::engine::ControlConnection::open(address, STOP_DEADLINE)
-        .and_then(|mut control| control.flush_all());
+    let flushed =
+        membench::client::connection::engine::ControlConnection::open(address, STOP_DEADLINE)
+            .and_then(|mut control| control.flush_all());
     if let Err(e) = flushed {
         eprintln!(
             "warning: cannot flush the benchmark's keys from {address} ({e}); FLUSHALL there removes them"

@@ -1,18 +1,18 @@
-//! `membench load`'s setting flags, and the run plan they make (`client::plan`): everything a
+//! `membench load`'s setting flags, and the run plan they make (`client::measurement::plan`): everything a
 //! run does besides where the engines are and where its result goes. With `--plan`, the plan
 //! is read whole instead, and none of these flags may be given.
 
 use clap::{Args, ValueEnum};
+use membench::client::measurement::plan::{RunPlan, RunSettings, WorkloadPlan};
 use membench::client::phases::eviction::Eviction;
 use membench::client::phases::replica::ReplicaRate;
 use membench::client::phases::snapshot::Snapshot;
-use membench::client::plan::{RunPlan, RunSettings, WorkloadPlan};
-use membench::client::profile_workload::{
+use membench::client::workloads::profile_workload::{
     PROFILE_DIGEST_ENV, PROFILE_ENV, ProfileWorkload, profile_digest,
 };
-use membench::client::rdb_load::{RdbLoad, download};
-use membench::client::ttl::Ttl;
-use membench::client::workload::Workload;
+use membench::client::workloads::rdb_load::{RdbLoad, download};
+use membench::client::workloads::ttl::Ttl;
+use membench::client::workloads::workload::Workload;
 use membench::crd::RecordLayout;
 use membench::profile::Profile;
 
@@ -179,7 +179,7 @@ pub struct SettingFlags {
     /// Seconds to wait for the engine's other clients to disconnect before each baseline and
     /// final memory reading (their buffers would count as data); a client still connected
     /// then fails the repetition, naming it.
-    #[arg(long, value_name = "SECONDS", default_value_t = membench::client::measure::DEFAULT_OTHER_CLIENTS_TIMEOUT.as_secs())]
+    #[arg(long, value_name = "SECONDS", default_value_t = membench::client::measurement::measure::DEFAULT_OTHER_CLIENTS_TIMEOUT.as_secs())]
     pub(super) other_clients_timeout: u64,
 }
 
@@ -196,7 +196,7 @@ fn required(value: Option<u64>, flag: &str, workload: &str) -> Result<u64, Strin
         None => Err(format!("--workload {workload} needs {flag} N")),
         Some(0) => Err(format!(
             "invalid {flag}: {}",
-            membench::client::workload::AT_LEAST_ONE
+            membench::client::workloads::workload::AT_LEAST_ONE
         )),
         Some(n) => Ok(n),
     }

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use membench::client::engine::{ControlConnection, EngineAddress};
-use membench::client::rdb_load::download;
-use membench::client::stop::{STOP_DEADLINE, exit_on_signals, stop_on_signals};
-use membench::client::stop_request::StopRequest;
+use membench::client::connection::engine::{ControlConnection, EngineAddress};
+use membench::client::connection::stop_request::StopRequest;
+use membench::client::pod_io::stop::{STOP_DEADLINE, exit_on_signals, stop_on_signals};
+use membench::client::workloads::rdb_load::download;
 use membench::profile::Profile;
 use membench::profiler::{
     DEFAULT_COMMANDS_PER_SECOND, ProfileError, ProfileOptions, ProfileProgress, RdbProfileOptions,

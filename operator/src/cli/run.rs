@@ -4,9 +4,9 @@ use membench::error::ExitStatus;
 use std::process::ExitCode;
 
 use clap::Args;
-use membench::client::progress::ProgressReporter;
-use membench::client::stop::{STOP_DEADLINE, stop_on_signals};
-use membench::client::stop_request::StopRequest;
+use membench::client::connection::stop_request::StopRequest;
+use membench::client::pod_io::progress::ProgressReporter;
+use membench::client::pod_io::stop::{STOP_DEADLINE, stop_on_signals};
 use membench::report::csv;
 use membench::report::table::{ComparisonRow, OutputFormat, comparison_table};
 
@@ -194,7 +194,7 @@ pub fn run_local(args: RunArgs) -> ExitCode {
         membench::report::table::attach_published(
             &mut rows,
             benchmark.spec.published_table.map(|t| t.table()),
-            membench::client::workload::Workload::from_spec(&benchmark.spec.workload)
+            membench::client::workloads::workload::Workload::from_spec(&benchmark.spec.workload)
                 .ok()
                 .as_ref(),
         );

@@ -1,40 +1,28 @@
 //! The benchmark client's load path, the code that also runs inside the client pod
-//! (`membench load`): the wire protocol (`resp`), the workloads (`workload`) and their commands (`encoder`), the measurement
-//! protocol (`measure`), every setting of one engine's run as data (`plan`), what a run needs beside it (`load_options`) and the phases after its readings (`phases`) and what it reports (`measured`), a sharded cluster's join and routing (`shards`, `slots`), a profile's rebuild (`profile_workload`, its keys drawn in `profile_shape`, its commands in `profile_encoder`), the seeded draws (`draws`), the control commands to an engine (`engine`), progress on a terminal
-//! (`progress`) and on the pod's HTTP endpoint (`progress_endpoint`), keys with a TTL (`ttl`), the measurement phases after a repetition's readings, a folder each (`phases`: a snapshot under writes, a replica's full sync under writes, deletes and overwrites with the defragmentation after them, a load past maxmemory), the paced writes the snapshot and the replica run (`paced_writes`), and the engine's process tree it reads (`process_tree`), a rebuild's bytes per key by type (`type_memory`), leaving on SIGINT
-//! and SIGTERM (`stop`, `stop_request`), and the result in the container's termination message (`result`).
+//! (`membench load`). It is five groups, each a folder, by rank (lowest first):
+//!
+//! - `connection` (0): how the client talks to an engine: the wire protocol, the control
+//!   connection, a sharded cluster's join and routing, and the stop flag every batch loop
+//!   consults.
+//! - `workloads` (1): what the client writes: the workloads, their commands, the seeded draws,
+//!   keys with a TTL, a profile's rebuild and an RDB file's keys.
+//! - `measurement` (2): how a run is measured: the protocol of every repetition, what it
+//!   records, the run's plan and options, and the memory a phase reads.
+//! - `phases` (2): the measurements a repetition runs after its readings, a folder each.
+//! - `pod_io` (3): what the client pod shows the outside: its progress, its leaving on SIGINT
+//!   and SIGTERM, and its result in the termination message.
+//!
+//! A group imports only its own and lower-ranked groups. `measurement` and `phases` share a
+//! rank and import each other: the repetition's record and the plan's settings hold each
+//! phase's report and settings, and each phase runs with the load options and writes into the
+//! record. No file sits directly in this folder but this one.
 //!
 //! It may use only `crd` and the leaves (`stats`, `formats`, `error`, `profile`): nothing in it knows
 //! about the validation, the reports, the controller or the local runner
 //! (docs/src/contributing/architecture.md, `layout_tests.rs`).
 
-pub mod cluster_node;
-pub mod container_memory;
-pub mod draws;
-pub mod encoder;
-pub mod engine;
-pub mod load_options;
-pub mod measure;
-pub mod measured;
-pub mod paced_writes;
-pub mod phase_kind;
-pub mod phase_memory;
+pub mod connection;
+pub mod measurement;
 pub mod phases;
-pub mod plan;
-pub mod process_tree;
-pub mod profile_encoder;
-pub mod profile_objects;
-pub mod profile_shape;
-pub mod profile_workload;
-pub mod progress;
-pub mod progress_endpoint;
-pub mod rdb_load;
-pub mod resp;
-pub mod result;
-pub mod shards;
-pub mod slots;
-pub mod stop;
-pub mod stop_request;
-pub mod ttl;
-pub mod type_memory;
-pub mod workload;
+pub mod pod_io;
+pub mod workloads;

@@ -115,7 +115,7 @@ crate::words::open_words! {
         /// the message has the last attempt's error. Partial results are kept.
         ClientFailed = "ClientFailed",
         /// The client's termination message broke the bounds of a result (see
-        /// `client::result::checked`): a broken or forged client, not retried. Check the client
+        /// `client::pod_io::result::checked`): a broken or forged client, not retried. Check the client
         /// image is the operator's own version.
         InvalidClientResult = "InvalidClientResult",
         /// A client attempt failed (or its pod was deleted) and another client runs against the

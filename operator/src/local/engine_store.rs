@@ -36,7 +36,7 @@ pub struct LocalProgram {
 impl LocalProgram {
     /// Records what was run in a report's engine, since INFO cannot say: the program, its
     /// store build and what was preloaded.
-    pub fn record_in(&self, info: &mut crate::client::engine::EngineInfo) {
+    pub fn record_in(&self, info: &mut crate::client::connection::engine::EngineInfo) {
         info.binary = Some(self.path.display().to_string());
         info.build = self.build.clone();
         info.ld_preload = self.ld_preload.clone();
@@ -410,7 +410,7 @@ mod tests {
             emulated.launcher.1.last().map(String::as_str),
             server.to_str()
         );
-        let mut info = crate::client::engine::EngineInfo::default();
+        let mut info = crate::client::connection::engine::EngineInfo::default();
         emulated.record_in(&mut info);
         assert_eq!(info.emulator.as_deref(), Some("qemu-aarch64-static"));
         // amd64 is this machine's architecture: the native build.

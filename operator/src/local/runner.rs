@@ -11,14 +11,14 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use crate::client::engine::{ControlConnection, EngineAddress};
-use crate::client::load_options::RunSettings;
-use crate::client::measure::{
+use crate::client::connection::engine::{ControlConnection, EngineAddress};
+use crate::client::connection::stop_request::StopRequest;
+use crate::client::measurement::load_options::RunSettings;
+use crate::client::measurement::measure::{
     BenchmarkReport, ClusterCost, LoadOptions, LoadProgress, measure_shards_journaled,
 };
-use crate::client::plan::RunPlan;
-use crate::client::stop_request::StopRequest;
-use crate::client::workload::Workload;
+use crate::client::measurement::plan::RunPlan;
+use crate::client::workloads::workload::Workload;
 use crate::crd::{EngineKind, EngineSpec, MemoryBenchmark};
 use crate::error::BenchError;
 use crate::local::engine_store::{LocalProgram, resolve_program_for};
@@ -541,7 +541,7 @@ pub fn run_benchmark(
     let mut engines = Vec::new();
     // An RDB file at a URL is fetched once for the run, whatever entry asks first, and
     // removed when the run ends.
-    let mut fetched_files = crate::client::rdb_load::FetchedFiles::default();
+    let mut fetched_files = crate::client::workloads::rdb_load::FetchedFiles::default();
     for ((engine, program), plan) in spec.engines.iter().zip(&programs).zip(&plans) {
         if stop.requested() {
             break;

@@ -3,7 +3,7 @@
 //! and its rules, `templates` turns key names into templates and templates back into names,
 //! `merge` makes one profile of several (a cluster's primaries).
 //! `membench profile` (`profiler/`) writes one from a live server; the `profile` workload
-//! (`client/profile_workload.rs`) rebuilds the data from it. A leaf below the CRD, which
+//! (`client/workloads/profile_workload.rs`) rebuilds the data from it. A leaf below the CRD, which
 //! embeds the model in a spec.
 
 pub mod merge;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use redis::cmd;
 
-use crate::client::engine::{ControlConnection, EngineAddress, parse_info};
+use crate::client::connection::engine::{ControlConnection, EngineAddress, parse_info};
 use crate::profile::merge::merge_profiles;
 
 use super::{ProfileError, ProfileOptions, ProfileOutcome, ProfileProgress, profile_server};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, FromRedisValue, RedisError, cmd};
 
-use crate::client::engine::{ControlConnection, is_unknown_command};
+use crate::client::connection::engine::{ControlConnection, is_unknown_command};
 use crate::profile::model::KeyType;
 
 use super::error::ProfileError;

@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use redis::cmd;
 
-use crate::client::draws::KeyGenerator;
-use crate::client::engine::{ControlConnection, identify, parse_info};
-use crate::client::stop_request::StopRequest;
+use crate::client::connection::engine::{ControlConnection, identify, parse_info};
+use crate::client::connection::stop_request::StopRequest;
+use crate::client::workloads::draws::KeyGenerator;
 use crate::profile::model::{KeyType, PROFILE_FORMAT, Profile, ProfileSource};
 
 pub use cluster::profile_cluster;

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use crate::client::draws::KeyGenerator;
+use crate::client::workloads::draws::KeyGenerator;
 use crate::profile::model::{KeyType, PROFILE_FORMAT, Profile, ProfileSource};
 use crate::profile::templates::TemplateBuilder;
 use crate::rdb::{Checksum, KeyEntry, KeyKind, Part, Scalar};

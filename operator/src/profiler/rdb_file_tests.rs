@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::client::draws::KeyGenerator;
+use crate::client::workloads::draws::KeyGenerator;
 use crate::profile::model::{KeyType, Profile};
 
 use super::groups::{self, PlannedGroup};

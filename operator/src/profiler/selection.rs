@@ -5,7 +5,7 @@
 //! of the keyspace's elements (or of its string bytes) is its own group, read as deeply as a
 //! key is read, never scaled from a sample. Pure functions, tested here.
 
-use crate::client::draws::KeyGenerator;
+use crate::client::workloads::draws::KeyGenerator;
 
 /// Every group has at least this many of its keys sampled (all of a smaller one): the error
 /// of a mean over a few hundred keys is a few percent of the spread at most.

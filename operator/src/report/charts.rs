@@ -15,7 +15,7 @@
 
 use std::fmt::Write as _;
 
-use crate::client::measure::MemorySample;
+use crate::client::measurement::measure::MemorySample;
 use crate::report::published::thousands;
 use crate::report::table::format_bytes;
 

@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
-use crate::client::type_memory::TypeSummary;
-use crate::client::workload::Workload;
+use crate::client::workloads::type_memory::TypeSummary;
+use crate::client::workloads::workload::Workload;
 use crate::crd::{ConditionReason, EngineState, EngineStatus, MemoryBenchmark, Phase};
 use crate::report::csv;
 use crate::report::table::{ComparisonRow, OutputFormat, attach_published, comparison_table};

@@ -7,7 +7,7 @@
 //! The same rows come from a local run's reports ([`rows_of_report`]) and from a benchmark's
 //! status in the cluster ([`rows_of_status`]); the table renders the people's version.
 
-use crate::client::measure::BenchmarkReport;
+use crate::client::measurement::measure::BenchmarkReport;
 use crate::crd::EngineStatus;
 use crate::report::table::{ComparisonRow, Table};
 

@@ -12,10 +12,10 @@
 
 use std::fmt::Write as _;
 
-use crate::client::measure::MemorySample;
+use crate::client::measurement::measure::MemorySample;
 use crate::client::phases::{FIGURES, StageChart, StageLine};
-use crate::client::result::GrowthColumn;
-use crate::client::workload::Workload;
+use crate::client::pod_io::result::GrowthColumn;
+use crate::client::workloads::workload::Workload;
 use crate::crd::MemoryBenchmark;
 use crate::report::charts::{self, escape};
 use crate::report::local_run::LocalComparison;

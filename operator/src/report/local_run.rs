@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::client::measure::BenchmarkReport;
+use crate::client::measurement::measure::BenchmarkReport;
 
 /// Everything one local run of one MemoryBenchmark measured.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]

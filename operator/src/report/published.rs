@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::client::workload::Workload;
+use crate::client::workloads::workload::Workload;
 use crate::crd::{EngineKind, PublishedTableName, RecordLayout};
 
 /// One published table.

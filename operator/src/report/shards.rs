@@ -4,7 +4,7 @@
 //! section), and the one-line account of how even the spread was that the comparison's note
 //! carries (`ShardSpread::describe`).
 
-use crate::client::measure::BenchmarkReport;
+use crate::client::measurement::measure::BenchmarkReport;
 use crate::report::table::{Table, format_bytes};
 
 /// Each shard's median figures over the repetitions, one row per shard; `None` for one engine.
@@ -62,7 +62,7 @@ pub fn shard_tables(reports: &[BenchmarkReport]) -> Vec<(String, Table)> {
 
 #[cfg(test)]
 mod tests {
-    use crate::client::measure::ShardSpread;
+    use crate::client::measurement::measure::ShardSpread;
 
     #[test]
     fn the_note_gives_each_shards_share_and_the_ratios() {

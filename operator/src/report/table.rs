@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use crate::client::measure::BenchmarkReport;
-use crate::client::type_memory::{self, TypeSummary};
-use crate::client::workload::Workload;
+use crate::client::measurement::measure::BenchmarkReport;
+use crate::client::workloads::type_memory::{self, TypeSummary};
+use crate::client::workloads::workload::Workload;
 use crate::crd::EvictionStatus;
 use crate::report::peak::{describe_replica, describe_snapshot};
 use crate::report::published::{PublishedFigure, PublishedTable};
@@ -95,11 +95,11 @@ pub struct ComparisonRow {
     pub cluster_fixed_cost_bytes: Option<i64>,
     /// A sharded cluster's spread over its shards (the fixed cost above is then per shard).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub shards: Option<crate::client::measure::ShardSpread>,
+    pub shards: Option<crate::client::measurement::measure::ShardSpread>,
     /// The TTL the entry's items were loaded with (`seconds`, `share`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ttl: Option<crate::client::ttl::Ttl>,
-    /// A profile's rebuild: bytes per key of each type (`client::type_memory`).
+    pub ttl: Option<crate::client::workloads::ttl::Ttl>,
+    /// A profile's rebuild: bytes per key of each type (`client::workloads::type_memory`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub by_type: Vec<TypeSummary>,
     /// With `spec.churn`: RSS after the last round, and after defragmentation, medians over
@@ -246,7 +246,7 @@ pub fn compute_changes(rows: &mut [ComparisonRow]) {
 /// items/s with its spread, median commands/s, change against the first engine, and where the
 /// spec names a published table, the published figure and the difference from it.
 /// A TTL as the table shows it: `3600 s`, or `3600 s, 50%` for a share of the items.
-fn format_ttl(ttl: crate::client::ttl::Ttl) -> String {
+fn format_ttl(ttl: crate::client::workloads::ttl::Ttl) -> String {
     if ttl.share >= 1.0 {
         format!("{} s", ttl.seconds)
     } else {

@@ -16,8 +16,8 @@ pub mod shards;
 pub mod spec_file;
 
 use crate::client::phases::SpecPhases;
-use crate::client::ttl::Ttl;
-use crate::client::workload::Workload;
+use crate::client::workloads::ttl::Ttl;
+use crate::client::workloads::workload::Workload;
 use crate::crd::{Allocator, EngineKind, MemoryBenchmark, PlacementSpec, RecordLayout};
 use crate::formats::{
     LABEL_VALUE_MAX, MAX_BENCHMARK_NAME, MAX_NODE_SELECTOR, MAX_SAMPLES, MAX_TOLERATIONS,
@@ -33,7 +33,7 @@ pub struct ValidSpec {
     pub workload: Workload,
     pub engine_memory: Vec<u64>,
     /// Each engine entry's run plan (`run_plan::entry_plan`), which its client pods receive.
-    pub plans: Vec<crate::client::plan::RunPlan>,
+    pub plans: Vec<crate::client::measurement::plan::RunPlan>,
 }
 
 /// Checks a benchmark the operator is to run; the error names the field and says what to

@@ -1,10 +1,10 @@
-//! A spec's run plans: one `client::plan::RunPlan` per engine entry, built here once and run
+//! A spec's run plans: one `client::measurement::plan::RunPlan` per engine entry, built here once and run
 //! as it is by the local runner (`membench run`) and by the client pod (`membench load` with
 //! the plan the operator gives it), so both measure what the same entry asks for.
 
+use crate::client::measurement::plan::{RunPlan, RunSettings, WorkloadPlan};
 use crate::client::phases::SpecPhases;
-use crate::client::plan::{RunPlan, RunSettings, WorkloadPlan};
-use crate::client::workload::Workload;
+use crate::client::workloads::workload::Workload;
 use crate::crd::MemoryBenchmarkSpec;
 use crate::error::BenchError;
 use crate::stats::StabilityThresholds;

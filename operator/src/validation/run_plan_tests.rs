@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 
 use super::run_plan::entry_plans;
-use crate::client::plan::{RunPlan, WorkloadPlan};
+use crate::client::measurement::plan::{RunPlan, WorkloadPlan};
 use crate::stats::StabilityThresholds;
 use crate::validation::spec_file::parse_specs;
 

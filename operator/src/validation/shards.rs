@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-use crate::client::shards::MAX_SHARDS;
-use crate::client::workload::Workload;
+use crate::client::connection::shards::MAX_SHARDS;
+use crate::client::workloads::workload::Workload;
 use crate::crd::{EngineKind, EngineSpec};
 
 /// Checks entry `index`'s `shards` against the engine and the workload.

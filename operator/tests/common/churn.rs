@@ -1,7 +1,7 @@
 //! What the churn tests share: the test's own replay of the published draws, a result's rounds,
 //! a JSON figure, and the engine's key count over the test's own connection.
 
-use membench::client::engine::EngineAddress;
+use membench::client::connection::engine::EngineAddress;
 use serde_json::Value;
 
 /// A JSON figure as a number.

@@ -18,7 +18,7 @@ pub mod real_node;
 
 use std::path::PathBuf;
 
-use membench::client::engine::EngineAddress;
+use membench::client::connection::engine::EngineAddress;
 use membench::crd::{Allocator, EngineKind, EngineSpec};
 use membench::local::engine_store::resolve_program;
 use membench::local::runner::LocalEngine;
@@ -334,11 +334,14 @@ pub fn memory_by_type(address: &EngineAddress) -> std::collections::BTreeMap<Str
 
 /// used_memory of the engine, over a control connection of its own.
 pub fn used_memory(address: &EngineAddress) -> u64 {
-    membench::client::engine::ControlConnection::open(address, std::time::Duration::from_secs(5))
-        .unwrap()
-        .memory()
-        .unwrap()
-        .used_memory
+    membench::client::connection::engine::ControlConnection::open(
+        address,
+        std::time::Duration::from_secs(5),
+    )
+    .unwrap()
+    .memory()
+    .unwrap()
+    .used_memory
 }
 
 /// How many SET commands the engine at `address` has run since it started (INFO
@@ -365,7 +368,7 @@ pub fn fork_freeze_ms(address: &EngineAddress) -> f64 {
         .arg("stats")
         .query(&mut connect(address))
         .unwrap();
-    membench::client::engine::parse_info(&info)
+    membench::client::connection::engine::parse_info(&info)
         .get("latest_fork_usec")
         .map(|usec| {
             usec.parse::<f64>()
@@ -380,7 +383,7 @@ pub fn fork_freeze_ms(address: &EngineAddress) -> f64 {
 pub fn settled_used_memory(connection: &mut redis::Connection) -> u64 {
     let mut read = || -> u64 {
         let info: String = redis::cmd("INFO").arg("memory").query(connection).unwrap();
-        membench::client::engine::parse_info(&info)["used_memory"]
+        membench::client::connection::engine::parse_info(&info)["used_memory"]
             .parse()
             .unwrap()
     };

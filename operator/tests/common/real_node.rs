@@ -3,7 +3,7 @@
 //! `membench run`'s own path.
 
 use anyhow::Context as _;
-use membench::client::measure::BenchmarkReport;
+use membench::client::measurement::measure::BenchmarkReport;
 use membench::crd::EngineStatus;
 use membench_devcluster::agent::images::ImageResolver;
 use membench_enginestore::EngineStore;
@@ -35,7 +35,7 @@ pub async fn run_locally(yaml: &str, images: &[&str]) -> anyhow::Result<Vec<Benc
         membench::local::runner::run_benchmark(
             &local_spec,
             Default::default(),
-            &membench::client::stop_request::StopRequest::new(),
+            &membench::client::connection::stop_request::StopRequest::new(),
             &mut |_| {},
             &mut |_| {},
         )

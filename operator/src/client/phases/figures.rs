@@ -4,7 +4,7 @@
 //! [`FIGURES`](super::FIGURES) lists it; the reports read the phases through the trait and
 //! never name one.
 
-use crate::client::measured::{BenchmarkReport, RepetitionResult};
+use crate::client::measurement::measured::{BenchmarkReport, RepetitionResult};
 use crate::crd::RepetitionStatus;
 use crate::table::Table;
 

@@ -4,11 +4,17 @@
 //! (`eviction`), which empties the engine. Each phase is a folder here that owns its settings
 //! (read from the run's plan), its checks, its run and its result, and implements [`Phase`];
 //! [`PLANNED`] lists them in the order they run, and is the one place a new phase is
-//! registered. `client::measure` asks them for their checks before the load and runs them once
+//! registered. `client::measurement::measure` asks them for their checks before the load and runs them once
 //! per repetition with its own memory reading. A phase that fails ends the phases after it,
 //! and what the repetition measured before it (its readings, the phases that finished) is kept.
 //! What a phase adds to the reports beyond the comparison's columns (a table, a chart) it
 //! implements as [`PhaseFigures`] (`figures.rs`), listed in [`FIGURES`].
+//!
+//! Rank 2 among the client's groups: it imports `connection`, `workloads` and `measurement`.
+//! It shares its rank with `measurement`, and the two import each other: each phase runs with
+//! the load options and writes into the repetition's record, and the record and the plan's
+//! settings hold each phase's report and settings. That is the one known cycle between the
+//! groups.
 
 pub mod churn;
 pub mod eviction;
@@ -18,12 +24,12 @@ pub mod phase;
 pub mod replica;
 pub mod snapshot;
 
-use crate::client::engine::{EngineAddress, EngineInfo};
-use crate::client::load_options::LoadOptions;
-use crate::client::measured::RepetitionResult;
-pub use crate::client::phase_kind::PhaseKind;
-use crate::client::shards::ShardSet;
-use crate::client::workload::Workload;
+use crate::client::connection::engine::{EngineAddress, EngineInfo};
+use crate::client::connection::shards::ShardSet;
+use crate::client::measurement::load_options::LoadOptions;
+use crate::client::measurement::measured::RepetitionResult;
+pub use crate::client::measurement::phase_kind::PhaseKind;
+use crate::client::workloads::workload::Workload;
 use crate::crd::MemoryBenchmarkSpec;
 use crate::error::BenchError;
 pub use figures::{PhaseFigures, StageChart, StageLine};
@@ -164,12 +170,12 @@ pub fn warnings(repetitions: &[RepetitionResult], options: &LoadOptions) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::engine::EngineAddress;
+    use crate::client::connection::engine::EngineAddress;
+    use crate::client::measurement::plan::RunSettings;
     use crate::client::phases::churn::Churn;
     use crate::client::phases::eviction::Eviction;
     use crate::client::phases::replica::ReplicaRate;
     use crate::client::phases::snapshot::Snapshot;
-    use crate::client::plan::RunSettings;
 
     /// A run whose plan asks for every phase, with a replica to sync.
     fn every_phase() -> LoadOptions {

@@ -5,10 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::engine::{ControlConnection, MemoryInfo};
-use crate::client::paced_writes::PacedWrites;
-pub use crate::client::paced_writes::WriteLatency;
-use crate::client::phase_memory::PhasePeak;
+use crate::client::connection::engine::{ControlConnection, MemoryInfo};
+use crate::client::measurement::paced_writes::PacedWrites;
+pub use crate::client::measurement::paced_writes::WriteLatency;
+use crate::client::measurement::phase_memory::PhasePeak;
 use crate::crd::{SnapshotStatus, WriteLatencyStatus};
 use crate::error::BenchError;
 
@@ -18,7 +18,7 @@ pub struct SnapshotReport {
     /// Where `before_bytes` and `peak_bytes` come from: `process-tree` (the engine's resident
     /// set plus its fork children's private pages, on this machine), `container-cgroup` (the
     /// engine container's memory cgroup, its usage before and its high-water mark after, read
-    /// by the operator from the kubelet: `client::container_memory`), or `engine-only` (only
+    /// by the operator from the kubelet: `client::measurement::container_memory`), or `engine-only` (only
     /// the engine's own figures).
     pub source: String,
     /// The engine's process tree just before the save, and the highest read during it.

@@ -3,14 +3,14 @@
 //! context it runs against, and the failure that names it. `client::phases` lists the phases
 //! and runs them.
 
-use crate::client::engine::{EngineAddress, EngineInfo, MemoryInfo};
-use crate::client::load_options::LoadOptions;
-use crate::client::measured::{PeakReport, RepetitionResult};
-use crate::client::paced_writes::PeakTarget;
-use crate::client::phase_kind::PhaseKind;
+use crate::client::connection::engine::{EngineAddress, EngineInfo, MemoryInfo};
+use crate::client::connection::shards::{Pacing, ReadMemory, ShardSet};
+use crate::client::measurement::load_options::LoadOptions;
+use crate::client::measurement::measured::{PeakReport, RepetitionResult};
+use crate::client::measurement::paced_writes::PeakTarget;
+use crate::client::measurement::phase_kind::PhaseKind;
 use crate::client::phases::peak::SnapshotReport;
-use crate::client::shards::{Pacing, ReadMemory, ShardSet};
-use crate::client::workload::Workload;
+use crate::client::workloads::workload::Workload;
 use crate::error::BenchError;
 
 /// One measurement a repetition runs after its readings. An implementation holds its own

@@ -29,7 +29,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
-use crate::client::progress_endpoint::PROGRESS_PORT;
+use crate::client::pod_io::progress_endpoint::PROGRESS_PORT;
 use crate::crd::MemoryBenchmark;
 
 use super::pods::{

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 
-use crate::client::result::{ClientResult, ReadError};
+use crate::client::pod_io::result::{ClientResult, ReadError};
 use crate::crd::{CleanupPolicy, ConditionReason};
 
 use super::engine_run::EngineRun;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
-use crate::client::result::{ClientResult, ReadError};
+use crate::client::pod_io::result::{ClientResult, ReadError};
 use crate::crd::{EngineState, EngineStatus, MemoryBenchmark, MemoryBenchmarkStatus};
 
 use super::policy::Policy;
@@ -78,11 +78,11 @@ pub struct LoadProbe {
     /// The last repetition has sent its commands (or the run is done): look again soon.
     pub finishing: bool,
     /// A peak phase's mark the client waits on ([`crate::controller::read::container_reading`]).
-    pub mark: Option<crate::client::container_memory::PendingMark>,
+    pub mark: Option<crate::client::measurement::container_memory::PendingMark>,
 }
 
 /// What a client pod served as its whole result when the operator asked
-/// ([`crate::client::progress_endpoint::fetch_result`]): when its progress said done, or when
+/// ([`crate::client::pod_io::progress_endpoint::fetch_result`]): when its progress said done, or when
 /// its node stopped reporting. Held to the same bounds as a termination message
 /// ([`ClientResult::read_whole`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -162,7 +162,7 @@ pub struct Plan {
 }
 
 /// Where to read progress from: the progress endpoint of the client under way
-/// ([`crate::client::progress_endpoint`]).
+/// ([`crate::client::pod_io::progress_endpoint`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProbeTarget {
     pub address: std::net::SocketAddr,

@@ -161,13 +161,16 @@ fn probe_target_of(benchmark: &MemoryBenchmark, pods: &[Pod], index: usize) -> O
         .into_iter()
         .find(pods::is_replica);
     Some(ProbeTarget {
-        address: std::net::SocketAddr::new(ip, crate::client::progress_endpoint::PROGRESS_PORT),
+        address: std::net::SocketAddr::new(
+            ip,
+            crate::client::pod_io::progress_endpoint::PROGRESS_PORT,
+        ),
         engine: EngineContainer::of(&engine),
         replica: replica.as_ref().and_then(EngineContainer::of),
     })
 }
 
-/// Which client pods to read a whole result from ([`crate::client::progress_endpoint`]), by
+/// Which client pods to read a whole result from ([`crate::client::pod_io::progress_endpoint`]), by
 /// pod name and address: the client of the engine being probed once its progress says done,
 /// and the client of any run under way whose pods' node stopped reporting (before the run
 /// fails NodeLost, so what the client finished there is kept). Its pod IP is where its
@@ -203,7 +206,7 @@ pub fn result_targets(
             continue;
         };
         let address =
-            std::net::SocketAddr::new(ip, crate::client::progress_endpoint::PROGRESS_PORT);
+            std::net::SocketAddr::new(ip, crate::client::pod_io::progress_endpoint::PROGRESS_PORT);
         targets.push((
             client.name_any(),
             ProbeTarget {

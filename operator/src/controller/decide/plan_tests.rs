@@ -299,11 +299,12 @@ fn an_engine_oom_killed_during_a_snapshot_is_reported_with_the_phase_its_client_
     // The client's connection broke in repetition 2's snapshot phase: its report names it.
     let repetitions = (1..=2).map(|i| repetition(i, 96.0)).collect();
     let mut report = report_of("valkey", "9.1.2", repetitions, Some("ConnectionLost"));
-    report.error.as_mut().unwrap().phase = Some(crate::client::measured::FailedPhase {
-        name: crate::client::phases::PhaseKind::Snapshot,
-        repetition: 2,
-    });
-    let message = crate::client::result::ClientResult::from_report(&report).to_message();
+    report.error.as_mut().unwrap().phase =
+        Some(crate::client::measurement::measured::FailedPhase {
+            name: crate::client::phases::PhaseKind::Snapshot,
+            repetition: 2,
+        });
+    let message = crate::client::pod_io::result::ClientResult::from_report(&report).to_message();
     let partial = terminated(client, "r8g-1", 1, "Error", &message, 31);
     reconcile(&mut b, &[dead, partial], 32, None);
     let engine = &b.status.as_ref().unwrap().engines[0];
@@ -579,7 +580,7 @@ fn the_client_under_way_is_where_progress_is_read() {
 
 #[test]
 fn a_plan_the_client_refuses_fails_the_benchmark_with_its_reason_naming_the_field_and_versions() {
-    use crate::client::plan::{MEMBENCH_VERSION, PLAN_FORMAT, RunPlan};
+    use crate::client::measurement::plan::{MEMBENCH_VERSION, PLAN_FORMAT, RunPlan};
     let mut b = fresh_benchmark("");
     b.spec.engines.truncate(1);
     reconcile(&mut b, &[], 0, None);
@@ -595,7 +596,7 @@ fn a_plan_the_client_refuses_fails_the_benchmark_with_its_reason_naming_the_fiel
     newer["written_by"] = "9.4.0".into();
     let refusal = RunPlan::from_json(&newer.to_string()).unwrap_err();
     // What `membench load` leaves in its termination message when it refuses a plan.
-    let message = crate::client::result::ClientResult {
+    let message = crate::client::pod_io::result::ClientResult {
         error: Some((&refusal).into()),
         ..Default::default()
     }

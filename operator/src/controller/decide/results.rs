@@ -1,7 +1,7 @@
 //! A client's result taken into the engine's status: identity, repetitions and summary, and
 //! which client errors are worth another client.
 
-use crate::client::result::{ClientResult, MAX_GROWTH_POINTS, ShardColumns};
+use crate::client::pod_io::result::{ClientResult, MAX_GROWTH_POINTS, ShardColumns};
 use crate::crd::{
     EngineStatus, GrowthPoint, RepetitionStatus, ShardSpreadStatus, SpreadStatus, SummaryStatus,
     TypeBytesStatus,
@@ -215,8 +215,8 @@ fn spread(s: &Spread, factor: f64) -> SpreadStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::measure::MemorySample;
-    use crate::client::result::{GrowthColumn, RepetitionColumns};
+    use crate::client::measurement::measure::MemorySample;
+    use crate::client::pod_io::result::{GrowthColumn, RepetitionColumns};
     use crate::stats::StabilityThresholds;
 
     fn result_with_growth(points: u64) -> ClientResult {
@@ -267,10 +267,12 @@ mod tests {
     }
 
     /// A report of three repetitions whose snapshots peaked at `ratios` of their steady memory.
-    fn report_with_snapshot_peaks(ratios: [f64; 3]) -> crate::client::measure::BenchmarkReport {
-        use crate::client::measured::{PeakReport, Summary};
+    fn report_with_snapshot_peaks(
+        ratios: [f64; 3],
+    ) -> crate::client::measurement::measure::BenchmarkReport {
+        use crate::client::measurement::measured::{PeakReport, Summary};
         use crate::client::phases::peak::{SnapshotReport, WriteLatency};
-        let mut report = crate::client::result::tests::report(3, false);
+        let mut report = crate::client::pod_io::result::tests::report(3, false);
         for (repetition, ratio) in report.repetitions.iter_mut().zip(ratios) {
             let before = 5_000_000_000u64;
             repetition.peak = Some(PeakReport {
@@ -327,7 +329,9 @@ mod tests {
 
     /// [`report_with_snapshot_peaks`] whose repetitions also synced a replica, the primary's
     /// peak at `ratios` of its memory before.
-    fn report_with_replica_peaks(ratios: [f64; 3]) -> crate::client::measure::BenchmarkReport {
+    fn report_with_replica_peaks(
+        ratios: [f64; 3],
+    ) -> crate::client::measurement::measure::BenchmarkReport {
         let mut report = report_with_snapshot_peaks(ratios);
         for repetition in &mut report.repetitions {
             let peak = repetition.peak.as_mut().unwrap();
@@ -342,7 +346,7 @@ mod tests {
                 replica_keys: 50_000_000,
             });
         }
-        report.summary = crate::client::measured::Summary::of(
+        report.summary = crate::client::measurement::measured::Summary::of(
             &report.repetitions,
             &StabilityThresholds::default(),
         );
@@ -419,7 +423,7 @@ mod tests {
         let mut engine = EngineStatus::default();
         let mut result = result_with_growth(5);
         result.repetitions.settled = vec![1_380_000];
-        result.first_settled_rss = Some(crate::client::result::SettledRss {
+        result.first_settled_rss = Some(crate::client::pod_io::result::SettledRss {
             baseline: 7_500_000,
             settled: 9_100_000,
         });

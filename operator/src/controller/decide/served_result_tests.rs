@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-use crate::client::measure::{BenchmarkReport, MemorySample, SettledMemory};
-use crate::client::result::{ClientResult, ReadError};
+use crate::client::measurement::measure::{BenchmarkReport, MemorySample, SettledMemory};
+use crate::client::pod_io::result::{ClientResult, ReadError};
 use crate::controller::decide::observation::{LoadProbe, ServedResult};
 use crate::controller::decide::plan::result_targets;
 use crate::controller::decide::test_fixtures::*;
@@ -194,7 +194,7 @@ fn a_served_result_is_taken_only_when_the_client_says_done_and_only_from_its_lat
     // Done, but short of the repetitions asked for: not taken as the whole result.
     let mut short = report.clone();
     short.repetitions.truncate(99);
-    short.summary = crate::client::measure::Summary::of(
+    short.summary = crate::client::measurement::measure::Summary::of(
         &short.repetitions,
         &crate::stats::StabilityThresholds::default(),
     );

@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use crate::client::measured::ShardReading;
+use crate::client::measurement::measured::ShardReading;
 use crate::controller::build::network_policy::{NetworkPolicySettings, network_policy};
 use crate::controller::build::pods::{LABEL_SHARD, shard_index};
 use crate::controller::decide::conditions::PROGRESSING;
@@ -75,7 +75,7 @@ fn a_sharded_run_creates_one_cluster_mode_engine_pod_per_shard_each_alone_on_a_n
         ["zset-0-engine", "zset-0-engine-1", "zset-0-engine-2"]
     );
     // Each shard's pod is sized for its share of the data, beside the engine's fixed part.
-    let workload = crate::client::workload::Workload::Strings {
+    let workload = crate::client::workloads::workload::Workload::Strings {
         keys: 20_000,
         value_size: 100,
     };

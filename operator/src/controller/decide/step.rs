@@ -12,9 +12,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::client::measured::FailedPhase;
-use crate::client::plan::RunPlan;
-use crate::client::result::{ClientResult, ReadError};
+use crate::client::measurement::measured::FailedPhase;
+use crate::client::measurement::plan::RunPlan;
+use crate::client::pod_io::result::{ClientResult, ReadError};
 use crate::crd::{
     CleanupPolicy, ConditionReason, EngineState, MemoryBenchmark, MemoryBenchmarkStatus,
 };

@@ -13,11 +13,11 @@ use kube::ResourceExt;
 
 use std::sync::Arc;
 
-use crate::client::engine::EngineInfo;
-use crate::client::measure::{
+use crate::client::connection::engine::EngineInfo;
+use crate::client::measurement::measure::{
     BenchmarkReport, ErrorReport, RepetitionResult, Summary, WorkloadReport,
 };
-use crate::client::result::ClientResult;
+use crate::client::pod_io::result::ClientResult;
 use crate::controller::decide::observation::{
     LoadProbe, Observation, Plan, PodRejection, ServedResult, Settings,
 };
@@ -291,7 +291,7 @@ pub(super) fn report_of(
             arch: "aarch64".into(),
             ..Default::default()
         },
-        workload: WorkloadReport::from(&crate::client::workload::Workload::SortedSet {
+        workload: WorkloadReport::from(&crate::client::workloads::workload::Workload::SortedSet {
             members: 20_000,
             key: "membench:zset".into(),
             sample_every: 0,

@@ -1,4 +1,4 @@
-//! The operator's side of a peak phase's marks ([`crate::client::container_memory`]): a client
+//! The operator's side of a peak phase's marks ([`crate::client::measurement::container_memory`]): a client
 //! that cannot see its engine's processes waits at each edge of the phase for the engine
 //! container's memory cgroup as the kubelet keeps it. The operator reads the kubelet of the
 //! engine's node through the API server's node proxy (`/api/v1/nodes/NODE/proxy/metrics/cadvisor`,
@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use kube::Client;
 
-use crate::client::container_memory::{CgroupFigures, ContainerReading, PendingMark};
-use crate::client::progress_endpoint::answer_mark;
+use crate::client::measurement::container_memory::{CgroupFigures, ContainerReading, PendingMark};
+use crate::client::pod_io::progress_endpoint::answer_mark;
 
 use crate::controller::decide::observation::{EngineContainer, ProbeTarget};
 

@@ -134,7 +134,8 @@ pub async fn read(cached: &MemoryBenchmark, ctx: &Context) -> Result<Found, Erro
         }
     }
     for other in plan::other_clients_under_way(&benchmark, &pods) {
-        let mark = crate::client::progress_endpoint::fetch_mark(other.address, MARK_READ_TIMEOUT);
+        let mark =
+            crate::client::pod_io::progress_endpoint::fetch_mark(other.address, MARK_READ_TIMEOUT);
         if let Some(mark) = mark.await
             && container_reading::answer(&ctx.client, &other, mark).await == MarkAnswer::NotYet
         {
@@ -178,14 +179,17 @@ async fn read_served_results(
 ) -> Vec<observation::ServedResult> {
     let mut served = Vec::new();
     for (pod, target) in plan::result_targets(benchmark, pods, load, now, settings) {
-        let body =
-            crate::client::progress_endpoint::fetch_result(target.address, RESULT_READ_TIMEOUT)
-                .await;
+        let body = crate::client::pod_io::progress_endpoint::fetch_result(
+            target.address,
+            RESULT_READ_TIMEOUT,
+        )
+        .await;
         let result = match body {
-            Some(body) => {
-                crate::client::result::ClientResult::read_whole(&body, benchmark.spec.repetitions)
-            }
-            None => Err(crate::client::result::ReadError::NoResult(format!(
+            Some(body) => crate::client::pod_io::result::ClientResult::read_whole(
+                &body,
+                benchmark.spec.repetitions,
+            ),
+            None => Err(crate::client::pod_io::result::ReadError::NoResult(format!(
                 "the client pod {pod} did not serve a result at {}",
                 target.address
             ))),

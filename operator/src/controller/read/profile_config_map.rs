@@ -4,7 +4,7 @@
 //! the spec invalid, with a message saying which and what to do; nothing starts. The client
 //! pod reads such a profile from the ConfigMap mounted as a file (up to the ConfigMap's
 //! 1 MiB); an inline one travels in its environment, and one too large for it
-//! ([`crate::client::profile_workload::MAX_PROFILE_ENV_BYTES`]) makes the spec invalid too.
+//! ([`crate::client::workloads::profile_workload::MAX_PROFILE_ENV_BYTES`]) makes the spec invalid too.
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
@@ -41,10 +41,12 @@ pub fn profile_from(
 /// for the client pod's environment, which carries it.
 pub fn inline_checked(spec: &ProfileWorkloadSpec) -> ProfileWorkloadSpec {
     match spec.profile() {
-        Ok(profile) => match crate::client::profile_workload::fits_in_environment(&profile) {
-            Ok(()) => spec.clone(),
-            Err(why) => spec.resolved(Err(format!("workload.profile: {why}"))),
-        },
+        Ok(profile) => {
+            match crate::client::workloads::profile_workload::fits_in_environment(&profile) {
+                Ok(()) => spec.clone(),
+                Err(why) => spec.resolved(Err(format!("workload.profile: {why}"))),
+            }
+        }
         Err(_) => spec.clone(),
     }
 }

@@ -1,5 +1,5 @@
 //! Progress of the load under way, read from the client pod's progress endpoint
-//! ([`crate::client::progress_endpoint`]): the operator never connects to an engine, so it needs
+//! ([`crate::client::pod_io::progress_endpoint`]): the operator never connects to an engine, so it needs
 //! neither an engine's password nor a network path to it, and no connection of its own can
 //! land in a memory figure. At most one reading per benchmark every few seconds, each bounded
 //! in time and bytes.
@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::client::progress_endpoint::fetch;
+use crate::client::pod_io::progress_endpoint::fetch;
 
 use crate::controller::decide::observation::{LoadProbe, ProbeTarget};
 

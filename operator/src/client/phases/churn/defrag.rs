@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::engine::ControlConnection;
-use crate::client::shards::{ReadMemory, ShardSet, total_memory};
+use crate::client::connection::engine::ControlConnection;
+use crate::client::connection::shards::{ReadMemory, ShardSet, total_memory};
 use crate::crd::{Defragmentation, EngineKind};
 use crate::error::BenchError;
 use crate::stats::percentile;
@@ -255,7 +255,7 @@ pub fn run(
     engine: &str,
     bound: Duration,
     read: &mut ReadMemory<'_>,
-    stop: &crate::client::stop_request::StopRequest,
+    stop: &crate::client::connection::stop_request::StopRequest,
 ) -> Result<DefragReport, BenchError> {
     let before = read(shards, "before defragmentation")?;
     let cpu_before = cpu_seconds(shards)?;
@@ -357,7 +357,7 @@ fn settled_at(samples: &[DefragSample]) -> f64 {
 fn follow(
     shards: &mut ShardSet,
     bound: Duration,
-    stop: &crate::client::stop_request::StopRequest,
+    stop: &crate::client::connection::stop_request::StopRequest,
 ) -> Result<Window, BenchError> {
     let started = Instant::now();
     let mut samples: Vec<DefragSample> = Vec::new();

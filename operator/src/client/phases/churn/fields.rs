@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use super::rounds::{
     Batch, Change, DELETED, ORIGINAL, OVERWRITTEN, RoundOutcome, Shares, check_count,
 };
-use crate::client::resp::CommandBuffer;
-use crate::client::shards::{LoadConnections, ShardSet};
-use crate::client::stop_request::StopRequest;
-use crate::client::workload::KeyCounts;
+use crate::client::connection::resp::CommandBuffer;
+use crate::client::connection::shards::{LoadConnections, ShardSet};
+use crate::client::connection::stop_request::StopRequest;
+use crate::client::workloads::workload::KeyCounts;
 use crate::error::BenchError;
 
 /// The records' fields and their states.

@@ -4,9 +4,9 @@
 //! engine from its first repetition. What a reader sees: which engine keeps the memory its
 //! deleted data held, and which gives it back.
 
-use crate::client::measured::{BenchmarkReport, RepetitionResult};
+use crate::client::measurement::measured::{BenchmarkReport, RepetitionResult};
 use crate::client::phases::figures::{PhaseFigures, StageChart};
-use crate::client::workload::Workload;
+use crate::client::workloads::workload::Workload;
 use crate::crd::{RecordLayout, RepetitionStatus};
 use crate::table::{Table, format_bytes};
 

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 use super::rounds::{
     Batch, Change, DELETED, ORIGINAL, OVERWRITTEN, RoundOutcome, Shares, check_count,
 };
-use crate::client::draws::KeyGenerator;
-use crate::client::encoder::{KEY_DIGITS, KEY_PREFIX};
-use crate::client::resp::{CommandBuffer, push_decimal};
-use crate::client::shards::{LoadConnections, ShardSet};
-use crate::client::stop_request::StopRequest;
-use crate::client::workload::{KeyCounts, Workload};
+use crate::client::connection::resp::{CommandBuffer, push_decimal};
+use crate::client::connection::shards::{LoadConnections, ShardSet};
+use crate::client::connection::stop_request::StopRequest;
+use crate::client::workloads::draws::KeyGenerator;
+use crate::client::workloads::encoder::{KEY_DIGITS, KEY_PREFIX};
+use crate::client::workloads::workload::{KeyCounts, Workload};
 use crate::crd::RecordLayout;
 use crate::error::BenchError;
 

@@ -28,8 +28,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::shards::{Pacing, ReadMemory, ShardSet};
-use crate::client::workload::Workload;
+use crate::client::connection::shards::{Pacing, ReadMemory, ShardSet};
+use crate::client::workloads::workload::Workload;
 use crate::crd::{ChurnRoundStatus, ChurnStatus, DefragStatus, LatencyStatus, RecordLayout};
 use crate::error::BenchError;
 use fields::FieldChurn;

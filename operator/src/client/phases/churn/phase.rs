@@ -5,13 +5,13 @@
 
 use std::time::Duration;
 
-use crate::client::engine::EngineInfo;
-use crate::client::load_options::LoadOptions;
-use crate::client::measured::RepetitionResult;
-use crate::client::phase_kind::PhaseKind;
+use crate::client::connection::engine::EngineInfo;
+use crate::client::connection::shards::ShardSet;
+use crate::client::measurement::load_options::LoadOptions;
+use crate::client::measurement::measured::RepetitionResult;
+use crate::client::measurement::phase_kind::PhaseKind;
 use crate::client::phases::phase::{Phase, PhaseContext, PhaseFailure, failed};
-use crate::client::shards::ShardSet;
-use crate::client::workload::Workload;
+use crate::client::workloads::workload::Workload;
 use crate::error::BenchError;
 
 use super::{Churn, defrag};

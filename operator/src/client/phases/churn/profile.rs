@@ -28,11 +28,13 @@ use super::rounds::{
     Batch, Change, DELETED, MAX_BATCH_BYTES, ORIGINAL, OVERWRITTEN, RoundOutcome, Shares,
     check_count,
 };
-use crate::client::profile_encoder::{ProfileEncoder, RebuiltKey};
-use crate::client::profile_workload::{ELEMENTS_PER_COMMAND, ProfileWorkload, REBUILD_TTL_MILLIS};
-use crate::client::shards::{LoadConnections, ShardSet};
-use crate::client::stop_request::StopRequest;
-use crate::client::workload::KeyCounts;
+use crate::client::connection::shards::{LoadConnections, ShardSet};
+use crate::client::connection::stop_request::StopRequest;
+use crate::client::workloads::profile_encoder::{ProfileEncoder, RebuiltKey};
+use crate::client::workloads::profile_workload::{
+    ELEMENTS_PER_COMMAND, ProfileWorkload, REBUILD_TTL_MILLIS,
+};
+use crate::client::workloads::workload::KeyCounts;
 use crate::error::BenchError;
 use crate::profile::model::KeyType;
 

@@ -2,9 +2,9 @@
 //! the seeded draws deciding what a round deletes and overwrites, the one byte of state kept per
 //! item or field, the shares asked, and the sending of a batch with its replies checked.
 
-use crate::client::draws::KeyGenerator;
-use crate::client::resp::CommandBuffer;
-use crate::client::shards::LoadConnections;
+use crate::client::connection::resp::CommandBuffer;
+use crate::client::connection::shards::LoadConnections;
+use crate::client::workloads::draws::KeyGenerator;
 use crate::error::BenchError;
 
 /// Commands per batch of a round (one batch in flight: a round is not timed as a load is).

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::rounds::Shares;
-use crate::client::workload::Workload;
+use crate::client::workloads::workload::Workload;
 use crate::crd::{ChurnSpec, RecordLayout};
 use crate::error::BenchError;
 
@@ -243,7 +243,8 @@ mod tests {
             "format: 1\nsource: {keys: 10}\ngroups:\n- template: \"s:{n}\"\n  type: string\n  share: 1\n  keyLength: {buckets: [[5, 5, 1]]}\n  ttl: {share: 0.5, millis: {buckets: [[1000, 1000, 1]]}}\n  values: {textLength: {buckets: [[4, 4, 1]]}}\n",
         )
         .unwrap();
-        let rebuild = crate::client::profile_workload::ProfileWorkload::new(profile, 1.0, 1.0, 1);
+        let rebuild =
+            crate::client::workloads::profile_workload::ProfileWorkload::new(profile, 1.0, 1.0, 1);
         let rebuild = Workload::Profile(rebuild.unwrap());
         assert!(check(&rebuild, false).is_ok());
         assert!(check(&rebuild, true).unwrap_err().contains("TTL"));

@@ -23,10 +23,10 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::engine::ControlConnection;
-use crate::client::resp::CommandBuffer;
-use crate::client::shards::{LoadConnections, Pacing, ShardSet, total_memory};
-use crate::client::workload::Workload;
+use crate::client::connection::engine::ControlConnection;
+use crate::client::connection::resp::CommandBuffer;
+use crate::client::connection::shards::{LoadConnections, Pacing, ShardSet, total_memory};
+use crate::client::workloads::workload::Workload;
 use crate::crd::{EngineKind, EngineSpec, EvictionSpec, EvictionStatus};
 use crate::error::{BenchError, is_out_of_memory};
 

@@ -1,11 +1,11 @@
 //! The eviction as one of a repetition's phases: taken from the plan's `eviction` setting,
 //! checked against the workload before any write, and run last, since it empties the engine.
 
-use crate::client::load_options::LoadOptions;
-use crate::client::measured::RepetitionResult;
-use crate::client::phase_kind::PhaseKind;
+use crate::client::measurement::load_options::LoadOptions;
+use crate::client::measurement::measured::RepetitionResult;
+use crate::client::measurement::phase_kind::PhaseKind;
 use crate::client::phases::phase::{Phase, PhaseContext, PhaseFailure, failed};
-use crate::client::workload::Workload;
+use crate::client::workloads::workload::Workload;
 use crate::error::BenchError;
 
 use super::Eviction;

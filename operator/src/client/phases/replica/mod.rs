@@ -1,7 +1,7 @@
 //! The replica peak phase (`spec.peak.replica`, `membench load --replica`), run after a
 //! repetition's readings (after the snapshot when both are asked) on the data it loaded: a
 //! replica of the engine does a full sync (`REPLICAOF`) while the client overwrites loaded keys
-//! at a given rate (`client::paced_writes`), and the phase measures what the primary's machine
+//! at a given rate (`client::measurement::paced_writes`), and the phase measures what the primary's machine
 //! holds meanwhile and what the replica holds once in sync. Redis and Valkey fork to send the
 //! sync (their fork child copies every page the writes touch, as for a snapshot); Dragonfly
 //! syncs without a fork. The writes end when the replica says it is in sync (`INFO
@@ -15,13 +15,13 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::engine::{ControlConnection, EngineAddress, MemoryInfo};
-use crate::client::paced_writes::{self, Beside, PeakTarget, WriteRate};
-use crate::client::phase_memory::PhaseWatch;
+use crate::client::connection::engine::{ControlConnection, EngineAddress, MemoryInfo};
+use crate::client::connection::shards::ShardSet;
+use crate::client::measurement::paced_writes::{self, Beside, PeakTarget, WriteRate};
+use crate::client::measurement::phase_memory::PhaseWatch;
+use crate::client::measurement::process_tree::TreeWatch;
 use crate::client::phases::peak::{SnapshotReport, last_cow_size, note_cow_peak};
-use crate::client::process_tree::TreeWatch;
-use crate::client::shards::ShardSet;
-use crate::client::workload::Workload;
+use crate::client::workloads::workload::Workload;
 use crate::crd::{EngineSpec, MemoryBenchmarkSpec, ReplicaSpec, ReplicaStatus};
 use crate::error::BenchError;
 

@@ -2,13 +2,13 @@
 //! and the run's replica address, checked against the engines before any write, run on a
 //! memory reading of its own, and warned about when its writes fell short of the rate asked.
 
-use crate::client::engine::EngineAddress;
-use crate::client::load_options::LoadOptions;
-use crate::client::measured::RepetitionResult;
-use crate::client::phase_kind::PhaseKind;
+use crate::client::connection::engine::EngineAddress;
+use crate::client::measurement::load_options::LoadOptions;
+use crate::client::measurement::measured::RepetitionResult;
+use crate::client::measurement::phase_kind::PhaseKind;
 use crate::client::phases::peak::SnapshotReport;
 use crate::client::phases::phase::{Phase, PhaseContext, PhaseFailure, run_peak, writes_shortfall};
-use crate::client::workload::Workload;
+use crate::client::workloads::workload::Workload;
 use crate::error::BenchError;
 
 use super::Replica;

@@ -15,8 +15,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::client::engine::ControlConnection;
-use crate::client::process_tree;
+use crate::client::connection::engine::ControlConnection;
+use crate::client::measurement::process_tree;
 
 /// A Dragonfly's snapshot directory and what it held before a save.
 pub struct SaveFiles {

@@ -2,7 +2,7 @@
 //! it loaded: the engine saves a snapshot (`BGSAVE`) while the client overwrites loaded keys at
 //! a given rate, and the phase measures what the machine must hold meanwhile. Redis and Valkey
 //! fork: every page the parent writes during the save is copied, which `rdb_last_cow_size`
-//! counts and the process tree's Pss shows (`client::process_tree`, on the engine's own
+//! counts and the process tree's Pss shows (`client::measurement::process_tree`, on the engine's own
 //! machine); Dragonfly saves without a fork. The writes end when the save has finished
 //! (Redis and Valkey: `INFO persistence`; Dragonfly: the answer to `SAVE` on a connection of
 //! its own), within a bound.
@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::engine::{ControlConnection, MemoryInfo};
-use crate::client::paced_writes::{self, Beside, PeakTarget, WriteRate};
-use crate::client::phase_memory::PhaseWatch;
+use crate::client::connection::engine::{ControlConnection, MemoryInfo};
+use crate::client::connection::shards::ShardSet;
+use crate::client::measurement::paced_writes::{self, Beside, PeakTarget, WriteRate};
+use crate::client::measurement::phase_memory::PhaseWatch;
 use crate::client::phases::peak::{SnapshotReport, last_cow_size, note_cow_peak};
-use crate::client::shards::ShardSet;
-use crate::client::workload::Workload;
+use crate::client::workloads::workload::Workload;
 use crate::crd::{EngineKind, MemoryBenchmarkSpec, SnapshotSpec};
 use crate::error::BenchError;
 use files::SaveFiles;

@@ -18,8 +18,8 @@ use super::{
     guaranteed, image_pull_secrets, labels, metadata, node_selector, pod_ip_env, pod_resources,
     tolerations,
 };
-use crate::client::plan::{PLAN_ENV, RunPlan};
-use crate::client::progress_endpoint::PROGRESS_PORT;
+use crate::client::measurement::plan::{PLAN_ENV, RunPlan};
+use crate::client::pod_io::progress_endpoint::PROGRESS_PORT;
 use crate::controller::build::pod_security::{client_pod_security_context, restricted_container};
 use crate::crd::MemoryBenchmark;
 
@@ -184,7 +184,7 @@ pub fn client_pod_of_shards(
         spec: Some(PodSpec {
             volumes: (!delivery.volumes.is_empty()).then_some(delivery.volumes),
             restart_policy: Some("Never".into()),
-            // SIGTERM ends a run between two batches with what it measured (client/stop.rs
+            // SIGTERM ends a run between two batches with what it measured (client/pod_io/stop.rs
             // writes it within 3 s at the latest).
             termination_grace_period_seconds: Some(5),
             automount_service_account_token: Some(false),

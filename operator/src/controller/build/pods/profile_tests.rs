@@ -2,9 +2,9 @@
 //! client pod, which rebuilds it with `membench load --workload profile`.
 
 use super::*;
-use crate::client::plan::{RunPlan, WorkloadPlan};
-use crate::client::profile_workload::{PROFILE_ENV, profile_digest};
-use crate::client::workload::Workload;
+use crate::client::measurement::plan::{RunPlan, WorkloadPlan};
+use crate::client::workloads::profile_workload::{PROFILE_ENV, profile_digest};
+use crate::client::workloads::workload::Workload;
 use crate::profile::Profile;
 use crate::validation::spec_file::parse_specs;
 
@@ -126,7 +126,7 @@ fn a_profile_from_a_config_map_is_mounted_from_it_as_a_file_with_the_digest_chec
     );
     let digest = env
         .iter()
-        .find(|e| e.name == crate::client::profile_workload::PROFILE_DIGEST_ENV)
+        .find(|e| e.name == crate::client::workloads::profile_workload::PROFILE_DIGEST_ENV)
         .and_then(|e| e.value.clone())
         .expect("the digest of the profile the operator checked");
     assert_eq!(digest, profile_digest(&profile));

@@ -3,9 +3,9 @@
 //! path points; what a cluster cannot do with `workload.rdb` is refused, naming the field.
 
 use super::*;
-use crate::client::plan::WorkloadPlan;
-use crate::client::rdb_load::CLAIM_MOUNT_PATH;
-use crate::client::rdb_load::download::{CREDENTIALS_MOUNT_PATH, DOWNLOAD_MOUNT_PATH};
+use crate::client::measurement::plan::WorkloadPlan;
+use crate::client::workloads::rdb_load::CLAIM_MOUNT_PATH;
+use crate::client::workloads::rdb_load::download::{CREDENTIALS_MOUNT_PATH, DOWNLOAD_MOUNT_PATH};
 use crate::validation::spec_file::parse_specs;
 
 /// A MemoryBenchmark loading `rdb` (the workload's YAML map) into two engines with `memory`.

@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::EnvVar;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::*;
-use crate::client::plan::{PLAN_ENV, RunPlan, WorkloadPlan};
+use crate::client::measurement::plan::{PLAN_ENV, RunPlan, WorkloadPlan};
 use crate::crd::{EngineKind, EngineSpec, RecordLayout};
 use crate::validation::spec_file::parse_specs;
 

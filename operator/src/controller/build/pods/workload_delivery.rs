@@ -17,9 +17,9 @@ use k8s_openapi::api::core::v1::{
     PersistentVolumeClaimVolumeSource, SecretVolumeSource, Volume, VolumeMount,
 };
 
-use crate::client::profile_workload::{PROFILE_DIGEST_ENV, PROFILE_ENV, profile_digest};
-use crate::client::rdb_load::CLAIM_MOUNT_PATH;
-use crate::client::rdb_load::download::{CREDENTIALS_MOUNT_PATH, DOWNLOAD_MOUNT_PATH};
+use crate::client::workloads::profile_workload::{PROFILE_DIGEST_ENV, PROFILE_ENV, profile_digest};
+use crate::client::workloads::rdb_load::CLAIM_MOUNT_PATH;
+use crate::client::workloads::rdb_load::download::{CREDENTIALS_MOUNT_PATH, DOWNLOAD_MOUNT_PATH};
 use crate::crd::MemoryBenchmark;
 
 /// The volume that holds an RDB file's claim.
