@@ -102,6 +102,41 @@ fn terminate_cause() -> StopCause {
     }
 }
 
+/// SIGINT and SIGTERM as a stream of causes, registered on a runtime of their own for the
+/// thread that waits on them.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Registers both here, not in the waiting thread: a signal right after the caller returns
+    /// is not missed.
+    fn register() -> std::io::Result<(tokio::runtime::Runtime, Self)> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()?;
+        let signals = {
+            let _entered = runtime.enter();
+            Self {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            }
+        };
+        Ok((runtime, signals))
+    }
+
+    /// The next signal's cause.
+    async fn next(&mut self) -> StopCause {
+        tokio::select! {
+            _ = self.interrupt.recv() => StopCause::Interrupt,
+            _ = self.terminate.recv() => terminate_cause(),
+        }
+    }
+}
+
 /// Turns SIGINT and SIGTERM into `stop`, and runs `on_deadline` with the cause if the
 /// measurement has not returned `deadline` after the signal (or at a second signal). The
 /// handlers are in place when this returns.
@@ -110,27 +145,12 @@ pub fn stop_on_signals(
     deadline: Duration,
     on_deadline: impl FnOnce(StopCause) + Send + 'static,
 ) -> std::io::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()?;
-    // Registered here, not in the thread: a signal right after this returns is not missed.
-    let (mut interrupt, mut terminate) = {
-        let _entered = runtime.enter();
-        (
-            signal(SignalKind::interrupt())?,
-            signal(SignalKind::terminate())?,
-        )
-    };
+    let (runtime, mut signals) = Signals::register()?;
     std::thread::Builder::new()
         .name("stop-signals".into())
         .spawn(move || {
             runtime.block_on(async {
-                let cause = tokio::select! {
-                    _ = interrupt.recv() => StopCause::Interrupt,
-                    _ = terminate.recv() => terminate_cause(),
-                };
+                let cause = signals.next().await;
                 eprintln!(
                     "membench: {}: stopping after the current batch, then printing and writing what was measured",
                     cause.signal_name()
@@ -138,8 +158,7 @@ pub fn stop_on_signals(
                 stop.request(cause);
                 tokio::select! {
                     _ = tokio::time::sleep(deadline) => {}
-                    _ = interrupt.recv() => {}
-                    _ = terminate.recv() => {}
+                    _ = signals.next() => {}
                 }
                 on_deadline(cause);
             });
@@ -186,17 +205,7 @@ pub fn exit_removing_copies(cause: StopCause) -> ! {
 /// profile). Dropped, the guard leaves the signals to the handler installed after it
 /// ([`stop_on_signals`]); install that one first, so no signal falls between the two.
 pub fn exit_on_signals(doing: &'static str) -> std::io::Result<ExitOnSignals> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()?;
-    let (mut interrupt, mut terminate) = {
-        let _entered = runtime.enter();
-        (
-            signal(SignalKind::interrupt())?,
-            signal(SignalKind::terminate())?,
-        )
-    };
+    let (runtime, mut signals) = Signals::register()?;
     let armed = Arc::new(AtomicBool::new(true));
     let armed_here = armed.clone();
     std::thread::Builder::new()
@@ -204,10 +213,7 @@ pub fn exit_on_signals(doing: &'static str) -> std::io::Result<ExitOnSignals> {
         .spawn(move || {
             runtime.block_on(async {
                 loop {
-                    let cause = tokio::select! {
-                        _ = interrupt.recv() => StopCause::Interrupt,
-                        _ = terminate.recv() => terminate_cause(),
-                    };
+                    let cause = signals.next().await;
                     if armed_here.load(Ordering::SeqCst) {
                         eprintln!("membench: {}: stopped while {doing}", cause.signal_name());
                         exit_removing_copies(cause);
