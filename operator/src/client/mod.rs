@@ -17,7 +17,8 @@
 //! phase's report and settings, and each phase runs with the load options and writes into the
 //! record. No file sits directly in this folder but this one.
 //!
-//! It may use only `crd` and the leaves (`stats`, `formats`, `error`, `profile`): nothing in it knows
+//! It may use only `crd` and the leaves (`stats`, `formats`, `error`, `text`, `table`,
+//! `profile`, `rdb`, `words`): nothing in it knows
 //! about the validation, the reports, the controller or the local runner
 //! (docs/src/contributing/architecture.md, `layout_tests.rs`).
 
