@@ -358,19 +358,7 @@ pub fn render_curves(page: &mut String, curves: &[Curve], bars: &[Bar], item: &s
         &format!("data-curves=\"{}\"", curves.len()),
     );
     let bottom = TOP + PLOT_HEIGHT;
-    let mut tick = 0.0;
-    while tick <= y_max + y_step / 2.0 {
-        let _ = writeln!(
-            page,
-            "<line class=\"grid\" x1=\"{left:.1}\" y1=\"{at:.1}\" x2=\"{:.1}\" y2=\"{at:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            left + plot_width,
-            left - 6.0,
-            (y(tick) + 5.0).max(FONT_SIZE),
-            escape(&format_bytes(tick)),
-            at = y(tick),
-        );
-        tick += y_step;
-    }
+    bytes_grid(page, left, plot_width, y_max, y_step, &y);
     let mut tick = 0.0;
     while tick <= x_max + x_step / 2.0 {
         let _ = writeln!(
@@ -407,6 +395,31 @@ pub fn render_curves(page: &mut String, curves: &[Curve], bars: &[Bar], item: &s
         );
     }
     close_line_chart(page, curves.iter().map(|c| c.engine.as_str()), colour_of);
+}
+
+/// Draws a chart's horizontal grid: a line and a label in bytes every `y_step` from 0 to
+/// `y_max`, across `width` from `left`, at the heights `y` gives.
+pub(super) fn bytes_grid(
+    page: &mut String,
+    left: f64,
+    width: f64,
+    y_max: f64,
+    y_step: f64,
+    y: &dyn Fn(f64) -> f64,
+) {
+    let mut tick = 0.0;
+    while tick <= y_max + y_step / 2.0 {
+        let _ = writeln!(
+            page,
+            "<line class=\"grid\" x1=\"{left:.1}\" y1=\"{at:.1}\" x2=\"{:.1}\" y2=\"{at:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            left + width,
+            left - 6.0,
+            (y(tick) + 5.0).max(FONT_SIZE),
+            escape(&format_bytes(tick)),
+            at = y(tick),
+        );
+        tick += y_step;
+    }
 }
 
 /// Ends a chart of a line per engine: closes its SVG, writes the legend (each engine in its

@@ -4,12 +4,10 @@
 
 use std::fmt::Write as _;
 
-use crate::client::phases::{StageChart, StageLine};
-use crate::table::format_bytes;
-
 use super::charts::{
-    Bar, CHART_WIDTH, FONT_SIZE, close_line_chart, colours, escape, open_svg, tick_step,
+    Bar, CHART_WIDTH, bytes_grid, close_line_chart, colours, escape, open_svg, tick_step,
 };
+use crate::client::phases::{StageChart, StageLine};
 
 /// Draws a phase's chart, a line per engine in its bar's colour (nothing when no engine ran the
 /// phase).
@@ -52,19 +50,7 @@ pub fn render_stages(page: &mut String, chart: &StageChart, lines: &[StageLine],
         bottom + 30.0,
         &format!("data-lines=\"{}\"", lines.len()),
     );
-    let mut tick = 0.0;
-    while tick <= y_max + y_step / 2.0 {
-        let _ = writeln!(
-            page,
-            "<line class=\"grid\" x1=\"{LEFT:.1}\" y1=\"{at:.1}\" x2=\"{:.1}\" y2=\"{at:.1}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            LEFT + plot_width,
-            LEFT - 6.0,
-            (y(tick) + 5.0).max(FONT_SIZE),
-            escape(&format_bytes(tick)),
-            at = y(tick),
-        );
-        tick += y_step;
-    }
+    bytes_grid(page, LEFT, plot_width, y_max, y_step, &y);
     let longest = lines
         .iter()
         .max_by_key(|l| l.points.len())
