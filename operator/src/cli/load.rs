@@ -143,20 +143,24 @@ impl LoadArgs {
 }
 
 pub fn run_load(args: LoadArgs) -> ExitCode {
-    // Until the measurement's own handler is in place (below), SIGINT and SIGTERM end the
-    // command at once, removing what it downloaded: nothing is measured yet.
-    let before_measuring = exit_on_signals("fetching the workload's file")
-        .inspect_err(|e| {
-            eprintln!("warning: cannot handle SIGINT and SIGTERM ({e}); a stopped download would leave its partial copy in TMPDIR");
-        })
-        .ok();
     // An RDB file at a URL is fetched here, where the run is.
     // The fetched copy is removed when `_copy` drops, as the command ends.
     let planned = args.plan().and_then(|(plan, workload)| {
+        // While it is fetched, and until the measurement's own handler is in place (below),
+        // SIGINT and SIGTERM end the command at once, removing the copy: nothing is measured.
+        let fetching = matches!(&workload, Workload::Rdb(load) if load.url.is_some())
+            .then(|| {
+                exit_on_signals("fetching the workload's file")
+                    .inspect_err(|e| {
+                        eprintln!("warning: cannot handle SIGINT and SIGTERM ({e}); a stopped download would leave its partial copy in TMPDIR");
+                    })
+                    .ok()
+            })
+            .flatten();
         let (workload, copy) = workload.fetched().map_err(Refusal::Plan)?;
-        Ok((plan, workload, copy))
+        Ok((plan, workload, copy, fetching))
     });
-    let (plan, workload, _copy) = match planned {
+    let (plan, workload, _copy, before_measuring) = match planned {
         Ok(planned) => planned,
         Err(Refusal::Usage(message)) => return usage_error(&message),
         Err(Refusal::Plan(e)) => {
