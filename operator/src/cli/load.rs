@@ -16,6 +16,7 @@ use membench::client::pod_io::result::ClientResult;
 use membench::client::pod_io::stop::{
     Journal, ResultFile, STOP_DEADLINE, exit_on_signals, stop_on_signals, write_journal_and_exit,
 };
+use membench::client::workloads::rdb_load::FetchedFiles;
 use membench::client::workloads::workload::Workload;
 use membench::error::{BenchError, ErrorCategory};
 use membench::report::table::{ComparisonRow, OutputFormat, comparison_table, repetitions_table};
@@ -144,7 +145,7 @@ impl LoadArgs {
 
 pub fn run_load(args: LoadArgs) -> ExitCode {
     // An RDB file at a URL is fetched here, where the run is.
-    // The fetched copy is removed when `_copy` drops, as the command ends.
+    // The fetched copy is removed when `_files` drops, as the command ends.
     let planned = args.plan().and_then(|(plan, workload)| {
         // While it is fetched, and until the measurement's own handler is in place (below),
         // SIGINT and SIGTERM end the command at once, removing the copy: nothing is measured.
@@ -157,10 +158,11 @@ pub fn run_load(args: LoadArgs) -> ExitCode {
                     .ok()
             })
             .flatten();
-        let (workload, copy) = workload.fetched().map_err(Refusal::Plan)?;
-        Ok((plan, workload, copy, fetching))
+        let mut files = FetchedFiles::default();
+        let workload = workload.fetched(&mut files).map_err(Refusal::Plan)?;
+        Ok((plan, workload, files, fetching))
     });
-    let (plan, workload, _copy, before_measuring) = match planned {
+    let (plan, workload, _files, before_measuring) = match planned {
         Ok(planned) => planned,
         Err(Refusal::Usage(message)) => return usage_error(&message),
         Err(Refusal::Plan(e)) => {

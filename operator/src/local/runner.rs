@@ -562,7 +562,7 @@ pub fn run_benchmark(
         let workload = plan
             .workload
             .workload(profile)?
-            .fetched_once(&mut fetched_files)?;
+            .fetched(&mut fetched_files)?;
         let options = LoadOptions {
             settings: plan.settings.clone(),
             stop: stop.clone(),

@@ -10,7 +10,6 @@ use super::ttl::Ttl;
 use crate::client::connection::engine::ControlConnection;
 use crate::client::connection::shards::ShardSet;
 use crate::client::workloads::profile_workload::{ProfileWorkload, TypeSegment};
-use crate::client::workloads::rdb_load::download::Downloaded;
 use crate::client::workloads::rdb_load::{FetchedFiles, RdbLoad};
 use crate::crd::{RecordLayout, WorkloadSpec};
 use crate::error::BenchError;
@@ -142,25 +141,10 @@ impl Workload {
         Ok(workload)
     }
 
-    /// The workload ready to run: an RDB file at a URL fetched (and scanned) here, into the
-    /// temporary directory, with the guard that removes the copy when dropped (keep it for the
-    /// run); any other as it is.
-    pub fn fetched(self) -> Result<(Self, Option<Downloaded>), BenchError> {
-        match self {
-            Workload::Rdb(load) if !load.is_fetched() => match &load.url {
-                Some(url) => {
-                    let (load, copy) = RdbLoad::fetch(url, load.credentials.as_deref())?;
-                    Ok((Workload::Rdb(load), Some(copy)))
-                }
-                None => Ok((Workload::Rdb(load), None)),
-            },
-            other => Ok((other, None)),
-        }
-    }
-
-    /// As [`Workload::fetched`], for a run of several engine entries: a URL's file is fetched
-    /// and scanned once, into `files`, which removes the copy when the run ends.
-    pub fn fetched_once(self, files: &mut FetchedFiles) -> Result<Self, BenchError> {
+    /// The workload ready to run: an RDB file at a URL fetched and scanned into the temporary
+    /// directory, once however many entries of a run ask for it, the copy kept in `files`,
+    /// which removes it when dropped (keep it for the run); any other as it is.
+    pub fn fetched(self, files: &mut FetchedFiles) -> Result<Self, BenchError> {
         match self {
             Workload::Rdb(load) if !load.is_fetched() => match &load.url {
                 Some(url) => Ok(Workload::Rdb(files.load(url, load.credentials.as_deref())?)),
